@@ -1,0 +1,37 @@
+# One virtual environment (.venv) holds everything the site, the notebooks and the tests need.
+# `make serve` and `make test` are the two commands in the README; both set up first.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.setup-done
+# This machine's pip resolves torch==2.13.0 to a small CPU build. The pin applies only when
+# the venv has no torch yet, so a GPU box can pre-install its own CUDA torch into .venv.
+TORCH_SPEC ?= torch==2.13.0
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup serve site test test-fast bench gpu-check clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q "$(TORCH_SPEC)"
+	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test]"
+	@touch $(STAMP)
+
+serve: setup
+	$(BIN)/mkdocs serve --dev-addr $(HOST):$(PORT)
+
+site: setup
+	$(BIN)/mkdocs build --strict
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m twofour.bench_core
+
+clean:
+	rm -rf site build .pytest_cache .hypothesis
