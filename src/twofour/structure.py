@@ -1,0 +1,344 @@
+"""Stage 1 of the answer: is the weight really N:M (2:4) along K?
+
+A weight ``W`` of an ``nn.Linear`` has shape ``[out_features, in_features] = [N, K]`` and the
+layer computes ``y = x @ W.T``. Sparse tensor cores need the *reduction* dimension K to be
+sparse: every run of ``m`` consecutive elements of a row of ``W`` (a *group*) may hold at most
+``n`` non-zeros. 2:4 is ``n=2, m=4``. Half the elements being zero is not enough: the zeros
+must fall two in every group of four, along K.
+
+PyTorch does not check this before packing a weight (its CUTLASS conversion silently drops the
+extra non-zeros of a bad group), so :func:`check` is the careful first step.
+
+Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero.
+
+>>> import torch, twofour
+>>> W = torch.tensor([[1.0, 0.0, 2.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
+>>> twofour.check(W).valid
+False
+>>> W2, mask = twofour.prune(W)
+>>> twofour.check(W2).valid
+True
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import torch
+
+from ._tensors import nonzero_mask, require_nm, require_weight, row_chunks, same_size_int_view
+
+__all__ = ["StructureReport", "GroupViolation", "check", "prune", "nonzeros_per_group"]
+
+# How many offending groups a report keeps with their values, for reading.
+_DEFAULT_EXAMPLES = 8
+# How many offending group locations a report stores as a tensor before it stops collecting
+# (the counts per row stay exact; the report says when locations were capped).
+_DEFAULT_MAX_LOCATIONS = 1_000_000
+
+
+@dataclass(frozen=True)
+class GroupViolation:
+    """One group that breaks N:M: where it is, how many non-zeros it holds, and its values."""
+
+    row: int
+    group: int
+    m: int
+    nonzeros: int
+    values: tuple
+
+    @property
+    def columns(self) -> tuple[int, int]:
+        """Half-open column range ``[start, stop)`` of the group in ``W``."""
+        return self.group * self.m, (self.group + 1) * self.m
+
+    def __str__(self) -> str:
+        start, stop = self.columns
+        vals = ", ".join(_fmt(v) for v in self.values)
+        return f"row {self.row}, group {self.group} (columns {start}-{stop - 1}): {self.nonzeros} non-zeros [{vals}]"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if v != 0 or str(v)[0] != "-" else "-0.0"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class StructureReport:
+    """Result of :func:`check`: is the weight N:M along its last dimension, and if not, where not.
+
+    Attributes:
+        valid: True when every group holds at most ``n`` non-zeros.
+        n, m: the pattern checked (``n`` non-zeros allowed per group of ``m``).
+        shape, dtype: of the weight checked.
+        num_groups: groups in the weight (``rows * K / m``).
+        num_bad_groups: groups holding more than ``n`` non-zeros.
+        bad_groups_per_row: int64 tensor ``[rows]``, offending groups in each row.
+        bad_locations: int64 tensor ``[k, 2]`` of ``(row, group)`` of offending groups, in row-major
+            order; capped at ``max_locations`` (see ``locations_complete``).
+        examples: the first few offending groups with their values.
+        nonzero_fraction: fraction of all elements that are non-zero (``-0.0`` is zero).
+    """
+
+    valid: bool
+    n: int
+    m: int
+    shape: tuple[int, int]
+    dtype: torch.dtype
+    num_groups: int
+    num_bad_groups: int
+    bad_groups_per_row: torch.Tensor = field(repr=False)
+    bad_locations: torch.Tensor = field(repr=False)
+    examples: tuple[GroupViolation, ...] = field(repr=False)
+    nonzero_fraction: float = 0.0
+
+    @property
+    def fraction_bad(self) -> float:
+        """Fraction of groups that break N:M (0.0 for a valid weight)."""
+        return self.num_bad_groups / self.num_groups
+
+    @property
+    def fraction_valid(self) -> float:
+        """Fraction of groups that satisfy N:M."""
+        return 1.0 - self.fraction_bad
+
+    @property
+    def locations_complete(self) -> bool:
+        """False when more groups broke N:M than ``bad_locations`` holds."""
+        return self.bad_locations.shape[0] == self.num_bad_groups
+
+    @property
+    def bad_rows(self) -> torch.Tensor:
+        """Indices of rows with at least one offending group."""
+        return torch.nonzero(self.bad_groups_per_row, as_tuple=False).flatten()
+
+    def summary(self) -> str:
+        """One line: the verdict and the counts."""
+        pattern = f"{self.n}:{self.m}"
+        shape = "x".join(map(str, self.shape))
+        if self.valid:
+            return (
+                f"valid {pattern}: all {self.num_groups:,} groups of {shape} {_dtype_name(self.dtype)} "
+                f"hold at most {self.n} non-zeros ({self.nonzero_fraction:.1%} of elements non-zero)"
+            )
+        rows = int((self.bad_groups_per_row > 0).sum())
+        return (
+            f"NOT {pattern}: {self.num_bad_groups:,} of {self.num_groups:,} groups "
+            f"({self.fraction_bad:.2%}) hold more than {self.n} non-zeros, in {rows:,} of {self.shape[0]:,} rows "
+            f"of {shape} {_dtype_name(self.dtype)}"
+        )
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        if not self.valid:
+            lines.append(f"first offending groups (of {self.num_bad_groups:,}):")
+            lines += [f"  {v}" for v in self.examples]
+            lines.append("fix: twofour.prune(W) keeps the n largest-magnitude values of every group")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        colour = "#1b7f3b" if self.valid else "#b3261e"
+        head = f'<p><strong style="color:{colour}">{html.escape(self.summary())}</strong></p>'
+        if self.valid:
+            return head
+        rows = []
+        for v in self.examples:
+            cells = "".join(
+                f'<td style="padding:2px 6px;{"background:#f6d5d2;" if _is_nonzero_py(x) else ""}">{html.escape(_fmt(x))}</td>'
+                for x in v.values
+            )
+            start, stop = v.columns
+            rows.append(
+                f"<tr><td>{v.row}</td><td>{v.group}</td><td>{start}&ndash;{stop - 1}</td><td>{v.nonzeros}</td>{cells}</tr>"
+            )
+        header_vals = "".join(f"<th>k+{i}</th>" for i in range(self.m))
+        table = (
+            "<table><thead><tr><th>row</th><th>group</th><th>columns</th><th>non-zeros</th>"
+            f"{header_vals}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+        more = self.num_bad_groups - len(self.examples)
+        tail = f"<p>&hellip; and {more:,} more offending groups.</p>" if more > 0 else ""
+        return head + table + tail
+
+
+def _is_nonzero_py(x) -> bool:
+    return x != 0 or (isinstance(x, float) and x != x)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _group_counts(chunk: torch.Tensor, m: int) -> torch.Tensor:
+    """Non-zeros per group of ``m`` along the last dim, as uint8 ``[rows, K/m]``."""
+    nz = nonzero_mask(chunk)
+    rows, K = chunk.shape
+    # Summing a bool view as uint8 keeps the temporary at one byte per element.
+    return nz.view(rows, K // m, m).sum(dim=-1, dtype=torch.uint8) if m < 256 else nz.view(rows, K // m, m).sum(dim=-1)
+
+
+def nonzeros_per_group(W: torch.Tensor, m: int = 4) -> torch.Tensor:
+    """Count the non-zeros in every group of ``m`` consecutive elements along the last dimension.
+
+    Returns an integer tensor of shape ``[rows, K // m]`` (uint8 for ``m < 256``), handy for a
+    heatmap of where a weight breaks N:M.
+
+    >>> nonzeros_per_group(torch.tensor([[1.0, 0.0, 2.0, 3.0]])).tolist()
+    [[3]]
+    """
+    require_nm(1, m)
+    W = require_weight(W, m)
+    return _group_counts(W, m)
+
+
+def check(
+    W: torch.Tensor,
+    n: int = 2,
+    m: int = 4,
+    *,
+    max_examples: int = _DEFAULT_EXAMPLES,
+    max_locations: int = _DEFAULT_MAX_LOCATIONS,
+) -> StructureReport:
+    """Check that ``W`` is N:M sparse along its last dimension (K, ``in_features``).
+
+    Every group of ``m`` consecutive elements of each row may hold at most ``n`` non-zeros.
+    ``-0.0`` counts as zero; NaN and inf count as non-zero. ``W`` is read, never modified or
+    copied whole: the work runs in row chunks, so the extra memory stays a small fraction of
+    the weight (about 1/8 of it for float16).
+
+    Args:
+        W: 2-D weight ``[out_features, in_features]``, any supported dtype, CPU or CUDA.
+        n: allowed non-zeros per group (2 for 2:4).
+        m: group size (4 for 2:4).
+        max_examples: offending groups kept with their values in the report.
+        max_locations: cap on stored ``(row, group)`` locations (counts stay exact).
+
+    Returns:
+        A :class:`StructureReport`; ``report.valid`` is the verdict, ``print(report)`` explains it.
+
+    >>> W = torch.tensor([[0.5, 0.0, 0.0, -1.0, 1.0, 2.0, 3.0, 0.0]])
+    >>> r = check(W)
+    >>> r.valid, r.num_bad_groups, r.examples[0].group
+    (False, 1, 1)
+    """
+    require_nm(n, m)
+    W = require_weight(W, m)
+    for name, value in (("max_examples", max_examples), ("max_locations", max_locations)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    rows, K = W.shape
+    groups_per_row = K // m
+    bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
+    locations: list[torch.Tensor] = []
+    n_locations = 0
+    nonzeros = 0
+    for start, stop in row_chunks(rows, K):
+        counts = _group_counts(W[start:stop], m)
+        nonzeros += int(counts.sum(dtype=torch.int64))
+        bad = counts > n
+        bad_per_row[start:stop] = bad.sum(dim=1)
+        if n_locations < max_locations and bool(bad.any()):
+            where = torch.nonzero(bad, as_tuple=False)[: max_locations - n_locations]
+            where[:, 0] += start
+            locations.append(where)
+            n_locations += where.shape[0]
+    num_bad = int(bad_per_row.sum())
+    bad_locations = torch.cat(locations).cpu() if locations else torch.zeros((0, 2), dtype=torch.int64)
+    examples = tuple(_violation(W, int(r), int(g), m) for r, g in bad_locations[:max_examples].tolist())
+    return StructureReport(
+        valid=num_bad == 0,
+        n=n,
+        m=m,
+        shape=(rows, K),
+        dtype=W.dtype,
+        num_groups=rows * groups_per_row,
+        num_bad_groups=num_bad,
+        bad_groups_per_row=bad_per_row.cpu(),
+        bad_locations=bad_locations,
+        examples=examples,
+        nonzero_fraction=nonzeros / W.numel(),
+    )
+
+
+def _violation(W: torch.Tensor, row: int, group: int, m: int) -> GroupViolation:
+    vals = W[row, group * m : (group + 1) * m]
+    nz = int(nonzero_mask(vals).sum())
+    if vals.dtype.is_floating_point and vals.element_size() == 1:
+        vals = vals.float()  # float8 has no .tolist() on some builds
+    return GroupViolation(row=row, group=group, m=m, nonzeros=nz, values=tuple(vals.cpu().tolist()))
+
+
+def _scores_for_ranking(t: torch.Tensor) -> torch.Tensor:
+    """|t| in a dtype where abs is exact and sortable (int8's -128 and float8 need widening)."""
+    if t.dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        return t.abs()
+    return t.to(torch.float32).abs()
+
+
+def prune(
+    W: torch.Tensor,
+    n: int = 2,
+    m: int = 4,
+    scores: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prune ``W`` to N:M along its last dimension; return ``(W_pruned, mask)``.
+
+    In every group of ``m`` consecutive elements of a row, the ``n`` elements with the largest
+    ``|score|`` are kept and the others set to zero. ``scores=None`` means magnitude pruning
+    (``score = W``); pass any tensor of ``W``'s shape for another criterion, for example the
+    activation-aware score ``W.abs() * x_norm`` (Wanda-style, ``x_norm[k]`` the L2 norm of input
+    feature ``k`` over calibration tokens).
+
+    Ties are broken by position: among equal scores the element with the lower column index is
+    kept, so the result is deterministic on every device. ``mask`` is a bool tensor of ``W``'s
+    shape with exactly ``n`` True per group (a group that already had fewer than ``n`` non-zeros
+    keeps some zeros, which changes nothing). Dropped elements become ``+0.0``. ``W`` is not
+    modified; the result is a new tensor of the same dtype and device.
+
+    Args:
+        W: 2-D weight ``[out_features, in_features]``.
+        n, m: keep ``n`` of every ``m`` (2:4 by default).
+        scores: optional ranking scores, same shape as ``W``; must not contain NaN.
+
+    >>> W = torch.tensor([[0.1, -3.0, 2.0, 0.5]])
+    >>> Wp, mask = prune(W)
+    >>> Wp.tolist(), mask.tolist()
+    ([[0.0, -3.0, 2.0, 0.0]], [[False, True, True, False]])
+    """
+    require_nm(n, m)
+    W = require_weight(W, m)
+    if scores is not None:
+        if not isinstance(scores, torch.Tensor):
+            raise TypeError(f"scores must be a torch.Tensor of W's shape {tuple(W.shape)}, got {type(scores).__name__}")
+        if scores.shape != W.shape:
+            raise ValueError(
+                f"scores must have W's shape {tuple(W.shape)} (one score per weight), got {tuple(scores.shape)}"
+            )
+        if scores.is_complex() or scores.dtype == torch.bool:
+            raise TypeError(f"scores must be real numbers, got dtype {scores.dtype}")
+        if scores.device != W.device:
+            raise ValueError(f"scores is on {scores.device} but W is on {W.device}; move one of them")
+    source = W if scores is None else scores
+    rows, K = W.shape
+    mask = torch.empty((rows, K), dtype=torch.bool, device=W.device)
+    for start, stop in row_chunks(rows, K):
+        rank_by = _scores_for_ranking(source[start:stop])
+        if rank_by.is_floating_point() and bool(torch.isnan(rank_by).any()):
+            what = "W" if scores is None else "scores"
+            where = torch.nonzero(torch.isnan(rank_by))[0].tolist()
+            raise ValueError(
+                f"{what} contains NaN (first at row {where[0] + start}, column {where[1]}); "
+                "a NaN has no magnitude to rank, so fix or mask it before pruning"
+            )
+        groups = rank_by.reshape(stop - start, K // m, m)
+        # A stable descending sort keeps the lower index first among equal scores.
+        order = torch.sort(groups, dim=-1, descending=True, stable=True).indices[..., :n]
+        chunk_mask = torch.zeros_like(groups, dtype=torch.bool)
+        chunk_mask.scatter_(-1, order, True)
+        mask[start:stop] = chunk_mask.view(stop - start, K)
+    # Select on the integer view: exact for every dtype (float8 included) and yields +0.0.
+    bits = same_size_int_view(W)
+    pruned = torch.where(mask, bits, torch.zeros((), dtype=bits.dtype, device=W.device)).view(W.dtype)
+    return pruned, mask
