@@ -1,0 +1,70 @@
+"""The ``twofour`` command line: ``twofour audit``, ``twofour bench``, ``twofour quality``, ...
+
+Each subcommand lives in the module that owns its concern and exposes two functions:
+``add_arguments(parser)`` and ``run(args) -> int``. This file only wires them together, so a
+new subcommand is one line in ``_SUBCOMMANDS``.
+
+Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
+non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module path, one-line help)
+_SUBCOMMANDS = {
+    "audit": ("twofour.audit_cli", "check every linear weight of a checkpoint: 2:4 valid? packed? which kernel?"),
+    "bench": ("twofour.bench_cli", "time dense vs 2:4 matmuls (GPU) or the CPU dense roofline, with provenance"),
+    "quality": ("twofour.quality_cli", "train, prune and recover a small language model; write a results file"),
+    "golden": ("twofour.golden_cli", "write golden input/output vectors for the static site's calculators"),
+}
+
+
+class UserError(Exception):
+    """An error caused by the user's input: printed as one line, exit code 2."""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="twofour",
+        description="Tools for NVIDIA 2:4 structured sparsity: half the weights are zero; why did serving not get faster?",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"twofour {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_path, help_text) in _SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_path)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_path:
+                continue  # that subcommand has not been written yet
+            raise
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``twofour`` console script; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"twofour {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"twofour {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
