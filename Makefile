@@ -31,7 +31,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/python -m twofour.bench_core
+	$(BIN)/python benchmarks/core.py
 
 clean:
 	rm -rf site build .pytest_cache .hypothesis
