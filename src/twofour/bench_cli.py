@@ -1,0 +1,117 @@
+"""``twofour bench``: time dense vs 2:4 GEMMs on this machine and write a results file.
+
+On a GPU with sparse tensor cores it times dense and every available 2:4 backend over
+Llama-3 linear shapes. On a CPU it measures the CPU's own dense float32 roofline (achieved
+GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a GPU.
+
+    twofour bench --quick                      # a few points, under a minute on 2 CPU cores
+    twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .cli import UserError
+
+# Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
+_QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "warmup": 1}
+_QUICK_GPU = {"shapes": ["llama-3-8b"], "Ms": [1, 16, 256, 4096], "repeats": 10, "warmup": 3}
+# A CPU cannot sweep to M=16384 on 70B shapes in reasonable time; the cap is printed.
+_CPU_DEFAULT_MS = [1, 4, 16, 64, 256, 1024]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="a few points only (a smoke run)")
+    parser.add_argument("--shapes", nargs="+", metavar="SHAPE",
+                        help="model presets (llama-3-8b, llama-3-70b) or NxK weight shapes such as 4096x14336")
+    parser.add_argument("--m", nargs="+", type=int, metavar="M", dest="Ms", help="token counts (rows of x)")
+    parser.add_argument("--dtypes", nargs="+", metavar="DTYPE",
+                        help="float16 / bfloat16 on GPU (default both); CPU always uses float32")
+    parser.add_argument("--repeats", type=int, help="timed calls per point (default 10; quick CPU 5)")
+    parser.add_argument("--warmup", type=int, help="untimed calls before timing (default 3)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--no-flush", action="store_true", help="do not flush L2 between timed calls (GPU)")
+    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .bench import default_out_path, parse_shape, sweep
+    from .device import environment
+
+    env = environment()
+    if args.device == "cuda" and not env.cuda_available:
+        raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
+    on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
+    quick = _QUICK_GPU if on_gpu else _QUICK_CPU
+
+    shape_texts = args.shapes or (quick["shapes"] if args.quick else (["llama-3-8b", "llama-3-70b"] if on_gpu else ["llama-3-8b"]))
+    try:
+        shapes = [s for text in shape_texts for s in parse_shape(text)]
+    except ValueError as exc:
+        raise UserError(f"--shapes: {exc}") from None
+    Ms = args.Ms or (quick["Ms"] if args.quick else (None if on_gpu else _CPU_DEFAULT_MS))
+    if Ms is not None and any(m <= 0 for m in Ms):
+        raise UserError(f"--m: every M must be a positive int, got {Ms}")
+    for name in ("repeats", "warmup"):
+        v = getattr(args, name)
+        if v is not None and v < (1 if name == "repeats" else 0):
+            raise UserError(f"--{name} must be >= {1 if name == 'repeats' else 0}, got {v}")
+    repeats = args.repeats or (quick["repeats"] if args.quick else 10)
+    warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
+
+    if on_gpu:
+        dtypes = args.dtypes or (["float16"] if args.quick else ["float16", "bfloat16"])
+        print(f"GPU: {env.gpu_name} (compute capability {env.capability_str}); 2:4 backends: "
+              f"{', '.join(env.backends) or 'none'}. {env.reason}")
+    else:
+        if args.dtypes and any(d not in ("float32", "fp32") for d in args.dtypes):
+            print(f"note: --dtypes {' '.join(args.dtypes)} ignored on CPU: only float32 is timed here", file=sys.stderr)
+        dtypes = ["float32"]
+        print("No CUDA GPU: 2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0,")
+        print("so this run measures only the CPU's own dense float32 roofline (achieved GFLOP/s and GB/s).")
+        if not args.Ms and not args.quick:
+            print(f"CPU sweep: M limited to {_CPU_DEFAULT_MS} (pass --m to choose others).")
+
+    kwargs = {} if Ms is None else {"Ms": Ms}
+    command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
+    try:
+        res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
+                    flush_l2=not args.no_flush, progress=not args.no_progress, command=command, **kwargs)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+    _print_table(res, on_gpu)
+    out = res.save(args.out or default_out_path(res.provenance))
+    print(f"results written to {out}")
+    problems = res.problems()
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _print_table(res, on_gpu: bool) -> None:
+    if on_gpu:
+        print(f"{'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}  check")
+        for p in res.points:
+            for backend, e in (p.get("sparse") or {}).items():
+                if "median_ms" in e:
+                    s = p["dense"]["median_ms"] / e["median_ms"]
+                    ok = "ok" if e["check"]["passed"] else "FAILED"
+                    print(f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
+                          f"{backend:>11} {e['median_ms']:>10.4f} {s:>8.2f}  {ok}")
+                else:
+                    print(f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
+                          f"{backend:>11} {'error':>10}  {e.get('error', '')}")
+        return
+    from .bench import cpu_roofline
+
+    roof = cpu_roofline(res)
+    print(f"{'shape':34} {'M':>6} {'median ms':>10} {'FLOP/byte':>10} {'GFLOP/s':>9} {'GB/s':>7}")
+    for r in roof["points"]:
+        print(f"{(r['shape'] or '')[:34]:34} {r['M']:>6} {r['t_ms']:>10.3f} {r['intensity']:>10.1f} "
+              f"{r['gflops']:>9.1f} {r['gbs']:>7.1f}")
+    print(f"best achieved on this CPU (measured ceilings, float32 dense): "
+          f"{roof['best_gflops']:.1f} GFLOP/s, {roof['best_gbs']:.1f} GB/s")

@@ -1,0 +1,560 @@
+"""Predicted time of ``y = x @ W.T``, dense vs 2:4, for one shape on one GPU.
+
+``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight, out x in), ``y`` is
+``[M, N]``. The model is a roofline with four corrections that explain why measured 2:4 gains
+sit far below the 2x on the data sheet:
+
+1. **Compute ceiling.** ``2*M*N*K`` FLOPs at ``peak * compute_eff``; the 2:4 kernel uses the
+   sparse peak (2x dense on every GPU in :mod:`twofour.hardware`), with its own efficiency.
+2. **Memory ceiling.** Bytes moved once each: the weight (dense ``N*K*b``, or
+   :func:`twofour.packing.packed_bytes` for 2:4 — 56.25% of dense for fp16/bf16, 62.5% for
+   8-bit), the activations ``M*K*b`` and the output ``M*N*b_out``, at
+   ``bandwidth * memory_eff``. When the weight dominates (small M), the best 2:4 can do is
+   ``1 / packed_ratio`` (1.78x for fp16), not 2x.
+3. **Padding.** PyTorch's 2:4 path zero-pads the dense operand's rows up to a multiple that
+   depends on backend and dtype (8 for fp16/bf16, 16 for int8/fp8, 4 for tf32; from
+   ``_DTYPE_SHAPE_CONSTRAINTS`` in ``torch/sparse/semi_structured.py``, facts.md §3), and
+   computes on the padded rows. The dense GEMM is not padded.
+4. **Per-call overhead** (µs) added to every call: kernel launch for dense; for 2:4 also the
+   per-call cuSPARSELt descriptor and plan set-up (facts.md §3, an inference from the code).
+5. **Wave quantization.** The output is cut into ``tile_m x tile_n`` tiles, one tile per SM at
+   a time. With ``tiles`` tiles and ``sms`` SMs the GPU runs ``ceil(tiles / sms)`` waves and
+   the last one leaves SMs idle; the achieved fraction ``tiles / (waves * sms)`` divides
+   the compute rate. Small M means few tiles, so most SMs sit idle.
+
+Assumptions, stated once (each is a simplification a measurement can contradict):
+
+* ``time = max(t_compute, t_memory) + overhead``: perfect overlap of math and memory.
+* Each byte crosses DRAM once (no re-reads of x or W across tiles; L2 is not modelled).
+* A tile's cost is proportional to its *useful* rows: kernels pick smaller tiles or
+  split-K for small M, so a 1-row GEMM does not pay for a 128-row tile. Idle SMs in the last
+  wave are the only tile effect charged. Dense and 2:4 kernels use the same tile shape.
+* Memory bandwidth is reached even when few SMs are busy.
+* Output bytes per element: same as the input dtype, except 8-bit GEMMs (int8, fp8), which
+  are assumed to write bf16 (2 bytes), as scaled matmuls usually do.
+* Efficiencies are constants per kernel family (dense, 2:4), not functions of shape. The
+  defaults of :class:`Efficiency` are **assumptions, not measurements**: chosen so that the
+  large-GEMM 2:4 gain (``2 * sparse_compute / dense_compute`` = 1.47) lies inside the
+  1.1–1.7x range of published GEMM measurements (facts.md §4). :func:`fit` replaces them
+  with values fitted to a results file from :mod:`twofour.bench`.
+
+Every formula is plain arithmetic (``ceil``, ``max``, ``*``, ``/``) so the static site's
+JavaScript calculator can mirror it operation for operation; see :func:`gemm_time_s`.
+
+Example:
+    >>> from twofour.roofline import predict, crossover_m
+    >>> p = predict(1, 4096, 4096, "fp16", "H100")
+    >>> p.bound_dense, p.bound_sparse
+    ('memory', 'memory')
+    >>> p.speedup < 1 / 0.5625            # decode: below the bytes ceiling
+    True
+    >>> big = predict(16384, 4096, 4096, "fp16", "H100")
+    >>> round(big.speedup, 2)              # 2 * 0.55 / 0.75 = 1.47, less overhead and waves
+    1.43
+    >>> crossover_m(4096, 4096, "fp16", "H100") > 1
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+
+import torch
+
+from .hardware import GPUSpec, _dtype_key, get_gpu
+from .packing import packed_bytes, packed_ratio
+
+__all__ = [
+    "Efficiency",
+    "DEFAULT_EFFICIENCY",
+    "Prediction",
+    "FitReport",
+    "pad_multiple",
+    "gemm_time_s",
+    "predict",
+    "gemm_speedup",
+    "speedup_curve",
+    "crossover_m",
+    "ceilings",
+    "arithmetic_intensity",
+    "ridge_point",
+    "wave_efficiency",
+    "fit",
+]
+
+GEMM_DTYPES = ("fp16", "bf16", "fp8", "int8", "tf32")
+
+# Dense-operand row multiple of PyTorch's 2:4 path, per backend and dtype. Source:
+# torch/sparse/semi_structured.py, _DTYPE_SHAPE_CONSTRAINTS (facts.md §3). Older releases
+# padded fp16 activations to 32 rows (pytorch#111339): pass Efficiency(pad_to=32) for them.
+_PAD_MULTIPLE = {
+    ("cuSPARSELt", "fp16"): 8,
+    ("cuSPARSELt", "bf16"): 8,
+    ("cuSPARSELt", "int8"): 16,
+    ("cuSPARSELt", "fp8"): 16,
+    ("cuSPARSELt", "tf32"): 4,
+    ("CUTLASS", "fp16"): 8,
+    ("CUTLASS", "bf16"): 8,
+    ("CUTLASS", "int8"): 16,
+    ("CUTLASS", "tf32"): 4,
+}
+
+# Bytes per element of the inputs, and of the output (see the module docstring).
+_IN_BYTES = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "tf32": 4}
+_OUT_BYTES = {"fp16": 2, "bf16": 2, "fp8": 2, "int8": 2, "tf32": 4}
+# What twofour.packing should count for the packed weight: (dtype or bit width, n, m).
+_PACKING = {
+    "fp16": (torch.float16, 2, 4),
+    "bf16": (torch.bfloat16, 2, 4),
+    "int8": (torch.int8, 2, 4),
+    "fp8": (8, 2, 4),
+    "tf32": (torch.float32, 1, 2),  # sparse tensor cores run 32-bit values as 1:2
+}
+
+
+def _require_positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """The model's free parameters. Defaults are assumptions; :func:`fit` measures them.
+
+    Attributes:
+        dense_compute, sparse_compute: achieved fraction of the dense / 2:4 peak FLOP/s
+            when every SM is busy (0 < x <= 1).
+        dense_memory, sparse_memory: achieved fraction of peak DRAM bandwidth.
+        dense_overhead_us, sparse_overhead_us: fixed cost per call (launch, descriptors).
+        tile_m, tile_n: output tile of one SM, for wave quantization.
+        pad_to: override the backend's row multiple for the 2:4 path (None = the table).
+    """
+
+    dense_compute: float = 0.75
+    sparse_compute: float = 0.55
+    dense_memory: float = 0.80
+    sparse_memory: float = 0.80
+    dense_overhead_us: float = 5.0
+    sparse_overhead_us: float = 15.0
+    tile_m: int = 128
+    tile_n: int = 128
+    pad_to: int | None = None
+
+    def __post_init__(self):
+        for name in ("dense_compute", "sparse_compute", "dense_memory", "sparse_memory"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
+        for name in ("dense_overhead_us", "sparse_overhead_us"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number of microseconds >= 0, got {v!r}")
+        for name in ("tile_m", "tile_n"):
+            _require_positive_int(name, getattr(self, name))
+        if self.pad_to is not None:
+            _require_positive_int("pad_to", self.pad_to)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Efficiency":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown Efficiency fields {sorted(unknown)}; valid: {sorted(known)}")
+        return cls(**data)
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted dense and 2:4 time of one GEMM, with what bounds each (``compute``/``memory``)."""
+
+    M: int
+    N: int
+    K: int
+    dtype: str
+    gpu: str
+    backend: str
+    M_padded: int
+    dense_us: float
+    sparse_us: float
+    bound_dense: str
+    bound_sparse: str
+    wave_eff_dense: float
+    wave_eff_sparse: float
+
+    @property
+    def speedup(self) -> float:
+        """``dense_us / sparse_us``: above 1 means 2:4 wins."""
+        return self.dense_us / self.sparse_us
+
+
+def _gemm_dtype(dtype) -> str:
+    d = _dtype_key(dtype)
+    if d == "fp32":
+        raise ValueError(
+            "dtype float32/fp32 runs on CUDA cores, which have no 2:4 mode; use 'tf32' for "
+            f"float32 on tensor cores, or one of {GEMM_DTYPES}"
+        )
+    return d
+
+
+def pad_multiple(backend: str, dtype) -> int:
+    """Row multiple the 2:4 path pads ``x`` to (PyTorch ``_DTYPE_SHAPE_CONSTRAINTS``).
+
+    Example:
+        >>> pad_multiple("cuSPARSELt", "fp16"), pad_multiple("CUTLASS", "int8")
+        (8, 16)
+    """
+    d = _gemm_dtype(dtype)
+    try:
+        return _PAD_MULTIPLE[(backend, d)]
+    except KeyError:
+        valid = sorted({b for b, _ in _PAD_MULTIPLE})
+        raise ValueError(
+            f"no 2:4 padding rule for backend={backend!r} with dtype={d!r}; backends: {valid} "
+            f"(CUTLASS has no fp8 path)"
+        ) from None
+
+
+def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> float:
+    """Fraction of SM-slots doing work: ``tiles / (ceil(tiles / sms) * sms)``.
+
+    Example:
+        >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
+        0.24242424242424243
+        >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
+        1.0
+    """
+    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
+    waves = math.ceil(tiles / sms)
+    return tiles / (waves * sms)
+
+
+def gemm_time_s(
+    M: int,
+    N: int,
+    K: int,
+    *,
+    peak_tflops: float,
+    mem_bw_gbs: float,
+    sms: int,
+    weight_bytes: float,
+    in_bytes: int,
+    out_bytes: int,
+    compute_eff: float,
+    memory_eff: float,
+    overhead_us: float,
+    tile_m: int,
+    tile_n: int,
+) -> tuple[float, str, float]:
+    """Time of one GEMM in seconds, what bounds it, and its wave efficiency.
+
+    This is the whole model; :func:`predict` only chooses the arguments. In order::
+
+        flops     = 2 * M * N * K
+        wave_eff  = tiles / (ceil(tiles / sms) * sms),  tiles = ceil(M/tile_m) * ceil(N/tile_n)
+        t_compute = flops / (peak_tflops * 1e12 * compute_eff * wave_eff)
+        n_bytes   = weight_bytes + M * K * in_bytes + M * N * out_bytes
+        t_memory  = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
+        t         = max(t_compute, t_memory) + overhead_us * 1e-6
+
+    Example:
+        >>> t, bound, _ = gemm_time_s(1, 4096, 4096, peak_tflops=989.5, mem_bw_gbs=3350, sms=132,
+        ...     weight_bytes=4096 * 4096 * 2, in_bytes=2, out_bytes=2, compute_eff=1, memory_eff=1,
+        ...     overhead_us=0, tile_m=128, tile_n=128)
+        >>> bound, round(t * 1e6, 2)      # 33.6 MB at 3.35 TB/s
+        ('memory', 10.02)
+    """
+    flops = 2 * M * N * K
+    wave_eff = wave_efficiency(M, N, sms, tile_m, tile_n)
+    t_compute = flops / (peak_tflops * 1e12 * compute_eff * wave_eff)
+    n_bytes = weight_bytes + M * K * in_bytes + M * N * out_bytes
+    t_memory = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
+    bound = "compute" if t_compute >= t_memory else "memory"
+    return max(t_compute, t_memory) + overhead_us * 1e-6, bound, wave_eff
+
+
+def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
+    spec = get_gpu(gpu)
+    d = _gemm_dtype(dtype)
+    if not spec.sparse_24:
+        raise ValueError(
+            f"gpu {spec.name} (compute capability {spec.capability[0]}.{spec.capability[1]}) has no "
+            "sparse tensor cores; 2:4 needs 8.0 or newer (e.g. A100, L4, H100)"
+        )
+    if backend is None:
+        backend = spec.backends[0]
+    elif backend not in spec.backends:
+        raise ValueError(f"backend {backend!r} is not available on {spec.name}; valid: {list(spec.backends)}")
+    # Fail early with the table's message if the GPU lacks this dtype.
+    spec.peak_tflops(d)
+    spec.peak_tflops(d, sparse=True)
+    return spec, d, backend
+
+
+def _check_shape(M, N, K):
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        _require_positive_int(name, v)
+    if K % 4:
+        raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
+
+
+def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
+            params: Efficiency | None = None) -> Prediction:
+    """Predict dense and 2:4 time of ``y = x @ W.T`` with ``x: [M, K]``, ``W: [N, K]``.
+
+    Args:
+        M, N, K: GEMM shape (tokens, out_features, in_features). K must divide by 4.
+        dtype: ``"fp16"``, ``"bf16"``, ``"fp8"``, ``"int8"``, ``"tf32"`` or a torch dtype.
+        gpu: a name from :data:`twofour.hardware.GPUS` or a :class:`~twofour.hardware.GPUSpec`.
+        backend: ``"cuSPARSELt"`` or ``"CUTLASS"``; default: the GPU's preferred one.
+        params: :class:`Efficiency`; default :data:`DEFAULT_EFFICIENCY` (assumed, not fitted).
+
+    Example:
+        >>> p = predict(4096, 4096, 4096, "bf16", "A100")
+        >>> p.bound_dense, p.backend, p.M_padded
+        ('compute', 'cuSPARSELt', 4096)
+    """
+    _check_shape(M, N, K)
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    e = params if params is not None else DEFAULT_EFFICIENCY
+    if not isinstance(e, Efficiency):
+        raise TypeError(f"params must be an Efficiency or None, got {type(e).__name__}")
+    mult = e.pad_to or pad_multiple(backend, d)
+    M_padded = math.ceil(M / mult) * mult
+    pack_dtype, n, m = _PACKING[d]
+    common = dict(mem_bw_gbs=spec.mem_bw_gbs, sms=spec.sms, in_bytes=_IN_BYTES[d],
+                  out_bytes=_OUT_BYTES[d], tile_m=e.tile_m, tile_n=e.tile_n)
+    t_dense, bound_dense, wave_dense = gemm_time_s(
+        M, N, K, peak_tflops=spec.peak_tflops(d), weight_bytes=N * K * _IN_BYTES[d],
+        compute_eff=e.dense_compute, memory_eff=e.dense_memory, overhead_us=e.dense_overhead_us, **common)
+    t_sparse, bound_sparse, wave_sparse = gemm_time_s(
+        M_padded, N, K, peak_tflops=spec.peak_tflops(d, sparse=True),
+        weight_bytes=packed_bytes((N, K), pack_dtype, n, m),
+        compute_eff=e.sparse_compute, memory_eff=e.sparse_memory, overhead_us=e.sparse_overhead_us, **common)
+    return Prediction(M, N, K, d, spec.name, backend, M_padded, t_dense * 1e6, t_sparse * 1e6,
+                      bound_dense, bound_sparse, wave_dense, wave_sparse)
+
+
+def gemm_speedup(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
+                 params: Efficiency | None = None) -> float:
+    """Predicted ``t_dense / t_2:4`` for one GEMM (what :mod:`twofour.amdahl` calls ``s``).
+
+    Example:
+        >>> gemm_speedup(1, 4096, 4096, "fp16", "H100") < 1   # decode loses to overhead
+        True
+    """
+    return predict(M, N, K, dtype, gpu, backend, params).speedup
+
+
+def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None) -> list[Prediction]:
+    """:func:`predict` for every M in ``Ms`` (for plots).
+
+    Example:
+        >>> [p.M for p in speedup_curve([1, 64], 4096, 4096)]
+        [1, 64]
+    """
+    return [predict(int(M), N, K, dtype, gpu, backend, params) for M in Ms]
+
+
+def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
+                m_max: int = 16384) -> int | None:
+    """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense, or None.
+
+    "Faster" means speedup > 1. Wave quantization can make the curve saw-toothed, so a
+    win at this M does not promise a win at every larger M: plot :func:`speedup_curve`.
+
+    Example:
+        >>> m = crossover_m(4096, 4096, "fp16", "H100")
+        >>> gemm_speedup(m, 4096, 4096) > 1 >= gemm_speedup(m - 1, 4096, 4096)
+        True
+    """
+    _require_positive_int("m_max", m_max)
+    _check_shape(1, N, K)
+    _resolve(gpu, dtype, backend)
+    for M in range(1, m_max + 1):
+        if predict(M, N, K, dtype, gpu, backend, params).speedup > 1:
+            return M
+    return None
+
+
+def ceilings(dtype) -> dict[str, float]:
+    """The two ceilings of any 2:4 GEMM: ``compute`` (2x) and ``memory`` (1 / packed ratio).
+
+    Example:
+        >>> ceilings("fp16")
+        {'compute': 2.0, 'memory': 1.7777777777777777}
+        >>> round(ceilings("int8")["memory"], 3)
+        1.6
+    """
+    d = _gemm_dtype(dtype)
+    pack_dtype, n, m = _PACKING[d]
+    ratio = packed_ratio(pack_dtype, n, m)
+    return {"compute": 2.0, "memory": 1 / ratio}
+
+
+def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool = False) -> float:
+    """FLOPs per DRAM byte of the GEMM (dense FLOPs counted for both, as the useful work).
+
+    Example:
+        >>> round(arithmetic_intensity(1, 4096, 4096, "fp16"), 2)     # decode: ~1 FLOP/byte
+        1.0
+        >>> arithmetic_intensity(4096, 4096, 4096, "fp16") > 1000      # prefill
+        True
+    """
+    _check_shape(M, N, K)
+    d = _gemm_dtype(dtype)
+    pack_dtype, n, m = _PACKING[d]
+    weight = packed_bytes((N, K), pack_dtype, n, m) if sparse else N * K * _IN_BYTES[d]
+    n_bytes = weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
+    return 2 * M * N * K / n_bytes
+
+
+def ridge_point(gpu, dtype="fp16", *, sparse: bool = False) -> float:
+    """FLOPs per byte at which the GPU's peak compute meets its peak bandwidth.
+
+    Example:
+        >>> round(ridge_point("H100", "fp16"))
+        295
+    """
+    spec = get_gpu(gpu)
+    d = _gemm_dtype(dtype)
+    return spec.peak_tflops(d, sparse=sparse) * 1e12 / (spec.mem_bw_gbs * 1e9)
+
+
+# ------------------------------------------------------------------------------------------
+# Fitting the efficiencies to measurements
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """Fitted :class:`Efficiency` and how well it reproduces the measurements.
+
+    ``*_rms_rel_err`` is the root-mean-square of ``(predicted - measured) / measured``.
+    ``*_compute_points`` counts points the fitted model calls compute-bound: with none, the
+    compute efficiency is not determined by the data (any value large enough fits).
+    """
+
+    params: Efficiency
+    n_points: int
+    dense_rms_rel_err: float
+    sparse_rms_rel_err: float
+    dense_compute_points: int
+    sparse_compute_points: int
+
+
+def _side_terms(points, spec_of, kind: str, tile_m: int, tile_n: int, pad_to):
+    """Per point: seconds at efficiency 1 for compute (incl. waves) and memory, and t measured."""
+    import numpy as np
+
+    F, B, T = [], [], []
+    for p in points:
+        spec, d, backend = _resolve(spec_of(p), p["dtype"], p.get("backend"))
+        M, N, K = int(p["M"]), int(p["N"]), int(p["K"])
+        if kind == "sparse":
+            mult = pad_to or pad_multiple(backend, d)
+            M = math.ceil(M / mult) * mult
+            pack_dtype, n, m = _PACKING[d]
+            weight = packed_bytes((N, K), pack_dtype, n, m)
+            peak = spec.peak_tflops(d, sparse=True)
+        else:
+            weight = N * K * _IN_BYTES[d]
+            peak = spec.peak_tflops(d)
+        wave = wave_efficiency(M, N, spec.sms, tile_m, tile_n)
+        F.append(2 * M * N * K / (peak * 1e12 * wave))
+        B.append((weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]) / (spec.mem_bw_gbs * 1e9))
+        T.append(float(p[f"{kind}_ms"]) * 1e-3)
+    return np.array(F), np.array(B), np.array(T)
+
+
+def _fit_side(F, B, T):
+    """Least squares in relative error over (compute_eff, memory_eff) on a refined grid; overhead in closed form."""
+    import numpy as np
+
+    w = 1.0 / T**2
+
+    def best_on(ce_grid, me_grid):
+        ce = ce_grid[:, None, None]
+        me = me_grid[None, :, None]
+        r = np.maximum(F / ce, B / me)  # [nce, nme, npts]
+        # minimise sum(w * (r + o - T)^2) over o >= 0: o = sum(w (T - r)) / sum(w), clipped
+        o = np.clip(((T - r) * w).sum(-1) / w.sum(), 0.0, None)
+        err = (((r + o[..., None] - T) ** 2) * w).sum(-1)
+        i, j = np.unravel_index(np.argmin(err), err.shape)
+        return ce_grid[i], me_grid[j], o[i, j]
+
+    ce_grid = np.geomspace(0.01, 1.0, 120)
+    me_grid = np.geomspace(0.01, 1.0, 120)
+    ce, me, o = best_on(ce_grid, me_grid)
+    for _ in range(4):  # zoom in around the best cell
+        ce_grid = np.clip(np.geomspace(ce / 1.1, ce * 1.1, 41), 1e-4, 1.0)
+        me_grid = np.clip(np.geomspace(me / 1.1, me * 1.1, 41), 1e-4, 1.0)
+        ce, me, o = best_on(ce_grid, me_grid)
+    pred = np.maximum(F / ce, B / me) + o
+    rms = float(np.sqrt(np.mean(((pred - T) / T) ** 2)))
+    compute_points = int(np.sum(F / ce >= B / me))
+    return float(ce), float(me), float(o), rms, compute_points
+
+
+def fit(results, gpu=None, *, base: Efficiency | None = None) -> FitReport:
+    """Fit compute/memory efficiencies and per-call overheads (dense and 2:4) to measurements.
+
+    Args:
+        results: a :class:`twofour.bench.Results` or a list of dicts with keys ``M, N, K,
+            dtype, dense_ms, sparse_ms`` (medians) and optionally ``backend`` and ``gpu``.
+        gpu: GPU name or spec for every point; default: each point's ``gpu`` key, else the
+            results' provenance GPU name.
+        base: supplies the fixed parameters (tile shape, ``pad_to``); default the defaults.
+
+    The fit minimises the squared *relative* error, so a 10 µs decode GEMM weighs as much
+    as a 10 ms prefill one. Wave quantization and padding are applied as in :func:`predict`.
+
+    Example:
+        >>> pts = [dict(M=M, N=4096, K=4096, dtype="fp16", gpu="H100",
+        ...             dense_ms=predict(M, 4096, 4096).dense_us / 1e3,
+        ...             sparse_ms=predict(M, 4096, 4096).sparse_us / 1e3) for M in (1, 16, 4096, 16384)]
+        >>> rep = fit(pts)
+        >>> round(rep.params.sparse_overhead_us), rep.dense_rms_rel_err < 1e-2
+        (15, True)
+    """
+    base = base or DEFAULT_EFFICIENCY
+    points = results.gpu_points() if hasattr(results, "gpu_points") else list(results)
+    default_gpu = gpu
+    if default_gpu is None and hasattr(results, "provenance"):
+        default_gpu = results.provenance.get("gpu_name")
+    points = [p for p in points if p.get("sparse_ms") is not None and p.get("dense_ms") is not None]
+    if len(points) < 3:
+        raise ValueError(
+            f"results must hold at least 3 points with both dense_ms and sparse_ms to fit 3 "
+            f"parameters per kernel, got {len(points)}"
+        )
+
+    def spec_of(p):
+        name = p.get("gpu", default_gpu)
+        if name is None:
+            raise ValueError("each result point needs a 'gpu' (or pass gpu=...) to know its peaks")
+        from .hardware import match_device_name
+
+        if isinstance(name, str):
+            matched = match_device_name(name)
+            if matched is not None:
+                return matched
+        return get_gpu(name)
+
+    out = {}
+    rms = {}
+    ncomp = {}
+    for kind in ("dense", "sparse"):
+        F, B, T = _side_terms(points, spec_of, kind, base.tile_m, base.tile_n, base.pad_to)
+        ce, me, o, rms[kind], ncomp[kind] = _fit_side(F, B, T)
+        out[f"{kind}_compute"] = ce
+        out[f"{kind}_memory"] = me
+        out[f"{kind}_overhead_us"] = o * 1e6
+    return FitReport(replace(base, **out), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
