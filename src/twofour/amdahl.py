@@ -1,0 +1,179 @@
+"""Amdahl's law for 2:4 sparsity: how much of the whole gets faster when one part does.
+
+If a fraction ``p`` of the time is spent in work that becomes ``s`` times faster and the rest
+does not change, the new time is ``(1 - p) + p / s`` of the old one, so
+
+    speedup(p, s) = 1 / ((1 - p) + p / s)
+
+Two consequences every serving estimate should respect:
+
+* the bound ``1 / (1 - p)``: even an infinitely fast kernel cannot beat it;
+* per-part speedups combine as a *harmonic* mean weighted by time, never as an arithmetic
+  average. :func:`averaged_speedup_mistake` computes the average anyway, only so that the
+  chapter can show how far off it is; nothing in the toolkit uses it to estimate anything.
+
+>>> round(speedup(0.87, 1.78), 3)     # decode at batch 1, fp16 bytes ceiling
+1.616
+>>> round(combined_speedup([0.6, 0.2], [1.78, 1.5]), 3)
+1.492
+>>> round(averaged_speedup_mistake([0.6, 0.2], [1.78, 1.5]), 3)   # too optimistic
+1.568
+
+The arithmetic is plain float operations in the order written, so the site's JavaScript
+calculators can mirror it exactly (see ``twofour golden``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = [
+    "speedup",
+    "max_speedup",
+    "combined_speedup",
+    "averaged_speedup_mistake",
+    "required_part_speedup",
+]
+
+
+def _require_fraction(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number in [0, 1] (a fraction of time), got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a fraction of time in [0, 1], got {value!r}")
+    return value
+
+
+def _require_speedup(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a positive finite number (a speedup), got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(
+            f"{name} must be a positive finite speedup (1 = no change, 2 = twice as fast, 0.5 = twice as slow), got {value!r}"
+        )
+    return value
+
+
+def speedup(p: float, s: float) -> float:
+    """Whole-task speedup when a fraction ``p`` of the time gets ``s`` times faster.
+
+    Args:
+        p: fraction of the *original* time spent in the part that changes, in [0, 1].
+        s: speedup of that part, > 0 and finite (below 1 means the part got slower).
+
+    Returns:
+        ``1 / ((1 - p) + p / s)``; 1.0 when ``p == 0`` or ``s == 1``; ``s`` (to rounding) when ``p == 1``.
+
+    Example:
+        >>> speedup(0.5, 2.0)
+        1.3333333333333333
+        >>> round(speedup(1.0, 1.78), 12), speedup(0.0, 100.0)
+        (1.78, 1.0)
+    """
+    p = _require_fraction("p", p)
+    s = _require_speedup("s", s)
+    return 1.0 / ((1.0 - p) + p / s)
+
+
+def max_speedup(p: float) -> float:
+    """The Amdahl bound ``1 / (1 - p)``: the speedup with an infinitely fast part (inf at p = 1).
+
+    Example:
+        >>> round(max_speedup(0.87), 2)
+        7.69
+    """
+    p = _require_fraction("p", p)
+    return math.inf if p == 1.0 else 1.0 / (1.0 - p)
+
+
+def _require_parts(fractions: Sequence[float], speedups: Sequence[float]) -> tuple[list[float], list[float]]:
+    if isinstance(fractions, (str, bytes)) or not isinstance(fractions, Sequence):
+        raise TypeError(f"fractions must be a sequence of numbers, got {type(fractions).__name__}")
+    if isinstance(speedups, (str, bytes)) or not isinstance(speedups, Sequence):
+        raise TypeError(f"speedups must be a sequence of numbers, got {type(speedups).__name__}")
+    if len(fractions) != len(speedups):
+        raise ValueError(
+            f"fractions and speedups must have the same length (one speedup per part), got {len(fractions)} and {len(speedups)}"
+        )
+    fs = [_require_fraction(f"fractions[{i}]", f) for i, f in enumerate(fractions)]
+    ss = [_require_speedup(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
+    total = 0.0
+    for f in fs:
+        total += f
+    # A little slack for fractions that were themselves computed in floating point.
+    if total > 1.0 + 1e-9:
+        raise ValueError(
+            f"fractions must add up to at most 1 (parts of one total time), got sum {total!r}; "
+            "the remainder 1 - sum is the unchanged part"
+        )
+    return fs, ss
+
+
+def combined_speedup(fractions: Sequence[float], speedups: Sequence[float]) -> float:
+    """Amdahl over several parts: part ``i`` takes ``fractions[i]`` of the time and gets ``speedups[i]``.
+
+    Whatever the fractions leave over (``1 - sum(fractions)``) is unchanged. The new time is
+    ``(1 - sum f) + sum(f_i / s_i)``, computed left to right, and the speedup is its inverse.
+
+    Example:
+        >>> combined_speedup([0.5], [2.0]) == speedup(0.5, 2.0)
+        True
+        >>> round(combined_speedup([0.5, 0.3], [2.0, 1.5]), 4)   # two parts, rest 0.2 unchanged
+        1.5385
+    """
+    fs, ss = _require_parts(fractions, speedups)
+    covered = 0.0
+    for f in fs:
+        covered += f
+    new_time = max(0.0, 1.0 - covered)
+    for f, s in zip(fs, ss):
+        new_time += f / s
+    return 1.0 / new_time
+
+
+def averaged_speedup_mistake(fractions: Sequence[float], speedups: Sequence[float]) -> float:
+    """THE WRONG WAY, kept to show why it is wrong: a time-weighted *arithmetic* average of speedups.
+
+    ``sum(f_i * s_i) + (1 - sum f) * 1``. It treats speedups as if they added up, but time is
+    what adds up; speedups divide it. By the inequality of arithmetic and harmonic means this
+    is never below the correct :func:`combined_speedup` and is above it whenever the parts'
+    speedups differ. Use it only to demonstrate the mistake.
+
+    Example:
+        >>> averaged_speedup_mistake([0.87], [1.78]) > combined_speedup([0.87], [1.78])
+        True
+    """
+    fs, ss = _require_parts(fractions, speedups)
+    covered = 0.0
+    for f in fs:
+        covered += f
+    average = max(0.0, 1.0 - covered)
+    for f, s in zip(fs, ss):
+        average += f * s
+    return average
+
+
+def required_part_speedup(p: float, target: float) -> float:
+    """Speedup the part must reach so that the whole reaches ``target`` (inverse of :func:`speedup`).
+
+    Raises ``ValueError`` when the target is at or beyond the Amdahl bound ``1 / (1 - p)``.
+
+    Example:
+        >>> round(required_part_speedup(0.87, 1.5), 4)
+        1.6211
+    """
+    p = _require_fraction("p", p)
+    target = _require_speedup("target", target)
+    if target == 1.0:
+        return 1.0
+    if p == 0.0:
+        raise ValueError(f"target {target!r} is unreachable with p = 0: nothing changes, so the speedup is 1")
+    remaining = 1.0 / target - (1.0 - p)  # time the part may still take, as a fraction of the old total
+    if remaining <= 0.0:
+        raise ValueError(
+            f"target {target!r} is unreachable with p = {p!r}: the Amdahl bound 1/(1-p) is {max_speedup(p)!r}"
+        )
+    return p / remaining
