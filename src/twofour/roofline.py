@@ -57,6 +57,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -205,14 +206,37 @@ def _gemm_dtype(dtype) -> str:
     return d
 
 
+_TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8,
+                "fp8": getattr(torch, "float8_e4m3fn", None), "tf32": torch.float32}
+
+
+@functools.lru_cache(maxsize=None)
+def _live_pad_multiple(backend: str, d: str) -> int | None:
+    """The installed torch's rule, read by :mod:`twofour.dispatch` (None if unavailable)."""
+    try:
+        from .dispatch.rules import backend_rules
+
+        rule = backend_rules(backend.lower()).shapes.get(_TORCH_DTYPE[d])
+        return None if rule is None else int(rule.dense_min_rows)
+    except (ImportError, AttributeError, KeyError, ValueError, TypeError):
+        return None
+
+
 def pad_multiple(backend: str, dtype) -> int:
     """Row multiple the 2:4 path pads ``x`` to (PyTorch ``_DTYPE_SHAPE_CONSTRAINTS``).
+
+    Read from the installed torch through :mod:`twofour.dispatch` when it knows the
+    (backend, dtype) pair, otherwise from the cited table in this module (same values for
+    torch 2.13).
 
     Example:
         >>> pad_multiple("cuSPARSELt", "fp16"), pad_multiple("CUTLASS", "int8")
         (8, 16)
     """
     d = _gemm_dtype(dtype)
+    live = _live_pad_multiple(backend, d)
+    if live is not None:
+        return live
     try:
         return _PAD_MULTIPLE[(backend, d)]
     except KeyError:
