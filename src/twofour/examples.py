@@ -1,0 +1,242 @@
+"""Reproducible weights for the chapters: one small *trained* weight and three half-zero weights.
+
+A random Gaussian matrix is a poor stand-in for a trained weight: training makes some input
+features matter far more than others, so the large weights bunch up in a few columns. That is
+exactly what decides how much a 2:4 pattern costs compared with free (unstructured) pruning.
+So the chapters also use a weight that was really trained, on a task small enough to train in
+about a second on a laptop CPU, seeded so every run gets the same weight:
+
+* **Task.** Inputs ``x`` are ``in_features`` independent standard normals. Only
+  ``informative`` of them (chosen at random) carry signal: the target is a fixed random
+  two-layer ReLU network (the "teacher") applied to those features alone. The other inputs
+  are distractors the student must learn to ignore.
+* **Student.** ``Linear(in_features, hidden) -> ReLU -> Linear(hidden, out_features)``,
+  trained with AdamW (weight decay shrinks the distractor columns) on fresh batches.
+* **The weight.** ``W`` is the student's first layer, ``[hidden, in_features] = [N, K]``: its
+  rows are the groups 2:4 constrains.
+
+>>> ex = trained_example()
+>>> tuple(ex.W.shape), ex.W.dtype
+((512, 256), torch.float32)
+>>> ex.loss_end < ex.loss_start
+True
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+
+from ._tensors import require_weight
+from .structure import prune
+
+__all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero_weights"]
+
+
+@dataclass(frozen=True)
+class TrainedExample:
+    """A trained student network and the data to evaluate it. Build it with :func:`trained_example`.
+
+    Attributes:
+        W: the first layer's weight ``[hidden, in_features]`` (float32, a copy: edit freely).
+        model: the trained student (``nn.Sequential``: linear, ReLU, linear), in eval mode.
+        x_eval, y_eval: held-out inputs ``[n_eval, in_features]`` and teacher targets.
+        informative: indices of the input features that carry signal.
+        loss_start, loss_end: mean squared error on the held-out set before and after training.
+        baseline_loss: error of always predicting zero (the targets' mean square), for scale.
+        description: one paragraph saying exactly what was trained.
+    """
+
+    W: torch.Tensor = field(repr=False)
+    model: torch.nn.Sequential = field(repr=False)
+    x_eval: torch.Tensor = field(repr=False)
+    y_eval: torch.Tensor = field(repr=False)
+    informative: torch.Tensor = field(repr=False)
+    loss_start: float
+    loss_end: float
+    baseline_loss: float
+    description: str = field(repr=False)
+
+    def loss_with(self, W: torch.Tensor) -> float:
+        """Held-out mean squared error of the student with its first-layer weight replaced by ``W``.
+
+        >>> ex = trained_example()
+        >>> abs(ex.loss_with(ex.W) - ex.loss_end) < 1e-6
+        True
+        """
+        if not isinstance(W, torch.Tensor) or W.shape != self.W.shape:
+            got = tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__
+            raise ValueError(f"W must be a tensor of the trained weight's shape {tuple(self.W.shape)}, got {got}")
+        first, act, second = self.model
+        with torch.no_grad():
+            hidden = act(torch.nn.functional.linear(self.x_eval, W.to(self.x_eval.dtype), first.bias))
+            return float(torch.nn.functional.mse_loss(second(hidden), self.y_eval))
+
+
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def trained_example(
+    seed: int = 0,
+    *,
+    in_features: int = 256,
+    hidden: int = 512,
+    out_features: int = 16,
+    informative: int = 64,
+    steps: int = 400,
+    batch: int = 256,
+    n_eval: int = 2048,
+) -> TrainedExample:
+    """Train the small student described in the module docstring and return it with its data.
+
+    Deterministic for a given ``seed`` (the global RNG state is left untouched). Takes about a
+    second on two CPU cores with the defaults.
+
+    Args:
+        seed: seeds the teacher, the informative features, the data and the student's init.
+        in_features, hidden, out_features: student sizes; ``W`` is ``[hidden, in_features]``.
+        informative: how many of the ``in_features`` inputs carry signal.
+        steps, batch: AdamW steps and fresh samples per step.
+        n_eval: held-out samples for the losses.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    for name, value in (
+        ("in_features", in_features),
+        ("hidden", hidden),
+        ("out_features", out_features),
+        ("informative", informative),
+        ("steps", steps),
+        ("batch", batch),
+        ("n_eval", n_eval),
+    ):
+        _check_positive(name, value)
+    if informative > in_features:
+        raise ValueError(f"informative must be at most in_features={in_features}, got {informative}")
+
+    with _one_thread():
+        return _train(seed, in_features, hidden, out_features, informative, steps, batch, n_eval)
+
+
+@contextmanager
+def _one_thread():
+    """Run torch single-threaded inside the block, then restore the thread count.
+
+    At this size extra threads only add synchronisation (measured 5x slower with two threads on
+    a busy 2-core machine), and single-threaded float sums give the same bits on every machine,
+    so the "trained weight" is the same weight everywhere.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(seed, in_features, hidden, out_features, informative, steps, batch, n_eval) -> TrainedExample:
+    gen = torch.Generator().manual_seed(seed)
+    features = torch.randperm(in_features, generator=gen)[:informative].sort().values
+    teacher_in = torch.randn(informative, 4 * out_features, generator=gen) / informative**0.5
+    teacher_out = torch.randn(4 * out_features, out_features, generator=gen) / (4 * out_features) ** 0.5
+
+    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn(n, in_features, generator=gen)
+        return x, torch.relu(x[:, features] @ teacher_in) @ teacher_out
+
+    x_eval, y_eval = sample(n_eval)
+    with torch.random.fork_rng(devices=[]):  # nn.Linear's init draws from the global RNG
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(in_features, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, out_features),
+        )
+
+    def eval_loss() -> float:
+        with torch.no_grad():
+            return float(torch.nn.functional.mse_loss(model(x_eval), y_eval))
+
+    loss_start = eval_loss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
+    for _ in range(steps):
+        x, y = sample(batch)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    description = (
+        f"First layer of a {in_features}->{hidden}->{out_features} ReLU MLP, trained for {steps} AdamW steps "
+        f"(batch {batch}, lr 2e-3, weight decay 0.05, seed {seed}) to imitate a random teacher network that "
+        f"reads only {informative} of its {in_features} standard-normal inputs."
+    )
+    return TrainedExample(
+        W=model[0].weight.detach().clone(),
+        model=model,
+        x_eval=x_eval,
+        y_eval=y_eval,
+        informative=features,
+        loss_start=loss_start,
+        loss_end=eval_loss(),
+        baseline_loss=float(y_eval.pow(2).mean()),
+        description=description,
+    )
+
+
+def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Zero the ``round(sparsity * numel)`` smallest-magnitude elements of ``W``, wherever they are.
+
+    The baseline 2:4 is compared against: same number of zeros, no pattern. Ties are broken by
+    position (the earlier element in row-major order is dropped first), so the result is
+    deterministic. Returns ``(W_pruned, mask)`` like :func:`twofour.prune`; dropped elements
+    become ``+0.0``.
+
+    >>> Wp, mask = prune_unstructured(torch.tensor([[4.0, -1.0, 3.0, 2.0]]))
+    >>> Wp.tolist(), int(mask.sum())
+    ([[4.0, 0.0, 3.0, 0.0]], 2)
+    """
+    W = require_weight(W, 1)
+    if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)) or not 0 <= sparsity <= 1:
+        raise ValueError(f"sparsity must be a number in [0, 1] (fraction of elements set to zero), got {sparsity!r}")
+    magnitude = W.abs() if W.is_floating_point() else W.to(torch.float64).abs()
+    if magnitude.is_floating_point() and bool(torch.isnan(magnitude).any()):
+        raise ValueError("W contains NaN, which has no magnitude to rank; fix or mask it before pruning")
+    n_drop = round(sparsity * W.numel())
+    order = torch.sort(magnitude.flatten(), stable=True).indices
+    mask = torch.ones(W.numel(), dtype=torch.bool, device=W.device)
+    mask[order[:n_drop]] = False
+    mask = mask.view_as(W)
+    return torch.where(mask, W, torch.zeros((), dtype=W.dtype, device=W.device)), mask
+
+
+def half_zero_weights(W: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Three versions of ``W``, each with exactly half its elements zero, only one of them 2:4.
+
+    * ``"2:4 along K"``: magnitude 2:4 along each row (the last dimension, ``in_features``): valid.
+    * ``"unstructured 50%"``: the smallest half of all magnitudes, wherever they are.
+    * ``"2:4 along N (wrong dim)"``: magnitude 2:4 along each *column* (groups of 4 output rows),
+      as you get by pruning ``W.T`` or by mixing up ``[out, in]`` with ``[in, out]``.
+
+    ``W`` must have both dimensions divisible by 4.
+
+    >>> weights = half_zero_weights(torch.randn(8, 8))
+    >>> sorted(weights)
+    ['2:4 along K', '2:4 along N (wrong dim)', 'unstructured 50%']
+    """
+    W = require_weight(W, 4)
+    if W.shape[0] % 4:
+        raise ValueError(
+            f"W has {W.shape[0]} rows; the wrong-dimension example prunes groups of 4 rows, so rows must be "
+            "a multiple of 4"
+        )
+    along_n = prune(W.T.contiguous())[0].T.contiguous()
+    return {
+        "2:4 along K": prune(W)[0],
+        "unstructured 50%": prune_unstructured(W, 0.5)[0],
+        "2:4 along N (wrong dim)": along_n,
+    }
