@@ -1,0 +1,135 @@
+"""Execute notebooks for the site, with a cache so an unchanged notebook runs only once.
+
+The cache key is a hash of the notebook file, every file of the ``twofour`` package and the
+execution settings below. Editing a chapter re-runs that chapter; editing the toolkit re-runs
+them all (their outputs may have changed); rebuilding or serving the site without changes
+runs nothing. Cached notebooks live in ``build/notebook-cache/`` (git-ignored, safe to delete).
+
+Runs standalone too, e.g. to warm the cache before a timed build:
+
+    .venv/bin/python site_hooks/nb_execute.py notebooks/*.ipynb
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE_DIR = ROOT / "build" / "notebook-cache"
+PACKAGE_DIR = ROOT / "src" / "twofour"
+
+# Kernel environment: headless matplotlib, reproducible hashing, and 2 threads per kernel
+# (CI has 2 cores; more threads per kernel only adds contention). Part of the cache key.
+KERNEL_ENV = {
+    "MPLBACKEND": "Agg",
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "2",
+    "MKL_NUM_THREADS": "2",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences a debugger warning on kernel start
+}
+KERNEL_NAME = "python3"
+CELL_TIMEOUT_S = 900
+# How many kernels run at once on a cold cache. Kernel start-up and imports are mostly
+# waiting, so two at a time pays off even on 2 cores.
+WORKERS = int(os.environ.get("TWOFOUR_NB_WORKERS", "2"))
+# Bump when the execution settings change in a way the hash above does not see.
+CACHE_VERSION = "1"
+
+
+class NotebookExecutionError(RuntimeError):
+    """A notebook cell raised: carries the notebook path and the failing cell's traceback."""
+
+
+@dataclass(frozen=True)
+class Executed:
+    path: Path  # the source notebook in the repository
+    nb: nbformat.NotebookNode  # with outputs
+    from_cache: bool
+
+
+def _package_digest() -> str:
+    """Hash of the twofour sources (and data files) the notebooks import."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(path: Path, package_digest: str) -> str:
+    """Key of one notebook's executed copy: notebook bytes + package + settings."""
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(package_digest.encode())
+    digest.update(repr((sorted(KERNEL_ENV.items()), KERNEL_NAME, CACHE_VERSION)).encode())
+    return digest.hexdigest()[:20]
+
+
+def _cache_path(path: Path, key: str) -> Path:
+    return CACHE_DIR / f"{path.stem}-{key}.ipynb"
+
+
+async def _execute(path: Path, out: Path, limit: asyncio.Semaphore) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        kernel_name=KERNEL_NAME,
+        timeout=CELL_TIMEOUT_S,
+        allow_errors=False,  # a cell tagged "raises-exception" may still raise, on purpose
+        resources={"metadata": {"path": str(path.parent)}},  # run where the notebook lives
+    )
+    async with limit:
+        try:
+            await client.async_execute(env={**os.environ, **KERNEL_ENV})
+        except CellExecutionError as err:
+            raise NotebookExecutionError(f"{path.relative_to(ROOT)} failed to execute:\n{err}") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Drop stale copies of the same notebook so the cache does not grow without bound.
+    for old in out.parent.glob(f"{path.stem}-*.ipynb"):
+        old.unlink()
+    tmp = out.with_suffix(".tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(out)  # atomic: a build killed mid-write never leaves a half notebook behind
+    return nb
+
+
+async def _execute_all(todo: dict[Path, Path]) -> dict[Path, nbformat.NotebookNode]:
+    limit = asyncio.Semaphore(max(1, WORKERS))
+    results = await asyncio.gather(*(_execute(p, out, limit) for p, out in todo.items()))
+    return dict(zip(todo, results))
+
+
+def execute_notebooks(paths: list[Path]) -> list[Executed]:
+    """Return every notebook executed, from the cache where possible.
+
+    Raises:
+        NotebookExecutionError: naming the notebook and showing the failing cell.
+    """
+    package_digest = _package_digest()
+    cached: dict[Path, nbformat.NotebookNode] = {}
+    todo: dict[Path, Path] = {}
+    for path in paths:
+        out = _cache_path(path, cache_key(path, package_digest))
+        if out.exists():
+            cached[path] = nbformat.read(out, as_version=4)
+        else:
+            todo[path] = out
+    fresh = asyncio.run(_execute_all(todo)) if todo else {}
+    return [
+        Executed(path, fresh[path], False) if path in fresh else Executed(path, cached[path], True)
+        for path in paths
+    ]
+
+
+if __name__ == "__main__":
+    for item in execute_notebooks([Path(p).resolve() for p in sys.argv[1:]]):
+        print(("cached  " if item.from_cache else "executed ") + str(item.path.relative_to(ROOT)))

@@ -1,0 +1,168 @@
+"""Fixtures for the site tests: one strict build per session, served on 127.0.0.1, and
+Debian's chromium driven by Playwright.
+
+The build goes to a temporary folder (never the repository's site/), and reuses the notebook
+execution cache in build/notebook-cache, so an unchanged notebook is not executed again.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def missing(what: str) -> None:
+    """Fail in CI (CI=true), skip elsewhere: a missing tool must never pass CI silently."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(what, pytrace=False)
+    pytest.skip(what)
+
+
+@dataclass(frozen=True)
+class Build:
+    returncode: int
+    log: str
+    site: Path
+    base_url: str  # where the built site is served, e.g. http://127.0.0.1:40123
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # keep pytest output clean
+        pass
+
+
+@pytest.fixture(scope="session")
+def build(tmp_path_factory):
+    """Run ``mkdocs build --strict`` once into a temporary folder and serve it on 127.0.0.1.
+
+    The server's port is chosen first and given to the build as site_url, because Material's
+    instant navigation only intercepts links that match the sitemap's host and port.
+    """
+    site = tmp_path_factory.mktemp("site")
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "TWOFOUR_SITE_URL": base_url + "/"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield Build(proc.returncode, proc.stdout + proc.stderr, site, base_url)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def site(build: Build) -> Path:
+    """The built site folder; fails every dependent test if the build failed."""
+    if build.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{build.log[-4000:]}", pytrace=False)
+    return build.site
+
+
+@pytest.fixture(scope="session")
+def base_url(build: Build, site: Path) -> str:
+    return build.base_url
+
+
+def pages_of(site: Path) -> list[str]:
+    """URL paths (``/``, ``/reference/glossary/``, ...) of every page in the sitemap."""
+    tree = ET.parse(site / "sitemap.xml")
+    ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+    return [urlsplit(loc.text.strip()).path for loc in tree.findall(".//s:loc", ns)]
+
+
+@pytest.fixture(scope="session")
+def pages(site: Path) -> list[str]:
+    return pages_of(site)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        missing(
+            f"chromium not found at {CHROMIUM}. Install Debian's browser with "
+            "`apt-get update && apt-get install -y chromium` (or run scripts/install-chromium.sh "
+            "as root); Playwright's own browser download does not work here."
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed: run `make setup` (test extra of pyproject.toml)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Watched:
+    """A page plus everything it did that a test may want to assert on."""
+
+    page: object
+    external_requests: list[str]
+    console_errors: list[str]
+
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+@pytest.fixture
+def watched(browser, base_url) -> Watched:
+    """A fresh page (light scheme) whose non-local requests are blocked and recorded."""
+    context = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900})
+    record = Watched(page=None, external_requests=[], console_errors=[])
+
+    def route(route, request):
+        if urlsplit(request.url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            record.external_requests.append(request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda msg: msg.type == "error" and record.console_errors.append(msg.text))
+    page.on("pageerror", lambda exc: record.console_errors.append(f"uncaught: {exc}"))
+    record.page = page
+    yield record
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core, from the axe-playwright-python wheel (installed from PyPI, never committed)."""
+    try:
+        from importlib.resources import files
+
+        return (files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
+    except (ImportError, FileNotFoundError):
+        missing("axe-core not found: install the test extra (`make setup`), which brings axe-playwright-python")

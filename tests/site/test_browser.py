@@ -1,0 +1,99 @@
+"""The built site in a real browser (Debian's chromium via Playwright), served on 127.0.0.1.
+
+Every page: loads with no console errors, makes zero requests to other hosts, runs the site
+script, and has no serious or critical axe-core (WCAG 2 A/AA) violation. Plus the features
+a reader touches: dark mode, search, instant navigation.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def _open(watched, base_url: str, path: str):
+    page = watched.page
+    page.goto(base_url + path, wait_until="load")
+    # site.js stamps the path on <html> from Material's document$: proves scripts ran.
+    page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path)
+    return page
+
+
+def _serious_axe_violations(page, axe_source: str) -> list[str]:
+    page.add_script_tag(content=axe_source)  # inline: no request
+    result = page.evaluate(
+        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at "
+        + ", ".join(json.dumps(n["target"]) for n in v["nodes"][:3])
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_every_page_loads_offline_cleanly_and_passes_axe(watched, base_url, pages, axe_source):
+    paths = pages
+    assert "/" in paths and "/notebooks/00-environment/" in paths
+    failures = []
+    for path in paths:
+        page = _open(watched, base_url, path)
+        assert page.locator("h1").count() == 1, f"{path}: expected exactly one h1"
+        for problem in _serious_axe_violations(page, axe_source):
+            failures.append(f"{path}: {problem}")
+    assert not watched.external_requests, f"requests to other hosts: {watched.external_requests}"
+    assert not watched.console_errors, f"console errors: {watched.console_errors}"
+    assert not failures, "accessibility violations:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("path", ["/", "/notebooks/00-environment/"])
+def test_dark_mode_toggle_switches_scheme_and_stays_accessible(watched, base_url, axe_source, path):
+    page = _open(watched, base_url, path)
+    body = page.locator("body")
+    assert body.get_attribute("data-md-color-scheme") == "default"
+    light_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.locator('[data-md-component="palette"] label:not([hidden])').first.click()
+    assert body.get_attribute("data-md-color-scheme") == "slate"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != light_bg
+    # Material remembers the choice across pages.
+    page.reload(wait_until="load")
+    assert page.locator("body").get_attribute("data-md-color-scheme") == "slate"
+    assert _serious_axe_violations(page, axe_source) == []
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_search_finds_a_glossary_term(watched, base_url):
+    page = _open(watched, base_url, "/")
+    page.wait_for_load_state("networkidle")  # the search worker has fetched its index
+    search = page.locator("input.md-search__input")
+    search.click()
+    search.press_sequentially("cuSPARSELt", delay=20)
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(state="visible", timeout=15_000)
+    assert results.count() >= 2
+    links = page.locator(".md-search-result__link").evaluate_all("els => els.map(e => e.href)")
+    assert any("reference/sources" in href for href in links), links
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_instant_navigation_keeps_page_scripts_working(watched, base_url):
+    page = _open(watched, base_url, "/")
+    page.evaluate("window.__noReload = 'still here'")  # gone if the browser reloads the page
+    page.locator(".md-content a[href$='reference/sources/']").first.click()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/reference/sources/'")
+    assert page.evaluate("window.__noReload") == "still here", "navigation was not instant"
+    # The script's set-up ran on the swapped-in content: links to other sites open a new tab.
+    external = page.locator(".md-content a[href^='https://github.com']").first
+    assert external.get_attribute("target") == "_blank"
+    page.go_back()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/'")
+    assert page.evaluate("window.__noReload") == "still here"
+    page.locator("a.md-tabs__link", has_text="Reference").click()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/reference/glossary/'")
+    assert page.evaluate("window.__noReload") == "still here"
+    assert not watched.console_errors and not watched.external_requests

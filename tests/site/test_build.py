@@ -1,0 +1,109 @@
+"""The site builds strictly, lists every notebook, and ships nothing that phones home."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+NOTEBOOK_FOLDERS = ("notebooks", "labs")
+
+
+def _nav_entries(node) -> list[str]:
+    """Every page path in a mkdocs nav (strings at any depth)."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, list):
+        return [p for item in node for p in _nav_entries(item)]
+    if isinstance(node, dict):
+        return [p for value in node.values() for p in _nav_entries(value)]
+    return []
+
+
+def _mkdocs_nav() -> list[str]:
+    # mkdocs.yml uses `!relative`, which safe_load does not know; it does not matter for nav.
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    return _nav_entries(config["nav"])
+
+
+def test_strict_build_succeeds(build):
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.log[-4000:]}"
+
+
+def test_every_notebook_is_in_the_nav():
+    nav = set(_mkdocs_nav())
+    notebooks = [
+        p.relative_to(ROOT).as_posix()
+        for folder in NOTEBOOK_FOLDERS
+        for p in (ROOT / folder).rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    ]
+    assert notebooks, "expected at least notebooks/00-environment.ipynb"
+    missing = sorted(set(notebooks) - nav)
+    assert not missing, f"add these to `nav` in mkdocs.yml (one line each): {missing}"
+
+
+def test_notebook_page_has_colab_and_download_links(site):
+    page = (site / "notebooks/00-environment/index.html").read_text()
+    colab = "https://colab.research.google.com/github/half-the-weights/twofour/blob/main/notebooks/00-environment.ipynb"
+    assert f'href="{colab}"' in page
+    assert 'href="00-environment.ipynb" download' in page
+    assert (site / "notebooks/00-environment/00-environment.ipynb").is_file()
+
+
+def test_notebook_page_drops_hidden_cells_and_shows_outputs(site):
+    page = (site / "notebooks/00-environment/index.html").read_text()
+    assert "google.colab" not in page, "the hide-on-site install cell leaked onto the page"
+    assert "nb-output" in page and "twofour-env" in page, "executed outputs are missing"
+    assert "In&nbsp;[" not in page and "In [" not in page, "prompts should be hidden"
+
+
+def test_math_is_mathml_not_tex(site):
+    home = (site / "index.html").read_text()
+    assert "<math" in home
+    assert 'class="arithmatex"' not in home, "TeX left for a client-side renderer"
+
+
+def test_glossary_lists_every_hover_term(site):
+    glossary = (site / "reference/glossary/index.html").read_text()
+    terms = re.findall(r"^\*\[([^\]]+)\]:", (ROOT / "includes/abbreviations.md").read_text(), re.M)
+    assert len(terms) >= 10
+    dts = " ".join(re.findall(r"<dt>(.*?)</dt>", glossary, re.S))
+    assert all(term in dts for term in terms), "a hover term is missing from the glossary"
+
+
+def test_api_page_documents_the_device_helper(site):
+    api = (site / "reference/api/index.html").read_text()
+    assert 'id="twofour.device.pick_device"' in api
+    assert 'id="twofour.plotting.new_figure"' in api
+
+
+def test_no_page_loads_anything_from_another_host(site):
+    # The browser test proves it for the pages it visits; this catches every file, statically.
+    loader = re.compile(r"<(?:script|img|link|iframe|source|video|audio)\b[^>]*?\s(?:src|href)=\"(https?:)?//", re.I)
+    offenders = []
+    for html in site.rglob("*.html"):
+        for match in loader.finditer(html.read_text(errors="replace")):
+            tag = match.group(0)
+            if 'rel="canonical"' in tag:  # a URL, not a request
+                continue
+            offenders.append(f"{html.relative_to(site)}: {tag[:120]}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_page_is_heavier_than_1_5_mb(site):
+    budget = 1_500_000
+    for html in site.rglob("*.html"):
+        folder = html.parent
+        # The page plus the images that sit next to it (notebook figures).
+        total = html.stat().st_size + sum(
+            p.stat().st_size for p in folder.iterdir() if p.suffix in (".png", ".jpg", ".svg")
+        )
+        assert total < budget, f"{html.relative_to(site)} weighs {total / 1e6:.2f} MB with its images"
