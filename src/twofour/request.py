@@ -1,0 +1,800 @@
+"""Request-time model of a decoder-only transformer: which part of a request can 2:4 speed up?
+
+A request is one prefill step (the whole prompt at once; its end is the time to first token,
+TTFT) followed by ``output_len - 1`` decode steps (one token per sequence each). Every step
+runs the same kernels; this module gives each a time from a roofline (the larger of its
+compute time and its memory time) and sums them. 2:4 changes only the pruned linear layers,
+so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`).
+
+>>> from twofour.models import LLAMA_3_8B
+>>> est = estimate(Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256), "H100")
+>>> round(est.decode.p, 3)            # bs1 decode: streaming the pruned weights is most of the time
+0.937
+>>> fast = estimate(Workload(LLAMA_3_8B, 1, 512, 256), "H100", gemm_speedup=1.6)   # a measured GEMM speedup
+>>> round(fast.speedup("tpot"), 3)     # Amdahl: 1 / ((1 - p) + p / 1.6)
+1.542
+
+What is modelled, per step (``M`` = tokens in the step: ``batch * prompt_len`` for prefill,
+``batch`` for decode; ``c`` = tokens attended to):
+
+============================  =============================================================
+component                     time
+============================  =============================================================
+``pruned_linear``             the block linears listed in ``Workload.pruned`` (q, k, v, o,
+                              gate, up, down): per-GEMM times from the GEMM model, dense or 2:4
+``dense_linear``              block linears left dense (same GEMM model, dense time)
+``attention``                 score and context matmuls, ``4 * hidden * c`` FLOPs per token
+                              per layer, at ``attention_efficiency`` of the dense peak;
+                              never 2:4 (both operands are activations)
+``kv_cache``                  KV-cache traffic: ``2 * kv_dim * c`` elements per token per
+                              layer (decode reads the cache and writes one token; prefill
+                              writes the prompt's), at ``memory_efficiency`` of bandwidth
+``embedding``                 row gather: read and write ``hidden`` elements per token; a
+                              table lookup, never pruned
+``lm_head``                   the ``[vocab, hidden]`` GEMM for the tokens that need logits (the
+                              last of each sequence in prefill); pruned only if ``"lm_head"``
+                              is in ``Workload.pruned`` (Sparse-Llama leaves it dense)
+``other``                     norms, residual adds, RoPE, SwiGLU: memory-bound element-wise
+                              passes, ``other_elems_per_token_layer`` elements per token per
+                              layer plus the final norm
+``step_overhead``             fixed per step: launches, sampling, scheduling (an assumption)
+``request_overhead``          fixed per request: tokenisation, queueing, network (in TTFT)
+============================  =============================================================
+
+The components run one after another (kernels do not overlap), which is what an inference
+engine without overlap does; inside one kernel compute and memory overlap (the roofline max).
+
+Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
+are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
+
+1. Shapes: ``h = hidden``, ``d = hidden / heads``, ``kv_dim = kv_heads * d``, ``I = intermediate``,
+   ``L = layers``; linear kinds ``(N, K)``: q ``(h, h)``, k ``(kv_dim, h)``, v ``(kv_dim, h)``,
+   o ``(h, h)``, gate ``(I, h)``, up ``(I, h)``, down ``(h, I)``, lm_head ``(vocab, h)``.
+2. GEMM times per phase and kind: ``gemm[phase][kind] = (dense_s, sparse_s)`` for one GEMM
+   with ``M = batch * prompt_len`` (prefill) or ``M = batch`` (decode; also lm_head in both
+   phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
+   measured speedup as ``sparse_s = dense_s / speedup``).
+3. Ideal ratio of a GEMM (funnel stage 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
+   ``w = N*K*b``; ``ideal_dense = max(flops / dense_flops, (w + act) / bandwidth)``;
+   ``ideal_sparse = max(flops / sparse_flops, (w * packed_ratio + act) / bandwidth)``;
+   ``ratio = ideal_dense / ideal_sparse``.
+4. Per phase, with ``steps = 1`` (prefill) or ``n_dec`` (decode), ``tokens = batch*prompt_len``
+   or ``batch``, attended ``A = prompt_len*(prompt_len+1)/2`` (prefill, per sequence, causal)
+   or ``n_dec*prompt_len + n_dec*(n_dec+1)/2`` (decode, summed over steps, per sequence):
+
+   * block linear of kind k: ``t = steps * L * gemm_dense`` (``* gemm_sparse`` on the 2:4 side
+     if pruned); added to ``pruned_linear`` or ``dense_linear`` in the kind order of step 1;
+   * ``lm_head = steps * gemm_dense`` (or ``* gemm_sparse`` if pruned);
+   * ``attention = 4 * batch * L * h * A / (dense_flops * attention_efficiency)``;
+   * ``kv_cache = 2 * batch * L * kv_dim * A_kv * kv_b / (bandwidth * memory_efficiency)`` with
+     ``A_kv = prompt_len`` (prefill) or the decode ``A``;
+   * ``embedding = steps * 2 * tokens * h * b / (bandwidth * memory_efficiency)``;
+   * ``other = steps * tokens * (L * other_elems + 2 * h) * b / (bandwidth * memory_efficiency)``;
+   * ``step_overhead = steps * step_overhead_s``; ``request_overhead`` = the input in prefill, 0
+     in decode.
+
+   Phase time = sum of the components in the order of :data:`COMPONENTS`.
+5. ``eligible_dense`` = pruned block linears (+ lm_head if pruned), dense times;
+   ``eligible_sparse`` likewise with 2:4 times; ``eligible_ideal_sparse = sum(t / ratio)`` over
+   the same GEMMs; ``p = eligible_dense / phase_dense``; ``gemm_speedup = eligible_dense /
+   eligible_sparse`` (1 when nothing is eligible); ``speedup = phase_dense / phase_sparse``.
+6. ``ttft = prefill``; ``tpot = decode / n_dec`` (when ``n_dec = 0``: one step at context
+   ``prompt_len + 1``); ``total = prefill + decode``; the request's ``p`` is
+   ``(eligible_prefill + eligible_decode) / total_dense``.
+
+By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's speedup (tested).
+
+The GEMM model: by default :func:`roofline_gemm_model` predicts each GEMM. Pass
+``gemm=`` to use your own callable ``(M, N, K) -> GemmTime``, or ``gemm_speedup=`` to replace the
+predicted 2:4 speedup with a measured one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+
+from .models import LLAMA_3_8B, TransformerConfig, parameter_counts  # noqa: F401  (doc examples)
+
+__all__ = [
+    "BLOCK_LINEARS",
+    "LINEAR_KINDS",
+    "COMPONENTS",
+    "DTYPE_BYTES",
+    "Machine",
+    "Assumptions",
+    "Workload",
+    "GemmTime",
+    "RequestInputs",
+    "PhaseTime",
+    "RequestEstimate",
+    "ideal_gemm_model",
+    "roofline_gemm_model",
+    "build_inputs",
+    "evaluate",
+    "estimate",
+]
+
+BLOCK_LINEARS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LINEAR_KINDS: tuple[str, ...] = BLOCK_LINEARS + ("lm_head",)
+COMPONENTS: tuple[str, ...] = (
+    "pruned_linear",
+    "dense_linear",
+    "attention",
+    "kv_cache",
+    "embedding",
+    "lm_head",
+    "other",
+    "step_overhead",
+    "request_overhead",
+)
+PHASES: tuple[str, ...] = ("prefill", "decode")
+
+# Bytes per element and packed/dense byte ratio of the 2:4 dtypes (ratio = 1/2 + 2 bits of
+# metadata per kept value: facts.md §2; the same numbers as twofour.packing.packed_ratio).
+DTYPE_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+# GEMM output bytes per element: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
+# assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
+OUT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp8": 2, "int8": 2}
+_PACKED_RATIO: dict[str, float] = {"fp16": 0.5625, "bf16": 0.5625, "fp8": 0.625, "int8": 0.625}
+
+_MAX_COUNT = 2**31 - 1  # batch and lengths: far beyond any real request, exact in a double
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _require_positive_int(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    if not minimum <= value <= _MAX_COUNT:
+        raise ValueError(f"{name} must be an int in [{minimum}, {_MAX_COUNT}], got {value!r}")
+    return value
+
+
+def _require_number(name: str, value, *, low: float = 0.0, low_open: bool = True, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    bad_low = value <= low if low_open else value < low
+    if not math.isfinite(value) or bad_low or (high is not None and value > high):
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The three numbers of a GPU the model needs, for one dtype.
+
+    Attributes:
+        name: label.
+        dense_flops: peak dense tensor-core FLOP/s (ops/s for int8) for the dtype.
+        sparse_flops: peak 2:4 FLOP/s (twice dense on every NVIDIA data sheet).
+        bandwidth: memory bandwidth, bytes/s.
+
+    Example:
+        >>> m = Machine.from_gpu("A100", "bf16")
+        >>> m.dense_flops, m.sparse_flops, m.bandwidth
+        (312000000000000.0, 624000000000000.0, 2039000000000.0)
+    """
+
+    name: str
+    dense_flops: float
+    sparse_flops: float
+    bandwidth: float
+
+    def __post_init__(self):
+        for f in ("dense_flops", "sparse_flops", "bandwidth"):
+            object.__setattr__(self, f, _require_number(f, getattr(self, f)))
+
+    @classmethod
+    def from_gpu(cls, gpu, dtype: str) -> "Machine":
+        """Peaks and bandwidth of a GPU in :mod:`twofour.hardware` (name, alias or GPUSpec)."""
+        from .hardware import get_gpu
+
+        spec = get_gpu(gpu)
+        dtype = _require_dtype(dtype)
+        if not spec.sparse_24:
+            cc = f"{spec.capability[0]}.{spec.capability[1]}"
+            raise ValueError(
+                f"gpu {spec.name} (compute capability {cc}) has no sparse tensor cores, so 2:4 cannot "
+                "speed anything up there; choose a GPU with compute capability 8.0 or newer (e.g. A100, L4, H100)"
+            )
+        return cls(
+            name=f"{spec.name} {dtype}",
+            dense_flops=spec.peak_tflops(dtype) * 1e12,
+            sparse_flops=spec.peak_tflops(dtype, sparse=True) * 1e12,
+            bandwidth=spec.mem_bw_gbs * 1e9,
+        )
+
+
+def _require_dtype(dtype) -> str:
+    key = str(dtype).replace("torch.", "").lower()
+    key = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}.get(key, key)
+    if key not in DTYPE_BYTES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)} (the 2:4 tensor-core dtypes), got {dtype!r}")
+    return key
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Every modelling knob that is not a shape or a workload, with its default and why.
+
+    The defaults make the model an *optimistic bound for every part alike*: kernels at the
+    peaks of the data sheet, no fixed overheads. Lower the efficiencies and set the overheads
+    from your own profile; the eligible fraction ``p`` then moves, which is the point.
+
+    Attributes:
+        attention_efficiency: fraction of the dense peak the attention kernels reach (0, 1].
+        memory_efficiency: fraction of bandwidth the memory-bound kernels (KV cache, norms,
+            embedding) reach (0, 1].
+        kv_bytes_per_element: bytes per cached K/V element; None = the weights' dtype (set 1
+            for an fp8 KV cache).
+        other_elems_per_token_layer: elements moved per token per layer by norms, residual
+            adds, RoPE and SwiGLU; None = ``12*hidden + 2*kv_dim + 3*intermediate`` (two
+            RMSNorms read+write ``h`` each, two residual adds read ``2h`` write ``h``, RoPE reads
+            and writes q and k, SwiGLU reads gate and up and writes one: unfused passes).
+        step_overhead_s: fixed time per forward step (launches, sampling, scheduler), seconds.
+        request_overhead_s: fixed time per request before the first token (tokenisation,
+            queueing, network), seconds.
+    """
+
+    attention_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    kv_bytes_per_element: float | None = None
+    other_elems_per_token_layer: float | None = None
+    step_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
+
+    def __post_init__(self):
+        for f in ("attention_efficiency", "memory_efficiency"):
+            _require_number(f, getattr(self, f), high=1.0)
+        if self.kv_bytes_per_element is not None:
+            _require_number("kv_bytes_per_element", self.kv_bytes_per_element)
+        if self.other_elems_per_token_layer is not None:
+            _require_number("other_elems_per_token_layer", self.other_elems_per_token_layer, low_open=False)
+        for f in ("step_overhead_s", "request_overhead_s"):
+            _require_number(f, getattr(self, f), low_open=False)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is served: model shape, batch, lengths, dtype and which linear kinds are 2:4.
+
+    Attributes:
+        model: a :class:`twofour.models.TransformerConfig` (``LLAMA_3_8B``, ``LLAMA_3_70B`` or custom).
+        batch: sequences processed together (all with the same lengths).
+        prompt_len: prompt tokens per sequence.
+        output_len: generated tokens per sequence (the first comes out of prefill).
+        dtype: weights and activations: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
+        pruned: linear kinds stored 2:4; default every block linear (as Sparse-Llama), not the
+            LM head. Any subset of :data:`LINEAR_KINDS`.
+
+    Example:
+        >>> Workload(LLAMA_3_8B, batch=4, prompt_len=128, output_len=64, pruned=("gate_proj", "up_proj", "down_proj")).pruned
+        ('gate_proj', 'up_proj', 'down_proj')
+    """
+
+    model: TransformerConfig
+    batch: int
+    prompt_len: int
+    output_len: int
+    dtype: str = "bf16"
+    pruned: tuple[str, ...] = BLOCK_LINEARS
+
+    def __post_init__(self):
+        if not isinstance(self.model, TransformerConfig):
+            raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
+        _require_positive_int("batch", self.batch)
+        _require_positive_int("prompt_len", self.prompt_len)
+        _require_positive_int("output_len", self.output_len)
+        object.__setattr__(self, "dtype", _require_dtype(self.dtype))
+        if isinstance(self.pruned, str) or not isinstance(self.pruned, Iterable):
+            raise TypeError(f"pruned must be a collection of linear kinds from {LINEAR_KINDS}, got {self.pruned!r}")
+        pruned = tuple(self.pruned)
+        unknown = [k for k in pruned if k not in LINEAR_KINDS]
+        if unknown:
+            raise ValueError(f"pruned contains unknown linear kinds {unknown}; valid kinds are {LINEAR_KINDS}")
+        object.__setattr__(self, "pruned", tuple(k for k in LINEAR_KINDS if k in pruned))
+
+
+@dataclass(frozen=True)
+class GemmTime:
+    """Time of one GEMM ``y[M, N] = x[M, K] @ W[N, K]^T``, dense and with ``W`` 2:4, in seconds."""
+
+    dense_s: float
+    sparse_s: float
+
+
+GemmModel = Callable[[int, int, int], GemmTime]
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM models
+
+
+def _ideal_times(M: float, N: float, K: float, b: float, b_out: float, packed_ratio: float, machine) -> tuple[float, float]:
+    """Spec step 3: perfect kernels at the data-sheet peaks, weights and activations read once."""
+    flops = 2.0 * M * N * K
+    act = M * K * b + M * N * b_out
+    w = N * K * b
+    ideal_dense = max(flops / machine.dense_flops, (w + act) / machine.bandwidth)
+    ideal_sparse = max(flops / machine.sparse_flops, (w * packed_ratio + act) / machine.bandwidth)
+    return ideal_dense, ideal_sparse
+
+
+def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
+    """The plain roofline: each GEMM at the data-sheet peak or bandwidth, whichever binds.
+
+    2:4 halves the FLOPs (``sparse_flops``) and shrinks weight bytes to the packed ratio. No
+    padding, wave quantization or per-call overhead: an upper bound on what a 2:4 kernel can do.
+
+    Example:
+        >>> gemm = ideal_gemm_model(Machine.from_gpu("H100", "fp16"), "fp16")
+        >>> t = gemm(1, 4096, 4096)          # a decode GEMV: bytes-bound
+        >>> round(t.dense_s / t.sparse_s, 3)
+        1.777
+    """
+    dtype = _require_dtype(dtype)
+    b, b_out, ratio = float(DTYPE_BYTES[dtype]), float(OUT_BYTES[dtype]), _PACKED_RATIO[dtype]
+
+    def gemm(M: int, N: int, K: int) -> GemmTime:
+        dense_s, sparse_s = _ideal_times(M, N, K, b, b_out, ratio, machine)
+        return GemmTime(dense_s, sparse_s)
+
+    return gemm
+
+
+def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None) -> GemmModel:
+    """GEMM times predicted by :func:`twofour.roofline.predict`: padding, efficiencies, waves, overheads.
+
+    Args:
+        gpu: name or spec from :mod:`twofour.hardware`.
+        dtype: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
+        backend, params: passed to :func:`twofour.roofline.predict` (``params`` is a
+            :class:`twofour.roofline.Efficiency`; its defaults are assumptions, not measurements).
+
+    Example:
+        >>> gemm = roofline_gemm_model("H100", "fp16")
+        >>> t = gemm(16384, 4096, 4096)
+        >>> t.dense_s > t.sparse_s                 # a big prefill GEMM: 2:4 wins
+        True
+    """
+    from . import roofline
+
+    dtype = _require_dtype(dtype)
+
+    def gemm(M: int, N: int, K: int) -> GemmTime:
+        pred = roofline.predict(M, N, K, dtype, gpu, backend, params)
+        return GemmTime(pred.dense_us * 1e-6, pred.sparse_us * 1e-6)
+
+    return gemm
+
+
+# ---------------------------------------------------------------------------------------------
+# The flat numeric inputs (what the golden vectors record) and the arithmetic
+
+
+@dataclass(frozen=True)
+class RequestInputs:
+    """Every number :func:`evaluate` uses, flat, so the JavaScript can take the same record.
+
+    ``gemm[phase][kind] = [dense_s, sparse_s]`` for one GEMM; ``pruned[kind]`` is a bool.
+    Build it with :func:`build_inputs`; edit a copy with ``dataclasses.replace`` to explore.
+    """
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    batch: int
+    prompt_len: int
+    output_len: int
+    bytes_per_element: float
+    out_bytes_per_element: float
+    kv_bytes_per_element: float
+    packed_ratio: float
+    dense_flops: float
+    sparse_flops: float
+    bandwidth: float
+    attention_efficiency: float
+    memory_efficiency: float
+    other_elems_per_token_layer: float
+    step_overhead_s: float
+    request_overhead_s: float
+    pruned: dict[str, bool] = field(default_factory=dict)
+    gemm: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "RequestInputs":
+        names = {f.name for f in fields(cls)}
+        missing = sorted(names - set(data))
+        if missing:
+            raise ValueError(f"request inputs are missing {missing}")
+        return cls(**{k: data[k] for k in names})
+
+
+def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None) -> dict[str, tuple[int, int, int]]:
+    """``{kind: (M, N, K)}`` of the GEMMs one step of ``phase`` runs (per layer for block kinds).
+
+    Example:
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8)["down_proj"]
+        (8, 4096, 14336)
+    """
+    if isinstance(inputs_or_cfg, RequestInputs):
+        r = inputs_or_cfg
+        h, I, vocab = r.hidden, r.intermediate, r.vocab
+        kv_dim = r.kv_heads * (r.hidden // r.heads)
+        batch, prompt_len = r.batch, r.prompt_len
+    elif isinstance(inputs_or_cfg, TransformerConfig):
+        cfg = inputs_or_cfg
+        h, I, vocab, kv_dim = cfg.hidden, cfg.intermediate, cfg.vocab, cfg.kv_dim
+        _require_positive_int("batch", batch)
+        if phase == "prefill":
+            _require_positive_int("prompt_len", prompt_len)
+    else:
+        raise TypeError(f"first argument must be a TransformerConfig or RequestInputs, got {type(inputs_or_cfg).__name__}")
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    M = batch * prompt_len if phase == "prefill" else batch
+    return {
+        "q_proj": (M, h, h),
+        "k_proj": (M, kv_dim, h),
+        "v_proj": (M, kv_dim, h),
+        "o_proj": (M, h, h),
+        "gate_proj": (M, I, h),
+        "up_proj": (M, I, h),
+        "down_proj": (M, h, I),
+        "lm_head": (batch, vocab, h),  # logits only for the last token of each sequence
+    }
+
+
+def build_inputs(
+    workload: Workload,
+    gpu="H100",
+    *,
+    assumptions: Assumptions | None = None,
+    gemm: GemmModel | None = None,
+    gemm_speedup: float | Mapping[str, float] | None = None,
+) -> RequestInputs:
+    """Turn a workload, a GPU and assumptions into the flat numbers :func:`evaluate` needs.
+
+    Args:
+        workload: model, batch, lengths, dtype, pruned kinds.
+        gpu: a name or spec from :mod:`twofour.hardware`, or a :class:`Machine` (your own numbers).
+        assumptions: efficiencies and overheads (default :class:`Assumptions`).
+        gemm: callable ``(M, N, K) -> GemmTime``; default :func:`roofline_gemm_model` for the GPU
+            (with a :class:`Machine`, the plain :func:`ideal_gemm_model`).
+        gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one: one number
+            for every pruned GEMM, or ``{"prefill": s1, "decode": s2}``. The dense times stay
+            predicted; ``sparse_s = dense_s / speedup``.
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
+    assumptions = Assumptions() if assumptions is None else assumptions
+    if not isinstance(assumptions, Assumptions):
+        raise TypeError(f"assumptions must be a twofour.request.Assumptions, got {type(assumptions).__name__}")
+    machine = gpu if isinstance(gpu, Machine) else Machine.from_gpu(gpu, workload.dtype)
+    if gemm is None:
+        gemm = ideal_gemm_model(machine, workload.dtype) if isinstance(gpu, Machine) else roofline_gemm_model(gpu, workload.dtype)
+    elif not callable(gemm):
+        raise TypeError(f"gemm must be a callable (M, N, K) -> GemmTime, got {type(gemm).__name__}")
+    speedups = _phase_speedups(gemm_speedup)
+
+    cfg = workload.model
+    b = float(DTYPE_BYTES[workload.dtype])
+    kv_b = float(b if assumptions.kv_bytes_per_element is None else assumptions.kv_bytes_per_element)
+    other = assumptions.other_elems_per_token_layer
+    if other is None:
+        other = 12.0 * cfg.hidden + 2.0 * cfg.kv_dim + 3.0 * cfg.intermediate
+
+    times: dict[str, dict[str, list[float]]] = {}
+    for phase in PHASES:
+        times[phase] = {}
+        for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len).items():
+            t = gemm(M, N, K)
+            dense_s = _require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
+            sparse_s = _require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
+            if speedups[phase] is not None:
+                sparse_s = dense_s / speedups[phase]
+            times[phase][kind] = [dense_s, sparse_s]
+
+    return RequestInputs(
+        layers=cfg.layers,
+        hidden=cfg.hidden,
+        intermediate=cfg.intermediate,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        vocab=cfg.vocab,
+        batch=workload.batch,
+        prompt_len=workload.prompt_len,
+        output_len=workload.output_len,
+        bytes_per_element=b,
+        out_bytes_per_element=float(OUT_BYTES[workload.dtype]),
+        kv_bytes_per_element=kv_b,
+        packed_ratio=_PACKED_RATIO[workload.dtype],
+        dense_flops=machine.dense_flops,
+        sparse_flops=machine.sparse_flops,
+        bandwidth=machine.bandwidth,
+        attention_efficiency=float(assumptions.attention_efficiency),
+        memory_efficiency=float(assumptions.memory_efficiency),
+        other_elems_per_token_layer=float(other),
+        step_overhead_s=float(assumptions.step_overhead_s),
+        request_overhead_s=float(assumptions.request_overhead_s),
+        pruned={k: k in workload.pruned for k in LINEAR_KINDS},
+        gemm=times,
+    )
+
+
+def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
+    if gemm_speedup is None:
+        return {p: None for p in PHASES}
+    if isinstance(gemm_speedup, Mapping):
+        unknown = sorted(set(gemm_speedup) - set(PHASES))
+        if unknown:
+            raise ValueError(f"gemm_speedup keys must be among {PHASES}, got {unknown}")
+        return {
+            p: (None if gemm_speedup.get(p) is None else _require_number(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
+            for p in PHASES
+        }
+    s = _require_number("gemm_speedup", gemm_speedup)
+    return {p: s for p in PHASES}
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """One phase of a request: times by component (dense and 2:4) and its Amdahl numbers.
+
+    Attributes:
+        name: ``"prefill"`` or ``"decode"``.
+        steps: forward steps in the phase (1, or ``output_len - 1``).
+        dense, sparse: seconds per component (keys :data:`COMPONENTS`), summed over the steps.
+        linear_dense, linear_sparse: seconds per linear kind (keys :data:`LINEAR_KINDS`).
+        dense_s, sparse_s: phase totals.
+        eligible_dense_s, eligible_sparse_s: time in pruned GEMMs, dense and 2:4.
+        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel stage 2).
+        overhead_s: fixed overheads in the phase (step and request).
+        p: eligible fraction ``eligible_dense_s / dense_s``.
+        gemm_speedup: ``eligible_dense_s / eligible_sparse_s`` (1 if nothing is eligible).
+        ceiling_speedup: ``eligible_dense_s / eligible_ideal_sparse_s`` (1 if nothing is eligible).
+        speedup: ``dense_s / sparse_s``.
+    """
+
+    name: str
+    steps: int
+    dense: dict[str, float]
+    sparse: dict[str, float]
+    linear_dense: dict[str, float]
+    linear_sparse: dict[str, float]
+    dense_s: float
+    sparse_s: float
+    eligible_dense_s: float
+    eligible_sparse_s: float
+    eligible_ideal_sparse_s: float
+    overhead_s: float
+    p: float
+    gemm_speedup: float
+    ceiling_speedup: float
+    speedup: float
+
+
+def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens: float, tokens: float) -> PhaseTime:
+    """Spec steps 4 and 5 for one phase (``steps`` may be 0: an empty decode phase)."""
+    h = float(r.hidden)
+    L = float(r.layers)
+    kv_dim = float(r.kv_heads * (r.hidden // r.heads))
+    b = float(r.bytes_per_element)
+    mem_rate = r.bandwidth * r.memory_efficiency
+    shapes = gemm_shapes(r, phase)
+    n = float(steps)
+
+    dense = {c: 0.0 for c in COMPONENTS}
+    sparse = {c: 0.0 for c in COMPONENTS}
+    linear_dense: dict[str, float] = {}
+    linear_sparse: dict[str, float] = {}
+    eligible_dense = eligible_sparse = eligible_ideal = 0.0
+    for kind in LINEAR_KINDS:
+        gemm_dense, gemm_sparse = r.gemm[phase][kind]
+        count = n if kind == "lm_head" else n * L
+        t_dense = count * gemm_dense
+        pruned = bool(r.pruned.get(kind, False))
+        t_sparse = count * gemm_sparse if pruned else t_dense
+        linear_dense[kind], linear_sparse[kind] = t_dense, t_sparse
+        component = "lm_head" if kind == "lm_head" else ("pruned_linear" if pruned else "dense_linear")
+        dense[component] += t_dense
+        sparse[component] += t_sparse
+        if pruned:
+            M, N, K = shapes[kind]
+            ideal_dense, ideal_sparse = _ideal_times(M, N, K, b, r.out_bytes_per_element, r.packed_ratio, r)
+            eligible_dense += t_dense
+            eligible_sparse += t_sparse
+            eligible_ideal += t_dense / (ideal_dense / ideal_sparse)
+
+    unchanged = {
+        "attention": 4.0 * r.batch * L * h * attended / (r.dense_flops * r.attention_efficiency),
+        "kv_cache": 2.0 * r.batch * L * kv_dim * kv_tokens * r.kv_bytes_per_element / mem_rate,
+        "embedding": n * 2.0 * tokens * h * b / mem_rate,
+        "other": n * tokens * (L * r.other_elems_per_token_layer + 2.0 * h) * b / mem_rate,
+        "step_overhead": n * r.step_overhead_s,
+        "request_overhead": r.request_overhead_s if phase == "prefill" else 0.0,
+    }
+    for c, t in unchanged.items():
+        dense[c] = t
+        sparse[c] = t
+
+    dense_s = sparse_s = 0.0
+    for c in COMPONENTS:
+        dense_s += dense[c]
+        sparse_s += sparse[c]
+    return PhaseTime(
+        name=phase,
+        steps=steps,
+        dense=dense,
+        sparse=sparse,
+        linear_dense=linear_dense,
+        linear_sparse=linear_sparse,
+        dense_s=dense_s,
+        sparse_s=sparse_s,
+        eligible_dense_s=eligible_dense,
+        eligible_sparse_s=eligible_sparse,
+        eligible_ideal_sparse_s=eligible_ideal,
+        overhead_s=dense["step_overhead"] + dense["request_overhead"],
+        p=eligible_dense / dense_s if dense_s > 0.0 else 0.0,
+        gemm_speedup=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
+        ceiling_speedup=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
+        speedup=dense_s / sparse_s if sparse_s > 0.0 else 1.0,
+    )
+
+
+@dataclass(frozen=True)
+class RequestEstimate:
+    """The result of :func:`evaluate`: both phases, and the request-level numbers.
+
+    ``decode`` sums all ``output_len - 1`` decode steps; ``decode_step`` is one decode step at the
+    mean context (what TPOT means here). Times in seconds.
+    """
+
+    inputs: RequestInputs
+    prefill: PhaseTime
+    decode: PhaseTime
+    ttft_dense_s: float
+    ttft_sparse_s: float
+    tpot_dense_s: float
+    tpot_sparse_s: float
+    total_dense_s: float
+    total_sparse_s: float
+    p_request: float
+    gemm_speedup_request: float
+    ceiling_speedup_request: float
+
+    def speedup(self, what: str = "request") -> float:
+        """Dense time / 2:4 time for ``"request"`` (total), ``"ttft"``/``"prefill"``, ``"tpot"`` or ``"decode"``.
+
+        For ``"decode"`` with ``output_len == 1`` (no decode step) this is the TPOT speedup.
+        """
+        pairs = {
+            "request": (self.total_dense_s, self.total_sparse_s),
+            "ttft": (self.ttft_dense_s, self.ttft_sparse_s),
+            "prefill": (self.ttft_dense_s, self.ttft_sparse_s),
+            "tpot": (self.tpot_dense_s, self.tpot_sparse_s),
+            "decode": (self.tpot_dense_s, self.tpot_sparse_s),
+        }
+        if what not in pairs:
+            raise ValueError(f"what must be one of {sorted(pairs)}, got {what!r}")
+        dense_s, sparse_s = pairs[what]
+        return dense_s / sparse_s
+
+    def summary(self) -> dict[str, float]:
+        """The headline numbers as a flat dict (what the calculators display and golden files hold)."""
+        return {
+            "ttft_dense_s": self.ttft_dense_s,
+            "ttft_sparse_s": self.ttft_sparse_s,
+            "tpot_dense_s": self.tpot_dense_s,
+            "tpot_sparse_s": self.tpot_sparse_s,
+            "total_dense_s": self.total_dense_s,
+            "total_sparse_s": self.total_sparse_s,
+            "speedup_ttft": self.speedup("ttft"),
+            "speedup_tpot": self.speedup("tpot"),
+            "speedup_request": self.speedup("request"),
+            "p_prefill": self.prefill.p,
+            "p_decode": self.decode.p,
+            "p_request": self.p_request,
+            "gemm_speedup_prefill": self.prefill.gemm_speedup,
+            "gemm_speedup_decode": self.decode.gemm_speedup,
+            "gemm_speedup_request": self.gemm_speedup_request,
+            "ceiling_speedup_prefill": self.prefill.ceiling_speedup,
+            "ceiling_speedup_decode": self.decode.ceiling_speedup,
+            "ceiling_speedup_request": self.ceiling_speedup_request,
+        }
+
+    def to_dict(self) -> dict:
+        """Summary plus the per-phase component breakdowns (JSON-ready)."""
+        out: dict = {"summary": self.summary()}
+        for ph in (self.prefill, self.decode):
+            out[ph.name] = {
+                "steps": ph.steps,
+                "dense": dict(ph.dense),
+                "sparse": dict(ph.sparse),
+                "dense_s": ph.dense_s,
+                "sparse_s": ph.sparse_s,
+                "eligible_dense_s": ph.eligible_dense_s,
+                "eligible_sparse_s": ph.eligible_sparse_s,
+                "eligible_ideal_sparse_s": ph.eligible_ideal_sparse_s,
+                "p": ph.p,
+                "gemm_speedup": ph.gemm_speedup,
+                "ceiling_speedup": ph.ceiling_speedup,
+                "speedup": ph.speedup,
+            }
+        return out
+
+
+def evaluate(inputs: RequestInputs) -> RequestEstimate:
+    """The model's arithmetic (spec steps 4-6 of the module docstring) on flat inputs.
+
+    Example:
+        >>> r = build_inputs(Workload(LLAMA_3_8B, 1, 128, 2), "A100")
+        >>> est = evaluate(r)
+        >>> est.total_dense_s == est.ttft_dense_s + est.decode.dense_s
+        True
+    """
+    if not isinstance(inputs, RequestInputs):
+        raise TypeError(f"inputs must be a RequestInputs (see build_inputs), got {type(inputs).__name__}")
+    r = inputs
+    P = float(r.prompt_len)
+    n_dec = r.output_len - 1
+    nd = float(n_dec)
+    prefill = _phase(r, "prefill", 1, P * (P + 1.0) / 2.0, P, float(r.batch) * P)
+    decode_attended = nd * P + nd * (nd + 1.0) / 2.0
+    decode = _phase(r, "decode", n_dec, decode_attended, decode_attended, float(r.batch))
+    if n_dec > 0:
+        tpot_dense, tpot_sparse = decode.dense_s / nd, decode.sparse_s / nd
+    else:  # no decode step in this request: report what one step at context P + 1 would take
+        one = _phase(r, "decode", 1, P + 1.0, P + 1.0, float(r.batch))
+        tpot_dense, tpot_sparse = one.dense_s, one.sparse_s
+    total_dense = prefill.dense_s + decode.dense_s
+    total_sparse = prefill.sparse_s + decode.sparse_s
+    eligible_dense = prefill.eligible_dense_s + decode.eligible_dense_s
+    eligible_sparse = prefill.eligible_sparse_s + decode.eligible_sparse_s
+    eligible_ideal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s
+    return RequestEstimate(
+        inputs=r,
+        prefill=prefill,
+        decode=decode,
+        ttft_dense_s=prefill.dense_s,
+        ttft_sparse_s=prefill.sparse_s,
+        tpot_dense_s=tpot_dense,
+        tpot_sparse_s=tpot_sparse,
+        total_dense_s=total_dense,
+        total_sparse_s=total_sparse,
+        p_request=eligible_dense / total_dense,
+        gemm_speedup_request=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
+        ceiling_speedup_request=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
+    )
+
+
+def estimate(
+    workload: Workload,
+    gpu="H100",
+    *,
+    assumptions: Assumptions | None = None,
+    gemm: GemmModel | None = None,
+    gemm_speedup: float | Mapping[str, float] | None = None,
+) -> RequestEstimate:
+    """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
+
+    Example:
+        >>> from twofour.models import LLAMA_3_70B
+        >>> w = Workload(LLAMA_3_70B, batch=64, prompt_len=8192, output_len=512)
+        >>> est = estimate(w, "H100", gemm_speedup=1.5)       # a measured GEMM speedup
+        >>> est.decode.p < estimate(w.__class__(LLAMA_3_70B, 1, 8192, 512), "H100").decode.p
+        True
+    """
+    return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup))

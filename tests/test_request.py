@@ -1,0 +1,297 @@
+"""twofour.request: the request-time model, its Amdahl bookkeeping, limits and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twofour.amdahl import speedup
+from twofour.models import LLAMA_3_8B, LLAMA_3_70B, parameter_counts
+from twofour.request import (
+    BLOCK_LINEARS,
+    COMPONENTS,
+    Assumptions,
+    GemmTime,
+    Machine,
+    RequestInputs,
+    Workload,
+    build_inputs,
+    estimate,
+    evaluate,
+    gemm_shapes,
+    ideal_gemm_model,
+)
+
+# Round made-up numbers: these tests check the model's bookkeeping, not any GPU.
+TOY = Machine("toy", dense_flops=1e15, sparse_flops=2e15, bandwidth=2e12)
+TINY = LLAMA_3_8B.with_(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2, vocab=1000)
+
+
+def _close(a, b, rel=1e-12):
+    return a == pytest.approx(b, rel=rel, abs=0.0)
+
+
+# --- bookkeeping ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gpu", ["H100", "A100", TOY])
+@pytest.mark.parametrize("workload", [
+    Workload(LLAMA_3_8B, 1, 512, 256),
+    Workload(LLAMA_3_8B, 64, 8192, 512, dtype="fp8"),
+    Workload(LLAMA_3_70B, 4, 100, 1, dtype="fp16", pruned=("gate_proj", "up_proj", "down_proj", "lm_head")),
+])
+def test_phase_speedups_are_amdahl_of_p_and_gemm_speedup(gpu, workload):
+    if gpu == "A100" and workload.dtype == "fp8":
+        pytest.skip("A100 has no fp8 tensor cores (the hardware table says so)")
+    est = estimate(workload, gpu, assumptions=Assumptions(step_overhead_s=1e-4, request_overhead_s=0.01))
+    for ph in (est.prefill, est.decode):
+        assert _close(sum(ph.dense[c] for c in COMPONENTS), ph.dense_s)
+        assert _close(sum(ph.sparse[c] for c in COMPONENTS), ph.sparse_s)
+        if ph.steps:
+            assert _close(speedup(ph.p, ph.gemm_speedup), ph.speedup)
+    assert _close(est.total_dense_s, est.ttft_dense_s + est.decode.dense_s)
+    s_req = est.gemm_speedup_request
+    assert _close(speedup(est.p_request, s_req), est.speedup("request"))
+
+
+def test_only_pruned_linears_change():
+    est = estimate(Workload(LLAMA_3_8B, 8, 1024, 64), "H100")
+    for ph in (est.prefill, est.decode):
+        for c in COMPONENTS:
+            if c != "pruned_linear":
+                assert ph.dense[c] == ph.sparse[c], c
+        assert ph.dense["dense_linear"] == 0.0  # every block linear is pruned by default
+
+
+def test_custom_gemm_times_are_summed_per_layer_and_step():
+    est = estimate(Workload(TINY, 2, 16, 5), TOY, gemm=lambda M, N, K: GemmTime(1e-3, 5e-4))
+    assert _close(est.prefill.dense["pruned_linear"], 7 * TINY.layers * 1e-3)
+    assert _close(est.decode.dense["pruned_linear"], 4 * 7 * TINY.layers * 1e-3)
+    assert _close(est.decode.sparse["pruned_linear"], 4 * 7 * TINY.layers * 5e-4)
+    assert _close(est.decode.dense["lm_head"], 4 * 1e-3)
+    assert est.decode.gemm_speedup == pytest.approx(2.0)
+
+
+def test_gemm_shapes_follow_the_config():
+    shapes = gemm_shapes(LLAMA_3_8B, "prefill", batch=2, prompt_len=100)
+    assert shapes["k_proj"] == (200, 1024, 4096)
+    assert shapes["down_proj"] == (200, 4096, 14336)
+    assert shapes["lm_head"] == (2, 128256, 4096)  # logits for the last prompt token only
+
+
+# --- the physics the chapter relies on ------------------------------------------------------
+
+
+def test_bs1_decode_streams_the_weights():
+    """facts.md §7: at batch 1 every weight byte is read once per token."""
+    w = Workload(LLAMA_3_8B, 1, 1, 2, dtype="bf16")
+    est = estimate(w, TOY)  # ideal roofline, memory efficiency 1
+    counts = parameter_counts(LLAMA_3_8B)
+    weight_bytes_read = 2 * (counts["eligible"] + counts["lm_head"])  # the embedding is only gathered
+    linear_s = est.decode.dense["pruned_linear"] + est.decode.dense["lm_head"]
+    assert linear_s * TOY.bandwidth == pytest.approx(weight_bytes_read, rel=1e-3)  # + tiny activations
+    assert est.decode.p == pytest.approx(counts["eligible"] / (counts["eligible"] + counts["lm_head"]), rel=5e-3)
+    # and the eligible GEMMs are bytes-bound: the ceiling is 1 / 0.5625
+    assert est.decode.ceiling_speedup == pytest.approx(1 / 0.5625, rel=1e-3)
+
+
+def test_kv_traffic_matches_the_cited_formula():
+    """facts.md §7 (graphcore notebook): KV bytes per step = batch * layers * 2 * seq * hidden / kv_group * bytes."""
+    batch, P, T = 4, 1000, 11
+    est = estimate(Workload(LLAMA_3_8B, batch, P, T), TOY)
+    group = LLAMA_3_8B.heads // LLAMA_3_8B.kv_heads
+    expected = sum(batch * LLAMA_3_8B.layers * 2 * (P + j) * LLAMA_3_8B.hidden / group * 2 for j in range(1, T))
+    assert est.decode.dense["kv_cache"] * TOY.bandwidth == pytest.approx(expected, rel=1e-12)
+
+
+def test_compute_bound_prefill_ceiling_is_two():
+    # Wide GEMMs stay compute-bound at half the FLOPs: 2x. The narrow k/v projections (N = 1024)
+    # have so much activation traffic per FLOP that their 2:4 version becomes bytes-bound.
+    wide = ("q_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    est = estimate(Workload(LLAMA_3_8B, 8, 4096, 2, pruned=wide), TOY)
+    assert est.prefill.ceiling_speedup == pytest.approx(2.0, rel=1e-12)
+    narrow = estimate(Workload(LLAMA_3_8B, 8, 4096, 2, pruned=("k_proj",)), TOY)
+    assert 1.0 < narrow.prefill.ceiling_speedup < 2.0
+
+
+@pytest.mark.parametrize("prompt_len", [10**6, 10**7])
+def test_huge_contexts_push_p_decode_toward_zero(prompt_len):
+    est = estimate(Workload(LLAMA_3_8B, 64, prompt_len, 4), "H100")
+    values = est.summary().values()
+    assert all(math.isfinite(v) and v > 0 for v in values)
+    assert est.decode.p < 0.01
+    assert est.speedup("tpot") < 1.01
+
+
+def test_no_pruning_means_no_change():
+    est = estimate(Workload(LLAMA_3_8B, 4, 256, 32, pruned=()), "H100")
+    assert est.p_request == 0.0 and est.prefill.p == 0.0
+    assert est.speedup("request") == 1.0
+    assert est.gemm_speedup_request == 1.0
+
+
+def test_gemm_speedup_of_one_means_no_change():
+    est = estimate(Workload(LLAMA_3_8B, 4, 256, 32), "H100", gemm_speedup=1.0)
+    assert est.speedup("request") == pytest.approx(1.0, rel=1e-15)
+
+
+def test_measured_speedup_replaces_prediction_per_phase():
+    est = estimate(Workload(LLAMA_3_8B, 4, 256, 32), "H100", gemm_speedup={"prefill": 1.3, "decode": 1.6})
+    assert est.prefill.gemm_speedup == pytest.approx(1.3)
+    assert est.decode.gemm_speedup == pytest.approx(1.6)
+    only_decode = estimate(Workload(LLAMA_3_8B, 4, 256, 32), "H100", gemm_speedup={"decode": 1.6})
+    predicted = estimate(Workload(LLAMA_3_8B, 4, 256, 32), "H100")
+    assert only_decode.prefill.gemm_speedup == predicted.prefill.gemm_speedup
+
+
+def test_pruning_more_kinds_raises_p():
+    mlp = ("gate_proj", "up_proj", "down_proj")
+    ps = [
+        estimate(Workload(LLAMA_3_8B, 1, 512, 64, pruned=pr), "H100").decode.p
+        for pr in (mlp, BLOCK_LINEARS, BLOCK_LINEARS + ("lm_head",))
+    ]
+    assert ps[0] < ps[1] < ps[2]
+
+
+def test_fixed_overheads_lower_p_and_speedup():
+    w = Workload(LLAMA_3_8B, 1, 512, 64)
+    base = estimate(w, "H100", gemm_speedup=1.6)
+    slow = estimate(w, "H100", gemm_speedup=1.6, assumptions=Assumptions(step_overhead_s=2e-3, request_overhead_s=0.05))
+    assert slow.decode.p < base.decode.p
+    assert slow.speedup("tpot") < base.speedup("tpot")
+    assert slow.ttft_dense_s - base.ttft_dense_s == pytest.approx(2e-3 + 0.05)
+
+
+def test_single_output_token_has_no_decode_phase():
+    est = estimate(Workload(LLAMA_3_8B, 2, 64, 1), "H100")
+    assert est.decode.steps == 0 and est.decode.dense_s == 0.0
+    assert est.total_dense_s == est.ttft_dense_s
+    assert est.tpot_dense_s > 0 and math.isfinite(est.speedup("tpot"))
+
+
+def test_fp8_kv_cache_halves_kv_time():
+    w = Workload(LLAMA_3_8B, 16, 4096, 64)
+    bf16 = estimate(w, "H100")
+    fp8 = estimate(w, "H100", assumptions=Assumptions(kv_bytes_per_element=1))
+    assert fp8.decode.dense["kv_cache"] == pytest.approx(bf16.decode.dense["kv_cache"] / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 256), p1=st.integers(1, 200_000), p2=st.integers(1, 200_000), out=st.integers(2, 2000))
+def test_p_decode_falls_as_context_grows(batch, p1, p2, out):
+    lo, hi = sorted((p1, p2))
+    a = estimate(Workload(LLAMA_3_8B, batch, lo, out), TOY).decode.p
+    b = estimate(Workload(LLAMA_3_8B, batch, hi, out), TOY).decode.p
+    assert b <= a * (1 + 1e-12)
+    assert 0.0 < b <= 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 512), prompt=st.integers(1, 100_000), out=st.integers(1, 4000),
+       s=st.floats(min_value=1.0, max_value=2.0))
+def test_request_speedup_never_beats_the_gemm_speedup_or_amdahl_bound(batch, prompt, out, s):
+    est = estimate(Workload(LLAMA_3_8B, batch, prompt, out), TOY, gemm_speedup=s)
+    S = est.speedup("request")
+    assert 1.0 <= S * (1 + 1e-12) and S <= s * (1 + 1e-12)
+    assert S <= 1.0 / (1.0 - est.p_request) * (1 + 1e-12)
+
+
+# --- inputs round trip ----------------------------------------------------------------------
+
+
+def test_inputs_round_trip_through_a_dict():
+    r = build_inputs(Workload(LLAMA_3_8B, 3, 77, 9, dtype="int8"), "H100")
+    again = RequestInputs.from_dict(r.to_dict())
+    assert evaluate(again).summary() == evaluate(r).summary()
+
+
+def test_ideal_gemm_model_decode_ratio_is_the_packed_bytes_ceiling():
+    gemm = ideal_gemm_model(Machine.from_gpu("H100", "int8"), "int8")
+    t = gemm(1, 8192, 8192)
+    assert t.dense_s / t.sparse_s == pytest.approx(1 / 0.625, rel=1e-3)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field,value,exc,match", [
+    ("batch", 0, ValueError, r"batch must be an int in \[1"),
+    ("batch", 2.0, TypeError, "batch must be an int"),
+    ("batch", True, TypeError, "batch must be an int"),
+    ("prompt_len", -5, ValueError, "prompt_len must be an int"),
+    ("output_len", 0, ValueError, "output_len must be an int"),
+    ("prompt_len", 2**31, ValueError, "prompt_len must be an int in"),
+    ("dtype", "fp32", ValueError, "dtype must be one of"),
+    ("pruned", ("q_proj", "attn"), ValueError, r"unknown linear kinds \['attn'\]"),
+    ("pruned", "q_proj", TypeError, "pruned must be a collection"),
+    ("model", "llama", TypeError, "model must be a twofour.models.TransformerConfig"),
+])
+def test_bad_workload(field, value, exc, match):
+    kwargs = dict(model=LLAMA_3_8B, batch=1, prompt_len=8, output_len=8)
+    kwargs[field] = value
+    with pytest.raises(exc, match=match):
+        Workload(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"attention_efficiency": 0.0}, "attention_efficiency must be a finite number > 0"),
+    ({"memory_efficiency": 1.5}, "memory_efficiency must be a finite number > 0 and <= 1"),
+    ({"step_overhead_s": -1e-3}, "step_overhead_s must be a finite number >= 0"),
+    ({"request_overhead_s": math.inf}, "request_overhead_s must be a finite number"),
+    ({"kv_bytes_per_element": 0}, "kv_bytes_per_element must be"),
+    ({"other_elems_per_token_layer": -1}, "other_elems_per_token_layer must be"),
+])
+def test_bad_assumptions(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Assumptions(**kwargs)
+
+
+def test_bad_machine():
+    with pytest.raises(ValueError, match="bandwidth must be a finite number > 0"):
+        Machine("x", 1e15, 2e15, 0.0)
+
+
+def test_bad_estimate_arguments():
+    w = Workload(LLAMA_3_8B, 1, 8, 8)
+    with pytest.raises(ValueError, match="gemm_speedup must be a finite number > 0"):
+        estimate(w, "H100", gemm_speedup=0.0)
+    with pytest.raises(ValueError, match="gemm_speedup keys must be among"):
+        estimate(w, "H100", gemm_speedup={"decoder": 1.5})
+    with pytest.raises(TypeError, match="gemm must be a callable"):
+        estimate(w, "H100", gemm=1.5)
+    with pytest.raises(ValueError, match=r"gemm\(8, 4096, 4096\).dense_s must be a finite number > 0"):
+        estimate(w, TOY, gemm=lambda M, N, K: GemmTime(-1.0, 1.0))
+    with pytest.raises(TypeError, match="workload must be"):
+        estimate("8b", "H100")
+    with pytest.raises(TypeError, match="assumptions must be"):
+        estimate(w, "H100", assumptions={"step_overhead_s": 1})
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        estimate(w, "H900")
+    with pytest.raises(ValueError, match="T4 .compute capability 7.5. has no sparse tensor cores"):
+        estimate(w, "T4")
+    with pytest.raises(ValueError, match="A100 has no dense tensor-core peak for dtype 'fp8'"):
+        estimate(Workload(LLAMA_3_8B, 1, 8, 8, dtype="fp8"), "A100")
+    with pytest.raises(TypeError, match="inputs must be a RequestInputs"):
+        evaluate({"batch": 1})
+
+
+def test_from_dict_names_missing_fields():
+    d = build_inputs(Workload(LLAMA_3_8B, 1, 8, 8), "H100").to_dict()
+    del d["bandwidth"]
+    with pytest.raises(ValueError, match=r"missing \['bandwidth'\]"):
+        RequestInputs.from_dict(d)
+
+
+def test_gemm_shapes_rejects_bad_phase():
+    with pytest.raises(ValueError, match="phase must be one of"):
+        gemm_shapes(LLAMA_3_8B, "generate", batch=1)
+
+
+def test_replace_is_how_to_explore():
+    r = build_inputs(Workload(LLAMA_3_8B, 1, 512, 64), "H100")
+    faster_memory = dataclasses.replace(r, bandwidth=r.bandwidth * 2)
+    assert evaluate(faster_memory).tpot_dense_s < evaluate(r).tpot_dense_s
