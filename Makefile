@@ -19,13 +19,18 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q "$(TORCH_SPEC)"
 	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test]"
+	@# Browser tests drive Debian's chromium: installed here when root, else instructions.
+	@scripts/install-chromium.sh
 	@touch $(STAMP)
 
+# Notebooks run on first build and are cached in build/notebook-cache (keyed by notebook +
+# src/twofour), so later builds and live reloads only re-run what changed.
+# site_url is pointed at the dev server so the site is at the root and instant navigation works.
 serve: setup
-	$(BIN)/mkdocs serve --dev-addr $(HOST):$(PORT)
+	NO_MKDOCS_2_WARNING=1 TWOFOUR_SITE_URL=http://$(HOST):$(PORT)/ $(BIN)/mkdocs serve --dev-addr $(HOST):$(PORT)
 
 site: setup
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: setup
 	$(BIN)/python -m pytest

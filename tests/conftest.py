@@ -3,20 +3,7 @@ their tests (e.g. tests/site/conftest.py); add only markers and fixtures everyon
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-# Notebook kernels started by nbval inherit this process's environment: headless plots,
-# reproducible hashing, and 2 threads so two kernels do not fight over 2 cores.
-for _name, _value in {
-    "MPLBACKEND": "Agg",
-    "PYTHONHASHSEED": "0",
-    "OMP_NUM_THREADS": "2",
-    "MKL_NUM_THREADS": "2",
-}.items():
-    os.environ.setdefault(_name, _value)
-
 
 def _cuda_available() -> bool:
     try:
