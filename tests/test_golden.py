@@ -1,0 +1,95 @@
+"""`twofour golden`: the parity tables for the static calculators are complete, strict JSON and right."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from twofour.amdahl import speedup
+from twofour.cli import main
+from twofour.request import COMPONENTS, RequestInputs, evaluate
+
+
+def _strict_load(path):
+    def refuse(token):
+        raise AssertionError(f"{path.name} contains the non-JSON token {token}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    out = tmp_path_factory.mktemp("golden")
+    assert main(["golden", "--out", str(out), "--cases", "40", "--seed", "3"]) == 0
+    return {name: _strict_load(out / f"{name}.json") for name in ("amdahl", "request", "funnel")} | {"dir": out}
+
+
+def test_amdahl_cases_match_the_formula(golden):
+    cases = golden["amdahl"]["speedup"]
+    assert len(cases) >= 300
+    assert {(c["p"], c["s"]) for c in cases} >= {(0.0, 2.0), (1.0, 2.0), (0.5, 1.0)}  # the limits are there
+    for c in cases:
+        assert c["speedup"] == 1.0 / ((1.0 - c["p"]) + c["p"] / c["s"])
+    assert any(c["max_speedup"] == "Infinity" for c in golden["amdahl"]["max_speedup"])
+
+
+def test_amdahl_error_cases_say_what_was_wrong(golden):
+    errors = golden["amdahl"]["errors"]
+    assert {e["input"].get("p") for e in errors if e["function"] == "speedup"} >= {"NaN", "Infinity", -0.1}
+    assert all(e["error"] == "ValueError" and e["message"] for e in errors)
+
+
+def test_request_cases_reproduce_and_obey_amdahl(golden):
+    cases = golden["request"]["cases"]
+    assert len(cases) == 14 + 40
+    labels = [c["label"] for c in cases]
+    assert "huge context 10M" in labels and "one output token (no decode step)" in labels
+    for case in cases:
+        est = evaluate(RequestInputs.from_dict(case["inputs"]))
+        out = case["output"]
+        assert est.to_dict() == out  # what the file says is what the model computes
+        for phase in ("prefill", "decode"):
+            ph = out[phase]
+            assert sum(ph["dense"][c] for c in COMPONENTS) == pytest.approx(ph["dense_s"], rel=1e-12)
+            if ph["steps"]:
+                assert speedup(ph["p"], ph["gemm_speedup"]) == pytest.approx(ph["speedup"], rel=1e-12)
+
+
+def test_random_cases_cover_the_input_space(golden):
+    ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] == "random"]
+    assert {c["gemm_source"] for c in ctx} == {"roofline", "measured"}
+    assert len({c["gpu"] for c in ctx}) >= 3 and len({c["dtype"] for c in ctx}) >= 3
+    assert max(c["prompt_len"] for c in ctx) > 10_000 and min(c["batch"] for c in ctx) < 10
+
+
+def test_funnel_cases_end_at_the_request_numbers(golden):
+    requests = {c["id"]: c["output"]["summary"] for c in golden["request"]["cases"]}
+    rows = golden["funnel"]["cases"]
+    assert len(rows) == 3 * len(requests)
+    final_key = {"request": "speedup_request", "prefill": "speedup_ttft", "decode": "speedup_tpot"}
+    for row in rows:
+        stages = row["stages"]
+        assert [s["key"] for s in stages][0] == "datasheet" and len(stages) == 5
+        assert stages[-1]["speedup"] == pytest.approx(requests[row["request_case"]][final_key[row["scope"]]], rel=1e-12)
+
+
+def test_same_seed_same_bytes(golden, tmp_path):
+    assert main(["golden", "--out", str(tmp_path), "--cases", "40", "--seed", "3"]) == 0
+    for name in ("amdahl", "request", "funnel"):
+        assert (tmp_path / f"{name}.json").read_bytes() == (golden["dir"] / f"{name}.json").read_bytes()
+
+
+def test_default_writes_hundreds_of_cases(tmp_path, capsys):
+    assert main(["golden", "--out", str(tmp_path / "new" / "dir")]) == 0
+    printed = capsys.readouterr().out
+    assert "request.json (214 cases)" in printed
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
+    a_file = tmp_path / "f.json"
+    a_file.write_text("{}")
+    assert main(["golden", "--out", str(a_file)]) == 2
+    assert "--out must be a directory" in capsys.readouterr().err
+    assert main(["golden", "--out", str(tmp_path), "--cases", "-1"]) == 2
+    assert "--cases must be >= 0" in capsys.readouterr().err
