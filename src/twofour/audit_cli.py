@@ -1,0 +1,116 @@
+"""``twofour audit FILE``: check every linear weight of a checkpoint for 2:4 dispatch.
+
+    twofour audit model.safetensors                      # this machine's GPU (or CPU)
+    twofour audit model.safetensors --capability 9.0     # as if on an H100/H200
+    twofour audit model.pt --capability 8.0 --tokens 2048 --json audit.json
+
+Reads safetensors memory-mapped, one tensor at a time, or a PyTorch checkpoint with
+``weights_only=True`` (never unpickling arbitrary objects). Prints one row per 2-D weight, the
+problems that keep layers off the sparse path, and a one-line verdict. Exit code 0 when the
+audit ran (whatever it found), 2 on a usage or file error, printed as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .cli import UserError
+
+_EPILOG = """examples:
+  twofour audit model.safetensors
+  twofour audit model.safetensors --capability 9.0 --tokens 4096
+  twofour audit checkpoint.pt --device cpu --json audit.json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("model_file", metavar="MODEL_FILE", help="a .safetensors file or a torch.save checkpoint")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="judge dispatch for this machine's GPU (cuda), the CPU, or whichever is here (auto, default)",
+    )
+    parser.add_argument(
+        "--capability",
+        metavar="MAJOR.MINOR",
+        help="judge dispatch for a GPU you name by compute capability, e.g. 8.0 (A100), 8.9 (L4), 9.0 (H100)",
+    )
+    parser.add_argument("--backend", choices=("cusparselt", "cutlass"), help="the 2:4 backend (default: torch's default)")
+    parser.add_argument(
+        "--tokens", type=int, metavar="M", help="tokens per forward pass (batch x seq_len), for the padding check"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the rows and the summary as JSON to PATH")
+    parser.add_argument("--max-rows", type=int, metavar="N", help="print only the first N rows of the table")
+
+
+def _parse_capability(text: str) -> tuple[int, int]:
+    try:
+        major, minor = text.split(".")
+        cc = (int(major), int(minor))
+    except ValueError:
+        raise UserError(f"--capability must look like 8.0 or 9.0 (MAJOR.MINOR), got {text!r}") from None
+    if cc[0] < 1 or cc[1] < 0:
+        raise UserError(f"--capability must be a real compute capability such as 8.0, got {text!r}")
+    return cc
+
+
+def _target(args):
+    from .device import environment
+    from .dispatch import hypothetical_gpu
+
+    if args.capability is not None:
+        if args.device == "cpu":
+            raise UserError("--capability names a GPU; it cannot be combined with --device cpu")
+        return hypothetical_gpu(_parse_capability(args.capability), name="hypothetical GPU")
+    env = environment()
+    if args.device == "cuda" and not env.cuda_available:
+        raise UserError(
+            "--device cuda but torch sees no CUDA GPU here; use --capability 8.0 (or 9.0 ...) to ask about a GPU "
+            "you do not have"
+        )
+    if args.device == "cpu" and env.cuda_available:
+        from dataclasses import replace
+
+        env = replace(env, cuda_available=False, gpu_name=None, capability=None, backends=())
+    return env
+
+
+def run(args: argparse.Namespace) -> int:
+    from .dispatch import audit
+    from .dispatch.checkpoint import CheckpointError, open_checkpoint
+
+    if args.tokens is not None and args.tokens < 1:
+        raise UserError(f"--tokens must be a positive number of tokens (batch x seq_len), got {args.tokens}")
+    if args.max_rows is not None and args.max_rows < 0:
+        raise UserError(f"--max-rows must be >= 0, got {args.max_rows}")
+    target = _target(args)
+    try:
+        with open_checkpoint(args.model_file) as ckpt:
+            report = audit(ckpt, args.tokens, target=target, backend=args.backend)
+    except CheckpointError as exc:
+        raise UserError(str(exc)) from None
+    if not report.rows:
+        raise UserError(
+            f"{args.model_file}: no 2-D weights found ({len(report.skipped)} other tensors); nothing to audit"
+        )
+    text = str(report) if args.max_rows is None else _limited(report, args.max_rows)
+    print(text)
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                f.write(report.to_json())
+        except OSError as exc:
+            raise UserError(f"--json {args.json}: cannot write ({exc.strerror or exc})") from None
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _limited(report, max_rows: int) -> str:
+    full = str(report).splitlines()
+    table = report.table(max_rows).splitlines()
+    n_table = len(report.table().splitlines())
+    return "\n".join(table + full[n_table:])

@@ -1,0 +1,51 @@
+"""Stage 3 of the answer: did the sparse kernel run?
+
+A 2:4 weight is only faster if the matmul actually dispatches to a sparse tensor-core kernel.
+This package answers that question before, after and at scale:
+
+* :func:`probe`: what this machine offers each PyTorch 2:4 backend (cuSPARSELt, CUTLASS), and
+  why not; :func:`hypothetical_gpu` describes a GPU you do not have.
+* :func:`explain`: before running, which kernel ``F.linear(x, W)`` will take and every reason
+  (device, capability, backend, dtype, shape minima, padding of M, 2:4 validity, packed or not).
+* :func:`kernels`: after running, the profiler's proof: which kernels ran, classified
+  (cuSPARSELt / CUTLASS sparse / dense GEMM / other), with time per class.
+* :func:`audit`: every linear weight of a model or checkpoint, one row each, plus a summary;
+  ``twofour audit FILE`` on the command line.
+
+It is a package rather than one module because the four questions share rules
+(:mod:`.rules`, read from the installed torch) but little else, and the checkpoint reader
+(:mod:`.checkpoint`) is a security boundary worth keeping small and separate.
+
+>>> import torch
+>>> from twofour.dispatch import explain, hypothetical_gpu
+>>> explain(torch.zeros(64, 64, dtype=torch.float16), 64, target=hypothetical_gpu((8, 0))).path
+'dense'
+"""
+
+from .audit import AuditReport, AuditRow, audit
+from .checkpoint import CheckpointError, open_checkpoint
+from .explain import Check, Verdict, explain
+from .kernels import CLASSES, KernelReport, classify, kernels
+from .probe import Probe, hypothetical_gpu, probe
+from .rules import backend_rules, default_backend, is_packed
+
+__all__ = [
+    "probe",
+    "hypothetical_gpu",
+    "Probe",
+    "explain",
+    "Verdict",
+    "Check",
+    "kernels",
+    "classify",
+    "KernelReport",
+    "CLASSES",
+    "audit",
+    "AuditReport",
+    "AuditRow",
+    "open_checkpoint",
+    "CheckpointError",
+    "backend_rules",
+    "default_backend",
+    "is_packed",
+]

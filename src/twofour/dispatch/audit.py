@@ -1,0 +1,380 @@
+"""Check a whole model: every linear weight, its 2:4 validity, and which kernel it would get.
+
+:func:`audit` takes an ``nn.Module``, a state dict, or an opened checkpoint
+(:func:`twofour.dispatch.checkpoint.open_checkpoint`) and returns one :class:`AuditRow` per
+2-D weight, in order, plus what it skipped and why. Checkpoints are read one tensor at a time,
+so auditing a file needs about one layer's worth of memory, not the model's.
+
+The verdict of a row is :attr:`Verdict.if_packed <twofour.dispatch.explain.Verdict>`: the
+kernel the layer would run after ``to_sparse_semi_structured`` on the target GPU (for a layer
+that is packed already, the kernel it runs now), with one exception: a weight that is not
+2:4 along K gets ``"dense"``, because packing it would change what the layer computes.
+
+>>> import torch, twofour
+>>> from twofour.dispatch import audit, hypothetical_gpu
+>>> model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64)).half()
+>>> with torch.no_grad():
+...     _ = model[0].weight.copy_(twofour.prune(model[0].weight)[0])
+>>> report = audit(model, 256, target=hypothetical_gpu((8, 0), name="A100"))
+>>> [(r.name, r.verdict) for r in report.rows]
+[('0.weight', 'sparse-cusparselt'), ('2.weight', 'dense')]
+>>> report.rows[1].topics  # not 2:4: packing would change its numbers, so it stays dense
+('structure',)
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from .._tensors import SUPPORTED_DTYPES
+from ..packing import dense_bytes, packed_bytes
+from ..structure import check
+from .checkpoint import Checkpoint
+from .explain import Verdict, explain
+from .probe import as_environment
+from .rules import BackendRules, default_backend, is_packed
+
+__all__ = ["AuditRow", "AuditReport", "audit", "weight_kind"]
+
+# Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
+# Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
+_EMBEDDING_MARKERS = ("embed", "wte", "wpe", "word_embeddings", "position_embeddings", "token_type_embeddings", "shared.weight")
+
+
+def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
+    """``"linear"``, ``"embedding"``, or None when the tensor is not a 2-D weight (with why in :func:`_skip_reason`).
+
+    >>> weight_kind("model.layers.0.mlp.up_proj.weight", (14336, 4096))
+    'linear'
+    >>> weight_kind("model.embed_tokens.weight", (128256, 4096)), weight_kind("norm.weight", (4096,))
+    ('embedding', None)
+    """
+    if len(shape) != 2 or not name.endswith("weight"):
+        return None
+    low = name.lower()
+    return "embedding" if any(m in low for m in _EMBEDDING_MARKERS) else "linear"
+
+
+def _skip_reason(name: str, shape: tuple[int, ...], dtype) -> str:
+    if len(shape) == 1:
+        return "1-D (bias or norm scale): not a matmul weight"
+    if len(shape) == 0:
+        return "scalar"
+    if len(shape) > 2:
+        return f"{len(shape)}-D (e.g. a conv kernel): reshape to [out, in*kh*kw] to audit it with explain()"
+    return "2-D but not named *weight: not treated as a layer weight"
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One 2-D weight of the model."""
+
+    name: str
+    kind: str  # "linear" or "embedding" (a lookup: never a sparse GEMM)
+    shape: tuple[int, int]
+    dtype: str
+    fraction_valid: float | None  # fraction of 2:4-valid groups along K; None when not checked
+    packed: bool
+    verdict: str  # sparse-cusparselt / sparse-cutlass / dense / error
+    topics: tuple[str, ...]
+    reasons: tuple[str, ...]
+    dense_bytes: int
+    packed_bytes: int | None  # bytes once packed, for rows whose verdict is sparse
+
+    @property
+    def sparse(self) -> bool:
+        return self.verdict.startswith("sparse")
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    rows: tuple[AuditRow, ...]
+    skipped: tuple[tuple[str, str], ...]
+    target: str
+    backend: str
+    M: int | None
+    n_bytes_read: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def linear(self) -> tuple[AuditRow, ...]:
+        return tuple(r for r in self.rows if r.kind == "linear")
+
+    @property
+    def n_sparse(self) -> int:
+        return sum(r.sparse for r in self.linear)
+
+    @property
+    def bytes_saved(self) -> int:
+        """Weight bytes saved if every layer whose verdict is sparse is stored packed."""
+        return sum(r.dense_bytes - r.packed_bytes for r in self.linear if r.sparse and r.packed_bytes is not None)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(r.dense_bytes for r in self.rows)
+
+    def reason_counts(self) -> list[tuple[str, int, str]]:
+        """(topic, how many linear layers, one example message), most frequent first."""
+        counts: Counter = Counter()
+        example: dict[str, str] = {}
+        for r in self.linear:
+            for topic, message in zip(r.topics, _topic_messages(r)):
+                counts[topic] += 1
+                example.setdefault(topic, message)
+        return [(t, n, example[t]) for t, n in counts.most_common()]
+
+    def summary(self) -> str:
+        lin = self.linear
+        valid = sum(r.fraction_valid == 1.0 for r in lin)
+        packed = sum(r.packed for r in lin)
+        verdict = "SPARSE-READY" if lin and self.n_sparse == len(lin) else ("PARTLY SPARSE" if self.n_sparse else "NOT SPARSE")
+        return (
+            f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
+            f"(2:4 along K: {valid}, already packed: {packed}); packing those saves "
+            f"{_gb(self.bytes_saved)} of {_gb(self.total_bytes)} weight bytes"
+        )
+
+    def table(self, max_rows: int | None = None) -> str:
+        rows = self.rows if max_rows is None else self.rows[:max_rows]
+        header = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
+        body = [
+            (
+                r.name,
+                "x".join(map(str, r.shape)),
+                r.dtype,
+                "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
+                "yes" if r.packed else "no",
+                r.verdict if r.kind == "linear" else "embedding",
+                ", ".join(r.topics) or "—",
+            )
+            for r in rows
+        ]
+        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+        widths[0] = min(widths[0], 60)
+        fmt = lambda cells: "  ".join(  # noqa: E731
+            (c if len(c) <= w else c[: w - 3] + "...").ljust(w) for c, w in zip(cells, widths)
+        ).rstrip()
+        lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
+        if max_rows is not None and len(self.rows) > max_rows:
+            lines.append(f"... {len(self.rows) - max_rows} more rows")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        lines = [self.table()]
+        counts = self.reason_counts()
+        if counts:
+            lines.append("")
+            lines.append("problems (number of linear layers): first example")
+            lines += [f"  {t} ({n}): {msg}" for t, n, msg in counts]
+        if self.skipped:
+            kinds = Counter(why for _, why in self.skipped)
+            lines.append("")
+            lines.append(f"skipped {len(self.skipped)} tensors: " + "; ".join(f"{n} x {why}" for why, n in kinds.most_common()))
+        lines += [f"note: {n}" for n in self.notes]
+        lines.append("")
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems"))
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(c))}</td>"
+                for c in (
+                    r.name,
+                    "x".join(map(str, r.shape)),
+                    r.dtype,
+                    "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
+                    "yes" if r.packed else "no",
+                    r.verdict if r.kind == "linear" else "embedding",
+                    ", ".join(r.topics) or "—",
+                )
+            )
+            + "</tr>"
+            for r in self.rows
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><p><strong>{html.escape(self.summary())}</strong></p>"
+
+    def to_json(self) -> str:
+        """Rows, skipped tensors and the summary as JSON (for scripts and CI)."""
+        return json.dumps(
+            {
+                "target": self.target,
+                "backend": self.backend,
+                "M": self.M,
+                "summary": self.summary(),
+                "rows": [asdict(r) for r in self.rows],
+                "skipped": [{"name": n, "why": w} for n, w in self.skipped],
+            },
+            indent=1,
+        )
+
+
+def _topic_messages(r: AuditRow) -> list[str]:
+    return list(r.reasons)
+
+
+def _gb(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, object]]:
+    """Yield (name, kind or None, shape, dtype, loader) for every tensor, in order.
+
+    ``loader()`` returns the tensor; for checkpoints it reads it from disk only then.
+    """
+    if isinstance(source, torch.nn.Module):
+        owners = {}
+        for mod_name, mod in source.named_modules():
+            kind = "linear" if isinstance(mod, torch.nn.Linear) else "embedding" if isinstance(mod, torch.nn.Embedding) else None
+            if kind and getattr(mod, "weight", None) is not None:
+                owners[f"{mod_name}.weight" if mod_name else "weight"] = kind
+        seen = set()
+        for name, t in list(source.named_parameters()) + list(source.named_buffers()):
+            if id(t) in seen:
+                continue  # tied weights (lm_head = embedding) appear once
+            seen.add(id(t))
+            kind = owners.get(name) or weight_kind(name, tuple(t.shape))
+            yield name, kind, tuple(t.shape), t.dtype, (lambda t=t: t)
+        # Packed weights are not Parameters on every torch version: pick them up from modules.
+        for name, kind in owners.items():
+            mod = source.get_submodule(name.rsplit(".", 1)[0]) if "." in name else source
+            w = mod.weight
+            if id(w) not in seen and is_packed(w):
+                seen.add(id(w))
+                yield name, kind, tuple(w.shape), w.dtype, (lambda w=w: w)
+        return
+    if isinstance(source, Checkpoint):
+        for name in source.names():
+            shape = source.shape(name)
+            yield name, weight_kind(name, shape), shape, source.dtype(name), (lambda name=name: source.tensor(name))
+        return
+    if isinstance(source, Mapping):
+        for name, t in source.items():
+            if not isinstance(t, torch.Tensor):
+                yield str(name), None, (), type(t).__name__, None
+                continue
+            yield str(name), weight_kind(str(name), tuple(t.shape)), tuple(t.shape), t.dtype, (lambda t=t: t)
+        return
+    raise TypeError(
+        "model_or_state_dict must be a torch.nn.Module, a state dict (Mapping of name -> tensor) or a "
+        f"Checkpoint from open_checkpoint(path); got {type(source).__name__}. For a file, use `twofour audit FILE`"
+    )
+
+
+def audit(
+    model_or_state_dict,
+    example_input_shape=None,
+    *,
+    target=None,
+    backend: str | None = None,
+) -> AuditReport:
+    """Audit every 2-D weight: 2:4 validity along K, packed or not, the kernel it would get, bytes.
+
+    Args:
+        model_or_state_dict: an ``nn.Module`` (``nn.Linear`` and ``nn.Embedding`` are recognised by
+            type), a state dict, or a :class:`~twofour.dispatch.checkpoint.Checkpoint` (read one
+            tensor at a time). In dicts and checkpoints, 2-D tensors named ``*weight`` are
+            weights; names with ``embed``/``wte``/``wpe`` are embeddings (lookups, never sparse
+            GEMMs).
+        example_input_shape: tokens per forward pass, as an int ``M`` or the leading shape
+            ``(batch, seq_len)``; used for the padding check. None skips it.
+        target: where the model would run (None: this machine; or ``hypothetical_gpu(...)``).
+        backend: ``"cusparselt"`` / ``"cutlass"``, or None for torch's default.
+
+    Returns:
+        An :class:`AuditReport`; ``print(report)`` shows the table, the reasons and a summary.
+    """
+    M = _tokens(example_input_shape)
+    env = as_environment(target)
+    backend = backend or default_backend()
+    target_name = f"{env.gpu_name} ({env.capability_str})" if env.cuda_available else "CPU (no CUDA GPU)"
+    rows: list[AuditRow] = []
+    skipped: list[tuple[str, str]] = list(getattr(model_or_state_dict, "skipped", []))
+    n_bytes_read = 0
+    for name, kind, shape, dtype, load in _iter_weights(model_or_state_dict):
+        if load is None:
+            skipped.append((name, f"not a tensor ({dtype})"))
+            continue
+        if kind is None:
+            skipped.append((name, _skip_reason(name, shape, dtype)))
+            continue
+        if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
+            skipped.append((name, f"dtype {dtype} has no 2:4 kernel"))
+            continue
+        W = load()
+        n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
+        rows.append(_row(name, kind, W, M, env, backend))
+        del W
+    notes = ()
+    if not env.cuda_available:
+        notes = ("no CUDA GPU here: every verdict is 'error' for the sparse path; pass a GPU with "
+                 "--capability (CLI) or target=hypothetical_gpu(...) to ask about one",)
+    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes)
+
+
+def _tokens(example_input_shape) -> int | None:
+    if example_input_shape is None:
+        return None
+    if isinstance(example_input_shape, bool):
+        raise TypeError(f"example_input_shape must be an int (tokens) or (batch, seq_len), got {example_input_shape!r}")
+    if isinstance(example_input_shape, int):
+        dims = [example_input_shape]
+    else:
+        try:
+            dims = [int(d) for d in example_input_shape]
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"example_input_shape must be an int (tokens) or a shape such as (batch, seq_len), got {example_input_shape!r}"
+            ) from None
+    if not dims or any(d < 1 for d in dims):
+        raise ValueError(f"example_input_shape must hold positive sizes, got {example_input_shape!r}")
+    M = 1
+    for d in dims:
+        M *= d
+    return M
+
+
+def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str) -> AuditRow:
+    packed = is_packed(W)
+    shape = tuple(int(d) for d in W.shape)
+    d_bytes = dense_bytes(shape, W.dtype)
+    dtype = str(W.dtype).replace("torch.", "")
+    if kind == "embedding":
+        # A lookup reads rows; there is no GEMM for a sparse kernel to replace. Not checked, for speed.
+        reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
+        return AuditRow(name, kind, shape, dtype, None, packed, "dense", ("lookup",), (reason,), d_bytes, None)
+    structure = None
+    if not packed and W.device.type != "meta" and shape[1] % 4 == 0:
+        structure = check(W, 2, 4, max_examples=1, max_locations=0)
+    verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=structure)
+    path = verdict.if_packed
+    problems = [c for c in verdict.problems() if c.topic != "packed" or packed]
+    if path.startswith("sparse") and any(c.status == "wrong" for c in problems):
+        # Packing would change what the layer computes; a faithful deployment keeps it dense.
+        path = "dense"
+    n, m = BackendRules.pattern(W.dtype)
+    p_bytes = packed_bytes(shape, W.dtype, n, m) if path.startswith("sparse") and shape[1] % m == 0 else None
+    return AuditRow(
+        name=name,
+        kind=kind,
+        shape=shape,
+        dtype=dtype,
+        fraction_valid=None if structure is None else structure.fraction_valid,
+        packed=packed,
+        verdict=path,
+        topics=tuple(c.topic for c in problems),
+        reasons=tuple(c.message for c in problems),
+        dense_bytes=d_bytes,
+        packed_bytes=p_bytes,
+    )

@@ -1,0 +1,311 @@
+"""After you ran it: which kernels did the matmul use? Proof from the profiler.
+
+A weight's class tells you what *should* run; the profiler tells you what *did*. This module
+runs a callable under ``torch.profiler`` and sorts every kernel (on a GPU) or operator (on
+the CPU) into a class by its name, with the time spent in each class:
+
+==================== ====================================================================
+class                how it is recognised (name, case-insensitive)
+==================== ====================================================================
+``sparse-cusparselt`` ``xmma_sparse_gemm`` / ``sparse_gemm`` (cuSPARSELt kernels such as
+                     ``sm80_xmma_sparse_gemm_...``; the kineto profiler plugin lists
+                     ``xmma_sparse_gemm`` as a tensor-core kernel), ``cusparselt``,
+                     ``_cslt_sparse_mm`` (PyTorch's cuSPARSELt op)
+``sparse-cutlass``   ``spgemm`` (CUTLASS sparse kernels, cutlass#103), ``SparseGemm``
+                     (PyTorch's CUTLASS templates, pytorch PR #123458),
+                     ``_sparse_semi_structured_mm/addmm`` (PyTorch's CUTLASS ops)
+``sparse-general``   ``torch.sparse`` CSR/COO matmuls (``aten::_sparse_mm`` ...), and any
+                     matmul operator that reads CSR/COO indices: no sparse tensor cores
+``dense-gemm``       ``gemm``, ``gemv``, ``cublas``, ``cutlass``, ``xmma``, ``nvjet``;
+                     on the CPU ``aten::mm``, ``addmm``, ``bmm``, ``matmul``, ``linear``
+``other``            everything else (copies, padding, elementwise kernels, ...)
+==================== ====================================================================
+
+Sparse markers are tested first: a cuSPARSELt or CUTLASS sparse kernel name also contains
+``gemm``. Kernel names differ by GPU and library version, so treat a new name with care:
+:func:`classify` is a small, tested function, easy to extend. On the CPU, time spent in an
+operator is attributed to the sparse class of its nearest sparse ancestor, because a
+``torch.sparse.mm`` does its work in child operators with dense-looking names.
+
+>>> classify("sm80_xmma_sparse_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x64")
+'sparse-cusparselt'
+>>> classify("cutlass_tensorop_h16832spgemm_256x128_64x3_nn_align8")
+'sparse-cutlass'
+>>> classify("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn"), classify("aten::addmm")
+('dense-gemm', 'dense-gemm')
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = [
+    "CLASSES",
+    "SPARSE_CLASSES",
+    "classify",
+    "OpRecord",
+    "KernelRow",
+    "KernelReport",
+    "summarize",
+    "records_from_profiler",
+    "kernels",
+]
+
+SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL = "sparse-cusparselt", "sparse-cutlass", "sparse-general"
+DENSE, OTHER = "dense-gemm", "other"
+CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, OTHER)
+SPARSE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL)
+
+# Checked in this order; the first hit wins. Packing ops are not matmuls.
+_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (OTHER, ("_cslt_compress", "_sparse_semi_structured_tile", "_sparse_semi_structured_apply")),
+    (SPARSE_CUSPARSELT, ("xmma_sparse_gemm", "sparse_gemm", "cusparselt", "_cslt_sparse_mm", "cslt_")),
+    (SPARSE_CUTLASS, ("spgemm", "sparsegemm", "sparse_gemm_", "_sparse_semi_structured_mm", "_sparse_semi_structured_addmm", "semi_structured::cutlass_mm")),
+    (
+        SPARSE_GENERAL,
+        ("aten::_sparse_mm", "aten::_sparse_addmm", "aten::_sparse_csr_mm", "aten::_sparse_csr_addmm",
+         "aten::sspaddmm", "aten::_sparse_sparse_matmul", "aten::sparse_sampled_addmm", "aten::hspmm",
+         "csrmm", "spmm", "coomm"),
+    ),
+    (
+        DENSE,
+        ("gemm", "gemv", "cublas", "cutlass", "xmma", "nvjet", "aten::mm", "aten::addmm", "aten::bmm",
+         "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm", "aten::dot", "aten::mv"),
+    ),
+)
+# Children that only a sparse (CSR/COO) operand produces: a dense-named matmul with one of these
+# below it is running on a torch.sparse tensor.
+_SPARSE_INDEX_OPS = frozenset(
+    {"aten::crow_indices", "aten::col_indices", "aten::ccol_indices", "aten::row_indices", "aten::_indices", "aten::_nnz"}
+)
+
+
+def classify(name: str) -> str:
+    """The class of one kernel or operator name: one of :data:`CLASSES`.
+
+    >>> classify("void at::native::vectorized_elementwise_kernel<4>")
+    'other'
+    >>> classify("aten::_cslt_sparse_mm"), classify("aten::_sparse_mm")
+    ('sparse-cusparselt', 'sparse-general')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a kernel or operator name (str), got {type(name).__name__}")
+    low = name.lower()
+    for cls, markers in _MARKERS:
+        if any(m in low for m in markers):
+            return cls
+    return OTHER
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One profiled event, reduced to what classification needs.
+
+    ``parent`` indexes, in the same list, the enclosing CPU operator of an operator, or the
+    operator that launched a GPU kernel (None when unknown); ``device`` is ``"cpu"`` for
+    operators and ``"cuda"`` for GPU kernels.
+    """
+
+    name: str
+    device: str
+    self_us: float
+    parent: int | None = None
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    cls: str
+    device: str
+    count: int
+    time_us: float
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """Kernels (GPU) or operators (CPU) that ran, classified, with time per class.
+
+    ``device`` is ``"cuda"`` when GPU kernels were recorded (then the classes count kernel
+    time only; CPU operators are listed but not added in), else ``"cpu"``.
+    """
+
+    rows: tuple[KernelRow, ...]
+    device: str
+    calls: int = 1
+    time_us: dict = field(default_factory=dict)  # class -> microseconds on `device`, summed over calls
+
+    @property
+    def ran(self) -> tuple[str, ...]:
+        """Classes with time on ``device``, most time first."""
+        return tuple(c for c, t in sorted(self.time_us.items(), key=lambda kv: -kv[1]) if t > 0)
+
+    @property
+    def sparse_ran(self) -> bool:
+        """True when a 2:4 sparse tensor-core kernel (cuSPARSELt or CUTLASS) ran."""
+        return any(self.time_us.get(c, 0) > 0 for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS))
+
+    @property
+    def gemm_class(self) -> str | None:
+        """The matmul class with the most time (sparse or dense), or None when no matmul ran."""
+        gemms = [(t, c) for c, t in self.time_us.items() if c != OTHER and t > 0]
+        return max(gemms)[1] if gemms else None
+
+    def time_ms_per_call(self, cls: str) -> float:
+        """Milliseconds per call of the profiled function spent in ``cls``."""
+        if cls not in CLASSES:
+            raise ValueError(f"cls must be one of {CLASSES}, got {cls!r}")
+        return self.time_us.get(cls, 0.0) / 1000 / self.calls
+
+    def table(self, top: int = 8) -> str:
+        """The ``top`` rows by time on the report's device, as text."""
+        rows = sorted((r for r in self.rows if r.device == self.device), key=lambda r: -r.time_us)[:top]
+        width = min(max((len(r.name) for r in rows), default=4), 70)
+        lines = [f"{'name':<{width}}  {'class':<17} {'calls':>5} {'ms/call':>9}"]
+        for r in rows:
+            name = r.name if len(r.name) <= width else r.name[: width - 3] + "..."
+            lines.append(f"{name:<{width}}  {r.cls:<17} {r.count // self.calls:>5} {r.time_us / 1000 / self.calls:>9.3f}")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{c} {self.time_ms_per_call(c):.3f} ms" for c in self.ran)
+        verdict = "a 2:4 sparse kernel ran" if self.sparse_ran else "no 2:4 sparse kernel ran"
+        return f"{verdict} ({self.device}; per call: {parts or 'nothing recorded'})"
+
+    def __str__(self) -> str:
+        return self.summary() + "\n" + self.table()
+
+    def _repr_html_(self) -> str:
+        rows = sorted((r for r in self.rows if r.device == self.device), key=lambda r: -r.time_us)[:8]
+        body = "".join(
+            f"<tr><td><code>{html.escape(r.name[:90])}</code></td><td>{r.cls}</td>"
+            f"<td>{r.count // self.calls}</td><td>{r.time_us / 1000 / self.calls:.3f}</td></tr>"
+            for r in rows
+        )
+        return (
+            f"<p><strong>{html.escape(self.summary())}</strong></p>"
+            f"<table><thead><tr><th>name</th><th>class</th><th>calls</th><th>ms/call</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
+
+
+def summarize(records, *, calls: int = 1) -> KernelReport:
+    """Classify profiled events and add up time per class.
+
+    CPU operators inside a sparse operator (or a matmul reading CSR/COO indices) count as that
+    sparse class; GPU kernels are classified by their own name.
+
+    >>> recs = [OpRecord("aten::linear", "cpu", 5.0), OpRecord("aten::addmm", "cpu", 95.0, parent=0)]
+    >>> summarize(recs).time_us
+    {'dense-gemm': 100.0}
+    """
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        raise ValueError(f"calls must be a positive int (how many calls the records cover), got {calls!r}")
+    records = list(records)
+    own = [classify(r.name) for r in records]
+    children: dict[int, set[str]] = defaultdict(set)
+    for r in records:
+        if r.parent is not None:
+            children[r.parent].add(r.name)
+    for i, r in enumerate(records):
+        if r.device == "cpu" and own[i] == DENSE and children[i] & _SPARSE_INDEX_OPS:
+            own[i] = SPARSE_GENERAL
+    # A dense-named wrapper (aten::matmul -> aten::mm) around a sparse operator is sparse too.
+    # Children are recorded after their parents, so one backward pass carries it to the top.
+    for i in reversed(range(len(records))):
+        j = records[i].parent
+        if j is not None and records[i].device == "cpu" and own[i] in SPARSE_CLASSES and own[j] == DENSE:
+            own[j] = own[i]
+
+    def effective(i: int) -> str:
+        if records[i].device != "cpu":
+            # A GPU kernel's parent is the operator that launched it. A matmul-like kernel
+            # launched by PyTorch's cuSPARSELt or CUTLASS 2:4 operator belongs to that backend
+            # whatever its name says (library kernel names change between versions); padding
+            # and copies launched elsewhere keep their own class.
+            j = records[i].parent
+            if j is not None and own[i] != OTHER and own[j] in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
+                return own[j]
+            return own[i]
+        j = records[i].parent
+        inherited = None
+        while j is not None:  # the outermost sparse ancestor decides
+            if own[j] in SPARSE_CLASSES:
+                inherited = own[j]
+            j = records[j].parent
+        return inherited or own[i]
+
+    device = "cuda" if any(r.device == "cuda" for r in records) else "cpu"
+    grouped: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    totals: dict[str, float] = defaultdict(float)
+    for i, r in enumerate(records):
+        cls = effective(i)
+        grouped[(r.name, cls, r.device)].append(r.self_us)
+        if r.device == device:
+            totals[cls] += r.self_us
+    rows = tuple(
+        KernelRow(name, cls, dev, len(times), float(sum(times))) for (name, cls, dev), times in grouped.items()
+    )
+    return KernelReport(rows=rows, device=device, calls=calls, time_us={c: float(totals[c]) for c in CLASSES if c in totals})
+
+
+def records_from_profiler(prof) -> list[OpRecord]:
+    """:class:`OpRecord` list from a finished ``torch.profiler.profile``."""
+    events = list(prof.events())
+    cpu = torch.autograd.DeviceType.CPU
+    by_object = {id(e): i for i, e in enumerate(events)}
+    # A kernel carries the id of the operator that launched it as its linked correlation id.
+    by_op_id = {e.id: i for i, e in enumerate(events) if e.device_type == cpu}
+    out = []
+    for e in events:
+        is_cpu = e.device_type == cpu
+        if is_cpu:
+            parent_obj = getattr(e, "cpu_parent", None)
+            parent = by_object.get(id(parent_obj)) if parent_obj is not None else None
+        else:
+            parent = by_op_id.get(getattr(e, "linked_correlation_id", 0) or -1)
+        self_us = e.self_cpu_time_total if is_cpu else e.self_device_time_total
+        out.append(OpRecord(name=e.name, device="cpu" if is_cpu else "cuda", self_us=float(self_us), parent=parent))
+    return out
+
+
+def kernels(fn, *args, warmup: int = 1, calls: int = 1, **kwargs) -> KernelReport:
+    """Run ``fn(*args, **kwargs)`` under the profiler and classify what ran.
+
+    Args:
+        fn: any callable, e.g. ``lambda: layer(x)``.
+        warmup: unprofiled calls first (library initialisation, cuSPARSELt plan caches,
+            CPU thread pools), so the profile shows the steady state.
+        calls: profiled calls; times in the report are summed, ``time_ms_per_call`` divides.
+
+    Profiles GPU kernels when CUDA is available (then ``report.device == "cuda"``), else CPU
+    operators.
+
+    >>> import torch
+    >>> W, x = torch.randn(64, 128), torch.randn(32, 128)
+    >>> report = kernels(torch.nn.functional.linear, x, W)
+    >>> report.gemm_class, report.sparse_ran
+    ('dense-gemm', False)
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, e.g. lambda: layer(x); got {type(fn).__name__}")
+    for name, value in (("warmup", warmup), ("calls", calls)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1):
+            raise ValueError(f"{name} must be an int >= {0 if name == 'warmup' else 1}, got {value!r}")
+    from torch.profiler import ProfilerActivity, profile
+
+    use_cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    if use_cuda:
+        torch.cuda.synchronize()
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            fn(*args, **kwargs)
+        if use_cuda:
+            torch.cuda.synchronize()
+    return summarize(records_from_profiler(prof), calls=calls)

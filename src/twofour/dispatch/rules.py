@@ -1,0 +1,236 @@
+"""PyTorch's 2:4 dispatch rules, read from the installed torch wherever torch exposes them.
+
+``torch.sparse.to_sparse_semi_structured(W)`` picks a backend class and that class decides
+what it accepts. The installed classes carry part of the rulebook as data, and this module
+reads it live instead of copying it, so a newer torch with new dtypes or minimum shapes is
+described correctly without a code change:
+
+* ``SparseSemiStructuredTensor._FORCE_CUTLASS``: which backend ``to_sparse_semi_structured``
+  picks (False: cuSPARSELt, True: CUTLASS).
+* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes, the weight's minimum
+  shape (it must be at least, and a multiple of, ``sparse_min_rows x sparse_min_cols``) and the
+  multiples the activation ``x`` is zero-padded to (``dense_min_rows``, ``dense_min_cols``).
+
+What the classes do not expose is written down here, each with its source (the Sources page,
+"Dispatch" and "GPUs and backends"):
+
+* sparse tensor cores need compute capability >= 8.0 (PyTorch semi-structured tutorial);
+* PyTorch's CUTLASS kernels are built and validated for 8.x only (pytorch#132928);
+* cuSPARSELt before 0.6.0 fails on 9.0 with "architecture mismatch" (pytorch#132009);
+* float32 is stored 1:2 (pairs), not 2:4 (cuSPARSELt data-type docs; pytorch PR #115550);
+* cuSPARSELt refuses a plain ``mm`` in float8 and points to ``torch._scaled_mm``, and needs
+  ``x`` and the bias in the weight's dtype (pytorch ``torch/sparse/semi_structured.py``, ``_mm``).
+
+>>> rules = backend_rules("cutlass")
+>>> torch.float16 in rules.shapes
+True
+>>> rules.pattern(torch.float32)
+(1, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "BACKENDS",
+    "MIN_SPARSE_CAPABILITY",
+    "MIN_CUSPARSELT_FOR_SM90",
+    "ShapeRule",
+    "BackendRules",
+    "backend_rules",
+    "default_backend",
+    "semi_structured_classes",
+    "is_packed",
+    "packed_backend",
+    "cusparselt_version_str",
+]
+
+BACKENDS: tuple[str, ...] = ("cusparselt", "cutlass")
+_LABEL = {"cusparselt": "cuSPARSELt", "cutlass": "CUTLASS"}
+_CLASS_NAME = {
+    "cusparselt": "SparseSemiStructuredTensorCUSPARSELT",
+    "cutlass": "SparseSemiStructuredTensorCUTLASS",
+}
+
+# Sparse tensor cores arrived with Ampere. Source: PyTorch semi-structured sparsity tutorial.
+MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)
+# torch reports cuSPARSELt's version as one int (602 is 0.6.2). 0.6.0 added SM 9.0: older
+# versions fail there with "architecture mismatch" (pytorch#132009).
+MIN_CUSPARSELT_FOR_SM90: int = 600
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """One dtype's shape rule of a backend, as ``_DTYPE_SHAPE_CONSTRAINTS`` states it.
+
+    The weight ``W`` (``[N, K]``) must have ``N`` >= and a multiple of ``sparse_min_rows`` and
+    ``K`` >= and a multiple of ``sparse_min_cols``; at matmul time the activation ``x``
+    (``[M, K]``) is zero-padded so that ``M`` is a multiple of ``dense_min_rows`` (and ``K`` of
+    ``dense_min_cols``), and the output is sliced back.
+    """
+
+    sparse_min_rows: int
+    sparse_min_cols: int
+    dense_min_rows: int
+    dense_min_cols: int
+
+
+@dataclass(frozen=True)
+class BackendRules:
+    """What one PyTorch 2:4 backend accepts. Build it with :func:`backend_rules`."""
+
+    name: str  # "cusparselt" or "cutlass"
+    shapes: dict  # torch.dtype -> ShapeRule, read from the installed class
+    source: str  # where ``shapes`` came from, for the reader
+
+    @property
+    def label(self) -> str:
+        """Display name: ``"cuSPARSELt"`` or ``"CUTLASS"``."""
+        return _LABEL[self.name]
+
+    @property
+    def dtypes(self) -> tuple[torch.dtype, ...]:
+        return tuple(self.shapes)
+
+    @staticmethod
+    def pattern(dtype: torch.dtype) -> tuple[int, int]:
+        """The (n, m) pattern the hardware stores for ``dtype``: 1:2 for float32, else 2:4.
+
+        float32 is handled as pairs (cuSPARSELt data-type docs; pytorch PR #115550), so a
+        float32 weight that is 2:4 but not 1:2 loses values when packed.
+        """
+        return (1, 2) if dtype == torch.float32 else (2, 4)
+
+    def capability_problem(self, capability: tuple[int, int], cusparselt_version: int | None) -> str | None:
+        """Why this backend cannot run on a GPU of ``capability``, or None when it can."""
+        cc = f"{capability[0]}.{capability[1]}"
+        if capability < MIN_SPARSE_CAPABILITY:
+            return (
+                f"compute capability {cc} has no sparse tensor cores; 2:4 kernels need 8.0 or newer "
+                "(PyTorch semi-structured tutorial)"
+            )
+        if self.name == "cutlass" and capability[0] != 8:
+            return (
+                f"PyTorch's CUTLASS 2:4 kernels are built and validated for compute capability 8.x only, "
+                f"this GPU is {cc} (pytorch#132928); use the default cuSPARSELt backend"
+            )
+        if (
+            self.name == "cusparselt"
+            and capability >= (9, 0)
+            and cusparselt_version is not None
+            and cusparselt_version < MIN_CUSPARSELT_FOR_SM90
+        ):
+            return (
+                f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} predates SM 9.0 support "
+                "(0.6.0 added it; older versions fail with 'architecture mismatch', pytorch#132009)"
+            )
+        return None
+
+    def mm_problem(self, dtype: torch.dtype) -> str | None:
+        """Why a plain matmul with a packed ``dtype`` weight raises although packing succeeds."""
+        if self.name == "cusparselt" and "float8" in str(dtype):
+            return (
+                f"cuSPARSELt packs {_name(dtype)} but refuses a plain mm/linear with it; PyTorch points to "
+                "torch._scaled_mm (torch/sparse/semi_structured.py, _mm)"
+            )
+        return None
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def semi_structured_classes() -> dict:
+    """``{"cusparselt": class, "cutlass": class}`` from the installed ``torch.sparse``.
+
+    Raises RuntimeError naming the torch version when this torch has no semi-structured
+    sparsity (it arrived in torch 2.1).
+    """
+    found = {}
+    for name, cls_name in _CLASS_NAME.items():
+        cls = getattr(torch.sparse, cls_name, None)
+        if cls is None:
+            raise RuntimeError(
+                f"torch {torch.__version__} has no torch.sparse.{cls_name}; 2:4 semi-structured sparsity "
+                "needs torch 2.1 or newer"
+            )
+        found[name] = cls
+    return found
+
+
+def _require_backend(backend: str) -> str:
+    if not isinstance(backend, str) or backend.lower() not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} or None (torch's default), got {backend!r}")
+    return backend.lower()
+
+
+def backend_rules(backend: str) -> BackendRules:
+    """The rules of ``backend`` (``"cusparselt"`` or ``"cutlass"``) in the installed torch.
+
+    >>> sorted(str(d) for d in backend_rules("cusparselt").dtypes)  # doctest: +SKIP
+    ['torch.bfloat16', 'torch.float16', 'torch.float8_e4m3fn', 'torch.int8']
+    """
+    backend = _require_backend(backend)
+    cls = semi_structured_classes()[backend]
+    shapes = {
+        dtype: ShapeRule(
+            int(rule.sparse_min_rows), int(rule.sparse_min_cols), int(rule.dense_min_rows), int(rule.dense_min_cols)
+        )
+        for dtype, rule in cls._DTYPE_SHAPE_CONSTRAINTS.items()
+    }
+    return BackendRules(
+        name=backend,
+        shapes=shapes,
+        source=f"torch {torch.__version__}, torch.sparse.{cls.__name__}._DTYPE_SHAPE_CONSTRAINTS",
+    )
+
+
+def default_backend() -> str:
+    """The backend ``to_sparse_semi_structured`` picks right now: reads ``_FORCE_CUTLASS`` live.
+
+    ``torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS = True`` switches it to CUTLASS.
+
+    >>> default_backend() in BACKENDS
+    True
+    """
+    base = getattr(torch.sparse, "SparseSemiStructuredTensor", None)
+    if base is None:
+        semi_structured_classes()  # raises the version message
+    return "cutlass" if bool(getattr(base, "_FORCE_CUTLASS", False)) else "cusparselt"
+
+
+def is_packed(W) -> bool:
+    """True when ``W`` is a packed 2:4 tensor (a ``torch.sparse.SparseSemiStructuredTensor``).
+
+    >>> is_packed(torch.zeros(4, 4))
+    False
+    """
+    base = getattr(torch.sparse, "SparseSemiStructuredTensor", None)
+    return base is not None and isinstance(W, base)
+
+
+def packed_backend(W) -> str | None:
+    """``"cusparselt"`` or ``"cutlass"`` for a packed ``W`` (from its class), else None."""
+    if not is_packed(W):
+        return None
+    backend = getattr(type(W), "BACKEND", None)
+    if backend in BACKENDS:
+        return backend
+    for name, cls in semi_structured_classes().items():
+        if isinstance(W, cls):
+            return name
+    return None
+
+
+def cusparselt_version_str(version: int | None) -> str:
+    """torch's cuSPARSELt version int as text: ``602`` -> ``"0.6.2"``.
+
+    >>> cusparselt_version_str(602), cusparselt_version_str(None)
+    ('0.6.2', 'unknown')
+    """
+    if version is None:
+        return "unknown"
+    return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
