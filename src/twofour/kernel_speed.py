@@ -36,6 +36,7 @@ __all__ = [
 
 # Line styles that tell GPUs apart while every predicted line keeps the "predicted" colour.
 _GPU_STYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
+_GPU_MARKERS = ["o", "s", "^", "v", "D", "P"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         fig = ax.figure
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params).speedup for M in Ms]
-        ax.plot(Ms, s, color=color("predicted"), linestyle=_GPU_STYLES[i % len(_GPU_STYLES)], label=f"{get_gpu(gpu).name} (predicted)")
+        ax.plot(Ms, s, color=color("predicted"), linestyle=_GPU_STYLES[i % len(_GPU_STYLES)],
+                marker=_GPU_MARKERS[i % len(_GPU_MARKERS)], markersize=4, label=f"{get_gpu(gpu).name} (predicted)")
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.axhline(c["memory"], color=color("neutral"), linewidth=0.8, linestyle=":")
