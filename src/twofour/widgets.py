@@ -1,0 +1,230 @@
+"""ipywidgets calculators over :mod:`twofour.amdahl` and :mod:`twofour.request`, for Jupyter and Colab.
+
+On the static site these cells are hidden (tag ``hide-on-site``) and the JavaScript calculator
+takes their place; in a live notebook they recompute on every change. Each calculator is a
+small object holding its controls, the last valid result and the current error message, so it
+can be driven (and tested) without a display:
+
+>>> calc = amdahl_calculator(p=0.87, s=1.78)
+>>> round(calc.result["speedup"], 3)
+1.616
+>>> calc.controls["s"].value = 1.0
+>>> calc.result["speedup"]
+1.0
+
+Bad input (a dtype the GPU lacks, a custom shape that does not divide) shows a message next to
+the result and keeps the last valid result, instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+import ipywidgets as W
+
+from .amdahl import averaged_speedup_mistake, max_speedup, speedup
+from .funnel import funnel, plot_funnel
+from .hardware import GPUS
+from .models import PRESETS, LLAMA_3_8B, TransformerConfig
+from .request import BLOCK_LINEARS, DTYPE_BYTES, Assumptions, Workload, estimate
+
+__all__ = ["AmdahlCalculator", "RequestCalculator", "amdahl_calculator", "request_calculator"]
+
+_WIDE = W.Layout(width="340px")
+_STYLE = {"description_width": "150px"}
+
+
+class _Calculator:
+    """Shared plumbing: a root widget, an HTML result, an error line, and notebook display."""
+
+    def __init__(self):
+        self.result = None
+        self.error = ""
+        self.output = W.HTML()
+        self.message = W.HTML()
+
+    def _repr_mimebundle_(self, **kwargs):  # display the widget when the object ends a cell
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def _show_error(self, exc: Exception) -> None:
+        self.error = str(exc)
+        self.message.value = f'<p style="color:#D55E00"><b>Input problem:</b> {html.escape(self.error)} (showing the last valid result)</p>'
+
+    def _clear_error(self) -> None:
+        self.error = ""
+        self.message.value = ""
+
+
+class AmdahlCalculator(_Calculator):
+    """Two inputs (``p``, ``s``): the request-level speedup, its bound, and the averaging mistake."""
+
+    def __init__(self, p: float = 0.87, s: float = 1.78):
+        super().__init__()
+        self.controls = {
+            "p": W.FloatSlider(value=p, min=0.0, max=1.0, step=0.01, description="eligible fraction p",
+                               style=_STYLE, layout=_WIDE, readout_format=".2f"),
+            "s": W.FloatSlider(value=s, min=0.25, max=4.0, step=0.01, description="GEMM speedup s",
+                               style=_STYLE, layout=_WIDE, readout_format=".2f"),
+        }
+        for c in self.controls.values():
+            c.observe(lambda _change: self.update(), names="value")
+        self.widget = W.VBox([*self.controls.values(), self.message, self.output])
+        self.update()
+
+    def update(self) -> None:
+        p, s = self.controls["p"].value, self.controls["s"].value
+        try:
+            result = {
+                "speedup": speedup(p, s),
+                "bound": max_speedup(p),
+                "averaged_mistake": averaged_speedup_mistake([p], [s]),
+            }
+        except (ValueError, TypeError) as exc:
+            self._show_error(exc)
+            return
+        self._clear_error()
+        self.result = result
+        bound = "no limit" if result["bound"] == float("inf") else f"{result['bound']:.2f}x"
+        self.output.value = (
+            f"<p><b>speedup = 1 / ((1 - {p:.2f}) + {p:.2f} / {s:.2f}) = {result['speedup']:.3f}x</b><br>"
+            f"bound with an infinitely fast GEMM, 1 / (1 - p): {bound}<br>"
+            f"<span style='color:#6E6E6E'>the averaging mistake would claim {result['averaged_mistake']:.3f}x</span></p>"
+        )
+
+
+_GROUPS = {
+    "attention projections (q, k, v, o)": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "MLP (gate, up, down)": ("gate_proj", "up_proj", "down_proj"),
+    "LM head": ("lm_head",),
+}
+
+
+class RequestCalculator(_Calculator):
+    """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
+
+    Attributes:
+        controls: the input widgets by name (``model``, ``gpu``, ``dtype``, ``batch``, ``prompt_len``,
+            ``output_len``, ``gemm_source``, ``measured_speedup``, ``pruned``, ``step_overhead_ms``,
+            and the custom-shape fields ``layers`` ... ``vocab``).
+        result: the last valid :class:`twofour.request.RequestEstimate`.
+        error: the current input problem ("" if none).
+        figure: an ``ipywidgets.Image`` with the funnel of the whole request (PNG).
+    """
+
+    def __init__(self, model: str = LLAMA_3_8B.name, gpu: str = "H100", dtype: str = "bf16", batch: int = 1,
+                 prompt_len: int = 512, output_len: int = 256, measured_speedup: float | None = None,
+                 draw: bool = True):
+        super().__init__()
+        self.draw = draw
+        gpus = [name for name, spec in GPUS.items() if spec.sparse_24]
+        base = PRESETS.get(model, LLAMA_3_8B)
+        c = {
+            "model": W.Dropdown(options=[*PRESETS, "custom"], value=model if model in PRESETS else "custom",
+                                description="model", style=_STYLE, layout=_WIDE),
+            "gpu": W.Dropdown(options=gpus, value=gpu, description="GPU", style=_STYLE, layout=_WIDE),
+            "dtype": W.Dropdown(options=list(DTYPE_BYTES), value=dtype, description="dtype", style=_STYLE, layout=_WIDE),
+            "batch": W.BoundedIntText(value=batch, min=1, max=1_000_000, description="batch", style=_STYLE, layout=_WIDE),
+            "prompt_len": W.BoundedIntText(value=prompt_len, min=1, max=100_000_000, description="prompt tokens",
+                                           style=_STYLE, layout=_WIDE),
+            "output_len": W.BoundedIntText(value=output_len, min=1, max=100_000_000, description="output tokens",
+                                           style=_STYLE, layout=_WIDE),
+            "gemm_source": W.ToggleButtons(options=["predicted (roofline)", "measured"],
+                                           value="measured" if measured_speedup else "predicted (roofline)",
+                                           description="GEMM speedup", style=_STYLE),
+            "measured_speedup": W.BoundedFloatText(value=measured_speedup or 1.5, min=0.01, max=100.0, step=0.05,
+                                                   description="measured 2:4 GEMM x", style=_STYLE, layout=_WIDE),
+            "pruned": W.SelectMultiple(options=list(_GROUPS), value=list(_GROUPS)[:2], rows=3,
+                                       description="2:4 layers", style=_STYLE, layout=W.Layout(width="420px")),
+            "step_overhead_ms": W.BoundedFloatText(value=0.0, min=0.0, max=1000.0, step=0.1,
+                                                   description="overhead per step (ms)", style=_STYLE, layout=_WIDE),
+        }
+        for field in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"):
+            c[field] = W.BoundedIntText(value=getattr(base, field), min=1, max=10_000_000, description=field,
+                                        style=_STYLE, layout=_WIDE)
+        self.controls = c
+        self.custom_box = W.VBox([c[f] for f in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")])
+        self.figure = W.Image(format="png")
+        for control in c.values():
+            control.observe(lambda _change: self.update(), names="value")
+        self.widget = W.HBox([
+            W.VBox([c["model"], self.custom_box, c["gpu"], c["dtype"], c["batch"], c["prompt_len"], c["output_len"],
+                    c["gemm_source"], c["measured_speedup"], c["pruned"], c["step_overhead_ms"]]),
+            W.VBox([self.message, self.output, self.figure]),
+        ])
+        self.update()
+
+    def _config(self) -> TransformerConfig:
+        c = self.controls
+        if c["model"].value != "custom":
+            return PRESETS[c["model"].value]
+        return LLAMA_3_8B.with_(**{f: int(c[f].value) for f in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")})
+
+    def update(self) -> None:
+        c = self.controls
+        self.custom_box.layout.display = "" if c["model"].value == "custom" else "none"
+        c["measured_speedup"].disabled = c["gemm_source"].value != "measured"
+        try:
+            pruned = tuple(kind for group in c["pruned"].value for kind in _GROUPS[group])
+            workload = Workload(self._config(), int(c["batch"].value), int(c["prompt_len"].value),
+                                int(c["output_len"].value), dtype=c["dtype"].value, pruned=pruned)
+            measured = float(c["measured_speedup"].value) if c["gemm_source"].value == "measured" else None
+            est = estimate(workload, c["gpu"].value, gemm_speedup=measured,
+                           assumptions=Assumptions(step_overhead_s=float(c["step_overhead_ms"].value) * 1e-3))
+        except (ValueError, TypeError) as exc:
+            self._show_error(exc)
+            return
+        self._clear_error()
+        self.result = est
+        self.output.value = _result_html(est)
+        if self.draw:
+            self.figure.value = _funnel_png(est)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def _result_html(est) -> str:
+    s = est.summary()
+    rows = [
+        ("time to first token", _ms(s["ttft_dense_s"]), _ms(s["ttft_sparse_s"]), s["speedup_ttft"], s["p_prefill"]),
+        ("time per output token", _ms(s["tpot_dense_s"]), _ms(s["tpot_sparse_s"]), s["speedup_tpot"], s["p_decode"]),
+        ("whole request", _ms(s["total_dense_s"]), _ms(s["total_sparse_s"]), s["speedup_request"], s["p_request"]),
+    ]
+    body = "".join(
+        f"<tr><td>{name}</td><td>{d}</td><td>{sp}</td><td><b>{x:.3f}x</b></td><td>{p:.1%}</td></tr>"
+        for name, d, sp, x, p in rows
+    )
+    return (
+        "<table><tr><th></th><th>dense</th><th>2:4</th><th>speedup</th><th>eligible p</th></tr>"
+        f"{body}</table>"
+        f"<p>2:4 GEMM speedup used: prefill {s['gemm_speedup_prefill']:.3f}x, decode {s['gemm_speedup_decode']:.3f}x. "
+        "Still to measure: does the sparse kernel run at this M, its real speedup, and the quality cost.</p>"
+    )
+
+
+def _funnel_png(est) -> bytes:
+    import matplotlib.pyplot as plt
+
+    ax = plot_funnel(funnel(est, "request"), title="From the data sheet to this request")
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png")
+    plt.close(ax.figure)
+    return buffer.getvalue()
+
+
+def amdahl_calculator(p: float = 0.87, s: float = 1.78) -> AmdahlCalculator:
+    """Build the two-input Amdahl calculator (defaults: decode at batch 1, fp16 bytes ceiling)."""
+    return AmdahlCalculator(p, s)
+
+
+def request_calculator(**defaults) -> RequestCalculator:
+    """Build the request calculator; keyword arguments set the starting values.
+
+    Example:
+        >>> calc = request_calculator(batch=8, draw=False)
+        >>> calc.controls["batch"].value, calc.error
+        (8, '')
+    """
+    return RequestCalculator(**defaults)
