@@ -326,7 +326,7 @@ def audit(
 def _tokens(example_input_shape) -> int | None:
     if example_input_shape is None:
         return None
-    if isinstance(example_input_shape, bool):
+    if isinstance(example_input_shape, (bool, str, bytes)):
         raise TypeError(f"example_input_shape must be an int (tokens) or (batch, seq_len), got {example_input_shape!r}")
     if isinstance(example_input_shape, int):
         dims = [example_input_shape]

@@ -136,7 +136,7 @@ def _parse_x_shape(x_shape, K: int) -> tuple[int | None, int | None]:
     """(M, K_x) from ``x_shape``: an int M (tokens), or a shape ``(..., K)`` whose leading dims multiply to M."""
     if x_shape is None:
         return None, None
-    if isinstance(x_shape, bool):
+    if isinstance(x_shape, (bool, str, bytes)):
         raise TypeError(f"x_shape must be an int (tokens M) or a shape such as (batch, seq_len, K), got {x_shape!r}")
     if isinstance(x_shape, int):
         if x_shape < 1:

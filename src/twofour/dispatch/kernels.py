@@ -84,6 +84,10 @@ _SPARSE_INDEX_OPS = frozenset(
 )
 
 
+# Kernels that a GEMM operator may launch besides the GEMM (bias copies, zero fills, ...).
+_HELPER_KERNELS = ("elementwise", "copy", "fill", "memcpy", "memset", "reduce", "pad", "cat", "index", "transpose")
+
+
 def classify(name: str) -> str:
     """The class of one kernel or operator name: one of :data:`CLASSES`.
 
@@ -229,6 +233,11 @@ def summarize(records, *, calls: int = 1) -> KernelReport:
             j = records[i].parent
             if j is not None and own[i] != OTHER and own[j] in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
                 return own[j]
+            # An unfamiliar kernel name launched straight from aten::mm / addmm / linear is the
+            # GEMM itself, unless its name says it is a copy, fill or other helper.
+            low = records[i].name.lower()
+            if j is not None and own[i] == OTHER and own[j] == DENSE and not any(h in low for h in _HELPER_KERNELS):
+                return DENSE
             return own[i]
         j = records[i].parent
         inherited = None

@@ -1,0 +1,209 @@
+"""``twofour audit FILE``: formats, the safety of loading, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import twofour
+from twofour.cli import main
+
+
+def _state_dict():
+    g = torch.Generator().manual_seed(0)
+    return {
+        "model.embed_tokens.weight": torch.randn(100, 64, generator=g).half(),
+        "model.layers.0.q_proj.weight": twofour.prune(torch.randn(128, 64, generator=g))[0].half(),
+        "model.layers.0.o_proj.weight": torch.randn(64, 128, generator=g).half(),
+        "model.norm.weight": torch.ones(64).half(),
+    }
+
+
+@pytest.fixture
+def safetensors_file(tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_file(_state_dict(), str(path))
+    return path
+
+
+def run_cli(capsys, *args):
+    code = main(["audit", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_safetensors_on_a_hypothetical_h100(capsys, safetensors_file):
+    code, out, err = run_cli(capsys, safetensors_file, "--capability", "9.0", "--tokens", "1")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[-1].startswith("PARTLY SPARSE: 1 of 2 linear weights would run a 2:4 sparse kernel on hypothetical GPU (9.0)")
+    assert any("model.layers.0.q_proj.weight" in line and "sparse-cusparselt" in line for line in lines)
+    assert any("o_proj" in line and "dense" in line and "structure" in line for line in lines)
+    assert "padding (2)" in out and "87.5%" in out  # 1 token padded to 8 rows
+    assert "skipped 1 tensors" in out
+
+
+def test_forcing_cutlass_on_h100_reports_the_capability(capsys, safetensors_file):
+    code, out, _ = run_cli(capsys, safetensors_file, "--capability", "9.0", "--backend", "cutlass")
+    assert code == 0 and "capability (2)" in out and out.strip().splitlines()[-1].startswith("NOT SPARSE")
+
+
+def test_torch_checkpoints_zip_and_legacy(capsys, tmp_path):
+    zip_path, legacy_path = tmp_path / "ckpt.pt", tmp_path / "legacy.bin"
+    torch.save({"state_dict": _state_dict(), "epoch": 3}, zip_path)
+    torch.save(_state_dict(), legacy_path, _use_new_zipfile_serialization=False)
+    code, out, _ = run_cli(capsys, zip_path, "--capability", "8.0")
+    assert code == 0 and "state_dict.model.layers.0.q_proj.weight" in out and "not a tensor (int)" in out
+    code, out2, _ = run_cli(capsys, legacy_path, "--capability", "8.0")
+    assert code == 0 and out2.strip().splitlines()[-1] == out.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only default target")
+def test_default_target_on_a_cpu_machine(capsys, safetensors_file):
+    code, out, _ = run_cli(capsys, safetensors_file)
+    assert code == 0 and "CPU (no CUDA GPU)" in out and "--capability" in out
+
+
+def test_json_output(capsys, safetensors_file, tmp_path):
+    out_path = tmp_path / "audit.json"
+    code, out, err = run_cli(capsys, safetensors_file, "--capability", "8.0", "--json", out_path)
+    assert code == 0 and f"wrote {out_path}" in err
+    data = json.loads(out_path.read_text())
+    assert [r["name"] for r in data["rows"]][0] == "model.embed_tokens.weight"
+    assert data["summary"] == out.strip().splitlines()[-1]
+
+
+def test_max_rows(capsys, safetensors_file):
+    code, out, _ = run_cli(capsys, safetensors_file, "--capability", "8.0", "--max-rows", "1")
+    assert code == 0 and "... 2 more rows" in out and out.strip().splitlines()[-1].startswith("PARTLY")
+
+
+class _Payload:
+    """A pickle that would create a file if it were ever unpickled."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _one_line_error(code, out, err):
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("twofour audit: error: ") and "Traceback" not in err
+    return err
+
+
+def test_malicious_pickle_is_refused_and_never_run(capsys, tmp_path):
+    marker = tmp_path / "PWNED"
+    for name, save in (
+        ("evil.pt", lambda p: torch.save({"w": torch.zeros(4, 4), "x": _Payload(str(marker))}, p)),
+        ("evil.pkl", lambda p: p.write_bytes(pickle.dumps(_Payload(str(marker)), protocol=2))),
+    ):
+        path = tmp_path / name
+        save(path)
+        err = _one_line_error(*run_cli(capsys, path))
+        assert "refused" in err and "weights_only=True" in err
+        assert not marker.exists()
+
+
+def test_malicious_pickle_in_a_real_process_exits_non_zero_without_traceback(tmp_path):
+    marker = tmp_path / "PWNED"
+    path = tmp_path / "evil.pt"
+    torch.save({"x": _Payload(str(marker))}, path)
+    proc = subprocess.run(
+        # what the `twofour` console script runs (twofour.cli:main)
+        [sys.executable, "-c", "import sys; from twofour.cli import main; sys.exit(main())", "audit", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("twofour audit: error:")]
+    assert len(errors) == 1 and "refused" in errors[0] and "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda d: d / "missing.safetensors", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: _write(d / "empty.pt", b""), "the file is empty"),
+        (lambda d: _write(d / "notes.txt", b"hello world, not weights"), "unknown format"),
+        (lambda d: _write(d / "bad.safetensors", struct.pack("<Q", 20) + b'{"a": {"dtype": 1}}x'), "corrupt or unreadable safetensors"),
+        (lambda d: _truncated(d), "corrupt"),
+        (lambda d: _write(d / "zip.pt", b"PK\x03\x04" + b"\x00" * 60), "corrupt PyTorch checkpoint"),
+    ],
+)
+def test_file_errors_are_one_line(capsys, tmp_path, make, match):
+    err = _one_line_error(*run_cli(capsys, make(tmp_path)))
+    assert match in err
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def _truncated(d):
+    full = d / "full.safetensors"
+    save_file(_state_dict(), str(full))
+    return _write(d / "cut.safetensors", full.read_bytes()[:300])
+
+
+def test_file_with_no_weights(capsys, tmp_path):
+    path = tmp_path / "norms.safetensors"
+    save_file({"norm.weight": torch.ones(8)}, str(path))
+    err = _one_line_error(*run_cli(capsys, path))
+    assert "no 2-D weights found" in err
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--capability", "nine"], "--capability must look like 8.0"),
+        (["--capability", "0.5"], "real compute capability"),
+        (["--capability", "9.0", "--device", "cpu"], "cannot be combined"),
+        (["--tokens", "0"], "--tokens must be a positive"),
+        (["--max-rows", "-1"], "--max-rows must be >= 0"),
+    ],
+)
+def test_option_errors(capsys, safetensors_file, args, match):
+    err = _one_line_error(*run_cli(capsys, safetensors_file, *args))
+    assert match in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asks for a GPU this machine lacks")
+def test_device_cuda_without_a_gpu(capsys, safetensors_file):
+    err = _one_line_error(*run_cli(capsys, safetensors_file, "--device", "cuda"))
+    assert "sees no CUDA GPU" in err
+
+
+def test_json_path_that_cannot_be_written(capsys, safetensors_file, tmp_path):
+    code, out, err = run_cli(capsys, safetensors_file, "--capability", "8.0", "--json", tmp_path / "no" / "such" / "dir.json")
+    assert code == 2 and "cannot write" in err and err.count("\n") == 1
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--help"])
+    assert exc.value.code == 0
+    assert "twofour audit model.safetensors --capability 9.0" in capsys.readouterr().out
+
+
+def test_unreadable_file(capsys, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their permissions")
+    path = _write(tmp_path / "locked.safetensors", b"x" * 32)
+    path.chmod(0)
+    err = _one_line_error(*run_cli(capsys, path))
+    assert "cannot be read" in err
