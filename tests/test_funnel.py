@@ -64,3 +64,5 @@ def test_bad_input():
         plot_funnel([])
     with pytest.raises(ValueError, match="stages must be"):
         plot_funnel([FunnelStage("a", "a", 1.0, "x"), 2.0])
+    with pytest.raises(ValueError, match="kernel_role must be one of"):
+        plot_funnel(funnel(est), kernel_role="guessed")

@@ -106,12 +106,13 @@ def funnel_dict(est: RequestEstimate, scope: str = "request") -> list[dict]:
     return [asdict(s) for s in funnel(est, scope)]
 
 
-def plot_funnel(stages: list[FunnelStage], ax=None, *, title: str | None = None):
+def plot_funnel(stages: list[FunnelStage], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
     """Draw the funnel as horizontal bars, widest (data sheet) on top, with the value on each bar.
 
-    Bars are drawn in the house style (:mod:`twofour.plotting`): the data sheet and ceiling in
-    the "published"/"predicted" roles, the request-level result in the "2:4" colour, and a
-    grey line at 1x (no gain). Returns the axes.
+    Colours follow the house roles (:mod:`twofour.plotting`): the data sheet is "published",
+    the model's stages are "predicted", the kernel stage is ``kernel_role`` (pass
+    ``"measured"`` when the GEMM speedup came from your measurement), and the final,
+    request-level bar is "2:4". A grey dashed line marks 1x (no gain). Returns the axes.
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -124,14 +125,22 @@ def plot_funnel(stages: list[FunnelStage], ax=None, *, title: str | None = None)
 
     if not stages or not all(isinstance(s, FunnelStage) for s in stages):
         raise ValueError("stages must be a non-empty list of FunnelStage (from twofour.funnel.funnel)")
+    if kernel_role not in ROLES:
+        raise ValueError(f"kernel_role must be one of {sorted(ROLES)}, got {kernel_role!r}")
     if ax is None:
         _, ax = new_figure(height=2.8)
-    roles = ["published", "predicted", "measured", "dense", "2:4"]
     n = len(stages)
     values = [s.speedup for s in stages]
     for i, stage in enumerate(stages):
         y = n - 1 - i
-        role = roles[min(i, len(roles) - 1)] if i < n - 1 else "2:4"
+        if i == n - 1:
+            role = "2:4"
+        elif stage.key == "datasheet":
+            role = "published"
+        elif stage.key == "kernel":
+            role = kernel_role
+        else:
+            role = "predicted"
         ax.barh(y, stage.speedup, color=ROLES[role].color, height=0.62)
         ax.text(stage.speedup, y, f" {stage.speedup:.2f}x", va="center", ha="left", fontsize=10)
     ax.axvline(1.0, color=ROLES["neutral"].color, linewidth=1.0, linestyle="--")

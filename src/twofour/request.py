@@ -95,7 +95,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 
-from .models import LLAMA_3_8B, TransformerConfig, parameter_counts  # noqa: F401  (doc examples)
+from .models import LLAMA_3_8B, TransformerConfig
 
 __all__ = [
     "BLOCK_LINEARS",
@@ -114,6 +114,7 @@ __all__ = [
     "build_inputs",
     "evaluate",
     "estimate",
+    "SCENARIOS",
 ]
 
 BLOCK_LINEARS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -798,3 +799,12 @@ def estimate(
         True
     """
     return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup))
+
+
+# The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).
+# Llama-3-8B's context window is 8K tokens: prompt + output stay within 8,192.
+SCENARIOS: dict[str, Workload] = {
+    "chat decode, batch 1": Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256),
+    "high throughput, batch 64, 8K context": Workload(LLAMA_3_8B, batch=64, prompt_len=7680, output_len=512),
+    "long-prompt summarisation": Workload(LLAMA_3_8B, batch=1, prompt_len=7936, output_len=256),
+}
