@@ -121,7 +121,8 @@ def check_find_bad_groups(find_bad_groups) -> str:
         if got == want:
             continue
         counts = nonzeros_per_group(W)
-        if got and got == _bad_along_rows_of_transpose(W):
+        along_dim_0 = _bad_along_rows_of_transpose(W)
+        if got and (got == along_dim_0 or got == {(g, r) for r, g in along_dim_0}):
             raise CheckFailed(
                 f"on weight {name!r}: you grouped 4 consecutive *rows* (dimension 0). W is [out, in] and the "
                 "hardware needs the groups along in_features, K: 4 consecutive elements of one row"
@@ -146,7 +147,7 @@ def check_find_bad_groups(find_bad_groups) -> str:
         hint = (
             " It holds -0.0, which is zero (-0.0 == 0 is True); a test on the raw bits counts it as non-zero."
             if has_negative_zero
-            else " A group is bad only with more than 2 non-zeros; fewer than 2 is fine."
+            else " A group is bad only with more than 2 non-zeros; 2 or fewer is fine."
         )
         raise CheckFailed(
             f"on weight {name!r}: you flagged group ({r}, {g}), which has only {int(counts[r, g])} non-zero(s).{hint}"
@@ -209,7 +210,9 @@ def check_prune_2to4(prune_2to4) -> str:
             )
         if torch.equal(kept, mask):
             continue
-        by_value = prune(W, scores=W.to(torch.float32))[1]
+        # prune() ranks by |score|; a positive shift of W ranks by signed value instead.
+        signed = W.to(torch.float32)
+        by_value = prune(W, scores=signed - signed.min() + 1)[1]
         if torch.equal(kept, by_value):
             raise CheckFailed(
                 f"on the {name} weight: you kept the 2 largest *values*; keep the 2 largest *magnitudes* "
