@@ -40,3 +40,14 @@ bench: setup
 
 clean:
 	rm -rf site build .pytest_cache .hypothesis
+
+# --- gpu-check ------------------------------------------------------------------------------
+# Owned by the kernel-speed work (issue 6). Runs every GPU path (GPU-marked tests, notebooks
+# and labs under nbval, a short bench sweep) on a CUDA machine without network access; see
+# the header of scripts/gpu_check.sh for the wheel procedure. Deliberately not depending on
+# `setup`, which would install from the network. On a CPU it exits non-zero after saying what
+# it skipped; `make gpu-check GPU_CHECK_ARGS=--rehearse` runs the same steps on the CPU.
+GPU_CHECK_OUT ?= gpu-check-out
+GPU_CHECK_ARGS ?=
+gpu-check:
+	bash scripts/gpu_check.sh --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
