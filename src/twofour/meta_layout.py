@@ -49,7 +49,7 @@ def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16)
     words = cols // per_word
     labels = torch.arange(rows * words, dtype=torch.int64)
     if rows * words > torch.iinfo(meta_dtype).max:
-        raise ValueError(f"rows * cols is too large to label every metadata word; use a smaller shape")
+        raise ValueError("rows * cols is too large to label every metadata word; use a smaller shape")
     # A Packed whose metadata words are their own labels (not valid 2:4 codes, and never unpacked:
     # to_cutlass only moves words around, which is all we want to watch).
     meta_bytes = labels.to(meta_dtype).view(rows, words).view(torch.uint8).contiguous()
