@@ -56,6 +56,13 @@ def test_request_cases_reproduce_and_obey_amdahl(golden):
                 assert speedup(ph["p"], ph["gemm_speedup"]) == pytest.approx(ph["speedup"], rel=1e-12)
 
 
+def test_defaults_are_labelled_with_sources(golden):
+    defaults = golden["request"]["defaults"]
+    assert set(defaults["sources"]) >= {"model", "gpu", "workload", "pruned", "gemm_source", "assumptions"}
+    assert "derived" in defaults["sources"]["workload"]
+    assert "lm_head" not in defaults["pruned"]
+
+
 def test_random_cases_cover_the_input_space(golden):
     ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] == "random"]
     assert {c["gemm_source"] for c in ctx} == {"roofline", "measured"}

@@ -37,9 +37,9 @@ from .funnel import SCOPES, funnel_dict
 from .hardware import GPUS
 from .models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
 from .roofline import DEFAULT_EFFICIENCY
-from .request import BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, build_inputs, evaluate
+from .request import BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate
 
-__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "write_golden"]
+__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "calculator_defaults", "write_golden"]
 
 FORMAT_VERSION = 1
 
@@ -218,6 +218,35 @@ def request_table(rng: random.Random, random_cases: int) -> list[dict]:
     return cases
 
 
+def calculator_defaults() -> dict:
+    """The starting values of the calculators, each with where it comes from (all editable).
+
+    None of them is a measurement: the workload is an example, the pruned set follows a published
+    recipe, and the efficiencies and overheads are the model's neutral defaults.
+    """
+    w = SCENARIOS["chat decode, batch 1"]
+    a = Assumptions()
+    return {
+        "model": w.model.name,
+        "gpu": "H100",
+        "dtype": w.dtype,
+        "batch": w.batch,
+        "prompt_len": w.prompt_len,
+        "output_len": w.output_len,
+        "pruned": list(w.pruned),
+        "gemm_source": "roofline",
+        "assumptions": {k: getattr(a, k) for k in a.__dataclass_fields__},
+        "sources": {
+            "model": "meta-llama/Meta-Llama-3-8B config.json (shapes); an example choice",
+            "gpu": "twofour.hardware table (cited per number); an example choice",
+            "workload": "derived: the chat scenario of chapter 6 (an example, not a measured trace)",
+            "pruned": "every linear layer in the transformer blocks, LM head dense: Sparse-Llama-3.1-8B-2of4 model card",
+            "gemm_source": "twofour.roofline with its default Efficiency (assumptions, not measurements)",
+            "assumptions": "neutral defaults of twofour.request.Assumptions: peak efficiencies, no fixed overheads",
+        },
+    }
+
+
 def funnel_table(request_cases: list[dict]) -> list[dict]:
     """The funnel of every request case, for every scope."""
     from .request import RequestInputs
@@ -241,7 +270,8 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     funnels = funnel_table(requests)
     files = {
         out / "amdahl.json": ({**header, **amdahl}, len(amdahl["speedup"]) + len(amdahl["parts"]) + len(amdahl["max_speedup"])),
-        out / "request.json": ({**header, "spec": "module docstring of twofour.request", "cases": requests}, len(requests)),
+        out / "request.json": ({**header, "spec": "module docstring of twofour.request", "defaults": calculator_defaults(),
+                                "cases": requests}, len(requests)),
         out / "funnel.json": ({**header, "spec": "twofour.funnel.funnel docstring", "cases": funnels}, len(funnels)),
     }
     for path, (data, _) in files.items():

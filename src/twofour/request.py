@@ -76,8 +76,10 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    Phase time = sum of the components in the order of :data:`COMPONENTS`.
 5. ``eligible_dense`` = pruned block linears (+ lm_head if pruned), dense times;
    ``eligible_sparse`` likewise with 2:4 times; ``eligible_ideal_sparse = sum(t / ratio)`` over
-   the same GEMMs; ``p = eligible_dense / phase_dense``; ``gemm_speedup = eligible_dense /
-   eligible_sparse`` (1 when nothing is eligible); ``speedup = phase_dense / phase_sparse``.
+   the same GEMMs; ``p = eligible_dense / phase_dense`` (0 when the phase takes no time);
+   ``gemm_speedup = eligible_dense / eligible_sparse`` and ``ceiling_speedup = eligible_dense /
+   eligible_ideal_sparse`` (both 1 when nothing is eligible); ``speedup = phase_dense /
+   phase_sparse`` (1 when the phase takes no time).
 6. ``ttft = prefill``; ``tpot = decode / n_dec`` (when ``n_dec = 0``: one step at context
    ``prompt_len + 1``); ``total = prefill + decode``; the request's ``p`` is
    ``(eligible_prefill + eligible_decode) / total_dense``.
@@ -659,8 +661,8 @@ def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens:
 class RequestEstimate:
     """The result of :func:`evaluate`: both phases, and the request-level numbers.
 
-    ``decode`` sums all ``output_len - 1`` decode steps; ``decode_step`` is one decode step at the
-    mean context (what TPOT means here). Times in seconds.
+    ``decode`` sums all ``output_len - 1`` decode steps; TPOT is their mean (the time of a step at
+    the mean context, since a step's time is linear in its context). Times in seconds.
     """
 
     inputs: RequestInputs
