@@ -38,15 +38,17 @@ def _close(a, b, rel=1e-12):
 # --- bookkeeping ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("gpu", ["H100", "A100", TOY])
-@pytest.mark.parametrize("workload", [
-    Workload(LLAMA_3_8B, 1, 512, 256),
-    Workload(LLAMA_3_8B, 64, 8192, 512, dtype="fp8"),
-    Workload(LLAMA_3_70B, 4, 100, 1, dtype="fp16", pruned=("gate_proj", "up_proj", "down_proj", "lm_head")),
+_CHAT = Workload(LLAMA_3_8B, 1, 512, 256)
+_BIG_FP8 = Workload(LLAMA_3_8B, 64, 8192, 512, dtype="fp8")
+_ONE_TOKEN = Workload(LLAMA_3_70B, 4, 100, 1, dtype="fp16", pruned=("gate_proj", "up_proj", "down_proj", "lm_head"))
+
+
+@pytest.mark.parametrize("gpu, workload", [
+    ("H100", _CHAT), ("H100", _BIG_FP8), ("H100", _ONE_TOKEN),
+    ("A100", _CHAT), ("A100", _ONE_TOKEN),  # the A100 has no fp8 tensor cores
+    (TOY, _CHAT), (TOY, _BIG_FP8), (TOY, _ONE_TOKEN),
 ])
 def test_phase_speedups_are_amdahl_of_p_and_gemm_speedup(gpu, workload):
-    if gpu == "A100" and workload.dtype == "fp8":
-        pytest.skip("A100 has no fp8 tensor cores (the hardware table says so)")
     est = estimate(workload, gpu, assumptions=Assumptions(step_overhead_s=1e-4, request_overhead_s=0.01))
     for ph in (est.prefill, est.decode):
         assert _close(sum(ph.dense[c] for c in COMPONENTS), ph.dense_s)
@@ -295,3 +297,17 @@ def test_replace_is_how_to_explore():
     r = build_inputs(Workload(LLAMA_3_8B, 1, 512, 64), "H100")
     faster_memory = dataclasses.replace(r, bandwidth=r.bandwidth * 2)
     assert evaluate(faster_memory).tpot_dense_s < evaluate(r).tpot_dense_s
+
+
+def test_doctests_of_the_amdahl_modules():
+    import doctest
+
+    import twofour.amdahl
+    import twofour.funnel
+    import twofour.golden_cli
+    import twofour.request
+    import twofour.widgets
+
+    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.widgets, twofour.golden_cli):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
