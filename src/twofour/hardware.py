@@ -157,7 +157,7 @@ def _spec(name, arch, cc, sms, bw, dense, sparse, cite, aliases=(), cc_cite=None
     full_dense = {d: dense.get(d) for d in DTYPES}
     full_sparse = {d: sparse.get(d) for d in DTYPES}
     cite = dict(cite)
-    cite.setdefault("capability", cc_cite or _c("CUDA compute capability table (developer.nvidia.com/cuda-gpus)", "secondary"))
+    cite.setdefault("capability", cc_cite or _c("project reference notes, facts.md §8 (GPU and backend table)", "secondary"))
     for kind, table in (("dense", full_dense), ("sparse", full_sparse)):
         for d, v in table.items():
             if v is not None and f"{kind}.{d}" not in cite:
@@ -210,7 +210,7 @@ def _build() -> dict[str, GPUSpec]:
             "sms": _c(_A10G + ": 80 SMs", "unconfirmed"),
         },
         aliases=("NVIDIA A10G", "A10G"),
-        cc_cite=_c("GA102 (Ampere consumer/pro die) is compute capability 8.6 (developer.nvidia.com/cuda-gpus)", "unconfirmed"),
+        cc_cite=_c("GA102-based Ampere parts are compute capability 8.6; not checked for the AWS-only A10G", "unconfirmed"),
     ))
 
     # L4 (Ada, 8.9). Data sheet prints sparse peaks (marked *) and fp32 without sparsity.
