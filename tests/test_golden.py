@@ -63,6 +63,16 @@ def test_defaults_are_labelled_with_sources(golden):
     assert "lm_head" not in defaults["pruned"]
 
 
+def test_gpu_table_holds_what_the_cases_used(golden):
+    gpus = golden["request"]["gpus"]
+    assert "T4" not in gpus  # no sparse tensor cores
+    for case in golden["request"]["cases"]:
+        spec = gpus[case["context"]["gpu"]]
+        assert case["inputs"]["dense_flops"] == spec["dense_tflops"][case["context"]["dtype"]] * 1e12
+        assert case["inputs"]["bandwidth"] == spec["mem_bw_gbs"] * 1e9
+    assert gpus["H100"]["pad_multiple"]["fp16"] >= 1
+
+
 def test_random_cases_cover_the_input_space(golden):
     ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] == "random"]
     assert {c["gemm_source"] for c in ctx} == {"roofline", "measured"}

@@ -36,10 +36,10 @@ from .cli import UserError
 from .funnel import SCOPES, funnel_dict
 from .hardware import GPUS
 from .models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
-from .roofline import DEFAULT_EFFICIENCY
+from .roofline import DEFAULT_EFFICIENCY, pad_multiple
 from .request import BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate
 
-__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "calculator_defaults", "write_golden"]
+__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "calculator_defaults", "gpu_table", "write_golden"]
 
 FORMAT_VERSION = 1
 
@@ -247,6 +247,35 @@ def calculator_defaults() -> dict:
     }
 
 
+def gpu_table() -> dict:
+    """The GPU numbers the request cases used (from :mod:`twofour.hardware`), for the JS to load as data.
+
+    Per GPU with sparse tensor cores: peaks in TFLOP/s per dtype (dense and 2:4), bandwidth in
+    GB/s, SMs, compute capability, PyTorch 2:4 backends (preferred first), and the row multiple
+    the preferred backend pads ``x`` to per dtype (:func:`twofour.roofline.pad_multiple`).
+    """
+    table = {}
+    for name in _SPARSE_GPUS:
+        spec = GPUS[name]
+        pads = {}
+        for dtype in ("fp16", "bf16", "fp8", "int8"):
+            if spec.sparse_tflops.get(dtype):
+                try:
+                    pads[dtype] = pad_multiple(spec.backends[0], dtype)
+                except ValueError:  # no padding rule: that backend has no such dtype
+                    pads[dtype] = None
+        table[name] = {
+            "dense_tflops": {k: v for k, v in spec.dense_tflops.items() if v is not None},
+            "sparse_tflops": {k: v for k, v in spec.sparse_tflops.items() if v is not None},
+            "mem_bw_gbs": spec.mem_bw_gbs,
+            "sms": spec.sms,
+            "capability": list(spec.capability),
+            "backends": list(spec.backends),
+            "pad_multiple": pads,
+        }
+    return table
+
+
 def funnel_table(request_cases: list[dict]) -> list[dict]:
     """The funnel of every request case, for every scope."""
     from .request import RequestInputs
@@ -271,6 +300,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     files = {
         out / "amdahl.json": ({**header, **amdahl}, len(amdahl["speedup"]) + len(amdahl["parts"]) + len(amdahl["max_speedup"])),
         out / "request.json": ({**header, "spec": "module docstring of twofour.request", "defaults": calculator_defaults(),
+                                "gpus": gpu_table(),
                                 "cases": requests}, len(requests)),
         out / "funnel.json": ({**header, "spec": "twofour.funnel.funnel docstring", "cases": funnels}, len(funnels)),
     }

@@ -231,7 +231,9 @@ class Assumptions:
     from your own profile; the eligible fraction ``p`` then moves, which is the point.
 
     Attributes:
-        attention_efficiency: fraction of the dense peak the attention kernels reach (0, 1].
+        attention_efficiency: fraction of the dtype's dense peak the attention kernels reach
+            (0, 1]. With fp8/int8 weights attention often still runs in bf16, at half the 8-bit
+            peak: set 0.5 (or lower) to model that.
         memory_efficiency: fraction of bandwidth the memory-bound kernels (KV cache, norms,
             embedding) reach (0, 1].
         kv_bytes_per_element: bytes per cached K/V element; None = the weights' dtype (set 1
