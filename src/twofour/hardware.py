@@ -257,6 +257,7 @@ def _build() -> dict[str, GPUSpec]:
     cite["dense.fp32"] = _c(_H200_DS + " (same FP32 as H100 SXM)", "unconfirmed")
     for d in ("tf32", "int8"):  # the reproductions checked list FP8 and BF16/FP16 only
         cite[f"sparse.{d}"] = _c(_H200_DS + " (not in the reproductions read; assumed equal to H100 SXM)", "unconfirmed")
+        cite[f"dense.{d}"] = _c(_HALF + ", of an unconfirmed sparse value", "unconfirmed")
     gpus.append(_spec(
         "H200", "Hopper", (9, 0), 132, 4800, dense, sparse,
         {**cite,
