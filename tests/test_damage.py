@@ -61,3 +61,37 @@ def test_roundtrip_argument_errors():
 def test_doctests():
     result = doctest.testmod(damage)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.gpu
+def test_gpu_conversion_holds_at_least_our_byte_count_and_multiplies_right():
+    """What chapter 2's GPU cell shows, as a test: PyTorch's packed buffers hold at least
+    values + metadata, and the sparse matmul matches the dense one."""
+    import warnings
+
+    from twofour.device import environment
+
+    env = environment()
+    if not env.sparse_ok:
+        pytest.skip(f"no 2:4 sparse kernels on this GPU: {env.reason}")
+    device = env.device
+    W = twofour.prune(torch.randn(256, 512, generator=torch.Generator().manual_seed(0)).half())[0].to(device)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*prototype.*", category=UserWarning)
+        W_sparse = torch.sparse.to_sparse_semi_structured(W)
+    held = sum(t.numel() * t.element_size() for t in (W_sparse.packed, W_sparse.meta) if t is not None)
+    assert held >= twofour.packed_bytes(tuple(W.shape), torch.float16)
+    x = torch.randn(64, 512, dtype=torch.float16, device=device)
+    y_sparse = torch.nn.functional.linear(x, W_sparse).float()
+    y_dense = torch.nn.functional.linear(x, W).float()
+    assert float(torch.linalg.norm(y_sparse - y_dense) / torch.linalg.norm(y_dense)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_pytorch_cutlass_roundtrip_on_cuda_matches_cpu():
+    from twofour.device import pick_device
+
+    W = torch.randn(64, 128, generator=torch.Generator().manual_seed(0)).half()
+    cpu = pytorch_cutlass_roundtrip(W)
+    cuda = pytorch_cutlass_roundtrip(W.to(pick_device("cuda"))).cpu()
+    assert torch.equal(cpu, cuda)

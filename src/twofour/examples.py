@@ -2,9 +2,9 @@
 
 A random Gaussian matrix is a poor stand-in for a trained weight: training makes some input
 features matter far more than others, so the large weights bunch up in a few columns. That is
-exactly what decides how much a 2:4 pattern costs compared with free (unstructured) pruning.
+what decides how much a 2:4 pattern costs compared with free (unstructured) pruning.
 So the chapters also use a weight that was really trained, on a task small enough to train in
-about a second on a laptop CPU, seeded so every run gets the same weight:
+a few seconds on a laptop CPU, seeded so every run gets the same weight:
 
 * **Task.** Inputs ``x`` are ``in_features`` independent standard normals. Only
   ``informative`` of them (chosen at random) carry signal: the target is a fixed random
@@ -93,8 +93,8 @@ def trained_example(
 ) -> TrainedExample:
     """Train the small student described in the module docstring and return it with its data.
 
-    Deterministic for a given ``seed`` (the global RNG state is left untouched). Takes about a
-    second on two CPU cores with the defaults.
+    Deterministic for a given ``seed`` (the global RNG state and thread count are left as they
+    were). Takes a few seconds on a laptop CPU with the defaults (it trains single-threaded).
 
     Args:
         seed: seeds the teacher, the informative features, the data and the student's init.
