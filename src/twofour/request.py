@@ -111,6 +111,8 @@ __all__ = [
     "RequestInputs",
     "PhaseTime",
     "RequestEstimate",
+    "PHASES",
+    "gemm_shapes",
     "ideal_gemm_model",
     "roofline_gemm_model",
     "build_inputs",
