@@ -1,0 +1,170 @@
+"""Chapter 5's figures, in the house style (:mod:`twofour.plotting`).
+
+Each function takes a :class:`~twofour.quality.experiments.QualityTable` (live or loaded from
+the stored sweep) or the cited tables of :mod:`.published`, and returns ``(fig, ax)``.
+
+>>> from twofour.quality import QualityTable, stored_sweep_path
+>>> table = QualityTable.load(stored_sweep_path())
+>>> fig, ax = plot_criteria(table, size=table.sizes()[0])
+>>> len(ax.lines) == 2 * len(table.criteria()) + 2
+True
+"""
+
+from __future__ import annotations
+
+from ..plotting import ROLES, color, new_figure
+from .experiments import QualityTable
+from .published import WANDA_LLAMA2
+
+__all__ = ["CRITERION_STYLE", "plot_criteria", "plot_mass_vs_quality", "plot_size_sweep", "plot_published"]
+
+# One colour and marker per criterion, from the Okabe-Ito palette the house style uses; dense
+# keeps the "dense" role's blue, magnitude 2:4 the "2:4" orange.
+CRITERION_STYLE: dict[str, dict[str, str]] = {
+    "random 2:4": {"color": color("neutral"), "marker": "x"},
+    "magnitude 2:4": {"color": color("2:4"), "marker": "o"},
+    "activation-aware 2:4": {"color": "#009E73", "marker": "^"},
+    "magnitude 4:8": {"color": "#56B4E9", "marker": "s"},
+    "unstructured 50%": {"color": "#CC79A7", "marker": "D"},
+}
+
+
+def _style(criterion: str) -> dict[str, str]:
+    return CRITERION_STYLE.get(criterion, {"color": color("neutral"), "marker": "o"})
+
+
+def _one_size(table: QualityTable, size: str | None) -> QualityTable:
+    sizes = table.sizes()
+    if not sizes:
+        raise ValueError("the table has no rows to plot")
+    size = sizes[0] if size is None else size
+    if size not in sizes:
+        raise ValueError(f"size must be one of {sizes}, got {size!r}")
+    return table.where(size=size)
+
+
+def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
+    """Perplexity per criterion: one-shot (hollow marker) and after masked fine-tuning (filled), joined by an arrow.
+
+    Horizontal lines: the dense model, and the dense model given the same extra steps as recovery
+    (the fair reference for the recovered models). The y axis is logarithmic: random pruning
+    lands far above the rest.
+    """
+    rows = _one_size(table, size).rows
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    for x, r in enumerate(rows):
+        st = _style(r.criterion)
+        ax.plot([x], [r.ppl_pruned], linestyle="none", marker=st["marker"], markersize=8,
+                markerfacecolor="white", markeredgecolor=st["color"], markeredgewidth=1.8)
+        ax.plot([x], [r.ppl_recovered], linestyle="none", marker=st["marker"], markersize=8, color=st["color"])
+        ax.annotate("", xy=(x, r.ppl_recovered), xytext=(x, r.ppl_pruned),
+                    arrowprops={"arrowstyle": "->", "color": st["color"], "shrinkA": 6, "shrinkB": 6})
+    first = rows[0]
+    ax.axhline(first.ppl_dense, **_line("dense"), label=f"dense ({first.ppl_dense:.2f})")
+    ax.axhline(first.ppl_dense_extra, color=color("dense"), linestyle=":",
+               label=f"dense + the same {first.recover_steps} steps ({first.ppl_dense_extra:.2f})")
+    ax.set_yscale("log")
+    _plain_log_ticks(ax, [r.ppl_pruned for r in rows] + [first.ppl_dense_extra])
+    ax.set_xticks(range(len(rows)), [r.criterion.replace(" ", "\n", 1) for r in rows])
+    ax.set_xlim(-0.5, len(rows) - 0.5)
+    ax.set_ylabel("validation perplexity per byte")
+    ax.set_title(f"{first.size} model ({first.n_params:,} parameters): hollow = one-shot, filled = recovered")
+    ax.legend(loc="upper right")
+    return fig, ax
+
+
+def _plain_log_ticks(ax, values) -> None:
+    """Readable, evenly spread ticks with plain numbers on a log y axis spanning ``values``.
+
+    matplotlib's log axis shows few or no labelled ticks over less than a decade, and
+    scientific labels ("1.7 x 10^1") where it does; perplexities read better as plain numbers.
+    """
+    import math
+
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
+    lo, hi = min(values), max(values)
+    span = math.log(hi / lo) if hi > lo else 0.0
+    candidates = [1, 1.2, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 50, 60, 80, 100]
+    ticks: list[float] = []
+    for t in candidates:
+        if lo / 1.1 <= t <= hi * 1.1 and (not ticks or math.log(t / ticks[-1]) >= span / 7):
+            ticks.append(t)
+    if len(ticks) < 3:  # a narrow range: fall back to nice linear steps inside it
+        ticks = [t for t in MaxNLocator(nbins=5).tick_values(lo, hi) if lo / 1.1 <= t <= hi * 1.1 and t > 0]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _line(role: str) -> dict:
+    return {"color": ROLES[role].color, "linestyle": ROLES[role].linestyle}
+
+
+def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None):
+    """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept."""
+    rows = _one_size(table, size).rows
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    for r in rows:
+        ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
+    ax.axhline(1.0, **_line("dense"), label="dense")
+    ax.set_xlabel("weight mass kept: share of sum |W| in the pruned layers (%)")
+    ax.set_ylabel("one-shot perplexity / dense")
+    ax.set_title(f"{rows[0].size} model: keeping more |W| is not the same as keeping quality")
+    ax.legend(fontsize=8)
+    return fig, ax
+
+
+def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True):
+    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    for crit in table.criteria():
+        rows = sorted(table.where(criterion=crit).rows, key=lambda r: r.n_params)
+        params = [r.n_params for r in rows]
+        st = _style(crit)
+        ax.plot(params, [r.gap_pruned for r in rows], color=st["color"], marker=st["marker"], label=crit)
+        if recovered:
+            ax.plot(params, [r.gap_recovered for r in rows], color=st["color"], marker=st["marker"], linestyle="--", alpha=0.7)
+    ax.axhline(1.0, **_line("dense"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log_ticks(ax, [r.gap_pruned for r in table] + [r.gap_recovered for r in table] + [1.0])
+    labels = {r.n_params: f"{r.size}\n{r.n_params / 1e3:,.0f}k" for r in table}
+    ax.set_xticks(sorted(labels), [labels[p] for p in sorted(labels)])
+    ax.minorticks_off()
+    ax.set_xlabel("model size: parameters (log scale)")
+    ax.set_ylabel("perplexity / dense (log scale)")
+    ax.set_title("solid: one-shot vs dense; dashed: recovered vs dense with the same extra steps")
+    ax.legend(fontsize=8)
+    return fig, ax
+
+
+def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 SparseGPT", "2:4 Wanda", "4:8 Wanda", "50% Wanda")):
+    """Cited LLaMA-2 WikiText-2 perplexity ratios (pruned / dense) against model size."""
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    models = list(WANDA_LLAMA2)
+    sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
+    # Colour = method (magnitude and activation-aware match this chapter's own criteria), line
+    # style = pattern (2:4 solid, 4:8 dashed, 50% unstructured dotted); diamonds mark cited data.
+    method_colors = {"magnitude": CRITERION_STYLE["magnitude 2:4"]["color"], "SparseGPT": "#000000",
+                     "Wanda": CRITERION_STYLE["activation-aware 2:4"]["color"]}
+    pattern_styles = {"2:4": "-", "4:8": "--", "50%": ":"}
+    all_ratios = []
+    for method in methods:
+        pattern, name = method.split(" ", 1)
+        ratios = [WANDA_LLAMA2[m][method] / WANDA_LLAMA2[m]["dense"] for m in models]
+        all_ratios += ratios
+        ax.plot(sizes_b, ratios, color=method_colors.get(name, color("neutral")), marker=ROLES["published"].marker,
+                linestyle=pattern_styles.get(pattern, "-"), label=method)
+    ax.axhline(1.0, **_line("dense"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes_b, [m.replace("LLaMA-2-", "") for m in models])
+    ax.minorticks_off()
+    _plain_log_ticks(ax, all_ratios + [1.0])
+    ax.set_xlabel("LLaMA-2 model size (published, one-shot, no retraining)")
+    ax.set_ylabel("WikiText-2 perplexity / dense")
+    ax.set_title("Published: locuslab/wanda README")
+    ax.legend(fontsize=8)
+    ax.set_ylim(bottom=0.95)
+    return fig, ax

@@ -1,0 +1,110 @@
+"""``twofour quality``: train, prune and recover small language models; write a results file.
+
+Example (the command behind the stored sweep ``src/twofour/data/quality-sweep.json``)::
+
+    twofour quality --out src/twofour/data/quality-sweep.json
+
+The run is deterministic for a given machine, thread count and Python minor version (the
+corpus is read from the interpreter's standard library; its hash is recorded). Perplexity
+does not depend on a GPU, so this runs on the CPU; the file says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from pathlib import Path
+
+from .cli import UserError
+
+__all__ = ["add_arguments", "run"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .quality import DEFAULT_RECOVER, DEFAULT_TRAIN, SWEEP_SIZES
+
+    parser.add_argument("--out", required=True, metavar="FILE", help="results file to write (JSON)")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(SWEEP_SIZES),
+        metavar="LIST",
+        help=f"comma-separated model sizes (default {','.join(SWEEP_SIZES)}; 'tiny' is for tests)",
+    )
+    parser.add_argument(
+        "--criteria",
+        default=None,
+        metavar="LIST",
+        help="comma-separated criteria (default: all), e.g. 'magnitude 2:4,activation-aware 2:4'",
+    )
+    parser.add_argument("--train-steps", type=_positive_int, default=DEFAULT_TRAIN.steps, metavar="N")
+    parser.add_argument("--recover-steps", type=_positive_int, default=DEFAULT_RECOVER.steps, metavar="N")
+    parser.add_argument("--seed", type=int, default=DEFAULT_TRAIN.seed, help="training seed (recovery uses seed+1)")
+    parser.add_argument(
+        "--threads",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="torch CPU threads (default 1: the float summation order, hence the numbers, depend on it)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The equivalent command with every option spelled out, for the provenance record."""
+    parts = ["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes]
+    if args.criteria is not None:
+        parts += ["--criteria", args.criteria]
+    parts += ["--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps)]
+    parts += ["--seed", str(args.seed), "--threads", str(args.threads)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .quality import CRITERIA, DEFAULT_RECOVER, DEFAULT_TRAIN, SIZES, run_sweep
+
+    sizes = _split(args.sizes)
+    unknown = [s for s in sizes if s not in SIZES]
+    if not sizes or unknown:
+        raise UserError(f"--sizes: unknown size(s) {unknown or sizes!r}; valid: {', '.join(SIZES)}")
+    criteria = None
+    if args.criteria is not None:
+        criteria = _split(args.criteria)
+        bad = [c for c in criteria if c not in CRITERIA]
+        if not criteria or bad:
+            raise UserError(f"--criteria: unknown criterion {bad or criteria!r}; valid: {', '.join(CRITERIA)}")
+    out = Path(args.out)
+    if out.exists() and out.is_dir():
+        raise UserError(f"--out {out} is a directory; give a file name such as {out / 'quality.json'}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    train_cfg = dataclasses.replace(DEFAULT_TRAIN, steps=args.train_steps, seed=args.seed)
+    recover_cfg = dataclasses.replace(DEFAULT_RECOVER, steps=args.recover_steps, seed=args.seed + 1)
+    command = _command_line(args)
+    table = run_sweep(
+        sizes,
+        train_cfg=train_cfg,
+        recover_cfg=recover_cfg,
+        criteria=criteria,
+        threads=args.threads,
+        command=command,
+        progress=not args.no_progress,
+    )
+    table.save(out)
+    print(table)
+    print(f"\nwrote {len(table)} rows to {out} ({table.provenance['wall_time_s']} s on {table.provenance['cpu_model']})")
+    return 0

@@ -1,0 +1,406 @@
+"""twofour.quality: corpus, model, training, pruning criteria, recovery, results table and CLI.
+
+Everything runs on the "tiny" size (one block, d_model 32) for a few hundred steps at most, so
+the module stays fast on 2 CPU cores, but the assertions are about real behaviour: training
+lowers the loss, magnitude beats random pruning, masks survive recovery, runs are repeatable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import twofour
+from twofour.cli import main
+from twofour.quality import (
+    CRITERIA,
+    SIZES,
+    STDLIB_FILES,
+    ModelConfig,
+    QualityTable,
+    TinyLM,
+    TrainConfig,
+    activation_aware_scores,
+    activation_norms,
+    apply_masks,
+    continue_training,
+    deterministic,
+    load_corpus,
+    masks_for,
+    perplexity,
+    prunable_linears,
+    pruned_copy,
+    run_size,
+    stored_sweep_path,
+    train,
+    verify_masks,
+    weight_mass_kept,
+)
+from twofour.quality.corpus import stdlib_dir
+
+TINY = SIZES["tiny"].model
+TINY_TRAIN = TrainConfig(steps=150, batch_size=16, lr=3e-3, warmup_steps=10, seed=0)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus()
+
+
+@pytest.fixture(scope="module")
+def trained(corpus):
+    with deterministic(1):
+        model, log = train(TINY, corpus, TINY_TRAIN, progress=False)
+        norms = activation_norms(model, corpus.train)
+    return model, log, norms
+
+
+# ---- corpus ------------------------------------------------------------------------------
+
+
+def test_corpus_is_the_fixed_sorted_stdlib_list(corpus):
+    assert corpus.files == STDLIB_FILES == tuple(sorted(STDLIB_FILES))
+    total = sum((stdlib_dir() / f).stat().st_size for f in STDLIB_FILES)
+    assert corpus.train.numel() + corpus.val.numel() == total  # nothing dropped
+    assert 0.09 < corpus.val.numel() / total < 0.11
+    assert load_corpus().sha256 == corpus.sha256
+    assert corpus.python_version.startswith("3.")
+
+
+def test_corpus_split_is_per_file_tail(corpus):
+    first = (stdlib_dir() / STDLIB_FILES[0]).read_bytes()
+    cut = len(first) - int(len(first) * 0.1)
+    assert bytes(corpus.train[:cut].tolist()) == first[:cut]
+    assert bytes(corpus.val[: len(first) - cut].tolist()) == first[cut:]
+
+
+def test_corpus_hash_changes_with_files():
+    assert load_corpus(files=("bisect.py",)).sha256 != load_corpus(files=("abc.py",)).sha256
+
+
+@pytest.mark.parametrize("bad", [0, 0.6, -0.1, True, "0.1"])
+def test_corpus_rejects_bad_val_fraction(bad):
+    with pytest.raises(ValueError, match="val_fraction"):
+        load_corpus(val_fraction=bad)
+
+
+def test_corpus_missing_file_names_it():
+    with pytest.raises(FileNotFoundError, match="no_such_module.py"):
+        load_corpus(files=("no_such_module.py",))
+    with pytest.raises(ValueError, match="files must be"):
+        load_corpus(files="abc.py")
+
+
+# ---- model -------------------------------------------------------------------------------
+
+
+def test_model_shapes_and_prunable_layers():
+    model = TinyLM(ModelConfig(d_model=32, n_layers=2, n_heads=2, seq_len=16))
+    assert model(torch.zeros(3, 16, dtype=torch.long)).shape == (3, 16, 256)
+    names = list(prunable_linears(model))
+    assert len(names) == 2 * 6
+    assert all(n.startswith("blocks.") for n in names)
+    assert not any("emb" in n or n == "head" for n in names)  # embeddings and LM head stay dense
+    with pytest.raises(ValueError, match="seq_len=16"):
+        model(torch.zeros(1, 17, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"d_model": 36, "n_heads": 4}, "multiple of 8"),
+        ({"d_model": 64, "n_heads": 3}, "divisible by n_heads"),
+        ({"n_layers": 0}, "n_layers must be a positive int"),
+        ({"seq_len": 2.5}, "seq_len must be a positive int"),
+    ],
+)
+def test_model_config_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**kwargs)
+    with pytest.raises(TypeError, match="ModelConfig"):
+        TinyLM({"d_model": 32})
+
+
+# ---- training ----------------------------------------------------------------------------
+
+
+def test_training_lowers_loss_and_perplexity(trained, corpus):
+    model, log, _ = trained
+    assert len(log.losses) == TINY_TRAIN.steps
+    assert sum(log.losses[-10:]) / 10 < sum(log.losses[:10]) / 10 - 1.0
+    untrained = TinyLM(TINY)
+    assert perplexity(model, corpus.val) < 0.5 * perplexity(untrained, corpus.val)
+
+
+def test_same_seed_gives_identical_perplexity(corpus):
+    cfg = dataclasses.replace(TINY_TRAIN, steps=25)
+    ppls = []
+    for _ in range(2):
+        with deterministic(1):
+            model, _ = train(TINY, corpus, cfg, progress=False)
+            ppls.append(perplexity(model, corpus.val, max_windows=32))
+    assert ppls[0] == ppls[1]
+    with deterministic(1):
+        other, _ = train(TINY, corpus, dataclasses.replace(cfg, seed=1), progress=False)
+        assert perplexity(other, corpus.val, max_windows=32) != ppls[0]
+
+
+def test_deterministic_restores_settings():
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    with deterministic(1):
+        assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
+    with pytest.raises(ValueError, match="threads"):
+        with deterministic(0):
+            pass
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"steps": 0}, "steps"),
+        ({"batch_size": -1}, "batch_size"),
+        ({"lr": 0}, "lr"),
+        ({"min_lr_ratio": 2}, "min_lr_ratio"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_train_config_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_lr_schedule_warms_up_then_decays():
+    cfg = TrainConfig(steps=100, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
+    lrs = [cfg.lr_at(s) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:]))
+    assert lrs[-1] >= 0.1
+
+
+def test_perplexity_rejects_too_little_text():
+    with pytest.raises(ValueError, match="val has 10 bytes"):
+        perplexity(TinyLM(TINY), torch.zeros(10, dtype=torch.uint8))
+
+
+# ---- criteria ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(CRITERIA))
+def test_every_criterion_prunes_half_and_passes_check(trained, name):
+    model, _, norms = trained
+    masks = masks_for(model, name, act_norms=norms)
+    pruned = pruned_copy(model, masks)
+    verify_masks(pruned, masks, name)
+    kept = sum(int(m.sum()) for m in masks.values())
+    assert kept * 2 == sum(m.numel() for m in masks.values())
+    crit = CRITERIA[name]
+    for layer in prunable_linears(pruned).values():
+        if crit.m is not None:
+            assert twofour.check(layer.weight.detach(), crit.n, crit.m).valid
+    # the dense model is untouched
+    assert all(bool((layer.weight != 0).all()) for layer in prunable_linears(model).values())
+
+
+def test_unstructured_half_is_not_2to4(trained):
+    model, _, _ = trained
+    masks = masks_for(model, "unstructured 50%")
+    reports = [twofour.check(layer.weight.detach() * masks[n]) for n, layer in prunable_linears(model).items()]
+    assert not any(r.valid for r in reports)
+    with pytest.raises(AssertionError, match="not 2:4"):
+        verify_masks(pruned_copy(model, masks), masks, "magnitude 2:4")
+
+
+def test_weight_mass_kept_orders_criteria(trained):
+    """Magnitude 2:4 keeps the most |W| of any 2:4 mask; 4:8 and unstructured relax the pattern further."""
+    model, _, norms = trained
+    mass = {name: weight_mass_kept(model, masks_for(model, name, act_norms=norms)) for name in CRITERIA}
+    assert mass["magnitude 2:4"] >= mass["activation-aware 2:4"] > mass["random 2:4"]
+    assert mass["unstructured 50%"] >= mass["magnitude 4:8"] >= mass["magnitude 2:4"]
+    assert 0.4 < mass["random 2:4"] < 0.6
+
+
+def test_magnitude_beats_random_on_trained_model(trained, corpus):
+    model, _, _ = trained
+    ppl = {name: perplexity(pruned_copy(model, masks_for(model, name)), corpus.val) for name in ("random 2:4", "magnitude 2:4")}
+    assert ppl["magnitude 2:4"] < ppl["random 2:4"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(0.01, 100), seed=st.integers(0, 1000))
+def test_activation_scores_rank_invariant_to_norm_scale(scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    W = torch.randn(8, 16, generator=g)
+    x_norm = torch.rand(16, generator=g) + 0.1
+    m1 = twofour.prune(W, scores=activation_aware_scores(W, x_norm))[1]
+    m2 = twofour.prune(W, scores=activation_aware_scores(W, x_norm * scale))[1]
+    assert torch.equal(m1, m2)
+    # equal input norms: activation-aware is magnitude
+    assert torch.equal(twofour.prune(W, scores=activation_aware_scores(W, torch.ones(16)))[1], twofour.prune(W)[1])
+
+
+def test_activation_norms_match_a_manual_computation(trained, corpus):
+    model, _, _ = trained
+    norms = activation_norms(model, corpus.train, batches=2, batch_size=4, seed=7)
+    assert set(norms) == set(prunable_linears(model))
+    captured = []
+    layer = prunable_linears(model)["blocks.0.mlp.fc2"]
+    handle = layer.register_forward_hook(lambda _m, args, _o: captured.append(args[0].reshape(-1, args[0].shape[-1])))
+    g = torch.Generator().manual_seed(7)
+    from twofour.quality.train import sample_batch
+
+    with torch.no_grad():
+        for _ in range(2):
+            model(sample_batch(corpus.train, 4, model.cfg.seq_len, g)[0])
+    handle.remove()
+    torch.testing.assert_close(norms["blocks.0.mlp.fc2"], torch.cat(captured).norm(dim=0))
+
+
+def test_criteria_errors(trained):
+    model, _, _ = trained
+    with pytest.raises(ValueError, match="criterion must be one of"):
+        masks_for(model, "magnitude 3:4")
+    with pytest.raises(ValueError, match="needs act_norms"):
+        masks_for(model, "activation-aware 2:4")
+    with pytest.raises(ValueError, match="one entry per input feature"):
+        activation_aware_scores(torch.ones(4, 8), torch.ones(4))
+    with pytest.raises(AssertionError, match="no mask for layers"):
+        verify_masks(model, {}, "magnitude 2:4")
+
+
+# ---- recovery ----------------------------------------------------------------------------
+
+
+def test_masked_finetuning_keeps_masks_and_lowers_perplexity(trained, corpus):
+    model, _, _ = trained
+    masks = masks_for(model, "magnitude 2:4")
+    pruned = pruned_copy(model, masks)
+    before = perplexity(pruned, corpus.val)
+    with deterministic(1):
+        continue_training(pruned, corpus, TrainConfig(steps=60, lr=1e-3, warmup_steps=5, seed=1), masks=masks, progress=False)
+    verify_masks(pruned, masks, "magnitude 2:4")
+    for name, layer in prunable_linears(pruned).items():
+        assert twofour.check(layer.weight.detach()).valid
+        assert bool((layer.weight[~masks[name]] == 0).all())
+    assert perplexity(pruned, corpus.val) < before
+
+
+def test_unmasked_finetuning_breaks_the_pattern(trained, corpus):
+    """Why masks are re-applied: a plain optimizer step refills the zeros."""
+    model, _, _ = trained
+    masks = masks_for(model, "magnitude 2:4")
+    pruned = pruned_copy(model, masks)
+    with deterministic(1):
+        continue_training(pruned, corpus, TrainConfig(steps=2, warmup_steps=0), progress=False)
+    assert not any(twofour.check(l.weight.detach()).valid for l in prunable_linears(pruned).values())
+
+
+def test_apply_masks_errors(trained):
+    model, _, _ = trained
+    with pytest.raises(KeyError, match="nope"):
+        apply_masks(pruned_copy(model, {}), {"nope": torch.ones(1, dtype=torch.bool)})
+    with pytest.raises(ValueError, match="has shape"):
+        apply_masks(pruned_copy(model, {}), {"blocks.0.mlp.fc1": torch.ones(2, 2, dtype=torch.bool)})
+
+
+# ---- experiments, table, results file ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_table(corpus):
+    return run_size(
+        SIZES["tiny"], corpus, TINY_TRAIN, TrainConfig(steps=10, lr=1e-3, warmup_steps=2, seed=1),
+        criteria=["random 2:4", "magnitude 2:4"], eval_windows=32, progress=False,
+    )
+
+
+def test_run_size_rows(tiny_table):
+    assert [r.criterion for r in tiny_table] == ["random 2:4", "magnitude 2:4"]
+    rnd, mag = tiny_table.rows
+    assert rnd.ppl_dense == mag.ppl_dense and rnd.ppl_dense_extra == mag.ppl_dense_extra
+    assert mag.ppl_pruned < rnd.ppl_pruned
+    assert all(r.ppl_pruned > r.ppl_dense for r in tiny_table)
+    assert mag.pattern == "2:4" and mag.sparse_tensor_cores
+    assert tiny_table.settings["corpus"]["files"] == list(STDLIB_FILES)
+
+
+def test_table_rows_print_and_round_trip(tiny_table, tmp_path):
+    rows = tiny_table.to_rows()
+    assert rows[1]["criterion"] == "magnitude 2:4" and rows[1]["gap_pruned"] == pytest.approx(rows[1]["ppl_pruned"] / rows[1]["ppl_dense"])
+    text = str(tiny_table)
+    assert "magnitude 2:4" in text and "mass kept" in text
+    assert "<table>" in tiny_table._repr_html_()
+    assert len(tiny_table.where(criterion="magnitude 2:4")) == 1
+    with pytest.raises(ValueError, match="unknown field"):
+        tiny_table.where(colour="red")
+    path = tiny_table.save(tmp_path / "q.json")
+    again = QualityTable.load(path)
+    assert again.rows == tiny_table.rows and again.settings == json.loads(json.dumps(tiny_table.settings))
+
+
+def test_load_rejects_other_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "twofour.bench"}))
+    with pytest.raises(ValueError, match="not a twofour quality results file"):
+        QualityTable.load(bad)
+    bad.write_text(json.dumps({"kind": "twofour.quality", "version": 1, "rows": [{"size": "x"}]}))
+    with pytest.raises(ValueError, match="row 0 has fields"):
+        QualityTable.load(bad)
+
+
+def test_stored_sweep_has_provenance_and_every_criterion():
+    table = QualityTable.load(stored_sweep_path())
+    prov = table.provenance
+    for key in ("cpu_model", "torch_version", "python_version", "corpus_sha256", "date_utc", "command", "seeds", "wall_time_s"):
+        assert prov.get(key) not in (None, ""), key
+    assert prov["command"].startswith("twofour quality --out")
+    assert "CPU" in prov["label"]
+    assert len(table.sizes()) >= 3 and table.criteria() == list(CRITERIA)
+    assert table.settings["corpus"]["files"] == list(STDLIB_FILES)
+    for size in table.sizes():
+        rows = {r.criterion: r for r in table.where(size=size)}
+        assert rows["magnitude 2:4"].ppl_pruned < rows["random 2:4"].ppl_pruned
+        assert all(r.ppl_pruned > r.ppl_dense for r in rows.values())
+    sizes = [table.where(size=s).rows[0].n_params for s in table.sizes()]
+    assert sizes == sorted(sizes)
+
+
+# ---- CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_writes_results_with_provenance(tmp_path, capsys):
+    out = tmp_path / "sweep.json"
+    code = main([
+        "quality", "--out", str(out), "--sizes", "tiny", "--criteria", "magnitude 2:4",
+        "--train-steps", "20", "--recover-steps", "3", "--no-progress",
+    ])
+    assert code == 0
+    table = QualityTable.load(out)
+    assert len(table) == 1 and table.rows[0].train_steps == 20 and table.rows[0].recover_steps == 3
+    assert table.provenance["command"].startswith(f"twofour quality --out {out} --sizes tiny")
+    assert table.provenance["corpus_sha256"] == load_corpus().sha256
+    assert f"wrote 1 rows to {out}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--sizes", "huge"], "--sizes: unknown size"),
+        (["--criteria", "magnitude 3:4"], "--criteria: unknown criterion"),
+        (["--seed", "-2"], "--seed must be >= 0"),
+    ],
+)
+def test_cli_bad_input(tmp_path, capsys, args, match):
+    assert main(["quality", "--out", str(tmp_path / "x.json"), *args]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_cli_out_must_not_be_a_directory(tmp_path, capsys):
+    assert main(["quality", "--out", str(tmp_path), "--sizes", "tiny"]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
