@@ -12,10 +12,11 @@ Runs standalone too, e.g. to warm the cache before a timed build:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
+import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,11 +75,17 @@ def cache_key(path: Path, package_digest: str) -> str:
     return digest.hexdigest()[:20]
 
 
+def _cache_name(path: Path) -> str:
+    """Cache file prefix: the repository path, flattened (labs/solutions/x -> labs__solutions__x)."""
+    return path.relative_to(ROOT).with_suffix("").as_posix().replace("/", "__")
+
+
 def _cache_path(path: Path, key: str) -> Path:
-    return CACHE_DIR / f"{path.stem}-{key}.ipynb"
+    return CACHE_DIR / f"{_cache_name(path)}-{key}.ipynb"
 
 
-async def _execute(path: Path, out: Path, limit: asyncio.Semaphore) -> nbformat.NotebookNode:
+def _execute_here(path: Path, out: Path) -> None:
+    """Execute one notebook in this process and write it to ``out`` (the cache)."""
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
@@ -86,50 +93,63 @@ async def _execute(path: Path, out: Path, limit: asyncio.Semaphore) -> nbformat.
         timeout=CELL_TIMEOUT_S,
         allow_errors=False,  # a cell tagged "raises-exception" may still raise, on purpose
         resources={"metadata": {"path": str(path.parent)}},  # run where the notebook lives
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # hush start-up warnings in the build log
     )
-    async with limit:
-        try:
-            await client.async_execute(env={**os.environ, **KERNEL_ENV})
-        except CellExecutionError as err:
-            raise NotebookExecutionError(f"{path.relative_to(ROOT)} failed to execute:\n{err}") from None
+    try:
+        client.execute(env={**os.environ, **KERNEL_ENV})
+    except CellExecutionError as err:
+        raise NotebookExecutionError(f"{path.relative_to(ROOT)} failed to execute:\n{err}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
     # Drop stale copies of the same notebook so the cache does not grow without bound.
-    for old in out.parent.glob(f"{path.stem}-*.ipynb"):
-        old.unlink()
-    tmp = out.with_suffix(".tmp")
+    prefix = _cache_name(path) + "-"
+    for old in out.parent.glob(prefix + "*.ipynb"):
+        if len(old.name) == len(out.name):  # same prefix and key length: an older copy
+            old.unlink(missing_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
     nbformat.write(nb, tmp)
     tmp.replace(out)  # atomic: a build killed mid-write never leaves a half notebook behind
-    return nb
 
 
-async def _execute_all(todo: dict[Path, Path]) -> dict[Path, nbformat.NotebookNode]:
-    limit = asyncio.Semaphore(max(1, WORKERS))
-    results = await asyncio.gather(*(_execute(p, out, limit) for p, out in todo.items()))
-    return dict(zip(todo, results))
+def _execute_in_subprocess(path: Path, out: Path) -> None:
+    # One process per notebook: kernels driven from one process's event loop can hang each
+    # other (shared ZMQ state), and a crashed notebook cannot take the build process down.
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", str(path), str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise NotebookExecutionError(proc.stderr.strip()[-6000:] or f"{path} failed (exit {proc.returncode})")
 
 
 def execute_notebooks(paths: list[Path]) -> list[Executed]:
     """Return every notebook executed, from the cache where possible.
 
+    Notebooks missing from the cache run in parallel, ``WORKERS`` at a time.
+
     Raises:
         NotebookExecutionError: naming the notebook and showing the failing cell.
     """
     package_digest = _package_digest()
-    cached: dict[Path, nbformat.NotebookNode] = {}
-    todo: dict[Path, Path] = {}
-    for path in paths:
-        out = _cache_path(path, cache_key(path, package_digest))
-        if out.exists():
-            cached[path] = nbformat.read(out, as_version=4)
-        else:
-            todo[path] = out
-    fresh = asyncio.run(_execute_all(todo)) if todo else {}
-    return [
-        Executed(path, fresh[path], False) if path in fresh else Executed(path, cached[path], True)
-        for path in paths
-    ]
+    outs = {path: _cache_path(path, cache_key(path, package_digest)) for path in paths}
+    todo = [path for path in paths if not outs[path].exists()]
+    with ThreadPoolExecutor(max_workers=max(1, WORKERS)) as pool:
+        futures = [pool.submit(_execute_in_subprocess, p, outs[p]) for p in todo]
+        try:
+            for future in futures:
+                future.result()  # re-raises the first failure
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # fail fast: do not start the rest
+            raise
+    return [Executed(p, nbformat.read(outs[p], as_version=4), p not in todo) for p in paths]
 
 
 if __name__ == "__main__":
-    for item in execute_notebooks([Path(p).resolve() for p in sys.argv[1:]]):
-        print(("cached  " if item.from_cache else "executed ") + str(item.path.relative_to(ROOT)))
+    if sys.argv[1:2] == ["--one"]:  # internal: used by _execute_in_subprocess
+        try:
+            _execute_here(Path(sys.argv[2]), Path(sys.argv[3]))
+        except NotebookExecutionError as err:
+            sys.exit(str(err))
+    else:
+        for item in execute_notebooks([Path(p).resolve() for p in sys.argv[1:]]):
+            print(("cached   " if item.from_cache else "executed ") + str(item.path.relative_to(ROOT)))

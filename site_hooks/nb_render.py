@@ -136,7 +136,7 @@ def render(nb, *, stem: str, actions_html: str = "") -> Rendered:
         >>> nb = v4.new_notebook(cells=[v4.new_markdown_cell("# Hi"), v4.new_code_cell("1+1")])
         >>> nb.cells[1].outputs = [v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
         >>> r = render(nb, stem="demo")
-        >>> print(r.markdown)
+        >>> print(r.markdown, end="")
         # Hi
         <BLANKLINE>
         ```python

@@ -57,8 +57,14 @@ def _docstring_markdown(doc: str | None) -> str:
     parts = [summary]
     for lang, body in blocks:
         text = inspect.cleandoc("\n".join(body))
+        label = None
+        if lang == "text" and text.splitlines() and text.splitlines()[-1].strip() in ("Example:", "Examples:"):
+            text, label = "\n".join(text.splitlines()[:-1]).rstrip(), "**Example**"
         if text.strip():
-            parts.append(f"```{lang}\n{text}\n```")
+            fence = "```{.text .htw-doc}" if lang == "text" else "```pycon"
+            parts.append(f"{fence}\n{text}\n```")
+        if label:
+            parts.append(label)
     return "\n\n".join(parts)
 
 
@@ -73,11 +79,24 @@ def _public_members(module) -> list[tuple[str, object]]:
     return [(n, getattr(module, n)) for n in names]
 
 
+class _Annotation:
+    """Shows a string annotation (``from __future__ import annotations``) without quotes."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def _signature(obj) -> str:
     try:
-        return str(inspect.signature(obj))
+        sig = inspect.signature(obj)
     except (TypeError, ValueError):
-        return ""
+        return "(...)"
+    unquote = lambda a: _Annotation(a) if isinstance(a, str) else a  # noqa: E731
+    params = [p.replace(annotation=unquote(p.annotation)) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=unquote(sig.return_annotation)))
 
 
 def api_markdown() -> str:
@@ -97,7 +116,10 @@ def api_markdown() -> str:
         for member, obj in _public_members(module):
             if inspect.isfunction(obj) or inspect.isclass(obj):
                 kind = "class " if inspect.isclass(obj) else ""
-                parts.append(f"### `{kind}{member}{_signature(obj)}` {{#{name}.{member}}}\n\n{_docstring_markdown(obj.__doc__)}")
+                parts.append(
+                    f"### `{member}` {{#{name}.{member}}}\n\n"
+                    f"```python\n{kind}{member}{_signature(obj)}\n```\n\n{_docstring_markdown(obj.__doc__)}"
+                )
             else:
                 value = repr(obj) if len(repr(obj)) <= 120 else repr(obj)[:117] + "..."
                 parts.append(f"### `{member}` {{#{name}.{member}}}\n\nConstant: `{value}`")
