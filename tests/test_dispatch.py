@@ -739,3 +739,29 @@ def test_fast_count_refuses_what_it_does_not_handle():
     assert not supports(torch.zeros(4, 16, dtype=torch.float16).t())  # not contiguous
     with pytest.raises(ValueError, match="twofour.check"):
         fast_check_2_4(torch.zeros(4, 6, dtype=torch.float16))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU profile")
+def test_kernels_keeps_other_stderr_output(capfd):
+    import os as _os
+
+    def noisy():
+        _os.write(2, b"a real warning from a library\n")
+        return torch.ones(2) + 1
+
+    kernels(noisy, warmup=0)
+    err = capfd.readouterr().err
+    assert "a real warning from a library" in err and "USDT:" not in err
+
+
+def test_committed_diagram_is_the_generated_one():
+    from pathlib import Path
+
+    from twofour.dispatch.diagram import HIGHLIGHTS, path_svg
+
+    asset = Path(__file__).resolve().parents[1] / "docs" / "assets" / "dispatch-path.svg"
+    assert asset.read_text() == path_svg(), "regenerate with: .venv/bin/python -m twofour.dispatch.diagram"
+    for h in HIGHLIGHTS:
+        assert path_svg(h).count("<svg") == 1
+    with pytest.raises(ValueError, match="highlight must be one of"):
+        path_svg("fast")

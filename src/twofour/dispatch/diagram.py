@@ -1,0 +1,192 @@
+"""The dispatch path as an SVG diagram: ``nn.Linear`` to the kernel that actually runs.
+
+:func:`path_svg` draws the two roads a linear layer can take: a dense tensor (zeros or not)
+goes to the dense GEMM; a packed ``SparseSemiStructuredTensor`` goes through PyTorch's
+``__torch_dispatch__`` to cuSPARSELt or CUTLASS. Pass a verdict's path to highlight it, so a
+notebook can show the road *this* weight takes. The same drawing is committed as
+``docs/assets/dispatch-path.svg`` (a test keeps the two equal). White card, Okabe-Ito colours
+(dense blue, 2:4 orange): readable in light and dark mode.
+
+>>> svg = path_svg("dense")
+>>> svg.startswith("<svg") and "cuSPARSELt" in svg
+True
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..plotting import color
+
+__all__ = ["path_svg", "HIGHLIGHTS"]
+
+HIGHLIGHTS = (None, "dense", "sparse-cusparselt", "sparse-cutlass", "error")
+_DENSE, _SPARSE, _ERROR, _INK, _MUTED = color("dense"), color("2:4"), color("published"), "#1F1F1F", "#5A5A5A"
+_DENSE_FILL, _SPARSE_FILL = "#E3F0F8", "#FCEFD4"
+
+
+def _box(x, y, w, h, lines, stroke, fill, *, bold_first=False, size=13):
+    out = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="{fill}" stroke="{stroke}" stroke-width="1.6"/>']
+    n = len(lines)
+    for i, line in enumerate(lines):
+        ty = y + h / 2 + (i - (n - 1) / 2) * (size + 3) + size * 0.35
+        weight = ' font-weight="700"' if bold_first and i == 0 else ""
+        out.append(
+            f'<text x="{x + w / 2}" y="{ty:.1f}" text-anchor="middle" font-size="{size if i == 0 else size - 1}"'
+            f'{weight} fill="{_INK}">{escape(line)}</text>'
+        )
+    return "\n".join(out)
+
+
+def _arrow(x1, y1, x2, y2, stroke, *, dashed=False):
+    dash = ' stroke-dasharray="5 4"' if dashed else ""
+    return (
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{stroke}" stroke-width="1.8"{dash} '
+        f'marker-end="url(#head-{stroke.lstrip("#")})"/>'
+    )
+
+
+def path_svg(highlight: str | None = None) -> str:
+    """The diagram as SVG text; ``highlight`` is one of :data:`HIGHLIGHTS` (None: nothing dimmed).
+
+    >>> "opacity" in path_svg("sparse-cutlass") and "opacity" not in path_svg()
+    True
+    """
+    if highlight not in HIGHLIGHTS:
+        raise ValueError(f"highlight must be one of {HIGHLIGHTS}, got {highlight!r}")
+    on = {
+        None: {"common", "dense", "convert", "sparse", "cusparselt", "cutlass", "error"},
+        "dense": {"common", "dense"},
+        "sparse-cusparselt": {"common", "convert", "sparse", "cusparselt"},
+        "sparse-cutlass": {"common", "convert", "sparse", "cutlass"},
+        "error": {"common", "convert", "error"},
+    }[highlight]
+
+    def group(name, body):
+        dim = "" if name in on else ' opacity="0.28"'
+        return f'<g id="{name}"{dim}>\n{body}\n</g>'
+
+    markers = "".join(
+        f'<marker id="head-{c.lstrip("#")}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{c}"/></marker>'
+        for c in (_INK, _DENSE, _SPARSE, _ERROR)
+    )
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 720 430" width="720" height="430" '
+        "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif\">",
+        "<title>Which kernel does nn.Linear run? A dense weight takes the dense GEMM; only a packed "
+        "SparseSemiStructuredTensor reaches cuSPARSELt or CUTLASS</title>",
+        f"<defs>{markers}</defs>",
+        "<!-- White card so the figure reads the same in light and dark mode. -->",
+        '<rect width="720" height="430" rx="10" fill="#FFFFFF"/>',
+        group(
+            "common",
+            "\n".join(
+                [
+                    _box(250, 16, 220, 34, ["nn.Linear: y = x·Wᵀ + b"], _INK, "#F2F2F2", bold_first=True),
+                    _arrow(360, 50, 360, 68, _INK),
+                    _box(250, 70, 220, 34, ["F.linear(x, W, b) → aten::linear"], _INK, "#F2F2F2"),
+                    _arrow(360, 104, 360, 122, _INK),
+                    _box(235, 124, 250, 36, ["What is W?"], _INK, "#F2F2F2", bold_first=True),
+                ]
+            ),
+        ),
+        group(
+            "dense",
+            "\n".join(
+                [
+                    _arrow(290, 160, 185, 196, _DENSE),
+                    _box(40, 198, 290, 36, ["a dense tensor (zeros or not)"], _DENSE, _DENSE_FILL, bold_first=True),
+                    _arrow(185, 234, 185, 252, _DENSE),
+                    _box(40, 254, 290, 36, ["aten::addmm / aten::mm"], _DENSE, _DENSE_FILL),
+                    _arrow(185, 290, 185, 308, _DENSE),
+                    _box(
+                        40,
+                        310,
+                        290,
+                        62,
+                        ["dense GEMM: every zero is multiplied", "GPU: cuBLAS (…gemm…, nvjet…)", "CPU: MKL / oneDNN"],
+                        _DENSE,
+                        _DENSE_FILL,
+                        bold_first=True,
+                    ),
+                ]
+            ),
+        ),
+        group(
+            "convert",
+            "\n".join(
+                [
+                    _arrow(330, 216, 388, 216, _SPARSE),
+                    f'<text x="359" y="189" text-anchor="middle" font-size="11" fill="{_MUTED}">to_sparse_semi_structured(W)</text>',
+                ]
+            ),
+        ),
+        group(
+            "sparse",
+            "\n".join(
+                [
+                    _arrow(430, 160, 540, 196, _SPARSE),
+                    _box(390, 198, 300, 36, ["SparseSemiStructuredTensor (packed)"], _SPARSE, _SPARSE_FILL, bold_first=True),
+                    _arrow(540, 234, 540, 252, _SPARSE),
+                    _box(
+                        390,
+                        254,
+                        300,
+                        40,
+                        ["__torch_dispatch__: (W·xᵀ)ᵀ", "x zero-padded to the row multiple"],
+                        _SPARSE,
+                        _SPARSE_FILL,
+                    ),
+                ]
+            ),
+        ),
+        group(
+            "cusparselt",
+            "\n".join(
+                [
+                    _arrow(470, 294, 465, 310, _SPARSE),
+                    _box(
+                        390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], _SPARSE, _SPARSE_FILL,
+                        bold_first=True, size=12,
+                    ),
+                ]
+            ),
+        ),
+        group(
+            "cutlass",
+            "\n".join(
+                [
+                    _arrow(610, 294, 615, 310, _SPARSE),
+                    _box(
+                        545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], _SPARSE, _SPARSE_FILL,
+                        bold_first=True, size=12,
+                    ),
+                ]
+            ),
+        ),
+        group(
+            "error",
+            "\n".join(
+                [
+                    _arrow(359, 222, 359, 380, _ERROR, dashed=True),
+                    _box(
+                        170, 382, 380, 40,
+                        ["refused: RuntimeError, never a dense fallback", "device, GPU, dtype, shape or layout not supported"],
+                        _ERROR, "#FBE3D6", size=12,
+                    ),
+                ]
+            ),
+        ),
+        "</svg>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates the committed asset
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/assets/dispatch-path.svg")
+    target.write_text(path_svg())
+    print(f"wrote {target}")
