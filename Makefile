@@ -33,6 +33,10 @@ site: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: setup
+	@# Execute the notebooks once, in parallel, into build/notebook-cache. The site build then
+	@# reads the cache and nbval skips notebooks found there (conftest.py), so nothing runs twice.
+	@# A failing notebook is not fatal here: nbval and the strict build report it below.
+	-$(BIN)/python site_hooks/nb_execute.py
 	$(BIN)/python -m pytest
 
 bench: setup

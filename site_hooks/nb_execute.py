@@ -5,9 +5,12 @@ execution settings below. Editing a chapter re-runs that chapter; editing the to
 them all (their outputs may have changed); rebuilding or serving the site without changes
 runs nothing. Cached notebooks live in ``build/notebook-cache/`` (git-ignored, safe to delete).
 
-Runs standalone too, e.g. to warm the cache before a timed build:
+Runs standalone too, to warm the cache (all notebooks, or the ones named):
 
-    .venv/bin/python site_hooks/nb_execute.py notebooks/*.ipynb
+    .venv/bin/python site_hooks/nb_execute.py [notebooks/01-structure.ipynb ...]
+
+``make test`` does that first, so each notebook runs once: the site build then reads the
+cache, and the root conftest.py leaves out nbval runs of notebooks already executed cleanly.
 """
 
 from __future__ import annotations
@@ -55,6 +58,19 @@ class Executed:
     path: Path  # the source notebook in the repository
     nb: nbformat.NotebookNode  # with outputs
     from_cache: bool
+
+
+FOLDERS = ("notebooks", "labs")
+
+
+def find_notebooks() -> list[Path]:
+    """Every notebook the site publishes (notebooks/ and labs/, any depth), in a stable order."""
+    found: list[Path] = []
+    for folder in FOLDERS:
+        found += sorted(
+            p for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+        )
+    return found
 
 
 def _package_digest() -> str:
@@ -122,25 +138,41 @@ def _execute_in_subprocess(path: Path, out: Path) -> None:
         raise NotebookExecutionError(proc.stderr.strip()[-6000:] or f"{path} failed (exit {proc.returncode})")
 
 
-def execute_notebooks(paths: list[Path]) -> list[Executed]:
+def cached_copy(path: Path, package_digest: str | None = None) -> Path | None:
+    """The executed copy of ``path`` for the current sources, or None if it must run again.
+
+    Used by the root conftest.py so nbval does not re-run what the site build already ran.
+    """
+    out = _cache_path(path, cache_key(path, package_digest or _package_digest()))
+    return out if out.exists() else None
+
+
+def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Executed]:
     """Return every notebook executed, from the cache where possible.
 
-    Notebooks missing from the cache run in parallel, ``WORKERS`` at a time.
+    Notebooks missing from the cache run in parallel, ``WORKERS`` at a time. By default the
+    first failure stops the rest (a build is failing anyway); ``keep_going=True`` runs them
+    all and reports every failure at the end.
 
     Raises:
-        NotebookExecutionError: naming the notebook and showing the failing cell.
+        NotebookExecutionError: naming the notebook(s) and showing the failing cell.
     """
     package_digest = _package_digest()
     outs = {path: _cache_path(path, cache_key(path, package_digest)) for path in paths}
     todo = [path for path in paths if not outs[path].exists()]
+    errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, WORKERS)) as pool:
         futures = [pool.submit(_execute_in_subprocess, p, outs[p]) for p in todo]
-        try:
-            for future in futures:
-                future.result()  # re-raises the first failure
-        except BaseException:
-            pool.shutdown(cancel_futures=True)  # fail fast: do not start the rest
-            raise
+        for future in futures:
+            try:
+                future.result()
+            except NotebookExecutionError as err:
+                if not keep_going:
+                    pool.shutdown(cancel_futures=True)  # fail fast: do not start the rest
+                    raise
+                errors.append(str(err))
+    if errors:
+        raise NotebookExecutionError("\n\n".join(errors))
     return [Executed(p, nbformat.read(outs[p], as_version=4), p not in todo) for p in paths]
 
 
@@ -150,6 +182,10 @@ if __name__ == "__main__":
             _execute_here(Path(sys.argv[2]), Path(sys.argv[3]))
         except NotebookExecutionError as err:
             sys.exit(str(err))
-    else:
-        for item in execute_notebooks([Path(p).resolve() for p in sys.argv[1:]]):
-            print(("cached   " if item.from_cache else "executed ") + str(item.path.relative_to(ROOT)))
+    else:  # warm the cache: all published notebooks, or the ones named
+        targets = [Path(p).resolve() for p in sys.argv[1:]] or find_notebooks()
+        try:
+            for item in execute_notebooks(targets, keep_going=True):
+                print(("cached   " if item.from_cache else "executed ") + str(item.path.relative_to(ROOT)))
+        except NotebookExecutionError as err:
+            sys.exit(f"some notebooks failed (nbval and the site build will report them):\n{err}")

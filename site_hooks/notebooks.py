@@ -29,7 +29,6 @@ import nb_render
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
 ROOT = nb_execute.ROOT
-FOLDERS = ("notebooks", "labs")
 _outputs: dict[str, list[str]] = {}  # page src_uri -> output HTML fragments
 
 
@@ -38,16 +37,6 @@ class NotebookPageFile(File):
 
     def is_documentation_page(self) -> bool:
         return True
-
-
-def find_notebooks() -> list[Path]:
-    """All notebooks the site publishes, in a stable order."""
-    found: list[Path] = []
-    for folder in FOLDERS:
-        found += sorted(
-            p for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
-        )
-    return found
 
 
 def _repo(config) -> tuple[str, str]:
@@ -77,7 +66,7 @@ def actions_html(rel_path: str, repo: str, branch: str) -> str:
 
 def on_files(files: Files, config) -> Files:
     repo, branch = _repo(config)
-    paths = find_notebooks()
+    paths = nb_execute.find_notebooks()
     try:
         executed = nb_execute.execute_notebooks(paths)
     except nb_execute.NotebookExecutionError as err:
