@@ -1,0 +1,635 @@
+"""Interview practice questions as data: load the bank, compute every number in it, render it.
+
+The bank (``twofour/data/practice.yaml``) is a list of questions. Each has a prompt, a rubric
+(what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
+number a question states is **not typed into the text**: it is a named entry of the question's
+``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
+or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
+model, a GPU table or a formula changes, the worked answers change with it, and a typo in an
+expression fails the tests (``tests/test_practice.py`` evaluates every one).
+
+Expressions run in a restricted namespace (:data:`NAMESPACE`): the toolkit modules, the number
+names defined earlier in the same question, and a few helpers from this module. No builtins,
+no names starting with ``_``, no imports, no lambdas or comprehensions.
+
+>>> bank = load_bank()
+>>> len(bank) >= 24
+True
+>>> q = bank.get("amdahl-bs1-decode")
+>>> values = q.evaluate()
+>>> round(values["bs1_speedup"], 3)
+1.616
+>>> "{{" in q.render("answer")
+False
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import html
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from . import amdahl, hardware, kernel_speed, models, packing, request, roofline, structure
+from .funnel import funnel as _funnel
+from .quality import published as quality_published
+
+__all__ = [
+    "LEVELS",
+    "TOPICS",
+    "NAMESPACE",
+    "BankError",
+    "Number",
+    "QuickCheck",
+    "Question",
+    "Bank",
+    "load_bank",
+    "evaluate_expression",
+    "format_value",
+    "funnel_stage",
+    "wave_count",
+    "tokens_per_second",
+    "cost_per_token_ratio",
+    "published_speedup",
+    "render_markdown",
+    "DEFAULT_BANK",
+]
+
+LEVELS: tuple[str, ...] = ("fundamentals", "applied", "deep")
+# The five stages of the answer, the kernel's own speed, and the neighbouring topics.
+TOPICS: dict[str, str] = {
+    "structure": "Stage 1 · Structure",
+    "representation": "Stage 2 · Representation",
+    "dispatch": "Stage 3 · Dispatch",
+    "kernel-speed": "Kernel speed",
+    "quality": "Stage 4 · Quality",
+    "amdahl": "Stage 5 · Amdahl",
+    "end-to-end": "The whole answer",
+    "gemm-partitioning": "GEMM partitioning and waves",
+    "profiling": "Reading a profiler",
+    "latency": "Latency with reasoning tokens",
+    "cost": "Routing, cascades or compression",
+}
+
+DEFAULT_BANK = "practice.yaml"
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+TEXT_FIELDS: tuple[str, ...] = ("prompt", "answer", "connects")
+LIST_FIELDS: tuple[str, ...] = ("rubric", "mistakes", "follow_ups")
+
+
+class BankError(ValueError):
+    """A question in the bank is malformed; the message names the question and the field."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers the expressions may call (each one small and tested)
+
+
+def funnel_stage(est: request.RequestEstimate, scope: str, key: str) -> float:
+    """Speedup of one funnel stage (``datasheet`` ... ``request``) of a request estimate.
+
+    >>> est = request.estimate(request.SCENARIOS["chat decode, batch 1"], "H100")
+    >>> funnel_stage(est, "decode", "datasheet")
+    2.0
+    """
+    for stage in _funnel(est, scope):
+        if stage.key == key:
+            return stage.speedup
+    raise ValueError(f"key must be a funnel stage key (datasheet, roofline_ceiling, kernel, eligible_fraction, request), got {key!r}")
+
+
+def wave_count(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> int:
+    """Waves of ``tile_m x tile_n`` output tiles over ``sms`` SMs: ``ceil(tiles / sms)``.
+
+    >>> wave_count(128 * 33, 4096, 132)
+    8
+    """
+    for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
+    return math.ceil(tiles / sms)
+
+
+def tokens_per_second(n_bytes: float, bandwidth_gbs: float) -> float:
+    """Decode tokens/s of a step that must read ``n_bytes`` at ``bandwidth_gbs`` GB/s (bytes-bound).
+
+    >>> round(tokens_per_second(15.01e9, 1435.5), 1)
+    95.6
+    """
+    if n_bytes <= 0 or bandwidth_gbs <= 0:
+        raise ValueError(f"n_bytes and bandwidth_gbs must be > 0, got {n_bytes!r} and {bandwidth_gbs!r}")
+    return bandwidth_gbs * 1e9 / n_bytes
+
+
+def published_speedup(source_contains: str) -> float:
+    """The speedup of the one published GEMM timing whose source contains ``source_contains``.
+
+    Reads :data:`twofour.kernel_speed.PUBLISHED` (each entry cited there).
+
+    >>> round(published_speedup("#111339"), 2)
+    0.11
+    """
+    hits = [p for p in kernel_speed.PUBLISHED if source_contains in p.source]
+    if len(hits) != 1:
+        raise ValueError(
+            f"source_contains must match exactly one published timing, {source_contains!r} matched {len(hits)}; "
+            f"sources: {[p.source for p in kernel_speed.PUBLISHED]}"
+        )
+    return hits[0].speedup
+
+
+def cost_per_token_ratio(shares, relative_costs) -> float:
+    """Mean cost per request under routing, relative to sending everything to the big model.
+
+    ``shares[i]`` of the traffic goes to a tier whose cost per request is ``relative_costs[i]``
+    of the big model's. Costs add up per request (like times in Amdahl's law), so the mean is a
+    traffic-weighted *sum of costs*, and the saving factor is its inverse.
+
+    >>> cost_per_token_ratio([0.7, 0.3], [0.1, 1.0])
+    0.37
+    """
+    shares, relative_costs = list(shares), list(relative_costs)
+    if len(shares) != len(relative_costs) or not shares:
+        raise ValueError("shares and relative_costs must be non-empty and of the same length")
+    total = 0.0
+    for s in shares:
+        total += s
+    if abs(total - 1.0) > 1e-9:
+        raise ValueError(f"shares must add up to 1 (all the traffic), got {total!r}")
+    cost = 0.0
+    for s, c in zip(shares, relative_costs):
+        cost += s * c
+    return round(cost, 12)
+
+
+# The names an expression may use. Modules are exposed whole: their public functions are what
+# the chapters teach, so a question computes with exactly the code the chapters run.
+NAMESPACE: dict[str, object] = {
+    "amdahl": amdahl,
+    "packing": packing,
+    "structure": structure,
+    "roofline": roofline,
+    "hardware": hardware,
+    "models": models,
+    "request": request,
+    "kernel_speed": kernel_speed,
+    "published": quality_published,
+    "math": math,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "int8": torch.int8,
+    "fp32": torch.float32,
+    "LLAMA_3_8B": models.LLAMA_3_8B,
+    "LLAMA_3_70B": models.LLAMA_3_70B,
+    "Workload": request.Workload,
+    "Assumptions": request.Assumptions,
+    "estimate": request.estimate,
+    "funnel_stage": funnel_stage,
+    "wave_count": wave_count,
+    "tokens_per_second": tokens_per_second,
+    "cost_per_token_ratio": cost_per_token_ratio,
+    "published_speedup": published_speedup,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "sum": sum,
+    "len": len,
+}
+
+_ALLOWED_NODES = (
+    ast.Expression, ast.Call, ast.Name, ast.Load, ast.Attribute, ast.Constant, ast.keyword,
+    ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.USub, ast.UAdd, ast.Tuple, ast.List, ast.Dict, ast.Subscript, ast.Compare, ast.Lt, ast.LtE,
+    ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.IfExp, ast.BoolOp, ast.And, ast.Or, ast.Not,
+)
+
+
+def evaluate_expression(expr: str, names: Mapping[str, object] | None = None):
+    """Evaluate one bank expression in :data:`NAMESPACE` plus ``names`` (earlier numbers).
+
+    Raises :class:`BankError` for syntax outside the small allowed subset, for private names
+    (``_x``, ``__class__``) and for unknown names, so a typo names itself.
+
+    >>> evaluate_expression("amdahl.speedup(0.5, 2.0)")
+    1.3333333333333333
+    >>> evaluate_expression("p * 2", {"p": 0.25})
+    0.5
+    """
+    if not isinstance(expr, str) or not expr.strip():
+        raise BankError(f"expr must be a non-empty string, got {expr!r}")
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as err:
+        raise BankError(f"expr {expr!r} is not a Python expression: {err.msg}") from None
+    scope = dict(NAMESPACE)
+    scope.update(names or {})
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise BankError(f"expr {expr!r} uses {type(node).__name__}, which bank expressions may not use")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise BankError(f"expr {expr!r} reaches the private attribute {node.attr!r}")
+        if isinstance(node, ast.Name) and (node.id.startswith("_") or node.id not in scope):
+            raise BankError(
+                f"expr {expr!r} uses the unknown name {node.id!r}; known: earlier numbers of the question "
+                f"and {sorted(NAMESPACE)}"
+            )
+    return eval(compile(tree, "<practice>", "eval"), {"__builtins__": {}}, scope)  # noqa: S307 - checked above
+
+
+def format_value(value, fmt: str) -> str:
+    """Format a computed value with a ``str.format`` template such as ``"{:.3f}x"`` or ``"{:.2%}"``.
+
+    >>> format_value(1.61607, "{:.3f}x"), format_value(0.5625, "{:.2%}")
+    ('1.616x', '56.25%')
+    """
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError, IndexError, KeyError) as err:
+        raise BankError(f"format {fmt!r} does not apply to value {value!r}: {err}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The data model
+
+
+@dataclass(frozen=True)
+class Number:
+    """One number a question uses: ``name`` (used as ``{{name}}`` in text), how it is obtained, how it is shown.
+
+    Attributes:
+        name: lower_snake_case identifier.
+        expr: expression on the toolkit and earlier numbers (see :func:`evaluate_expression`).
+        fmt: ``str.format`` template, e.g. ``"{:.3f}x"``.
+        label: what the number is, for the numbers table.
+        source: a citation, for numbers that come from a published table (the expression then
+            reads the toolkit's cited copy of it) or that are given inputs (``"given"``).
+    """
+
+    name: str
+    expr: str
+    fmt: str
+    label: str
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class QuickCheck:
+    """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
+
+    ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
+    (100 for a percentage); ``derivation`` is shown after an attempt.
+    """
+
+    ask: str
+    answer: str
+    unit: str
+    tolerance: float
+    derivation: str
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Question:
+    """One practice question. See the module docstring and ``data/practice.yaml``."""
+
+    id: str
+    level: str
+    topic: str
+    title: str
+    prompt: str
+    rubric: tuple[str, ...]
+    answer: str
+    mistakes: tuple[str, ...]
+    follow_ups: tuple[str, ...]
+    connects: str
+    numbers: tuple[Number, ...] = ()
+    quick_check: QuickCheck | None = None
+    chapter: str | None = None
+    sources: tuple[str, ...] = field(default_factory=tuple)
+
+    def evaluate(self) -> dict[str, object]:
+        """Every number of the question, in order (each may use the ones before it)."""
+        return dict(_evaluate_numbers(self))
+
+    def formatted(self) -> dict[str, str]:
+        """Every number as the text shows it."""
+        values = self.evaluate()
+        return {n.name: format_value(values[n.name], n.fmt) for n in self.numbers}
+
+    def placeholders(self) -> set[str]:
+        """Names used as ``{{name}}`` anywhere in the question's text."""
+        used: set[str] = set()
+        for text in self._texts():
+            used.update(_PLACEHOLDER.findall(text))
+        return used
+
+    def _texts(self) -> list[str]:
+        texts = [self.title, self.prompt, self.answer, self.connects, *self.rubric, *self.mistakes, *self.follow_ups]
+        if self.quick_check:
+            texts += [self.quick_check.ask, self.quick_check.derivation]
+        return texts
+
+    def render(self, field_name: str, index: int | None = None) -> str:
+        """One text field with every ``{{name}}`` replaced by its computed, formatted value."""
+        value = getattr(self, field_name) if field_name != "quick_check" else None
+        if field_name in ("ask", "derivation"):
+            value = getattr(self.quick_check, field_name)
+        if index is not None:
+            value = value[index]
+        return self.fill(value)
+
+    def fill(self, text: str) -> str:
+        shown = self.formatted()
+
+        def sub(m: re.Match) -> str:
+            if m.group(1) not in shown:
+                raise BankError(f"question {self.id!r}: {{{{{m.group(1)}}}}} is not one of its numbers {sorted(shown)}")
+            return shown[m.group(1)]
+
+        return _PLACEHOLDER.sub(sub, text)
+
+    def quick_check_expected(self) -> float:
+        """The quick check's right answer in the unit asked for."""
+        if self.quick_check is None:
+            raise BankError(f"question {self.id!r} has no quick check")
+        return float(self.evaluate()[self.quick_check.answer]) * self.quick_check.scale
+
+
+@functools.lru_cache(maxsize=None)
+def _evaluate_cached(question: Question) -> tuple[tuple[str, object], ...]:
+    values: dict[str, object] = {}
+    for n in question.numbers:
+        try:
+            values[n.name] = evaluate_expression(n.expr, values)
+        except BankError as err:
+            raise BankError(f"question {question.id!r}, number {n.name!r}: {err}") from None
+        except Exception as err:  # a toolkit error: say where it came from
+            raise BankError(f"question {question.id!r}, number {n.name!r}: {n.expr!r} raised {type(err).__name__}: {err}") from err
+    return tuple(values.items())
+
+
+def _evaluate_numbers(question: Question):
+    return _evaluate_cached(question)
+
+
+@dataclass(frozen=True)
+class Bank:
+    """The questions, in file order, with lookups by id, level and topic."""
+
+    questions: tuple[Question, ...]
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __iter__(self):
+        return iter(self.questions)
+
+    def get(self, qid: str) -> Question:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(f"no question with id {qid!r} in {self.source}")
+
+    def by_level(self, level: str) -> list[Question]:
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+        return [q for q in self.questions if q.level == level]
+
+    def by_topic(self, topic: str) -> list[Question]:
+        if topic not in TOPICS:
+            raise ValueError(f"topic must be one of {sorted(TOPICS)}, got {topic!r}")
+        return [q for q in self.questions if q.topic == topic]
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def _require(cond: bool, where: str, message: str) -> None:
+    if not cond:
+        raise BankError(f"{where}: {message}")
+
+
+def _text(raw: Mapping, key: str, where: str, *, required: bool = True) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    _require(isinstance(value, str) and value.strip() != "", where, f"{key!r} must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _texts(raw: Mapping, key: str, where: str, low: int, high: int) -> tuple[str, ...]:
+    value = raw.get(key)
+    _require(isinstance(value, list), where, f"{key!r} must be a list of {low}-{high} texts, got {type(value).__name__}")
+    _require(low <= len(value) <= high, where, f"{key!r} must have {low}-{high} entries, got {len(value)}")
+    for i, item in enumerate(value):
+        _require(isinstance(item, str) and item.strip() != "", where, f"{key}[{i}] must be non-empty text")
+    return tuple(item.strip() for item in value)
+
+
+def _number(raw, where: str) -> Number:
+    _require(isinstance(raw, Mapping), where, f"each number must be a mapping, got {type(raw).__name__}")
+    unknown = set(raw) - {"name", "expr", "fmt", "label", "source"}
+    _require(not unknown, where, f"unknown number keys {sorted(unknown)}; valid: name, expr, fmt, label, source")
+    name = raw.get("name")
+    _require(isinstance(name, str) and bool(_NAME.match(name)), where, f"number name must be lower_snake_case, got {name!r}")
+    expr = raw.get("expr")
+    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
+        expr = repr(expr)
+    _require(isinstance(expr, str) and expr.strip() != "", where, f"number {name!r} needs an expr")
+    fmt = raw.get("fmt", "{}")
+    _require(isinstance(fmt, str) and "{" in fmt, where, f"number {name!r}: fmt must be a format template like '{{:.3f}}', got {fmt!r}")
+    label = raw.get("label")
+    _require(isinstance(label, str) and label.strip() != "", where, f"number {name!r} needs a label")
+    source = raw.get("source")
+    _require(source is None or (isinstance(source, str) and source.strip()), where, f"number {name!r}: source must be text")
+    return Number(name, str(expr).strip(), fmt, label.strip(), source.strip() if source else None)
+
+
+def _quick_check(raw, where: str, names: set[str]) -> QuickCheck | None:
+    if raw is None:
+        return None
+    _require(isinstance(raw, Mapping), where, "quick_check must be a mapping")
+    unknown = set(raw) - {"ask", "answer", "unit", "tolerance", "derivation", "scale"}
+    _require(not unknown, where, f"unknown quick_check keys {sorted(unknown)}")
+    answer = raw.get("answer")
+    _require(answer in names, where, f"quick_check.answer must name one of the question's numbers {sorted(names)}, got {answer!r}")
+    tol = raw.get("tolerance", 0.01)
+    _require(isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 < tol < 0.5, where,
+             f"quick_check.tolerance must be a relative tolerance in (0, 0.5), got {tol!r}")
+    scale = raw.get("scale", 1.0)
+    _require(isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0, where,
+             f"quick_check.scale must be a positive number, got {scale!r}")
+    unit = raw.get("unit", "")
+    _require(isinstance(unit, str), where, "quick_check.unit must be text")
+    return QuickCheck(_text(raw, "ask", where + ".quick_check"), answer, unit, float(tol),
+                      _text(raw, "derivation", where + ".quick_check"), float(scale))
+
+
+def parse_question(raw, index: int) -> Question:
+    """One question from its YAML mapping; :class:`BankError` names what is wrong."""
+    where = f"question #{index + 1}"
+    _require(isinstance(raw, Mapping), where, f"must be a mapping, got {type(raw).__name__}")
+    qid = raw.get("id")
+    _require(isinstance(qid, str) and bool(_ID.match(qid)), where, f"id must be lower-case-with-dashes, got {qid!r}")
+    where = f"question {qid!r}"
+    known = {"id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects",
+             "numbers", "quick_check", "chapter", "sources"}
+    unknown = set(raw) - known
+    _require(not unknown, where, f"unknown keys {sorted(unknown)}; valid: {sorted(known)}")
+    level = raw.get("level")
+    _require(level in LEVELS, where, f"level must be one of {LEVELS}, got {level!r}")
+    topic = raw.get("topic")
+    _require(topic in TOPICS, where, f"topic must be one of {sorted(TOPICS)}, got {topic!r}")
+    numbers_raw = raw.get("numbers") or []
+    _require(isinstance(numbers_raw, list), where, "numbers must be a list")
+    numbers = tuple(_number(n, f"{where}.numbers[{i}]") for i, n in enumerate(numbers_raw))
+    names = [n.name for n in numbers]
+    _require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
+    chapter = raw.get("chapter")
+    _require(chapter is None or isinstance(chapter, str), where, "chapter must be a path such as notebooks/06-amdahl.ipynb")
+    sources = raw.get("sources") or []
+    _require(isinstance(sources, list) and all(isinstance(s, str) for s in sources), where, "sources must be a list of texts")
+    q = Question(
+        id=qid,
+        level=level,
+        topic=topic,
+        title=_text(raw, "title", where),
+        prompt=_text(raw, "prompt", where),
+        rubric=_texts(raw, "rubric", where, 3, 6),
+        answer=_text(raw, "answer", where),
+        mistakes=_texts(raw, "mistakes", where, 1, 5),
+        follow_ups=_texts(raw, "follow_ups", where, 1, 3),
+        connects=_text(raw, "connects", where),
+        numbers=numbers,
+        quick_check=_quick_check(raw.get("quick_check"), where, set(names)),
+        chapter=chapter,
+        sources=tuple(s.strip() for s in sources),
+    )
+    missing = q.placeholders() - set(names)
+    _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
+    return q
+
+
+def _bank_text(path) -> tuple[str, str]:
+    if path is None:
+        ref = resources.files("twofour") / "data" / DEFAULT_BANK
+        return ref.read_text(encoding="utf-8"), f"twofour/data/{DEFAULT_BANK}"
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path {str(path)!r} is not a file; expected a practice bank in YAML")
+    return path.read_text(encoding="utf-8"), str(path)
+
+
+def load_bank(path=None) -> Bank:
+    """Load and validate the bank (default: the one shipped in ``twofour/data``).
+
+    Validation is structural (fields, levels, topics, placeholders); numbers are computed
+    lazily by :meth:`Question.evaluate`, which the tests call for every question.
+    """
+    import yaml
+
+    text, source = _bank_text(path)
+    data = yaml.safe_load(text)
+    if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
+        raise BankError(f"{source}: expected a mapping with a 'questions' list at the top")
+    questions = tuple(parse_question(raw, i) for i, raw in enumerate(data["questions"]))
+    ids = [q.id for q in questions]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise BankError(f"{source}: question ids must be unique, repeated: {dupes}")
+    return Bank(questions, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering to Markdown for the site (the hook site_hooks/practice.py calls these)
+
+
+def _attr(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _numbers_table(q: Question) -> str:
+    shown = q.formatted()
+    rows = ["| quantity | value | how it is obtained |", "|---|---|---|"]
+    for n in q.numbers:
+        how = f"`{n.expr}`"
+        if n.source:
+            how += f" ({n.source})"
+        rows.append(f"| {n.label} | {shown[n.name]} | {how.replace('|', '&#124;')} |")
+    return "\n".join(rows)
+
+
+def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
+    """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
+
+    The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
+    readable page: the rubric and the worked answer are collapsible ``<details>``.
+    """
+    h = "#" * heading_level
+    lines = [
+        f'<article class="practice-q" id="q-{q.id}" data-qid="{q.id}" data-level="{q.level}" '
+        f'data-topic="{q.topic}" markdown="1">',
+        "",
+        f"{h} {q.fill(q.title)} {{: .practice-title }}",
+        "",
+        f'<p class="practice-meta"><span class="practice-tag">{LEVELS.index(q.level) + 1} · {q.level}</span> '
+        f'<span class="practice-tag">{_attr(TOPICS[q.topic])}</span></p>',
+        "",
+        q.fill(q.prompt),
+        "",
+        f'<div class="practice-notes" data-qid="{q.id}"></div>',
+        "",
+        '<details class="practice-rubric" markdown="1">',
+        "<summary>What a strong answer contains</summary>",
+        "",
+    ]
+    lines += [f"1. {q.fill(point)}" for point in q.rubric]
+    lines += ["", "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
+    lines += [q.fill(q.answer), ""]
+    if q.numbers:
+        lines += ["**The numbers**, computed by `twofour` when this page was built:", "", _numbers_table(q), ""]
+    lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
+    lines += ["**Follow-ups**", ""] + [f"- {q.fill(f)}" for f in q.follow_ups] + [""]
+    lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
+    if q.chapter:
+        page = q.chapter
+        lines += [f"Read more: [the chapter]({chapter_prefix}{page}).", ""]
+    if q.sources:
+        lines += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
+    lines += ["</details>", ""]
+    if q.quick_check:
+        c = q.quick_check
+        expected = q.quick_check_expected()
+        lines += [
+            f'<div class="practice-check" data-expected="{expected!r}" data-tolerance="{c.tolerance!r}" '
+            f'data-unit="{_attr(c.unit)}" markdown="1">',
+            "",
+            f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
+            + (f" (in {_attr(c.unit)}, within {c.tolerance:.0%})" if c.unit else f" (within {c.tolerance:.0%})")
+            + "</p>",
+            "",
+            '<details class="practice-derivation" markdown="1">',
+            "<summary>Derivation</summary>",
+            "",
+            q.fill(c.derivation),
+            "",
+            "</details>",
+            "",
+            "</div>",
+            "",
+        ]
+    lines += ["</article>", ""]
+    return "\n".join(lines)
