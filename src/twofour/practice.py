@@ -18,7 +18,7 @@ True
 >>> q = bank.get("amdahl-bs1-decode")
 >>> values = q.evaluate()
 >>> round(values["bs1_speedup"], 3)
-1.616
+1.615
 >>> "{{" in q.render("answer")
 False
 """
@@ -340,16 +340,14 @@ class Question:
             texts += [self.quick_check.ask, self.quick_check.derivation]
         return texts
 
-    def render(self, field_name: str, index: int | None = None) -> str:
-        """One text field with every ``{{name}}`` replaced by its computed, formatted value."""
-        value = getattr(self, field_name) if field_name != "quick_check" else None
-        if field_name in ("ask", "derivation"):
-            value = getattr(self.quick_check, field_name)
-        if index is not None:
-            value = value[index]
-        return self.fill(value)
+    def render(self, field_name: str) -> str:
+        """One text field (``prompt``, ``answer``, ``connects``, ``title``) with every ``{{name}}`` filled in."""
+        if field_name not in TEXT_FIELDS + ("title",):
+            raise ValueError(f"field_name must be one of {TEXT_FIELDS + ('title',)}, got {field_name!r}")
+        return self.fill(getattr(self, field_name))
 
     def fill(self, text: str) -> str:
+        """``text`` with every ``{{name}}`` replaced by the question's computed, formatted number."""
         shown = self.formatted()
 
         def sub(m: re.Match) -> str:
