@@ -1,0 +1,131 @@
+// Form plumbing shared by the calculators: labelled fields with an inline message slot,
+// strict number parsing, and the contract every calculator follows:
+//
+//   * every input event recomputes synchronously (no debounce: an update takes well under a frame);
+//   * bad input puts a message next to its field (aria-invalid, aria-describedby) and the
+//     last valid result stays on screen, marked as such; NaN or Infinity is never shown.
+
+import { InputError } from "../errors.js";
+
+let uid = 0;
+/** A page-unique id prefix, so two calculators on one page never share ids. */
+export function nextId(prefix) {
+  uid += 1;
+  return `${prefix}-${uid}`;
+}
+
+/** Create an element: el("div", {class: "x", text: "hi"}, [children]). */
+export function el(tag, attrs = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * Parse what a reader typed. spec: {label, integer, min, minOpen, max, hint}.
+ * Returns the number or throws InputError(name) with a message that says what is valid.
+ */
+export function parseField(name, text, spec) {
+  const raw = String(text).trim();
+  const what = spec.label;
+  if (raw === "") throw new InputError(name, `Enter a value for ${what}${spec.hint ? ` (${spec.hint})` : ""}.`);
+  if (!NUMBER.test(raw)) {
+    throw new InputError(name, `"${raw}" is not a number. Type digits with an optional decimal point, e.g. ${spec.example}.`);
+  }
+  const value = Number(raw);
+  if (!Number.isFinite(value)) throw new InputError(name, `"${raw}" is too large to be a ${what}.`);
+  const range = rangeText(spec);
+  if (spec.integer && !Number.isInteger(value)) throw new InputError(name, `${cap(what)} must be a whole number ${range}.`);
+  const tooLow = spec.minOpen ? value <= spec.min : value < spec.min;
+  if (tooLow || value > spec.max) {
+    const why = value < 0 && spec.min >= 0 ? " It cannot be negative." : "";
+    throw new InputError(name, `${cap(what)} must be ${range}; got ${raw}.${why}${spec.why ? " " + spec.why : ""}`);
+  }
+  return value;
+}
+
+function cap(s) {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function num(x) {
+  return Number.isInteger(x) && Math.abs(x) >= 10000 ? x.toLocaleString("en-US") : String(x);
+}
+
+function rangeText(spec) {
+  if (spec.minOpen) return `above ${num(spec.min)} and at most ${num(spec.max)}`;
+  return `from ${num(spec.min)} to ${num(spec.max)}`;
+}
+
+/**
+ * A labelled text input with an inline message slot. Returns {wrap, input, message}.
+ * Text inputs (not type=number) so that whatever is typed reaches the validator and gets a
+ * message, instead of the browser silently turning it into an empty value.
+ */
+export function numberField(name, spec, value, idPrefix) {
+  const id = `${idPrefix}-${name}`;
+  const input = el("input", {
+    id, name, type: "text", inputmode: spec.integer ? "numeric" : "decimal", autocomplete: "off",
+    spellcheck: "false", value: String(value), "aria-describedby": `${id}-msg${spec.help ? ` ${id}-help` : ""}`,
+  });
+  const message = el("span", { id: `${id}-msg`, class: "calc-msg", "aria-live": "polite" });
+  const wrap = el("div", { class: "calc-field", "data-field": name }, [
+    el("label", { for: id, text: spec.label + (spec.unit ? ` (${spec.unit})` : "") }),
+    input,
+    spec.help ? el("span", { id: `${id}-help`, class: "calc-help", text: spec.help }) : null,
+    message,
+  ]);
+  return { wrap, input, message };
+}
+
+/** A labelled <select>. options: [[value, text], ...]. */
+export function selectField(name, label, options, value, idPrefix, help) {
+  const id = `${idPrefix}-${name}`;
+  const select = el("select", { id, name, "aria-describedby": `${id}-msg${help ? ` ${id}-help` : ""}` },
+    options.map(([v, text]) => el("option", { value: v, text, selected: v === value })));
+  const message = el("span", { id: `${id}-msg`, class: "calc-msg", "aria-live": "polite" });
+  const wrap = el("div", { class: "calc-field", "data-field": name }, [
+    el("label", { for: id, text: label }),
+    select,
+    help ? el("span", { id: `${id}-help`, class: "calc-help", text: help }) : null,
+    message,
+  ]);
+  return { wrap, input: select, message };
+}
+
+/**
+ * Tracks the messages of a set of fields: show(name, text) marks that field invalid,
+ * clearAll() resets every field. Fields are {input, message} from the builders above.
+ */
+export class Messages {
+  constructor(fields, fallback) {
+    this.fields = fields; // name -> {input, message}
+    this.fallback = fallback; // element for problems no single field owns
+  }
+
+  clearAll() {
+    for (const f of Object.values(this.fields)) {
+      f.message.textContent = "";
+      f.input.removeAttribute("aria-invalid");
+    }
+    this.fallback.textContent = "";
+  }
+
+  show(name, text) {
+    const f = this.fields[name];
+    if (!f) {
+      this.fallback.textContent = text;
+      return;
+    }
+    f.message.textContent = text;
+    f.input.setAttribute("aria-invalid", "true");
+  }
+}

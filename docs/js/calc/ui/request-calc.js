@@ -1,0 +1,437 @@
+// The Calculator page: a workload, a GPU and a GEMM speedup -> TTFT, per-token and request
+// speedups, the eligible fraction per phase, and the funnel, drawn live. The model is
+// ../request.js (a mirror of twofour.request); this module is only the form around it.
+//
+// The inputs live in the page's query string (?gpu=H100&batch=8...), rewritten on every valid
+// change, so the address bar is always a link to the scenario on screen; opening such a link
+// restores it. Placeholder: <div data-calc="request"></div> (add data-url="off" where the
+// page's URL must not change, e.g. a copy embedded in a chapter).
+
+import { InputError } from "../errors.js";
+import { integerText, percentText, speedupText, timeText } from "../format.js";
+import { funnel } from "../funnel.js";
+import { GPUS, SPARSE_GPUS } from "../hardware.js";
+import { DEFAULT_EFFICIENCY, padMultiple } from "../roofline.js";
+import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS, buildInputs, evaluate, summary } from "../request.js";
+import { drawFunnel } from "./funnel-svg.js";
+import { Messages, el, nextId, numberField, parseField, selectField } from "./form.js";
+
+const MODEL_FIELDS = ["layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
+
+// Input limits. The model itself accepts counts up to 2**31 - 1; beyond these a value is not
+// a real deployment, and is far more likely a typo, so the form says so.
+export const FIELDS = {
+  batch: { label: "batch", integer: true, min: 1, max: 1_000_000, example: "8", why: "Larger is not a real batch." },
+  prompt_len: { label: "prompt tokens", integer: true, min: 1, max: 100_000_000, example: "512",
+    why: "Larger is not a real prompt." },
+  output_len: { label: "output tokens", integer: true, min: 1, max: 100_000_000, example: "256",
+    why: "Larger is not a real answer." },
+  layers: { label: "layers", integer: true, min: 1, max: 10_000, example: "32" },
+  hidden: { label: "hidden size", integer: true, min: 1, max: 1_000_000, example: "4096" },
+  intermediate: { label: "MLP intermediate size", integer: true, min: 1, max: 4_000_000, example: "14336" },
+  heads: { label: "attention heads", integer: true, min: 1, max: 100_000, example: "32" },
+  kv_heads: { label: "KV heads", integer: true, min: 1, max: 100_000, example: "8" },
+  vocab: { label: "vocabulary size", integer: true, min: 1, max: 10_000_000, example: "128256" },
+  speedup_prefill: { label: "measured prefill GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
+    example: "1.5", help: "dense time / 2:4 time of the pruned GEMMs at M = batch × prompt tokens" },
+  speedup_decode: { label: "measured decode GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
+    example: "1.78", help: "the same at M = batch (one token per sequence)" },
+  step_overhead_ms: { label: "fixed cost per step", unit: "ms", integer: false, min: 0, max: 1_000_000, example: "0.5",
+    help: "launches, sampling, scheduling" },
+  request_overhead_ms: { label: "fixed cost per request", unit: "ms", integer: false, min: 0, max: 1_000_000,
+    example: "20", help: "tokenisation, queueing, network (part of TTFT)" },
+  attention_efficiency: { label: "attention efficiency", integer: false, min: 0, minOpen: true, max: 1, example: "0.6",
+    help: "fraction of the dense peak the attention kernels reach" },
+  memory_efficiency: { label: "memory efficiency", integer: false, min: 0, minOpen: true, max: 1, example: "0.85",
+    help: "fraction of bandwidth for KV cache, norms, embedding" },
+};
+
+// Starting values (see the Defaults table on the page for their sources).
+export const DEFAULTS = {
+  gpu: "H100", dtype: "bf16", model: "Llama-3-8B", ...PRESETS["Llama-3-8B"],
+  batch: 1, prompt_len: 512, output_len: 256,
+  gemm: "roofline", speedup_prefill: 1.5, speedup_decode: 1.78,
+  pruned: [...BLOCK_LINEARS],
+  step_overhead_ms: 0, request_overhead_ms: 0, attention_efficiency: 1, memory_efficiency: 1,
+  scope: "request",
+};
+
+// Query-string names of the inputs (short, readable in a shared link).
+export const URL_KEYS = {
+  gpu: "gpu", dtype: "dtype", model: "model", layers: "layers", hidden: "hidden", intermediate: "intermediate",
+  heads: "heads", kv_heads: "kv_heads", vocab: "vocab", batch: "batch", prompt_len: "prompt", output_len: "output",
+  gemm: "gemm", speedup_prefill: "s_prefill", speedup_decode: "s_decode", pruned: "pruned",
+  step_overhead_ms: "step_ms", request_overhead_ms: "request_ms", attention_efficiency: "attn_eff",
+  memory_efficiency: "mem_eff", scope: "scope",
+};
+
+const KIND_GROUPS = [
+  ["attention projections", ["q_proj", "k_proj", "v_proj", "o_proj"]],
+  ["MLP", ["gate_proj", "up_proj", "down_proj"]],
+  ["output", ["lm_head"]],
+];
+
+/**
+ * Everything the page shows for one valid state (a plain object of parsed inputs).
+ * Pure: no DOM. Throws InputError naming the form field at fault.
+ */
+export function computeScenario(state) {
+  const model = state.model === "custom"
+    ? Object.fromEntries(MODEL_FIELDS.map((f) => [f, state[f]]))
+    : PRESETS[state.model];
+  const workload = { model, batch: state.batch, prompt_len: state.prompt_len, output_len: state.output_len,
+    dtype: state.dtype, pruned: state.pruned };
+  const gemmSpeedup = state.gemm === "measured" ? { prefill: state.speedup_prefill, decode: state.speedup_decode } : null;
+  let inputs;
+  try {
+    inputs = buildInputs(workload, state.gpu, {
+      gemmSpeedup,
+      assumptions: {
+        step_overhead_s: state.step_overhead_ms * 1e-3,
+        request_overhead_s: state.request_overhead_ms * 1e-3,
+        attention_efficiency: state.attention_efficiency,
+        memory_efficiency: state.memory_efficiency,
+      },
+    });
+  } catch (err) {
+    if (err instanceof InputError) {
+      const rename = { gemm_speedup_prefill: "speedup_prefill", gemm_speedup_decode: "speedup_decode",
+        step_overhead_s: "step_overhead_ms", request_overhead_s: "request_overhead_ms" };
+      throw new InputError(rename[err.field] ?? err.field, err.message);
+    }
+    throw err;
+  }
+  const est = evaluate(inputs);
+  return { model, inputs, est, summary: summary(est), stages: funnel(est, state.scope), prunedShare: prunedWeightShare(model, state.pruned) };
+}
+
+/** Share of all linear-layer weights (block linears + LM head) that are stored 2:4. */
+export function prunedWeightShare(model, pruned) {
+  const h = model.hidden, I = model.intermediate, L = model.layers;
+  const kvDim = model.kv_heads * Math.floor(model.hidden / model.heads);
+  const params = {
+    q_proj: h * h * L, k_proj: kvDim * h * L, v_proj: kvDim * h * L, o_proj: h * h * L,
+    gate_proj: I * h * L, up_proj: I * h * L, down_proj: h * I * L, lm_head: model.vocab * h,
+  };
+  let all = 0, kept = 0;
+  for (const k of LINEAR_KINDS) {
+    all += params[k];
+    if (pruned.includes(k)) kept += params[k];
+  }
+  return kept / all;
+}
+
+function siteBase() {
+  try {
+    return JSON.parse(document.getElementById("__config").textContent).base.replace(/\/$/, "");
+  } catch {
+    return "..";
+  }
+}
+
+export function mount(root) {
+  const id = nextId("request");
+  // The Calculator page keeps its inputs in the URL; a copy embedded in a chapter
+  // (data-url="off") leaves the chapter's URL alone.
+  const syncUrl = root.dataset.url !== "off";
+  // Read before the first update, which rewrites the address bar with what is on screen.
+  const sharedQuery = syncUrl ? location.search : "";
+  const f = {}; // name -> {wrap, input, message}
+
+  // --- the form ---
+  const gpuOptions = SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})${GPUS[g].unconfirmed.length ? " *" : ""}`]);
+  f.scenario = selectField("scenario", "start from a scenario",
+    [["", "(keep my inputs)"], ...Object.keys(SCENARIOS).map((s) => [s, s])], "", id,
+    "sets model, batch and lengths to one of chapter 6's workloads");
+  f.model = selectField("model", "model", [...Object.keys(PRESETS).map((m) => [m, m]), ["custom", "custom shape"]], DEFAULTS.model, id);
+  for (const name of MODEL_FIELDS) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
+  for (const name of ["batch", "prompt_len", "output_len"]) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
+  f.gpu = selectField("gpu", "GPU", gpuOptions, DEFAULTS.gpu, id,
+    "GPUs marked * have numbers we could not confirm against an NVIDIA document");
+  f.dtype = selectField("dtype", "dtype (weights and activations)", Object.keys(DTYPE_BYTES).map((d) => [d, d]), DEFAULTS.dtype, id);
+
+  const gemmName = `${id}-gemm`;
+  const gemmRadios = [["roofline", "predicted by the roofline model"], ["measured", "typed in from a measurement"]].map(([v, text]) => {
+    const input = el("input", { type: "radio", name: "gemm", id: `${gemmName}-${v}`, value: v, checked: v === DEFAULTS.gemm });
+    return { value: v, input, label: el("label", { for: `${gemmName}-${v}`, text }) };
+  });
+  f.gemm = { input: gemmRadios[0].input, message: el("span", { class: "calc-msg", "aria-live": "polite" }) };
+  for (const name of ["speedup_prefill", "speedup_decode"]) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
+
+  const kindBoxes = {};
+  const kindSets = KIND_GROUPS.map(([legend, kinds]) => el("fieldset", { class: "calc-kinds" }, [
+    el("legend", { text: legend }),
+    ...kinds.map((k) => {
+      const input = el("input", { type: "checkbox", name: "pruned", value: k, id: `${id}-kind-${k}`, checked: DEFAULTS.pruned.includes(k) });
+      kindBoxes[k] = input;
+      return el("span", { class: "calc-check" }, [input, el("label", { for: `${id}-kind-${k}`, text: k })]);
+    }),
+  ]));
+  f.pruned = { input: kindBoxes.q_proj, message: el("span", { class: "calc-msg", "aria-live": "polite" }) };
+  const prunedShare = el("output", { "data-out": "pruned_share" });
+
+  for (const name of ["step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"]) {
+    f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
+  }
+
+  const customBox = el("div", { class: "calc-grid calc-custom" }, MODEL_FIELDS.map((n) => f[n].wrap));
+  const measuredBox = el("div", { class: "calc-grid" }, [f.speedup_prefill.wrap, f.speedup_decode.wrap]);
+  const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
+    el("fieldset", {}, [el("legend", { text: "Workload" }),
+      el("div", { class: "calc-grid" }, [f.scenario.wrap, f.model.wrap]), customBox,
+      el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap])]),
+    el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap])]),
+    el("fieldset", {}, [el("legend", { text: "Linear layers stored 2:4" }),
+      el("div", { class: "calc-grid" }, kindSets),
+      el("p", { class: "calc-help" }, ["share of all linear-layer weights that are 2:4: ", prunedShare]), f.pruned.message]),
+    el("fieldset", {}, [el("legend", { text: "2:4 GEMM speedup" }),
+      el("div", { class: "calc-radios" }, gemmRadios.flatMap((r) => [el("span", { class: "calc-check" }, [r.input, r.label])])),
+      measuredBox, f.gemm.message]),
+    el("details", { class: "calc-more" }, [el("summary", { text: "More assumptions: fixed costs and efficiencies" }),
+      el("div", { class: "calc-grid" }, [f.step_overhead_ms.wrap, f.request_overhead_ms.wrap, f.attention_efficiency.wrap, f.memory_efficiency.wrap])]),
+  ]);
+  form.addEventListener("submit", (e) => e.preventDefault());
+
+  // --- the results ---
+  const o = {};
+  const cell = (name) => (o[name] = el("td", { "data-out": name }));
+  // No class on the table: Material styles only `table:not([class])`.
+  const table = el("table", {}, [
+    el("caption", { text: "Dense vs 2:4, from the model" }),
+    el("thead", {}, [el("tr", {}, ["", "dense", "2:4", "speedup", "eligible share p"].map((t) => el("th", { scope: "col", text: t })))]),
+    el("tbody", {}, [
+      ["time to first token", "ttft"], ["time per output token", "tpot"], ["whole request", "total"],
+    ].map(([label, key]) => {
+      const p = { ttft: "p_prefill", tpot: "p_decode", total: "p_request" }[key];
+      const s = { ttft: "speedup_ttft", tpot: "speedup_tpot", total: "speedup_request" }[key];
+      return el("tr", {}, [el("th", { scope: "row", text: label }), cell(`${key}_dense_s`), cell(`${key}_sparse_s`), cell(s), cell(p)]);
+    })),
+  ]);
+  const gemmLine = el("p", { "data-out": "gemm_line" });
+  const scopeName = `${id}-scope`;
+  const scopeRadios = [["request", "whole request"], ["prefill", "prefill (TTFT)"], ["decode", "decode (per token)"]].map(([v, text]) => {
+    const input = el("input", { type: "radio", name: "scope", id: `${scopeName}-${v}`, value: v, checked: v === DEFAULTS.scope });
+    return { value: v, input, label: el("label", { for: `${scopeName}-${v}`, text }) };
+  });
+  const scopeGroup = el("fieldset", { class: "calc-radios calc-scope" }, [el("legend", { text: "funnel for" }),
+    ...scopeRadios.map((r) => el("span", { class: "calc-check" }, [r.input, r.label]))]);
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.id = `${id}-funnel`;
+  svg.setAttribute("class", "calc-funnel");
+  const establish = el("ul", { "data-out": "establish" });
+  const measure = el("ol", { "data-out": "measure" });
+  const stale = el("p", { class: "calc-stale", "data-out": "stale", "aria-live": "polite" });
+  const general = el("p", { class: "calc-msg", "aria-live": "polite" });
+  const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
+    stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, scopeGroup, svg,
+    el("div", { class: "calc-grid calc-verdict" }, [
+      el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
+      el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
+    ]),
+  ]);
+
+  root.replaceChildren(el("div", { class: "calc calc--request", role: "group", "aria-label": "Request calculator" }, [form, results]));
+  const messages = new Messages(f, general);
+
+  // --- reading the form ---
+  function gemmSource() {
+    return gemmRadios.find((r) => r.input.checked)?.value ?? "roofline";
+  }
+  function scope() {
+    return scopeRadios.find((r) => r.input.checked)?.value ?? "request";
+  }
+  function readState() {
+    const state = { gpu: f.gpu.input.value, dtype: f.dtype.input.value, model: f.model.input.value, gemm: gemmSource(),
+      scope: scope(), pruned: LINEAR_KINDS.filter((k) => kindBoxes[k].checked) };
+    const errors = [];
+    const numeric = ["batch", "prompt_len", "output_len", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"];
+    if (state.model === "custom") numeric.push(...MODEL_FIELDS);
+    if (state.gemm === "measured") numeric.push("speedup_prefill", "speedup_decode");
+    for (const name of numeric) {
+      try {
+        state[name] = parseField(name, f[name].input.value, FIELDS[name]);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        errors.push(err);
+      }
+    }
+    return { state, errors };
+  }
+
+  function syncVisibility() {
+    customBox.hidden = f.model.input.value !== "custom";
+    measuredBox.hidden = gemmSource() !== "measured";
+  }
+
+  // --- the update: parse, compute, show (or keep the last valid result) ---
+  function update() {
+    syncVisibility();
+    messages.clearAll();
+    const { state, errors } = readState();
+    let view = null;
+    if (!errors.length) {
+      try {
+        view = computeScenario(state);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        errors.push(err);
+      }
+    }
+    if (errors.length) {
+      for (const e of errors) messages.show(e.field, e.message);
+      stale.textContent = root.dataset.calcValid ? "Input problem: showing the last valid result until it is fixed." : "";
+      return false;
+    }
+    stale.textContent = "";
+    show(state, view);
+    if (syncUrl) scheduleUrl(state);
+    root.dataset.calcValid = "true";
+    return true;
+  }
+
+  function show(state, view) {
+    const s = view.summary;
+    for (const key of ["ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s", "total_sparse_s"]) {
+      o[key].textContent = timeText(s[key]);
+    }
+    for (const key of ["speedup_ttft", "speedup_tpot", "speedup_request"]) o[key].textContent = speedupText(s[key]);
+    for (const key of ["p_prefill", "p_decode", "p_request"]) o[key].textContent = percentText(s[key]);
+    prunedShare.textContent = percentText(view.prunedShare);
+    const source = state.gemm === "measured" ? "typed in as measured" : "predicted by the roofline with assumed efficiencies";
+    gemmLine.textContent = `2:4 GEMM speedup used (${source}): prefill ${speedupText(s.gemm_speedup_prefill)}, decode ${speedupText(s.gemm_speedup_decode)}. `
+      + `Roofline ceiling with perfect kernels: prefill ${speedupText(s.ceiling_speedup_prefill)}, decode ${speedupText(s.ceiling_speedup_decode)}.`;
+    const scopeLabel = { request: "the whole request", prefill: "prefill (time to first token)", decode: "decode (time per output token)" }[state.scope];
+    drawFunnel(svg, view.stages, { kernelRole: state.gemm === "measured" ? "measured" : "predicted",
+      title: `The funnel for ${scopeLabel}: from the data sheet's 2:4 speedup to what this workload gets` });
+    writeVerdict(state, view);
+  }
+
+  function writeVerdict(state, view) {
+    const s = view.summary;
+    const p = s.p_request;
+    const bound = p < 1 ? speedupText(1 / (1 - p)) : "no limit";
+    const items = [
+      `At most ${percentText(p)} of this request's time is in 2:4 GEMMs, so even an infinitely fast sparse kernel could not make it more than ${bound} faster (Amdahl's bound 1 / (1 − p)).`,
+      `The eligible share is ${percentText(s.p_prefill)} of time to first token and ${percentText(s.p_decode)} of each decode step.`,
+      `With the GEMM speedups above, the model gives ${speedupText(s.speedup_ttft)} on TTFT, ${speedupText(s.speedup_tpot)} per output token and ${speedupText(s.speedup_request)} on the whole request.`,
+    ];
+    if (s.gemm_speedup_decode < 1) {
+      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(state.batch)} rows the per-call cost and padding outweigh the bytes saved.`);
+    }
+    if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
+    establish.replaceChildren(...items.map((t) => el("li", { text: t })));
+
+    const backend = GPUS[state.gpu].backends[0];
+    const pad = padMultiple(backend, state.dtype);
+    const mPrefill = state.batch * state.prompt_len;
+    const base = siteBase();
+    const link = (href, text) => el("a", { href: `${base}/${href}`, text });
+    measure.replaceChildren(
+      el("li", {}, [`Does a sparse kernel run at all at these shapes? Decode multiplies M = ${integerText(state.batch)} (one row per sequence; the ${backend} path pads them to a multiple of ${pad}), prefill M = ${integerText(mPrefill)}. Prove which kernel ran with a profiler (`,
+        link("notebooks/04-kernel-speed/", "chapter 4"), ").", ]),
+      el("li", {}, [state.gemm === "measured"
+        ? "The GEMM speedups you typed: were they measured at these M, on this GPU, dtype and library version? "
+        : `The achieved 2:4 GEMM speedup: the predicted one rests on assumed efficiencies and a ${DEFAULT_EFFICIENCY.sparse_overhead_us} µs per-call cost of the sparse path, not on a measurement. `,
+      "Time dense and 2:4 at both M with ", el("code", { text: "twofour bench" }), " and type the results in."]),
+      el("li", {}, ["The quality cost of pruning to 2:4, and what recovering it costs (",
+        link("reference/sources/", "sources"), "): one-shot 2:4 pruning raises perplexity noticeably unless the model is fine-tuned or the masks are learned."]),
+      el("li", {}, ["The real time split of your serving engine: this model runs kernels back to back with no overlap and only the fixed costs you enter (",
+        link("notebooks/06-amdahl/", "chapter 6"), ")."]),
+    );
+  }
+
+  // --- the URL: always a link to what is on screen ---
+  // Written a moment after the last change rather than on every keystroke: replaceState
+  // costs milliseconds and browsers throttle floods of it. Skipped if the reader has moved
+  // on to another page (instant navigation keeps this script alive).
+  const pagePath = location.pathname;
+  let urlTimer = null;
+  function scheduleUrl(state) {
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(() => {
+      if (root.isConnected && location.pathname === pagePath) writeUrl(state);
+    }, 120);
+  }
+
+  function writeUrl(state) {
+    const q = new URLSearchParams();
+    const put = (name, value) => q.set(URL_KEYS[name], String(value));
+    put("gpu", state.gpu);
+    put("dtype", state.dtype);
+    put("model", state.model);
+    if (state.model === "custom") for (const n of MODEL_FIELDS) put(n, state[n]);
+    for (const n of ["batch", "prompt_len", "output_len"]) put(n, state[n]);
+    put("gemm", state.gemm);
+    if (state.gemm === "measured") for (const n of ["speedup_prefill", "speedup_decode"]) put(n, state[n]);
+    put("pruned", state.pruned.join(",") || "none");
+    for (const n of ["step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"]) {
+      if (state[n] !== DEFAULTS[n]) put(n, state[n]);
+    }
+    if (state.scope !== "request") put("scope", state.scope);
+    const url = `${location.pathname}?${q.toString()}${location.hash}`;
+    if (url !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(history.state, "", url);
+  }
+
+  /** Put a shared link's values into the form; unknown names/values get a message, not silence. */
+  function readUrl() {
+    const q = new URLSearchParams(sharedQuery);
+    const problems = [];
+    const setSelect = (name, value) => {
+      const select = f[name].input;
+      if ([...select.options].some((opt) => opt.value === value)) select.value = value;
+      else problems.push([name, `The link asks for ${name} "${value}", which this calculator does not know; valid: ${[...select.options].map((x) => x.value).join(", ")}.`]);
+    };
+    for (const [name, key] of Object.entries(URL_KEYS)) {
+      if (!q.has(key)) continue;
+      const value = q.get(key);
+      if (["gpu", "dtype", "model"].includes(name)) setSelect(name, value);
+      else if (name === "gemm") {
+        const r = gemmRadios.find((x) => x.value === value);
+        if (r) r.input.checked = true; else problems.push(["gemm", `The link asks for GEMM source "${value}"; valid: roofline, measured.`]);
+      } else if (name === "scope") {
+        const r = scopeRadios.find((x) => x.value === value);
+        if (r) r.input.checked = true; else problems.push(["scope", `The link asks for funnel scope "${value}"; valid: request, prefill, decode.`]);
+      } else if (name === "pruned") {
+        const kinds = value === "none" ? [] : value.split(",");
+        const unknown = kinds.filter((k) => !LINEAR_KINDS.includes(k));
+        if (unknown.length) problems.push(["pruned", `The link names unknown layer kinds ${unknown.join(", ")}; valid: ${LINEAR_KINDS.join(", ")}.`]);
+        else for (const k of LINEAR_KINDS) kindBoxes[k].checked = kinds.includes(k);
+      } else {
+        f[name].input.value = value;
+      }
+    }
+    return problems;
+  }
+
+  // --- wiring ---
+  f.scenario.input.addEventListener("change", () => {
+    const sc = SCENARIOS[f.scenario.input.value];
+    if (!sc) return;
+    f.model.input.value = sc.model;
+    for (const n of MODEL_FIELDS) f[n].input.value = PRESETS[sc.model][n];
+    f.batch.input.value = sc.batch;
+    f.prompt_len.input.value = sc.prompt_len;
+    f.output_len.input.value = sc.output_len;
+    f.dtype.input.value = sc.dtype;
+    update();
+  });
+  f.model.input.addEventListener("change", () => {
+    // Switching to "custom" starts from the preset that was selected, so one field can be changed.
+    const preset = PRESETS[f.model.input.value];
+    if (preset) for (const n of MODEL_FIELDS) f[n].input.value = preset[n];
+  });
+  form.addEventListener("input", (e) => {
+    if (e.target !== f.scenario.input && e.target !== f.model.input) f.scenario.input.value = "";
+    update();
+  });
+  scopeGroup.addEventListener("input", update);
+
+  root.calcUpdate = update;
+  root.calcState = () => readState().state;
+  update(); // the defaults: always valid, so there is a last valid result to keep
+  if (syncUrl) {
+    const problems = readUrl();
+    update();
+    for (const [name, text] of problems) messages.show(name, text);
+  }
+}
