@@ -463,6 +463,36 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
     assert not watched.console_errors
 
 
+def test_embedded_gemm_calculator_matches_the_python_roofline(watched, base_url):
+    page = _open(watched, base_url, CALC)
+    calc = page.locator("[data-calc='gemm']").first
+    for (M, N, K, dtype, gpu) in [(16, 4096, 4096, "fp16", "H100"), (1, 14336, 4096, "int8", "L4"),
+                                  (8192, 4096, 14336, "bf16", "A100"), (3, 1024, 8192, "fp8", "B200")]:
+        calc.get_by_label("M (tokens)").fill(str(M))
+        calc.get_by_label("N (out_features)").fill(str(N))
+        calc.get_by_label("K (in_features)").fill(str(K))
+        calc.get_by_label("GPU", exact=True).select_option(gpu)
+        calc.get_by_label("dtype", exact=True).select_option(dtype)
+        p = roofline.predict(M, N, K, dtype, gpu)
+        shown = _outputs(calc)
+        assert shown["dense"] == f"{fixed(p.dense_us, 2)} µs" and shown["sparse"] == f"{fixed(p.sparse_us, 2)} µs"
+        assert shown["speedup"] == speedup_text(p.speedup)
+        assert shown["bounds"] == f"dense {p.bound_dense}, 2:4 {p.bound_sparse}"
+        assert shown["padding"] == ("no padding" if p.M_padded == M else f"2:4 path pads M to {integer_text(p.M_padded)}")
+        assert shown["waves"] == f"SMs busy: {percent_text(p.wave_eff_dense)}"
+
+
+def test_reset_restores_the_defaults_and_the_link(watched, base_url):
+    page = _open(watched, base_url, CALC + "?gpu=L4&dtype=int8&batch=32&gemm=measured&s_prefill=1.2&s_decode=0.7&scope=prefill")
+    root = _request_calc(page)
+    assert root.get_by_label("GPU", exact=True).input_value() == "L4"
+    root.get_by_role("button", name="Reset to the defaults").click()
+    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
+    _assert_shows(root, _expected_request(default, "request", request.BLOCK_LINEARS))
+    _wait_for_url(page, "gpu=H100")
+    assert "s_decode" not in page.url and "scope" not in page.url
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input
 
@@ -528,6 +558,24 @@ REQUEST_BAD = [
     ("MLP intermediate size", "14338", "intermediate", "multiple of 4"),
     ("vocabulary size", "1e12", "vocab", "from 1 to"),
 ]
+
+
+GEMM_BAD = [
+    ("M (tokens)", "0", "M", "from 1"),
+    ("M (tokens)", "", "M", "enter a value"),
+    ("K (in_features)", "4098", "K", "multiple of 4"),
+    ("N (out_features)", "-8", "N", "negative"),
+    ("N (out_features)", "1e15", "N", "not a real weight"),
+    ("dtype", "fp8", "dtype", "no dense tensor-core peak for dtype 'fp8'"),  # on the A100
+]
+
+
+@pytest.mark.parametrize("label,text,field,expect", GEMM_BAD)
+def test_gemm_bad_input_gets_a_message_not_nan(watched, base_url, label, text, field, expect):
+    page = _open(watched, base_url, CALC)
+    calc = page.locator("[data-calc='gemm']").first
+    calc.get_by_label("GPU", exact=True).select_option("A100")
+    _bad_input_case(calc, label, text, field, expect)
 
 
 @pytest.mark.parametrize("label,text,field,expect", AMDAHL_BAD)
@@ -610,7 +658,7 @@ def test_calculators_mount_once_under_instant_navigation(watched, base_url):
     page.go_back()
     page.wait_for_function("() => document.querySelector('[data-calc=request]')?.dataset.calcReady === 'true'")
     assert page.evaluate("window.__noReload") == "still here"
-    assert page.locator(".calc--request").count() == 1 and page.locator(".calc--small").count() == 2
+    assert page.locator(".calc--request").count() == 1 and page.locator(".calc--small").count() == 3
     assert not watched.console_errors and not watched.external_requests
 
 

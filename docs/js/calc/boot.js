@@ -1,4 +1,4 @@
-// Mounts every calculator placeholder on the page: <div data-calc="request|amdahl|packing">.
+// Mounts every calculator placeholder on the page: <div data-calc="request|amdahl|packing|gemm">.
 //
 // Loaded once as an ES module (mkdocs.yml extra_javascript). Material's `document$` emits on
 // the first load and after every instant navigation, which swaps the page content without a
@@ -6,10 +6,11 @@
 // a placeholder is marked when mounted and skipped after that.
 
 import * as amdahl from "./ui/amdahl-calc.js";
+import * as gemm from "./ui/gemm-calc.js";
 import * as packing from "./ui/packing-calc.js";
 import * as request from "./ui/request-calc.js";
 
-const CALCULATORS = { amdahl, packing, request };
+const CALCULATORS = { amdahl, gemm, packing, request };
 
 export function mountAll(scope = document) {
   for (const root of scope.querySelectorAll("[data-calc]")) {

@@ -222,8 +222,12 @@ export function mount(root) {
   const measure = el("ol", { "data-out": "measure" });
   const stale = el("p", { class: "calc-stale", "data-out": "stale", "aria-live": "polite" });
   const general = el("p", { class: "calc-msg", "aria-live": "polite" });
+  const copyButton = el("button", { type: "button", class: "md-button", text: "Copy link to this scenario" });
+  const resetButton = el("button", { type: "button", class: "md-button", text: "Reset to the defaults" });
+  const copyStatus = el("span", { class: "calc-help", "aria-live": "polite", "data-out": "copy_status" });
+  const actions = el("p", { class: "calc-actions" }, syncUrl ? [copyButton, " ", resetButton, " ", copyStatus] : [resetButton]);
   const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
-    stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, scopeGroup, svg,
+    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, scopeGroup, svg,
     el("div", { class: "calc-grid calc-verdict" }, [
       el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
       el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
@@ -403,7 +407,33 @@ export function mount(root) {
     return problems;
   }
 
+  function reset() {
+    f.scenario.input.value = "";
+    for (const name of ["gpu", "dtype", "model", ...MODEL_FIELDS, "batch", "prompt_len", "output_len", "speedup_prefill",
+      "speedup_decode", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"]) {
+      f[name].input.value = String(DEFAULTS[name]);
+    }
+    for (const k of LINEAR_KINDS) kindBoxes[k].checked = DEFAULTS.pruned.includes(k);
+    for (const r of gemmRadios) r.input.checked = r.value === DEFAULTS.gemm;
+    for (const r of scopeRadios) r.input.checked = r.value === DEFAULTS.scope;
+    update();
+  }
+
+  async function copyLink() {
+    clearTimeout(urlTimer);
+    const { state, errors } = readState();
+    if (!errors.length) writeUrl(state);
+    try {
+      await navigator.clipboard.writeText(location.href);
+      copyStatus.textContent = "Link copied.";
+    } catch {
+      copyStatus.textContent = "Copy the address bar: it holds this scenario.";
+    }
+  }
+
   // --- wiring ---
+  resetButton.addEventListener("click", reset);
+  copyButton.addEventListener("click", copyLink);
   f.scenario.input.addEventListener("change", () => {
     const sc = SCENARIOS[f.scenario.input.value];
     if (!sc) return;
