@@ -47,8 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="comma-separated criteria (default: all), e.g. 'magnitude 2:4,activation-aware 2:4'",
     )
-    parser.add_argument("--train-steps", type=_positive_int, default=DEFAULT_TRAIN.steps, metavar="N")
-    parser.add_argument("--recover-steps", type=_positive_int, default=DEFAULT_RECOVER.steps, metavar="N")
+    parser.add_argument(
+        "--train-steps", type=_positive_int, default=DEFAULT_TRAIN.steps, metavar="N",
+        help=f"training steps of each dense model (default {DEFAULT_TRAIN.steps})",
+    )
+    parser.add_argument(
+        "--recover-steps", type=_positive_int, default=DEFAULT_RECOVER.steps, metavar="N",
+        help=f"masked fine-tuning steps per pruned model, and extra steps for the dense baseline (default {DEFAULT_RECOVER.steps})",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_TRAIN.seed, help="training seed (recovery uses seed+1)")
     parser.add_argument(
         "--threads",

@@ -22,6 +22,7 @@ saves to and loads from a JSON results file with provenance (``twofour quality -
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import platform
@@ -32,7 +33,7 @@ from pathlib import Path
 import torch
 
 from .corpus import Corpus
-from .criteria import CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
+from .criteria import CALIBRATION_SEED, CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
 from .model import ModelConfig, TinyLM, prunable_linears
 from .train import TrainConfig, continue_training, deterministic, perplexity, train
 
@@ -264,7 +265,7 @@ def run_size(
     with deterministic(threads):
         dense, _ = train(spec.model, corpus, train_cfg, progress=f"train {spec.name}" if progress else False)
         ppl_dense = perplexity(dense, corpus.val, max_windows=eval_windows)
-        extra = pruned_copy(dense, {})  # a plain deep copy
+        extra = copy.deepcopy(dense)
         continue_training(extra, corpus, recover_cfg, progress=f"dense +{recover_cfg.steps} steps" if progress else False)
         ppl_dense_extra = perplexity(extra, corpus.val, max_windows=eval_windows)
         act_norms = activation_norms(dense, corpus.train) if any(CRITERIA[n].score == "activation" for n in names) else None
@@ -357,7 +358,12 @@ def run_sweep(
         "platform": platform.platform(),
         "threads": threads,
         "corpus_sha256": corpus.sha256,
-        "seeds": {"train": train_cfg.seed, "recover": recover_cfg.seed, "random_mask": train_cfg.seed, "calibration": 1234},
+        "seeds": {
+            "train": train_cfg.seed,
+            "recover": recover_cfg.seed,
+            "random_mask": train_cfg.seed,
+            "calibration": CALIBRATION_SEED,
+        },
         "wall_time_s": round(time.perf_counter() - start, 1),
     }
     return table

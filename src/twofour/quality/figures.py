@@ -101,23 +101,36 @@ def _line(role: str) -> dict:
     return {"color": ROLES[role].color, "linestyle": ROLES[role].linestyle}
 
 
-def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None):
-    """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept."""
-    rows = _one_size(table, size).rows
+def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, *, exclude: tuple[str, ...] = ("random 2:4",)):
+    """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept.
+
+    ``exclude`` leaves criteria off the chart (by default random 2:4, which sits so far away
+    that it would squash the others into a corner).
+    """
+    rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
+    if not rows:
+        raise ValueError(f"nothing left to plot after excluding {exclude}")
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for r in rows:
         ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
     ax.axhline(1.0, **_line("dense"), label="dense")
     ax.set_xlabel("weight mass kept: share of sum |W| in the pruned layers (%)")
     ax.set_ylabel("one-shot perplexity / dense")
-    ax.set_title(f"{rows[0].size} model: keeping more |W| is not the same as keeping quality")
+    left_out = f" ({', '.join(exclude)} left out)" if exclude else ""
+    ax.set_title(f"{rows[0].size} model: |W| kept vs one-shot quality{left_out}")
     ax.legend(fontsize=8)
     return fig, ax
 
 
-def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True):
-    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
+def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exclude: tuple[str, ...] = ("random 2:4",)):
+    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered).
+
+    ``exclude`` leaves criteria off the chart (random 2:4 by default: its scale hides the rest).
+    """
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
+    if not len(table):
+        raise ValueError(f"nothing left to plot after excluding {exclude}")
     for crit in table.criteria():
         rows = sorted(table.where(criterion=crit).rows, key=lambda r: r.n_params)
         params = [r.n_params for r in rows]
