@@ -295,6 +295,29 @@ def test_js_tables_equal_the_python_tables(watched, base_url):
     assert js["dtypes"] == request.DTYPE_BYTES
 
 
+def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watched, base_url):
+    """The Calculator page's prose names the defaults; if the code changes them, this fails."""
+    page = _open(watched, base_url, CALC)
+    _import(page, "ui/request-calc")
+    defaults = page.evaluate("() => window.__m['ui/request-calc'].DEFAULTS")
+    text = (Path(__file__).resolve().parents[2] / "docs/calculator/index.md").read_text()
+    row = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    e = roofline.DEFAULT_EFFICIENCY
+    assert f"efficiencies {e.dense_compute} dense / {e.sparse_compute} sparse of peak" in row["predicted GEMM speedup"]
+    assert f"{e.dense_memory:.0%} of bandwidth" in row["predicted GEMM speedup"]
+    assert f"{e.dense_overhead_us:g} µs and {e.sparse_overhead_us:g} µs per call" in row["predicted GEMM speedup"]
+    assert f"| {defaults['speedup_prefill']} |" in row["measured GEMM speedup, prefill"]
+    assert f"| {defaults['speedup_decode']} |" in row["measured GEMM speedup, decode"]
+    assert f"{1 / packing.packed_ratio(torch.bfloat16):.2f}" == str(defaults["speedup_decode"])  # the bytes ceiling
+    cfg = models.PRESETS[defaults["model"]]
+    assert (f"{cfg.name} ({cfg.layers} layers, hidden {cfg.hidden}, MLP {cfg.intermediate}, {cfg.heads} heads, "
+            f"{cfg.kv_heads} KV heads)") in row["model shapes"]
+    assert f"| {defaults['gpu']} SXM |" in row["GPU peaks and bandwidth"]
+    chat = request.SCENARIOS["chat decode, batch 1"]
+    assert (defaults["batch"], defaults["prompt_len"], defaults["output_len"]) == (chat.batch, chat.prompt_len, chat.output_len)
+    assert f"batch {chat.batch}, {chat.prompt_len} prompt and {chat.output_len} output tokens" in row["workload"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Driving the calculators like a user
 
