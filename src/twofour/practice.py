@@ -570,6 +570,14 @@ def _numbers_table(q: Question) -> str:
     return "\n".join(rows)
 
 
+def _unit_phrase(unit: str) -> str:
+    if unit == "x":
+        return "as a speedup, e.g. 1.23, "
+    if unit == "%":
+        return "in percent, "
+    return f"in {_attr(unit)}, " if unit else ""
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
@@ -616,7 +624,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'data-unit="{_attr(c.unit)}" markdown="1">',
             "",
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
-            + (f" (in {_attr(c.unit)}, within {c.tolerance:.0%})" if c.unit else f" (within {c.tolerance:.0%})")
+            + f" ({_unit_phrase(c.unit)}within {c.tolerance:.0%})"
             + "</p>",
             "",
             '<details class="practice-derivation" markdown="1">',

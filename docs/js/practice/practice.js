@@ -68,7 +68,8 @@ function setUpCheck(check) {
   const inputId = nextId("practice-answer");
   const label = document.createElement("label");
   label.htmlFor = inputId;
-  label.textContent = unit ? `Your answer (${unit})` : "Your answer";
+  const unitWords = { x: "a speedup", "%": "percent" };
+  label.textContent = unit ? `Your answer (${unitWords[unit] || unit})` : "Your answer";
   const input = document.createElement("input");
   input.id = inputId;
   input.type = "text";

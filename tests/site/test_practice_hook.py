@@ -1,0 +1,48 @@
+"""Unit tests of site_hooks/practice.py: the markers become the bank's cards, nothing else changes."""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
+
+import practice as hook  # noqa: E402
+
+from twofour.practice import LEVELS, load_bank  # noqa: E402
+
+BANK = load_bank()
+
+
+def _page(src_uri: str):
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_level_marker_becomes_that_levels_cards(level):
+    out = hook.on_page_markdown(f"# T\n\n<!-- practice-level {level} -->\n", _page(f"practice/{level}.md"), None, None)
+    ids = [q.id for q in BANK.by_level(level)]
+    assert out.count('<article class="practice-q"') == len(ids)
+    assert all(f'id="q-{qid}"' in out for qid in ids)
+    assert "{{" not in out and "practice-level" not in out
+
+
+def test_mode_marker_holds_every_card_and_the_filters():
+    out = hook.on_page_markdown("<!-- practice-mode -->", _page("practice/index.md"), None, None)
+    assert out.count('<article class="practice-q"') == len(BANK)
+    root = out.split("\n", 1)[0]
+    assert "data-practice-mode" in root
+    topics = json.loads(html.unescape(root.split('data-topics="', 1)[1].split('"', 1)[0]))
+    assert set(topics) == {q.topic for q in BANK}
+
+
+def test_other_pages_are_left_alone_and_bad_levels_refused():
+    text = "<!-- practice-mode -->"
+    assert hook.on_page_markdown(text, _page("index.md"), None, None) == text
+    with pytest.raises(ValueError, match="level must be one of"):
+        hook.on_page_markdown("<!-- practice-level easy -->", _page("practice/x.md"), None, None)
