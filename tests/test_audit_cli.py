@@ -207,3 +207,16 @@ def test_unreadable_file(capsys, tmp_path):
     path.chmod(0)
     err = _one_line_error(*run_cli(capsys, path))
     assert "cannot be read" in err
+
+
+def test_safetensors_byte_ranges_match_the_tensors(safetensors_file):
+    from twofour.dispatch.checkpoint import open_checkpoint
+
+    with open_checkpoint(safetensors_file) as ckpt:
+        raw = safetensors_file.read_bytes()
+        for name in ckpt.names():
+            offset, length = ckpt._ranges[name]
+            t = ckpt.tensor(name)
+            assert length == t.numel() * t.element_size()
+            assert raw[offset : offset + length] == t.contiguous().view(torch.uint8).numpy().tobytes()
+            ckpt.prefetch(name)  # a hint: must not fail

@@ -257,7 +257,10 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
                 yield name, kind, tuple(w.shape), w.dtype, (lambda w=w: w)
         return
     if isinstance(source, Checkpoint):
-        for name in source.names():
+        names = source.names()
+        for i, name in enumerate(names):
+            if i + 1 < len(names):
+                source.prefetch(names[i + 1])  # the disk reads the next tensor while this one is checked
             shape = source.shape(name)
             yield name, weight_kind(name, shape), shape, source.dtype(name), (lambda name=name: source.tensor(name))
         return

@@ -1,0 +1,244 @@
+"""Lab 3, "Dispatch detective": checkers for diagnosing and fixing layers that should be fast.
+
+Seven prepared linear layers (:func:`suspects`) each come with a story: "we pruned it, it
+should be 2x faster". None of them will be. The learner writes:
+
+* ``diagnose(suspect) -> str``: the main reason, one of :data:`REASONS`, found with
+  ``twofour.dispatch.explain`` (and ``twofour.check`` where explain points at the structure);
+* ``make_packable(W) -> W_ready``: a weight ``to_sparse_semi_structured`` accepts and that runs
+  a correct sparse kernel: half precision, contiguous, dimensions padded with zeros up to the
+  backend's multiples, pruned to 2:4 only if it is not 2:4 already;
+* ``proof(fn) -> (gemm_class, ms_per_call)``: from ``twofour.dispatch.kernels``, the class of
+  the matmul that ran and its time.
+
+Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
+otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
+of ``explain`` to read; they never print the expected answer.
+
+>>> from twofour.labs import lab3
+>>> sorted(lab3.suspects())[:3]
+['A: the pruned MLP', 'B: the float32 layer', 'C: the transposed export']
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from ..device import environment
+from ..dispatch import explain, hypothetical_gpu, probe
+from ..dispatch.kernels import CLASSES, kernels
+from ..structure import check, prune
+from ._common import CheckFailed, exercise_check
+
+__all__ = [
+    "REASONS",
+    "Suspect",
+    "suspects",
+    "target",
+    "check_diagnose",
+    "check_make_packable",
+    "check_proof",
+    "reference_diagnose",
+]
+
+REASONS = ("not-packed", "dtype", "wrong-axis", "not-2:4", "too-small", "not-contiguous", "padding")
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A prepared layer: its weight, the activation shape it serves, and the story told about it."""
+
+    name: str
+    W: torch.Tensor
+    x_shape: tuple[int, int]
+    story: str
+
+    def __repr__(self) -> str:
+        return f"Suspect({self.name!r}, W {tuple(self.W.shape)} {str(self.W.dtype).replace('torch.', '')}, x {self.x_shape})"
+
+
+def target():
+    """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100."""
+    env = environment()
+    return probe() if env.sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
+
+
+def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return prune(torch.randn(N, K, generator=g))[0].to(dtype)
+
+
+def suspects() -> dict[str, Suspect]:
+    """The seven layers, by name. Each call builds fresh tensors (deterministic, seeded)."""
+    g = torch.Generator().manual_seed(3)
+    unstructured = torch.randn(512, 1024, generator=g)
+    unstructured = (unstructured * (torch.rand(512, 1024, generator=g) < 0.5)).half()
+    made = [
+        Suspect("A: the pruned MLP", _pruned(1024, 512, 1), (256, 512),
+                "Pruned to 2:4 with a mask, saved, loaded, served. Half the weights are zero!"),
+        Suspect("B: the float32 layer", _pruned(512, 512, 2, torch.float32), (256, 512),
+                "2:4 pruned and kept in float32 'for accuracy'."),
+        Suspect("C: the transposed export", _pruned(1024, 512, 3).t().contiguous(), (256, 1024),
+                "Exported from a framework that stores weights as [in, out]; pruned 2:4 there, transposed back."),
+        Suspect("D: the 50% layer", unstructured, (256, 1024),
+                "Magnitude-pruned to exactly 50% sparsity, layer by layer."),
+        Suspect("E: the tiny head", _pruned(8, 512, 5), (256, 512),
+                "A classifier head with 8 outputs, pruned like everything else."),
+        Suspect("F: the tied projection", _pruned(1024, 512, 6).t().contiguous().t(), (256, 512),
+                "Shares its storage with another layer through a transposed view."),
+        Suspect("G: the decode step", _pruned(1024, 1024, 7), (1, 1024),
+                "Packs and runs sparse, but serves one token per call (decoding)."),
+    ]
+    return {s.name: s for s in made}
+
+
+# The answers, and for each suspect the row of explain() that gives it away.
+_ANSWERS = {
+    "A: the pruned MLP": "not-packed",
+    "B: the float32 layer": "dtype",
+    "C: the transposed export": "wrong-axis",
+    "D: the 50% layer": "not-2:4",
+    "E: the tiny head": "too-small",
+    "F: the tied projection": "not-contiguous",
+    "G: the decode step": "padding",
+}
+_HINTS = {
+    "A: the pruned MLP": "explain(...) finds nothing wrong with packing it; read its first row (packed) and the verdict's path",
+    "B: the float32 layer": "read the dtype row of explain(...) for the default backend",
+    "C: the transposed export": "the structure row says the groups break 2:4; call twofour.check on W and on W.t() and compare",
+    "D: the 50% layer": "the structure row says the groups break 2:4; is W.t() any better?",
+    "E: the tiny head": "read the shape row of explain(...): compare N with the backend's minimum",
+    "F: the tied projection": "look at W.stride() and the contiguous row of explain(...)",
+    "G: the decode step": "packing works here (if_packed is sparse); read the padding row: how many of the kernel's rows are real tokens?",
+}
+
+
+def reference_diagnose(suspect: Suspect, on=None) -> str:
+    """The reference diagnosis, derived from explain() the way the lab asks (used in tests)."""
+    v = explain(suspect.W, suspect.x_shape, target=on or target())
+    topics = v.topics
+    for topic, reason in (("dtype", "dtype"), ("contiguous", "not-contiguous"), ("shape", "too-small")):
+        if topic in topics:
+            return reason
+    if "structure" in topics:
+        W = suspect.W
+        return "wrong-axis" if W.shape[0] % 4 == 0 and check(W.t().contiguous()).valid else "not-2:4"
+    if "padding" in topics and v.M_padded and v.M_padded > v.M:
+        return "padding"
+    return "not-packed"
+
+
+@exercise_check("diagnose")
+def check_diagnose(diagnose) -> str:
+    """Run ``diagnose`` on every suspect; the first wrong one raises a hint."""
+    for name, suspect in suspects().items():
+        got = diagnose(suspect)
+        if got not in REASONS:
+            raise CheckFailed(f"suspect {name!r}: diagnose returned {got!r}; return one of {REASONS}")
+        if got != _ANSWERS[name]:
+            raise CheckFailed(f"suspect {name!r}: {got!r} is not the main reason. Hint: {_HINTS[name]}.")
+    return f"all {len(_ANSWERS)} suspects diagnosed"
+
+
+def _problem(W_ready, W, name: str, on) -> str | None:
+    """Why W_ready is not an acceptable fix of W, or None."""
+    if not isinstance(W_ready, torch.Tensor):
+        return f"make_packable returned {type(W_ready).__name__}, not a tensor"
+    if W_ready.dtype not in (torch.float16, torch.bfloat16):
+        return f"W_ready is {W_ready.dtype}; the default backend wants float16 or bfloat16"
+    N, K = W.shape
+    if W_ready.dim() != 2 or W_ready.shape[0] < N or W_ready.shape[1] < K:
+        return f"W_ready has shape {tuple(W_ready.shape)}; it must keep all {N} x {K} of W (pad, never crop)"
+    v = explain(W_ready, 256, target=on)
+    if not v.would_be_sparse or v.problems("wrong"):
+        return f"explain(W_ready) still finds: {', '.join(t for t in v.topics if t not in ('packed', 'padding'))}"
+    core = W_ready[:N, :K].float()
+    extra_rows, extra_cols = W_ready[N:].float(), W_ready[:, K:].float()
+    if (extra_rows.numel() and bool(extra_rows.any())) or (extra_cols.numel() and bool(extra_cols.any())):
+        return "the padding must be zeros, so the extra outputs are zero and the real ones unchanged"
+    original = W.to(W_ready.dtype).float()
+    kept = core != 0
+    if not torch.equal(core[kept], original[kept]):
+        return "W_ready changed values of W; only casting, zero padding and pruning are allowed"
+    if check(W.contiguous()).valid and not torch.equal(core, original):
+        return "W was already 2:4 (along K), but W_ready dropped some of its values; prune only weights that need it"
+    if not check(W.contiguous()).valid:
+        # The magnitude-pruned W keeps the 2 largest of every group; a fix may not keep smaller ones.
+        best = prune(W.contiguous().to(W_ready.dtype))[0].float()
+        if best.abs().sum() > core.abs().sum() * (1 + 1e-3):
+            return "the pruned weight keeps less magnitude than magnitude pruning would: keep the 2 largest |values| per group"
+    return None
+
+
+@exercise_check("make_packable")
+def check_make_packable(make_packable) -> str:
+    """Every suspect's weight, after ``make_packable``, must pack to a correct sparse kernel."""
+    on = target()
+    extra = {
+        "an already perfect layer": _pruned(256, 256, 11),
+        "a bfloat16 layer 40 wide": _pruned(64, 40, 12, torch.bfloat16),
+    }
+    cases = {name: s.W for name, s in suspects().items()} | extra
+    for name, W in cases.items():
+        before = W.clone()
+        W_ready = make_packable(W)
+        if not torch.equal(W, before):
+            raise CheckFailed(f"case {name!r}: make_packable modified its input in place; return a new tensor")
+        problem = _problem(W_ready, W, name, on)
+        if problem:
+            raise CheckFailed(f"case {name!r}: {problem}")
+    return f"all {len(cases)} weights pack to a correct sparse kernel on {_target_name(on)}"
+
+
+def _target_name(on) -> str:
+    return on.env.gpu_name or "this machine"
+
+
+@exercise_check("proof")
+def check_proof(proof) -> str:
+    """``proof(fn)`` must return ``(gemm_class, ms_per_call)`` matching the profiler."""
+    g = torch.Generator().manual_seed(0)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.float16 if device.type == "cuda" else torch.float32
+    W = prune(torch.randn(256, 512, generator=g))[0].to(device, dtype)
+    x = torch.randn(128, 512, generator=g).to(device, dtype)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
+        W_csr = W.float().cpu().to_sparse_csr()
+    x_t = x.float().cpu().t().contiguous()
+    cases = {
+        "dense layer with 2:4 zeros": (lambda: torch.nn.functional.linear(x, W), "dense-gemm"),
+        "CSR matmul on the CPU": (lambda: torch.sparse.mm(W_csr, x_t), "sparse-general"),
+    }
+    if environment().sparse_ok:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*prototype.*")
+            Ws = torch.sparse.to_sparse_semi_structured(W.half())
+        from ..dispatch import default_backend
+
+        cases["packed 2:4 layer"] = (lambda: torch.nn.functional.linear(x.half(), Ws), f"sparse-{default_backend()}")
+    for name, (fn, expected) in cases.items():
+        got = proof(fn)
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise CheckFailed(f"case {name!r}: return a tuple (gemm_class, ms_per_call), got {got!r}")
+        cls, ms = got
+        if cls not in CLASSES:
+            raise CheckFailed(f"case {name!r}: {cls!r} is not a class of twofour.dispatch.kernels; see CLASSES")
+        if cls != expected:
+            raise CheckFailed(
+                f"case {name!r}: {cls!r} is not the class that ran. Hint: profile fn with kernels(fn) and pick the "
+                "matmul class with the most time (report.gemm_class), not the first row"
+            )
+        if not (isinstance(ms, (int, float)) and math.isfinite(ms) and ms > 0):
+            raise CheckFailed(f"case {name!r}: the time must be a positive number of ms per call, got {ms!r}")
+        reference = kernels(fn).time_ms_per_call(expected)
+        if not (reference / 20 <= ms <= reference * 20):
+            raise CheckFailed(
+                f"case {name!r}: {ms!r} ms is far from what the profiler measures; use report.time_ms_per_call(cls) "
+                "(milliseconds, not microseconds)"
+            )
+    return f"the profiler's proof is right for all {len(cases)} cases"

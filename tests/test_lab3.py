@@ -1,0 +1,171 @@
+"""Lab 3 checkers: right answers pass, typical mistakes get a hint that names the suspect, stubs say 'not done yet'."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import twofour
+from twofour.dispatch import backend_rules, default_backend, explain, kernels
+from twofour.labs import lab3
+from twofour.labs._common import CheckFailed
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def diagnose(suspect):
+    v = explain(suspect.W, suspect.x_shape, target=lab3.target())
+    for topic, reason in (("dtype", "dtype"), ("contiguous", "not-contiguous"), ("shape", "too-small")):
+        if topic in v.topics:
+            return reason
+    if "structure" in v.topics:
+        return "wrong-axis" if twofour.check(suspect.W.t().contiguous()).valid else "not-2:4"
+    if v.M_padded is not None and v.M_padded > v.M:
+        return "padding"
+    return "not-packed"
+
+
+def make_packable(W, *, cast=True, contiguous=True, pad=True, prune="if-needed"):
+    if cast and W.dtype not in (torch.float16, torch.bfloat16):
+        W = W.to(torch.float16)
+    if contiguous:
+        W = W.contiguous()
+    rule = backend_rules(default_backend()).shapes.get(W.dtype)
+    if pad and rule is not None:
+        N, K = W.shape
+        rows = max(rule.sparse_min_rows, -(-N // rule.sparse_min_rows) * rule.sparse_min_rows)
+        cols = max(rule.sparse_min_cols, -(-K // rule.sparse_min_cols) * rule.sparse_min_cols)
+        W = F.pad(W, (0, cols - K, 0, rows - N))
+    else:
+        W = W.clone()
+    if prune == "always" or (prune == "if-needed" and W.shape[1] % 4 == 0 and not twofour.check(W.contiguous()).valid):
+        W = twofour.prune(W.contiguous())[0]
+    return W
+
+
+def proof(fn):
+    report = kernels(fn)
+    return report.gemm_class, report.time_ms_per_call(report.gemm_class)
+
+
+def test_suspects_are_as_described():
+    s = lab3.suspects()
+    assert len(s) == len(lab3.REASONS) == 7
+    assert {lab3.reference_diagnose(v) for v in s.values()} == set(lab3.REASONS)
+    assert not s["F: the tied projection"].W.is_contiguous()
+    assert s["B: the float32 layer"].W.dtype == torch.float32
+    assert twofour.check(s["C: the transposed export"].W.t().contiguous()).valid
+    assert not twofour.check(s["C: the transposed export"].W).valid
+    assert "Suspect(" in repr(s["A: the pruned MLP"])
+
+
+def test_reference_matches_the_answers():
+    for name, suspect in lab3.suspects().items():
+        assert lab3.reference_diagnose(suspect) == lab3._ANSWERS[name]
+
+
+def test_solutions_pass(capsys):
+    assert lab3.check_diagnose(diagnose) is True
+    assert lab3.check_make_packable(make_packable) is True
+    assert lab3.check_proof(proof) is True
+    assert capsys.readouterr().out.count("passed:") == 3
+
+
+def test_stubs_are_not_done_yet(capsys):
+    def stub(*args):
+        raise NotImplementedError
+
+    assert lab3.check_diagnose(stub) is False
+    assert lab3.check_make_packable(stub) is False
+    assert lab3.check_proof(stub) is False
+    assert capsys.readouterr().out.count("not done yet") == 3
+
+
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda s: "slow", "return one of"),
+        (lambda s: "not-packed", "suspect 'B: the float32 layer'.*dtype row"),
+        (lambda s: "not-2:4" if "C:" in s.name else diagnose(s), "suspect 'C: the transposed export'.*W.t()"),
+        (lambda s: "wrong-axis" if "D:" in s.name else diagnose(s), "suspect 'D: the 50% layer'"),
+        (lambda s: "not-packed" if "G:" in s.name else diagnose(s), "suspect 'G: the decode step'.*padding row"),
+    ],
+)
+def test_diagnose_hints(wrong, match):
+    with pytest.raises(CheckFailed, match=match):
+        lab3.check_diagnose(wrong)
+
+
+def test_diagnose_hints_never_give_the_answer():
+    # A hint may name the row of explain() to read ("the dtype row"), never the code to return.
+    for name, hint in lab3._HINTS.items():
+        code = lab3._ANSWERS[name]
+        assert f"'{code}'" not in hint and f'"{code}"' not in hint
+        if "-" in code or ":" in code:
+            assert code not in hint
+
+
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda W: W, "float16 or bfloat16"),
+        (lambda W: make_packable(W, contiguous=False), "contiguous"),
+        (lambda W: make_packable(W, pad=False), "shape"),
+        (lambda W: make_packable(W, prune="never"), "structure"),
+        (lambda W: make_packable(W, prune="always"), "already 2:4"),
+        (lambda W: make_packable(W)[:4], "pad, never crop"),
+        (lambda W: make_packable(W) * 2, "changed values"),
+        (lambda W: F.pad(make_packable(W), (0, 0, 0, 16), value=1.0), "padding must be zeros"),
+        (lambda W: W.half().contiguous() if W.dtype != torch.float16 else W.copy_(W), "in place"),
+        (lambda W: "W", "not a tensor"),
+    ],
+)
+def test_make_packable_hints(wrong, match):
+    with pytest.raises(CheckFailed, match=match):
+        lab3.check_make_packable(wrong)
+
+
+def test_make_packable_must_keep_the_largest_values():
+    def keep_smallest(W):
+        W = make_packable(W, prune="never")
+        if twofour.check(W).valid:
+            return W
+        return twofour.prune(W, scores=-W.float().abs())[0]
+
+    with pytest.raises(CheckFailed, match="2 largest"):
+        lab3.check_make_packable(keep_smallest)
+
+
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda fn: "dense-gemm", "tuple"),
+        (lambda fn: ("fast", 1.0), "not a class"),
+        (lambda fn: ("other", 1.0), "not the class that ran"),
+        (lambda fn: (kernels(fn).gemm_class, 0), "positive number"),
+        (lambda fn: (kernels(fn).gemm_class, kernels(fn).time_us[kernels(fn).gemm_class] * 1000), "microseconds"),
+    ],
+)
+def test_proof_hints(wrong, match):
+    with pytest.raises(CheckFailed, match=match):
+        lab3.check_proof(wrong)
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def test_exercise_and_solution_notebooks_differ_only_in_exercise_and_title_cells():
+    ex = _cells(ROOT / "labs" / "lab3-dispatch-detective.ipynb")
+    sol = _cells(ROOT / "labs" / "solutions" / "lab3-solutions.ipynb")
+    assert len(ex) == len(sol)
+    for i, (a, b) in enumerate(zip(ex, sol)):
+        if i == 0 or "exercise" in a.get("metadata", {}).get("tags", []):
+            continue
+        assert a["source"] == b["source"], f"cell {i} differs"
+    stubs = [c for c in ex if "exercise" in c.get("metadata", {}).get("tags", [])]
+    assert stubs and all("raise NotImplementedError" in "".join(c["source"]) for c in stubs)
