@@ -16,7 +16,8 @@ class                how it is recognised (name, case-insensitive)
                      ``_sparse_semi_structured_mm/addmm`` (PyTorch's CUTLASS ops)
 ``sparse-general``   ``torch.sparse`` CSR/COO matmuls (``aten::_sparse_mm`` ...), and any
                      matmul operator that reads CSR/COO indices: no sparse tensor cores
-``dense-gemm``       ``gemm``, ``gemv``, ``cublas``, ``cutlass``, ``xmma``, ``nvjet``;
+``dense-gemm``       ``gemm``, ``gemv``, ``cublas``, ``cutlass``, ``xmma``, ``nvjet`` (recent
+                     cuBLAS names its Hopper GEMMs ``nvjet_...``, GindaChen/nsys-ai PR #582);
                      on the CPU ``aten::mm``, ``addmm``, ``bmm``, ``matmul``, ``linear``
 ``other``            everything else (copies, padding, elementwise kernels, ...)
 ==================== ====================================================================
