@@ -9,7 +9,7 @@ The learner writes two functions:
   returns the loss and leaves every pruned weight exactly zero.
 
 The checkers run them on :func:`provided_model`, a small byte-level language model trained here
-from scratch (deterministic; about half a minute on one CPU core), and compare with magnitude
+from scratch (deterministic; under a minute on one idle CPU core), and compare with magnitude
 2:4 pruning. Hints point at the mistake, never at the answer.
 
 >>> import torch
