@@ -404,3 +404,36 @@ def test_cli_out_must_not_be_a_directory(tmp_path, capsys):
     assert main(["quality", "--out", str(tmp_path), "--sizes", "tiny"]) == 2
     assert "is a directory" in capsys.readouterr().err
 
+
+
+# ---- figures and cited numbers -----------------------------------------------------------
+
+
+def test_figures_draw_what_the_table_holds(tiny_table):
+    from twofour.quality import figures
+
+    fig, ax = figures.plot_criteria(tiny_table)
+    assert len(ax.lines) == 2 * len(tiny_table) + 2  # one-shot + recovered per criterion, two dense lines
+    fig, ax = figures.plot_mass_vs_quality(tiny_table)
+    assert len(ax.collections) == 1  # random 2:4 is left out by default
+    fig, ax = figures.plot_mass_vs_quality(tiny_table, exclude=())
+    assert len(ax.collections) == 2
+    with pytest.raises(ValueError, match="nothing left to plot"):
+        figures.plot_size_sweep(tiny_table.where(criterion="random 2:4"))
+    with pytest.raises(ValueError, match="size must be one of"):
+        figures.plot_criteria(tiny_table, size="huge")
+    fig, ax = figures.plot_published()
+    assert len(ax.lines) == 5 + 1
+
+
+def test_published_ratios():
+    from twofour.quality import published
+
+    assert published.ratio("LLaMA-2-7B", "2:4 magnitude") == pytest.approx(54.59 / 5.12)
+    for model, row in published.WANDA_LLAMA2.items():
+        # the README's ordering at every size: unstructured 50% <= 4:8 <= 2:4 for Wanda
+        assert row["50% Wanda"] <= row["4:8 Wanda"] <= row["2:4 Wanda"], model
+    with pytest.raises(ValueError, match="model must be one of"):
+        published.ratio("LLaMA-3-8B", "dense")
+    with pytest.raises(ValueError, match="method must be one of"):
+        published.ratio("LLaMA-2-7B", "2:4 random")
