@@ -58,7 +58,7 @@ def test_mode_shows_one_question_and_reveals_rubric_then_answer(watched, base_ur
 
 def test_level_filter_and_random_stay_within_the_level(watched, base_url):
     page = _open(watched, base_url, MODE)
-    page.get_by_label("Level").select_option("deep")
+    page.get_by_label("Level", exact=True).select_option("deep")
     deep = {q.id for q in load_bank().by_level("deep")}
     for _ in range(4):
         assert _visible_cards(page).first.get_attribute("data-qid") in deep
@@ -129,7 +129,7 @@ def test_practice_mode_survives_instant_navigation(watched, base_url):
     page.goto(base_url + "/practice/fundamentals/", wait_until="load")
     page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/fundamentals/'")
     page.evaluate("window.__noReload = 'still here'")
-    page.locator(".md-content a[href$='practice/']").first.click()
+    page.locator(".md-content a", has_text="practice mode").first.click()
     page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/'")
     page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
     assert page.evaluate("window.__noReload") == "still here", "navigation was not instant"

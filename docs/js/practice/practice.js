@@ -160,7 +160,7 @@ function setUpCard(card, state) {
         saveState(fresh);
       });
     });
-    rubric.append(score);
+    rubric.after(score); // visible with the rubric closed: a returning reader sees their grade
     update();
   }
 
