@@ -45,6 +45,7 @@ CELL_TIMEOUT_S = 900
 # How many kernels run at once on a cold cache. Kernel start-up and imports are mostly
 # waiting, so two at a time pays off even on 2 cores.
 WORKERS = int(os.environ.get("TWOFOUR_NB_WORKERS", "2"))
+KEEP_COPIES = 3  # executed copies kept per notebook (see _prune)
 # Bump when the execution settings change in a way the hash above does not see.
 CACHE_VERSION = "1"
 
@@ -116,14 +117,24 @@ def _execute_here(path: Path, out: Path) -> None:
     except CellExecutionError as err:
         raise NotebookExecutionError(f"{path.relative_to(ROOT)} failed to execute:\n{err}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    # Drop stale copies of the same notebook so the cache does not grow without bound.
-    prefix = _cache_name(path) + "-"
-    for old in out.parent.glob(prefix + "*.ipynb"):
-        if len(old.name) == len(out.name):  # same prefix and key length: an older copy
-            old.unlink(missing_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     nbformat.write(nb, tmp)
     tmp.replace(out)  # atomic: a build killed mid-write never leaves a half notebook behind
+    _prune(path, out)
+
+
+def _prune(path: Path, out: Path, keep: int = KEEP_COPIES) -> None:
+    """Drop old executed copies of one notebook so the cache does not grow without bound.
+
+    Keeps the newest few rather than only the latest: two builds running at once from
+    slightly different sources (e.g. `make serve` while tests run) must not delete each
+    other's fresh results.
+    """
+    prefix = _cache_name(path) + "-"
+    copies = [p for p in out.parent.glob(prefix + "*.ipynb") if len(p.name) == len(out.name)]
+    copies.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True)
+    for old in copies[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def _execute_in_subprocess(path: Path, out: Path) -> None:
@@ -159,13 +170,24 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
     """
     package_digest = _package_digest()
     outs = {path: _cache_path(path, cache_key(path, package_digest)) for path in paths}
-    todo = [path for path in paths if not outs[path].exists()]
+    results: dict[Path, Executed] = {}
+    for path in paths:
+        try:  # read hits now: a concurrent build may prune old copies later
+            results[path] = Executed(path, nbformat.read(outs[path], as_version=4), True)
+        except FileNotFoundError:
+            pass
+
+    def run(path: Path) -> Executed:
+        _execute_in_subprocess(path, outs[path])
+        return Executed(path, nbformat.read(outs[path], as_version=4), False)
+
+    todo = [path for path in paths if path not in results]
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, WORKERS)) as pool:
-        futures = [pool.submit(_execute_in_subprocess, p, outs[p]) for p in todo]
-        for future in futures:
+        futures = {path: pool.submit(run, path) for path in todo}
+        for path, future in futures.items():
             try:
-                future.result()
+                results[path] = future.result()
             except NotebookExecutionError as err:
                 if not keep_going:
                     pool.shutdown(cancel_futures=True)  # fail fast: do not start the rest
@@ -173,7 +195,7 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
                 errors.append(str(err))
     if errors:
         raise NotebookExecutionError("\n\n".join(errors))
-    return [Executed(p, nbformat.read(outs[p], as_version=4), p not in todo) for p in paths]
+    return [results[path] for path in paths]
 
 
 if __name__ == "__main__":

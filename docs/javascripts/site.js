@@ -2,9 +2,14 @@
 // navigation (which swaps the page without reloading), so all set-up runs from there and
 // must be idempotent: it may run many times on the same window.
 document$.subscribe(function () {
-  var root = document.documentElement;
-  // Lets tests (and anyone debugging) see that page scripts ran for the current page.
-  root.dataset.htwPage = location.pathname;
+  // Wide formulas, program output and tables scroll sideways; a scrolling box must be
+  // reachable by keyboard (WCAG 2.1.1), so make the ones that actually overflow focusable.
+  document.querySelectorAll(".md-content .math-block, .md-content .nb-output, .md-typeset__scrollwrap")
+    .forEach(function (box) {
+      if (box.scrollWidth > box.clientWidth && !box.hasAttribute("tabindex")) {
+        box.tabIndex = 0;
+      }
+    });
 
   // Links leaving the site open in a new tab, so a reader keeps their place in a chapter.
   var here = location.host;
@@ -14,4 +19,7 @@ document$.subscribe(function () {
       a.rel = "noopener";
     }
   });
+
+  // Last: tells tests (and anyone debugging) that set-up finished for the current page.
+  document.documentElement.dataset.htwPage = location.pathname;
 });
