@@ -34,6 +34,8 @@ import torch
 
 from .._tensors import SUPPORTED_DTYPES
 from ..structure import StructureReport, check
+from ._fastcount import fast_check_2_4
+from ._fastcount import supports as fast_supports
 from .probe import as_environment
 from .rules import backend_rules, default_backend, is_packed, packed_backend
 
@@ -394,6 +396,13 @@ def explain(
     )
 
 
+def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:
+    """``check(W, n, m)`` counts; the audit's fast path when it applies (same numbers, tested)."""
+    if (n, m) == (2, 4) and fast_supports(W):
+        return fast_check_2_4(W)
+    return check(W, n, m, max_examples=1, max_locations=0)
+
+
 def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, known: StructureReport | None) -> Check:
     """Is W n:m along K? If not, is it 2:4 along the wrong axis, or merely half zeros?"""
     n, m = pattern
@@ -406,7 +415,7 @@ def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, kn
     if W.shape[1] % m:
         return Check("structure", "error", f"K={W.shape[1]} is not a multiple of the group size {m}")
     usable = known is not None and (known.n, known.m) == (n, m) and known.shape == tuple(W.shape)
-    report = known if usable else check(W, n, m, max_examples=1, max_locations=0)
+    report = known if usable else _count(W, n, m)
     if report.valid:
         extra = " (float32 is stored as 1:2 pairs)" if pattern == (1, 2) else ""
         return Check("structure", "ok", f"every group of {m} along K holds at most {n} non-zeros{extra}")
@@ -417,13 +426,13 @@ def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, kn
     )
     detail = f"{report.num_bad_groups:,} of {report.num_groups:,} groups ({report.fraction_bad:.1%}) break {name} along K"
     if report.nonzero_fraction <= n / m + 1e-9:
-        if W.shape[0] % m == 0 and check(W.t(), n, m, max_examples=0, max_locations=0).valid:
+        if W.shape[0] % m == 0 and _count(W.t().contiguous(), n, m).valid:
             detail += f"; W.t() is {name}: the zeros run along out_features (pruned along the wrong axis)"
         else:
             detail += f"; {1 - report.nonzero_fraction:.0%} of W is zero, but not {n} in every {m} along K (unstructured)"
     if pattern == (1, 2):
         detail = f"{report.num_bad_groups:,} of {report.num_groups:,} pairs ({report.fraction_bad:.1%}) hold 2 non-zeros"
-        if check(W, 2, 4, max_examples=0, max_locations=0).valid:
+        if _count(W, 2, 4).valid:
             detail += "; W is 2:4, but float32 is stored 1:2 (one non-zero per pair), which is stricter"
         else:
             detail += "; float32 is stored 1:2 (one non-zero per pair)"

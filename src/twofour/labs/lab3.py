@@ -75,22 +75,22 @@ def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
 def suspects() -> dict[str, Suspect]:
     """The seven layers, by name. Each call builds fresh tensors (deterministic, seeded)."""
     g = torch.Generator().manual_seed(3)
-    unstructured = torch.randn(512, 1024, generator=g)
-    unstructured = (unstructured * (torch.rand(512, 1024, generator=g) < 0.5)).half()
+    unstructured = torch.randn(256, 512, generator=g)
+    unstructured = (unstructured * (torch.rand(256, 512, generator=g) < 0.5)).half()
     made = [
-        Suspect("A: the pruned MLP", _pruned(1024, 512, 1), (256, 512),
+        Suspect("A: the pruned MLP", _pruned(512, 256, 1), (256, 256),
                 "Pruned to 2:4 with a mask, saved, loaded, served. Half the weights are zero!"),
-        Suspect("B: the float32 layer", _pruned(512, 512, 2, torch.float32), (256, 512),
+        Suspect("B: the float32 layer", _pruned(256, 256, 2, torch.float32), (256, 256),
                 "2:4 pruned and kept in float32 'for accuracy'."),
-        Suspect("C: the transposed export", _pruned(1024, 512, 3).t().contiguous(), (256, 1024),
+        Suspect("C: the transposed export", _pruned(512, 256, 3).t().contiguous(), (256, 512),
                 "Exported from a framework that stores weights as [in, out]; pruned 2:4 there, transposed back."),
-        Suspect("D: the 50% layer", unstructured, (256, 1024),
+        Suspect("D: the 50% layer", unstructured, (256, 512),
                 "Magnitude-pruned to exactly 50% sparsity, layer by layer."),
-        Suspect("E: the tiny head", _pruned(8, 512, 5), (256, 512),
+        Suspect("E: the tiny head", _pruned(8, 256, 5), (256, 256),
                 "A classifier head with 8 outputs, pruned like everything else."),
-        Suspect("F: the tied projection", _pruned(1024, 512, 6).t().contiguous().t(), (256, 512),
+        Suspect("F: the tied projection", _pruned(256, 512, 6).t().contiguous().t(), (256, 512),
                 "Shares its storage with another layer through a transposed view."),
-        Suspect("G: the decode step", _pruned(1024, 1024, 7), (1, 1024),
+        Suspect("G: the decode step", _pruned(512, 512, 7), (1, 512),
                 "Packs and runs sparse, but serves one token per call (decoding)."),
     ]
     return {s.name: s for s in made}
@@ -164,9 +164,10 @@ def _problem(W_ready, W, name: str, on) -> str | None:
     kept = core != 0
     if not torch.equal(core[kept], original[kept]):
         return "W_ready changed values of W; only casting, zero padding and pruning are allowed"
-    if check(W.contiguous()).valid and not torch.equal(core, original):
+    was_valid = check(W.contiguous(), max_examples=0, max_locations=0).valid
+    if was_valid and not torch.equal(core, original):
         return "W was already 2:4 (along K), but W_ready dropped some of its values; prune only weights that need it"
-    if not check(W.contiguous()).valid:
+    if not was_valid:
         # The magnitude-pruned W keeps the 2 largest of every group; a fix may not keep smaller ones.
         best = prune(W.contiguous().to(W_ready.dtype))[0].float()
         if best.abs().sum() > core.abs().sum() * (1 + 1e-3):
@@ -180,7 +181,7 @@ def check_make_packable(make_packable) -> str:
     on = target()
     extra = {
         "an already perfect layer": _pruned(256, 256, 11),
-        "a bfloat16 layer 40 wide": _pruned(64, 40, 12, torch.bfloat16),
+        "a bfloat16 layer 40 wide": _pruned(64, 40, 12, torch.bfloat16),  # K=40: pad to the column multiple
     }
     cases = {name: s.W for name, s in suspects().items()} | extra
     for name, W in cases.items():
@@ -235,8 +236,9 @@ def check_proof(proof) -> str:
             )
         if not (isinstance(ms, (int, float)) and math.isfinite(ms) and ms > 0):
             raise CheckFailed(f"case {name!r}: the time must be a positive number of ms per call, got {ms!r}")
+        # Only a unit slip (x1000) is caught: timings on a busy machine vary several-fold.
         reference = kernels(fn).time_ms_per_call(expected)
-        if not (reference / 20 <= ms <= reference * 20):
+        if not (reference / 200 <= ms <= reference * 200):
             raise CheckFailed(
                 f"case {name!r}: {ms!r} ms is far from what the profiler measures; use report.time_ms_per_call(cls) "
                 "(milliseconds, not microseconds)"
