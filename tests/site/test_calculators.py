@@ -696,8 +696,9 @@ def test_chapter_pages_get_the_calculators_in_place_of_their_widget_cells(watche
     assert _outputs(calc)["speedup"] == speedup_text(amdahl.speedup(0.5, 2.0))
     req = page.locator("[data-calc='request']")
     assert req.count() == 1
-    url = page.url
     req.get_by_label("batch", exact=True).fill("16")
     page.wait_for_timeout(500)  # longer than the Calculator page's delay before it writes the URL
-    assert page.url == url, "a calculator embedded in a chapter must leave the chapter's URL alone"
+    # (Material's navigation.tracking may set the #section hash while scrolling; that is not ours.)
+    assert page.evaluate("location.pathname + location.search") == CHAPTER_6, \
+        "a calculator embedded in a chapter must leave the chapter's URL alone"
     assert not watched.console_errors
