@@ -67,4 +67,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run through the imported module, not this __main__ copy, so that the UserError class the
+    # subcommands raise is the same one main() catches.
+    from twofour.cli import main as _main
+
+    sys.exit(_main())
