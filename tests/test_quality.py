@@ -42,6 +42,7 @@ from twofour.quality import (
     weight_mass_kept,
 )
 from twofour.quality.corpus import stdlib_dir
+from twofour.quality.experiments import BASE_WIDTH, DEFAULT_RECOVER, DEFAULT_TRAIN, RESULTS_VERSION, recipe_for
 
 TINY = SIZES["tiny"].model
 TINY_TRAIN = TrainConfig(steps=150, batch_size=16, lr=3e-3, warmup_steps=10, seed=0)
@@ -311,16 +312,45 @@ def test_apply_masks_errors(trained):
 # ---- experiments, table, results file ----------------------------------------------------
 
 
+TINY_RECOVER = TrainConfig(steps=10, lr=1e-3, warmup_steps=2, seed=1)
+
+
 @pytest.fixture(scope="module")
 def tiny_table(corpus):
+    # run_size takes base-width recipes and scales them by width (tiny is half the base width, so
+    # twice the rate); pass rates that the rule turns back into TINY_TRAIN's and TINY_RECOVER's.
+    to_base = TINY.d_model / BASE_WIDTH
     return run_size(
-        SIZES["tiny"], corpus, TINY_TRAIN, TrainConfig(steps=10, lr=1e-3, warmup_steps=2, seed=1),
+        SIZES["tiny"], corpus,
+        dataclasses.replace(TINY_TRAIN, lr=TINY_TRAIN.lr * to_base),
+        dataclasses.replace(TINY_RECOVER, lr=TINY_RECOVER.lr * to_base),
         criteria=["random 2:4", "magnitude 2:4"], eval_windows=32, progress=False,
     )
 
 
+def test_recipe_for_scales_the_learning_rate_as_one_over_width():
+    base = TrainConfig(steps=10, lr=3e-3)
+    at_base = ModelConfig(d_model=BASE_WIDTH, n_layers=1, n_heads=2, seq_len=16)
+    assert recipe_for(base, at_base) == base  # the base width keeps its recipe exactly
+    for d_model in (32, 96, 128, 256):
+        cfg = ModelConfig(d_model=d_model, n_layers=1, n_heads=2, seq_len=16)
+        scaled = recipe_for(base, cfg)
+        assert scaled.lr * d_model == pytest.approx(base.lr * BASE_WIDTH)
+        assert dataclasses.replace(scaled, lr=base.lr) == base  # nothing but the learning rate changes
+        assert recipe_for(base, cfg, "none") == base
+    # the stored sweep's small size is the base width, so the chapter's live run uses DEFAULT_TRAIN as is
+    assert SIZES["small"].model.d_model == BASE_WIDTH
+    with pytest.raises(ValueError, match="lr_rule must be one of"):
+        recipe_for(base, at_base, "sqrt")
+
+
 def test_run_size_rows(tiny_table):
     assert [r.criterion for r in tiny_table] == ["random 2:4", "magnitude 2:4"]
+    # the rows record the learning rates the width rule gave this size
+    for r in tiny_table:
+        assert r.train_lr == pytest.approx(TINY_TRAIN.lr) and r.recover_lr == pytest.approx(TINY_RECOVER.lr)
+    assert tiny_table.settings["sizes"]["tiny"]["train_lr"] == tiny_table.rows[0].train_lr
+    assert tiny_table.settings["train"]["lr"] == pytest.approx(TINY_TRAIN.lr / 2)  # the base recipe, before the rule
     rnd, mag = tiny_table.rows
     assert rnd.ppl_dense == mag.ppl_dense and rnd.ppl_dense_extra == mag.ppl_dense_extra
     assert mag.ppl_pruned < rnd.ppl_pruned
@@ -348,7 +378,7 @@ def test_load_rejects_other_files(tmp_path):
     bad.write_text(json.dumps({"kind": "twofour.bench"}))
     with pytest.raises(ValueError, match="not a twofour quality results file"):
         QualityTable.load(bad)
-    bad.write_text(json.dumps({"kind": "twofour.quality", "version": 1, "rows": [{"size": "x"}]}))
+    bad.write_text(json.dumps({"kind": "twofour.quality", "version": RESULTS_VERSION, "rows": [{"size": "x"}]}))
     with pytest.raises(ValueError, match="row 0 has fields"):
         QualityTable.load(bad)
 
@@ -368,6 +398,13 @@ def test_stored_sweep_has_provenance_and_every_criterion():
         assert all(r.ppl_pruned > r.ppl_dense for r in rows.values())
     sizes = [table.where(size=s).rows[0].n_params for s in table.sizes()]
     assert sizes == sorted(sizes)
+    # every size was trained with the learning rates the width rule gives it, from the defaults
+    assert table.settings["train"] == DEFAULT_TRAIN.to_dict() and table.settings["recover"] == DEFAULT_RECOVER.to_dict()
+    assert "--lr-rule width" in prov["command"]
+    for row in table:
+        cfg = SIZES[row.size].model
+        assert (row.d_model, row.n_layers) == (cfg.d_model, cfg.n_layers)
+        assert row.train_lr == recipe_for(DEFAULT_TRAIN, cfg).lr and row.recover_lr == recipe_for(DEFAULT_RECOVER, cfg).lr
 
 
 # ---- CLI ---------------------------------------------------------------------------------
@@ -383,6 +420,10 @@ def test_cli_writes_results_with_provenance(tmp_path, capsys):
     table = QualityTable.load(out)
     assert len(table) == 1 and table.rows[0].train_steps == 20 and table.rows[0].recover_steps == 3
     assert table.provenance["command"].startswith(f"twofour quality --out {out} --sizes tiny")
+    assert "--lr-rule width" in table.provenance["command"]
+    assert table.made_here(load_corpus())
+    table.provenance["platform"] = "elsewhere"
+    assert not table.made_here(load_corpus())
     assert table.provenance["corpus_sha256"] == load_corpus().sha256
     assert f"wrote 1 rows to {out}" in capsys.readouterr().out
 
@@ -398,6 +439,14 @@ def test_cli_writes_results_with_provenance(tmp_path, capsys):
 def test_cli_bad_input(tmp_path, capsys, args, match):
     assert main(["quality", "--out", str(tmp_path / "x.json"), *args]) == 2
     assert match in capsys.readouterr().err
+
+
+def test_cli_rejects_an_unknown_lr_rule(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["quality", "--out", str(tmp_path / "x.json"), "--lr-rule", "sqrt"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--lr-rule" in err and "invalid choice" in err and "width" in err
 
 
 def test_cli_out_must_not_be_a_directory(tmp_path, capsys):

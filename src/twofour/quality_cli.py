@@ -32,7 +32,7 @@ def _positive_int(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .quality import DEFAULT_RECOVER, DEFAULT_TRAIN, SWEEP_SIZES
+    from .quality import BASE_WIDTH, DEFAULT_RECOVER, DEFAULT_TRAIN, LR_RULES, SWEEP_SIZES
 
     parser.add_argument("--out", required=True, metavar="FILE", help="results file to write (JSON)")
     parser.add_argument(
@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recover-steps", type=_positive_int, default=DEFAULT_RECOVER.steps, metavar="N",
         help=f"masked fine-tuning steps per pruned model, and extra steps for the dense baseline (default {DEFAULT_RECOVER.steps})",
     )
+    parser.add_argument(
+        "--lr-rule", choices=LR_RULES, default="width",
+        help=(
+            f"learning rate per size (default 'width': the base rates x {BASE_WIDTH} / d_model, muP-style, "
+            f"for training ({DEFAULT_TRAIN.lr:g}) and recovery ({DEFAULT_RECOVER.lr:g}); 'none': the base rates at every size)"
+        ),
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_TRAIN.seed, help="training seed (recovery uses seed+1)")
     parser.add_argument(
         "--threads",
@@ -76,7 +83,7 @@ def _command_line(args: argparse.Namespace) -> str:
     if args.criteria is not None:
         parts += ["--criteria", args.criteria]
     parts += ["--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps)]
-    parts += ["--seed", str(args.seed), "--threads", str(args.threads)]
+    parts += ["--lr-rule", args.lr_rule, "--seed", str(args.seed), "--threads", str(args.threads)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -107,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         recover_cfg=recover_cfg,
         criteria=criteria,
         threads=args.threads,
+        lr_rule=args.lr_rule,
         command=command,
         progress=not args.no_progress,
     )

@@ -28,13 +28,16 @@ from .criteria import (
     weight_mass_kept,
 )
 from .experiments import (
+    BASE_WIDTH,
     DEFAULT_RECOVER,
     DEFAULT_TRAIN,
     SIZES,
+    LR_RULES,
     SWEEP_SIZES,
     QualityRow,
     QualityTable,
     SizeSpec,
+    recipe_for,
     run_size,
     run_sweep,
     stored_sweep_path,
@@ -47,7 +50,7 @@ __all__ = [
     "CRITERIA", "Criterion", "activation_aware_scores", "activation_norms", "masks_for", "masks_from_scores",
     "pruned_copy", "verify_masks", "weight_mass_kept",
     "DEFAULT_RECOVER", "DEFAULT_TRAIN", "SIZES", "SWEEP_SIZES", "QualityRow", "QualityTable", "SizeSpec",
-    "run_size", "run_sweep", "stored_sweep_path",
+    "BASE_WIDTH", "LR_RULES", "recipe_for", "run_size", "run_sweep", "stored_sweep_path",
     "ModelConfig", "TinyLM", "prunable_linears",
     "TrainConfig", "apply_masks", "continue_training", "deterministic", "masked_step", "perplexity", "train",
 ]

@@ -2,7 +2,8 @@
 
 For one model size (:func:`run_size`):
 
-1. train a dense :class:`~twofour.quality.model.TinyLM` from scratch;
+1. train a dense :class:`~twofour.quality.model.TinyLM` from scratch, with the learning rate
+   :func:`recipe_for` gives its width;
 2. prune a copy of it with each criterion of :data:`~twofour.quality.criteria.CRITERIA`, verify
    the pattern with :func:`twofour.check`, measure validation perplexity and weight mass kept;
 3. *recover*: fine-tune each pruned copy for ``recover.steps`` steps with its mask held fixed,
@@ -27,7 +28,7 @@ import datetime as _dt
 import json
 import platform
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
@@ -43,6 +44,9 @@ __all__ = [
     "SWEEP_SIZES",
     "DEFAULT_TRAIN",
     "DEFAULT_RECOVER",
+    "BASE_WIDTH",
+    "LR_RULES",
+    "recipe_for",
     "QualityRow",
     "QualityTable",
     "run_size",
@@ -51,7 +55,7 @@ __all__ = [
 ]
 
 RESULTS_KIND = "twofour.quality"
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2: rows record their learning rates (train_lr, recover_lr)
 
 
 @dataclass(frozen=True)
@@ -67,18 +71,55 @@ SIZES: dict[str, SizeSpec] = {
     for s in (
         # "tiny" exists for tests and doctests only: seconds to train, too small to mean much.
         SizeSpec("tiny", ModelConfig(d_model=32, n_layers=1, n_heads=2, seq_len=32)),
+        # The sweep grows width only, at a fixed depth of 2 blocks: the learning-rate rule below
+        # is a width rule (muP says nothing about depth), and two blocks keep the largest size
+        # cheap enough for the whole sweep to run in minutes on a CPU.
         SizeSpec("small", ModelConfig(d_model=64, n_layers=2, n_heads=4, seq_len=64)),
-        SizeSpec("medium", ModelConfig(d_model=96, n_layers=3, n_heads=4, seq_len=64)),
-        SizeSpec("large", ModelConfig(d_model=128, n_layers=4, n_heads=4, seq_len=64)),
+        SizeSpec("medium", ModelConfig(d_model=96, n_layers=2, n_heads=4, seq_len=64)),
+        SizeSpec("large", ModelConfig(d_model=128, n_layers=2, n_heads=4, seq_len=64)),
     )
 }
 SWEEP_SIZES: tuple[str, ...] = ("small", "medium", "large")
 
 # The recipe behind the stored sweep and the chapter's live run (see the CLI for overrides).
 # 1500 steps: at 600 the small model is far from converged (perplexity ~8 vs ~5) and barely
-# notices pruning, which would flatter every criterion.
+# notices pruning, which would flatter every criterion. The learning rates are those of the
+# base width (the "small" size); other widths get them scaled by :func:`recipe_for`.
 DEFAULT_TRAIN = TrainConfig(steps=1500, batch_size=16, lr=3e-3, warmup_steps=30, seed=0)
 DEFAULT_RECOVER = TrainConfig(steps=200, batch_size=16, lr=1e-3, warmup_steps=10, seed=1)
+
+# ---- one learning-rate rule for every size -------------------------------------------------
+# Why a rule at all: with the same learning rate at every width, the larger models of the first
+# stored sweep (then d_model 96 x 3 blocks and 128 x 4) ended *worse* than the small one (dense
+# perplexity 5.16 / 6.11 / 6.30), so the sweep confused "bigger" with "worse trained" and
+# could not show how the pruning gap moves with size. Adam moves every weight by about ``lr`` per step whatever the width, so a layer
+# with ``d_model`` inputs changes its output about ``d_model`` times as much per step; muP
+# ("Tensor Programs V", Yang et al., arXiv 2203.03466) therefore scales the Adam learning rate
+# of hidden matrices as 1/width so that one tuned rate transfers across widths. We use the
+# simplest form of that rule, on every parameter, for training and recovery alike:
+#     lr(size) = base lr * BASE_WIDTH / d_model
+# It is a rule fixed in advance, not a per-size search on the validation text the chapter
+# reports, and it leaves the base width's recipe (the chapter's live run, lab 5) unchanged.
+BASE_WIDTH = 64
+LR_RULES = ("width", "none")
+
+
+def recipe_for(cfg: TrainConfig, model: ModelConfig, lr_rule: str = "width") -> TrainConfig:
+    """``cfg`` with its learning rate scaled for ``model``'s width by ``lr_rule``.
+
+    ``"width"``: ``lr * BASE_WIDTH / model.d_model`` (muP-style, see above); ``"none"``: ``cfg``
+    unchanged.
+
+    >>> round(recipe_for(DEFAULT_TRAIN, SIZES["large"].model).lr, 6)  # d_model 128: half the base rate
+    0.0015
+    >>> recipe_for(DEFAULT_TRAIN, SIZES["small"].model) == DEFAULT_TRAIN
+    True
+    """
+    if lr_rule not in LR_RULES:
+        raise ValueError(f"lr_rule must be one of {LR_RULES}, got {lr_rule!r}")
+    if lr_rule == "none" or model.d_model == BASE_WIDTH:
+        return cfg
+    return replace(cfg, lr=cfg.lr * BASE_WIDTH / model.d_model)
 
 
 @dataclass(frozen=True)
@@ -100,6 +141,8 @@ class QualityRow:
     mass_kept: float  # share of sum |W| of the pruned layers that survives
     train_steps: int
     recover_steps: int
+    train_lr: float  # peak learning rate of dense training at this size
+    recover_lr: float  # peak learning rate of recovery (and of the dense extra steps)
 
     @property
     def gap_pruned(self) -> float:
@@ -161,6 +204,18 @@ class QualityTable:
 
     def criteria(self) -> list[str]:
         return list(dict.fromkeys(r.criterion for r in self.rows))
+
+    def made_here(self, corpus: Corpus) -> bool:
+        """Did this machine, software and ``corpus`` write these results?
+
+        True when the provenance names this CPU model, platform, torch and Python versions and
+        the corpus hash: then a rerun with the same settings must repeat the numbers bit for bit
+        (the runs are seeded and single-threaded), so a notebook can assert that it does.
+        """
+        prov = self.provenance
+        here = (cpu_model(), platform.platform(), torch.__version__, platform.python_version(), corpus.sha256)
+        return (prov.get("cpu_model"), prov.get("platform"), prov.get("torch_version"),
+                prov.get("python_version"), prov.get("corpus_sha256")) == here
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         header = [h for h, _, _ in _COLUMNS]
@@ -249,15 +304,21 @@ def run_size(
     criteria: list[str] | None = None,
     threads: int | None = 1,
     eval_windows: int | None = 256,
+    lr_rule: str = "width",
     progress: bool = True,
 ) -> QualityTable:
     """Train one model size, prune it with each criterion, recover each, and measure.
 
-    Every pruned model is verified (``twofour.check`` on each layer) both right after pruning
-    and after recovery; a violation raises instead of producing a row.
+    ``train_cfg`` and ``recover_cfg`` are the base-width recipes; their learning rates are
+    scaled to this size's width by :func:`recipe_for` with ``lr_rule`` (the rows record the
+    rates used). Every pruned model is verified (``twofour.check`` on each layer) both right
+    after pruning and after recovery; a violation raises instead of producing a row.
     """
     if not isinstance(spec, SizeSpec):
         raise TypeError(f"spec must be a SizeSpec (e.g. SIZES['small']), got {type(spec).__name__}")
+    base_train, base_recover = train_cfg, recover_cfg  # the settings record the base recipes
+    train_cfg = recipe_for(base_train, spec.model, lr_rule)
+    recover_cfg = recipe_for(base_recover, spec.model, lr_rule)
     names = list(CRITERIA) if criteria is None else [criterion(c).name for c in criteria]
     from tqdm.auto import tqdm
 
@@ -294,17 +355,28 @@ def run_size(
                     mass_kept=weight_mass_kept(dense, masks),
                     train_steps=train_cfg.steps,
                     recover_steps=recover_cfg.steps,
+                    train_lr=train_cfg.lr,
+                    recover_lr=recover_cfg.lr,
                 )
             )
-    settings = _settings([spec], corpus, train_cfg, recover_cfg, threads, eval_windows)
+    settings = _settings([spec], corpus, base_train, base_recover, threads, eval_windows, lr_rule)
     return QualityTable(rows, settings, {})
 
 
-def _settings(specs, corpus: Corpus, train_cfg, recover_cfg, threads, eval_windows) -> dict:
+def _settings(specs, corpus: Corpus, train_cfg, recover_cfg, threads, eval_windows, lr_rule) -> dict:
     return {
-        "sizes": {s.name: s.model.to_dict() for s in specs},
+        "sizes": {
+            s.name: s.model.to_dict()
+            | {"train_lr": recipe_for(train_cfg, s.model, lr_rule).lr, "recover_lr": recipe_for(recover_cfg, s.model, lr_rule).lr}
+            for s in specs
+        },
         "train": train_cfg.to_dict(),
         "recover": recover_cfg.to_dict(),
+        "lr_rule": (
+            f"width: lr = base lr * {BASE_WIDTH} / d_model (muP-style), for training and recovery; "
+            "'train' and 'recover' give the base recipes"
+            if lr_rule == "width" else "none: every size uses the 'train' and 'recover' learning rates as given"
+        ),
         "threads": threads,
         "eval_windows": eval_windows,
         "corpus": {
@@ -329,6 +401,7 @@ def run_sweep(
     criteria: list[str] | None = None,
     threads: int | None = 1,
     eval_windows: int | None = 256,
+    lr_rule: str = "width",
     command: str = "",
     progress: bool = True,
 ) -> QualityTable:
@@ -338,16 +411,18 @@ def run_sweep(
     unknown = [s for s in sizes if s not in SIZES]
     if unknown or not sizes:
         raise ValueError(f"sizes must be a non-empty list drawn from {list(SIZES)}, got {list(sizes)!r}")
+    if lr_rule not in LR_RULES:
+        raise ValueError(f"lr_rule must be one of {LR_RULES}, got {lr_rule!r}")
     corpus = corpus if corpus is not None else load_corpus()
     start = time.perf_counter()
     table = QualityTable()
     for name in sizes:
         part = run_size(
             SIZES[name], corpus, train_cfg, recover_cfg,
-            criteria=criteria, threads=threads, eval_windows=eval_windows, progress=progress,
+            criteria=criteria, threads=threads, eval_windows=eval_windows, lr_rule=lr_rule, progress=progress,
         )
         table.rows += part.rows
-    table.settings = _settings([SIZES[s] for s in sizes], corpus, train_cfg, recover_cfg, threads, eval_windows)
+    table.settings = _settings([SIZES[s] for s in sizes], corpus, train_cfg, recover_cfg, threads, eval_windows, lr_rule)
     table.provenance = {
         "label": "CPU measurement (perplexity does not depend on the device; times are this CPU's)",
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
