@@ -6,7 +6,8 @@ document$.subscribe(function () {
   // reachable by keyboard (WCAG 2.1.1), so make the ones that actually overflow focusable.
   document.querySelectorAll(".md-content .math-block, .md-content .nb-output, .md-typeset__scrollwrap")
     .forEach(function (box) {
-      if (box.scrollWidth > box.clientWidth && !box.hasAttribute("tabindex")) {
+      var overflows = box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight;
+      if (overflows && !box.hasAttribute("tabindex")) {
         box.tabIndex = 0;
       }
     });
