@@ -4,11 +4,12 @@ Lives at the root (not in tests/) so that `pytest notebooks/` alone gets it too.
 
 1. Kernel environment, the same as the site build's kernels (site_hooks/nb_execute.py):
    headless matplotlib, reproducible hashing, 2 threads per kernel on 2-core machines.
-2. No double execution: a notebook that the site build already executed without error, with
-   the same notebook file, the same src/twofour and the same settings, is left out of nbval
-   (its executed copy is in build/notebook-cache). `make test` warms that cache first, so
-   every notebook runs once; a notebook that failed there has no cached copy and nbval runs
-   it, pointing at the failing cell. Set TWOFOUR_NBVAL_ALL=1 to run nbval on everything.
+2. nbval is the executor: when every code cell of a notebook has run under nbval without
+   error, the outputs nbval collected are written to the site build's notebook cache
+   (build/notebook-cache, the same key nb_execute.py uses). `make test` runs nbval on every
+   notebook first, so the strict site build that the site tests make afterwards reads the
+   cache and no notebook runs twice. A notebook that failed, or had a cell skipped, writes
+   nothing: the build then executes it itself and reports the failing cell.
 """
 
 from __future__ import annotations
@@ -17,13 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-for _name, _value in {
-    "MPLBACKEND": "Agg",
-    "PYTHONHASHSEED": "0",
-    "OMP_NUM_THREADS": "2",
-    "MKL_NUM_THREADS": "2",
-}.items():
-    os.environ.setdefault(_name, _value)
+import pytest
 
 ROOT = Path(__file__).resolve().parent
 
@@ -37,39 +32,59 @@ def _nb_execute():
     return nb_execute
 
 
-def pytest_collection_modifyitems(config, items):
-    if os.environ.get("TWOFOUR_NBVAL_ALL"):
+# nbval's kernels inherit this process's environment: make it exactly the site build's, so the
+# outputs written to the cache are the ones the build would have produced.
+os.environ.update(_nb_execute().KERNEL_ENV)
+
+
+def _is_nbval_cell(item) -> bool:
+    return type(item).__name__ == "IPyNbCell"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if _is_nbval_cell(item):
+        report = outcome.get_result()
+        if report.failed or report.skipped:
+            item.parent._twofour_incomplete = True
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if not _is_nbval_cell(item):
         return
-    cells = [item for item in items if type(item).__name__ == "IPyNbCell"]  # nbval's cell items
-    if not cells:
+    notebook = item.parent
+    if nextitem is not None and nextitem.parent is notebook:
+        return  # not the notebook's last cell yet
+    if getattr(notebook, "_twofour_incomplete", False):
         return
+    _write_to_site_cache(notebook)
+
+
+def _write_to_site_cache(notebook) -> None:
+    """Store the notebook with nbval's outputs where the site build looks for executed copies."""
+    import nbformat
+
+    nb = notebook.nb
+    ran = {id(item.cell): item for item in notebook.session.items if _is_nbval_cell(item) and item.parent is notebook}
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        item = ran.get(id(cell))
+        if item is None or item.test_outputs is None:
+            return  # a cell did not run under nbval: leave it to the build
+        count += 1
+        cell.outputs = [nbformat.from_dict(dict(out)) for out in item.test_outputs]
+        cell.execution_count = count
+        for out in cell.outputs:
+            if out.get("output_type") == "execute_result":
+                out["execution_count"] = count
     nb_execute = _nb_execute()
-    digest = nb_execute._package_digest()
-    done: dict[Path, bool] = {}
-    for item in cells:
-        path = Path(str(item.fspath)).resolve()
-        if path not in done:
-            done[path] = nb_execute.cached_copy(path, digest) is not None
-    deselected = [item for item in cells if done[Path(str(item.fspath)).resolve()]]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        keep = set(map(id, deselected))
-        items[:] = [item for item in items if id(item) not in keep]
-        names = sorted(p.relative_to(ROOT).as_posix() for p, ok in done.items() if ok)
-        config._twofour_nbval_skipped = names
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    names = getattr(config, "_twofour_nbval_skipped", None)
-    if names:
-        terminalreporter.write_line(
-            f"nbval: {len(names)} notebook(s) not re-run, already executed cleanly with identical "
-            "inputs (build/notebook-cache; TWOFOUR_NBVAL_ALL=1 runs them): " + ", ".join(names)
-        )
-
-
-def pytest_sessionfinish(session, exitstatus):
-    # `pytest notebooks/` with every notebook already executed cleanly: that is a pass, not
-    # pytest's "no tests collected" (exit 5).
-    if exitstatus == 5 and getattr(session.config, "_twofour_nbval_skipped", None):
-        session.exitstatus = 0
+    path = Path(str(notebook.fspath)).resolve()
+    out = nb_execute._cache_path(path, nb_execute.cache_key(path, nb_execute._package_digest()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(out)  # atomic, as in nb_execute
+    nb_execute._prune(path, out)
