@@ -107,3 +107,29 @@ def test_no_page_is_heavier_than_1_5_mb(site):
             p.stat().st_size for p in folder.iterdir() if p.suffix in (".png", ".jpg", ".svg")
         )
         assert total < budget, f"{html.relative_to(site)} weighs {total / 1e6:.2f} MB with its images"
+
+
+def _draws_figures(notebook: Path) -> bool:
+    """Whether a notebook's visible code makes a matplotlib figure (house helper or pyplot)."""
+    import json
+
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join(
+        "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code" and "hide-on-site" not in c.get("metadata", {}).get("tags", [])
+    )
+    return bool(re.search(r"new_figure\(|plt\.|\bplot_\w+\(|\w_(figure|heatmaps?|bars)\(", code))
+
+
+def test_every_notebook_that_draws_shows_its_figures(site):
+    # A kernel with a non-inline matplotlib backend executes plots without error but displays
+    # nothing, so a page can silently lose every figure: check the images are on the page.
+    drawing = [nb for folder in NOTEBOOK_FOLDERS for nb in sorted((ROOT / folder).rglob("*.ipynb")) if _draws_figures(nb)]
+    assert len(drawing) >= 5, "expected the chapters with plots to be found"
+    missing = []
+    for nb in drawing:
+        page = site / nb.relative_to(ROOT).with_suffix("") / "index.html"
+        if not re.search(r'<img src="[^"]*-cell\d+-\d+\.png"', page.read_text()):
+            missing.append(nb.relative_to(ROOT).as_posix())
+    assert not missing, f"notebooks that draw figures but whose pages show none: {missing}"
