@@ -94,6 +94,23 @@ class AuditRow:
         return self.verdict.startswith("sparse")
 
 
+# The audit table's columns, shared by the text and the HTML renderings.
+_TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
+
+
+def _table_cells(r) -> tuple[str, ...]:
+    """One audit row as the table's cell strings."""
+    return (
+        r.name,
+        "x".join(map(str, r.shape)),
+        str(r.dtype),
+        "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
+        "yes" if r.packed else "no",
+        r.verdict if r.kind == "linear" else "embedding",
+        ", ".join(r.topics) or "—",
+    )
+
+
 @dataclass(frozen=True)
 class AuditReport:
     rows: tuple[AuditRow, ...]
@@ -144,19 +161,8 @@ class AuditReport:
 
     def table(self, max_rows: int | None = None) -> str:
         rows = self.rows if max_rows is None else self.rows[:max_rows]
-        header = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
-        body = [
-            (
-                r.name,
-                "x".join(map(str, r.shape)),
-                r.dtype,
-                "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
-                "yes" if r.packed else "no",
-                r.verdict if r.kind == "linear" else "embedding",
-                ", ".join(r.topics) or "—",
-            )
-            for r in rows
-        ]
+        header = _TABLE_HEADER
+        body = [_table_cells(r) for r in rows]
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
         widths[0] = min(widths[0], 60)
         fmt = lambda cells: "  ".join(  # noqa: E731
@@ -184,23 +190,9 @@ class AuditReport:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems"))
+        head = "".join(f"<th>{h}</th>" for h in _TABLE_HEADER)
         body = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(c))}</td>"
-                for c in (
-                    r.name,
-                    "x".join(map(str, r.shape)),
-                    r.dtype,
-                    "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
-                    "yes" if r.packed else "no",
-                    r.verdict if r.kind == "linear" else "embedding",
-                    ", ".join(r.topics) or "—",
-                )
-            )
-            + "</tr>"
-            for r in self.rows
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _table_cells(r)) + "</tr>" for r in self.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><p><strong>{html.escape(self.summary())}</strong></p>"
 
