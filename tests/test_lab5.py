@@ -145,27 +145,3 @@ def test_provided_model_is_a_fresh_copy():
         norms_a["blocks.0.mlp.fc1"].zero_()
     assert bool((b.blocks[0].mlp.fc1.weight != 0).any())
     assert bool((lab5.provided_model()[1]["blocks.0.mlp.fc1"] != 0).any())
-
-
-def test_exercise_and_solution_notebooks_agree_outside_the_exercise_cells():
-    import json
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    ex = json.loads((root / "labs/lab5-prune-and-recover.ipynb").read_text())["cells"]
-    sol = json.loads((root / "labs/solutions/lab5-solutions.ipynb").read_text())["cells"]
-    assert len(ex) == len(sol)
-    n_exercises = 0
-    for i, (a, b) in enumerate(zip(ex, sol)):
-        src_a, src_b = "".join(a["source"]), "".join(b["source"])
-        if "exercise" in a.get("metadata", {}).get("tags", []):
-            n_exercises += 1
-            assert "# YOUR CODE HERE" in src_a and "raise NotImplementedError" in src_a, f"cell {i}"
-            assert "NotImplementedError" not in src_b, f"cell {i} of the solutions is still a stub"
-            assert src_a.split('"""')[1] == src_b.split('"""')[1], f"cell {i}: docstrings differ"
-        elif i > 0:  # the title cells differ (links between the two pages)
-            assert src_a == src_b, f"cell {i} differs between exercise and solutions"
-        if a["cell_type"] == "code":
-            assert a["outputs"] == [] and a["execution_count"] is None
-            assert b["outputs"] == [] and b["execution_count"] is None
-    assert n_exercises == 2

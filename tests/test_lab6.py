@@ -4,8 +4,6 @@ the exercise and solution notebooks agree outside the exercise cells."""
 from __future__ import annotations
 
 import doctest
-import json
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +11,6 @@ from twofour.labs import lab6
 from twofour.labs._common import CheckFailed
 from twofour.request import estimate
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def eligible_fraction(rows, pruned, *, all_linear=False, drop_overhead=False, over_linear=False):
@@ -113,23 +110,3 @@ def test_profile_is_consistent_with_the_model():
 def test_doctests():
     result = doctest.testmod(lab6, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
-
-
-def test_exercise_and_solution_notebooks_agree_outside_the_exercise_cells():
-    ex = json.loads((ROOT / "labs/lab6-budget-a-request.ipynb").read_text())["cells"]
-    sol = json.loads((ROOT / "labs/solutions/lab6-solutions.ipynb").read_text())["cells"]
-    assert len(ex) == len(sol)
-    n_exercises = 0
-    for i, (a, b) in enumerate(zip(ex, sol)):
-        src_a, src_b = "".join(a["source"]), "".join(b["source"])
-        if "exercise" in a.get("metadata", {}).get("tags", []):
-            n_exercises += 1
-            assert "# YOUR CODE HERE" in src_a and "raise NotImplementedError" in src_a, f"cell {i}"
-            assert "NotImplementedError" not in src_b, f"cell {i} of the solutions is still a stub"
-            assert src_a.split('"""')[1] == src_b.split('"""')[1], f"cell {i}: docstrings differ"
-        elif i > 0:
-            assert src_a == src_b, f"cell {i} differs"
-        if a["cell_type"] == "code":
-            assert a["outputs"] == [] and a["execution_count"] is None
-            assert b["outputs"] == [] and b["execution_count"] is None
-    assert n_exercises == 3
