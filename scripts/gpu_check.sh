@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # gpu_check.sh — every GPU code path of the project in one run (`make gpu-check`).
 #
-# On a machine with a CUDA GPU it runs, each step under its own time limit so the whole run
-# stays under 8 minutes on an H200:
-#   1. the GPU-marked tests            pytest -m gpu tests/                      (limit 120 s)
-#   2. every notebook and lab          pytest --nbval-lax notebooks labs          (limit 240 s)
-#      (their GPU branches run real sparse matmuls through to_sparse_semi_structured)
-#   3. a short benchmark sweep         twofour bench: Llama-3-8B shapes x 8 M x fp16/bf16,
-#                                      then Llama-3-70B shapes x 4 M x fp16      (limit 120 s)
-# and writes to the output folder: one log per step, environment.txt, and the bench results
-# files (bench-<gpu>-<time>.json, with provenance). Commit those JSON files under
-# src/twofour/data/ to ship them with the package; never edit their numbers.
+# On a machine with a CUDA GPU it runs, each step under its own time limit (9 minutes at
+# most in all; much less when every step runs normally), most valuable measurement first:
+#   1. bench-8b     dense vs 2:4, Llama-3-8B shapes, M = 1 ... 16384: fp16 with timing modes
+#                   eager / graph / stream / kernel, bf16 eager / graph
+#                                                              scripts/gpu_measure.py (limit 180 s)
+#   2. bench-ref    the shapes of published measurements       scripts/gpu_measure.py (limit 45 s)
+#   3. kernels      probe + profiler kernel tables             scripts/gpu_measure.py (limit 40 s)
+#   4. traces       Chrome traces of a decode step, dense/2:4  scripts/gpu_measure.py (limit 30 s)
+#   5. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
+#   6. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
+#   7. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
+# It writes to the output folder: one log per step, environment.txt, bench-*.json (with
+# provenance), kernels.json and trace-*.json.gz. DEADLINE=SECONDS (environment) caps all
+# steps together: a later step gets what is left. With --pack FILE the folder is also packed into
+# one .tgz after every step, so a run cut short still returns what it measured. Commit the
+# JSON files under src/twofour/data/ to ship them with the package; never edit their numbers.
 #
 # Nothing is installed from the network. torch must already be installed (the GPU box's own
 # CUDA build); the project is used from src/ through PYTHONPATH, not installed. Pure-Python
@@ -30,8 +36,11 @@
 # branches, the sweep measures the CPU's dense float32 GEMM) to prove the plumbing, and
 # exits 0 if those steps pass.
 #
-# Usage: scripts/gpu_check.sh [--out DIR] [--rehearse] [--python PY]
+# Usage: scripts/gpu_check.sh [--out DIR] [--pack FILE] [--rehearse] [--python PY] [--steps "S1 S2 ..."]
 #   --out DIR     output folder (default: $OUT if set, else ./gpu-check-out)
+#   --pack FILE   also pack the output folder into FILE (.tgz) after every step
+#   --steps LIST  run only these steps (default: all seven, in the order above)
+#   WHEELS_DIR    environment variable: where the wheels are (default .whl)
 #   --python PY   interpreter with torch (default: $PYTHON, else .venv/bin/python if it exists, else python3)
 
 set -u
@@ -40,14 +49,19 @@ REPO=$(pwd)
 
 OUT_DIR="${OUT:-$REPO/gpu-check-out}"
 REHEARSE=0
+PACK=""
+STEPS="bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b"
+WHEELS_DIR="${WHEELS_DIR:-$REPO/.whl}"
 PY="${PYTHON:-}"
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) OUT_DIR="$2"; shift 2 ;;
         --rehearse) REHEARSE=1; shift ;;
+        --pack) PACK="$2"; shift 2 ;;
+        --steps) STEPS="$2"; shift 2 ;;
         --python) PY="$2"; shift 2 ;;
         -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
-        *) echo "gpu_check.sh: unknown argument '$1' (valid: --out DIR, --rehearse, --python PY)" >&2; exit 2 ;;
+        *) echo "gpu_check.sh: unknown argument '$1' (valid: --out DIR, --pack FILE, --rehearse, --python PY, --steps LIST)" >&2; exit 2 ;;
     esac
 done
 if [ -z "$PY" ]; then
@@ -63,11 +77,11 @@ OUT_DIR=$(cd "$OUT_DIR" && pwd)
 log() { echo "[gpu-check $(date -u +%H:%M:%S)] $*"; }
 
 # -- dependencies: wheels from .whl/, the project from src/ --------------------------------------
-if ls "$REPO"/.whl/*.whl >/dev/null 2>&1; then
+if ls "$WHEELS_DIR"/*.whl >/dev/null 2>&1; then
     SITE=$(mktemp -d /tmp/twofour-wheels.XXXXXX)
-    log "installing $(ls "$REPO"/.whl/*.whl | wc -l) wheels from .whl/ into $SITE (no network)"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$REPO"/.whl/*.whl \
-        || { echo "gpu_check.sh: installing .whl/*.whl failed (see above); are they built for this Python?" >&2; exit 2; }
+    log "installing $(ls "$WHEELS_DIR"/*.whl | wc -l) wheels from $WHEELS_DIR into $SITE (no network)"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS_DIR"/*.whl \
+        || { echo "gpu_check.sh: installing $WHEELS_DIR/*.whl failed (see above); are they built for this Python?" >&2; exit 2; }
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -76,7 +90,7 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 missing=$("$PY" - <<'EOF'
 import importlib.util
 need = ["torch", "numpy", "matplotlib", "tqdm", "yaml", "safetensors", "pytest", "hypothesis",
-        "nbval", "nbformat", "nbclient", "jupyter_client", "ipykernel", "ipywidgets"]
+        "nbval", "nbformat", "nbclient", "jupyter_client", "ipykernel", "ipywidgets", "xdist"]
 print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
 EOF
 )
@@ -90,8 +104,11 @@ HAS_CUDA=$("$PY" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "python: $("$PY" -c 'import sys; print(sys.version.split()[0], sys.executable)')"
-    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu,memory.total --format=csv
+    command -v nvidia-smi >/dev/null && nvidia-smi
     "$PY" -c "from twofour.device import environment; print(environment())"
+    "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cusparselt', torch.backends.cusparselt.version() if torch.backends.cusparselt.is_available() else None); p = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None; print(p, 'L2', getattr(p, 'L2_cache_size', None))"
+    "$PY" -m pip list 2>/dev/null | grep -i -E "^(torch|triton|numpy|nvidia-cusparselt|nvidia-cublas|nbval|pytest) "
 } > "$OUT_DIR/environment.txt" 2>&1
 cat "$OUT_DIR/environment.txt"
 
@@ -109,8 +126,16 @@ if [ "$HAS_CUDA" != "1" ]; then
 fi
 
 declare -A RC
+DEADLINE=${DEADLINE:-0}  # seconds for all steps together (0: none); later steps get what is left
 run_step() {  # name, limit in seconds, command...
     local name=$1 limit=$2; shift 2
+    if [ "$DEADLINE" -gt 0 ]; then
+        local left=$((DEADLINE - (SECONDS - T0)))
+        if [ "$left" -lt 15 ]; then
+            log "step $name skipped: only ${left}s of DEADLINE=${DEADLINE}s left"; RC[$name]=skipped; return
+        fi
+        [ "$left" -lt "$limit" ] && limit=$left
+    fi
     log "step $name (limit ${limit}s): $*"
     local t0=$SECONDS
     timeout --signal=TERM --kill-after=10 "$limit" "$@" > "$OUT_DIR/$name.log" 2>&1
@@ -119,24 +144,35 @@ run_step() {  # name, limit in seconds, command...
     log "step $name finished rc=${RC[$name]} in $((SECONDS - t0))s"
 }
 
+pack() {
+    [ -n "$PACK" ] && tar czf "$PACK" -C "$OUT_DIR" . 2>/dev/null
+    return 0
+}
+MEASURE=("$PY" "$REPO/scripts/gpu_measure.py")
+[ "$HAS_CUDA" = "1" ] || MEASURE+=(--rehearse)
+# Notebook workers: each gets two threads, so four of them do not fight over the cores.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
 T0=$SECONDS
-run_step gpu-tests 120 "$PY" -m pytest -m gpu tests -q -p no:cacheprovider -rs
-run_step notebooks 240 "$PY" -m pytest --nbval-lax notebooks labs -q -p no:cacheprovider
-if [ "$HAS_CUDA" = "1" ]; then
-    run_step bench 120 bash -c "
-        '$PY' -m twofour.bench --shapes llama-3-8b --m 1 4 16 64 256 1024 4096 16384 --dtypes float16 bfloat16 \
-            --repeats 10 --no-progress --out '$OUT_DIR/bench-llama-3-8b.json' &&
-        '$PY' -m twofour.bench --shapes llama-3-70b --m 1 16 256 4096 --dtypes float16 \
-            --repeats 10 --no-progress --out '$OUT_DIR/bench-llama-3-70b.json'"
-else
-    run_step bench 120 "$PY" -m twofour.bench --shapes 1024x1024 --m 1 16 256 --repeats 3 --warmup 1 \
-        --no-progress --out "$OUT_DIR/bench-cpu-rehearsal.json"
-fi
+pack
+for step in $STEPS; do
+    case "$step" in
+        bench-8b)  run_step bench-8b 180 "${MEASURE[@]}" bench-8b --out "$OUT_DIR" ;;
+        bench-ref) run_step bench-ref 45 "${MEASURE[@]}" bench-ref --out "$OUT_DIR" ;;
+        kernels)   run_step kernels 40 "${MEASURE[@]}" kernels --out "$OUT_DIR" ;;
+        traces)    run_step traces 30 "${MEASURE[@]}" traces --out "$OUT_DIR" ;;
+        gpu-tests) run_step gpu-tests 80 "$PY" -m pytest -m gpu tests --ignore=tests/site -q -p no:cacheprovider -rs ;;
+        notebooks) run_step notebooks 140 "$PY" -m pytest -n 4 --dist loadfile --nbval-lax notebooks labs -q -p no:cacheprovider ;;
+        bench-70b) run_step bench-70b 50 "${MEASURE[@]}" bench-70b --out "$OUT_DIR" ;;
+        *) echo "gpu_check.sh: unknown step '$step' (valid: bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b)" >&2; exit 2 ;;
+    esac
+    pack
+done
 
 echo
 log "summary (total $((SECONDS - T0))s; logs and results in $OUT_DIR):"
 status=0
-for name in gpu-tests notebooks bench; do
+for name in $STEPS; do
     echo "  $name: rc=${RC[$name]}"
     [ "${RC[$name]}" = "0" ] || status=1
 done

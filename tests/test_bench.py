@@ -62,7 +62,7 @@ def test_load_rejects_bad_files(tmp_path):
     with pytest.raises(ValueError, match="not valid JSON"):
         load_results(bad)
     bad.write_text(json.dumps({"schema": "other"}))
-    with pytest.raises(ValueError, match="expected 'twofour-bench/1'"):
+    with pytest.raises(ValueError, match="expected one of .*'twofour-bench/2'"):
         load_results(bad)
     bad.write_text(json.dumps({"schema": "twofour-bench/1", "provenance": {"device": "cpu"}, "points": []}))
     with pytest.raises(ValueError, match="lacks provenance fields"):
@@ -173,3 +173,59 @@ def test_gpu_sweep_provenance_and_fit(tmp_path):
     if match_device_name(p["gpu_name"]) is not None:
         rep = fit(back)
         assert rep.n_points == len(back.gpu_points())
+
+
+def test_modes_beyond_eager_need_a_gpu_and_are_validated():
+    with pytest.raises(ValueError, match="need a CUDA GPU"):
+        measure_point(1, 8, 8, "float32", device="cpu", modes=("eager", "graph"))
+    with pytest.raises(ValueError, match="modes must start with 'eager'"):
+        sweep([("t", 8, 8)], Ms=[1], dtypes=["float32"], device="cpu", modes=("graph",), progress=False)
+    with pytest.raises(ValueError, match="modes must start with 'eager'"):
+        measure_point(1, 8, 8, "float32", device="cpu", modes=("eager", "warp"))
+
+
+def test_gpu_points_per_mode_and_mode_errors_are_problems():
+    ok = {"median_ms": 1.0}
+    res = Results({"gpu_name": "NVIDIA H200"}, points=[
+        {"M": 1, "N": 8, "K": 8, "dtype": "float16", "shape": "s", "dense": {"median_ms": 2.0},
+         "sparse": {"cuSPARSELt": {"median_ms": 4.0, "check": {"passed": True, "rel_err": 0, "tol": 1e-2}}},
+         "modes": {"graph": {"dense": {"median_ms": 1.5}, "sparse": {"cuSPARSELt": ok}},
+                   "kernel": {"dense": {"error": "RuntimeError: no CUPTI"}, "sparse": {"cuSPARSELt": ok}}}},
+    ])
+    assert [(r["dense_ms"], r["sparse_ms"]) for r in res.gpu_points()] == [(2.0, 4.0)]
+    assert [(r["dense_ms"], r["sparse_ms"], r["mode"], r["check_passed"]) for r in res.gpu_points("graph")] == [(1.5, 1.0, "graph", True)]
+    assert res.gpu_points("kernel") == [] and res.gpu_points("stream") == []
+    assert res.problems() == ["s M=1 float16 dense [kernel]: RuntimeError: no CUPTI"]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        res.gpu_points("warm")
+
+
+def test_split_calls_refuses_a_trace_it_cannot_cut():
+    from twofour._gpu_timing import split_calls
+
+    with pytest.raises(RuntimeError, match="2 flush kernels for 3 calls"):
+        split_calls([(0, 1, "bitwise_not"), (1, 2, "gemm"), (3, 4, "bitwise_not"), (4, 5, "gemm")], 3)
+    with pytest.raises(RuntimeError, match="launched no kernel"):
+        split_calls([(0, 1, "bitwise_not"), (3, 4, "bitwise_not"), (4, 5, "gemm")], 2)
+
+
+@pytest.mark.gpu
+def test_gpu_modes_graph_stream_kernel():
+    from twofour.device import environment
+
+    env = environment()
+    if not env.sparse_ok:
+        pytest.skip(env.reason)
+    rec = measure_point(16, 4096, 4096, "float16", device="cuda", backends=env.backends, warmup=2, repeats=5,
+                        modes=("eager", "graph", "stream", "kernel"))
+    for mode in ("graph", "stream", "kernel"):
+        block = rec["modes"][mode]
+        for entry in [block["dense"], *block["sparse"].values()]:
+            assert "error" not in entry, (mode, entry)
+            assert entry["median_ms"] > 0
+    # the kernel time of a call cannot exceed the eager time of the same call
+    assert rec["modes"]["kernel"]["dense"]["median_ms"] <= rec["dense"]["median_ms"]
+    names = rec["modes"]["kernel"]["sparse"][env.backends[0]]["kernels"]
+    from twofour.dispatch import classify
+
+    assert any(classify(n).startswith("sparse-") for n in names), names

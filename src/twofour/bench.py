@@ -73,9 +73,16 @@ __all__ = [
     "recorded_results",
     "cpu_roofline",
     "DATA_DIR",
+    "MODES",
 ]
 
-SCHEMA = "twofour-bench/1"
+SCHEMA = "twofour-bench/2"
+# Files written before the timing modes existed; /2 only adds the optional "modes" block.
+READABLE_SCHEMAS = ("twofour-bench/1", SCHEMA)
+# How a call is timed (GPU only beyond "eager"); each mode stands for one serving scenario:
+# eager = lone eager call, host set-up included; graph = CUDA-graph replay (plans cached);
+# stream = back-to-back eager calls (host overlaps device); kernel = profiler kernel time only.
+MODES = ("eager", "graph", "stream", "kernel")
 DATA_DIR = Path(__file__).parent / "data"
 # Relative tolerance (max |sparse - dense| / max |dense|) for the 2:4 vs dense check. The two
 # kernels accumulate in different orders; bf16 has 8 mantissa bits, fp16 11.
@@ -196,20 +203,36 @@ def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
     return {"max_abs_err": diff, "rel_err": rel, "tol": TOLERANCE[dtype], "passed": bool(rel <= TOLERANCE[dtype])}
 
 
+def _modes(modes, device: torch.device) -> tuple[str, ...]:
+    modes = tuple(modes)
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes or modes[0] != "eager":
+        raise ValueError(f"modes must start with 'eager' and use only {MODES}, got {modes!r}")
+    if device.type != "cuda" and modes != ("eager",):
+        raise ValueError(f"modes {modes[1:]} need a CUDA GPU (CUDA graphs, stream timing, the CUDA profiler); "
+                         "on CPU use modes=('eager',)")
+    return modes
+
+
 def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[str] = (),
                   warmup: int = 3, repeats: int = 10, flush_l2: bool = True, seed: int = 0,
-                  W24: torch.Tensor | None = None) -> dict:
+                  W24: torch.Tensor | None = None, modes: Iterable[str] = ("eager",)) -> dict:
     """Time dense and each 2:4 backend for one (M, N, K, dtype); returns one result record.
 
     ``W24`` (an already pruned ``[N, K]`` weight on ``device``) can be passed to reuse it
     across M. On a device without 2:4 kernels pass ``backends=()``; the record then says why
     no sparse time exists instead of leaving it out silently.
+
+    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`MODES` under
+    ``record["modes"][mode]``; see :mod:`twofour._gpu_timing`. A mode that fails for a
+    backend records the error there and the other modes still run.
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     dtype = _dtype(dtype)
     device = torch.device(device)
+    modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     if W24 is None:
         W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
@@ -227,6 +250,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
         return record
     ref = dense_fn()
     record["sparse"] = {}
+    sparse_weights = {}
     for backend in backends:
         try:
             Ws = _sparse_linear(W24, backend)
@@ -234,10 +258,60 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
+            sparse_weights[backend] = Ws
         except (RuntimeError, NotImplementedError, ValueError, TypeError) as exc:
-            entry = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+            entry = {"error": _one_line(exc)}
         record["sparse"][backend] = entry
+    if len(modes) > 1:
+        record["modes"] = _other_modes(modes[1:], x, W24, sparse_weights, device=device, warmup=warmup,
+                                       repeats=repeats, flush_l2=flush_l2)
     return record
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool) -> dict:
+    """The graph / stream / kernel timings of one point (see :mod:`twofour._gpu_timing`)."""
+    from . import _gpu_timing as gt
+
+    linear = torch.nn.functional.linear
+    weights = {"dense": W24, **sparse_weights}
+    out: dict = {}
+    for mode in modes:
+        out[mode] = {"dense": None, "sparse": {}}
+        for name, W in weights.items():
+            try:
+                if mode == "graph":
+                    entry = summarize(gt.time_graph(lambda W=W: linear(x, W), device=device, warmup=warmup,
+                                                    repeats=repeats, flush_l2=flush_l2))
+                elif mode == "stream":
+                    n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt._l2_bytes(device))
+                    copies = [W] + [_copy_weight(W24, name) for _ in range(n_copies - 1)]
+                    entry = summarize(gt.time_stream([lambda c=c: linear(x, c) for c in copies], device=device,
+                                                     warmup=warmup, repeats=repeats))
+                    entry["copies"] = n_copies
+                    del copies
+                else:  # kernel
+                    prof = gt.profile_kernels(lambda W=W: linear(x, W), device=device, calls=min(repeats, 5))
+                    entry = summarize([t / 1e3 for t in prof["sum_us"]])
+                    entry["span_ms"] = [t / 1e3 for t in prof["span_us"]]
+                    entry["kernels"] = prof["kernels"]
+            except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
+                entry = {"error": _one_line(exc)}
+            if name == "dense":
+                out[mode]["dense"] = entry
+            else:
+                out[mode]["sparse"][name] = entry
+    return out
+
+
+def _copy_weight(W24: torch.Tensor, name: str):
+    """A distinct copy of the weight in the form ``name`` uses (dense, or packed by a backend)."""
+    W = W24.clone()
+    return W if name == "dense" else _sparse_linear(W, name)
 
 
 # ------------------------------------------------------------------------------------------
@@ -294,7 +368,8 @@ DEFAULT_MS = [2**i for i in range(15)]  # 1 .. 16384
 
 def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS, dtypes=("float16", "bfloat16"),
           *, device=None, backends: Iterable[str] | None = None, warmup: int = 3, repeats: int = 10,
-          flush_l2: bool = True, progress: bool = True, command: str | None = None, seed: int = 0) -> "Results":
+          flush_l2: bool = True, progress: bool = True, command: str | None = None, seed: int = 0,
+          modes: Iterable[str] = ("eager",)) -> "Results":
     """Measure every (shape, M, dtype): dense and every available 2:4 backend.
 
     Args:
@@ -304,6 +379,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
             reports usable (none on CPU).
         progress: show a tqdm progress bar (stderr).
+        modes: ``("eager",)`` or, on a GPU, any of :data:`MODES` starting with ``"eager"``.
     """
     env = environment()
     device = torch.device(device) if device is not None else env.device
@@ -315,6 +391,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
     shapes = list(shapes)
     Ms = [int(m) for m in Ms]
     dtypes = [_dtype(d) for d in dtypes]
+    modes = _modes(modes, device)
     if device.type == "cpu" and any(d != torch.float32 for d in dtypes):
         raise ValueError("on CPU only dtype float32 is timed: half-precision matmuls are emulated and "
                          "would measure the emulation, not the CPU's roofline")
@@ -336,7 +413,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
                 del W
                 for M in Ms:
                     rec = measure_point(M, N, K, dtype, device=device, backends=backends, warmup=warmup,
-                                        repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24)
+                                        repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24, modes=modes)
                     rec["shape"] = label
                     points.append(rec)
                     if bar is not None:
@@ -353,6 +430,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         "flush_l2": bool(flush_l2 and device.type == "cuda"),
         "timer": "cuda events, device synchronised before each call" if device.type == "cuda" else "time.perf_counter",
         "backends": list(backends),
+        "modes": list(modes),
         "cache_note": ("L2 flushed before every timed call" if device.type == "cuda" and flush_l2
                        else "caches not flushed between repeats"),
     }
@@ -442,22 +520,33 @@ class Results:
         path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
-    def gpu_points(self) -> list[dict]:
+    def gpu_points(self, mode: str = "eager") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms`` for every sparse time.
 
+        ``mode`` picks the timing (:data:`MODES`); points measured without it give no rows.
         Points whose check failed or whose backend raised are not timing rows; they are
         listed by :meth:`problems` instead.
         """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         rows = []
         for p in self.points:
-            for backend, entry in (p.get("sparse") or {}).items():
+            if mode == "eager":
+                dense, sparse = p.get("dense") or {}, p.get("sparse") or {}
+            else:
+                block = (p.get("modes") or {}).get(mode) or {}
+                dense, sparse = block.get("dense") or {}, block.get("sparse") or {}
+            if "median_ms" not in dense:
+                continue
+            for backend, entry in sparse.items():
                 if "median_ms" not in entry:
                     continue
+                eager_check = (p.get("sparse") or {}).get(backend, {}).get("check", {})
                 rows.append({
                     "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"], "backend": backend,
-                    "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"),
-                    "dense_ms": p["dense"]["median_ms"], "sparse_ms": entry["median_ms"],
-                    "check_passed": entry.get("check", {}).get("passed"),
+                    "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"), "mode": mode,
+                    "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
+                    "check_passed": eager_check.get("passed"),
                 })
         return rows
 
@@ -471,6 +560,10 @@ class Results:
                     out.append(f"{where}: {entry['error']}")
                 elif not entry.get("check", {}).get("passed", False):
                     out.append(f"{where}: numerical check failed (rel_err {entry['check']['rel_err']:.3g} > {entry['check']['tol']})")
+            for mode, block in (p.get("modes") or {}).items():
+                for backend, entry in [("dense", block.get("dense") or {}), *(block.get("sparse") or {}).items()]:
+                    if "error" in entry:
+                        out.append(f"{p.get('shape', '')} M={p['M']} {p['dtype']} {backend} [{mode}]: {entry['error']}")
         return out
 
 
@@ -483,8 +576,9 @@ def load_results(path) -> Results:
         raise FileNotFoundError(f"results file {str(path)!r} does not exist") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; expected {SCHEMA!r}")
+    if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
+                         f"expected one of {READABLE_SCHEMAS}")
     missing = [k for k in REQUIRED_PROVENANCE if k not in data.get("provenance", {})]
     if missing:
         raise ValueError(f"results file {str(path)!r} lacks provenance fields {missing}")

@@ -33,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, help="untimed calls before timing (default 3)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--no-flush", action="store_true", help="do not flush L2 between timed calls (GPU)")
+    parser.add_argument("--modes", nargs="+", metavar="MODE", default=["eager"],
+                        help="timings per point (GPU): eager (default; a lone eager call, host set-up included), "
+                             "graph (CUDA-graph replay: plans cached), stream (back-to-back calls), "
+                             "kernel (profiler kernel time only); eager is always first")
     parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -75,7 +79,16 @@ def run(args: argparse.Namespace) -> int:
         if not args.Ms and not args.quick:
             print(f"CPU sweep: M limited to {_CPU_DEFAULT_MS} (pass --m to choose others).")
 
+    from .bench import MODES
+
+    modes = ["eager"] + [m for m in args.modes if m != "eager"]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
+    if not on_gpu and modes != ["eager"]:
+        raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only eager timing runs")
     kwargs = {} if Ms is None else {"Ms": Ms}
+    kwargs["modes"] = tuple(modes)
     command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
@@ -84,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
 
     _print_table(res, on_gpu)
+    for mode in modes[1:]:
+        _print_mode(res, mode)
     out = res.save(args.out or default_out_path(res.provenance))
     print(f"results written to {out}")
     problems = res.problems()
@@ -115,3 +130,11 @@ def _print_table(res, on_gpu: bool) -> None:
               f"{r['gflops']:>9.1f} {r['gbs']:>7.1f}")
     print(f"best achieved on this CPU (measured ceilings, float32 dense): "
           f"{roof['best_gflops']:.1f} GFLOP/s, {roof['best_gbs']:.1f} GB/s")
+
+
+def _print_mode(res, mode: str) -> None:
+    rows = res.gpu_points(mode)
+    print(f"\n[{mode}] {'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}")
+    for r in rows:
+        print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
+              f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""gpu_measure.py — the measurements `make gpu-check` records on a GPU, one step at a time.
+
+Steps (each writes its files into --out as soon as it has them, so a step cut short by its
+time limit keeps what it measured):
+
+  bench-8b    dense vs 2:4 on the Llama-3-8B linear shapes, M = 1 ... 16384 (powers of two):
+              fp16 with every timing mode (eager, graph, stream, kernel), then bf16 eager and
+              graph; the results file is rewritten after every (shape, dtype) group
+  bench-ref   the GEMM shapes of published measurements (pytorch#177866's among them), eager,
+              graph and kernel timings: the same shape on one more GPU
+  bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager/graph/kernel
+  kernels     probe(try_kernels=True) and the profiler's kernel table (twofour.dispatch.kernels)
+              for dense and 2:4 F.linear at Llama-3-8B gate_proj, M = 1, 16, 4096, fp16 and bf16
+  traces      Chrome traces (torch.profiler, gzipped) of one decode step of the linear layers
+              of two Llama-3-8B blocks at M = 16: dense and 2:4, eager and CUDA-graph replay
+
+On a CPU, --rehearse runs each step on tiny float32 shapes (no GPU number is produced) to
+prove the plumbing.
+
+Usage: python scripts/gpu_measure.py STEP --out DIR [--rehearse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from twofour.bench import MODES, Results, model_shapes, provenance, sweep
+
+SMALL_MS = [2**i for i in range(15)]  # 1 .. 16384
+
+
+def _log(msg: str) -> None:
+    print(f"[gpu_measure {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _merge_save(parts: list[Results], path: Path, command: str) -> None:
+    merged = Results(provenance=dict(parts[0].provenance, command=command), settings=parts[0].settings,
+                     points=[p for r in parts for p in r.points])
+    merged.save(path)
+
+
+def bench(out: Path, *, models: list[str], Ms: list[int], plan: list[tuple[str, tuple[str, ...]]],
+          name: str, rehearse: bool) -> None:
+    """Sweep ``plan`` = [(dtype, modes), ...] over the models' shapes; save after every group."""
+    command = (f"scripts/gpu_measure.py {name} (twofour.bench.sweep: models={models} Ms={Ms} "
+               f"dtype/modes={[(d, list(m)) for d, m in plan]} warmup=3 repeats=10)")
+    shapes = model_shapes(models)
+    if rehearse:
+        shapes, Ms, plan = [("rehearsal 256x512", 256, 512)], Ms[:3], [("float32", ("eager",))]
+    parts: list[Results] = []
+    for dtype, modes in plan:
+        for shape in shapes:
+            t0 = time.perf_counter()
+            res = sweep([shape], Ms=Ms, dtypes=[dtype], modes=modes, warmup=3 if not rehearse else 1,
+                        repeats=10 if not rehearse else 3, progress=False, command=command,
+                        device=None if not rehearse else "cpu")
+            parts.append(res)
+            _merge_save(parts, out / f"bench-{name}.json", command)
+            problems = res.problems()
+            _log(f"{name}: {shape[0]} {dtype}: {len(res.points)} points in {time.perf_counter() - t0:.1f}s"
+                 f"{'; problems: ' + str(len(problems)) if problems else ''}")
+            for p in problems[:5]:
+                _log(f"  problem: {p}")
+            for mode in modes:
+                rows = res.gpu_points(mode)
+                if rows:
+                    sp = " ".join(f"{r['M']}:{r['dense_ms'] / r['sparse_ms']:.2f}" for r in rows)
+                    _log(f"  {mode:6} speedup by M: {sp}")
+
+
+# GEMM-level shapes of published dense vs 2:4 measurements (shared/reference/published-gemm.json),
+# as (M, N, K, dtype): measured here too, the same shape on one more GPU is a direct comparison.
+# (3072, 3072, 10240) fp16 is pytorch/pytorch#177866 (0.41x eager, 1.15x with plans cached).
+REFERENCE_POINTS = [
+    (3072, 3072, 10240, "float16"), (1, 4096, 4096, "float16"), (1024, 1024, 1024, "float16"),
+    (2048, 2048, 2048, "float16"), (4096, 4096, 4096, "float16"), (8192, 8192, 8192, "float16"),
+    (16384, 16384, 16384, "float16"), (13008, 4096, 1024, "float16"), (13008, 1024, 4096, "float16"),
+    (3072, 3072, 10240, "bfloat16"), (4096, 4096, 10240, "bfloat16"), (8192, 8192, 10240, "bfloat16"),
+    (10240, 10240, 10240, "bfloat16"), (4096, 768, 4096, "bfloat16"),
+    (64, 3720, 10240, "float16"), (512, 3720, 10240, "float16"), (1280, 3720, 10240, "float16"),
+]
+
+
+def bench_reference(out: Path, *, rehearse: bool) -> None:
+    """The published GEMM shapes, eager / graph / kernel, one results file."""
+    command = "scripts/gpu_measure.py bench-ref (twofour.bench.sweep per published shape, warmup=3 repeats=10)"
+    points = REFERENCE_POINTS if not rehearse else [(8, 64, 128, "float32"), (16, 128, 64, "float32")]
+    modes = ("eager", "graph", "kernel") if not rehearse else ("eager",)
+    parts: list[Results] = []
+    for M, N, K, dtype in points:
+        res = sweep([(f"{N}x{K}", N, K)], Ms=[M], dtypes=[dtype], modes=modes, warmup=3 if not rehearse else 1,
+                    repeats=10 if not rehearse else 3, progress=False, command=command,
+                    device=None if not rehearse else "cpu")
+        parts.append(res)
+        _merge_save(parts, out / "bench-reference.json", command)
+        rows = {mode: res.gpu_points(mode) for mode in modes}
+        _log(f"bench-ref: M={M} N={N} K={K} {dtype}: " + ", ".join(
+            f"{mode} {r[0]['dense_ms'] / r[0]['sparse_ms']:.2f}x" for mode, r in rows.items() if r)
+            + (f"; problems: {res.problems()}" if res.problems() else ""))
+
+
+def kernel_tables(out: Path, *, rehearse: bool) -> None:
+    from twofour.dispatch import kernels, probe
+    from twofour.structure import prune
+
+    here = probe(try_kernels=True)
+    record = {"schema": "twofour-kernels/1", "provenance": provenance("scripts/gpu_measure.py kernels"),
+              "probe": [list(r) for r in here.rows()], "cases": []}
+    print(here, flush=True)
+    device = here.env.device
+    N, K = (14336, 4096) if not rehearse else (256, 512)
+    gen = torch.Generator().manual_seed(0)
+    for dtype in ((torch.float16, torch.bfloat16) if not rehearse else (torch.float32,)):
+        W24 = prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, dtype))[0]
+        forms = {"dense tensor (2:4 zeros)": W24}
+        if here.env.sparse_ok:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*prototype.*")
+                forms["to_sparse_semi_structured"] = torch.sparse.to_sparse_semi_structured(W24)
+        for M in ((1, 16, 4096) if not rehearse else (1, 16)):
+            x = torch.randn(M, K, generator=gen).to(device, dtype)
+            for form, W in forms.items():
+                rep = kernels(torch.nn.functional.linear, x, W, warmup=3, calls=5)
+                record["cases"].append({
+                    "M": M, "N": N, "K": K, "dtype": str(dtype).replace("torch.", ""), "weight": form,
+                    "summary": rep.summary(), "device": rep.device, "calls": rep.calls, "time_us": rep.time_us,
+                    "rows": [{"name": r.name, "class": r.cls, "device": r.device, "count": r.count, "time_us": r.time_us}
+                             for r in rep.rows],
+                })
+                _log(f"kernels: M={M} {dtype} {form}: {rep.summary()}")
+                print(rep.table(top=6), flush=True)
+    (out / "kernels.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+def traces(out: Path, *, rehearse: bool) -> None:
+    """Chrome traces of one decode step (the seven linear layers of two blocks) at M = 16."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from twofour.models import LLAMA_3_8B, linear_shapes
+    from twofour.structure import prune
+
+    on_gpu = torch.cuda.is_available() and not rehearse
+    device = torch.device("cuda" if on_gpu else "cpu")
+    dtype = torch.float16 if on_gpu else torch.float32
+    scale = 1 if on_gpu else 16
+    shapes = [(s.name, s.out_features // scale, s.in_features // scale) for s in linear_shapes(LLAMA_3_8B, include_lm_head=False)]
+    gen = torch.Generator().manual_seed(0)
+    layers = []
+    for block in range(2):
+        for name, N, K in shapes:
+            W = prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, dtype))[0]
+            layers.append((f"block{block}.{name}", W))
+    M = 16
+    xs = {K: torch.randn(M, K, generator=gen).to(device, dtype) for _, _, K in shapes}
+
+    def step(weights):
+        for name, W in weights:
+            with record_function(name):
+                torch.nn.functional.linear(xs[W.shape[1]], W)
+
+    variants = {"dense": layers}
+    if on_gpu:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*prototype.*")
+            variants["sparse"] = [(n, torch.sparse.to_sparse_semi_structured(W)) for n, W in layers]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    for label, weights in variants.items():
+        for how in (("eager", "graph") if on_gpu else ("eager",)):
+            if how == "eager":
+                run = lambda weights=weights: step(weights)  # noqa: E731
+            else:
+                graph = torch.cuda.CUDAGraph()
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        step(weights)
+                torch.cuda.current_stream().wait_stream(side)
+                with torch.cuda.graph(graph):
+                    step(weights)
+                run = graph.replay
+            for _ in range(3):
+                run()
+            if on_gpu:
+                torch.cuda.synchronize()
+            with profile(activities=activities) as prof:
+                for i in range(3):
+                    with record_function(f"decode_step_{i}"):
+                        run()
+                if on_gpu:
+                    torch.cuda.synchronize()
+            raw = out / f"trace-{label}-{how}.json"
+            prof.export_chrome_trace(str(raw))
+            with open(raw, "rb") as src, gzip.open(str(raw) + ".gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            raw.unlink()
+            _log(f"traces: {label} {how}: {raw.name}.gz ({(out / (raw.name + '.gz')).stat().st_size:,} bytes)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces"])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--rehearse", action="store_true", help="tiny CPU versions of each step (no GPU numbers)")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.rehearse and not torch.cuda.is_available():
+        print("gpu_measure.py: no CUDA GPU; pass --rehearse to run the CPU versions", file=sys.stderr)
+        return 3
+    if args.step == "bench-8b":
+        # fp16 with every timing mode first (what the model is fitted to); bf16 eager and graph
+        bench(args.out, models=["Llama-3-8B"], Ms=SMALL_MS, plan=[("float16", MODES), ("bfloat16", ("eager", "graph"))],
+              name="llama-3-8b", rehearse=args.rehearse)
+    elif args.step == "bench-70b":
+        bench(args.out, models=["Llama-3-70B"], Ms=[1, 16, 256, 4096, 16384],
+              plan=[("float16", ("eager", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse)
+    elif args.step == "bench-ref":
+        bench_reference(args.out, rehearse=args.rehearse)
+    elif args.step == "kernels":
+        kernel_tables(args.out, rehearse=args.rehearse)
+    else:
+        traces(args.out, rehearse=args.rehearse)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
