@@ -63,12 +63,18 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
-from .hardware import GPUSpec, _dtype_key, get_gpu
-from .packing import packed_bytes, packed_ratio
+from ..hardware import GPUSpec, _dtype_key, get_gpu
+from ..packing import packed_bytes, packed_ratio
 
 __all__ = [
     "Efficiency",
     "DEFAULT_EFFICIENCY",
+    "ASSUMED_EFFICIENCY",
+    "SCENARIOS",
+    "DEFAULT_SCENARIO",
+    "check_scenario",
+    "default_params",
+    "fit_summary",
     "Prediction",
     "FitReport",
     "pad_multiple",
@@ -120,17 +126,40 @@ def _require_positive_int(name: str, value) -> int:
     return value
 
 
+# How a GEMM call is run, and so which per-call costs it pays (see Efficiency):
+#   ideal  : kernel time only, max(t_compute, t_memory): no per-call cost at all
+#   cached : + the device's per-call cost (launch, the 2:4 path's extra memset/padding kernels):
+#            plans cached or CUDA graphs, as serving engines run
+#   eager  : PyTorch eager inside a model, calls issued back to back: the host's per-call work
+#            (Python dispatch; for cuSPARSELt, descriptors and a plan built on every call)
+#            overlaps the previous call's kernels, so a call costs max(cached time, host time)
+SCENARIOS = ("eager", "cached", "ideal")
+DEFAULT_SCENARIO = "cached"
+
+
 @dataclass(frozen=True)
 class Efficiency:
-    """The model's free parameters. Defaults are assumptions; :func:`fit` measures them.
+    """The model's free parameters, per kernel family (dense, 2:4).
 
     Attributes:
         dense_compute, sparse_compute: achieved fraction of the dense / 2:4 peak FLOP/s
             when every SM is busy (0 < x <= 1).
         dense_memory, sparse_memory: achieved fraction of peak DRAM bandwidth.
-        dense_overhead_us, sparse_overhead_us: fixed cost per call (launch, descriptors).
+        dense_overhead_us, sparse_overhead_us: device cost per call (kernel launch and
+            latency, extra kernels such as padding): paid in the ``cached`` and ``eager``
+            scenarios.
+        dense_host_us, sparse_host_us: host time per call (Python dispatch; cuSPARSELt
+            descriptor and plan creation). In the ``eager`` scenario a call takes at least this
+            long: ``max(kernel + overhead, host)``.
         tile_m, tile_n: output tile of one SM, for wave quantization.
         pad_to: override the backend's row multiple for the 2:4 path (None = the table).
+
+    The 2:4 path does everything the dense one does and more, so a set where 2:4 is more
+    efficient or cheaper per call than dense is refused: it would let a prediction pass the
+    2x compute ceiling or the ``1 / packed_ratio`` bytes ceiling.
+
+    The field defaults are the old assumptions (:data:`ASSUMED_EFFICIENCY`); the model's
+    defaults are fitted (:data:`DEFAULT_EFFICIENCY`, :func:`default_params`).
     """
 
     dense_compute: float = 0.75
@@ -142,13 +171,15 @@ class Efficiency:
     tile_m: int = 128
     tile_n: int = 128
     pad_to: int | None = None
+    dense_host_us: float = 0.0
+    sparse_host_us: float = 0.0
 
     def __post_init__(self):
         for name in ("dense_compute", "sparse_compute", "dense_memory", "sparse_memory"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        for name in ("dense_overhead_us", "sparse_overhead_us"):
+        for name in ("dense_overhead_us", "sparse_overhead_us", "dense_host_us", "sparse_host_us"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number of microseconds >= 0, got {v!r}")
@@ -156,6 +187,18 @@ class Efficiency:
             _require_positive_int(name, getattr(self, name))
         if self.pad_to is not None:
             _require_positive_int("pad_to", self.pad_to)
+        for name in ("compute", "memory"):
+            if getattr(self, f"sparse_{name}") > getattr(self, f"dense_{name}"):
+                raise ValueError(
+                    f"sparse_{name}={getattr(self, f'sparse_{name}')!r} exceeds dense_{name}="
+                    f"{getattr(self, f'dense_{name}')!r}: a 2:4 kernel more efficient than dense would "
+                    "predict more than the 2x / 1/packed_ratio ceilings; use sparse_<x> <= dense_<x>")
+        for name in ("overhead_us", "host_us"):
+            if getattr(self, f"sparse_{name}") < getattr(self, f"dense_{name}"):
+                raise ValueError(
+                    f"sparse_{name}={getattr(self, f'sparse_{name}')!r} is below dense_{name}="
+                    f"{getattr(self, f'dense_{name}')!r}: the 2:4 call does what the dense one does and "
+                    "more, so its per-call cost cannot be smaller; use sparse_<x> >= dense_<x>")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -168,8 +211,102 @@ class Efficiency:
             raise ValueError(f"unknown Efficiency fields {sorted(unknown)}; valid: {sorted(known)}")
         return cls(**data)
 
+    def device_us(self, kind: str, scenario: str) -> float:
+        """The device per-call cost (µs) of ``kind`` (``"dense"``/``"sparse"``) in ``scenario``.
 
-DEFAULT_EFFICIENCY = Efficiency()
+        Example:
+            >>> e = Efficiency(dense_overhead_us=5, sparse_overhead_us=15)
+            >>> e.device_us("sparse", "ideal"), e.device_us("sparse", "cached"), e.device_us("sparse", "eager")
+            (0.0, 15, 15)
+        """
+        scenario = check_scenario(scenario)
+        _check_kind(kind)
+        return 0.0 if scenario == "ideal" else getattr(self, f"{kind}_overhead_us")
+
+    def host_us(self, kind: str, scenario: str, backend: str | None = None) -> float:
+        """The host time per call (µs) that bounds ``kind`` in ``scenario`` (0 unless ``eager``).
+
+        PyTorch's CUTLASS 2:4 path builds no cuSPARSELt plan, so its host cost is taken to be
+        the dense one's (an assumption: CUTLASS 2:4 does not run on the H200 the host cost was
+        measured on).
+
+        Example:
+            >>> e = Efficiency(dense_host_us=20, sparse_host_us=500)
+            >>> e.host_us("sparse", "eager"), e.host_us("sparse", "eager", "CUTLASS"), e.host_us("sparse", "cached")
+            (500, 20, 0.0)
+        """
+        scenario = check_scenario(scenario)
+        _check_kind(kind)
+        if scenario != "eager":
+            return 0.0
+        if kind == "sparse" and backend is not None and backend.lower() == "cutlass":
+            return self.dense_host_us
+        return getattr(self, f"{kind}_host_us")
+
+
+def _check_kind(kind) -> None:
+    if kind not in ("dense", "sparse"):
+        raise ValueError(f"kind must be 'dense' or 'sparse', got {kind!r}")
+
+
+def check_scenario(scenario) -> str:
+    """Return ``scenario`` if it is one of :data:`SCENARIOS`, else raise naming the valid ones."""
+    if scenario not in SCENARIOS:
+        raise ValueError(
+            f"scenario must be one of {SCENARIOS} (eager: PyTorch eager, plan built per call; cached: plans "
+            f"cached or CUDA graphs, as a serving engine runs; ideal: kernel time only), got {scenario!r}")
+    return scenario
+
+
+# The assumptions the model used before it was fitted: kept to show what the fit changed.
+ASSUMED_EFFICIENCY = Efficiency()
+
+
+@functools.lru_cache(maxsize=1)
+def _stored_fit() -> dict | None:
+    from ._fitfile import FIT_PATH, load_fit
+
+    return load_fit(FIT_PATH) if FIT_PATH.exists() else None
+
+
+def default_params(gpu=None) -> Efficiency:
+    """The fitted parameter set for ``gpu`` (twofour/data/kernel-fit.json), else the base set.
+
+    Example:
+        >>> default_params("H200") == DEFAULT_EFFICIENCY
+        True
+        >>> default_params("A100").sparse_compute <= default_params("A100").dense_compute
+        True
+    """
+    fit = _stored_fit()
+    if fit is None:
+        return ASSUMED_EFFICIENCY
+    name = get_gpu(gpu).name if gpu is not None else None
+    entry = fit["per_gpu"].get(name) if name else None
+    return Efficiency.from_dict((entry or fit["base"])["params"])
+
+
+def fit_summary(gpu=None) -> str:
+    """One line a page can print under a prediction: what the parameters were fitted to, and the error.
+
+    Example:
+        >>> "leave-one-source-out" in fit_summary("H100")
+        True
+    """
+    fit = _stored_fit()
+    if fit is None:
+        return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
+    name = get_gpu(gpu).name if gpu is not None else None
+    entry = fit["per_gpu"].get(name) if name else None
+    note = entry["note"] if entry else f"no usable measurement on this GPU: base set ({fit['base']['source']})"
+    errs = {row["regime"]: row for row in fit["errors"]["leave_one_source_out"]["by_regime"]}
+    parts = [f"{r} {errs[r]['median']:.0%} (n={errs[r]['n']})" for r in ("M<=16", "16<M<=256", "M>256") if r in errs]
+    prov = fit["provenance"]
+    return (f"fitted to {prov['n_points']} measurements from {len(prov['sources'])} sources; {name or 'base'}: {note}; "
+            f"leave-one-source-out median error of the speedup: {', '.join(parts)}")
+
+
+DEFAULT_EFFICIENCY = default_params()
 
 
 @dataclass(frozen=True)
@@ -189,6 +326,7 @@ class Prediction:
     bound_sparse: str
     wave_eff_dense: float
     wave_eff_sparse: float
+    scenario: str = DEFAULT_SCENARIO
 
     @property
     def speedup(self) -> float:
@@ -214,7 +352,7 @@ _TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int
 def _live_pad_multiple(backend: str, d: str) -> int | None:
     """The installed torch's rule, read by :mod:`twofour.dispatch` (None if unavailable)."""
     try:
-        from .dispatch.rules import backend_rules
+        from ..dispatch.rules import backend_rules
 
         rule = backend_rules(backend.lower()).shapes.get(_TORCH_DTYPE[d])
         return None if rule is None else int(rule.dense_min_rows)
@@ -277,6 +415,7 @@ def gemm_time_s(
     overhead_us: float,
     tile_m: int,
     tile_n: int,
+    host_us: float = 0.0,
 ) -> tuple[float, str, float]:
     """Time of one GEMM in seconds, what bounds it, and its wave efficiency.
 
@@ -287,7 +426,9 @@ def gemm_time_s(
         t_compute = flops / (peak_tflops * 1e12 * compute_eff * wave_eff)
         n_bytes   = weight_bytes + M * K * in_bytes + M * N * out_bytes
         t_memory  = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
-        t         = max(t_compute, t_memory) + overhead_us * 1e-6
+        t         = max(max(t_compute, t_memory) + overhead_us * 1e-6, host_us * 1e-6)
+
+    The bound is ``"host"`` when the host's per-call time is the larger.
 
     Example:
         >>> t, bound, _ = gemm_time_s(1, 4096, 4096, peak_tflops=989.5, mem_bw_gbs=3350, sms=132,
@@ -302,7 +443,10 @@ def gemm_time_s(
     n_bytes = weight_bytes + M * K * in_bytes + M * N * out_bytes
     t_memory = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
     bound = "compute" if t_compute >= t_memory else "memory"
-    return max(t_compute, t_memory) + overhead_us * 1e-6, bound, wave_eff
+    t_device = max(t_compute, t_memory) + overhead_us * 1e-6
+    if host_us * 1e-6 > t_device:
+        return host_us * 1e-6, "host", wave_eff
+    return t_device, bound, wave_eff
 
 
 def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
@@ -315,7 +459,9 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
         )
     if backend is None:
         backend = spec.backends[0]
-    elif backend not in spec.backends:
+    elif isinstance(backend, str) and backend.lower() in {b.lower(): b for b in spec.backends}:
+        backend = {b.lower(): b for b in spec.backends}[backend.lower()]
+    else:
         raise ValueError(f"backend {backend!r} is not available on {spec.name}; valid: {list(spec.backends)}")
     # Fail early with the table's message if the GPU lacks this dtype.
     spec.peak_tflops(d)
@@ -331,15 +477,18 @@ def _check_shape(M, N, K):
 
 
 def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
-            params: Efficiency | None = None) -> Prediction:
+            params: Efficiency | None = None, *, scenario: str = DEFAULT_SCENARIO) -> Prediction:
     """Predict dense and 2:4 time of ``y = x @ W.T`` with ``x: [M, K]``, ``W: [N, K]``.
 
     Args:
         M, N, K: GEMM shape (tokens, out_features, in_features). K must divide by 4.
         dtype: ``"fp16"``, ``"bf16"``, ``"fp8"``, ``"int8"``, ``"tf32"`` or a torch dtype.
         gpu: a name from :data:`twofour.hardware.GPUS` or a :class:`~twofour.hardware.GPUSpec`.
-        backend: ``"cuSPARSELt"`` or ``"CUTLASS"``; default: the GPU's preferred one.
-        params: :class:`Efficiency`; default :data:`DEFAULT_EFFICIENCY` (assumed, not fitted).
+        backend: ``"cuSPARSELt"`` or ``"CUTLASS"`` (any case); default: the GPU's preferred one.
+        params: :class:`Efficiency`; default :func:`default_params` of the GPU (fitted).
+        scenario: one of :data:`SCENARIOS`: ``"eager"``, ``"cached"`` (default) or ``"ideal"``;
+            it decides which per-call costs count (:meth:`Efficiency.device_us`,
+            :meth:`Efficiency.host_us`).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
@@ -348,7 +497,8 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
     """
     _check_shape(M, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)
-    e = params if params is not None else DEFAULT_EFFICIENCY
+    scenario = check_scenario(scenario)
+    e = params if params is not None else default_params(spec.name)
     if not isinstance(e, Efficiency):
         raise TypeError(f"params must be an Efficiency or None, got {type(e).__name__}")
     mult = e.pad_to or pad_multiple(backend, d)
@@ -358,38 +508,43 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
                   out_bytes=_OUT_BYTES[d], tile_m=e.tile_m, tile_n=e.tile_n)
     t_dense, bound_dense, wave_dense = gemm_time_s(
         M, N, K, peak_tflops=spec.peak_tflops(d), weight_bytes=N * K * _IN_BYTES[d],
-        compute_eff=e.dense_compute, memory_eff=e.dense_memory, overhead_us=e.dense_overhead_us, **common)
+        compute_eff=e.dense_compute, memory_eff=e.dense_memory, overhead_us=e.device_us("dense", scenario),
+        host_us=e.host_us("dense", scenario), **common)
     t_sparse, bound_sparse, wave_sparse = gemm_time_s(
         M_padded, N, K, peak_tflops=spec.peak_tflops(d, sparse=True),
         weight_bytes=packed_bytes((N, K), pack_dtype, n, m),
-        compute_eff=e.sparse_compute, memory_eff=e.sparse_memory, overhead_us=e.sparse_overhead_us, **common)
+        compute_eff=e.sparse_compute, memory_eff=e.sparse_memory, overhead_us=e.device_us("sparse", scenario),
+        host_us=e.host_us("sparse", scenario, backend), **common)
     return Prediction(M, N, K, d, spec.name, backend, M_padded, t_dense * 1e6, t_sparse * 1e6,
-                      bound_dense, bound_sparse, wave_dense, wave_sparse)
+                      bound_dense, bound_sparse, wave_dense, wave_sparse, scenario)
 
 
 def gemm_speedup(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
-                 params: Efficiency | None = None) -> float:
+                 params: Efficiency | None = None, *, scenario: str = DEFAULT_SCENARIO) -> float:
     """Predicted ``t_dense / t_2:4`` for one GEMM (what :mod:`twofour.amdahl` calls ``s``).
 
     Example:
-        >>> gemm_speedup(1, 4096, 4096, "fp16", "H100") < 1   # decode loses to overhead
+        >>> gemm_speedup(1, 4096, 4096, "fp16", "H100", scenario="eager") < 0.2   # a plan per call
+        True
+        >>> gemm_speedup(16384, 4096, 4096, "fp16", "H100", scenario="ideal") < 2
         True
     """
-    return predict(M, N, K, dtype, gpu, backend, params).speedup
+    return predict(M, N, K, dtype, gpu, backend, params, scenario=scenario).speedup
 
 
-def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None) -> list[Prediction]:
+def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None, *,
+                  scenario: str = DEFAULT_SCENARIO) -> list[Prediction]:
     """:func:`predict` for every M in ``Ms`` (for plots).
 
     Example:
-        >>> [p.M for p in speedup_curve([1, 64], 4096, 4096)]
+        >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="ideal")]
         [1, 64]
     """
-    return [predict(int(M), N, K, dtype, gpu, backend, params) for M in Ms]
+    return [predict(int(M), N, K, dtype, gpu, backend, params, scenario=scenario) for M in Ms]
 
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
-                m_max: int = 16384) -> int | None:
+                m_max: int = 16384, *, scenario: str = DEFAULT_SCENARIO) -> int | None:
     """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense, or None.
 
     "Faster" means speedup > 1. Wave quantization can make the curve saw-toothed, so a
@@ -403,8 +558,9 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
     _require_positive_int("m_max", m_max)
     _check_shape(1, N, K)
     _resolve(gpu, dtype, backend)
+    check_scenario(scenario)
     for M in range(1, m_max + 1):
-        if predict(M, N, K, dtype, gpu, backend, params).speedup > 1:
+        if predict(M, N, K, dtype, gpu, backend, params, scenario=scenario).speedup > 1:
             return M
     return None
 
@@ -564,7 +720,7 @@ def fit(results, gpu=None, *, base: Efficiency | None = None) -> FitReport:
         name = p.get("gpu", default_gpu)
         if name is None:
             raise ValueError("each result point needs a 'gpu' (or pass gpu=...) to know its peaks")
-        from .hardware import match_device_name
+        from ..hardware import match_device_name
 
         if isinstance(name, str):
             matched = match_device_name(name)

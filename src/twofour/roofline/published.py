@@ -1,0 +1,246 @@
+"""Dense vs 2:4 timings measured by others and by this project, as one list of points.
+
+Two sources feed the kernel model:
+
+* **published**: ``twofour/data/published-gemm.json``, 89 records from 25+ public sources
+  (GitHub issues and PRs, blogs, READMEs), each with its GPU, dtype, backend, shape, timing,
+  ``reliability``, ``caveats`` and ``source_url``. Nothing in it was measured by this project.
+* **measured**: the results files ``twofour bench`` wrote on a GPU (``twofour/data/bench-*.json``),
+  one point per (shape, M, dtype, backend, timing mode), with the run's provenance.
+
+:func:`points` returns both as :class:`Point` objects in one convention (``y = x @ W.T`` with
+``x`` ``[M, K]`` and ``W`` ``[N, K]``; times in µs; GPU, backend and dtype names as
+:mod:`twofour.hardware` and :mod:`twofour.roofline` spell them) and says, for each point,
+whether the kernel model may be fitted to it and why not (:attr:`Point.excluded`). The rules
+(:data:`FIT_RULES`) are written down here once, so every page that shows the fit can list them.
+
+Every point keeps its ``reliability``, ``caveats`` and ``source_url``: contradictions between
+sources are shown side by side, never averaged away.
+
+Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
+
+* ``eager``: PyTorch eager calls issued back to back, as a model's forward pass issues them:
+  ``twofour bench``'s ``stream`` mode, and published timings of ``F.linear`` / ``torch.mm`` on
+  a sparse tensor (``torch.utils.benchmark`` and friends time repeated calls);
+* ``cached``: the kernels and their per-call device cost, no host set-up: ``twofour bench``'s
+  ``kernel`` mode (profiler kernel time), library examples and profilers that reuse a plan
+  (cuSPARSELt samples, the CUTLASS profiler), and PyTorch with plans cached (pytorch#177866);
+* measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``eager``
+  mode: one call with the device idle before it, so host and device time add up) and
+  ``graph`` (one call captured in a CUDA graph and replayed: ``cached`` plus the graph's own
+  launch, a few µs).
+
+Example:
+    >>> pts = points()
+    >>> pub = [p for p in pts if p.origin == "published"]
+    >>> len(pub)
+    89
+    >>> usable = [p for p in pub if p.fit_ok]
+    >>> sorted({p.gpu for p in usable})
+    ['A100', 'H100']
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "points", "published_records", "PUBLISHED_PATH"]
+
+PUBLISHED_PATH = Path(__file__).resolve().parent.parent / "data" / "published-gemm.json"
+
+# Spellings in the published records -> names in twofour.hardware. The A800 is the A100 with
+# a slower interconnect: same SMs, clocks and memory.
+_GPU_NAMES = {
+    "A100": "A100", "A100-80GB": "A100", "A100-SXM4": "A100", "A800": "A100",
+    "H100": "H100", "H100-class": "H100", "H100 (Hopper)": "H100",
+    "H200": "H200", "NVIDIA H200": "H200", "A10G": "A10G", "L4": "L4", "B200": "B200",
+}
+_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "float16": "fp16",
+           "bfloat16": "bf16"}
+
+# Published kernels their own source calls immature: fitting to them would teach the model a
+# software bug. Each entry says why, in the words of the caveat.
+KNOWN_IMMATURE = {
+    "cutlass1335-h100-768x4096x4096": "Ampere (sm80) CUTLASS sparse kernels run on Hopper; the reporter calls it a software-maturity effect",
+    "cutlass408-a100-16384": "a 2021 CUTLASS sparse example; the maintainer replied that sparse needs CUDA >= 11.5 and quoted a faster kernel",
+}
+
+FIT_RULES = (
+    "a single GEMM or linear layer, forward only (kind 'gemm', scope 'gemm_kernel' or 'linear_layer')",
+    "the same dtype on both sides (fp16, bf16, fp8 or int8), stated or taken from context",
+    "reliability 'high' or 'medium'",
+    "a GPU that twofour.hardware describes (its peaks and bandwidth are needed to predict)",
+    "a PyTorch backend (cuSPARSELt or CUTLASS), not a kernel its source calls immature (KNOWN_IMMATURE)",
+    "a scenario the model has (eager or cached): CUDA-graph and back-to-back timings are kept as evidence",
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One dense vs 2:4 timing, published or measured here.
+
+    ``speedup`` is dense time / 2:4 time (above 1: 2:4 faster). ``dense_us`` / ``sparse_us``
+    are None where the source printed a speedup only. ``excluded`` is the first fit rule the
+    point breaks, or None when :func:`twofour.roofline.calibration.fit_all` may use it.
+    """
+
+    id: str
+    origin: str  # "published" | "measured"
+    source: str  # one label per source (leave-one-source-out groups by it)
+    source_url: str
+    gpu: str | None  # twofour.hardware name, None when not described there
+    gpu_as_reported: str
+    backend: str | None  # "cuSPARSELt" | "CUTLASS" | None
+    dtype: str | None
+    M: int | None
+    N: int | None
+    K: int | None
+    speedup: float
+    dense_us: float | None
+    sparse_us: float | None
+    scenario: str  # "eager" | "cached" (fitted); "lone" | "graph" (measured evidence)
+    reliability: str
+    caveats: str
+    kind: str
+    excluded: str | None = None
+    extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def fit_ok(self) -> bool:
+        return self.excluded is None
+
+    @property
+    def regime(self) -> str:
+        """``M<=16``, ``16<M<=256`` or ``M>256`` (``unknown`` without M)."""
+        if self.M is None:
+            return "unknown"
+        return "M<=16" if self.M <= 16 else ("16<M<=256" if self.M <= 256 else "M>256")
+
+
+@functools.lru_cache(maxsize=None)
+def published_records(path: str | None = None) -> tuple[dict, ...]:
+    """The raw records of ``published-gemm.json`` (fields: see ``published-gemm.md``)."""
+    file = Path(path) if path is not None else PUBLISHED_PATH
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"published measurements file {str(file)!r} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"published measurements file {str(file)!r} is not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r for r in data):
+        raise ValueError(f"published measurements file {str(file)!r} must be a JSON list of records with an 'id'")
+    return tuple(data)
+
+
+def _to_us(value, unit: str | None) -> float | None:
+    if value is None:
+        return None
+    unit = (unit or "").lower()
+    if unit.startswith("us"):
+        return float(value)
+    if unit.startswith("ms") or "imply milliseconds" in unit or "probably ms" in unit:
+        return float(value) * 1e3
+    return None  # a unit we cannot read: keep the speedup only
+
+
+def _backend(text: str | None) -> str | None:
+    if text in ("cuSPARSELt", "CUTLASS"):
+        return text
+    return None
+
+
+def _published_scenario(r: dict) -> str:
+    """Library examples and profilers reuse their plan; PyTorch calls build it per call."""
+    text = f"{r.get('measurement') or ''} {r.get('backend_detail') or ''}".lower()
+    if r["id"] == "pt177866-after" or any(w in text for w in ("library example", "cutlass profiler")):
+        return "cached"
+    return "eager"
+
+
+def _from_published(r: dict) -> Point:
+    gpu = _GPU_NAMES.get(r.get("gpu") or "")
+    dtype = _DTYPES.get(str(r.get("dtype")))
+    backend = _backend(r.get("backend"))
+    point = dict(
+        id=r["id"], origin="published", source=r.get("source_url") or r["id"], source_url=r.get("source_url") or "",
+        gpu=gpu, gpu_as_reported=str(r.get("gpu")), backend=backend, dtype=dtype,
+        M=r.get("M"), N=r.get("N"), K=r.get("K"), speedup=float(r["speedup"]),
+        dense_us=_to_us(r.get("dense_time"), r.get("time_unit")), sparse_us=_to_us(r.get("sparse_time"), r.get("time_unit")),
+        scenario=_published_scenario(r), reliability=r.get("reliability") or "low", caveats=r.get("caveats") or "",
+        kind=r.get("kind") or "", extra={"source_title": r.get("source_title"), "source_locator": r.get("source_locator"),
+                                         "source_date": r.get("source_date"), "scope": r.get("scope")},
+    )
+    if r.get("kind") != "gemm" or r.get("scope") not in ("gemm_kernel", "linear_layer"):
+        why = f"not a single forward GEMM (kind {r.get('kind')!r}, scope {r.get('scope')!r})"
+    elif not r.get("same_dtype_comparison", True) or dtype is None:
+        why = f"dtype {r.get('dtype')!r} is not one dtype the model knows on both sides"
+    elif r.get("reliability") not in ("high", "medium"):
+        why = f"reliability {r.get('reliability')!r}"
+    elif gpu is None:
+        why = f"GPU {r.get('gpu')!r} is not described in twofour.hardware"
+    elif backend is None:
+        why = f"backend {r.get('backend')!r} is not a PyTorch 2:4 backend"
+    elif r["id"] in KNOWN_IMMATURE:
+        why = f"known immature kernel: {KNOWN_IMMATURE[r['id']]}"
+    elif None in (r.get("M"), r.get("N"), r.get("K")):
+        why = "shape not stated"
+    else:
+        why = None
+    return Point(**point, excluded=why)
+
+
+# twofour bench timing modes -> scenario (module docstring)
+_MODE_SCENARIO = {"eager": "lone", "kernel": "cached", "graph": "graph", "stream": "eager"}
+
+
+def _from_results(res) -> list[Point]:
+    from ..bench import MODES
+
+    prov = res.provenance
+    from ..hardware import match_device_name
+
+    spec = match_device_name(prov.get("gpu_name"))
+    label = f"twofour bench, {prov.get('gpu_name')}, torch {prov.get('torch')}, {str(prov.get('date'))[:10]}"
+    out = []
+    for mode in MODES:
+        for row in res.gpu_points(mode):
+            scenario = _MODE_SCENARIO[mode]
+            why = None if scenario in ("eager", "cached") else f"timing mode {mode!r}: kept as evidence, not fitted"
+            if spec is None:
+                why = f"GPU {prov.get('gpu_name')!r} is not described in twofour.hardware"
+            if row.get("check_passed") is False:
+                why = "2:4 result failed its numerical check"
+            out.append(Point(
+                id=f"{Path(res.path or 'results').stem}:{row['shape']}:M{row['M']}:{row['dtype']}:{row['backend']}:{mode}",
+                origin="measured", source=label, source_url=str(res.path or ""),
+                gpu=spec.name if spec else None, gpu_as_reported=str(prov.get("gpu_name")), backend=row["backend"],
+                dtype=_DTYPES.get(row["dtype"]), M=row["M"], N=row["N"], K=row["K"],
+                speedup=row["dense_ms"] / row["sparse_ms"], dense_us=row["dense_ms"] * 1e3, sparse_us=row["sparse_ms"] * 1e3,
+                scenario=scenario, reliability="high", caveats=f"timing mode {mode}; {res.settings.get('cache_note', '')}",
+                kind="gemm", excluded=why, extra={"shape": row["shape"], "mode": mode, "command": prov.get("command")},
+            ))
+    return out
+
+
+def points(*, published: bool = True, measured: bool = True, results=None) -> list[Point]:
+    """Every published and measured point, each with its fit eligibility.
+
+    Args:
+        published, measured: which origins to include.
+        results: measured results to use instead of the files shipped in ``twofour/data``
+            (a list of :class:`twofour.bench.Results`).
+    """
+    out: list[Point] = []
+    if published:
+        out += [_from_published(r) for r in published_records()]
+    if measured:
+        if results is None:
+            from ..bench import recorded_results
+
+            results = recorded_results("gpu")
+        for res in results:
+            out += _from_results(res)
+    return out
