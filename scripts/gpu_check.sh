@@ -124,12 +124,12 @@ run_step gpu-tests 120 "$PY" -m pytest -m gpu tests -q -p no:cacheprovider -rs
 run_step notebooks 240 "$PY" -m pytest --nbval-lax notebooks labs -q -p no:cacheprovider
 if [ "$HAS_CUDA" = "1" ]; then
     run_step bench 120 bash -c "
-        '$PY' -m twofour.bench --shapes llama-3-8b --m 1 4 16 64 256 1024 4096 16384 --dtypes float16 bfloat16 \
+        '$PY' -m twofour bench --shapes llama-3-8b --m 1 4 16 64 256 1024 4096 16384 --dtypes float16 bfloat16 \
             --repeats 10 --no-progress --out '$OUT_DIR/bench-llama-3-8b.json' &&
-        '$PY' -m twofour.bench --shapes llama-3-70b --m 1 16 256 4096 --dtypes float16 \
+        '$PY' -m twofour bench --shapes llama-3-70b --m 1 16 256 4096 --dtypes float16 \
             --repeats 10 --no-progress --out '$OUT_DIR/bench-llama-3-70b.json'"
 else
-    run_step bench 120 "$PY" -m twofour.bench --shapes 1024x1024 --m 1 16 256 --repeats 3 --warmup 1 \
+    run_step bench 120 "$PY" -m twofour bench --shapes 1024x1024 --m 1 16 256 --repeats 3 --warmup 1 \
         --no-progress --out "$OUT_DIR/bench-cpu-rehearsal.json"
 fi
 

@@ -304,10 +304,10 @@ def test_doctests_of_the_amdahl_modules():
 
     import twofour.amdahl
     import twofour.funnel
-    import twofour.golden_cli
+    import twofour.cli.golden
     import twofour.request
     import twofour.widgets
 
-    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.widgets, twofour.golden_cli):
+    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.widgets, twofour.cli.golden):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
