@@ -1,7 +1,7 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a rubric
-(what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
+The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a
+rubric (what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
 number a question states is **not typed into the text**: it is a named entry of the question's
 ``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
 or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
