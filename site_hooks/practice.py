@@ -1,4 +1,4 @@
-"""MkDocs hook: render the interview practice bank (``twofour/data/practice.yaml``) into the Practice pages.
+"""MkDocs hook: render the interview practice bank (``twofour/course/data/practice.yaml``) into the Practice pages.
 
 Markers in ``docs/practice/*.md``:
 
@@ -8,7 +8,7 @@ Markers in ``docs/practice/*.md``:
   ``docs/js/practice/practice.js``) followed by every question's card; without JavaScript the
   page is simply all questions in order.
 
-Every number in a card is computed by :mod:`twofour.practice` while the page is built, so a
+Every number in a card is computed by :mod:`twofour.course.practice` while the page is built, so a
 question whose expression fails stops the (strict) build with the question's id.
 """
 
@@ -20,7 +20,7 @@ import json
 import logging
 import re
 
-from twofour.practice import LEVELS, TOPICS, load_bank, render_markdown
+from twofour.course.practice import LEVELS, TOPICS, load_bank, render_markdown
 
 log = logging.getLogger("mkdocs.hooks.practice")
 

@@ -4,8 +4,10 @@
   ``includes/abbreviations.md``, the same file that gives every page its hover definitions,
   so the glossary and the tooltips can never disagree.
 * ``reference/api.md``: ``<!-- twofour-api -->`` becomes the public API of every module in
-  ``src/twofour`` (signature + docstring). New modules appear without editing anything; a
-  module that fails to import fails the strict build with its name.
+  ``src/twofour`` (signature + docstring), grouped like the package: the toolkit first, by the
+  stage of the answer each module serves, then the command line, then the course
+  (:data:`API_GROUPS`). A new module appears without editing anything, at the end of its room;
+  a module that fails to import fails the strict build with its name.
 """
 
 from __future__ import annotations
@@ -99,31 +101,101 @@ def _signature(obj) -> str:
     return str(sig.replace(parameters=params, return_annotation=unquote(sig.return_annotation)))
 
 
-def api_markdown() -> str:
+# The API page in the package's order: (room, group heading, what the group is for, modules).
+# Toolkit first, by stage of the answer; then the command line; then the course.
+TOOLKIT, CLI, COURSE = "Toolkit", "Command line", "Course"
+API_GROUPS: list[tuple[str, str, str, list[str]]] = [
+    (TOOLKIT, "Stages 1-2: structure and representation",
+     "Is the weight 2:4 along K, and is it stored packed? `twofour.check`, `prune`, `pack` and "
+     "`to_cutlass` are re-exported at the top of the package.",
+     ["twofour.structure", "twofour.packing"]),
+    (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did, and a whole checkpoint audited.",
+     ["twofour.dispatch"]),
+    (TOOLKIT, "Kernel speed", "GPU peaks, the roofline model of one GEMM, and measuring it.",
+     ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
+    (TOOLKIT, "Stage 4: quality", "What pruning cost a small language model, and what recovery gives back.",
+     ["twofour.quality"]),
+    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel.",
+     ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel"]),
+    (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
+     ["twofour.device"]),
+    (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
+     ["twofour.cli", "twofour.cli.audit", "twofour.cli.bench", "twofour.cli.quality", "twofour.cli.golden"]),
+    (COURSE, "Figures", "The chapters' figures in one house style; they draw numbers the toolkit computed.",
+     ["twofour.course.plotting", "twofour.course.figures.layouts", "twofour.course.figures.dispatch_path",
+      "twofour.course.figures.kernel_speed", "twofour.course.figures.quality", "twofour.course.figures.funnel"]),
+    (COURSE, "Chapter material", "Example weights and the measurements the chapters make on them.",
+     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout"]),
+    (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
+     ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
+]
+
+
+def _room_of(name: str) -> str:
+    if name == "twofour.cli" or name.startswith("twofour.cli."):
+        return CLI
+    if name == "twofour.course" or name.startswith("twofour.course."):
+        return COURSE
+    return TOOLKIT
+
+
+def _documented_modules() -> list[str]:
+    """Public modules the page must cover: the top level, and the modules of cli/ and course/."""
     import twofour
 
+    names: list[str] = []
+    for info in pkgutil.walk_packages(twofour.__path__, prefix="twofour."):
+        parts = info.name.split(".")
+        if any(p.startswith("_") for p in parts):
+            continue
+        depth = len(parts) - 1  # twofour.x: 1
+        # Toolkit packages (dispatch, quality) document their re-exported API, not each file;
+        # the rooms list their modules, and course/figures/ its figure modules.
+        if depth == 1 or (_room_of(info.name) != TOOLKIT and (depth == 2 or parts[2] == "figures")):
+            if info.name not in ("twofour.course", "twofour.course.figures"):  # rooms, not modules
+                names.append(info.name)
+    return names
+
+
+def api_groups() -> list[tuple[str, str, str, list[str]]]:
+    """:data:`API_GROUPS`, plus a group per room for public modules it does not list yet."""
+    listed = {m for *_, modules in API_GROUPS for m in modules}
+    groups = list(API_GROUPS)
+    for room in (TOOLKIT, CLI, COURSE):
+        extra = [m for m in _documented_modules() if m not in listed and _room_of(m) == room]
+        if extra:
+            last = max(i for i, g in enumerate(groups) if g[0] == room)
+            groups.insert(last + 1, (room, "Other modules", "", extra))
+    return groups
+
+
+def api_markdown() -> str:
     parts: list[str] = []
-    for info in sorted(pkgutil.iter_modules(twofour.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        name = f"twofour.{info.name}"
-        try:
-            module = importlib.import_module(name)
-        except Exception as err:  # any import failure: say which module, keep building
-            log.warning("API page: cannot import %s: %s: %s", name, type(err).__name__, err)
-            continue
-        parts.append(f"## `{name}`\n\n{_docstring_markdown(module.__doc__).split(chr(10) + chr(10))[0]}")
-        for member, obj in _public_members(module):
-            if inspect.isfunction(obj) or inspect.isclass(obj):
-                kind = "class " if inspect.isclass(obj) else ""
-                parts.append(
-                    f"### `{member}` {{#{name}.{member}}}\n\n"
-                    f"```python\n{kind}{member}{_signature(obj)}\n```\n\n{_docstring_markdown(obj.__doc__)}"
-                )
-            else:
-                value = repr(obj) if len(repr(obj)) <= 120 else repr(obj)[:117] + "..."
-                parts.append(f"### `{member}` {{#{name}.{member}}}\n\nConstant: `{value}`")
+    for room, title, blurb, modules in api_groups():
+        parts.append(f"## {room} · {title}" + (f"\n\n{blurb}" if blurb else ""))
+        for name in modules:
+            parts += _module_markdown(name)
     return "\n\n".join(parts) + "\n"
+
+
+def _module_markdown(name: str) -> list[str]:
+    try:
+        module = importlib.import_module(name)
+    except Exception as err:  # any import failure: say which module, keep building
+        log.warning("API page: cannot import %s: %s: %s", name, type(err).__name__, err)
+        return []
+    parts = [f"### `{name}`\n\n{_docstring_markdown(module.__doc__).split(chr(10) + chr(10))[0]}"]
+    for member, obj in _public_members(module):
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            kind = "class " if inspect.isclass(obj) else ""
+            parts.append(
+                f"#### `{member}` {{#{name}.{member}}}\n\n"
+                f"```python\n{kind}{member}{_signature(obj)}\n```\n\n{_docstring_markdown(obj.__doc__)}"
+            )
+        else:
+            value = repr(obj) if len(repr(obj)) <= 120 else repr(obj)[:117] + "..."
+            parts.append(f"#### `{member}` {{#{name}.{member}}}\n\nConstant: `{value}`")
+    return parts
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

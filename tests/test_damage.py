@@ -1,4 +1,4 @@
-"""twofour.damage: mass kept, output error, and PyTorch's silent CUTLASS drop, measured."""
+"""twofour.course.damage: mass kept, output error, and PyTorch's silent CUTLASS drop, measured."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import twofour
-from twofour import damage
-from twofour.damage import mass_kept, pytorch_cutlass_roundtrip, relative_output_error, silent_drop
+from twofour.course import damage
+from twofour.course.damage import mass_kept, pytorch_cutlass_roundtrip, relative_output_error, silent_drop
 
 
 def test_mass_kept_known_values():

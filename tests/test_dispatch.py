@@ -757,10 +757,10 @@ def test_kernels_keeps_other_stderr_output(capfd):
 def test_committed_diagram_is_the_generated_one():
     from pathlib import Path
 
-    from twofour.dispatch.diagram import HIGHLIGHTS, path_svg
+    from twofour.course.figures.dispatch_path import HIGHLIGHTS, path_svg
 
     asset = Path(__file__).resolve().parents[1] / "docs" / "assets" / "dispatch-path.svg"
-    assert asset.read_text() == path_svg(), "regenerate with: .venv/bin/python -m twofour.dispatch.diagram"
+    assert asset.read_text() == path_svg(), "regenerate with: .venv/bin/python -m twofour.course.figures.dispatch_path"
     for h in HIGHLIGHTS:
         assert path_svg(h).count("<svg") == 1
     with pytest.raises(ValueError, match="highlight must be one of"):

@@ -1,4 +1,4 @@
-"""twofour.examples: the trained weight is reproducible and really trained; the half-zero weights
+"""twofour.course.examples: the trained weight is reproducible and really trained; the half-zero weights
 are exactly half zeros and only the K-wise one is 2:4."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import twofour
-from twofour import examples
-from twofour.examples import half_zero_weights, prune_unstructured, trained_example
+from twofour.course import examples
+from twofour.course.examples import half_zero_weights, prune_unstructured, trained_example
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from twofour.amdahl import speedup
-from twofour.funnel import FunnelStage, funnel, funnel_dict, plot_funnel
+from twofour.course.figures.funnel import plot_funnel
+from twofour.funnel import FunnelStage, funnel, funnel_dict
 from twofour.models import LLAMA_3_8B
 from twofour.request import Assumptions, Machine, Workload, estimate
 

@@ -5,8 +5,8 @@ import torch
 
 from twofour.bench import Results, summarize
 from twofour.hardware import get_gpu
-from twofour.labs import lab4
-from twofour.labs._common import CheckFailed
+from twofour.course.labs import lab4
+from twofour.course.labs._common import CheckFailed
 from twofour.packing import packed_bytes
 from twofour.roofline import DEFAULT_EFFICIENCY, crossover_m
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from twofour.labs import lab5
-from twofour.labs._common import CheckFailed
+from twofour.course.labs import lab5
+from twofour.course.labs._common import CheckFailed
 from twofour.quality import TrainConfig
 
 

@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-from twofour.labs import lab6
-from twofour.labs._common import CheckFailed
+from twofour.course.labs import lab6
+from twofour.course.labs._common import CheckFailed
 from twofour.request import estimate
 
 

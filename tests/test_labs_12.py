@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import twofour
-from twofour.labs import _common, lab1, lab2
-from twofour.labs._common import CheckFailed
+from twofour.course.labs import _common, lab1, lab2
+from twofour.course.labs._common import CheckFailed
 
 
 

@@ -1,5 +1,5 @@
-"""twofour.meta_layout and twofour.layout_figures: the traced permutation is the one to_cutlass
-applies, and the chapter figures build from real data."""
+"""twofour.course.meta_layout and twofour.course.figures.layouts: the traced permutation is the one
+to_cutlass applies, and the chapter figures build from real data."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import twofour
-from twofour import layout_figures, meta_layout
-from twofour.meta_layout import cutlass_meta_slots
+from twofour.course import meta_layout
+from twofour.course.figures import layouts
+from twofour.course.meta_layout import cutlass_meta_slots
 
 matplotlib.use("Agg")
 
@@ -45,21 +46,21 @@ def test_slots_bad_dtype():
 
 def test_figures_build():
     counts = {"a": torch.tensor([[2, 3], [1, 4]], dtype=torch.uint8), "b": torch.zeros(2, 2, dtype=torch.uint8)}
-    fig = layout_figures.nonzeros_heatmaps(counts, title="t")
+    fig = layouts.nonzeros_heatmaps(counts, title="t")
     assert "2 of 4 groups > 2" in fig.axes[0].get_title()
-    fig = layout_figures.kept_bars({"w": {"2:4": 0.8, "free": 0.9}}, ylabel="kept")
+    fig = layouts.kept_bars({"w": {"2:4": 0.8, "free": 0.9}}, ylabel="kept")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["w"]
-    fig = layout_figures.meta_slots_figure(cutlass_meta_slots(32, 64))
+    fig = layouts.meta_slots_figure(cutlass_meta_slots(32, 64))
     assert len(fig.axes[0].texts) == 32 * 4
     with pytest.raises(ValueError, match="counts must map"):
-        layout_figures.nonzeros_heatmaps({})
+        layouts.nonzeros_heatmaps({})
     with pytest.raises(ValueError, match="slots must be"):
-        layout_figures.meta_slots_figure(torch.zeros(3))
+        layouts.meta_slots_figure(torch.zeros(3))
     with pytest.raises(ValueError, match="highlight must be at most"):
-        layout_figures.meta_slots_figure(cutlass_meta_slots(32, 64), highlight=9)
+        layouts.meta_slots_figure(cutlass_meta_slots(32, 64), highlight=9)
 
 
 def test_doctests():
-    for module in (meta_layout, layout_figures):
+    for module in (meta_layout, layouts):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -1,4 +1,4 @@
-"""twofour.plotting: the house style is applied and roles are stable."""
+"""twofour.course.plotting: the house style is applied and roles are stable."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from twofour import plotting  # noqa: E402
+from twofour.course import plotting  # noqa: E402
 
 
 def test_roles_cover_the_site_vocabulary_with_distinct_colours():

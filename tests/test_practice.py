@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from twofour import amdahl, packing, roofline
-from twofour.practice import (
+from twofour.course.practice import (
     LEVELS,
     NAMESPACE,
     TOPICS,

@@ -459,7 +459,7 @@ def test_cli_out_must_not_be_a_directory(tmp_path, capsys):
 
 
 def test_figures_draw_what_the_table_holds(tiny_table):
-    from twofour.quality import figures
+    from twofour.course.figures import quality as figures
 
     fig, ax = figures.plot_criteria(tiny_table)
     assert len(ax.lines) == 2 * len(tiny_table) + 2  # one-shot + recovered per criterion, two dense lines

@@ -303,11 +303,11 @@ def test_doctests_of_the_amdahl_modules():
     import doctest
 
     import twofour.amdahl
+    import twofour.cli.golden
+    import twofour.course.widgets
     import twofour.funnel
-    import twofour.golden_cli
     import twofour.request
-    import twofour.widgets
 
-    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.widgets, twofour.golden_cli):
+    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.course.widgets, twofour.cli.golden):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__

@@ -1,4 +1,4 @@
-"""twofour.widgets: the notebook calculators build, recompute on change and survive bad input, headless."""
+"""twofour.course.widgets: the notebook calculators build, recompute on change and survive bad input, headless."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from twofour.amdahl import speedup
 from twofour.request import Workload, estimate
 from twofour.models import LLAMA_3_8B
-from twofour.widgets import amdahl_calculator, request_calculator
+from twofour.course.widgets import amdahl_calculator, request_calculator
 
 
 def test_amdahl_calculator_updates_on_change():

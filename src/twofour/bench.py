@@ -642,8 +642,3 @@ def default_out_path(prov: dict, folder=".") -> Path:
     stamp = str(prov.get("date", ""))[:19].replace(":", "").replace("-", "")
     return Path(folder) / f"bench-{slug}-{stamp}.json"
 
-
-if __name__ == "__main__":  # pragma: no cover
-    from .cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))

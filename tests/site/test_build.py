@@ -82,7 +82,7 @@ def test_glossary_lists_every_hover_term(site):
 def test_api_page_documents_the_device_helper(site):
     api = (site / "reference/api/index.html").read_text()
     assert 'id="twofour.device.pick_device"' in api
-    assert 'id="twofour.plotting.new_figure"' in api
+    assert 'id="twofour.course.plotting.new_figure"' in api
 
 
 def test_no_page_loads_anything_from_another_host(site):

@@ -1,4 +1,4 @@
-"""Unit tests of the site hooks' pure parts: notebook rendering, math, execution cache keys."""
+"""Unit tests of the site hooks' pure parts: notebook rendering, math, execution cache keys, API page."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
 import mathml  # noqa: E402
 import nb_execute  # noqa: E402
 import nb_render  # noqa: E402
+import reference  # noqa: E402
 
 PNG = base64.b64encode(b"\x89PNG fake").decode()
 
@@ -77,3 +78,22 @@ def test_cache_key_follows_notebook_and_package(tmp_path):
     assert key != nb_execute.cache_key(nb, "pkg2")
     nb.write_text('{"changed": 1}')
     assert key != nb_execute.cache_key(nb, "pkg1")
+
+
+def test_api_page_follows_the_rooms_toolkit_first():
+    groups = reference.api_groups()
+    rooms = [room for room, *_ in groups]
+    assert rooms == sorted(rooms, key=[reference.TOOLKIT, reference.CLI, reference.COURSE].index)
+    listed = [m for *_, modules in groups for m in modules]
+    assert sorted(listed) == sorted(reference._documented_modules()), "a module is missing or listed twice"
+    assert all(title != "Other modules" for _, title, *_ in groups), "put every module in its stage's group"
+    assert all(reference._room_of(m) == room for room, _, _, modules in groups for m in modules)
+
+
+def test_api_page_shows_an_unlisted_module_at_the_end_of_its_room(monkeypatch):
+    trimmed = [(r, t, b, [m for m in ms if m != "twofour.funnel"]) for r, t, b, ms in reference.API_GROUPS]
+    monkeypatch.setattr(reference, "API_GROUPS", trimmed)
+    groups = reference.api_groups()
+    other = [i for i, g in enumerate(groups) if g[1] == "Other modules"]
+    assert len(other) == 1 and groups[other[0]][3] == ["twofour.funnel"]
+    assert groups[other[0] - 1][0] == reference.TOOLKIT and groups[other[0] + 1][0] == reference.CLI

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from twofour.practice import load_bank
+from twofour.course.practice import load_bank
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
 
 import practice as hook  # noqa: E402
 
-from twofour.practice import LEVELS, load_bank  # noqa: E402
+from twofour.course.practice import LEVELS, load_bank  # noqa: E402
 
 BANK = load_bank()
 

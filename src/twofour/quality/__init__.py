@@ -5,8 +5,8 @@ standard library (:mod:`.corpus`, read from the running interpreter: no download
 several criteria (:mod:`.criteria`: random / magnitude / activation-aware 2:4, magnitude 4:8,
 unstructured 50%), recovered by masked fine-tuning (:mod:`.train`), and compared over model
 sizes (:mod:`.experiments`). ``twofour quality --out FILE`` runs the sweep and writes a results
-file with provenance. :mod:`.figures` draws chapter 5's plots; :mod:`.published` holds the cited
-LLaMA-2 / MaskLLM / Sparse-Llama numbers they are compared with.
+file with provenance. :mod:`.published` holds the cited LLaMA-2 / MaskLLM / Sparse-Llama
+numbers they are compared with (chapter 5 plots both with :mod:`twofour.course.figures.quality`).
 
 >>> from twofour.quality import SIZES, load_corpus, run_size, TrainConfig
 >>> table = run_size(SIZES["tiny"], load_corpus(), TrainConfig(steps=30), TrainConfig(steps=5),

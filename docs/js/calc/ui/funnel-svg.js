@@ -1,11 +1,11 @@
 // The funnel as SVG: five horizontal bars, widest (the data sheet) on top, the value on each
-// bar, a dashed line at 1x (no gain). Same colour roles as twofour.plotting.plot_funnel, drawn
+// bar, a dashed line at 1x (no gain). Same colour roles as twofour.course.figures.funnel.plot_funnel, drawn
 // on a white card like every figure of the site, so it reads in light and dark mode.
 
 import { speedupText } from "../format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-// twofour.plotting.ROLES
+// twofour.course.plotting.ROLES
 export const ROLE_COLORS = {
   published: "#D55E00",
   predicted: "#CC79A7",

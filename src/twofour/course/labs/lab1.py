@@ -10,7 +10,7 @@ The learner writes two functions:
 :func:`weights` gives the weights of the lab (some valid, some subtly not). The checkers compare
 with :func:`twofour.check` / :func:`twofour.prune` and explain the first mistake they find.
 
->>> from twofour.labs import lab1
+>>> from twofour.course.labs import lab1
 >>> sorted(lab1.weights())[:2]
 ['fp16_few_nonzeros', 'negative_zeros']
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from .._tensors import same_size_int_view
-from ..structure import check, nonzeros_per_group, prune
+from ..._tensors import same_size_int_view
+from ...structure import check, nonzeros_per_group, prune
 from ._common import CheckFailed, exercise_check
 
 __all__ = ["weights", "check_find_bad_groups", "check_prune_2to4"]
@@ -108,7 +108,7 @@ def check_find_bad_groups(find_bad_groups) -> str:
     >>> check_find_bad_groups(lambda W: [])   # "every weight is valid": wrong  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: on weight 'transposed': you missed group ...
+    twofour.course.labs._common.CheckFailed: on weight 'transposed': you missed group ...
     """
     cases = weights()
     for name, W in cases.items():
@@ -172,7 +172,7 @@ def check_prune_2to4(prune_2to4) -> str:
     >>> check_prune_2to4(lambda W: W.clone())   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: on the random float32 weight: the result is not 2:4: group (0, 0) still has 4 non-zeros
+    twofour.course.labs._common.CheckFailed: on the random float32 weight: the result is not 2:4: group (0, 0) still has 4 non-zeros
     """
     cases = _prune_cases()
     for name, W in cases.items():

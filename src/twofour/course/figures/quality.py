@@ -1,7 +1,7 @@
-"""Chapter 5's figures, in the house style (:mod:`twofour.plotting`).
+"""Chapter 5's figures, in the house style (:mod:`twofour.course.plotting`).
 
 Each function takes a :class:`~twofour.quality.experiments.QualityTable` (live or loaded from
-the stored sweep) or the cited tables of :mod:`.published`, and returns ``(fig, ax)``.
+the stored sweep) or the cited tables of :mod:`twofour.quality.published`, and returns ``(fig, ax)``.
 
 >>> from twofour.quality import QualityTable, stored_sweep_path
 >>> table = QualityTable.load(stored_sweep_path())
@@ -13,8 +13,8 @@ True
 from __future__ import annotations
 
 from ..plotting import ROLES, color, new_figure
-from .experiments import QualityTable
-from .published import WANDA_LLAMA2
+from ...quality.experiments import QualityTable
+from ...quality.published import WANDA_LLAMA2
 
 __all__ = ["CRITERION_STYLE", "plot_criteria", "plot_mass_vs_quality", "plot_size_sweep", "plot_published"]
 

@@ -4,7 +4,7 @@ Convention (documented for learners in ``labs/README.md``):
 
 * An exercise cell starts as a stub whose body is ``# YOUR CODE HERE`` and
   ``raise NotImplementedError``.
-* The check cell below it calls a ``check_...`` function of ``twofour.labs.labN`` with the
+* The check cell below it calls a ``check_...`` function of ``twofour.course.labs.labN`` with the
   learner's function. If the function still raises ``NotImplementedError``, the checker prints
   ``not done yet: ...`` and returns ``False``, so an untouched notebook runs top to bottom.
 * A wrong answer raises :class:`CheckFailed` (an ``AssertionError``) whose message points at

@@ -16,7 +16,7 @@ from scratch (deterministic; under a minute on one idle CPU core), and compare w
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-twofour.labs._common.CheckFailed: ...the scores did not change when x_norm did...
+twofour.course.labs._common.CheckFailed: ...the scores did not change when x_norm did...
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import functools
 import torch
 from torch import nn
 
-from ..quality import (
+from ...quality import (
     DEFAULT_RECOVER,
     DEFAULT_TRAIN,
     SIZES,
@@ -44,8 +44,8 @@ from ..quality import (
     pruned_copy,
     train,
 )
-from ..quality.train import make_optimizer, sample_batch
-from ..structure import check, prune
+from ...quality.train import make_optimizer, sample_batch
+from ...structure import check, prune
 from ._common import CheckFailed, exercise_check
 
 __all__ = [

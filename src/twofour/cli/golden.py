@@ -30,14 +30,14 @@ import math
 import random
 from pathlib import Path
 
-from . import __version__
-from .amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
-from .cli import UserError
-from .funnel import SCOPES, funnel_dict
-from .hardware import GPUS
-from .models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
-from .roofline import DEFAULT_EFFICIENCY, pad_multiple
-from .request import BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate
+from .. import __version__
+from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
+from ..funnel import SCOPES, funnel_dict
+from ..hardware import GPUS
+from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
+from ..roofline import DEFAULT_EFFICIENCY, pad_multiple
+from ..request import BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate
+from . import UserError
 
 __all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "calculator_defaults", "gpu_table", "write_golden"]
 
@@ -278,7 +278,7 @@ def gpu_table() -> dict:
 
 def funnel_table(request_cases: list[dict]) -> list[dict]:
     """The funnel of every request case, for every scope."""
-    from .request import RequestInputs
+    from ..request import RequestInputs
 
     rows = []
     for case in request_cases:

@@ -15,7 +15,7 @@ Verdicts are judged for :func:`target`: this machine's GPU when it has sparse te
 otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
 of ``explain`` to read; they never print the expected answer.
 
->>> from twofour.labs import lab3
+>>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
 ['A: the pruned MLP', 'B: the float32 layer', 'C: the transposed export']
 """
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..device import environment
-from ..dispatch import explain, hypothetical_gpu, probe
-from ..dispatch.kernels import CLASSES, kernels
-from ..structure import check, prune
+from ...device import environment
+from ...dispatch import explain, hypothetical_gpu, probe
+from ...dispatch.kernels import CLASSES, kernels
+from ...structure import check, prune
 from ._common import CheckFailed, exercise_check
 
 __all__ = [
@@ -219,7 +219,7 @@ def check_proof(proof) -> str:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*prototype.*")
             Ws = torch.sparse.to_sparse_semi_structured(W.half())
-        from ..dispatch import default_backend
+        from ...dispatch import default_backend
 
         cases["packed 2:4 layer"] = (lambda: torch.nn.functional.linear(x.half(), Ws), f"sparse-{default_backend()}")
     for name, (fn, expected) in cases.items():

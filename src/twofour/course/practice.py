@@ -1,7 +1,7 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/data/practice.yaml``) is a list of questions. Each has a prompt, a rubric
-(what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
+The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a
+rubric (what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
 number a question states is **not typed into the text**: it is a named entry of the question's
 ``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
 or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
@@ -37,9 +37,10 @@ from pathlib import Path
 
 import torch
 
-from . import amdahl, hardware, kernel_speed, models, packing, request, roofline, structure
-from .funnel import funnel as _funnel
-from .quality import published as quality_published
+from .. import amdahl, hardware, models, packing, request, roofline, structure
+from ..funnel import funnel as _funnel
+from ..quality import published as quality_published
+from .figures import kernel_speed
 
 __all__ = [
     "LEVELS",
@@ -134,7 +135,7 @@ def tokens_per_second(n_bytes: float, bandwidth_gbs: float) -> float:
 def published_speedup(source_contains: str) -> float:
     """The speedup of the one published GEMM timing whose source contains ``source_contains``.
 
-    Reads :data:`twofour.kernel_speed.PUBLISHED` (each entry cited there).
+    Reads :data:`twofour.course.figures.kernel_speed.PUBLISHED` (each entry cited there).
 
     >>> round(published_speedup("#111339"), 2)
     0.11
@@ -523,8 +524,8 @@ def parse_question(raw, index: int) -> Question:
 
 def _bank_text(path) -> tuple[str, str]:
     if path is None:
-        ref = resources.files("twofour") / "data" / DEFAULT_BANK
-        return ref.read_text(encoding="utf-8"), f"twofour/data/{DEFAULT_BANK}"
+        ref = resources.files("twofour.course") / "data" / DEFAULT_BANK
+        return ref.read_text(encoding="utf-8"), f"twofour/course/data/{DEFAULT_BANK}"
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path {str(path)!r} is not a file; expected a practice bank in YAML")
@@ -532,7 +533,7 @@ def _bank_text(path) -> tuple[str, str]:
 
 
 def load_bank(path=None) -> Bank:
-    """Load and validate the bank (default: the one shipped in ``twofour/data``).
+    """Load and validate the bank (default: the one shipped in ``twofour/course/data``).
 
     Validation is structural (fields, levels, topics, placeholders); numbers are computed
     lazily by :meth:`Question.evaluate`, which the tests call for every question.

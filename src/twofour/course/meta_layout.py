@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .packing import Packed, cutlass_constraints, to_cutlass
+from ..packing import Packed, cutlass_constraints, to_cutlass
 
 __all__ = ["cutlass_meta_slots"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli import UserError
+from . import UserError
 
 _EPILOG = """examples:
   twofour audit model.safetensors
@@ -59,8 +59,8 @@ def _parse_capability(text: str) -> tuple[int, int]:
 
 
 def _target(args):
-    from .device import environment
-    from .dispatch import hypothetical_gpu
+    from ..device import environment
+    from ..dispatch import hypothetical_gpu
 
     if args.capability is not None:
         if args.device == "cpu":
@@ -80,8 +80,8 @@ def _target(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .dispatch import audit
-    from .dispatch.checkpoint import CheckpointError, open_checkpoint
+    from ..dispatch import audit
+    from ..dispatch.checkpoint import CheckpointError, open_checkpoint
 
     if args.tokens is not None and args.tokens < 1:
         raise UserError(f"--tokens must be a positive number of tokens (batch x seq_len), got {args.tokens}")

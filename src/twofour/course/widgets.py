@@ -23,11 +23,12 @@ import io
 
 import ipywidgets as W
 
-from .amdahl import averaged_speedup_mistake, max_speedup, speedup
-from .funnel import funnel, plot_funnel
-from .hardware import GPUS
-from .models import PRESETS, LLAMA_3_8B, TransformerConfig
-from .request import BLOCK_LINEARS, DTYPE_BYTES, Assumptions, Workload, estimate
+from ..amdahl import averaged_speedup_mistake, max_speedup, speedup
+from ..funnel import funnel
+from ..hardware import GPUS
+from ..models import PRESETS, LLAMA_3_8B, TransformerConfig
+from ..request import BLOCK_LINEARS, DTYPE_BYTES, Assumptions, Workload, estimate
+from .figures.funnel import plot_funnel
 
 __all__ = ["AmdahlCalculator", "RequestCalculator", "amdahl_calculator", "request_calculator"]
 

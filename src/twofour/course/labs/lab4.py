@@ -14,11 +14,11 @@ The learner writes three functions:
 The checkers compare with :mod:`twofour.roofline` and explain the first mistake they find
 without printing the expected value.
 
->>> from twofour.labs import lab4
+>>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
 Traceback (most recent call last):
 ...
-twofour.labs._common.CheckFailed: case 'wins from 37': you returned None, but speedup(M) > 1 for some M <= m_max. Scan every M from 1 up.
+twofour.course.labs._common.CheckFailed: case 'wins from 37': you returned None, but speedup(M) > 1 for some M <= m_max. Scan every M from 1 up.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import math
 
 import torch
 
-from ..hardware import get_gpu
-from ..packing import packed_bytes
-from ..roofline import DEFAULT_EFFICIENCY, crossover_m, gemm_speedup, pad_multiple, predict
+from ...hardware import get_gpu
+from ...packing import packed_bytes
+from ...roofline import DEFAULT_EFFICIENCY, crossover_m, gemm_speedup, pad_multiple, predict
 from ._common import CheckFailed, exercise_check
 
 __all__ = [

@@ -1,8 +1,10 @@
 """The ``twofour`` command line: ``twofour audit``, ``twofour bench``, ``twofour quality``, ...
 
-Each subcommand lives in the module that owns its concern and exposes two functions:
-``add_arguments(parser)`` and ``run(args) -> int``. This file only wires them together, so a
-new subcommand is one line in ``_SUBCOMMANDS``.
+One module per subcommand in this package (``twofour.cli.audit``, ``.bench``, ``.quality``,
+``.golden``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
+They parse arguments and call the toolkit; the work itself lives in the toolkit modules. This
+file only wires them together, so a new subcommand is one module and one line in ``_SUBCOMMANDS``.
+``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
 
 Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
 non-zero exit code, never a traceback.
@@ -16,10 +18,10 @@ import sys
 
 # name -> (module path, one-line help)
 _SUBCOMMANDS = {
-    "audit": ("twofour.audit_cli", "check every linear weight of a checkpoint: 2:4 valid? packed? which kernel?"),
-    "bench": ("twofour.bench_cli", "time dense vs 2:4 matmuls (GPU) or the CPU dense roofline, with provenance"),
-    "quality": ("twofour.quality_cli", "train, prune and recover a small language model; write a results file"),
-    "golden": ("twofour.golden_cli", "write golden input/output vectors for the static site's calculators"),
+    "audit": ("twofour.cli.audit", "check every linear weight of a checkpoint: 2:4 valid? packed? which kernel?"),
+    "bench": ("twofour.cli.bench", "time dense vs 2:4 matmuls (GPU) or the CPU dense roofline, with provenance"),
+    "quality": ("twofour.cli.quality", "train, prune and recover a small language model; write a results file"),
+    "golden": ("twofour.cli.golden", "write golden input/output vectors for the static site's calculators"),
 }
 
 
@@ -32,7 +34,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="twofour",
         description="Tools for NVIDIA 2:4 structured sparsity: half the weights are zero; why did serving not get faster?",
     )
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"twofour {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -65,10 +67,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"twofour {args.command}: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":  # pragma: no cover
-    # Run through the imported module, not this __main__ copy, so that the UserError class the
-    # subcommands raise is the same one main() catches.
-    from twofour.cli import main as _main
-
-    sys.exit(_main())

@@ -14,7 +14,7 @@ Why these choices:
   the same in CI, Colab and on a laptop and never fetch anything.
 
 Example:
-    >>> from twofour.plotting import new_figure, ROLES
+    >>> from twofour.course.plotting import new_figure, ROLES
     >>> fig, ax = new_figure()
     >>> ax.plot([1, 2, 3], [1, 2, 2], **ROLES["measured"].kw(), label="measured")  # doctest: +ELLIPSIS
     [...]

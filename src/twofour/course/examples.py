@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._tensors import require_weight
-from .structure import prune
+from .._tensors import require_weight
+from ..structure import prune
 
 __all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero_weights"]
 

@@ -13,20 +13,20 @@ The learner writes four functions for 2:4 along K:
 
 Every checker compares with :mod:`twofour.packing` exactly (bit for bit).
 
->>> from twofour.labs import lab2
+>>> from twofour.course.labs import lab2
 >>> lab2.check_packed_nbytes(lambda shape, dtype: 0)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-twofour.labs._common.CheckFailed: for shape (4096, 4096) float16 you returned 0 bytes...
+twofour.course.labs._common.CheckFailed: for shape (4096, 4096) float16 you returned 0 bytes...
 """
 
 from __future__ import annotations
 
 import torch
 
-from .._tensors import same_size_int_view
-from ..packing import dense_bytes, pack, packed_bytes
-from ..structure import prune
+from ..._tensors import same_size_int_view
+from ...packing import dense_bytes, pack, packed_bytes
+from ...structure import prune
 from ._common import CheckFailed, exercise_check
 
 __all__ = ["SIZE_CASES", "weights", "check_packed_nbytes", "check_pack_2to4", "check_encode_meta", "check_unpack_2to4"]
@@ -55,7 +55,7 @@ def check_packed_nbytes(packed_nbytes) -> str:
     >>> check_packed_nbytes(lambda shape, dtype: shape[0] * shape[1])   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: for shape (4096, 4096) float16 you returned 16,777,216 bytes: that is the kept values alone; ...
+    twofour.course.labs._common.CheckFailed: for shape (4096, 4096) float16 you returned 16,777,216 bytes: that is the kept values alone; ...
     """
     for shape, dtype in SIZE_CASES:
         got = packed_nbytes(shape, dtype)
@@ -151,7 +151,7 @@ def check_pack_2to4(pack_2to4) -> str:
     >>> check_pack_2to4(lambda W: W)   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: on weight 'float32': return a tuple (values, indices) of two tensors
+    twofour.course.labs._common.CheckFailed: on weight 'float32': return a tuple (values, indices) of two tensors
     """
     for name, W in weights().items():
         values, indices = _read_pack(pack_2to4(W.clone()), name, W)
@@ -190,7 +190,7 @@ def check_encode_meta(encode_meta) -> str:
     >>> check_encode_meta(lambda indices: indices)   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: on weight 'float32': return a uint8 tensor [N, K/8] = [32, 8] ...
+    twofour.course.labs._common.CheckFailed: on weight 'float32': return a uint8 tensor [N, K/8] = [32, 8] ...
     """
     for name, W in weights().items():
         ref = pack(W)
@@ -233,7 +233,7 @@ def check_unpack_2to4(unpack_2to4) -> str:
     >>> check_unpack_2to4(lambda values, indices, K: values.repeat(1, 2))   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    twofour.labs._common.CheckFailed: on weight 'float32': row 0, group 0 (columns 0-3) comes back wrong: ...
+    twofour.course.labs._common.CheckFailed: on weight 'float32': row 0, group 0 (columns 0-3) comes back wrong: ...
     """
     for name, W in weights().items():
         ref = pack(W)

@@ -1,12 +1,12 @@
 """Figures, published data points and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
 
 The model lives in :mod:`twofour.roofline` and the measurements in :mod:`twofour.bench`; this
-module only draws them, in the house style of :mod:`twofour.plotting`, and holds the published
+module only draws them, in the house style of :mod:`twofour.course.plotting`, and holds the published
 GEMM measurements the chapter shows beside the model (each with its source, from the project's
 reference notes, facts.md §4 and §6).
 
 Example:
-    >>> from twofour.kernel_speed import PUBLISHED, plot_speedup_vs_M
+    >>> from twofour.course.figures.kernel_speed import PUBLISHED, plot_speedup_vs_M
     >>> all(p.source for p in PUBLISHED)
     True
     >>> fig, ax = plot_speedup_vs_M(4096, 4096, "fp16", ["H100"], Ms=[1, 64, 4096])
@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .hardware import get_gpu
-from .plotting import ROLES, color, new_figure
-from .roofline import Efficiency, arithmetic_intensity, ceilings, crossover_m, predict, wave_efficiency
+from ...hardware import get_gpu
+from ..plotting import ROLES, color, new_figure
+from ...roofline import Efficiency, arithmetic_intensity, ceilings, crossover_m, predict, wave_efficiency
 
 __all__ = [
     "Published",
@@ -206,7 +206,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", params: Efficiency
     With no results, only the published points are drawn, each labelled with its source,
     and the title says that no GPU measurement is recorded yet.
     """
-    from .hardware import match_device_name
+    from ...hardware import match_device_name
 
     if ax is None:
         fig, ax = new_figure()

@@ -16,7 +16,7 @@ import dataclasses
 import shlex
 from pathlib import Path
 
-from .cli import UserError
+from . import UserError
 
 __all__ = ["add_arguments", "run"]
 
@@ -32,7 +32,7 @@ def _positive_int(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .quality import BASE_WIDTH, DEFAULT_RECOVER, DEFAULT_TRAIN, LR_RULES, SWEEP_SIZES
+    from ..quality import BASE_WIDTH, DEFAULT_RECOVER, DEFAULT_TRAIN, LR_RULES, SWEEP_SIZES
 
     parser.add_argument("--out", required=True, metavar="FILE", help="results file to write (JSON)")
     parser.add_argument(
@@ -88,7 +88,7 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .quality import CRITERIA, DEFAULT_RECOVER, DEFAULT_TRAIN, SIZES, run_sweep
+    from ..quality import CRITERIA, DEFAULT_RECOVER, DEFAULT_TRAIN, SIZES, run_sweep
 
     sizes = _split(args.sizes)
     unknown = [s for s in sizes if s not in SIZES]

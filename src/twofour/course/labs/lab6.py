@@ -15,22 +15,22 @@ step (rows ``{"kernel", "op", "time_us"}``), and writes:
 The profiles are **synthetic**: :func:`profile` makes them with :mod:`twofour.request` (and an
 assumed fixed cost per step), so that the numbers are consistent; they are not measurements.
 
->>> from twofour.labs import lab6
+>>> from twofour.course.labs import lab6
 >>> sorted({row["op"] for row in lab6.profile("decode")})[:3]
 ['attention', 'embedding', 'kv_cache']
 >>> lab6.check_eligible_fraction(lambda rows, pruned: 2.0)
 Traceback (most recent call last):
 ...
-twofour.labs._common.CheckFailed: case 'decode, every block linear pruned': a fraction of the step's time must be between 0 and 1, got 2.0.
+twofour.course.labs._common.CheckFailed: case 'decode, every block linear pruned': a fraction of the step's time must be between 0 and 1, got 2.0.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..amdahl import speedup
-from ..models import LLAMA_3_8B
-from ..request import BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, estimate
+from ...amdahl import speedup
+from ...models import LLAMA_3_8B
+from ...request import BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, estimate
 from ._common import CheckFailed, exercise_check
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli import UserError
+from . import UserError
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
 _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "warmup": 1}
@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .bench import default_out_path, parse_shape, sweep
-    from .device import environment
+    from ..bench import default_out_path, parse_shape, sweep
+    from ..device import environment
 
     env = environment()
     if args.device == "cuda" and not env.cuda_available:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.Ms and not args.quick:
             print(f"CPU sweep: M limited to {_CPU_DEFAULT_MS} (pass --m to choose others).")
 
-    from .bench import MODES
+    from ..bench import MODES
 
     modes = ["eager"] + [m for m in args.modes if m != "eager"]
     unknown = [m for m in modes if m not in MODES]
@@ -121,7 +121,7 @@ def _print_table(res, on_gpu: bool) -> None:
                     print(f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
                           f"{backend:>11} {'error':>10}  {e.get('error', '')}")
         return
-    from .bench import cpu_roofline
+    from ..bench import cpu_roofline
 
     roof = cpu_roofline(res)
     print(f"{'shape':34} {'M':>6} {'median ms':>10} {'FLOP/byte':>10} {'GFLOP/s':>9} {'GB/s':>7}")

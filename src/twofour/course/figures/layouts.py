@@ -1,4 +1,4 @@
-"""Figures of the structure and packing chapters, drawn in the house style (:mod:`twofour.plotting`).
+"""Figures of the structure and packing chapters, drawn in the house style (:mod:`twofour.course.plotting`).
 
 Each function takes data the chapter computed and returns the matplotlib figure; none computes
 anything itself, so what a figure shows is exactly what the notebook printed and asserted.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import torch
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
-from .plotting import ROLES, color, new_figure
+from ..plotting import ROLES, color, new_figure
 
 __all__ = ["nonzeros_heatmaps", "kept_bars", "meta_slots_figure"]
 
@@ -88,7 +88,7 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
 
     Cells read by the same aligned load of ``words_per_load`` words (8 int16 words = 16 bytes)
     share a colour; the first ``highlight`` loads are coloured, the rest grey. ``slots`` is
-    :func:`twofour.meta_layout.cutlass_meta_slots` output.
+    :func:`twofour.course.meta_layout.cutlass_meta_slots` output.
     """
     if not isinstance(slots, torch.Tensor) or slots.dim() != 2:
         raise ValueError("slots must be the 2-D tensor returned by cutlass_meta_slots")

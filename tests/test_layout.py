@@ -1,0 +1,146 @@
+"""The package's three rooms: the toolkit (top level), ``twofour.cli`` and ``twofour.course``.
+
+Imports run one way: the command line and the course use the toolkit, the toolkit never
+imports either of them (not even lazily inside a function), so a practitioner can read and use
+it without the chapters' figures, widgets and lab checkers. Every module's imports are parsed
+with ``ast``, absolute and relative, at any depth.
+"""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import twofour
+
+PACKAGE = Path(twofour.__file__).resolve().parent
+REPO = PACKAGE.parent.parent
+ROOMS = ("twofour.cli", "twofour.course")  # what the toolkit must not import
+# ``python -m twofour`` is the command line's second door, so it belongs to the cli room.
+ENTRY_POINTS = ("twofour.__main__",)
+MAX_PUBLIC_TOP_LEVEL = 14
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute name a ``from <level dots><target> import ...`` in ``module`` refers to."""
+    if level == 0:
+        return target or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]  # a module's relative imports start from its package
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def _in_rooms(name: str) -> bool:
+    return any(name == room or name.startswith(room + ".") for room in ROOMS)
+
+
+def imported_names(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module name) for every import in ``source``, at any depth.
+
+    ``from X import a`` yields both ``X`` and ``X.a`` (``a`` may be a submodule), and a call
+    ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name counts too.
+    """
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, is_package, node.level, node.module)
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def upward_imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """The imports of a toolkit module that reach into ``twofour.cli`` or ``twofour.course``.
+
+    One entry per offending line: the shortest offending name on it.
+    """
+    worst: dict[int, str] = {}
+    for line, name in imported_names(source, module, is_package):
+        if _in_rooms(name) and (line not in worst or len(name) < len(worst[line])):
+            worst[line] = name
+    return sorted(worst.items())
+
+
+def _package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_toolkit_never_imports_cli_or_course():
+    files = _package_files()
+    toolkit = [p for p in files if not _in_rooms(_module_name(p)) and _module_name(p) not in ENTRY_POINTS]
+    assert len(toolkit) >= 20 and len(toolkit) < len(files), "the walk found the wrong files"
+    offenders = []
+    for path in toolkit:
+        for line, name in upward_imports(path.read_text(encoding="utf-8"), _module_name(path), _is_package(path)):
+            offenders.append(f"{path.relative_to(REPO)}:{line}: imports {name}")
+    assert not offenders, (
+        "the toolkit must not import from twofour.cli or twofour.course (they use the toolkit, "
+        "never the reverse); move the code into the room that uses it:\n" + "\n".join(offenders)
+    )
+
+
+@pytest.mark.parametrize(
+    "module, is_package, source, expected",
+    [
+        ("twofour.funnel", False, "def f():\n    from .course.plotting import ROLES\n", [(2, "twofour.course.plotting")]),
+        ("twofour.bench", False, "if __name__ == '__main__':\n    from .cli import main\n", [(2, "twofour.cli")]),
+        ("twofour.dispatch.audit", False, "from ..cli import UserError\n", [(1, "twofour.cli")]),
+        ("twofour.quality", True, "from .. import course\n", [(1, "twofour.course")]),
+        ("twofour.quality", True, "from ..course.figures import quality\n", [(1, "twofour.course.figures")]),
+        ("twofour.roofline", False, "import twofour.course.widgets as w\n", [(1, "twofour.course.widgets")]),
+        ("twofour.roofline", False, "from twofour import cli\n", [(1, "twofour.cli")]),
+        ("twofour.request", False, "import importlib\nimportlib.import_module('twofour.cli.golden')\n",
+         [(2, "twofour.cli.golden")]),
+        # what the toolkit may do
+        ("twofour.quality", True, "from ..structure import check\nfrom .model import TinyLM\n", []),
+        ("twofour.dispatch.probe", False, "def f():\n    from ..structure import prune\n", []),
+        ("twofour.funnel", False, "from .request import RequestEstimate\nimport courses\n", []),
+    ],
+)
+def test_the_import_check_catches_every_form(module, is_package, source, expected):
+    assert upward_imports(source, module, is_package) == expected
+
+
+def test_relative_imports_resolve_like_python():
+    assert _resolve("twofour.course.labs.lab1", False, 3, "structure") == "twofour.structure"
+    assert _resolve("twofour.course.labs", True, 2, "plotting") == "twofour.course.plotting"
+    assert _resolve("twofour.cli", True, 1, "golden") == "twofour.cli.golden"
+    assert _resolve("twofour.cli.golden", False, 2, None) == "twofour"
+
+
+def test_the_top_level_holds_at_most_14_public_modules():
+    public = sorted(info.name for info in pkgutil.iter_modules(twofour.__path__) if not info.name.startswith("_"))
+    assert {"cli", "course"} <= set(public)
+    assert len(public) <= MAX_PUBLIC_TOP_LEVEL, (
+        f"{len(public)} public modules at the top of twofour (at most {MAX_PUBLIC_TOP_LEVEL}): {public}; "
+        "put course material in twofour/course, commands in twofour/cli, or group toolkit modules of one stage"
+    )
+
+
+def test_every_cli_command_has_its_module():
+    from twofour.cli import _SUBCOMMANDS
+
+    for name, (module_path, _) in _SUBCOMMANDS.items():
+        assert module_path == f"twofour.cli.{name}"
+        assert (PACKAGE / "cli" / f"{name}.py").is_file(), module_path
