@@ -290,7 +290,7 @@ def fit_summary(gpu=None) -> str:
     """One line a page can print under a prediction: what the parameters were fitted to, and the error.
 
     Example:
-        >>> "leave-one-source-out" in fit_summary("H100")
+        >>> "held out" in fit_summary("H100")
         True
     """
     fit = _stored_fit()
@@ -298,12 +298,19 @@ def fit_summary(gpu=None) -> str:
         return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
     name = get_gpu(gpu).name if gpu is not None else None
     entry = fit["per_gpu"].get(name) if name else None
-    note = entry["note"] if entry else f"no usable measurement on this GPU: base set ({fit['base']['source']})"
-    errs = {row["regime"]: row for row in fit["errors"]["leave_one_source_out"]["by_regime"]}
-    parts = [f"{r} {errs[r]['median']:.0%} (n={errs[r]['n']})" for r in ("M<=16", "16<M<=256", "M>256") if r in errs]
-    prov = fit["provenance"]
-    return (f"fitted to {prov['n_points']} measurements from {len(prov['sources'])} sources; {name or 'base'}: {note}; "
-            f"leave-one-source-out median error of the speedup: {', '.join(parts)}")
+    note = entry["note"] if entry else f"no usable measurement on this GPU, so the base set ({fit['base']['source']})"
+    err = fit["errors"]
+
+    def regimes(table):
+        rows = {r["regime"]: r for r in table}
+        return ", ".join(f"{r} {rows[r]['median']:.0%} (n={rows[r]['n']})" for r in ("M<=16", "16<M<=256", "M>256") if r in rows)
+
+    pub = err["published_leave_one_source_out"]
+    return (f"fitted to {fit['provenance']['n_points']} measurements from {len(fit['provenance']['sources'])} sources; "
+            f"{name or 'this GPU'}: {note}. Median error of the predicted speedup, held out: points measured here, "
+            f"each shape left out: {regimes(err['measured_leave_one_shape_out']['by_regime'])}; published points, "
+            f"each source left out: {regimes(pub['by_regime'])} from {pub['n_sources']} sources (small M: no usable "
+            f"published point)")
 
 
 DEFAULT_EFFICIENCY = default_params()
