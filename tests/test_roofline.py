@@ -72,7 +72,7 @@ def test_padding_rows_up_to_backend_multiple():
     assert max(ts) == min(ts)  # M=1..8 all run as 8 rows
     assert predict(9, 4096, 4096, "fp16", "A100").M_padded == 16
     a = predict(1, 4096, 4096, "fp16", "A100", params=Efficiency(pad_to=32))
-    b = predict(1, 4096, 4096, "fp16", "A100")
+    b = predict(1, 4096, 4096, "fp16", "A100", params=Efficiency())
     assert a.M_padded == 32 and a.sparse_us > b.sparse_us
     # dense is never padded
     assert predict(3, 4096, 4096, "fp16", "A100").dense_us < predict(8, 4096, 4096, "fp16", "A100").dense_us
@@ -138,7 +138,7 @@ def test_fit_recovers_known_parameters():
             for M in (1, 4, 16, 64, 512, 2048, 8192, 16384):
                 p = predict(M, N, K, "fp16", gpu, params=truth)
                 pts.append(dict(M=M, N=N, K=K, dtype="fp16", gpu=gpu, dense_ms=p.dense_us / 1e3, sparse_ms=p.sparse_us / 1e3))
-    rep = fit(pts)
+    rep = fit(pts, base=Efficiency())  # the truth's tile shape
     got = rep.params
     for name in ("dense_compute", "sparse_compute", "dense_memory", "sparse_memory"):
         assert getattr(got, name) == pytest.approx(getattr(truth, name), rel=0.01), name

@@ -9,10 +9,10 @@ so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`)
 >>> from twofour.models import LLAMA_3_8B
 >>> est = estimate(Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256), "H100")
 >>> round(est.decode.p, 3)            # bs1 decode: streaming the pruned weights is most of the time
-0.937
+0.936
 >>> fast = estimate(Workload(LLAMA_3_8B, 1, 512, 256), "H100", gemm_speedup=1.6)   # a measured GEMM speedup
 >>> round(fast.speedup("tpot"), 3)     # Amdahl: 1 / ((1 - p) + p / 1.6)
-1.542
+1.541
 
 What is modelled, per step (``M`` = tokens in the step: ``batch * prompt_len`` for prefill,
 ``batch`` for decode; ``c`` = tokens attended to):
@@ -355,14 +355,17 @@ def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
     return gemm
 
 
-def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None) -> GemmModel:
-    """GEMM times predicted by :func:`twofour.roofline.predict`: padding, efficiencies, waves, overheads.
+def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None,
+                        scenario: str = "cached") -> GemmModel:
+    """GEMM times predicted by :func:`twofour.roofline.predict`: padding, efficiencies, waves, per-call costs.
 
     Args:
         gpu: name or spec from :mod:`twofour.hardware`.
         dtype: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
         backend, params: passed to :func:`twofour.roofline.predict` (``params`` is a
-            :class:`twofour.roofline.Efficiency`; its defaults are assumptions, not measurements).
+            :class:`twofour.roofline.Efficiency`; default: the fitted set for the GPU).
+        scenario: ``"eager"``, ``"cached"`` (default) or ``"ideal"``
+            (:data:`twofour.roofline.SCENARIOS`): how each GEMM call is run.
 
     Example:
         >>> gemm = roofline_gemm_model("H100", "fp16")
@@ -373,9 +376,10 @@ def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=N
     from . import roofline
 
     dtype = _require_dtype(dtype)
+    roofline.check_scenario(scenario)
 
     def gemm(M: int, N: int, K: int) -> GemmTime:
-        pred = roofline.predict(M, N, K, dtype, gpu, backend, params)
+        pred = roofline.predict(M, N, K, dtype, gpu, backend, params, scenario=scenario)
         return GemmTime(pred.dense_us * 1e-6, pred.sparse_us * 1e-6)
 
     return gemm
@@ -471,6 +475,7 @@ def build_inputs(
     assumptions: Assumptions | None = None,
     gemm: GemmModel | None = None,
     gemm_speedup: float | Mapping[str, float] | None = None,
+    scenario: str = "cached",
 ) -> RequestInputs:
     """Turn a workload, a GPU and assumptions into the flat numbers :func:`evaluate` needs.
 
@@ -483,6 +488,9 @@ def build_inputs(
         gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one: one number
             for every pruned GEMM, or ``{"prefill": s1, "decode": s2}``. The dense times stay
             predicted; ``sparse_s = dense_s / speedup``.
+        scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
+            GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
+            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"ideal"``.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
@@ -491,7 +499,8 @@ def build_inputs(
         raise TypeError(f"assumptions must be a twofour.request.Assumptions, got {type(assumptions).__name__}")
     machine = gpu if isinstance(gpu, Machine) else Machine.from_gpu(gpu, workload.dtype)
     if gemm is None:
-        gemm = ideal_gemm_model(machine, workload.dtype) if isinstance(gpu, Machine) else roofline_gemm_model(gpu, workload.dtype)
+        gemm = (ideal_gemm_model(machine, workload.dtype) if isinstance(gpu, Machine)
+                else roofline_gemm_model(gpu, workload.dtype, scenario=scenario))
     elif not callable(gemm):
         raise TypeError(f"gemm must be a callable (M, N, K) -> GemmTime, got {type(gemm).__name__}")
     speedups = _phase_speedups(gemm_speedup)
@@ -794,8 +803,12 @@ def estimate(
     assumptions: Assumptions | None = None,
     gemm: GemmModel | None = None,
     gemm_speedup: float | Mapping[str, float] | None = None,
+    scenario: str = "cached",
 ) -> RequestEstimate:
     """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
+
+    ``scenario`` (``"cached"``, ``"eager"``, ``"ideal"``) says how the GEMM calls run; see
+    :func:`build_inputs`.
 
     Example:
         >>> from twofour.models import LLAMA_3_70B
@@ -804,7 +817,8 @@ def estimate(
         >>> est.decode.p < estimate(w.__class__(LLAMA_3_70B, 1, 8192, 512), "H100").decode.p
         True
     """
-    return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup))
+    return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup,
+                                 scenario=scenario))
 
 
 # The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).

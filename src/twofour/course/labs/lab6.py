@@ -54,7 +54,7 @@ STEP_OVERHEAD_US = 300.0
 
 MLP = ("gate_proj", "up_proj", "down_proj")
 CHANGES = {
-    "batch 8 -> 64": Workload(LLAMA_3_8B, 64, 2048, 256),
+    "batch 8 -> 32": Workload(LLAMA_3_8B, 32, 2048, 256),
     "prompt 2048 -> 8000 tokens": Workload(LLAMA_3_8B, 8, 8000, 256),
     "bf16 -> fp8": Workload(LLAMA_3_8B, 8, 2048, 256, dtype="fp8"),
     "prune only the MLP": Workload(LLAMA_3_8B, 8, 2048, 256, pruned=MLP),
