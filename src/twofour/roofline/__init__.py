@@ -276,20 +276,23 @@ def _stored_fit() -> dict | None:
     return load_fit(FIT_PATH) if FIT_PATH.exists() else None
 
 
-def default_params(gpu=None) -> Efficiency:
-    """The fitted parameter set for ``gpu`` (twofour/data/kernel-fit.json), else the base set.
+def default_params(gpu=None, backend: str | None = None) -> Efficiency:
+    """The fitted parameter set for ``gpu`` and ``backend`` (twofour/data/kernel-fit.json).
+
+    Looked up as ``"GPU/backend"``, then ``"GPU"``, then the base set (the GPU measured here).
 
     Example:
         >>> default_params("H200") == DEFAULT_EFFICIENCY
         True
-        >>> default_params("A100").sparse_compute <= default_params("A100").dense_compute
+        >>> default_params("A100", "CUTLASS").sparse_compute <= default_params("A100").dense_compute
         True
     """
     fit = _stored_fit()
     if fit is None:
         return ASSUMED_EFFICIENCY
     name = get_gpu(gpu).name if gpu is not None else None
-    entry = fit["per_gpu"].get(name) if name else None
+    per_gpu = fit["per_gpu"]
+    entry = (per_gpu.get(f"{name}/{backend}") if name and backend else None) or (per_gpu.get(name) if name else None)
     return Efficiency.from_dict((entry or fit["base"])["params"])
 
 
@@ -512,7 +515,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
     _check_shape(M, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)
     scenario = check_scenario(scenario)
-    e = params if params is not None else default_params(spec.name)
+    e = params if params is not None else default_params(spec.name, backend)
     if not isinstance(e, Efficiency):
         raise TypeError(f"params must be an Efficiency or None, got {type(e).__name__}")
     mult = e.pad_to or pad_multiple(backend, d)
