@@ -756,4 +756,32 @@ def fit(results, gpu=None, *, base: Efficiency | None = None) -> FitReport:
         out[f"{kind}_compute"] = ce
         out[f"{kind}_memory"] = me
         out[f"{kind}_overhead_us"] = o * 1e6
-    return FitReport(replace(base, **out), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
+    merged, _ = ceiling_order({**base.to_dict(), **out})
+    return FitReport(Efficiency.from_dict(merged), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
+
+
+def ceiling_order(values: dict) -> tuple[dict, list[str]]:
+    """Make a parameter dict respect the ceilings: 2:4 never more efficient, never cheaper per call.
+
+    Returns the corrected copy and one line per value it moved (a fit to noisy points can land
+    a 2:4 efficiency a hair above the dense one; left as it is, the model would predict more
+    than the 2x or bytes ceiling).
+
+    Example:
+        >>> v, moved = ceiling_order({"dense_compute": 0.8, "sparse_compute": 0.9, "dense_memory": 0.7,
+        ...     "sparse_memory": 0.5, "dense_overhead_us": 5, "sparse_overhead_us": 4, "dense_host_us": 0, "sparse_host_us": 0})
+        >>> v["sparse_compute"], v["sparse_overhead_us"], len(moved)
+        (0.8, 5, 2)
+    """
+    values, moved = dict(values), []
+    for name in ("compute", "memory"):
+        d, s = values[f"dense_{name}"], values[f"sparse_{name}"]
+        if s > d:
+            moved.append(f"sparse_{name} {s:.4g} > dense_{name} {d:.4g}: set to {d:.4g}")
+            values[f"sparse_{name}"] = d
+    for name in ("overhead_us", "host_us"):
+        d, s = values.get(f"dense_{name}", 0.0), values.get(f"sparse_{name}", 0.0)
+        if s < d:
+            moved.append(f"sparse_{name} {s:.4g} < dense_{name} {d:.4g}: set to {d:.4g}")
+            values[f"sparse_{name}"] = d
+    return values, moved
