@@ -186,12 +186,49 @@ class ChromeTraceStream:
         self._end()
 
     def _array(self):
+        """Yield the elements of the array at the current position.
+
+        The fast path parses element after element straight from the buffer with local names;
+        anything unusual (a chunk boundary, a syntax error) falls back to :meth:`_value` and
+        :meth:`_peek`, which read more of the file or raise the right error.
+        """
         self._expect("[", "traceEvents")
         self._started = True
         if self._peek() == "]":
             self.pos += 1
             return
+        ws = _WS.match
+        decode = _DECODER.raw_decode
+        container = (dict, list, str)
         while True:
+            buf, pos = self.buf, self.pos
+            n = len(buf)
+            # fast path: whole elements and their separators inside the buffer
+            while True:
+                pos = ws(buf, pos).end()
+                try:
+                    item, end = decode(buf, pos)
+                except ValueError:
+                    break
+                if end >= n and not isinstance(item, container):
+                    break  # a number cut by the chunk boundary
+                sep_at = ws(buf, end).end()
+                if sep_at >= n:
+                    break
+                sep = buf[sep_at]
+                if sep == ",":
+                    pos = sep_at + 1
+                    self.n_events += 1
+                    yield item
+                    continue
+                if sep == "]":
+                    self.pos = sep_at + 1
+                    self.n_events += 1
+                    yield item
+                    return
+                break
+            # slow path: one element, reading more of the file as needed
+            self.pos = pos
             item = self._value(f"event {self.n_events:,} of traceEvents")
             self.n_events += 1
             yield item

@@ -39,6 +39,7 @@ operator is attributed to the sparse class of its nearest sparse ancestor, becau
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import os
 import sys
@@ -104,6 +105,12 @@ def classify(name: str) -> str:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a kernel or operator name (str), got {type(name).__name__}")
+    return _classify(name)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _classify(name: str) -> str:
+    # Cached: a trace repeats a few hundred names millions of times.
     low = name.lower()
     for cls, markers in _MARKERS:
         if any(m in low for m in markers):
@@ -210,7 +217,7 @@ def classify_records(records) -> list[str]:
     GEMM itself unless its name says it is a helper; a CPU operator inside a sparse operator (or
     a dense-named matmul reading CSR/COO indices) takes the sparse class.
 
-    >>> recs = [OpRecord("aten::_cslt_sparse_mm", "cpu", 5.0), OpRecord("sm90_new_kernel_name", "cuda", 9.0, parent=0)]
+    >>> recs = [OpRecord("aten::_cslt_sparse_mm", "cpu", 5.0), OpRecord("sm90_xmma_gemm_f16_new", "cuda", 9.0, parent=0)]
     >>> classify_records(recs)
     ['sparse-cusparselt', 'sparse-cusparselt']
     """
