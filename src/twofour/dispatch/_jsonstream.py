@@ -229,15 +229,15 @@ class ChromeTraceStream:
                 break
             # slow path: one element, reading more of the file as needed
             self.pos = pos
+            if self._peek() == "]":  # after a comma: a trailing comma, as some writers leave
+                self.pos += 1
+                return
             item = self._value(f"event {self.n_events:,} of traceEvents")
             self.n_events += 1
             yield item
             sep = self._peek()
             if sep == ",":
                 self.pos += 1
-                if self._peek() == "]":  # a trailing comma, as some writers leave
-                    self.pos += 1
-                    return
                 continue
             if sep == "]":
                 self.pos += 1
