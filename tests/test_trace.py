@@ -484,3 +484,52 @@ def test_a_200_mb_trace_streams(tmp_path, capsys):
     assert peak_mb - base_mb < 0.75 * size_mb, "reading must stream: peak memory well under the file's size"
     assert m["t_all"] < 300
     os.unlink(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# On a GPU: record a fresh trace of the small model, dense and with packed 2:4 linears
+
+
+@pytest.mark.gpu
+def test_gpu_trace_of_the_small_model_dense_and_packed(tmp_path):
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    import twofour
+    from twofour.quality.model import ModelConfig, TinyLM, prunable_linears
+
+    torch.manual_seed(0)
+    model = TinyLM(ModelConfig(d_model=256, n_layers=2, n_heads=4, seq_len=64)).half().cuda().eval()
+    with torch.no_grad():
+        for layer in prunable_linears(model).values():
+            layer.weight.copy_(twofour.prune(layer.weight)[0])
+    tokens = torch.randint(0, 256, (4, 64), device="cuda")
+
+    def record(path):
+        with torch.no_grad():
+            for _ in range(2):
+                model(tokens[:, -8:])
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for i in range(4):
+                    with record_function(f"decode_step_{i}"):
+                        model(tokens[:, -8:])
+                torch.cuda.synchronize()
+        prof.export_chrome_trace(str(path))
+        return path
+
+    dense = record(tmp_path / "dense.json")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*prototype.*")
+        for layer in prunable_linears(model).values():
+            layer.weight = torch.nn.Parameter(torch.sparse.to_sparse_semi_structured(layer.weight.detach()),
+                                              requires_grad=False)
+    sparse = record(tmp_path / "sparse.json")
+    ph = analyze(sparse, baseline=dense).phase("decode")
+    n = len(ph.steps)
+    assert n == 4
+    assert ph.sparse_gemms >= 12 * n, ph.verdicts()[0]  # 2 blocks x 6 packed linears per step
+    assert ph.gemms - ph.sparse_gemms >= n  # the LM head stays dense
+    assert ph.time_us.get(ATTENTION, 0) > 0
+    assert ph.comparison is not None and ph.comparison.gemm_speedup > 0
+    assert analyze(dense).phase("decode").sparse_gemms == 0
+    print(analyze(sparse, baseline=dense))
