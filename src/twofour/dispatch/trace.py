@@ -743,8 +743,8 @@ class PhaseReport:
                     "short next to their launch cost; capture a CUDA graph or fuse kernels")
         mostly = f"mostly during `{culprit}` set-up" if setup else f"mostly during `{culprit}`"
         if "cslt" in culprit.lower() or "cusparselt" in culprit.lower():
-            advice = ("host-bound: cuSPARSELt builds its plan on every call (pytorch/pytorch#177866); "
-                      "cache plans or capture a CUDA graph")
+            advice = ("host-bound: each call sets up and tears down its cuSPARSELt descriptors and plan "
+                      "(pytorch PR #177866); cache plans or capture a CUDA graph")
         elif culprit.startswith("no operator"):
             advice = "host-bound: Python between operators; capture a CUDA graph (torch.compile mode='reduce-overhead')"
         else:
