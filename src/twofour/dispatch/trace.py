@@ -1058,6 +1058,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
         rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits)
         summarized = list(range(1, len(sis))) if len(sis) >= 3 else list(range(len(sis)))
         rep.summarized = summarized
+        summarized_set = set(summarized)
         backends = set()
         for j, si in enumerate(sis):
             name, _, cs, ce = steps[si]
@@ -1068,7 +1069,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
             rep.all_gemms += gemms
             rep.all_sparse_gemms += sparse
             backends |= cls_backends
-            if j in summarized:
+            if j in summarized_set:
                 for key, (n, us) in kt.items():
                     cur = rep.kernel_table.setdefault(key, [0, 0.0])
                     cur[0] += n
@@ -1262,7 +1263,8 @@ def _header(r: TraceReport) -> list[str]:
 def _phase_text(ph: PhaseReport) -> list[str]:
     L = []
     n = len(ph.steps)
-    left = [ph.steps[i].name for i in range(n) if i not in ph.summarized]
+    summarized = set(ph.summarized)
+    left = [ph.steps[i].name for i in range(n) if i not in summarized]
     head = f"{ph.phase}: {n} step{'s' if n != 1 else ''}"
     if left:
         head += f"; summary over {ph.step_names} ({', '.join(left)} left out: a first step carries warm-up)"
@@ -1270,8 +1272,15 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     gpu = ph.device == "cuda"
     col = "GPU busy" if gpu else "outside ops"
     L.append(f"  {'step':<22}{'wall':>11}{col:>13}{'GEMM p':>9}{'2:4 GEMMs':>12}")
-    for i, st in enumerate(ph.steps):
-        mark = " " if i in ph.summarized else "*"
+    # A long trace: the first and last few steps, and the spread of the ones in between.
+    shown = list(range(n)) if n <= 12 else [*range(4), *range(n - 4, n)]
+    for i in shown:
+        st = ph.steps[i]
+        if n > 12 and i == n - 4:
+            walls = sorted(ph.steps[j].wall_us for j in range(4, n - 4))
+            L.append(f"   ... {n - 8} more steps: wall median {_ms(walls[len(walls) // 2])}, "
+                     f"min {_ms(walls[0])}, max {_ms(walls[-1])}")
+        mark = " " if i in summarized else "*"
         frac = (st.busy_us / st.wall_us if gpu else (st.outside_ops_us or 0) / st.wall_us) if st.wall_us > 0 else 0.0
         L.append(f" {mark}{_short(st.name, 21):<22}{_ms(st.wall_us):>11}{frac:>12.0%} {st.p:>8.0%}"
                  f"{f'{st.sparse_gemms}/{st.gemms}':>12}")
