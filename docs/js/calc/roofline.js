@@ -321,21 +321,25 @@ export function fitFacts(gpu, backend = null, M = null) {
   };
 }
 
-/** The fit line as text (the calculators render the same facts with links). */
+/** The fit line as text: which parameters, their held-out error (at this M's regime if given), what they were fitted to. */
 export function fitLine(gpu, backend = null, M = null) {
   const f = fitFacts(gpu, backend, M);
-  const parts = [`Parameters fitted to ${f.n_points} measurements from ${f.n_sources} sources (${f.date}); ${f.gpu} with ${f.backend}: ${f.set}.`];
-  const m = f.measured.map((x) => `${x.text}: ${pct(x.row.median)} (n = ${x.row.n})`).join(", ");
-  const p = f.published.map((x) => `${x.text}: ${pct(x.row.median)} (n = ${x.row.n}, ${f.published_sources} sources)`).join(", ");
-  const missing = REGIMES.filter(([r]) => !f.published.some((x) => x.regime === r)).map(([, text]) => text);
-  parts.push(`Median error of the predicted speedup, held out: on ${f.base_source}, each shape left out, ${m}; on published measurements, each source left out, ${p}`
-    + (missing.length ? `; no usable published point at ${missing.join(" or ")}.` : "."));
+  const ours = `measured for this project (${f.base_source}; each shape left out)`;
+  const theirs = "published measurements (each source left out)";
+  const parts = [`Fitted model, ${f.gpu} with ${f.backend}: ${f.set}.`];
   if (f.regime !== null) {
+    const txt = REGIMES.find(([r]) => r === f.regime)[1];
     const mine = f.measured.find((x) => x.regime === f.regime);
     const pub = f.published.find((x) => x.regime === f.regime);
-    const txt = REGIMES.find(([r]) => r === f.regime)[1];
-    parts.unshift(`At this M (${txt}) the held-out error is ${mine ? pct(mine.row.median) : "not measured"} on our own points`
-      + (pub ? ` and ${pct(pub.row.median)} on published ones.` : ", and no published measurement exists to check it."));
+    parts.push(`Median held-out error of the predicted speedup at this M (${txt}): `
+      + (mine ? `${pct(mine.row.median)} on ${mine.row.n} points ${ours}` : `no point ${ours}`)
+      + (pub ? `, ${pct(pub.row.median)} on ${pub.row.n} ${theirs}.` : "; no usable published measurement at this M."));
+  } else {
+    const list = (rows) => rows.map((x) => `${pct(x.row.median)} at ${x.text} (n = ${x.row.n})`).join(", ");
+    const missing = REGIMES.filter(([r]) => !f.published.some((x) => x.regime === r)).map(([, text]) => text);
+    parts.push(`Median held-out error of the predicted speedup, on points ${ours}: ${list(f.measured)}; on ${theirs}: `
+      + `${list(f.published) || "none"}${missing.length ? `, none usable at ${missing.join(" or ")}` : ""}.`);
   }
+  parts.push(`Fitted to ${f.n_points} measurements from ${f.n_sources} sources (${f.date}).`);
   return parts.join(" ");
 }
