@@ -236,7 +236,19 @@ export function mount(root) {
     })),
   ]);
   const gemmLine = el("p", { "data-out": "gemm_line" });
-  const rangeLine = el("p", { "data-out": "range" });
+  // The same request in every scenario: the answer as a range (rows), the chosen one marked.
+  const rangeRows = {};
+  const rangeTable = el("table", {}, [
+    el("caption", { text: "The same request in each scenario (GEMM speedups predicted)" }),
+    el("thead", {}, [el("tr", {}, ["how the GEMMs are run", "TTFT", "per output token", "whole request"].map((t) => el("th", { scope: "col", text: t })))]),
+    el("tbody", {}, GEMM_SCENARIOS.map((sc) => {
+      const cells = ["speedup_ttft", "speedup_tpot", "speedup_request"].map((k) => el("td", { "data-out": `range_${sc}_${k}` }));
+      rangeRows[sc] = { row: el("tr", {}, [el("th", { scope: "row", text: SCENARIO_TEXT[sc].label }), ...cells]), cells };
+      return rangeRows[sc].row;
+    })),
+  ]);
+  const rangeNote = el("p", { class: "calc-help", "data-out": "range_note" });
+  const rangeBox = el("div", { class: "calc-table calc-range" }, [rangeTable, rangeNote]);
   const fitText = el("p", { class: "calc-fit", "data-out": "fit" });
   const scopeName = `${id}-scope`;
   const scopeRadios = [["request", "whole request"], ["prefill", "prefill (TTFT)"], ["decode", "decode (per token)"]].map(([v, text]) => {
@@ -257,7 +269,7 @@ export function mount(root) {
   const copyStatus = el("span", { class: "calc-help", "aria-live": "polite", "data-out": "copy_status" });
   const actions = el("p", { class: "calc-actions" }, syncUrl ? [copyButton, " ", resetButton, " ", copyStatus] : [resetButton]);
   const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
-    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, rangeLine, fitText, scopeGroup, svg,
+    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, rangeBox, fitText, scopeGroup, svg,
     el("div", { class: "calc-grid calc-verdict" }, [
       el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
       el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
@@ -361,13 +373,15 @@ export function mount(root) {
     const source = state.gemm === "measured" ? "typed in as measured" : `predicted by the fitted roofline, ${scenarioLabel}`;
     gemmLine.textContent = `2:4 GEMM speedup used (${source}): prefill ${speedupText(s.gemm_speedup_prefill)}, decode ${speedupText(s.gemm_speedup_decode)}. `
       + `Roofline ceiling with perfect kernels: prefill ${speedupText(s.ceiling_speedup_prefill)}, decode ${speedupText(s.ceiling_speedup_decode)}.`;
+    rangeTable.hidden = !view.range;
     if (view.range) {
-      const r = view.range;
-      const part = (key) => GEMM_SCENARIOS.map((sc) => `${SCENARIO_TEXT[sc].label} ${speedupText(r[sc][key])}`).join(", ");
-      rangeLine.textContent = `The range over how the GEMMs are run: whole request ${part("speedup_request")}; per output token ${part("speedup_tpot")}. `
-        + "Which one your deployment is in decides the answer.";
+      for (const sc of GEMM_SCENARIOS) {
+        ["speedup_ttft", "speedup_tpot", "speedup_request"].forEach((k, i) => { rangeRows[sc].cells[i].textContent = speedupText(view.range[sc][k]); });
+        rangeRows[sc].row.classList.toggle("calc-chosen", sc === state.scenario);
+      }
+      rangeNote.textContent = `The row in bold is the scenario chosen above. Which one your deployment is in can decide whether 2:4 wins.`;
     } else {
-      rangeLine.textContent = "No range over the scenarios: the 2:4 GEMM speedups are typed in, so only the dense times follow the chosen scenario.";
+      rangeNote.textContent = "No range over the scenarios: the 2:4 GEMM speedups are typed in, so only the dense times follow the chosen scenario.";
     }
     fitText.textContent = fitLine(state.gpu, state.backend);
     const scopeLabel = { request: "the whole request", prefill: "prefill (time to first token)", decode: "decode (time per output token)" }[state.scope];
@@ -516,7 +530,8 @@ export function mount(root) {
     const empty = ["speedup_prefill", "speedup_decode"].filter((n) => f[n].input.value.trim() === "");
     if (!empty.length) return;
     const { state, errors } = readState();
-    if (errors.some((e) => !empty.includes(e.field))) return;
+    // The prediction needs every other input valid; the measured fields themselves do not matter.
+    if (errors.some((e) => e.field !== "speedup_prefill" && e.field !== "speedup_decode")) return;
     let predicted;
     try {
       predicted = computeScenario({ ...state, gemm: "roofline" }).summary;
