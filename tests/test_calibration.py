@@ -245,3 +245,25 @@ def test_sensitivity_moves_the_right_way():
     assert max(by.values()) < roofline.ceilings("bf16")["memory"]
     with pytest.raises(ValueError, match="memory_ratio must be a finite number"):
         sensitivity(chat, "H200", per_call_us=[10], memory_ratio=[1.5])
+
+
+def test_calibrate_command(tmp_path, capsys):
+    from twofour.cli import main
+
+    out = tmp_path / "fit.json"
+    assert main(["calibrate", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "usable by these rules" in text and "published points, each source left out" in text
+    written = json.loads(out.read_text())
+    assert written["base"] == cal.load_fit()["base"] and written["per_gpu"] == cal.load_fit()["per_gpu"]
+    assert main(["calibrate", "--out", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_bench_modes_option_on_cpu(capsys):
+    from twofour.cli import main
+
+    assert main(["bench", "--quick", "--modes", "graph", "--no-progress"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+    assert main(["bench", "--quick", "--modes", "warp", "--no-progress"]) == 2
+    assert "unknown warp; valid: eager graph stream kernel" in capsys.readouterr().err

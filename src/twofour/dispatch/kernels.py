@@ -393,16 +393,14 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
         >>> any(r.report.sparse_ran for r in recs) and any(not r.report.sparse_ran for r in recs)
         True
     """
-    import json
     from pathlib import Path
+
+    from .._jsonfile import read_json
 
     folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "data"
     out = []
     for path in sorted(folder.glob("kernels-*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"kernel table file {str(path)!r} is not valid JSON: {exc}") from None
+        data = read_json(path, "kernel table file")
         if data.get("schema") != "twofour-kernels/1":
             raise ValueError(f"kernel table file {str(path)!r} has schema {data.get('schema')!r}; expected 'twofour-kernels/1'")
         probe = tuple(tuple(row) for row in data.get("probe", []))
