@@ -563,6 +563,12 @@ def test_measured_fields_start_at_the_prediction_never_at_a_ceiling(watched, bas
     root = _request_calc(page)
     assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
     assert root.locator(".calc-msg:not(:empty)").count() == 0
+    # A bad value that does not change the GEMM speedups (an efficiency) does not stop that.
+    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4&gemm=measured&attn_eff=1e-320")
+    root = _request_calc(page)
+    assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
+    assert root.locator(".calc-msg:not(:empty)").count() == 1
+    assert "out of range" in root.locator("[data-field='attention_efficiency'] .calc-msg").inner_text()
 
 
 def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched, base_url):

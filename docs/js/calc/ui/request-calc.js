@@ -530,8 +530,13 @@ export function mount(root) {
     const empty = ["speedup_prefill", "speedup_decode"].filter((n) => f[n].input.value.trim() === "");
     if (!empty.length) return;
     const { state, errors } = readState();
-    // The prediction needs every other input valid; the measured fields themselves do not matter.
-    if (errors.some((e) => e.field !== "speedup_prefill" && e.field !== "speedup_decode")) return;
+    // The GEMM speedups depend on the workload, GPU, dtype, backend, scenario and pruned layers,
+    // not on the measured fields or the fixed costs and efficiencies: a bad value there is
+    // replaced by its default for this purpose; a bad value anywhere else leaves the fields empty.
+    const irrelevant = ["speedup_prefill", "speedup_decode", "step_overhead_ms", "request_overhead_ms",
+      "attention_efficiency", "memory_efficiency"];
+    if (errors.some((e) => !irrelevant.includes(e.field))) return;
+    for (const e of errors) if (e.field in DEFAULTS && DEFAULTS[e.field] !== "") state[e.field] = DEFAULTS[e.field];
     let predicted;
     try {
       predicted = computeScenario({ ...state, gemm: "roofline" }).summary;
