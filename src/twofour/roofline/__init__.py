@@ -290,25 +290,38 @@ def default_params(gpu=None, backend: str | None = None) -> Efficiency:
     fit = _stored_fit()
     if fit is None:
         return ASSUMED_EFFICIENCY
+    return Efficiency.from_dict(_fit_entry(fit, gpu, backend)["params"])
+
+
+def _fit_entry(fit: dict, gpu, backend: str | None) -> dict:
+    """The stored entry for ``GPU/backend`` (backend in any case), else ``GPU``, else the base set."""
     name = get_gpu(gpu).name if gpu is not None else None
     per_gpu = fit["per_gpu"]
-    entry = (per_gpu.get(f"{name}/{backend}") if name and backend else None) or (per_gpu.get(name) if name else None)
-    return Efficiency.from_dict((entry or fit["base"])["params"])
+    if name and backend:
+        for key, entry in per_gpu.items():
+            if key.lower() == f"{name}/{backend}".lower():
+                return entry
+    return per_gpu.get(name) if name and name in per_gpu else fit["base"]
 
 
-def fit_summary(gpu=None) -> str:
+def fit_summary(gpu=None, backend: str | None = None) -> str:
     """One line a page can print under a prediction: what the parameters were fitted to, and the error.
 
     Example:
         >>> "held out" in fit_summary("H100")
+        True
+        >>> "CUTLASS" in fit_summary("A100", "cutlass")
         True
     """
     fit = _stored_fit()
     if fit is None:
         return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
     name = get_gpu(gpu).name if gpu is not None else None
-    entry = fit["per_gpu"].get(name) if name else None
-    note = entry["note"] if entry else f"no usable measurement on this GPU, so the base set ({fit['base']['source']})"
+    entry = _fit_entry(fit, gpu, backend)
+    if entry is fit["base"] and name not in fit["per_gpu"]:
+        note = f"no usable measurement on this GPU, so the base set, measured on {fit['base']['source']}"
+    else:
+        note = entry.get("note") or fit["base"]["source"]
     err = fit["errors"]
 
     def regimes(table):
@@ -317,7 +330,8 @@ def fit_summary(gpu=None) -> str:
 
     pub = err["published_leave_one_source_out"]
     return (f"fitted to {fit['provenance']['n_points']} measurements from {len(fit['provenance']['sources'])} sources; "
-            f"{name or 'this GPU'}: {note}. Median error of the predicted speedup, held out: points measured here, "
+            f"{name or 'this GPU'}{'/' + backend if backend and entry is not fit['base'] and entry is not fit['per_gpu'].get(name) else ''}: "
+            f"{note}. Median error of the predicted speedup, held out: points measured here, "
             f"each shape left out: {regimes(err['measured_leave_one_shape_out']['by_regime'])}; published points, "
             f"each source left out: {regimes(pub['by_regime'])} from {pub['n_sources']} sources (small M: no usable "
             f"published point)")
