@@ -54,7 +54,7 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    with ``M = batch * prompt_len`` (prefill) or ``M = batch`` (decode; also lm_head in both
    phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
    measured speedup as ``sparse_s = dense_s / speedup``).
-3. Ideal ratio of a GEMM (funnel stage 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
+3. Ideal ratio of a GEMM (funnel step 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
    ``w = N*K*b``; ``ideal_dense = max(flops / dense_flops, (w + act) / bandwidth)``;
    ``ideal_sparse = max(flops / sparse_flops, (w * packed_ratio + act) / bandwidth)``;
    ``ratio = ideal_dense / ideal_sparse``.
@@ -578,7 +578,7 @@ class PhaseTime:
         linear_dense, linear_sparse: seconds per linear kind (keys :data:`LINEAR_KINDS`).
         dense_s, sparse_s: phase totals.
         eligible_dense_s, eligible_sparse_s: time in pruned GEMMs, dense and 2:4.
-        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel stage 2).
+        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel step 2).
         overhead_s: fixed overheads in the phase (step and request).
         p: eligible fraction ``eligible_dense_s / dense_s``.
         gemm_speedup: ``eligible_dense_s / eligible_sparse_s`` (1 if nothing is eligible).
