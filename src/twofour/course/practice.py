@@ -792,10 +792,18 @@ def _attr(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def _shown_in_table(value) -> bool:
+    """Numbers, text and small tuples are shown; intermediate objects (an estimate, a prediction) are not."""
+    return isinstance(value, (int, float, str, tuple))
+
+
 def _numbers_table(q: Question) -> str:
     shown = q.formatted()
+    values = q.evaluate()
     rows = ["| quantity | value | how it is obtained |", "|---|---|---|"]
     for n in q.numbers:
+        if not _shown_in_table(values[n.name]):
+            continue
         how = f"`{n.expr}`"
         if n.source:
             how += f" ({n.source})"
