@@ -30,7 +30,8 @@ What the classes do not expose is written down here, each with its source (the S
   (``torch/sparse/_semi_structured_ops.py``, torch 2.9 to 2.15);
 * int8 through a plain ``F.linear`` returns int8: the CUTLASS kernel saturates each int32 sum
   to [-128, 127] with no scale (``SparseSemiStructuredOps.cu``: ``OpMultiplyAddSaturate``, output
-  dtype defaulting to the input's), and cuSPARSELt's path also writes int8; a usable int8 2:4
+  dtype defaulting to the input's), and cuSPARSELt's path also writes saturated int8 (measured on
+  the project's H200, cuSPARSELt 0.8.0); a usable int8 2:4
   layer calls ``torch._cslt_sparse_mm(W.packed, x, alpha=scales, out_dtype=torch.bfloat16)``.
 
 >>> rules = backend_rules("cutlass")
@@ -225,7 +226,8 @@ class BackendRules:
                     "epilogue, output dtype defaults to int8), with no scale")
             src = "aten/src/ATen/native/sparse/cuda/SparseSemiStructuredOps.cu"
         else:
-            what = "returns int8 with no scale (cuSPARSELt writes CUDA_R_8I for int8 inputs)"
+            what = ("returns int8 with no scale: cuSPARSELt writes CUDA_R_8I for int8 inputs, and on the "
+                    "project's H200 (cuSPARSELt 0.8.0) an exact sum of 6,400 came back as 127, saturated")
             src = "aten/src/ATen/native/sparse/cuda/cuSPARSELtOps.cpp"
         return (
             f"int8 through a plain F.linear {what}; a usable int8 2:4 layer calls "
