@@ -126,8 +126,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (COURSE, "Figures", "The chapters' figures in one house style; they draw numbers the toolkit computed.",
      ["twofour.course.plotting", "twofour.course.figures.layouts", "twofour.course.figures.dispatch_path",
       "twofour.course.figures.kernel_speed", "twofour.course.figures.quality", "twofour.course.figures.funnel"]),
-    (COURSE, "Chapter material", "Example weights and the measurements the chapters make on them.",
-     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout"]),
+    (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, and the dated status box.",
+     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.status"]),
     (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
      ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
 ]

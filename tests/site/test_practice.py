@@ -46,7 +46,7 @@ def test_mode_shows_one_question_and_reveals_rubric_then_answer(watched, base_ur
     card.locator("details.practice-rubric > summary").click()
     assert card.locator(".practice-point input[type=checkbox]").first.is_visible()
     answer.wait_for(state="visible")
-    answer.locator("summary").click()
+    answer.locator("summary", has_text="Worked answer").click()  # its own summary, not the nested signals
     assert answer.locator("table").first.is_visible()  # the numbers table, computed at build time
     # Next moves to another question, keyboard-usable buttons.
     page.get_by_role("button", name="Next").focus()
@@ -135,4 +135,20 @@ def test_practice_mode_survives_instant_navigation(watched, base_url):
     assert page.evaluate("window.__noReload") == "still here", "navigation was not instant"
     assert _visible_cards(page).count() == 1
     assert page.locator(".practice-bar").count() == 1  # set up once, not twice
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_grader_signals_sit_inside_the_worked_answer(watched, base_url):
+    page = _open(watched, base_url, MODE + "#q-capacity-at-slo")
+    card = _visible_cards(page).first
+    assert card.get_attribute("data-qid") == "capacity-at-slo"
+    signals = card.locator("details.practice-signals")
+    assert signals.is_hidden(), "the grader's signals wait inside the worked answer"
+    card.locator("details.practice-rubric > summary").click()
+    card.locator("details.practice-answer").locator("summary", has_text="Worked answer").click()
+    signals.locator("summary").click()
+    for label in ("Strong", "Acceptable", "Weak"):
+        assert signals.get_by_text(label, exact=True).is_visible()
+    ask = card.locator(".practice-check-ask").inner_text()
+    assert "in sequences" in ask and "within ±2% of the computed value" in ask and "graded against" in ask
     assert not watched.console_errors and not watched.external_requests

@@ -46,6 +46,10 @@ Assumptions, stated once (each is a simplification a measurement can contradict)
 Every formula is plain arithmetic (``ceil``, ``max``, ``*``, ``/``) so the static site's
 JavaScript calculator can mirror it operation for operation; see :func:`gemm_time_s`.
 
+2:4 next to quantization (bits per weight of bf16, fp8, int8 and int4 formats with and
+without 2:4, a decode step as bytes, and the batch a GPU serves at a TPOT target) is in
+:mod:`twofour.roofline.formats`; its functions are re-exported here.
+
 Example:
     >>> from twofour.roofline import predict, crossover_m
     >>> p = predict(1, 4096, 4096, "fp16", "H200")          # decode, plans cached
@@ -72,6 +76,18 @@ import torch
 
 from ..hardware import GPUSpec, _dtype_key, get_gpu
 from ..packing import packed_bytes, packed_ratio
+from .formats import (
+    WEIGHT_FORMATS,
+    Capacity,
+    WeightFormat,
+    bits_per_weight,
+    capacity_at_tpot,
+    decode_step_bytes,
+    decode_tokens_per_s,
+    kv_bytes_per_token,
+    model_weight_bytes,
+    weight_format,
+)
 
 __all__ = [
     "Efficiency",
@@ -95,6 +111,17 @@ __all__ = [
     "ridge_point",
     "wave_efficiency",
     "fit",
+    # twofour.roofline.formats: 2:4 next to quantization
+    "WeightFormat",
+    "WEIGHT_FORMATS",
+    "weight_format",
+    "bits_per_weight",
+    "model_weight_bytes",
+    "decode_step_bytes",
+    "decode_tokens_per_s",
+    "kv_bytes_per_token",
+    "Capacity",
+    "capacity_at_tpot",
 ]
 
 GEMM_DTYPES = ("fp16", "bf16", "fp8", "int8", "tf32")
