@@ -86,6 +86,29 @@ def test_random_cases_cover_the_input_space(golden):
     assert max(c["prompt_len"] for c in ctx) > 10_000 and min(c["batch"] for c in ctx) < 10
 
 
+def test_mixed_step_cases_carry_the_chunk_only_where_it_is_set(golden):
+    """Chunked prefill: several named cases and some random ones; the field is in the inputs only when > 0."""
+    cases = golden["request"]["cases"]
+    mixed = [c for c in cases if c["context"]["prefill_chunk_tokens"] > 0]
+    named = [c for c in mixed if c["label"] != "random"]
+    assert len(named) >= 6 and any(c["label"] == "random" for c in mixed)
+    assert len({c["context"]["gpu"] for c in named}) >= 4 and {c["context"]["scenario"] for c in named} == set(SCENARIOS)
+    assert any(c["context"]["prefill_chunk_tokens"] > c["context"]["prompt_len"] for c in named)  # max(P - c, 0)
+    assert any(c["context"]["output_len"] == 1 for c in named)  # the one-step TPOT of a request with no decode step
+    assert any(c["context"]["gemm_source"] == "measured" for c in named)
+    for case in cases:
+        chunk = case["context"]["prefill_chunk_tokens"]
+        assert case["inputs"].get("prefill_chunk_tokens", 0) == chunk
+        assert ("prefill_chunk_tokens" in case["inputs"]) == (chunk > 0)
+    for case in mixed:  # the chunk costs decode time: the same inputs without it are faster
+        inputs = RequestInputs.from_dict({k: v for k, v in case["inputs"].items() if k != "prefill_chunk_tokens"})
+        plain = evaluate(inputs).to_dict()["decode"]["dense"]
+        out = case["output"]["decode"]["dense"]
+        if case["output"]["decode"]["steps"]:
+            assert out["attention"] > plain["attention"] and out["kv_cache"] > plain["kv_cache"]
+            assert out["embedding"] > plain["embedding"] and out["lm_head"] == plain["lm_head"]
+
+
 def test_funnel_cases_end_at_the_request_numbers(golden):
     requests = {c["id"]: c["output"]["summary"] for c in golden["request"]["cases"]}
     rows = golden["funnel"]["cases"]
@@ -94,6 +117,8 @@ def test_funnel_cases_end_at_the_request_numbers(golden):
     for row in rows:
         stages = row["stages"]
         assert [s["key"] for s in stages][0] == "datasheet" and len(stages) == 5
+        assert [s["step"] for s in stages] == [1, 2, 3, 4, 5]
+        assert all(s["title"].startswith(f"step {s['step']}: ") and "speedup" in s["title"] for s in stages)
         assert stages[-1]["speedup"] == pytest.approx(requests[row["request_case"]][final_key[row["scope"]]], rel=1e-12)
 
 
@@ -106,7 +131,7 @@ def test_same_seed_same_bytes(golden, tmp_path):
 def test_default_writes_hundreds_of_cases(tmp_path, capsys):
     assert main(["golden", "--out", str(tmp_path / "new" / "dir")]) == 0
     printed = capsys.readouterr().out
-    assert "request.json (224 cases)" in printed and "roofline.json (" in printed
+    assert "request.json (232 cases)" in printed and "roofline.json (" in printed
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys):

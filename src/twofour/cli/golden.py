@@ -12,10 +12,13 @@ written here and demands agreement to 1e-12 relative. Four files:
     ``cases[i] = {"id", "label", "context", "inputs", "output"}``. ``inputs`` is the flat
     :class:`twofour.request.RequestInputs` (per-GEMM times included), ``output`` is
     :meth:`RequestEstimate.to_dict`. ``context`` says how the inputs were made (model, GPU,
-    dtype, assumptions, GEMM source: ``"roofline"`` with its parameters, or ``"measured"``
-    with the speedups) so the JS roofline can be checked against ``inputs.gemm`` as well.
+    dtype, workload including ``prefill_chunk_tokens``, assumptions, GEMM source: ``"roofline"``
+    with its parameters, or ``"measured"`` with the speedups) so the JS roofline can be checked
+    against ``inputs.gemm`` as well. Cases with a prefill chunk (the mixed decode step) carry
+    ``inputs.prefill_chunk_tokens``; the others leave it out, as ``RequestInputs.to_dict`` does.
 ``funnel.json``
-    ``cases[j] = {"request_case": i, "scope", "stages"}``: the funnel of request case ``i``.
+    ``cases[j] = {"request_case": i, "scope", "stages"}``: the funnel of request case ``i``; each
+    step is :func:`twofour.funnel.funnel_dict`'s row plus its ``step`` number and ``title``.
 
 ``roofline.json``
     ``cases[i] = {"M", "N", "K", "dtype", "gpu", "backend", "scenario", "params", "output"}``: one
@@ -39,7 +42,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
-from ..funnel import SCOPES, funnel_dict
+from ..funnel import SCOPES, funnel, funnel_dict
 from ..hardware import GPUS
 from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
 from ..roofline import (ASSUMED_EFFICIENCY, DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, Efficiency, default_params,
@@ -193,6 +196,7 @@ def _case(case_id: int, label: str, workload: Workload, gpu: str, assumptions: A
         "batch": workload.batch,
         "prompt_len": workload.prompt_len,
         "output_len": workload.output_len,
+        "prefill_chunk_tokens": workload.prefill_chunk_tokens,
         "pruned": list(workload.pruned),
         "assumptions": {k: getattr(assumptions, k) for k in assumptions.__dataclass_fields__},
         "gemm_source": "measured" if gemm_speedup is not None else "roofline",
@@ -222,13 +226,16 @@ def _backends_for(gpu: str, dtype: str) -> list[str]:
     return out
 
 
-def request_table(rng: random.Random, random_cases: int) -> list[dict]:
+def request_table(rng: random.Random, random_cases: int, chunk_rng: random.Random | None = None) -> list[dict]:
     """Edge cases (named) then ``random_cases`` seeded random workloads.
 
     The edge cases cover every GEMM scenario, the fitted sets of several GPUs (H100 and H200, A100
-    with each backend, and L4, B200 and A10G, which have no fitted set of their own) and the
-    corners of the arithmetic.
+    with each backend, and L4, B200 and A10G, which have no fitted set of their own), the
+    corners of the arithmetic and the mixed decode step of chunked prefill. About a third of the
+    random workloads get a prefill chunk too, drawn from ``chunk_rng`` (its own stream, so the
+    rest of every random case is what ``rng`` alone makes).
     """
+    chunk_rng = random.Random("prefill-chunk") if chunk_rng is None else chunk_rng
     mlp = ("gate_proj", "up_proj", "down_proj")
     chat = Workload(LLAMA_3_8B, 1, 512, 256)
     batch8 = Workload(LLAMA_3_8B, 8, 1024, 128, dtype="fp16")
@@ -264,6 +271,29 @@ def request_table(rng: random.Random, random_cases: int) -> list[dict]:
          Assumptions(attention_efficiency=0.6, memory_efficiency=0.85, kv_bytes_per_element=1,
                      other_elems_per_token_layer=20000, step_overhead_s=3e-4, request_overhead_s=0.02), None,
          "eager", None),
+        # The mixed decode step (continuous batching with chunked prefill): decode GEMMs at
+        # M = batch + chunk, the chunk's attention, KV-cache and element-wise work added.
+        ("mixed step: chat bs1 + 256-token prefill chunk, H100",
+         Workload(LLAMA_3_8B, 1, 512, 256, prefill_chunk_tokens=256), "H100", Assumptions(), None, "cached", None),
+        ("mixed step: batch 8 + 512 chunk, A100 CUTLASS, eager",
+         Workload(LLAMA_3_8B, 8, 1024, 128, dtype="fp16", prefill_chunk_tokens=512), "A100", Assumptions(), None, "eager",
+         "CUTLASS"),
+        ("mixed step: batch 64, 8K context + 2048 chunk, H200, kernel only",
+         Workload(LLAMA_3_8B, 64, 8192, 512, prefill_chunk_tokens=2048), "H200", Assumptions(), None, "ideal", None),
+        ("mixed step: chunk longer than the prompt, L4 fp8",
+         Workload(LLAMA_3_8B, 4, 128, 64, dtype="fp8", prefill_chunk_tokens=1024), "L4", Assumptions(), None, "cached",
+         None),
+        ("mixed step: one output token (no decode step)", Workload(LLAMA_3_8B, 4, 128, 1, prefill_chunk_tokens=64),
+         "A100", Assumptions(), None, "cached", None),
+        ("mixed step: chunk of 1 token, prompt of 1 token", Workload(LLAMA_3_8B, 1, 1, 2, prefill_chunk_tokens=1), "H100",
+         Assumptions(), None, "eager", None),
+        ("mixed step: per-phase measured speedups, 70B fp8",
+         Workload(LLAMA_3_70B, 16, 2048, 256, dtype="fp8", prefill_chunk_tokens=512), "H100", Assumptions(),
+         {"prefill": 1.3, "decode": 1.1}, "cached", None),
+        ("mixed step: overheads, efficiencies, fp8 KV, B200",
+         Workload(LLAMA_3_8B, 32, 4096, 512, prefill_chunk_tokens=8192, pruned=mlp), "B200",
+         Assumptions(attention_efficiency=0.6, memory_efficiency=0.85, kv_bytes_per_element=1, step_overhead_s=3e-4,
+                     request_overhead_s=0.02), None, "eager", None),
     ]
     cases = [_case(i, label, w, gpu, a, s, sc, be) for i, (label, w, gpu, a, s, sc, be) in enumerate(edge)]
     while len(cases) < len(edge) + random_cases:
@@ -274,8 +304,9 @@ def request_table(rng: random.Random, random_cases: int) -> list[dict]:
         kinds = LINEAR_KINDS if rng.random() < 0.2 else BLOCK_LINEARS
         pruned = tuple(k for k in kinds if rng.random() < 0.8)
         dtype = rng.choice(dtypes)
+        chunk = _log_int(chunk_rng, 1, 16384) if chunk_rng.random() < 0.35 else 0
         workload = Workload(cfg, _log_int(rng, 1, 1024), _log_int(rng, 1, 1_000_000), _log_int(rng, 1, 8192),
-                            dtype=dtype, pruned=pruned)
+                            dtype=dtype, pruned=pruned, prefill_chunk_tokens=chunk)
         assumptions = Assumptions(
             attention_efficiency=rng.uniform(0.3, 1.0),
             memory_efficiency=rng.uniform(0.5, 1.0),
@@ -434,14 +465,16 @@ def gpu_table() -> dict:
 
 
 def funnel_table(request_cases: list[dict]) -> list[dict]:
-    """The funnel of every request case, for every scope."""
+    """The funnel of every request case, for every scope (each step with its number and title)."""
     from ..request import RequestInputs
 
     rows = []
     for case in request_cases:
         est = evaluate(RequestInputs.from_dict(case["inputs"]))
         for scope in SCOPES:
-            rows.append({"request_case": case["id"], "scope": scope, "stages": funnel_dict(est, scope)})
+            stages = [{**row, "step": s.step, "title": s.title}
+                      for row, s in zip(funnel_dict(est, scope), funnel(est, scope))]
+            rows.append({"request_case": case["id"], "scope": scope, "stages": stages})
     return rows
 
 
@@ -452,7 +485,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
               "tolerance": "1e-12 relative", "generated_by": "twofour golden"}
     amdahl = amdahl_table(rng)
-    requests = request_table(rng, random_cases)
+    requests = request_table(rng, random_cases, chunk_rng=random.Random(f"prefill-chunk-{seed}"))
     funnels = funnel_table(requests)
     gemms = roofline_table(rng)
     files = {
