@@ -211,10 +211,13 @@ def test_js_request_model_and_funnel_match_python_golden_vectors(watched, base_u
             __cmp(`case ${c.id} output`, R.toDict(est), c.output, bad, stats);
             // 2. the inputs themselves, rebuilt from the workload: GPU table, roofline, padding, packing
             const x = c.context;
-            const w = {model: x.model, batch: x.batch, prompt_len: x.prompt_len, output_len: x.output_len, dtype: x.dtype, pruned: x.pruned};
+            const w = {model: x.model, batch: x.batch, prompt_len: x.prompt_len, output_len: x.output_len, dtype: x.dtype, pruned: x.pruned,
+                       prefill_chunk_tokens: x.prefill_chunk_tokens};
             const inputs = R.buildInputs(w, x.gpu, {assumptions: x.assumptions, gemmSpeedup: x.gemm_speedup, backend: x.backend,
                                                     scenario: x.scenario});
             __cmp(`case ${c.id} inputs`, inputs, c.inputs, bad, stats);
+            // the chunk is in the inputs only when set, as RequestInputs.to_dict writes them
+            if (("prefill_chunk_tokens" in inputs) !== ("prefill_chunk_tokens" in c.inputs)) bad.push([`case ${c.id} inputs.prefill_chunk_tokens`, "present?", "absent?"]);
           }
           for (const f of funnels) __cmp(`funnel ${f.request_case} ${f.scope}`, F.funnel(ests[f.request_case], f.scope), f.stages, bad, stats);
           return {bad: bad.slice(0, 20), nbad: bad.length, stats};
@@ -225,6 +228,8 @@ def test_js_request_model_and_funnel_match_python_golden_vectors(watched, base_u
     expected += sum(_count_numbers(f["stages"]) for f in funnels)
     assert result["nbad"] == 0, result["bad"]
     assert result["stats"]["n"] == expected > 20_000
+    assert sum("prefill_chunk_tokens" in c["inputs"] for c in cases) >= 20  # the mixed decode step is covered
+    assert {s["title"] for f in funnels for s in f["stages"]} >= {"step 5: per-token speedup", "step 5: end-to-end speedup"}
     print(f"\nrequest/funnel parity: {expected} numbers, worst relative difference {result['stats']['worst']:.3g}")
 
 
@@ -347,8 +352,8 @@ def test_js_tables_equal_the_python_tables(watched, base_url):
     assert set(js["scenarios"]) == set(request.SCENARIOS)
     for name, w in request.SCENARIOS.items():
         s = js["scenarios"][name]
-        assert (s["model"], s["batch"], s["prompt_len"], s["output_len"], s["dtype"]) == (
-            w.model.name, w.batch, w.prompt_len, w.output_len, w.dtype)
+        assert (s["model"], s["batch"], s["prompt_len"], s["output_len"], s["dtype"], s["prefill_chunk_tokens"]) == (
+            w.model.name, w.batch, w.prompt_len, w.output_len, w.dtype, w.prefill_chunk_tokens)
         assert w.pruned == request.BLOCK_LINEARS  # the page's default layer choice
     assert js["dtypes"] == request.DTYPE_BYTES
 

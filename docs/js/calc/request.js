@@ -27,11 +27,11 @@ export const PRESETS = {
   "Llama-3-70B": { name: "Llama-3-70B", layers: 80, hidden: 8192, intermediate: 28672, heads: 64, kv_heads: 8, vocab: 128256 },
 };
 
-// The three workloads chapter 6 follows (twofour.request.SCENARIOS).
+// The three workloads chapter 6 follows (twofour.request.SCENARIOS): decode steps alone, no prefill chunk.
 export const SCENARIOS = {
-  "chat decode, batch 1": { model: "Llama-3-8B", batch: 1, prompt_len: 512, output_len: 256, dtype: "bf16" },
-  "high throughput, batch 64, 8K context": { model: "Llama-3-8B", batch: 64, prompt_len: 7680, output_len: 512, dtype: "bf16" },
-  "long-prompt summarisation": { model: "Llama-3-8B", batch: 1, prompt_len: 7936, output_len: 256, dtype: "bf16" },
+  "chat decode, batch 1": { model: "Llama-3-8B", batch: 1, prompt_len: 512, output_len: 256, dtype: "bf16", prefill_chunk_tokens: 0 },
+  "high throughput, batch 64, 8K context": { model: "Llama-3-8B", batch: 64, prompt_len: 7680, output_len: 512, dtype: "bf16", prefill_chunk_tokens: 0 },
+  "long-prompt summarisation": { model: "Llama-3-8B", batch: 1, prompt_len: 7936, output_len: 256, dtype: "bf16", prefill_chunk_tokens: 0 },
 };
 
 // The defaults of twofour.request.Assumptions: an optimistic bound for every part alike.
@@ -76,8 +76,12 @@ export function checkModel(cfg) {
   return cfg;
 }
 
-/** twofour.request.Workload checks; returns a normalised copy (pruned kinds in LINEAR_KINDS order). */
+/**
+ * twofour.request.Workload checks; returns a normalised copy (pruned kinds in LINEAR_KINDS order,
+ * prefill_chunk_tokens 0 when not given: a decode step alone).
+ */
 export function checkWorkload(w) {
+  const chunk = requireCount("prefill_chunk_tokens", w.prefill_chunk_tokens ?? 0, 0);
   checkModel(w.model);
   requireCount("batch", w.batch);
   requireCount("prompt_len", w.prompt_len);
@@ -88,7 +92,7 @@ export function checkWorkload(w) {
   const pruned = w.pruned ?? BLOCK_LINEARS;
   const unknown = pruned.filter((k) => !LINEAR_KINDS.includes(k));
   if (unknown.length) throw new InputError("pruned", `pruned contains unknown linear kinds ${unknown}; valid kinds are ${LINEAR_KINDS}`);
-  return { ...w, pruned: LINEAR_KINDS.filter((k) => pruned.includes(k)) };
+  return { ...w, pruned: LINEAR_KINDS.filter((k) => pruned.includes(k)), prefill_chunk_tokens: chunk };
 }
 
 function checkAssumptions(a) {
@@ -104,11 +108,15 @@ function checkAssumptions(a) {
 // ---------------------------------------------------------------------------------------------
 // Spec step 1 and 2: GEMM shapes and the per-GEMM times
 
-/** {kind: [M, N, K]} of the GEMMs one step of `phase` runs (per layer for block kinds). */
+/**
+ * {kind: [M, N, K]} of the GEMMs one step of `phase` runs (per layer for block kinds). In decode
+ * the block linears see M = batch + prefill_chunk_tokens (the mixed step); the LM head only the
+ * batch's decode tokens.
+ */
 export function gemmShapes(r, phase) {
   const h = r.hidden, I = r.intermediate, vocab = r.vocab;
   const kvDim = r.kv_heads * Math.floor(r.hidden / r.heads);
-  const M = phase === "prefill" ? r.batch * r.prompt_len : r.batch;
+  const M = phase === "prefill" ? r.batch * r.prompt_len : r.batch + (r.prefill_chunk_tokens ?? 0);
   return {
     q_proj: [M, h, h],
     k_proj: [M, kvDim, h],
@@ -184,6 +192,8 @@ export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSU
     other_elems_per_token_layer: other, step_overhead_s: a.step_overhead_s, request_overhead_s: a.request_overhead_s,
     pruned: Object.fromEntries(LINEAR_KINDS.map((k) => [k, w.pruned.includes(k)])),
     gemm: {},
+    // Only when set, as RequestInputs.to_dict leaves it out at its default 0.
+    ...(w.prefill_chunk_tokens > 0 ? { prefill_chunk_tokens: w.prefill_chunk_tokens } : {}),
   };
   for (const phase of PHASES) {
     r.gemm[phase] = {};
@@ -253,6 +263,13 @@ function phaseTime(r, phase, steps, attended, kvTokens, tokens) {
     step_overhead: n * r.step_overhead_s,
     request_overhead: phase === "prefill" ? r.request_overhead_s : 0.0,
   };
+  const chunk = phase === "decode" ? (r.prefill_chunk_tokens ?? 0) : 0.0;
+  if (chunk > 0.0) { // the mixed step: a prompt chunk shares every decode step (spec step 4)
+    const P = r.prompt_len;
+    unchanged.attention += 4.0 * L * h * n * chunk * (P + 1.0) / 2.0 / (r.dense_flops * r.attention_efficiency);
+    unchanged.kv_cache += (2.0 * L * kvDim * n * (chunk + Math.max(P - chunk, 0.0) / 2.0)
+                           * r.kv_bytes_per_element / memRate);
+  }
   for (const [c, t] of Object.entries(unchanged)) {
     dense[c] = t;
     sparse[c] = t;
@@ -290,13 +307,14 @@ export function evaluate(r) {
   const nd = nDec;
   const prefill = phaseTime(r, "prefill", 1, P * (P + 1.0) / 2.0, P, r.batch * P);
   const decodeAttended = nd * P + nd * (nd + 1.0) / 2.0;
-  const decode = phaseTime(r, "decode", nDec, decodeAttended, decodeAttended, r.batch);
+  const decodeTokens = r.batch + (r.prefill_chunk_tokens ?? 0); // === r.batch without a chunk
+  const decode = phaseTime(r, "decode", nDec, decodeAttended, decodeAttended, decodeTokens);
   let tpotDense, tpotSparse;
   if (nDec > 0) {
     tpotDense = decode.dense_s / nd;
     tpotSparse = decode.sparse_s / nd;
   } else { // no decode step in this request: report what one step at context P + 1 would take
-    const one = phaseTime(r, "decode", 1, P + 1.0, P + 1.0, r.batch);
+    const one = phaseTime(r, "decode", 1, P + 1.0, P + 1.0, decodeTokens);
     tpotDense = one.dense_s;
     tpotSparse = one.sparse_s;
   }
