@@ -577,8 +577,9 @@ def test_measured_fields_start_at_the_prediction_never_at_a_ceiling(watched, bas
 
 
 def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched, base_url):
-    page = _open(watched, base_url, CALC + "?gpu=Z900&batch=-3&pruned=q_proj,attn&scenario=fast&backend=cublas")
+    page = _open(watched, base_url, CALC + "?gpu=Z900&batch=-3&pruned=q_proj,attn&scenario=fast&backend=cublas&chunk=lots")
     root = _request_calc(page)
+    assert "not a number" in root.locator("[data-field='prefill_chunk_tokens'] .calc-msg").inner_text()
     assert "Z900" in root.locator("[data-field='gpu'] .calc-msg").inner_text()
     assert "fast" in root.locator("[data-field='scenario'] .calc-msg").inner_text()
     assert "cublas" in root.locator("[data-field='backend'] .calc-msg").inner_text()
@@ -707,6 +708,67 @@ def test_reset_restores_the_defaults_and_the_link(watched, base_url):
     assert "s_decode" not in page.url and "scope" not in page.url
 
 
+def test_prefill_chunk_makes_the_mixed_decode_step_and_lives_in_the_link(watched, base_url, browser):
+    """Chunked prefill: M = batch + chunk in decode, the chunk's work added; typed, linked, reset, preset."""
+    page = _open(watched, base_url, CALC)
+    root = _request_calc(page)
+    field = root.get_by_label("prefill chunk tokens", exact=True)
+    assert field.input_value() == "0"
+    help_id = [i for i in field.get_attribute("aria-describedby").split() if i.endswith("-help")][0]
+    sentence = root.locator(f"#{help_id}").inner_text()
+    assert "continuous batching with chunked prefill" in sentence and "M = batch + chunk" in sentence
+    root.get_by_label("batch", exact=True).fill("8")
+    field.fill("256")
+    root.get_by_label("decode (per token)").check()
+    mixed = estimate(Workload(models.LLAMA_3_8B, 8, 512, 256, prefill_chunk_tokens=256), "H100")
+    plain = estimate(Workload(models.LLAMA_3_8B, 8, 512, 256), "H100")
+    assert mixed.decode.p != plain.decode.p  # the chunk changes what is shown
+    expected = _expected_request(mixed, "decode", request.BLOCK_LINEARS)
+    _assert_shows(root, expected)
+    assert root.evaluate("r => [...r.querySelectorAll('svg [data-title]')].map(e => e.textContent)") == [
+        s.title for s in funnel(mixed, "decode")]
+    shown = _outputs(root)
+    assert "M = 264 (one row per sequence plus 256 prompt-chunk rows" in shown["measure"]
+    assert "256-token prefill chunk" in shown["establish"]
+
+    _wait_for_url(page, "chunk=256")
+    other = browser.new_context()
+    try:
+        page2 = other.new_page()
+        page2.goto(page.url, wait_until="load")
+        page2.wait_for_function("() => document.querySelector('[data-calc=request]')?.dataset.calcReady === 'true'")
+        root2 = page2.locator("[data-calc='request']")
+        assert root2.get_by_label("prefill chunk tokens", exact=True).input_value() == "256"
+        _assert_shows(root2, expected)
+    finally:
+        other.close()
+
+    # A workload from chapter 6 runs its decode steps alone; reset does too and drops chunk= from the link.
+    root.get_by_label("start from a workload").select_option("chat decode, batch 1")
+    assert field.input_value() == "0"
+    field.fill("64")
+    root.get_by_role("button", name="Reset to the defaults").click()
+    assert field.input_value() == "0"
+    _assert_shows(root, _expected_request(estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100"), "request",
+                                          request.BLOCK_LINEARS))
+    _wait_for_url(page, "gpu=H100")
+    page.wait_for_function("() => !location.search.includes('chunk=')", timeout=5_000)
+    assert not watched.console_errors
+
+
+def test_funnel_steps_carry_the_python_titles(watched, base_url):
+    """The card says 'step N: ... speedup' as twofour.funnel does, and its text description lists them."""
+    page = _open(watched, base_url, CALC)
+    root = _request_calc(page)
+    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
+    for scope, label in (("request", "whole request"), ("prefill", "prefill (TTFT)"), ("decode", "decode (per token)")):
+        root.get_by_label(label).check()
+        titles = root.evaluate("r => [...r.querySelectorAll('svg [data-title]')].map(e => e.textContent)")
+        assert titles == [s.title for s in funnel(est, scope)]
+        desc = root.evaluate("r => r.querySelector('svg desc').textContent")
+        assert desc == "; ".join(f"{s.title}: {speedup_text(s.speedup)}" for s in funnel(est, scope))
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input
 
@@ -762,6 +824,10 @@ REQUEST_BAD = [
     ("batch", "1e9", "batch", "not a real batch"),
     ("prompt tokens", "0", "prompt_len", "from 1"),
     ("output tokens", "1e300", "output_len", "not a real answer"),
+    ("prefill chunk tokens", "", "prefill_chunk_tokens", "enter a value"),
+    ("prefill chunk tokens", "-256", "prefill_chunk_tokens", "negative"),
+    ("prefill chunk tokens", "2.5", "prefill_chunk_tokens", "whole number"),
+    ("prefill chunk tokens", "1e7", "prefill_chunk_tokens", "not a real prefill chunk"),
     ("measured prefill GEMM speedup", "0", "speedup_prefill", "above 0"),
     ("measured decode GEMM speedup", "-1.5", "speedup_decode", "negative"),
     ("measured decode GEMM speedup", "x1.5", "speedup_decode", "not a number"),

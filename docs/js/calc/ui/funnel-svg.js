@@ -1,6 +1,9 @@
-// The funnel as SVG: five horizontal bars, widest (the data sheet) on top, the value on each
-// bar, a dashed line at 1x (no gain). Same colour roles as twofour.course.figures.funnel.plot_funnel, drawn
-// on a white card like every figure of the site, so it reads in light and dark mode.
+// The funnel as SVG: five horizontal bars, widest (the data sheet) on top, each under its step's
+// title ("step 3: 2:4 GEMM speedup", as twofour.funnel.FunnelStep.title and the chapters'
+// figure say it) with its value at the end, and a dashed mark at 1x (no gain). Same colour roles
+// as twofour.course.figures.funnel.plot_funnel, drawn on a white card like every figure of the
+// site, so it reads in light and dark mode. Titles sit above their bars rather than beside them,
+// so the bars keep the full width and the text stays legible when a phone scales the card down.
 
 import { speedupText } from "../format.js";
 
@@ -21,47 +24,48 @@ function node(tag, attrs = {}, text = null) {
   return n;
 }
 
-function roleOf(stage, index, count, kernelRole) {
+function roleOf(step, index, count, kernelRole) {
   if (index === count - 1) return "2:4";
-  if (stage.key === "datasheet") return "published";
-  if (stage.key === "kernel") return kernelRole;
+  if (step.key === "datasheet") return "published";
+  if (step.key === "kernel") return kernelRole;
   return "predicted";
 }
 
 /**
- * Draw `stages` (from funnel()) into `svg` (an <svg> element, emptied first).
- * kernelRole: "predicted" or "measured" (colour of the GEMM stage).
+ * Draw `steps` (from funnel(): each with its title) into `svg` (an <svg> element, emptied first).
+ * kernelRole: "predicted" or "measured" (colour of the GEMM step).
  */
-export function drawFunnel(svg, stages, { kernelRole = "predicted", title = "" } = {}) {
-  const width = 640, labelW = 190, rowH = 38, top = 14, bottom = 34, right = 70;
-  const height = top + stages.length * rowH + bottom;
-  const xmax = Math.max(2.0, ...stages.map((s) => s.speedup)) * 1.05;
-  const x = (v) => labelW + (v / xmax) * (width - labelW - right);
+export function drawFunnel(svg, steps, { kernelRole = "predicted", title = "" } = {}) {
+  const width = 520, left = 12, right = 74, top = 10, bottom = 30;
+  const rowH = 54, titleY = 16, barY = 23, barH = 22;
+  const height = top + steps.length * rowH + bottom;
+  const xmax = Math.max(2.0, ...steps.map((s) => s.speedup)) * 1.05;
+  const x = (v) => left + (v / xmax) * (width - left - right);
   svg.replaceChildren();
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("role", "img");
   const titleId = svg.id ? `${svg.id}-title` : "";
   const descId = svg.id ? `${svg.id}-desc` : "";
   if (titleId) svg.setAttribute("aria-labelledby", `${titleId} ${descId}`);
-  svg.append(node("title", { id: titleId }, title || "The funnel: speedup at each stage"));
+  svg.append(node("title", { id: titleId }, title || "The funnel: the speedup left at each step"));
   svg.append(node("desc", { id: descId },
-    stages.map((s, i) => `${i + 1}. ${s.label}: ${speedupText(s.speedup)}`).join("; ")));
+    steps.map((s) => `${s.title}: ${speedupText(s.speedup)}`).join("; ")));
   svg.append(node("rect", { x: 0, y: 0, width, height, fill: "#ffffff", rx: 6 }));
-  stages.forEach((stage, i) => {
-    const y = top + i * rowH;
-    const role = roleOf(stage, i, stages.length, kernelRole);
-    svg.append(node("text", { x: labelW - 10, y: y + rowH / 2, "text-anchor": "end", "dominant-baseline": "middle",
-      "font-size": 14, fill: "#1a1a1a" }, `${i + 1}. ${stage.label}`));
-    svg.append(node("rect", { x: labelW, y: y + 6, width: Math.max(1, x(stage.speedup) - labelW), height: rowH - 12,
-      fill: ROLE_COLORS[role], "data-stage": stage.key }));
-    svg.append(node("text", { x: x(stage.speedup) + 6, y: y + rowH / 2, "dominant-baseline": "middle", "font-size": 14,
-      "font-weight": i === stages.length - 1 ? 700 : 400, fill: "#1a1a1a", "data-value": stage.key },
-    speedupText(stage.speedup)));
-  });
   const one = x(1.0);
-  svg.append(node("line", { x1: one, x2: one, y1: top - 4, y2: top + stages.length * rowH + 4,
-    stroke: ROLE_COLORS.neutral, "stroke-width": 1.5, "stroke-dasharray": "5 4" }));
-  svg.append(node("text", { x: one, y: height - 12, "text-anchor": "middle", "font-size": 13, fill: "#4d4d4d" },
+  steps.forEach((step, i) => {
+    const y = top + i * rowH;
+    const role = roleOf(step, i, steps.length, kernelRole);
+    const last = i === steps.length - 1;
+    svg.append(node("text", { x: left, y: y + titleY, "font-size": 15, fill: "#1a1a1a", "data-title": step.key }, step.title));
+    svg.append(node("rect", { x: left, y: y + barY, width: Math.max(1, x(step.speedup) - left), height: barH,
+      fill: ROLE_COLORS[role], "data-step": step.key }));
+    svg.append(node("line", { x1: one, x2: one, y1: y + barY - 3, y2: y + barY + barH + 3,
+      stroke: ROLE_COLORS.neutral, "stroke-width": 1.5, "stroke-dasharray": "4 3" }));
+    svg.append(node("text", { x: x(step.speedup) + 6, y: y + barY + barH / 2, "dominant-baseline": "middle", "font-size": 15,
+      "font-weight": last ? 700 : 400, fill: "#1a1a1a", "data-value": step.key },
+    speedupText(step.speedup)));
+  });
+  svg.append(node("text", { x: one, y: height - 10, "text-anchor": "middle", "font-size": 13, fill: "#4d4d4d" },
     "1x = no gain"));
   return svg;
 }

@@ -28,6 +28,9 @@ export const FIELDS = {
     why: "Larger is not a real prompt." },
   output_len: { label: "output tokens", integer: true, min: 1, max: 100_000_000, example: "256",
     why: "Larger is not a real answer." },
+  prefill_chunk_tokens: { label: "prefill chunk tokens", integer: true, min: 0, max: 1_000_000, example: "512",
+    why: "Larger is not a real prefill chunk.",
+    help: "Under continuous batching with chunked prefill, a decode step's GEMMs also carry a chunk of another request's prompt, so M = batch + chunk (0: a decode step alone)." },
   layers: { label: "layers", integer: true, min: 1, max: 10_000, example: "32" },
   hidden: { label: "hidden size", integer: true, min: 1, max: 1_000_000, example: "4096" },
   intermediate: { label: "MLP intermediate size", integer: true, min: 1, max: 4_000_000, example: "14336" },
@@ -37,7 +40,7 @@ export const FIELDS = {
   speedup_prefill: { label: "measured prefill GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
     example: "1.2", help: "dense time / 2:4 time you measured for the pruned GEMMs at M = batch × prompt tokens (starts at the prediction)" },
   speedup_decode: { label: "measured decode GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
-    example: "0.9", help: "the same at M = batch, one token per sequence (starts at the prediction)" },
+    example: "0.9", help: "the same at the decode M = batch + prefill chunk tokens (starts at the prediction)" },
   step_overhead_ms: { label: "fixed cost per step", unit: "ms", integer: false, min: 0, max: 1_000_000, example: "0.5",
     help: "launches, sampling, scheduling" },
   request_overhead_ms: { label: "fixed cost per request", unit: "ms", integer: false, min: 0, max: 1_000_000,
@@ -53,7 +56,7 @@ export const FIELDS = {
 // them with the current prediction, never with a ceiling). backend null: the GPU's preferred one.
 export const DEFAULTS = {
   gpu: "H100", backend: null, dtype: "bf16", model: "Llama-3-8B", ...PRESETS["Llama-3-8B"],
-  batch: 1, prompt_len: 512, output_len: 256, scenario: DEFAULT_SCENARIO,
+  batch: 1, prompt_len: 512, output_len: 256, prefill_chunk_tokens: 0, scenario: DEFAULT_SCENARIO,
   gemm: "roofline", speedup_prefill: "", speedup_decode: "",
   pruned: [...BLOCK_LINEARS],
   step_overhead_ms: 0, request_overhead_ms: 0, attention_efficiency: 1, memory_efficiency: 1,
@@ -64,6 +67,7 @@ export const DEFAULTS = {
 export const URL_KEYS = {
   gpu: "gpu", backend: "backend", dtype: "dtype", model: "model", layers: "layers", hidden: "hidden", intermediate: "intermediate",
   heads: "heads", kv_heads: "kv_heads", vocab: "vocab", batch: "batch", prompt_len: "prompt", output_len: "output",
+  prefill_chunk_tokens: "chunk",
   gemm: "gemm", speedup_prefill: "s_prefill", speedup_decode: "s_decode", pruned: "pruned",
   step_overhead_ms: "step_ms", request_overhead_ms: "request_ms", attention_efficiency: "attn_eff",
   memory_efficiency: "mem_eff", scope: "scope", scenario: "scenario",
@@ -72,7 +76,7 @@ export const URL_KEYS = {
 // The numeric fields in the order they are suspected when a result is not finite: the
 // divisors first (efficiencies, measured speedups), then the sizes that multiply.
 const SUSPECTS = ["attention_efficiency", "memory_efficiency", "speedup_prefill", "speedup_decode", "step_overhead_ms",
-  "request_overhead_ms", "prompt_len", "output_len", "batch", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
+  "request_overhead_ms", "prompt_len", "output_len", "prefill_chunk_tokens", "batch", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
 
 const KIND_GROUPS = [
   ["attention projections", ["q_proj", "k_proj", "v_proj", "o_proj"]],
@@ -89,7 +93,7 @@ export function computeScenario(state) {
     ? Object.fromEntries(MODEL_FIELDS.map((f) => [f, state[f]]))
     : PRESETS[state.model];
   const workload = { model, batch: state.batch, prompt_len: state.prompt_len, output_len: state.output_len,
-    dtype: state.dtype, pruned: state.pruned };
+    dtype: state.dtype, pruned: state.pruned, prefill_chunk_tokens: state.prefill_chunk_tokens ?? 0 };
   const gemmSpeedup = state.gemm === "measured" ? { prefill: state.speedup_prefill, decode: state.speedup_decode } : null;
   const scenario = state.scenario ?? DEFAULT_SCENARIO;
   const backend = state.backend ?? null;
@@ -166,10 +170,10 @@ export function mount(root) {
   const gpuOptions = SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})${GPUS[g].unconfirmed.length ? " *" : ""}`]);
   f.preset = selectField("preset", "start from a workload",
     [["", "(keep my inputs)"], ...Object.keys(WORKLOADS).map((s) => [s, s])], "", id,
-    "sets model, batch, lengths and dtype to one of chapter 6's workloads");
+    "sets model, batch, lengths and dtype to one of chapter 6's workloads, with no prefill chunk");
   f.model = selectField("model", "model", [...Object.keys(PRESETS).map((m) => [m, m]), ["custom", "custom shape"]], DEFAULTS.model, id);
   for (const name of MODEL_FIELDS) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
-  for (const name of ["batch", "prompt_len", "output_len"]) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
+  for (const name of ["batch", "prompt_len", "output_len", "prefill_chunk_tokens"]) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
   f.gpu = selectField("gpu", "GPU", gpuOptions, DEFAULTS.gpu, id,
     "GPUs marked * have numbers we could not confirm against an NVIDIA document");
   f.dtype = selectField("dtype", "dtype (weights and activations)", Object.keys(DTYPE_BYTES).map((d) => [d, d]), DEFAULTS.dtype, id);
@@ -206,7 +210,8 @@ export function mount(root) {
   const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
     el("fieldset", {}, [el("legend", { text: "Workload" }),
       el("div", { class: "calc-grid" }, [f.preset.wrap, f.model.wrap]), customBox,
-      el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap])]),
+      el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap]),
+      el("div", { class: "calc-chunk" }, [f.prefill_chunk_tokens.wrap])]),
     el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap, f.backend.wrap])]),
     f.scenario.wrap,
     el("fieldset", {}, [el("legend", { text: "Linear layers stored 2:4" }),
@@ -290,7 +295,7 @@ export function mount(root) {
     const state = { gpu: f.gpu.input.value, backend: f.backend.input.value, dtype: f.dtype.input.value, model: f.model.input.value,
       gemm: gemmSource(), scenario: f.scenario.value(), scope: scope(), pruned: LINEAR_KINDS.filter((k) => kindBoxes[k].checked) };
     const errors = [];
-    const numeric = ["batch", "prompt_len", "output_len", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"];
+    const numeric = ["batch", "prompt_len", "output_len", "prefill_chunk_tokens", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"];
     if (state.model === "custom") numeric.push(...MODEL_FIELDS);
     if (state.gemm === "measured") numeric.push("speedup_prefill", "speedup_decode");
     for (const name of numeric) {
@@ -392,11 +397,13 @@ export function mount(root) {
 
   function writeVerdict(state, view) {
     const s = view.summary;
+    const chunk = state.prefill_chunk_tokens;
+    const mDecode = state.batch + chunk;
     const p = s.p_request;
     const bound = p < 1 ? speedupText(1 / (1 - p)) : "no limit";
     const items = [
       `At most ${percentText(p)} of this request's time is in 2:4 GEMMs, so even an infinitely fast sparse kernel could not make it more than ${bound} faster (Amdahl's bound 1 / (1 − p)).`,
-      `The eligible share is ${percentText(s.p_prefill)} of time to first token and ${percentText(s.p_decode)} of each decode step.`,
+      `The eligible share is ${percentText(s.p_prefill)} of time to first token and ${percentText(s.p_decode)} of each decode step${chunk ? ` (each carrying a ${integerText(chunk)}-token prefill chunk)` : ""}.`,
       `With the GEMM speedups above, the model gives ${speedupText(s.speedup_ttft)} on TTFT, ${speedupText(s.speedup_tpot)} per output token and ${speedupText(s.speedup_request)} on the whole request.`,
     ];
     if (s.gemm_speedup_decode < 1) {
@@ -408,7 +415,7 @@ export function mount(root) {
           ? "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch"
           : "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
       }
-      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(state.batch)} rows ${why}.`);
+      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
     }
     if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
     establish.replaceChildren(...items.map((t) => el("li", { text: t })));
@@ -420,7 +427,7 @@ export function mount(root) {
     const base = siteBase();
     const link = (href, text) => el("a", { href: `${base}/${href}`, text });
     measure.replaceChildren(
-      el("li", {}, [`Does a sparse kernel run at all at these shapes? Decode multiplies M = ${integerText(state.batch)} (one row per sequence; the ${backend} path pads them to a multiple of ${pad}), prefill M = ${integerText(mPrefill)}. Prove which kernel ran with a profiler (`,
+      el("li", {}, [`Does a sparse kernel run at all at these shapes? Decode multiplies M = ${integerText(mDecode)} (${chunk ? `one row per sequence plus ${integerText(chunk)} prompt-chunk rows` : "one row per sequence"}; the ${backend} path pads them to a multiple of ${pad}), prefill M = ${integerText(mPrefill)}. Prove which kernel ran with a profiler (`,
         link("notebooks/04-kernel-speed/", "chapter 4"), ").", ]),
       el("li", {}, [state.gemm === "measured"
         ? "The GEMM speedups you typed: were they measured at these M, on this GPU, dtype and library version? "
@@ -455,6 +462,7 @@ export function mount(root) {
     put("model", state.model);
     if (state.model === "custom") for (const n of MODEL_FIELDS) put(n, state[n]);
     for (const n of ["batch", "prompt_len", "output_len"]) put(n, state[n]);
+    if (state.prefill_chunk_tokens !== DEFAULTS.prefill_chunk_tokens) put("prefill_chunk_tokens", state.prefill_chunk_tokens);
     put("scenario", state.scenario);
     put("gemm", state.gemm);
     if (state.gemm === "measured") for (const n of ["speedup_prefill", "speedup_decode"]) put(n, state[n]);
@@ -509,7 +517,7 @@ export function mount(root) {
 
   function reset() {
     f.preset.input.value = "";
-    for (const name of ["gpu", "dtype", "model", ...MODEL_FIELDS, "batch", "prompt_len", "output_len", "speedup_prefill",
+    for (const name of ["gpu", "dtype", "model", ...MODEL_FIELDS, "batch", "prompt_len", "output_len", "prefill_chunk_tokens", "speedup_prefill",
       "speedup_decode", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"]) {
       f[name].input.value = String(DEFAULTS[name]);
     }
@@ -574,6 +582,7 @@ export function mount(root) {
     f.batch.input.value = sc.batch;
     f.prompt_len.input.value = sc.prompt_len;
     f.output_len.input.value = sc.output_len;
+    f.prefill_chunk_tokens.input.value = sc.prefill_chunk_tokens;
     f.dtype.input.value = sc.dtype;
     update();
   });
