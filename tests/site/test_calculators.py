@@ -387,6 +387,17 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
             assert str(value) not in text, value
     for scenario in roofline.SCENARIOS:
         assert f"**{labels[scenario]['label']}**" in text  # each scenario explained in the prose
+    assert defaults["prefill_chunk_tokens"] == 0 and "| 0: each decode step runs alone |" in row["prefill chunk tokens"]
+    # The funnel has steps (the answer has stages), titled as twofour.funnel titles them.
+    assert "one loss per step" in text and "per stage" not in text
+    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
+    for s in funnel(est, "request"):
+        assert f"**{s.title.split(': ', 1)[1]}**" in text, s.title
+    # Measuring instead of modelling: the note points at chapter 3's section on reading a trace.
+    note = page.get_by_text("Measure it instead:").locator("xpath=..")
+    assert "torch.profiler" in note.inner_text() and "twofour trace FILE --compare DENSE_FILE" in note.inner_text()
+    href = note.get_by_role("link").get_attribute("href")
+    assert href.endswith("notebooks/03-dispatch/#someone-elses-trace-twofour-trace"), href
 
 
 # ---------------------------------------------------------------------------------------------
@@ -762,7 +773,7 @@ def test_funnel_steps_carry_the_python_titles(watched, base_url):
     root = _request_calc(page)
     est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
     for scope, label in (("request", "whole request"), ("prefill", "prefill (TTFT)"), ("decode", "decode (per token)")):
-        root.get_by_label(label).check()
+        root.get_by_role("radio", name=label, exact=True).check()
         titles = root.evaluate("r => [...r.querySelectorAll('svg [data-title]')].map(e => e.textContent)")
         assert titles == [s.title for s in funnel(est, scope)]
         desc = root.evaluate("r => r.querySelector('svg desc').textContent")

@@ -3,7 +3,8 @@
 // figure say it) with its value at the end, and a dashed mark at 1x (no gain). Same colour roles
 // as twofour.course.figures.funnel.plot_funnel, drawn on a white card like every figure of the
 // site, so it reads in light and dark mode. Titles sit above their bars rather than beside them,
-// so the bars keep the full width and the text stays legible when a phone scales the card down.
+// so the bars keep the full width, and the drawing is as wide in user units as the card is in
+// CSS pixels (320 to 640), so its text keeps one size from a phone to a desktop.
 
 import { speedupText } from "../format.js";
 
@@ -36,8 +37,10 @@ function roleOf(step, index, count, kernelRole) {
  * kernelRole: "predicted" or "measured" (colour of the GEMM step).
  */
 export function drawFunnel(svg, steps, { kernelRole = "predicted", title = "" } = {}) {
-  const width = 520, left = 12, right = 74, top = 10, bottom = 30;
-  const rowH = 54, titleY = 16, barY = 23, barH = 22;
+  const shown = svg.getBoundingClientRect().width; // 0 while hidden: then a middle size
+  const width = shown > 0 ? Math.round(Math.min(640, Math.max(320, shown))) : 520;
+  const left = 10, right = 64, top = 8, bottom = 28;
+  const rowH = 50, titleY = 15, barY = 21, barH = 20;
   const height = top + steps.length * rowH + bottom;
   const xmax = Math.max(2.0, ...steps.map((s) => s.speedup)) * 1.05;
   const x = (v) => left + (v / xmax) * (width - left - right);
@@ -52,20 +55,24 @@ export function drawFunnel(svg, steps, { kernelRole = "predicted", title = "" } 
     steps.map((s) => `${s.title}: ${speedupText(s.speedup)}`).join("; ")));
   svg.append(node("rect", { x: 0, y: 0, width, height, fill: "#ffffff", rx: 6 }));
   const one = x(1.0);
+  // Text gets a white halo (drawn under its fill) so the 1x line never runs through a word.
+  const halo = { stroke: "#ffffff", "stroke-width": 4, "stroke-linejoin": "round", "paint-order": "stroke" };
+  const texts = [];
   steps.forEach((step, i) => {
     const y = top + i * rowH;
     const role = roleOf(step, i, steps.length, kernelRole);
     const last = i === steps.length - 1;
-    svg.append(node("text", { x: left, y: y + titleY, "font-size": 15, fill: "#1a1a1a", "data-title": step.key }, step.title));
     svg.append(node("rect", { x: left, y: y + barY, width: Math.max(1, x(step.speedup) - left), height: barH,
       fill: ROLE_COLORS[role], "data-step": step.key }));
-    svg.append(node("line", { x1: one, x2: one, y1: y + barY - 3, y2: y + barY + barH + 3,
-      stroke: ROLE_COLORS.neutral, "stroke-width": 1.5, "stroke-dasharray": "4 3" }));
-    svg.append(node("text", { x: x(step.speedup) + 6, y: y + barY + barH / 2, "dominant-baseline": "middle", "font-size": 15,
-      "font-weight": last ? 700 : 400, fill: "#1a1a1a", "data-value": step.key },
-    speedupText(step.speedup)));
+    texts.push(node("text", { x: left, y: y + titleY, "font-size": 14, fill: "#1a1a1a", ...halo, "data-title": step.key },
+      step.title));
+    texts.push(node("text", { x: x(step.speedup) + 6, y: y + barY + barH / 2, "dominant-baseline": "middle", "font-size": 14,
+      "font-weight": last ? 700 : 400, fill: "#1a1a1a", ...halo, "data-value": step.key }, speedupText(step.speedup)));
   });
-  svg.append(node("text", { x: one, y: height - 10, "text-anchor": "middle", "font-size": 13, fill: "#4d4d4d" },
+  svg.append(node("line", { x1: one, x2: one, y1: top + barY - 4, y2: top + (steps.length - 1) * rowH + barY + barH + 4,
+    stroke: ROLE_COLORS.neutral, "stroke-width": 1.5, "stroke-dasharray": "5 4" }));
+  svg.append(...texts);
+  svg.append(node("text", { x: one, y: height - 9, "text-anchor": "middle", "font-size": 13, fill: "#4d4d4d" },
     "1x = no gain"));
   return svg;
 }

@@ -210,8 +210,7 @@ export function mount(root) {
   const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
     el("fieldset", {}, [el("legend", { text: "Workload" }),
       el("div", { class: "calc-grid" }, [f.preset.wrap, f.model.wrap]), customBox,
-      el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap]),
-      el("div", { class: "calc-chunk" }, [f.prefill_chunk_tokens.wrap])]),
+      el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap, f.prefill_chunk_tokens.wrap])]),
     el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap, f.backend.wrap])]),
     f.scenario.wrap,
     el("fieldset", {}, [el("legend", { text: "Linear layers stored 2:4" }),
@@ -428,7 +427,7 @@ export function mount(root) {
     const link = (href, text) => el("a", { href: `${base}/${href}`, text });
     measure.replaceChildren(
       el("li", {}, [`Does a sparse kernel run at all at these shapes? Decode multiplies M = ${integerText(mDecode)} (${chunk ? `one row per sequence plus ${integerText(chunk)} prompt-chunk rows` : "one row per sequence"}; the ${backend} path pads them to a multiple of ${pad}), prefill M = ${integerText(mPrefill)}. Prove which kernel ran with a profiler (`,
-        link("notebooks/04-kernel-speed/", "chapter 4"), ").", ]),
+        link("notebooks/03-dispatch/", "chapter 3"), ").", ]),
       el("li", {}, [state.gemm === "measured"
         ? "The GEMM speedups you typed: were they measured at these M, on this GPU, dtype and library version? "
         : `The achieved 2:4 GEMM speedup on your GPU and software: the predicted one comes from a model fitted to ${facts.n_points} measurements (the line under the table says which, and its held-out error), in the "${SCENARIO_TEXT[state.scenario].label}" scenario. `,
