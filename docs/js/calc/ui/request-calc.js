@@ -410,9 +410,11 @@ export function mount(root) {
       if (state.gemm === "roofline") {
         const [M, N, K] = gemmShapes(view.inputs, "decode").q_proj;
         const q = predict(M, N, K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
-        why = q.bound_sparse === "host"
-          ? "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch"
-          : "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
+        // With a prefill chunk (or a large batch) the decode GEMMs can be compute-bound: say so.
+        why = {
+          host: "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch",
+          compute: "the GEMMs are compute-bound, and the 2:4 kernels reach a smaller share of their doubled peak than the dense ones reach of theirs (as measured and fitted), and pay padding and a larger per-call cost",
+        }[q.bound_sparse] ?? "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
       }
       items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
     }
