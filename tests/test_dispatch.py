@@ -691,56 +691,6 @@ def test_gpu_audit_of_a_packed_module():
     assert row.packed and row.verdict == f"sparse-{default_backend()}"
 
 
-# ------------------------------------------------------------------------------------------
-# the audit's fast 2:4 count agrees with twofour.check
-
-_FAST_DTYPES = [torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16]
-if hasattr(torch, "float8_e4m3fn"):
-    _FAST_DTYPES.append(torch.float8_e4m3fn)
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    rows=st.integers(1, 9),
-    groups=st.integers(1, 9),
-    dtype=st.sampled_from(_FAST_DTYPES),
-    seed=st.integers(0, 2**16),
-    zero_prob=st.floats(0.0, 1.0),
-)
-def test_fast_count_matches_check(rows, groups, dtype, seed, zero_prob):
-    from twofour.dispatch._fastcount import fast_check_2_4
-
-    g = torch.Generator().manual_seed(seed)
-    K = 4 * groups
-    if dtype.is_floating_point:
-        W = torch.randn(rows, K, generator=g) * 3
-        specials = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-30])
-        pick = torch.randint(0, len(specials), (rows, K), generator=g)
-        W = torch.where(torch.rand(rows, K, generator=g) < 0.3, specials[pick], W)
-        W = torch.where(torch.rand(rows, K, generator=g) < zero_prob, -0.0 * torch.ones(()), W).to(dtype)
-    else:
-        info = torch.iinfo(dtype)
-        W = torch.randint(info.min, info.max + 1, (rows, K), generator=g, dtype=torch.int64)
-        W = torch.where(torch.rand(rows, K, generator=g) < zero_prob, torch.zeros((), dtype=torch.int64), W)
-        W[0, 0] = info.min  # -128 / -32768: sign bit only, still non-zero
-        W = W.to(dtype)
-    fast = fast_check_2_4(W)
-    ref = twofour.check(W, 2, 4, max_examples=0, max_locations=0)
-    assert fast.num_bad_groups == ref.num_bad_groups
-    assert fast.bad_groups_per_row.equal(ref.bad_groups_per_row)
-    assert fast.nonzero_fraction == pytest.approx(ref.nonzero_fraction, abs=1e-12)
-    assert fast.valid == ref.valid
-
-
-def test_fast_count_refuses_what_it_does_not_handle():
-    from twofour.dispatch._fastcount import fast_check_2_4, supports
-
-    assert not supports(torch.zeros(4, 8))  # float32: 4 bytes per element
-    assert not supports(torch.zeros(4, 16, dtype=torch.float16).t())  # not contiguous
-    with pytest.raises(ValueError, match="twofour.check"):
-        fast_check_2_4(torch.zeros(4, 6, dtype=torch.float16))
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU profile")
 def test_kernels_keeps_other_stderr_output(capfd):
     import os as _os

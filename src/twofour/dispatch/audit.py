@@ -35,8 +35,6 @@ import torch
 from .._tensors import SUPPORTED_DTYPES
 from ..packing import dense_bytes, packed_bytes
 from ..structure import check
-from ._fastcount import fast_check_2_4
-from ._fastcount import supports as fast_supports
 from .checkpoint import Checkpoint
 from .explain import Verdict, explain
 from .probe import as_environment
@@ -353,8 +351,7 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         return AuditRow(name, kind, shape, dtype, None, packed, "dense", ("lookup",), (reason,), d_bytes, None)
     structure = None
     if not packed and W.device.type != "meta" and shape[1] % 4 == 0:
-        # Same counts as check(); the fast path is several times quicker on big weights.
-        structure = fast_check_2_4(W) if fast_supports(W) else check(W, 2, 4, max_examples=1, max_locations=0)
+        structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
     verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=structure)
     path = verdict.if_packed
     problems = [c for c in verdict.problems() if c.topic != "packed" or packed]
