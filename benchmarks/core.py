@@ -16,8 +16,8 @@ under two conditions, in one run:
 
 Absolute times mean little on a shared machine; the ratios, measured in the same condition
 moments apart, are the result. For each condition it also times ``check`` and ``pack`` once
-with torch's own thread count instead of the passes' single thread (``twofour._threads``), to
-show why the passes run on one thread. It exits non-zero if, in either condition:
+each the two ways the passes decided against (``twofour._threads``): every operation on
+torch's own threads, and every block in the calling thread. It exits non-zero if, in either condition:
 
 * check > 3x copy, pack + to_cutlass > 6x copy, or pack + to_cutlass < 2x faster than PyTorch;
 * the result is not bit-identical to PyTorch's;
@@ -124,13 +124,15 @@ def measure(W: torch.Tensor, repeats: int) -> dict:
         "prune": lambda: twofour.prune(W),
     }
     best = interleaved_best(steps, repeats)
-    # The alternative the passes decided against: torch's own thread count (one call each).
-    _threads.PASS_THREADS = None
-    try:
-        best["check, torch threads"] = once(steps["check"])
-        best["pack + to_cutlass, torch threads"] = once(steps["pack + to_cutlass"])
-    finally:
-        _threads.PASS_THREADS = 1
+    # The alternatives the passes decided against, one call each: every operation on torch's
+    # own threads (a fork-join per operation), and all blocks in the calling thread.
+    for label, threads, workers in (("torch threads", None, 1), ("one thread", 1, 1)):
+        _threads.PASS_THREADS, _threads.PASS_WORKERS = threads, workers
+        try:
+            best[f"check, {label}"] = once(steps["check"])
+            best[f"pack + to_cutlass, {label}"] = once(steps["pack + to_cutlass"])
+        finally:
+            _threads.PASS_THREADS, _threads.PASS_WORKERS = 1, None
     return best
 
 
@@ -143,7 +145,7 @@ def report(condition: str, best: dict) -> list[str]:
     }
     print(f"\n[{condition}] {'step':<34}{'best':>10}{'x copy':>9}  note")
     for name, t in best.items():
-        kind = "one call" if "torch threads" in name else ""
+        kind = "one call" if "," in name else ""
         print(f"[{condition}] {name:<34}{t * 1e3:>7.1f} ms{t / copy:>9.2f}  {notes.get(name, kind)}")
     speedup = best["PyTorch conversion"] / best["pack + to_cutlass"]
     print(f"[{condition}] pack + to_cutlass is {speedup:.2f}x faster than PyTorch's conversion "
@@ -190,7 +192,8 @@ def main(argv=None) -> int:
     W = sparse_weight(args.rows, args.cols)
     w_bytes = W.numel() * W.element_size()
     print(f"weight: {args.rows} x {args.cols} float16 ({w_bytes / 2**20:.0f} MiB), torch {torch.__version__}, "
-          f"torch threads {torch.get_num_threads()}, passes on {_threads.PASS_THREADS} thread")
+          f"torch threads {torch.get_num_threads()}; passes: {_threads.worker_count(1 << 20)} worker thread(s) "
+          f"taking whole blocks, one thread per operation")
     missed = []
     identical = identical_to_torch(W)
     print(f"bit-identical to PyTorch's conversion: {identical}")

@@ -576,8 +576,8 @@ def test_weight_kind():
 
 
 def test_flatten_state_dict_nested():
-    tensors, skipped = flatten_state_dict({"model": {"a": torch.zeros(1)}, "opt": [torch.zeros(2)], "cfg": "x"})
-    assert list(tensors) == ["model.a", "opt.0"] and skipped == [("cfg", "not a tensor (str)")]
+    tensors, skipped, notes = flatten_state_dict({"model": {"a": torch.zeros(1)}, "opt": [torch.zeros(2)], "cfg": "x"})
+    assert list(tensors) == ["model.a", "opt.0"] and skipped == [("cfg", "not a tensor (str)")] and notes == []
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,9 @@ the storage the view covers, not to its element count:
 >>> import torch
 >>> row = torch.tensor([1.0, 0.0, 2.0, 3.0])  # one group with 3 non-zeros
 >>> W = row.expand(1000, 4)
->>> overlaps(W), count_by_storage(W, 2, 4)
-(True, (1000, 3000))
+>>> bad_per_row, nonzeros = count_by_storage(W, 2, 4)
+>>> overlaps(W), int(bad_per_row.sum()), nonzeros
+(True, 1000, 3000)
 """
 
 from __future__ import annotations

@@ -51,15 +51,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._output import check_output_dir, write_error
+
     if args.cases < 0:
         raise UserError(f"--cases must be >= 0, got {args.cases}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out must be a directory, but {out} is a file")
+    if args.cases > 100_000:  # each case is a full request model: more would run for hours
+        raise UserError(f"--cases must be at most 100,000, got {args.cases:,}")
+    out = check_output_dir(args.out, "--out")
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
     except OSError as exc:
-        raise UserError(f"cannot write golden files to {out}: {exc.strerror or exc}") from None
+        raise write_error("--out", out, exc) from None
     for path, count in paths.items():
         print(f"wrote {path} ({count} cases)")
     return 0
