@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import math
+import operator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -148,16 +149,12 @@ class Packed:
                 f"Packed.dtype {dtype_name(self.dtype)} has no packed N:M form; "
                 f"supported: {', '.join(dtype_name(d) for d in SUPPORTED_DTYPES)}"
             )
-        shape = self.shape
-        if (
-            not isinstance(shape, (tuple, list, torch.Size))
-            or len(shape) != 2
-            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape)
-        ):
-            raise TypeError(f"Packed.shape must be (N, K), two positive ints, got {shape!r}")
+        shape = _dims(self.shape, "Packed.shape")
+        if len(shape) != 2:
+            raise ValueError(f"Packed.shape must be (N, K), two sizes, got {tuple(shape)}")
         if shape[1] % self.m:
             raise ValueError(f"Packed.shape must be (N, K) with K a multiple of m={self.m}, got {tuple(shape)}")
-        object.__setattr__(self, "shape", (int(shape[0]), int(shape[1])))
+        object.__setattr__(self, "shape", (shape[0], shape[1]))
         N, K = self.shape
         want_values = (N, K // self.m * self.n)
         if tuple(self.values.shape) != want_values:
@@ -454,18 +451,29 @@ def dense_bytes(shape, dtype) -> int:
     return numel * _element_bits(dtype) // 8
 
 
-def _dims(shape) -> list[int]:
+def _as_size(d) -> int | None:
+    """``d`` as an int if it is an integer (Python, NumPy or a 0-d integer tensor), never a bool or float."""
+    if isinstance(d, bool):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
+
+
+def _dims(shape, arg: str = "shape") -> list[int]:
     """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
         raise TypeError(
-            f"shape must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
+            f"{arg} must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
         )
-    if any(isinstance(d, bool) or not isinstance(d, int) for d in shape):
-        bad = next(d for d in shape if isinstance(d, bool) or not isinstance(d, int))
-        raise TypeError(f"shape must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
-    if not shape or any(d <= 0 for d in shape):
-        raise ValueError(f"shape must be non-empty with positive sizes, got {tuple(shape)}")
-    return [int(d) for d in shape]
+    dims = [_as_size(d) for d in shape]
+    if None in dims:
+        bad = shape[dims.index(None)]
+        raise TypeError(f"{arg} must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
+    if not dims or any(d <= 0 for d in dims):
+        raise ValueError(f"{arg} must be non-empty with positive sizes, got {tuple(dims)}")
+    return dims
 
 
 def _numel(shape) -> int:
