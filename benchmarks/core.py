@@ -29,8 +29,6 @@ of the time) or check needs more than 0.25x the weight's size in extra memory.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import subprocess
 import sys
 import time
 
@@ -40,24 +38,9 @@ import twofour
 from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
 from twofour import _threads
 
+from _load import busy_core
+
 CHECK_MAX, PACK_MAX, VS_TORCH_MIN = 3.0, 6.0, 2.0
-
-
-@contextlib.contextmanager
-def busy_core(seconds: float):
-    """One process spinning on a CPU for at most ``seconds``; stopped when the block ends."""
-    code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
-    proc = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        time.sleep(0.3)  # let it start spinning
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def interleaved_best(steps: dict, repeats: int) -> dict:

@@ -1,7 +1,8 @@
-"""Input validation and bit-level helpers shared by :mod:`twofour.structure` and :mod:`twofour.packing`.
+"""Input validation and block iteration shared by :mod:`twofour.structure` and :mod:`twofour.packing`.
 
 Every public function of the toolkit funnels its arguments through here, so that a bad
 input always gets the same kind of message: which argument, what was wrong, what is valid.
+The bit-level rules (what is zero in each dtype) live in :mod:`twofour._bits`.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ True
 
 from __future__ import annotations
 
-import itertools
 import os
+import queue
 import threading
 from contextlib import contextmanager
 
@@ -84,54 +84,129 @@ def worker_count(n_items: int, device=None) -> int:
     return max(1, min(wanted, os.cpu_count() or 1, n_items // 2))
 
 
+class _Pass:
+    """One pass's items, claimed one at a time by whichever worker is free.
+
+    The calling thread works too and never waits for a helper that has not started: it waits
+    only for items a helper has claimed and not finished (at most one per helper). So a
+    helper descheduled for a while costs at most the block it holds.
+    """
+
+    def __init__(self, fn, items: list, state):
+        self.fn, self.items, self.state = fn, items, state
+        self.results: list = [None] * len(items)
+        self.errors: list[tuple[int, BaseException]] = []
+        self._next = 0
+        self._helpers_busy = 0
+        self._cond = threading.Condition()
+
+    def _claim(self, helper: bool) -> int | None:
+        with self._cond:
+            if self.errors or self._next >= len(self.items):
+                return None
+            i = self._next
+            self._next += 1
+            self._helpers_busy += helper
+            return i
+
+    def _finish(self, i: int, helper: bool, result=None, error: BaseException | None = None) -> None:
+        with self._cond:
+            if error is None:
+                self.results[i] = result
+            else:
+                self.errors.append((i, error))
+            self._helpers_busy -= helper
+            if not self._helpers_busy:
+                self._cond.notify_all()
+
+    def run(self, helper: bool) -> None:
+        own = None
+        while (i := self._claim(helper)) is not None:
+            try:
+                if own is None:
+                    own = self.state()
+                result = self.fn(self.items[i], own)
+            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+                self._finish(i, helper, error=exc)
+                return
+            self._finish(i, helper, result)
+
+    def stop(self, error: BaseException) -> None:
+        with self._cond:
+            self.errors.append((-1, error))
+
+    def wait_for_helpers(self) -> None:
+        with self._cond:
+            while self._helpers_busy:
+                self._cond.wait()
+
+
+class _Helper:
+    """A daemon thread that serves passes; made once, its torch thread count set to 1 once."""
+
+    def __init__(self):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.ready = threading.Event()
+        threading.Thread(target=self._serve, name="twofour-pass-helper", daemon=True).start()
+
+    def _serve(self) -> None:
+        # Its own OpenMP setting (per thread). Made while the creating thread is inside
+        # one_thread() (which waits for `ready`), so the process-wide default is 1 at this
+        # moment anyway and the creator's exit from one_thread() restores it.
+        torch.set_num_threads(1)
+        self.ready.set()
+        while True:
+            self.queue.get().run(helper=True)
+
+
+_pool: list[_Helper] = []
+_pool_lock = threading.Lock()
+
+
+def _helpers(count: int) -> list[_Helper]:
+    """``count`` helper threads, made on first need (the only time a caller waits for a thread to start)."""
+    with _pool_lock:
+        made = [_Helper() for _ in range(count - len(_pool))]
+        _pool.extend(made)
+        helpers = _pool[:count]
+    for h in made:
+        h.ready.wait()
+    return helpers
+
+
+def _forget_helpers() -> None:
+    """In a forked child the helper threads do not exist: start over."""
+    global _pool_lock
+    _pool.clear()
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
+
+
 def map_blocks(fn, items, *, state, device=None) -> list:
     """``[fn(item, s) for item in items]``, the items shared out to worker threads one at a time.
 
-    ``state()`` makes each worker's private state (its scratch buffers). Results come back in
-    the order of ``items``. The first exception stops the other workers after their current
-    item and is raised here. Every worker runs its operations on one intra-op thread.
+    ``state()`` makes a worker's private state (its scratch buffers) when it takes its first
+    item. Results come back in the order of ``items``. An exception stops the other workers
+    after their current item; the one from the earliest item is raised here. Every worker runs
+    its operations on one intra-op thread; the helper threads are made once and reused.
     """
     items = list(items)
     workers = worker_count(len(items), device)
-    if workers == 1:
-        with one_thread():
+    with one_thread():
+        if workers == 1:
             own = state()
             return [fn(item, own) for item in items]
-    results: list = [None] * len(items)
-    claim = itertools.count()  # next() on it is atomic under the GIL
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        own = state()
-        while not errors:
-            i = next(claim)
-            if i >= len(items):
-                return
-            try:
-                results[i] = fn(items[i], own)
-            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-                errors.append(exc)
-                return
-
-    def helper() -> None:
-        saved = torch.get_num_threads()
-        torch.set_num_threads(1)
+        job = _Pass(fn, items, state)
+        for helper in _helpers(workers - 1):
+            helper.queue.put(job)
         try:
-            work()
-        finally:
-            torch.set_num_threads(saved)
-
-    helpers = [threading.Thread(target=helper, daemon=True) for _ in range(workers - 1)]
-    with one_thread():
-        for t in helpers:
-            t.start()
-        try:
-            work()
-        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt between operations
-            errors.append(exc)
-        finally:
-            for t in helpers:
-                t.join()
-    if errors:
-        raise errors[0]
-    return results
+            job.run(helper=False)
+        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt between two items
+            job.stop(exc)
+        job.wait_for_helpers()
+    if job.errors:
+        raise min(job.errors, key=lambda e: e[0])[1]
+    return job.results

@@ -9,7 +9,8 @@ must fall two in every group of four, along K.
 PyTorch does not check this before packing a weight (its CUTLASS conversion silently drops the
 extra non-zeros of a bad group), so :func:`check` is the careful first step.
 
-Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero.
+Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero, decided on
+each dtype's bits (``twofour._bits``).
 
 >>> import torch, twofour
 >>> W = torch.tensor([[1.0, 0.0, 2.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
@@ -272,9 +273,14 @@ def check(
     """Check that ``W`` is N:M sparse along its last dimension (K, ``in_features``).
 
     Every group of ``m`` consecutive elements of each row may hold at most ``n`` non-zeros.
-    ``-0.0`` counts as zero; NaN and inf count as non-zero. ``W`` is read, never modified or
-    copied whole: the work runs in row chunks, so the extra memory stays a small fraction of
-    the weight (about 1/8 of it for float16).
+    ``-0.0`` counts as zero; NaN and inf count as non-zero, by the bits of every dtype (in the
+    fnuz float8 formats the code of ``-0.0`` is their NaN: non-zero). ``W`` is read, never
+    modified or copied whole: the work runs in cache-sized blocks (rows, or column ranges of a
+    very wide row), so the extra memory stays a small fraction of the weight. Any view works:
+    a transposed or sliced ``W`` is copied block by block, and a view that reuses its storage
+    (``expand``, stride 0) is counted by its storage, in time proportional to what is stored.
+    The passes run on one thread per operation, whole blocks per worker (``twofour._threads``),
+    so a busy machine slows them in proportion, not by a fork-join per operation.
 
     Args:
         W: 2-D weight ``[out_features, in_features]``, any supported dtype, CPU or CUDA.

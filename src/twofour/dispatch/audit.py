@@ -259,6 +259,8 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
         return
     if isinstance(source, Checkpoint):
         names = source.names()
+        if names:
+            source.prefetch(names[0])
         for i, name in enumerate(names):
             if i + 1 < len(names):
                 source.prefetch(names[i + 1])  # the disk reads the next tensor while this one is checked
