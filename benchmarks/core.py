@@ -143,23 +143,25 @@ def report(condition: str, best: dict) -> list[str]:
     return missed
 
 
-def scaling(rows: int, cols: int) -> list[str]:
+def scaling(rows: int, cols: int, repeats: int) -> list[str]:
+    """Time per element at 1x, 4x and 16x elements, all sizes interleaved in each round."""
     print("\nscaling on the quiet machine (same aspect ratio):")
     print(f"{'elements':>10}{'check ms':>11}{'pack ms':>10}{'check/elem':>12}{'pack/elem':>11}")
+    sizes = {factor: sparse_weight(rows // divisor, cols // divisor) for factor, divisor in ((1, 4), (4, 2), (16, 1))}
+    steps = {}
+    for factor, Wf in sizes.items():
+        steps[(factor, "check")] = lambda Wf=Wf: twofour.check(Wf)
+        steps[(factor, "pack")] = lambda Wf=Wf: twofour.to_cutlass(twofour.pack(Wf))
+    best = interleaved_best(steps, repeats)
     base = None
     missed = []
-    for factor, divisor in ((1, 4), (4, 2), (16, 1)):  # both dims / 4, / 2, / 1
-        Wf = sparse_weight(rows // divisor, cols // divisor)
-        best = interleaved_best(
-            {"check": lambda: twofour.check(Wf), "pack": lambda: twofour.to_cutlass(twofour.pack(Wf))}, 3
-        )
-        per = (best["check"] / Wf.numel(), best["pack"] / Wf.numel())
+    for factor, Wf in sizes.items():
+        per = (best[(factor, "check")] / Wf.numel(), best[(factor, "pack")] / Wf.numel())
         base = base or per
-        print(f"{factor:>9}x{best['check'] * 1e3:>11.1f}{best['pack'] * 1e3:>10.1f}"
+        print(f"{factor:>9}x{best[(factor, 'check')] * 1e3:>11.1f}{best[(factor, 'pack')] * 1e3:>10.1f}"
               f"{per[0] / base[0]:>12.2f}{per[1] / base[1]:>11.2f}")
         if factor == 16 and (per[0] / base[0] > 1.5 or per[1] / base[1] > 1.5):
             missed.append("time per element grows by more than 1.5x from 1x to 16x")
-        del Wf
     return missed
 
 
@@ -186,7 +188,7 @@ def main(argv=None) -> int:
     missed += report("quiet", measure(W, args.repeats))
     with busy_core(args.busy_seconds):
         missed += report("busy", measure(W, args.repeats))
-    missed += scaling(args.rows, args.cols)
+    missed += scaling(args.rows, args.cols, args.repeats)
 
     extra_check = peak_extra_bytes(lambda: twofour.check(W))
     extra_pack = peak_extra_bytes(lambda: twofour.pack(W))

@@ -9,6 +9,8 @@ integer minimums.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -278,3 +280,44 @@ def test_one_worker_or_two_give_the_same_answers(monkeypatch, workers):
     W24, mask = twofour.prune(W.float().nan_to_num(0.0).half())
     assert int(mask.sum()) == W.numel() // 2
     assert_round_trip(W24, twofour.pack(W24))
+
+
+def test_new_threads_still_get_the_callers_thread_count(monkeypatch):
+    """A pass sets one thread per operation only for itself: a thread made afterwards sees the default."""
+    import threading
+
+    monkeypatch.setattr(_threads, "PASS_WORKERS", 2)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    before = torch.get_num_threads()
+    twofour.check(random_weight(256, 1024, torch.float16, seed=1, zero_prob=0.5))
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    t.start()
+    t.join()
+    assert seen == [before] and torch.get_num_threads() == before
+
+
+def test_passes_from_two_threads_at_once(monkeypatch):
+    import concurrent.futures
+
+    monkeypatch.setattr(_threads, "PASS_WORKERS", 2)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    weights = [random_weight(200, 512, torch.float16, seed=s, zero_prob=0.5) for s in range(6)]
+    expected = [int((reference_counts(W, 4) > 2).sum()) for W in weights]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda W: twofour.check(W).num_bad_groups, weights * 3))
+    assert got == expected * 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_helpers(monkeypatch):
+    monkeypatch.setattr(_threads, "PASS_WORKERS", 2)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    W = random_weight(256, 1024, torch.float16, seed=2, zero_prob=0.5)
+    expected = twofour.check(W).num_bad_groups  # helpers exist in the parent now
+    pid = os.fork()
+    if pid == 0:  # the child: its helper threads did not survive the fork
+        ok = twofour.check(W).num_bad_groups == expected
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -11,7 +11,9 @@ So each operation runs on one thread (:func:`one_thread`), and the parallelism i
 (:func:`map_blocks`): worker threads each take the next whole block when they are free. No
 worker ever waits for another except once, at the end; a descheduled worker only delays the
 block it holds, and the others take the rest. On an idle machine this uses every core; with
-a busy core, the pass runs at the speed of the cores it gets. ``benchmarks/core.py`` measures
+a busy core, the pass runs at the speed of the cores it gets. The helper threads are made once
+per process and reused: starting a thread means waiting for the scheduler to run it, which on
+a busy machine took tens of milliseconds per pass. ``benchmarks/core.py`` measures
 this against one thread and against torch's own threading, quiet and with a busy core, every
 time it runs.
 

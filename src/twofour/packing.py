@@ -280,7 +280,8 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     G = K // m
     codes_table = _pattern_codes(n, m, W.device.type)
     width = n * index_bits(m)
-    values = torch.empty((rows, G * n), dtype=same_size_int_view(W[:0, :0]).dtype, device=W.device)
+    bits_dtype = same_size_int_view(W[:0, :0]).dtype  # values are copied as integers: bit for bit
+    values = torch.empty((rows, G * n), dtype=bits_dtype, device=W.device)
     meta = torch.empty((rows, _meta_bytes_per_row(G, n, m)), dtype=torch.uint8, device=W.device)
     fast = _wordpack.supports(W.dtype, n, m, K)
     luts = _wordpack.position_luts(tuple(codes_table.tolist())) if fast else None
@@ -292,14 +293,22 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
         v_out = values[r0:r1, g0 * n : g1 * n]
         m_out = meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
         if fast:
-            return _wordpack.pack_block(dense, v_out, m_out, luts, scratch)
-        return _pack_block(dense, v_out, m_out, codes_table, n, m, width)
+            n_bad = _wordpack.pack_block(dense, v_out, m_out, luts, scratch)
+        else:
+            n_bad = _pack_block(dense, v_out, m_out, codes_table, n, m, width)
+        if n_bad:
+            raise _NotNM  # stops the other workers; _refuse() then says where
 
-    # Blocks of whole groups of 8: every block's metadata starts on a byte.
-    n_bad = map_blocks(pack_block, blocks(rows, K, unit=8 * m), state=lambda: Scratch(W.device), device=W.device)
-    if any(n_bad):
+    try:
+        # Blocks of whole groups of 8: every block's metadata starts on a byte.
+        map_blocks(pack_block, blocks(rows, K, unit=8 * m), state=lambda: Scratch(W.device), device=W.device)
+    except _NotNM:
         _refuse(W, n, m)
     return Packed(values=values.view(W.dtype), meta=meta, shape=(rows, K), dtype=W.dtype, n=n, m=m)
+
+
+class _NotNM(Exception):
+    """A block of the weight breaks the pattern (internal: pack raises the full error)."""
 
 
 def _pack_block(block, v_out, m_out, codes_table, n: int, m: int, width: int) -> int:
