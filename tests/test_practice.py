@@ -237,8 +237,9 @@ def test_helpers():
     assert tokens_per_second(2e9, 2000) == pytest.approx(1000)
     with pytest.raises(ValueError, match="must be > 0"):
         tokens_per_second(0, 1)
-    with pytest.raises(ValueError, match="exactly one"):
-        published_speedup("ao#1460")  # two entries match
+    with pytest.raises(ValueError, match="record_id must be the id of one published record"):
+        published_speedup("ao1460")  # a prefix of two ids, not an id
+    assert published_speedup("ao1460-bs64") == pytest.approx(0.5939)
     from twofour.request import SCENARIOS, estimate
 
     est = estimate(SCENARIOS["chat decode, batch 1"], "H100")

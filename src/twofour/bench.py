@@ -54,6 +54,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from ._jsonfile import read_json
 from .device import environment
 from .models import get_preset, linear_shapes
 from .structure import prune
@@ -570,12 +571,7 @@ class Results:
 def load_results(path) -> Results:
     """Read a results file written by :meth:`Results.save`, checking schema and provenance."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"results file {str(path)!r} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from None
+    data = read_json(path, "results file")
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
                          f"expected one of {READABLE_SCHEMAS}")

@@ -115,6 +115,8 @@ __all__ = [
     "gemm_shapes",
     "ideal_gemm_model",
     "roofline_gemm_model",
+    "measured_gemm_speedup",
+    "sensitivity",
     "build_inputs",
     "evaluate",
     "estimate",
@@ -819,6 +821,83 @@ def estimate(
     """
     return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup,
                                  scenario=scenario))
+
+
+def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -> dict[str, float | None]:
+    """The 2:4 GEMM speedup of each phase of ``workload``, from GPU measurements.
+
+    For each phase, every pruned block linear's GEMM (``gemm_shapes``) is looked up in
+    ``results`` (:class:`twofour.bench.Results`, one or a list) at exactly that ``M``, ``N``,
+    ``K`` and dtype, timed in ``mode`` (``"graph"``: plans cached, as a serving engine runs;
+    ``"stream"`` or ``"eager"``: PyTorch eager). The phase's speedup is the *time-weighted* one,
+    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
+    with any GEMM not measured is None: it is never filled in from another M or shape.
+    Pass the result to :func:`estimate` as ``gemm_speedup`` to get a request with measured GEMMs
+    and a predicted rest.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> s = measured_gemm_speedup(recorded_results("gpu"), Workload(LLAMA_3_8B, 1, 512, 256))
+        >>> sorted(s), s["decode"] < 1          # one token: the 2:4 GEMMs lost, even with cached plans
+        (['decode', 'prefill'], True)
+    """
+    from .bench import MODES
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    dtype_name = {"fp16": "float16", "bf16": "bfloat16"}.get(workload.dtype)
+    table: dict[tuple[int, int, int], tuple[float, float]] = {}
+    for res in results:
+        for row in res.gpu_points(mode):
+            if row["dtype"] == dtype_name:
+                table[(row["M"], row["N"], row["K"])] = (row["dense_ms"], row["sparse_ms"])
+    out: dict[str, float | None] = {}
+    for phase in PHASES:
+        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len)
+        wanted = [shapes[k] for k in workload.pruned if k in BLOCK_LINEARS]
+        found = [table.get(shape) for shape in wanted]
+        if not wanted or any(f is None for f in found):
+            out[phase] = None
+            continue
+        out[phase] = sum(d for d, _ in found) / sum(sp for _, sp in found)
+    return out
+
+
+def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
+    """How the verdict moves with the 2:4 path's per-call cost and its kernel's efficiency.
+
+    For every ``per_call_us`` (the 2:4 call's whole cost beyond its kernel time: device and
+    host, in µs; never taken below the dense call's own) and every ``memory_ratio`` (the 2:4
+    kernel's bandwidth efficiency relative to dense: 1.0 is as good as dense), the request model
+    runs with the GPU's fitted parameters changed in exactly those two places, every GEMM in the
+    ``cached`` scenario with that cost per call. Returns rows ``{per_call_us, memory_ratio,
+    speedup}`` (``per_call_us`` as used) where ``speedup`` is :meth:`RequestEstimate.speedup` of
+    ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
+
+    Example:
+        >>> rows = sensitivity(Workload(LLAMA_3_8B, 1, 512, 256), "H200", per_call_us=[0, 500], memory_ratio=[1.0])
+        >>> rows[0]["speedup"] > 1 > rows[1]["speedup"]     # free calls win; a plan per call loses
+        True
+    """
+    from dataclasses import replace
+
+    from . import roofline
+
+    base = params if params is not None else roofline.default_params(gpu)
+    rows = []
+    for cost in per_call_us:
+        for ratio in memory_ratio:
+            # never cheaper per call than the dense path (the ceilings depend on it)
+            cost_f = max(base.dense_overhead_us, _require_number("per_call_us", cost, low_open=False))
+            ratio_f = _require_number("memory_ratio", ratio, high=1.0)
+            q = replace(base, sparse_memory=base.dense_memory * ratio_f, sparse_host_us=base.dense_host_us,
+                        sparse_overhead_us=cost_f)
+            est = estimate(workload, gpu, gemm=roofline_gemm_model(gpu, workload.dtype, params=q, scenario="cached"))
+            rows.append({"per_call_us": cost_f, "memory_ratio": ratio_f, "speedup": est.speedup(scope)})
+    return rows
 
 
 # The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).

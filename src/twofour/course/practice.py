@@ -40,7 +40,6 @@ import torch
 from .. import amdahl, hardware, models, packing, request, roofline, structure
 from ..funnel import funnel as _funnel
 from ..quality import published as quality_published
-from .figures import kernel_speed
 
 __all__ = [
     "LEVELS",
@@ -132,21 +131,19 @@ def tokens_per_second(n_bytes: float, bandwidth_gbs: float) -> float:
     return bandwidth_gbs * 1e9 / n_bytes
 
 
-def published_speedup(source_contains: str) -> float:
-    """The speedup of the one published GEMM timing whose source contains ``source_contains``.
+def published_speedup(record_id: str) -> float:
+    """The speedup of one published GEMM timing, by its id in ``twofour/data/published-gemm.json``.
 
-    Reads :data:`twofour.course.figures.kernel_speed.PUBLISHED` (each entry cited there).
-
-    >>> round(published_speedup("#111339"), 2)
+    >>> round(published_speedup("pt111339-m1"), 2)
     0.11
     """
-    hits = [p for p in kernel_speed.PUBLISHED if source_contains in p.source]
+    from ..roofline.published import published_records
+
+    hits = [r for r in published_records() if r["id"] == record_id]
     if len(hits) != 1:
-        raise ValueError(
-            f"source_contains must match exactly one published timing, {source_contains!r} matched {len(hits)}; "
-            f"sources: {[p.source for p in kernel_speed.PUBLISHED]}"
-        )
-    return hits[0].speedup
+        ids = [r["id"] for r in published_records() if r.get("kind") == "gemm"]
+        raise ValueError(f"record_id must be the id of one published record, got {record_id!r}; GEMM ids: {ids}")
+    return float(hits[0]["speedup"])
 
 
 def cost_per_token_ratio(shares, relative_costs) -> float:
@@ -183,7 +180,6 @@ NAMESPACE: dict[str, object] = {
     "hardware": hardware,
     "models": models,
     "request": request,
-    "kernel_speed": kernel_speed,
     "published": quality_published,
     "math": math,
     "fp16": torch.float16,

@@ -25,7 +25,7 @@ It is a package rather than one module because the four questions share rules
 from .audit import AuditReport, AuditRow, audit
 from .checkpoint import CheckpointError, open_checkpoint
 from .explain import Check, Verdict, explain
-from .kernels import CLASSES, KernelReport, classify, kernels
+from .kernels import CLASSES, KernelReport, classify, kernels, recorded_reports
 from .probe import Probe, hypothetical_gpu, probe
 from .rules import backend_rules, default_backend, is_packed
 
@@ -37,6 +37,7 @@ __all__ = [
     "Verdict",
     "Check",
     "kernels",
+    "recorded_reports",
     "classify",
     "KernelReport",
     "CLASSES",

@@ -58,6 +58,8 @@ __all__ = [
     "summarize",
     "records_from_profiler",
     "kernels",
+    "RecordedReport",
+    "recorded_reports",
 ]
 
 SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL = "sparse-cusparselt", "sparse-cutlass", "sparse-general"
@@ -351,3 +353,62 @@ def _without_profiler_chatter():
             for line in capture.read().decode(errors="replace").splitlines(keepends=True):
                 if not line.startswith(_CHATTER):
                     sys.stderr.write(line)
+
+
+# ------------------------------------------------------------------------------------------
+# Kernel tables recorded on a GPU (make gpu-check), so a CPU-only reader sees real names
+
+
+@dataclass(frozen=True)
+class RecordedReport:
+    """One profiled call recorded on a GPU: the case, its :class:`KernelReport`, where it ran."""
+
+    M: int
+    N: int
+    K: int
+    dtype: str
+    weight: str  # "dense tensor (2:4 zeros)" or "to_sparse_semi_structured"
+    report: KernelReport
+    provenance: dict
+    probe: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def where(self) -> str:
+        from .rules import cusparselt_version_str
+
+        p = self.provenance
+        return (f"{p.get('gpu_name')}, torch {p.get('torch')}, cuSPARSELt {cusparselt_version_str(p.get('cusparselt'))}, "
+                f"{str(p.get('date', ''))[:10]}")
+
+
+def recorded_reports(folder=None) -> list[RecordedReport]:
+    """Kernel tables shipped in ``twofour/data/kernels-*.json`` (written by ``scripts/gpu_measure.py kernels``).
+
+    Returns an empty list when none are recorded; a caller must then say so.
+
+    Example:
+        >>> recs = recorded_reports()
+        >>> all(r.report.device == "cuda" for r in recs)
+        True
+        >>> any(r.report.sparse_ran for r in recs) and any(not r.report.sparse_ran for r in recs)
+        True
+    """
+    from pathlib import Path
+
+    from .._jsonfile import read_json
+
+    folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "data"
+    out = []
+    for path in sorted(folder.glob("kernels-*.json")):
+        data = read_json(path, "kernel table file")
+        if data.get("schema") != "twofour-kernels/1":
+            raise ValueError(f"kernel table file {str(path)!r} has schema {data.get('schema')!r}; expected 'twofour-kernels/1'")
+        probe = tuple(tuple(row) for row in data.get("probe", []))
+        for case in data.get("cases", []):
+            rows = tuple(KernelRow(r["name"], r["class"], r["device"], int(r["count"]), float(r["time_us"])) for r in case["rows"])
+            report = KernelReport(rows=rows, device=case["device"], calls=int(case["calls"]),
+                                  time_us={k: float(v) for k, v in case["time_us"].items()})
+            out.append(RecordedReport(case["M"], case["N"], case["K"], case["dtype"], case["weight"], report,
+                                      data["provenance"], probe))
+    return out
+

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...funnel import FunnelStage
 from ..plotting import ROLES, new_figure
 
-__all__ = ["plot_funnel"]
+__all__ = ["plot_funnel", "plot_sensitivity", "cited_per_call_costs"]
 
 
 def plot_funnel(stages: list[FunnelStage], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
@@ -56,3 +56,65 @@ def plot_funnel(stages: list[FunnelStage], ax=None, *, title: str | None = None,
     if title:
         ax.set_title(title)
     return ax
+
+
+# Per-call costs of the 2:4 path that sources put a number on, for the sensitivity figure:
+# (label, microseconds per call, where the number comes from).
+def cited_per_call_costs() -> list[tuple[str, float, str]]:
+    """The 2:4 per-call costs with a source: the fitted H200 values, and what others measured.
+
+    Example:
+        >>> [label for label, _, _ in cited_per_call_costs()][:2]
+        ['H200 cached (fitted)', 'H200 eager (fitted)']
+    """
+    from ...roofline import default_params
+
+    h200 = default_params("H200")
+    return [
+        ("H200 cached (fitted)", h200.sparse_overhead_us, "twofour bench kernel timings, make gpu-check 2026-11-30"),
+        ("H200 eager (fitted)", h200.sparse_overhead_us + h200.sparse_host_us,
+         "twofour bench back-to-back eager timings, make gpu-check 2026-11-30"),
+        ("pytorch#177866 gap", 460.0, "pytorch/pytorch#177866: about 0.46 ms of host time between kernels"),
+    ]
+
+
+def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, costs=None, ax=None, title=None,
+                     ylabel: str = "per-token speedup (TPOT)"):
+    """Speedup against the 2:4 per-call cost, one line per kernel efficiency ratio.
+
+    ``rows`` come from :func:`twofour.request.sensitivity`. Vertical lines mark the cited
+    per-call costs (:func:`cited_per_call_costs`); the line at ``measured_ratio`` (the fitted
+    2:4 / dense bandwidth efficiency) is drawn solid, the others dashed.
+    """
+    from ..plotting import color
+
+    if not rows:
+        raise ValueError("rows must hold the output of twofour.request.sensitivity")
+    if ax is None:
+        fig, ax = new_figure()
+    else:
+        fig = ax.figure
+    ratios = sorted({r["memory_ratio"] for r in rows})
+    for ratio in ratios:
+        line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
+        measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
+        ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line],
+                color=color("measured") if measured else color("predicted"),
+                linestyle="-" if measured else "--", marker="",
+                label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (fitted, H200)" if measured else ""))
+    for label, us, _source in (costs if costs is not None else cited_per_call_costs()):
+        ax.axvline(us, color=color("published"), linewidth=0.9, linestyle=":")
+        ax.annotate(label, (us, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -10), rotation=90,
+                    va="top", fontsize=7, color=color("published"))
+    ax.axhline(1.0, color=color("neutral"), linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.set_xlabel("cost of one 2:4 GEMM call beyond its kernel (µs, device + host)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
+    return fig, ax

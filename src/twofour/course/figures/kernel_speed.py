@@ -1,35 +1,35 @@
-"""Figures, published data points and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
+"""Figures and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
 
-The model lives in :mod:`twofour.roofline` and the measurements in :mod:`twofour.bench`; this
-module only draws them, in the house style of :mod:`twofour.course.plotting`, and holds the published
-GEMM measurements the chapter shows beside the model (each with its source, from the project's
-reference notes, facts.md §4 and §6).
+The model lives in :mod:`twofour.roofline`, the measurements in :mod:`twofour.bench` (this
+project's GPU runs) and :mod:`twofour.roofline.published` (everyone else's, each with its
+source, reliability and caveats); this module only draws them, in the house style of
+:mod:`twofour.course.plotting`.
 
 Example:
-    >>> from twofour.course.figures.kernel_speed import PUBLISHED, plot_speedup_vs_M
-    >>> all(p.source for p in PUBLISHED)
-    True
+    >>> from twofour.course.figures.kernel_speed import plot_speedup_vs_M
     >>> fig, ax = plot_speedup_vs_M(4096, 4096, "fp16", ["H100"], Ms=[1, 64, 4096])
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ...hardware import get_gpu
+from ...roofline import (DEFAULT_SCENARIO, SCENARIOS, Efficiency, arithmetic_intensity, ceilings, crossover_m,
+                         predict, wave_efficiency)
 from ..plotting import ROLES, color, new_figure
-from ...roofline import Efficiency, arithmetic_intensity, ceilings, crossover_m, predict, wave_efficiency
 
 __all__ = [
-    "Published",
-    "PUBLISHED",
     "log2_Ms",
     "plot_roofline",
     "plot_speedup_vs_M",
     "plot_waves",
     "plot_wave_efficiency",
+    "plot_modes_vs_M",
+    "mode_table",
     "plot_measured_vs_predicted",
+    "plot_points_vs_model",
+    "worst_misses",
     "crossover_table",
     "speedup_widget",
 ]
@@ -37,45 +37,19 @@ __all__ = [
 # Line styles that tell GPUs apart while every predicted line keeps the "predicted" colour.
 _GPU_STYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
 _GPU_MARKERS = ["o", "s", "^", "v", "D", "P"]
-
-
-@dataclass(frozen=True)
-class Published:
-    """One published dense vs 2:4 GEMM timing; ``speedup = dense / sparse`` as reported or derived."""
-
-    label: str
-    gpu: str | None  # None when the source does not say
-    dtype: str
-    M: int
-    N: int
-    K: int
-    speedup: float
-    source: str
-    tag: str  # verified / derived / secondary, as in facts.md
-
-    @property
-    def citation(self) -> str:
-        return f"{self.source} [{self.tag}]"
-
-
-# facts.md §4 and §6. Shapes as M x N x K with W = [N, K]. Speedups are computed here from the
-# reported milliseconds where the source gives milliseconds.
-PUBLISHED: list[Published] = [
-    Published("1 token, 4096x4096 weight", None, "fp16", 1, 4096, 4096, 0.022 / 0.196,
-              "pytorch/pytorch#111339 (dense 0.022 vs sparse 0.196 ms)", "verified"),
-    Published("64 rows, 3720x10240 weight", None, "fp16", 64, 3720, 10240, 0.38 / 0.64,
-              "pytorch/ao#1460 (dense 0.38 vs sparse 0.64 ms)", "derived"),
-    Published("1280 rows, 3720x10240 weight", None, "fp16", 1280, 3720, 10240, 4.60 / 3.41,
-              "pytorch/ao#1460 (dense 4.60 vs sparse 3.41 ms)", "derived"),
-    Published("768x4096x4096, CUTLASS Hopper", "H100", "bf16", 768, 4096, 4096, 0.046 / 0.074,
-              "NVIDIA/cutlass#1335 (dense 0.046 vs sparse 0.074 ms)", "verified"),
-    Published("4096^3, cuSPARSELt", "A100", "fp16", 4096, 4096, 4096, 0.608 / 0.546,
-              "NVIDIA/CUDALibrarySamples#57 (dense 0.608 vs sparse 0.546 ms)", "verified"),
-    Published("Linear 10240->3072, 3072 rows", "A100", "fp16", 3072, 3072, 10240, 0.870 / 0.630,
-              "pytorch/tutorials semi_structured_sparse.py (dense 0.870 vs sparse 0.630 ms)", "verified"),
-    Published("8192^3, cuSPARSELt", "H100", "fp16", 8192, 8192, 8192, 1.21,
-              "NVIDIA/CUDALibrarySamples#203 (about 1.20-1.22x)", "verified"),
-]
+# twofour bench timing modes, in the order a reader meets them, with what each one is.
+MODE_LABELS = {
+    "eager": "eager, one lone call (host set-up + kernels)",
+    "stream": "eager, back to back (as in a forward pass)",
+    "graph": "CUDA graph replay (plans cached)",
+    "kernel": "kernels only (profiler)",
+}
+_MODE_STYLE = {"eager": ("#6E6E6E", "v", ":"), "stream": ("#D55E00", "^", "-."), "graph": ("#0072B2", "s", "--"),
+               "kernel": ("#009E73", "o", "-")}
+# Published points: colour by GPU, marker by backend (issue: chapter 4's calibration figure).
+_GPU_COLORS = {"A100": "#0072B2", "H100": "#E69F00", "H200": "#009E73", "L4": "#CC79A7", "A10G": "#56B4E9",
+               "B200": "#D55E00"}
+_BACKEND_MARKERS = {"cuSPARSELt": "o", "CUTLASS": "s", None: "x"}
 
 
 def log2_Ms(m_max: int = 16384) -> list[int]:
@@ -124,7 +98,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
 
 
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
-                      params: Efficiency | None = None, ax=None, title: str | None = None):
+                      params: Efficiency | None = None, ax=None, title: str | None = None,
+                      scenario: str = DEFAULT_SCENARIO):
     """Predicted 2:4 speedup vs M for one weight shape on several GPUs, with the two ceilings."""
     Ms = Ms or log2_Ms()
     if ax is None:
@@ -132,7 +107,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     else:
         fig = ax.figure
     for i, gpu in enumerate(gpus):
-        s = [predict(M, N, K, dtype, gpu, params=params).speedup for M in Ms]
+        s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario).speedup for M in Ms]
         ax.plot(Ms, s, color=color("predicted"), linestyle=_GPU_STYLES[i % len(_GPU_STYLES)],
                 marker=_GPU_MARKERS[i % len(_GPU_MARKERS)], markersize=4, label=f"{get_gpu(gpu).name} (predicted)")
     c = ceilings(dtype)
@@ -145,7 +120,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")
     ax.set_ylim(0, 2.2)
-    ax.set_title(title or f"Predicted speedup, W = [{N}, {K}], {dtype}")
+    ax.set_title(title or f"Predicted speedup ({scenario}), W = [{N}, {K}], {dtype}")
     ax.legend(fontsize=8, loc="lower right")
     return fig, ax
 
@@ -200,56 +175,197 @@ def plot_wave_efficiency(N: int, gpu="H100", Ms=None, tile_m: int = 128, tile_n:
     return fig, ax
 
 
-def plot_measured_vs_predicted(results_list, dtype="float16", params: Efficiency | None = None, published=True, ax=None):
-    """Measured speedup (from results files) over the prediction for the same GPU and shape.
+def _rows_by_mode(results_list, shape: str, dtype: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for res in results_list:
+        for mode in MODE_LABELS:
+            for row in res.gpu_points(mode):
+                if row["shape"] == shape and row["dtype"] == dtype:
+                    out.setdefault(mode, []).append(row)
+    for rows in out.values():
+        rows.sort(key=lambda r: r["M"])
+    return out
 
-    With no results, only the published points are drawn, each labelled with its source,
-    and the title says that no GPU measurement is recorded yet.
+
+def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: bool = True, ax=None, title=None):
+    """Measured 2:4 speedup vs M for one shape, one line per timing mode, with the model's scenarios.
+
+    Each mode of ``twofour bench`` is one way the same call runs (:data:`MODE_LABELS`); the
+    dashed lines are the fitted model in the ``eager``, ``cached`` and ``ideal`` scenarios.
     """
+    from ...hardware import match_device_name
+
+    by_mode = _rows_by_mode(results_list, shape, dtype)
+    if not by_mode:
+        raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
+    if ax is None:
+        fig, ax = new_figure()
+    else:
+        fig = ax.figure
+    for mode, rows in by_mode.items():
+        c, m, ls = _MODE_STYLE[mode]
+        ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
+                label=f"measured: {MODE_LABELS[mode]}")
+    any_rows = next(iter(by_mode.values()))
+    spec = match_device_name(any_rows[0]["gpu"])
+    if model and spec is not None:
+        N, K = any_rows[0]["N"], any_rows[0]["K"]
+        Ms = sorted({r["M"] for rows in by_mode.values() for r in rows})
+        d = "fp16" if dtype == "float16" else "bf16"
+        for scenario, lw in (("eager", 0.9), ("cached", 1.4), ("ideal", 0.9)):
+            ys = [predict(M, N, K, d, spec, scenario=scenario).speedup for M in Ms]
+            ax.plot(Ms, ys, color=color("predicted"), linestyle="--", linewidth=lw, marker="")
+            # label each model line once, at its left end, where the three lines are furthest apart
+            ax.annotate(f"model: {scenario}", (Ms[0], ys[0]), textcoords="offset points", xytext=(2, 3),
+                        fontsize=7, color=color("predicted"))
+    ax.axhline(1.0, color=color("neutral"), linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    _times_axis(ax.yaxis)
+    ax.set_xlabel("M (tokens in the GEMM)")
+    ax.set_ylabel("speedup of 2:4 over dense (log)")
+    ax.set_title(title or f"{shape}, {dtype}: measured four ways", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    return fig, ax
+
+
+def _times_axis(axis) -> None:
+    """Tick labels such as 0.25x, 1x, 2x instead of powers of two."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+
+
+def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
+    """Rows ``{shape, mode, M -> speedup..., crossover}`` of the measured speedups.
+
+    ``crossover`` is the smallest measured M from which 2:4 stays faster for every larger
+    measured M (None when it never does); a single lucky M does not count.
+    """
+    shapes = []
+    for res in results_list:
+        for row in res.gpu_points("eager"):
+            if row["dtype"] == dtype and row["shape"] not in shapes:
+                shapes.append(row["shape"])
+    out = []
+    for shape in shapes:
+        for mode, rows in _rows_by_mode(results_list, shape, dtype).items():
+            speedups = {r["M"]: r["dense_ms"] / r["sparse_ms"] for r in rows}
+            ordered = sorted(speedups)
+            crossover = next((m for i, m in enumerate(ordered) if all(speedups[k] > 1 for k in ordered[i:])), None)
+            out.append({"shape": shape, "mode": mode, **{M: speedups.get(M) for M in Ms}, "crossover": crossover})
+    return out
+
+
+def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str = DEFAULT_SCENARIO,
+                               mode: str = "eager", ax=None):
+    """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``."""
     from ...hardware import match_device_name
 
     if ax is None:
         fig, ax = new_figure()
     else:
         fig = ax.figure
-    drawn = 0
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))
         by_shape: dict = {}
-        for row in res.gpu_points():
+        for row in res.gpu_points(mode):
             if row["dtype"] == dtype:
                 by_shape.setdefault((row["shape"], row["N"], row["K"], row["backend"]), []).append(row)
         for (shape, N, K, backend), rows in by_shape.items():
             rows.sort(key=lambda r: r["M"])
             Ms = [r["M"] for r in rows]
             ax.plot(Ms, [r["dense_ms"] / r["sparse_ms"] for r in rows], **ROLES["measured"].kw(),
-                    label=f"measured {shape} {backend} — {res.label}")
+                    label=f"measured {shape} {backend} ({mode}) — {res.label}")
             if spec is not None:
                 d = "fp16" if dtype == "float16" else "bf16"
-                ax.plot(Ms, [predict(M, N, K, d, spec, backend=backend if backend in spec.backends else None,
-                                     params=params).speedup for M in Ms],
-                        **ROLES["predicted"].kw(), label=f"predicted {shape} ({spec.name})")
-            drawn += 1
-    if published:
-        # Numbered markers; the notebook prints the numbered list with each source.
-        for i, p in enumerate(PUBLISHED, start=1):
-            ax.plot([p.M], [p.speedup], **{**ROLES["published"].kw(), "linestyle": ""})
-            ax.annotate(str(i), (p.M, p.speedup), textcoords="offset points", xytext=(5, 3), fontsize=8,
-                        color=color("published"))
-        ax.plot([], [], **{**ROLES["published"].kw(), "linestyle": ""}, label="published, numbered (sources listed below)")
+                ax.plot(Ms, [predict(M, N, K, d, spec, scenario=scenario).speedup for M in Ms],
+                        **ROLES["predicted"].kw(), label=f"predicted {shape} ({spec.name}, {scenario})")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")
-    if drawn == 0:
-        ax.set_title("No recorded GPU results yet: published measurements only", fontsize=10)
-    else:
-        ax.set_title("Measured (results files) vs predicted", fontsize=10)
+    ax.set_title("Measured vs predicted", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     return fig, ax
 
 
-def crossover_table(shapes, gpus, dtype="fp16", params: Efficiency | None = None, m_max: int = 16384) -> list[dict]:
+def _predictable(p) -> bool:
+    """A point the model can predict: a described GPU, a known dtype and shape, a backend that GPU has."""
+    if p.gpu is None or p.dtype is None or None in (p.M, p.N, p.K) or p.scenario not in SCENARIOS:
+        return False
+    return p.backend is None or p.backend in get_gpu(p.gpu).backends
+
+
+def plot_points_vs_model(pts, ax=None, band: float = 0.2):
+    """Every point the model can predict: measured speedup against predicted, log-log.
+
+    Filled markers were used by the fit, hollow ones were excluded (the reason is in
+    :attr:`twofour.roofline.published.Point.excluded`). Colour by GPU, marker by backend; the
+    ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
+    """
+    import numpy as np
+
+    if ax is None:
+        fig, ax = new_figure(height=4.6)
+    else:
+        fig = ax.figure
+    legend: dict = {}
+    lo, hi = 1.0, 1.0
+    for p in (p for p in pts if _predictable(p)):
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario).speedup
+        lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
+        c = _GPU_COLORS.get(p.gpu, "#333333")
+        marker = _BACKEND_MARKERS.get(p.backend, "x")
+        size = 30 if p.origin == "published" else 12
+        face = c if p.fit_ok else "none"
+        ax.scatter([pred], [p.speedup], s=size, marker=marker, facecolors=face, edgecolors=c, linewidths=0.9,
+                   alpha=0.95 if p.origin == "published" else 0.6, zorder=3 if p.origin == "published" else 2)
+        legend.setdefault(("gpu", p.gpu), dict(marker="o", facecolors=c, edgecolors=c))
+        legend.setdefault(("backend", str(p.backend)), dict(marker=marker, facecolors="none", edgecolors="#333333"))
+    for (kind, label), kw in sorted(legend.items()):  # GPUs (colour) first, then backends (marker)
+        ax.scatter([], [], s=25, label=label, **kw)
+    lo, hi = lo / 1.3, hi * 1.3
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, color=color("neutral"), linewidth=1, label="y = x")
+    ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#DDDDDD", alpha=0.5, linewidth=0,
+                    label=f"±{band:.0%}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    _times_axis(ax.xaxis)
+    _times_axis(ax.yaxis)
+    ax.set_xlabel("predicted speedup (fitted model, the point's scenario)")
+    ax.set_ylabel("measured speedup")
+    ax.set_title("Every measurement the model can predict (large markers: published; hollow: not fitted)",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return fig, ax
+
+
+def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
+    """The ``n`` points of ``origin`` the fitted model misses most, with their caveats.
+
+    Example:
+        >>> from twofour.roofline.published import points
+        >>> rows = worst_misses(points(measured=False), n=3)
+        >>> len(rows), rows[0]["rel_err"] >= rows[-1]["rel_err"], "caveats" in rows[0]
+        (3, True, True)
+    """
+    rows = []
+    for p in (p for p in pts if _predictable(p) and p.origin == origin):
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario).speedup
+        rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
+                     "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
+                     "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
+                     "source_url": p.source_url})
+    rows.sort(key=lambda r: -r["rel_err"])
+    return rows[:n]
+
+
+def crossover_table(shapes, gpus, dtype="fp16", params: Efficiency | None = None, m_max: int = 16384,
+                    scenario: str = DEFAULT_SCENARIO) -> list[dict]:
     """Rows ``{shape, N, K, <gpu>: crossover M or None}`` for a table.
 
     Example:
@@ -260,7 +376,7 @@ def crossover_table(shapes, gpus, dtype="fp16", params: Efficiency | None = None
     for label, N, K in shapes:
         row = {"shape": label, "N": N, "K": K}
         for gpu in gpus:
-            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max)
+            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario)
         rows.append(row)
     return rows
 
