@@ -128,7 +128,7 @@ def alg_search(out: Path, *, rehearse: bool) -> None:
         (out / "cslt-algsearch.json").write_text(json.dumps({"schema": "twofour-cslt-algsearch/1", "rehearsal": True}) + "\n")
         return
     device = torch.device("cuda")
-    max_alg = torch.backends.cusparselt.get_max_alg_id() if hasattr(torch.backends.cusparselt, "get_max_alg_id") else 0
+    max_alg = None  # known only after the library ran once (torch.backends.cusparselt.get_max_alg_id)
     record = {"schema": "twofour-cslt-algsearch/1", "provenance": provenance("scripts/gpu_measure.py alg-search", device=device),
               "max_alg_id": max_alg, "split_k": [1, 2, 4, 8, 16], "timer": "CUDA-graph replay, L2 flushed, median of 10",
               "cases": []}
@@ -148,6 +148,9 @@ def alg_search(out: Path, *, rehearse: bool) -> None:
                 case["search_alg_id"] = int(torch._cslt_sparse_mm_search(Wc, x.t()))
             except Exception as exc:  # deprecated or absent in some releases: record it
                 case["search_alg_id"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if max_alg is None:
+                max_alg = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+                record["max_alg_id"] = max_alg = int(max_alg) if max_alg is not None else 7
             for alg in range(max_alg + 1):
                 for split in record["split_k"]:
                     entry = {"alg_id": alg, "split_k": split}

@@ -109,7 +109,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      "Is the weight 2:4 along K, and is it stored packed? `twofour.check`, `prune`, `pack` and "
      "`to_cutlass` are re-exported at the top of the package.",
      ["twofour.structure", "twofour.packing"]),
-    (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did, and a whole checkpoint audited.",
+    (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did (in a profile you take or a trace "
+     "someone recorded), and a whole checkpoint audited.",
      ["twofour.dispatch"]),
     (TOOLKIT, "Kernel speed", "GPU peaks, the roofline model of one GEMM, and measuring it.",
      ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
@@ -120,7 +121,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
-     ["twofour.cli", "twofour.cli.audit", "twofour.cli.bench", "twofour.cli.quality", "twofour.cli.golden"]),
+     ["twofour.cli", "twofour.cli.audit", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
+      "twofour.cli.quality", "twofour.cli.golden"]),
     (COURSE, "Figures", "The chapters' figures in one house style; they draw numbers the toolkit computed.",
      ["twofour.course.plotting", "twofour.course.figures.layouts", "twofour.course.figures.dispatch_path",
       "twofour.course.figures.kernel_speed", "twofour.course.figures.quality", "twofour.course.figures.funnel"]),

@@ -116,6 +116,7 @@ __all__ = [
     "ideal_gemm_model",
     "roofline_gemm_model",
     "measured_gemm_speedup",
+    "searched_gemm_speedup",
     "sensitivity",
     "build_inputs",
     "evaluate",
@@ -854,6 +855,11 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
         for row in res.gpu_points(mode):
             if row["dtype"] == dtype_name:
                 table[(row["M"], row["N"], row["K"])] = (row["dense_ms"], row["sparse_ms"])
+    return _layer_speedups(table, workload)
+
+
+def _layer_speedups(table: dict, workload: Workload) -> dict[str, float | None]:
+    """Per phase: ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs, None if any is missing."""
     out: dict[str, float | None] = {}
     for phase in PHASES:
         shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len)
@@ -864,6 +870,31 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
             continue
         out[phase] = sum(d for d, _ in found) / sum(sp for _, sp in found)
     return out
+
+
+def searched_gemm_speedup(cases, workload: Workload, *, pick: str = "best") -> dict[str, float | None]:
+    """Like :func:`measured_gemm_speedup`, from a cuSPARSELt algorithm sweep (:func:`twofour.bench.recorded_alg_search`).
+
+    ``pick="default"`` uses algorithm 0 (what PyTorch's ``F.linear`` path runs), ``"best"`` the
+    fastest algorithm whose result matched dense. The sweep is fp16 with ``x`` already padded
+    and no ``F.linear`` wrapper kernels: a measure of the library's kernels, not of PyTorch's path.
+
+    Example:
+        >>> from twofour.bench import recorded_alg_search
+        >>> s = searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"))
+        >>> s["decode"] > 1 > searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"), pick="default")["decode"]
+        True
+    """
+    if pick not in ("best", "default"):
+        raise ValueError(f"pick must be 'best' or 'default', got {pick!r}")
+    if workload.dtype != "fp16":
+        raise ValueError(f"the recorded algorithm sweeps are fp16; workload.dtype is {workload.dtype!r}")
+    table = {}
+    for c in cases:
+        sparse_ms = c["best"]["ms"] if pick == "best" and c.get("best") else c.get("default_ms")
+        if sparse_ms:
+            table[(c["M"], c["N"], c["K"])] = (c["dense_ms"], sparse_ms)
+    return _layer_speedups(table, workload)
 
 
 def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
