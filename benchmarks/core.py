@@ -3,7 +3,10 @@
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/core.py``). On a 4096 x 14336 float16
 weight (a Llama-3-8B MLP shape) it times, side by side and interleaved (best of ``--repeats``):
 
-* ``W.clone()``: one read and one write of the weight, the memory-bandwidth floor of a pass;
+* ``W.clone()``: allocate, read and write the weight once, the floor of a pass that returns a
+  new tensor (the baseline of every ratio); each timed call starts from the same allocator
+  state (see :func:`same_allocator_state`);
+* ``buffer.copy_(W)`` into an existing tensor: the bare memory bandwidth, printed for reading;
 * ``twofour.check(W)``, ``twofour.prune(W)``, ``twofour.unpack(p)``;
 * ``twofour.to_cutlass(twofour.pack(W))``;
 * PyTorch's ``sparse_semi_structured_from_dense_cutlass(W)`` on the same input;
@@ -17,7 +20,8 @@ under two conditions, in one run:
 Absolute times mean little on a shared machine; the ratios, measured in the same condition
 moments apart, are the result. For each condition it also times ``check`` and ``pack`` once
 each the two ways the passes decided against (``twofour._threads``): every operation on
-torch's own threads, and every block in the calling thread. It exits non-zero if, in either condition:
+torch's own threads, and every block in the calling thread. It exits non-zero if, in either
+condition:
 
 * check > 3x copy, pack + to_cutlass > 6x copy, or pack + to_cutlass < 2x faster than PyTorch;
 * the result is not bit-identical to PyTorch's;
@@ -29,6 +33,9 @@ of the time) or check needs more than 0.25x the weight's size in extra memory.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
+import gc
 import sys
 import time
 
@@ -43,14 +50,41 @@ from _load import busy_core
 CHECK_MAX, PACK_MAX, VS_TORCH_MIN = 3.0, 6.0, 2.0
 
 
+def same_allocator_state() -> None:
+    """Give freed memory back to the OS before a timed call, so every call allocates the same way.
+
+    A 112 MiB ``clone`` normally gets fresh pages from the OS (and pays their page faults);
+    after other large tensors were freed it can instead land in freed but still resident heap
+    memory and run 4x faster (measured 37 ms and 9 ms, minutes apart). Without this the
+    baseline depends on what ran before it. glibc only; elsewhere a no-op.
+    """
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc has it, other C libraries may not
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
+
+
 def interleaved_best(steps: dict, repeats: int) -> dict:
     """Best wall time of each step over ``repeats`` rounds; each round runs every step once.
 
-    Interleaving puts every step under the same changing background load.
+    Interleaving puts every step under the same changing background load; each call starts
+    from the same allocator state (:func:`same_allocator_state`).
     """
     best = {name: float("inf") for name in steps}
     for _ in range(repeats):
         for name, fn in steps.items():
+            same_allocator_state()
             start = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
@@ -58,6 +92,7 @@ def interleaved_best(steps: dict, repeats: int) -> dict:
 
 
 def once(fn) -> float:
+    same_allocator_state()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -98,8 +133,10 @@ def identical_to_torch(W: torch.Tensor) -> bool:
 
 def measure(W: torch.Tensor, repeats: int) -> dict:
     packed = twofour.pack(W)
+    buffer = torch.empty_like(W)
     steps = {
         "copy": lambda: W.clone(),
+        "copy into a buffer": lambda: buffer.copy_(W),
         "check": lambda: twofour.check(W),
         "pack + to_cutlass": lambda: twofour.to_cutlass(twofour.pack(W)),
         "PyTorch conversion": lambda: sparse_semi_structured_from_dense_cutlass(W),
@@ -125,6 +162,7 @@ def report(condition: str, best: dict) -> list[str]:
     notes = {
         "check": f"target <= {CHECK_MAX:g}x copy",
         "pack + to_cutlass": f"target <= {PACK_MAX:g}x copy",
+        "copy into a buffer": "no allocation: the bandwidth floor (for reading, not a target)",
     }
     print(f"\n[{condition}] {'step':<34}{'best':>10}{'x copy':>9}  note")
     for name, t in best.items():

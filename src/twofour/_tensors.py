@@ -93,7 +93,7 @@ def blocks(n_rows: int, n_cols: int, *, unit: int = 1, target_elems: int | None 
     Each block holds about ``target_elems`` elements, so a pass over a large weight needs only a
     small fraction of it in temporaries (the default is 1/16 of it, between 64 Ki and 256 Ki
     elements: a block's temporaries stay near the CPU caches; 256 Ki measured faster than 1 Mi
-    for pack and as fast for check, on a 4096 x 14336 weight). Whole rows when a row fits; a row wider than that is cut
+    for pack on a 4096 x 14336 weight; check, with fewer temporaries, asks for 1 Mi). Whole rows when a row fits; a row wider than that is cut
     into column ranges whose width is a multiple of ``unit`` (the group size, or more when
     packed metadata must start on a byte), so a single very wide row is no exception.
 
