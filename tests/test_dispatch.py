@@ -715,3 +715,30 @@ def test_committed_diagram_is_the_generated_one():
         assert path_svg(h).count("<svg") == 1
     with pytest.raises(ValueError, match="highlight must be one of"):
         path_svg("fast")
+
+
+def test_audit_prefetches_a_window_of_bytes_ahead(tmp_path, monkeypatch):
+    """Each tensor is prefetched once, before it is read, and never more than the window ahead."""
+    import importlib
+
+    from safetensors.torch import save_file
+
+    audit_module = importlib.import_module("twofour.dispatch.audit")
+    from twofour.dispatch.checkpoint import Checkpoint
+
+    names = [f"l{i}.weight" for i in range(6)]
+    save_file({n: torch.zeros(64, 64, dtype=torch.float16) for n in names}, str(tmp_path / "m.safetensors"))  # 8 KiB each
+    monkeypatch.setattr(audit_module, "_PREFETCH_BYTES", 2 * 8192)
+    events = []
+    monkeypatch.setattr(Checkpoint, "prefetch", lambda self, name: events.append(("prefetch", name)))
+    original = Checkpoint.tensor
+    monkeypatch.setattr(Checkpoint, "tensor", lambda self, name: events.append(("read", name)) or original(self, name))
+    with open_checkpoint(tmp_path / "m.safetensors") as ckpt:
+        audit(ckpt, target=hypothetical_gpu((9, 0)))
+    prefetched = [n for kind, n in events if kind == "prefetch"]
+    assert prefetched == names  # each once, in file order
+    for i, name in enumerate(names):
+        at = events.index(("read", name))
+        assert ("prefetch", name) in events[:at]  # asked for before it is read
+        ahead = [n for kind, n in events[:at] if kind == "prefetch"]
+        assert len(ahead) <= i + 1 + 2  # the current one and at most two (16 KiB) ahead

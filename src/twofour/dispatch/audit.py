@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -231,6 +232,18 @@ def _gb(n: int) -> str:
     return f"{n} B"
 
 
+def _prefetch_window() -> int:
+    """Bytes of a checkpoint to ask the disk for ahead of the audit: 1 GiB, or 1/4 of free memory if less."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        free = 4 << 30
+    return max(64 << 20, min(1 << 30, free // 4))
+
+
+_PREFETCH_BYTES = _prefetch_window()
+
+
 def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, object]]:
     """Yield (name, kind or None, shape, dtype, loader) for every tensor, in order.
 
@@ -259,11 +272,20 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
         return
     if isinstance(source, Checkpoint):
         names = source.names()
-        if names:
-            source.prefetch(names[0])
+        ahead = 0  # names[:ahead] have been prefetched
+        pending = 0  # bytes of names[i + 1 : ahead]
         for i, name in enumerate(names):
-            if i + 1 < len(names):
-                source.prefetch(names[i + 1])  # the disk reads the next tensor while this one is checked
+            # The disk reads the tensors ahead while this one is checked: a window of bytes,
+            # not of tensors, so a file larger than memory does not evict what is still to come.
+            if i < ahead:
+                pending -= source.nbytes(name)
+            else:
+                source.prefetch(name)
+                ahead = i + 1
+            while ahead < len(names) and pending < _PREFETCH_BYTES:
+                source.prefetch(names[ahead])
+                pending += source.nbytes(names[ahead])
+                ahead += 1
             shape = source.shape(name)
             yield name, weight_kind(name, shape), shape, source.dtype(name), (lambda name=name: source.tensor(name))
         return

@@ -267,6 +267,11 @@ class Checkpoint:
                 ) from None
         return self._tensors[name]
 
+    def nbytes(self, name: str) -> int:
+        """Bytes of ``name``'s data in the file (0 when the format does not say)."""
+        span = getattr(self, "_ranges", {}).get(name)
+        return 0 if span is None else span[1]
+
     def prefetch(self, name: str) -> None:
         """Ask the OS to start reading ``name``'s bytes now (safetensors only; a no-op otherwise).
 
