@@ -28,9 +28,10 @@ from ._tensors import blocks
 
 __all__ = ["overlaps", "storage_span", "count_by_storage", "MAX_SPAN"]
 
-# Storage positions a view may cover and still be counted this way (the prefix sums take 16
-# bytes per position); a larger self-overlapping view is refused, not expanded.
-MAX_SPAN = 1 << 26
+# Storage positions a view may cover and still be counted this way (about 17 bytes of
+# temporaries per position: 70 MB at this bound); a larger self-overlapping view is refused,
+# not expanded. Real ones (``w.expand(N, K)`` of a row) reach K positions.
+MAX_SPAN = 1 << 22
 
 
 def storage_span(W: torch.Tensor) -> int:
@@ -61,13 +62,15 @@ def _progression_sums(values: torch.Tensor, starts: torch.Tensor, step: int, cou
         return values[starts].to(torch.int64) * count
     length = values.numel()
     rows = -(-length // step)
-    padded = torch.zeros(rows * step, dtype=torch.int64, device=values.device)
+    padded = torch.zeros(rows * step, dtype=torch.int32, device=values.device)
     padded[:length] = values
-    prefix = padded.view(rows, step).cumsum(dim=0).view(-1)  # prefix[q*step + c]: sum of class c up to q
+    # prefix[q*step + c]: sum of class c up to q; int32 holds it (values <= 255, length <= MAX_SPAN)
+    prefix = padded.view(rows, step).cumsum(dim=0, dtype=torch.int32).view(-1)
+    del padded
     last = starts + (count - 1) * step
     before = starts - step
-    total = prefix[last]
-    total -= torch.where(before >= 0, prefix[before.clamp(min=0)], torch.zeros((), dtype=torch.int64))
+    total = prefix[last].to(torch.int64)
+    total -= torch.where(before >= 0, prefix[before.clamp(min=0)], 0).to(torch.int64)
     return total
 
 
