@@ -624,8 +624,8 @@ def test_weight_kind():
 
 
 def test_flatten_state_dict_nested():
-    tensors, skipped = flatten_state_dict({"model": {"a": torch.zeros(1)}, "opt": [torch.zeros(2)], "cfg": "x"})
-    assert list(tensors) == ["model.a", "opt.0"] and skipped == [("cfg", "not a tensor (str)")]
+    tensors, skipped, notes = flatten_state_dict({"model": {"a": torch.zeros(1)}, "opt": [torch.zeros(2)], "cfg": "x"})
+    assert list(tensors) == ["model.a", "opt.0"] and skipped == [("cfg", "not a tensor (str)")] and notes == []
 
 
 @pytest.mark.parametrize(
@@ -739,56 +739,6 @@ def test_gpu_audit_of_a_packed_module():
     assert row.packed and row.verdict == f"sparse-{default_backend()}"
 
 
-# ------------------------------------------------------------------------------------------
-# the audit's fast 2:4 count agrees with twofour.check
-
-_FAST_DTYPES = [torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16]
-if hasattr(torch, "float8_e4m3fn"):
-    _FAST_DTYPES.append(torch.float8_e4m3fn)
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    rows=st.integers(1, 9),
-    groups=st.integers(1, 9),
-    dtype=st.sampled_from(_FAST_DTYPES),
-    seed=st.integers(0, 2**16),
-    zero_prob=st.floats(0.0, 1.0),
-)
-def test_fast_count_matches_check(rows, groups, dtype, seed, zero_prob):
-    from twofour.dispatch._fastcount import fast_check_2_4
-
-    g = torch.Generator().manual_seed(seed)
-    K = 4 * groups
-    if dtype.is_floating_point:
-        W = torch.randn(rows, K, generator=g) * 3
-        specials = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-30])
-        pick = torch.randint(0, len(specials), (rows, K), generator=g)
-        W = torch.where(torch.rand(rows, K, generator=g) < 0.3, specials[pick], W)
-        W = torch.where(torch.rand(rows, K, generator=g) < zero_prob, -0.0 * torch.ones(()), W).to(dtype)
-    else:
-        info = torch.iinfo(dtype)
-        W = torch.randint(info.min, info.max + 1, (rows, K), generator=g, dtype=torch.int64)
-        W = torch.where(torch.rand(rows, K, generator=g) < zero_prob, torch.zeros((), dtype=torch.int64), W)
-        W[0, 0] = info.min  # -128 / -32768: sign bit only, still non-zero
-        W = W.to(dtype)
-    fast = fast_check_2_4(W)
-    ref = twofour.check(W, 2, 4, max_examples=0, max_locations=0)
-    assert fast.num_bad_groups == ref.num_bad_groups
-    assert fast.bad_groups_per_row.equal(ref.bad_groups_per_row)
-    assert fast.nonzero_fraction == pytest.approx(ref.nonzero_fraction, abs=1e-12)
-    assert fast.valid == ref.valid
-
-
-def test_fast_count_refuses_what_it_does_not_handle():
-    from twofour.dispatch._fastcount import fast_check_2_4, supports
-
-    assert not supports(torch.zeros(4, 8))  # float32: 4 bytes per element
-    assert not supports(torch.zeros(4, 16, dtype=torch.float16).t())  # not contiguous
-    with pytest.raises(ValueError, match="twofour.check"):
-        fast_check_2_4(torch.zeros(4, 6, dtype=torch.float16))
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU profile")
 def test_kernels_keeps_other_stderr_output(capfd):
     import os as _os
@@ -813,3 +763,30 @@ def test_committed_diagram_is_the_generated_one():
         assert path_svg(h).count("<svg") == 1
     with pytest.raises(ValueError, match="highlight must be one of"):
         path_svg("fast")
+
+
+def test_audit_prefetches_a_window_of_bytes_ahead(tmp_path, monkeypatch):
+    """Each tensor is prefetched once, before it is read, and never more than the window ahead."""
+    import importlib
+
+    from safetensors.torch import save_file
+
+    audit_module = importlib.import_module("twofour.dispatch.audit")
+    from twofour.dispatch.checkpoint import Checkpoint
+
+    names = [f"l{i}.weight" for i in range(6)]
+    save_file({n: torch.zeros(64, 64, dtype=torch.float16) for n in names}, str(tmp_path / "m.safetensors"))  # 8 KiB each
+    monkeypatch.setattr(audit_module, "_PREFETCH_BYTES", 2 * 8192)
+    events = []
+    monkeypatch.setattr(Checkpoint, "prefetch", lambda self, name: events.append(("prefetch", name)))
+    original = Checkpoint.tensor
+    monkeypatch.setattr(Checkpoint, "tensor", lambda self, name: events.append(("read", name)) or original(self, name))
+    with open_checkpoint(tmp_path / "m.safetensors") as ckpt:
+        audit(ckpt, target=hypothetical_gpu((9, 0)))
+    prefetched = [n for kind, n in events if kind == "prefetch"]
+    assert prefetched == names  # each once, in file order
+    for i, name in enumerate(names):
+        at = events.index(("read", name))
+        assert ("prefetch", name) in events[:at]  # asked for before it is read
+        ahead = [n for kind, n in events[:at] if kind == "prefetch"]
+        assert len(ahead) <= i + 1 + 2  # the current one and at most two (16 KiB) ahead

@@ -192,7 +192,7 @@ def test_index_bits():
     "call, exc, pattern",
     [
         (lambda: dense_bytes((0, 4), torch.float16), ValueError, "positive sizes"),
-        (lambda: dense_bytes(4, torch.float16), TypeError, "sequence of ints"),
+        (lambda: dense_bytes(4, torch.float16), TypeError, "shape must be a tuple of ints.*got int 4"),
         (lambda: packed_bytes((4, 6), torch.float16), ValueError, "multiple of m=4"),
         (lambda: packed_ratio(torch.bool), TypeError, "no N:M packed form"),
         (lambda: packed_ratio("fp16"), TypeError, "torch.dtype or a positive bit width"),
@@ -297,3 +297,137 @@ def test_explain_group_refuses_invalid():
         explain_group([1.0, 2.0, 3.0, 0.0])
     with pytest.raises(ValueError, match="one group of m=4"):
         explain_group([1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------- issue 17: -0.0, shapes, types
+
+SIGNED_ZERO_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2]
+
+
+@pytest.mark.parametrize("dtype", SIGNED_ZERO_DTYPES + [torch.float8_e4m3fnuz, torch.float8_e5m2fnuz], ids=str)
+def test_every_group_of_plus_zero_minus_zero_and_values(dtype):
+    """All 81 groups over {+0, -0 code, 1.5}: check, pack and unpack agree on what -0 is.
+
+    Where ``-0.0`` is zero, it never counts (check) and comes back as +0 unless pack keeps its
+    position: the one documented canonicalisation. In the fnuz formats the same code is NaN: it
+    counts, it is kept, and it survives bit for bit.
+    """
+    size = torch.empty((), dtype=dtype).element_size()
+    int_type = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[size]
+    sign = torch.tensor(1 << (8 * size - 1)).to(int_type)
+    value_bits = bits(torch.tensor(1.5).to(dtype))
+    choices = torch.stack([torch.zeros((), dtype=int_type), sign, value_bits])
+    combos = torch.tensor(list(itertools.product(range(3), repeat=4)))  # [81, 4]
+    W = choices[combos].reshape(1, -1).view(dtype)
+    minus_zero_is_zero = dtype not in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+    counts = (combos == 2).sum(-1) + (0 if minus_zero_is_zero else (combos == 1).sum(-1))
+    report = check(W)
+    assert report.bad_groups_per_row.item() == int((counts > 2).sum())
+    valid = counts <= 2
+    W_ok = choices[combos[valid]].reshape(1, -1).view(dtype)
+    p = pack(W_ok)
+    back = bits(unpack(p)).view(-1, 4)
+    kept = torch.zeros(int(valid.sum()), 4, dtype=torch.bool).scatter_(-1, p.indices()[0], True)
+    original = bits(W_ok).view(-1, 4)
+    assert torch.equal(back[kept], original[kept])  # kept: bit for bit, -0 and NaN included
+    assert (back[~kept] == 0).all()  # not kept: +0
+    if minus_zero_is_zero:
+        assert ((original[~kept] == 0) | (original[~kept] == sign)).all()  # only zeros are ever dropped
+    else:
+        assert (original[~kept] == 0).all()  # the fnuz NaN is never dropped
+
+
+def _pytorch_converts(W) -> bool:
+    try:
+        torch_cutlass(W)
+    except (RuntimeError, IndexError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int8, torch.float32], ids=str)
+def test_to_cutlass_takes_exactly_the_shapes_pytorch_converts(dtype):
+    n, m = (1, 2) if dtype == torch.float32 else (2, 4)
+    accepted = 0
+    for rows in range(8, 129, 8):
+        for cols in range(8, 257, 8):
+            W = nm_sparse(rows, cols, n, m, dtype=dtype, seed=rows * 1000 + cols)
+            if _pytorch_converts(W):
+                accepted += 1
+                values, meta = to_cutlass(pack(W, n, m))
+                ref_values, ref_meta = torch_cutlass(W)
+                assert torch.equal(meta, ref_meta) and torch.equal(bits(values), bits(ref_values)), (rows, cols)
+            else:
+                with pytest.raises(ValueError, match=r"packed.shape .* does not fit PyTorch's CUTLASS layout"):
+                    to_cutlass(pack(W, n, m))
+    assert accepted > 10
+
+
+def test_to_cutlass_float32_1_2_with_16_columns():
+    W = nm_sparse(32, 16, 1, 2)
+    values, meta = to_cutlass(pack(W, 1, 2))
+    ref_values, ref_meta = torch_cutlass(W)
+    assert torch.equal(meta, ref_meta) and torch.equal(bits(values), bits(ref_values))
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        ({"values": [[1.0]]}, TypeError, r"Packed.values must be a torch.Tensor, got list"),
+        ({"meta": b"\x00"}, TypeError, r"Packed.meta must be a torch.Tensor, got bytes"),
+        ({"dtype": "float16"}, TypeError, r"Packed.dtype must be a torch.dtype such as torch.float16, got str"),
+        ({"dtype": torch.complex64}, TypeError, r"Packed.dtype complex64 has no packed N:M form"),
+        ({"shape": "4x16"}, TypeError, r"Packed.shape must be a tuple of ints"),
+        ({"shape": (4.0, 16)}, TypeError, r"Packed.shape must hold ints, got float 4.0"),
+        ({"shape": (4, 16, 1)}, ValueError, r"Packed.shape must be \(N, K\), two sizes"),
+        ({"n": 2.0}, TypeError, r"n must be an int"),
+        ({"values": torch.zeros(4, 2, 4)}, ValueError, r"Packed.values must be a dense 2-D tensor"),
+    ],
+)
+def test_packed_validates_its_inputs_types(kwargs, exc, pattern):
+    p = pack(nm_sparse(4, 16))
+    args = {"values": p.values, "meta": p.meta, "shape": p.shape, "dtype": p.dtype, **kwargs}
+    with pytest.raises(exc, match=pattern):
+        Packed(**args)
+
+
+def test_packed_accepts_numpy_and_torch_sizes():
+    import numpy as np
+
+    p = pack(nm_sparse(4, 16))
+    q = Packed(p.values, p.meta, (np.int64(4), torch.tensor(16)), p.dtype)
+    assert q.shape == (4, 16) and type(q.shape[0]) is int
+    assert packed_bytes((np.int32(4096), 14336), torch.float16) == packed_bytes((4096, 14336), torch.float16)
+
+
+@pytest.mark.parametrize(
+    "shape, exc, pattern",
+    [
+        ("4096x14336", TypeError, "shape must be a tuple of ints.*got str"),
+        ((4.5, 8), TypeError, "shape must hold ints, got float 4.5"),
+        ((True, 8), TypeError, "shape must hold ints, got bool True"),
+        (("8", 8), TypeError, "shape must hold ints, got str '8'"),
+        ((), ValueError, "non-empty"),
+    ],
+)
+def test_byte_counts_validate_shape_types(shape, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        packed_bytes(shape, torch.float16)
+    with pytest.raises(exc, match=pattern):
+        dense_bytes(shape, torch.float16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float4_e2m1fn_x2, torch.float8_e8m0fnu, torch.quint8], ids=str)
+def test_byte_counts_refuse_dtypes_without_an_element_form(dtype):
+    with pytest.raises(TypeError, match="has no N:M packed form"):
+        packed_ratio(dtype)
+    assert packed_ratio(4, 4, 8, meta_bits_per_value=1) == 0.625  # FP4 is counted by its bit width
+
+
+def test_pack_handles_transposed_and_sliced_views():
+    W = nm_sparse(64, 32, dtype=torch.float16)
+    for view in (W.t().contiguous().t(), torch.cat([W, W], dim=1)[:, 32:]):
+        assert not view.is_contiguous()
+        p = pack(view)
+        assert torch.equal(unpack(p), view)
+        assert torch.equal(bits(p.values), bits(pack(view.contiguous()).values))

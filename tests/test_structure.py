@@ -102,21 +102,23 @@ def test_locations_cap_is_reported_not_hidden():
     assert r.bad_groups_per_row.tolist() == [4, 4, 4, 4]
 
 
-def test_check_chunks_agree_with_whole(monkeypatch):
+@pytest.mark.parametrize("target", [64, 16, 8])  # 64: several rows per block; 16, 8: rows cut into column blocks
+def test_check_blocks_agree_with_whole(monkeypatch, target):
     torch.manual_seed(0)
     W = torch.randn(50, 64)
     W[torch.rand_like(W) < 0.5] = 0
     whole = check(W)
     import twofour._tensors as tensors
 
-    original = tensors.row_chunks
+    original = tensors.blocks
     monkeypatch.setattr(
-        "twofour.structure.row_chunks", lambda r, c, target_elems=None: original(r, c, target_elems=64)
+        "twofour.structure.blocks", lambda r, c, unit=1, target_elems=None: original(r, c, unit=unit, target_elems=target)
     )
-    chunked = check(W)
-    assert chunked.num_bad_groups == whole.num_bad_groups
-    assert torch.equal(chunked.bad_locations, whole.bad_locations)
-    assert torch.equal(chunked.bad_groups_per_row, whole.bad_groups_per_row)
+    blocked = check(W)
+    assert blocked.num_bad_groups == whole.num_bad_groups > 0
+    assert torch.equal(blocked.bad_locations, whole.bad_locations)
+    assert torch.equal(blocked.bad_groups_per_row, whole.bad_groups_per_row)
+    assert blocked.nonzero_fraction == whole.nonzero_fraction
 
 
 def test_check_does_not_modify_input():
@@ -217,8 +219,8 @@ def test_prune_properties(W, nm):
         (torch.zeros(2, 2, 8), ValueError, r"3-D shape \(2, 2, 8\).*reshape"),
         (torch.zeros(2, 6), ValueError, r"6 columns.*not a multiple of the group size m=4.*Pad 2 zero column"),
         (torch.zeros(0, 8), ValueError, r"W is empty"),
-        (torch.zeros(2, 8, dtype=torch.bool), TypeError, r"dtype torch.bool"),
-        (torch.zeros(2, 8, dtype=torch.complex64), TypeError, r"dtype torch.complex64"),
+        (torch.zeros(2, 8, dtype=torch.bool), TypeError, r"dtype bool: bool is a mask, not a weight"),
+        (torch.zeros(2, 8, dtype=torch.complex64), TypeError, r"dtype complex64: complex64 is complex"),
     ],
 )
 def test_bad_weights(W, exc, pattern):

@@ -24,13 +24,26 @@ from __future__ import annotations
 
 import html
 import math
+import operator
 from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
 
-from ._tensors import nonzero_mask, require_nm, require_weight, row_chunks, same_size_int_view
-from .structure import check
+from . import _wordpack
+from ._groupcount import Scratch
+from ._bits import unsupported_reason
+from ._tensors import (
+    SUPPORTED_DTYPES,
+    blocks,
+    dtype_name,
+    nonzero_mask,
+    require_nm,
+    require_weight,
+    same_size_int_view,
+)
+from ._threads import map_blocks, one_thread
+from .structure import _contiguous, check
 
 __all__ = [
     "Packed",
@@ -121,10 +134,27 @@ class Packed:
 
     def __post_init__(self):
         require_nm(self.n, self.m)
-        if not isinstance(self.values, torch.Tensor) or not isinstance(self.meta, torch.Tensor):
-            raise TypeError("Packed.values and Packed.meta must be torch.Tensors")
-        if len(self.shape) != 2 or self.shape[1] % self.m:
-            raise ValueError(f"Packed.shape must be (N, K) with K a multiple of m={self.m}, got {self.shape}")
+        for name in ("values", "meta"):
+            part = getattr(self, name)
+            if not isinstance(part, torch.Tensor):
+                raise TypeError(f"Packed.{name} must be a torch.Tensor, got {type(part).__name__}")
+            if part.layout != torch.strided or part.dim() != 2:
+                raise ValueError(
+                    f"Packed.{name} must be a dense 2-D tensor, got layout {part.layout} with shape {tuple(part.shape)}"
+                )
+        if not isinstance(self.dtype, torch.dtype):
+            raise TypeError(f"Packed.dtype must be a torch.dtype such as torch.float16, got {type(self.dtype).__name__}")
+        if self.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(
+                f"Packed.dtype {dtype_name(self.dtype)} has no packed N:M form; "
+                f"supported: {', '.join(dtype_name(d) for d in SUPPORTED_DTYPES)}"
+            )
+        shape = _dims(self.shape, "Packed.shape")
+        if len(shape) != 2:
+            raise ValueError(f"Packed.shape must be (N, K), two sizes, got {tuple(shape)}")
+        if shape[1] % self.m:
+            raise ValueError(f"Packed.shape must be (N, K) with K a multiple of m={self.m}, got {tuple(shape)}")
+        object.__setattr__(self, "shape", (shape[0], shape[1]))
         N, K = self.shape
         want_values = (N, K // self.m * self.n)
         if tuple(self.values.shape) != want_values:
@@ -222,8 +252,16 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
 
     Each group's non-zeros are kept. A group with fewer than ``n`` non-zeros also keeps some
     zeros to fill its ``n`` slots (positions 2 then 3 for 2:4, the same choice PyTorch's CUTLASS
-    encoder makes). Kept values are copied bit for bit, so a kept ``-0.0`` stays ``-0.0``; a
-    dropped position comes back from :func:`unpack` as ``+0.0``, which compares equal.
+    encoder makes, so :func:`to_cutlass` stays bit-identical to it).
+
+    What survives, exactly: every kept value is copied bit for bit (NaN payloads, a kept
+    ``-0.0``). A position that is not kept holds a zero (``check`` agrees: ``-0.0`` is zero) and
+    comes back from :func:`unpack` as ``+0.0``. So ``unpack(pack(W))`` equals ``W`` bit for bit
+    except that a ``-0.0`` outside the kept positions becomes ``+0.0``: the one thing ``pack``
+    canonicalises. (Keeping every ``-0.0`` would need more than ``n`` slots in a group such as
+    ``[-0.0, 1, 2, 0]``, or positions PyTorch's encoder does not choose.)
+
+    ``W`` may be any 2-D view (transposed, sliced, expanded): it is read block by block.
 
     Raises ``ValueError`` if any group holds more than ``n`` non-zeros, saying how many groups
     break the pattern: nothing is dropped silently (use :func:`twofour.check` to see where, and
@@ -242,18 +280,50 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     G = K // m
     codes_table = _pattern_codes(n, m, W.device.type)
     width = n * index_bits(m)
-    bits_W = same_size_int_view(W)
-    values = torch.empty((rows, G * n), dtype=bits_W.dtype, device=W.device)
+    bits_dtype = same_size_int_view(W[:0, :0]).dtype  # values are copied as integers: bit for bit
+    values = torch.empty((rows, G * n), dtype=bits_dtype, device=W.device)
     meta = torch.empty((rows, _meta_bytes_per_row(G, n, m)), dtype=torch.uint8, device=W.device)
-    for start, stop in row_chunks(rows, K):
-        codes = codes_table[_group_patterns(W[start:stop], m)]  # [r, G], -1 = too many non-zeros
-        if bool((codes < 0).any()):
-            _refuse(W, n, m)
-        idx = _codes_to_indices(codes, n, m)
-        groups = bits_W[start:stop].view(stop - start, G, m)
-        values[start:stop] = torch.gather(groups, -1, idx).view(stop - start, G * n)
-        meta[start:stop] = _pack_codes(codes, width)
+    fast = _wordpack.supports(W.dtype, n, m, K)
+    luts = _wordpack.position_luts(tuple(codes_table.tolist())) if fast else None
+
+    def pack_block(block, scratch):
+        r0, r1, c0, c1 = block
+        g0, g1 = c0 // m, c1 // m
+        dense = _contiguous(W[r0:r1, c0:c1], scratch)
+        v_out = values[r0:r1, g0 * n : g1 * n]
+        m_out = meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
+        if fast:
+            n_bad = _wordpack.pack_block(dense, v_out, m_out, luts, scratch)
+        else:
+            n_bad = _pack_block(dense, v_out, m_out, codes_table, n, m, width)
+        if n_bad:
+            raise _NotNM  # stops the other workers; _refuse() then says where
+
+    try:
+        # Blocks of whole groups of 8: every block's metadata starts on a byte.
+        map_blocks(pack_block, blocks(rows, K, unit=8 * m), state=lambda: Scratch(W.device), device=W.device)
+    except _NotNM:
+        _refuse(W, n, m)
     return Packed(values=values.view(W.dtype), meta=meta, shape=(rows, K), dtype=W.dtype, n=n, m=m)
+
+
+class _NotNM(Exception):
+    """A block of the weight breaks the pattern (internal: pack raises the full error)."""
+
+
+def _pack_block(block, v_out, m_out, codes_table, n: int, m: int, width: int) -> int:
+    """The general path (any n:m, dtype): pattern -> code table lookup -> gather. Returns bad groups."""
+    rows, k = block.shape
+    G = k // m
+    codes = codes_table[_group_patterns(block, m)]  # [r, G], -1 = too many non-zeros
+    n_bad = int((codes < 0).sum())
+    if n_bad:
+        return n_bad
+    idx = _codes_to_indices(codes, n, m)
+    groups = same_size_int_view(block).view(rows, G, m)
+    v_out.copy_(torch.gather(groups, -1, idx).view(rows, G * n))
+    m_out.copy_(_pack_codes(codes, width))
+    return 0
 
 
 def _refuse(W: torch.Tensor, n: int, m: int):
@@ -286,35 +356,90 @@ def unpack(packed: Packed) -> torch.Tensor:
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
     N, K = packed.shape
     n, m = packed.n, packed.m
-    G = K // m
-    idx = _decode_indices(packed)  # [N, G, n]
+    width = n * index_bits(m)
+    value_bits = same_size_int_view(packed.values)
+    out = torch.empty((N, K), dtype=value_bits.dtype, device=value_bits.device)
+    fast = _wordpack.supports(packed.dtype, n, m, K)
+
+    def unpack_block(block, scratch):
+        r0, r1, c0, c1 = block
+        g0, g1 = c0 // m, c1 // m
+        v = value_bits[r0:r1, g0 * n : g1 * n].contiguous()
+        meta = packed.meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)].contiguous()
+        dense = out[r0:r1, c0:c1]
+        if fast:
+            return _wordpack.unpack_block(v, meta, dense, scratch)
+        return _unpack_block(v, meta, dense, n, m)
+
+    n_bad = map_blocks(unpack_block, blocks(N, K, unit=8 * m), state=lambda: Scratch(out.device), device=out.device)
+    if any(n_bad):
+        _corrupt(packed)
+    return out.view(packed.dtype)
+
+
+def _unpack_block(values, meta, out, n: int, m: int) -> int:
+    """The general path: decode positions, validate, scatter. Returns the number of corrupt groups."""
+    rows, k = out.shape
+    G = k // m
+    idx = _codes_to_indices(_unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
+    bad = _bad_positions(idx, m)
+    n_bad = int(bad.sum())
+    if n_bad:
+        return n_bad
+    out.view(rows, G, m).zero_().scatter_(-1, idx, values.view(rows, G, n))
+    return 0
+
+
+def _bad_positions(idx: torch.Tensor, m: int) -> torch.Tensor:
     bad = (idx >= m).any(-1)
-    if n > 1:
+    if idx.shape[-1] > 1:
         bad |= (idx[..., 1:] <= idx[..., :-1]).any(-1)
-    if bool(bad.any()):
-        r, g = torch.nonzero(bad)[0].tolist()
-        raise ValueError(
-            f"packed.meta is corrupt: {int(bad.sum()):,} groups name a position outside 0..{m - 1} or repeat/"
-            f"reorder positions (first: row {r}, group {g}, positions {idx[r, g].tolist()})"
-        )
-    value_bits = same_size_int_view(packed.values).view(N, G, n)
-    out = torch.zeros((N, G, m), dtype=value_bits.dtype, device=value_bits.device)
-    out.scatter_(-1, idx, value_bits)
-    return out.view(N, K).view(packed.dtype)
+    return bad
+
+
+def _corrupt(packed: Packed):
+    """Raise the corrupt-metadata error: how many groups, and the first one."""
+    N, K = packed.shape
+    n, m = packed.n, packed.m
+    width = n * index_bits(m)
+    total, first = 0, None
+    for r0, r1, c0, c1 in blocks(N, K, unit=8 * m):
+        g0, g1 = c0 // m, c1 // m
+        meta = packed.meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
+        idx = _codes_to_indices(_unpack_codes(meta, g1 - g0, width), n, m)
+        bad = _bad_positions(idx, m)
+        total += int(bad.sum())
+        if first is None and bool(bad.any()):
+            r, g = torch.nonzero(bad)[0].tolist()
+            first = (r + r0, g + g0, idx[r, g].tolist())
+    r, g, positions = first
+    raise ValueError(
+        f"packed.meta is corrupt: {total:,} groups name a position outside 0..{m - 1} or repeat/"
+        f"reorder positions (first: row {r}, group {g}, positions {positions})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Byte accounting
 
 
+# Integer dtypes byte accounting accepts besides the weight dtypes (an index, a code book).
+_ACCOUNTING_INTS = (torch.int64, torch.uint16, torch.uint32, torch.uint64)
+
+
 def _element_bits(dtype) -> int:
     if isinstance(dtype, torch.dtype):
-        if dtype == torch.bool or dtype.is_complex:
-            raise TypeError(f"dtype {dtype} has no N:M packed form")
-        return torch.empty((), dtype=dtype).element_size() * 8
+        if dtype in SUPPORTED_DTYPES or dtype in _ACCOUNTING_INTS:
+            return torch.empty((), dtype=dtype).element_size() * 8
+        raise TypeError(
+            f"dtype {dtype_name(dtype)} has no N:M packed form ({unsupported_reason(dtype)}); "
+            "pass a weight dtype such as torch.float16, or a bit width such as 4 for FP4"
+        )
     if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype > 0:
         return dtype
-    raise TypeError(f"dtype must be a torch.dtype or a positive bit width such as 4 (FP4), got {dtype!r}")
+    raise TypeError(
+        f"dtype must be a torch.dtype or a positive bit width such as 4 (FP4), got {type(dtype).__name__} {dtype!r}"
+    )
 
 
 def _default_meta_bits(dtype, n: int, m: int) -> int:
@@ -335,14 +460,33 @@ def dense_bytes(shape, dtype) -> int:
     return numel * _element_bits(dtype) // 8
 
 
-def _numel(shape) -> int:
+def _as_size(d) -> int | None:
+    """``d`` as an int if it is an integer (Python, NumPy or a 0-d integer tensor), never a bool or float."""
+    if isinstance(d, bool):
+        return None
     try:
-        dims = [int(d) for d in shape]
+        return operator.index(d)
     except TypeError:
-        raise TypeError(f"shape must be a sequence of ints such as (4096, 14336), got {shape!r}") from None
+        return None
+
+
+def _dims(shape, arg: str = "shape") -> list[int]:
+    """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
+        raise TypeError(
+            f"{arg} must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
+        )
+    dims = [_as_size(d) for d in shape]
+    if None in dims:
+        bad = shape[dims.index(None)]
+        raise TypeError(f"{arg} must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
     if not dims or any(d <= 0 for d in dims):
-        raise ValueError(f"shape must be non-empty with positive sizes, got {tuple(dims)}")
-    return math.prod(dims)
+        raise ValueError(f"{arg} must be non-empty with positive sizes, got {tuple(dims)}")
+    return dims
+
+
+def _numel(shape) -> int:
+    return math.prod(_dims(shape))
 
 
 def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> int:
@@ -358,7 +502,7 @@ def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: i
     """
     require_nm(n, m)
     numel = _numel(shape)
-    last = int(list(shape)[-1])
+    last = _dims(shape)[-1]
     if last % m:
         raise ValueError(f"shape's last dimension {last} must be a multiple of m={m}")
     meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
@@ -393,6 +537,13 @@ _CUTLASS = {
     torch.int8: ((2, 4), torch.int32, 16, 32, 16, 2),
     torch.float32: ((1, 2), torch.int16, 32, 16, 32, 4),
 }
+
+
+def _dense_cols_per_meta(dtype: torch.dtype) -> int:
+    """Dense columns one metadata element covers: 4-bit codes per element x columns per code."""
+    (_, m), meta_dtype, *_ = _CUTLASS[dtype]
+    codes = torch.empty((), dtype=meta_dtype).element_size() * 2  # 4 bits each
+    return codes * m  # float32's 1:2 pairs are each one 4-bit code: 8 columns per int16
 
 
 def cutlass_constraints(dtype: torch.dtype) -> dict:
@@ -438,7 +589,8 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
 
     The result is bit-identical to
     ``torch.sparse._semi_structured_conversions.sparse_semi_structured_from_dense_cutlass(unpack(packed))``
-    (tested on many shapes, dtypes, and groups with 0, 1 or 2 non-zeros).
+    (tested on every shape up to 128 x 256 that PyTorch converts, many dtypes, and groups with
+    0, 1 or 2 non-zeros).
 
     * float16 / bfloat16: 2:4, ``meta`` int16 ``[N, K/16]`` (4 groups per element).
     * int8: 2:4, ``meta`` int32 ``[N, K/32]`` (8 groups per element).
@@ -449,11 +601,12 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     :func:`pack` stores. Metadata is reordered (see ``_reorder_meta``) so that each thread of the
     sparse tensor-core instruction finds its rows' metadata in one load.
 
-    Shape rules (same as PyTorch's function, which raises on the first two): rows a multiple of
-    32 (16 for int8), columns a multiple of 16 (32 for int8), and an even number of metadata
-    columns, i.e. K a multiple of 32 (64 for int8). PyTorch's function does not check the last
-    rule: with an odd number of metadata columns (e.g. a 32x16 float16 weight) its scatter
-    runs out of range and raises an index error; this function refuses such shapes clearly.
+    Shape rules: exactly the shapes PyTorch's function converts. Rows a multiple of 32 (16 for
+    int8); columns a multiple of 16 (32 for int8) and an even number of metadata columns:
+    K a multiple of 32 for float16/bfloat16, 64 for int8, 16 for float32. PyTorch's function
+    does not check the last rule: with an odd number of metadata columns (e.g. a 32x16 float16
+    weight) its scatter runs out of range and raises an index error; this function refuses such
+    shapes clearly.
     """
     if not isinstance(packed, Packed):
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
@@ -468,22 +621,35 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
             f"the CUTLASS layout for {packed.dtype} is {n}:{m}, but packed is {packed.n}:{packed.m}{hint}"
         )
     N, K = packed.shape
-    per_meta = 16 if meta_dtype == torch.int16 else 32  # dense columns covered by one meta element
+    per_meta = _dense_cols_per_meta(packed.dtype)
     if N % rows_mult or K % cols_mult or (K // per_meta) % 2:
         raise ValueError(
-            f"shape {packed.shape} does not fit PyTorch's CUTLASS layout for {packed.dtype}: rows must be a "
-            f"multiple of {rows_mult} and columns a multiple of {2 * per_meta} (columns a multiple of {cols_mult}, "
-            "and an even number of metadata columns)"
+            f"packed.shape {packed.shape} does not fit PyTorch's CUTLASS layout for {dtype_name(packed.dtype)}: "
+            f"rows must be a multiple of {rows_mult} and columns a multiple of {max(cols_mult, 2 * per_meta)} "
+            f"(columns a multiple of {cols_mult}, and an even number of metadata columns of {per_meta} each)"
         )
-    if packed.dtype == torch.float32:
-        # 1:2 -> one nibble per pair: position p of the pair is encoded as halves (2p, 2p+1).
-        pos = _unpack_codes(packed.meta, K // 2, 1)  # [N, K/2] in {0, 1}
-        nibbles = torch.where(pos.bool(), 0b1110, 0b0100)
-        raw = _pack_codes(nibbles, 4)
-    else:
-        raw = packed.meta
-    meta = raw.contiguous().view(meta_dtype)
-    return packed.values, _reorder_meta(meta, row_block, interleave)
+    with one_thread():
+        raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
+        meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
+        values = packed.values.contiguous()
+    return values, meta
+
+
+@lru_cache(maxsize=None)
+def _fp32_nibble_table(device_type: str) -> torch.Tensor:
+    """For each meta byte of 1:2 (8 one-bit positions), the 8 CUTLASS nibbles as one 32-bit word.
+
+    Position p of a pair is encoded as the 16-bit halves (2p, 2p+1): 0 -> 0b0100, 1 -> 0b1110.
+    """
+    words = [sum((0b1110 if byte >> j & 1 else 0b0100) << (4 * j) for j in range(8)) for byte in range(256)]
+    return torch.tensor(words, dtype=torch.int64, device=torch.device(device_type)).to(torch.int32)
+
+
+def _fp32_nibbles(meta: torch.Tensor) -> torch.Tensor:
+    """1:2 metadata bytes [N, K/16] -> CUTLASS nibbles as bytes [N, K/4] (int16 view: [N, K/8])."""
+    table = _fp32_nibble_table(meta.device.type)
+    words = table[meta.to(torch.int64)]  # [N, K/16] int32, 8 nibbles each
+    return words.view(torch.uint8).view(meta.shape[0], -1)
 
 
 # ---------------------------------------------------------------------------------------------

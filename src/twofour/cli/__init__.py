@@ -7,13 +7,17 @@ file only wires them together, so a new subcommand is one module and one line in
 ``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
 
 Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
-non-zero exit code, never a traceback.
+non-zero exit code, never a traceback. So do the ends a shell can cause: output piped into
+``head`` that closes early ends quietly with 141 (128 + SIGPIPE, as a shell reports it), and a
+full disk under stdout ends with one line and exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 # name -> (module path, one-line help)
@@ -61,11 +65,40 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
+        return code
     except UserError as exc:
-        print(f"twofour {args.command}: error: {exc}", file=sys.stderr)
+        _say(f"twofour {args.command}: error: {exc}")
         return 2
     except KeyboardInterrupt:
-        print(f"twofour {args.command}: interrupted", file=sys.stderr)
+        _say(f"twofour {args.command}: interrupted")
         return 130
+    except BrokenPipeError:
+        _silence_stdout()  # the reader has gone: nothing to say, and nobody to say it to
+        return 141
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        _silence_stdout()
+        _say(f"twofour {args.command}: error: cannot write output ({exc.strerror})")
+        return 1
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if stderr is still there."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 

@@ -6,8 +6,9 @@
 
 Reads safetensors memory-mapped, one tensor at a time, or a PyTorch checkpoint with
 ``weights_only=True`` (never unpickling arbitrary objects). Prints one row per 2-D weight, the
-problems that keep layers off the sparse path, and a one-line verdict. Exit code 0 when the
-audit ran (whatever it found), 2 on a usage or file error, printed as one line.
+problems that keep layers off the sparse path, and a one-line verdict. Names from the file are
+printed escaped and shortened (``twofour._text.printable``); ``--json`` keeps them exact. Exit
+code 0 when the audit ran (whatever it found), 2 on a usage or file error, printed as one line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import sys
 
 from . import UserError
+from ._output import check_output_file, show, write_error
 
 _EPILOG = """examples:
   twofour audit model.safetensors
@@ -80,6 +82,9 @@ def _target(args):
 
 
 def run(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .._text import printable
     from ..dispatch import audit
     from ..dispatch.checkpoint import CheckpointError, open_checkpoint
 
@@ -87,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tokens must be a positive number of tokens (batch x seq_len), got {args.tokens}")
     if args.max_rows is not None and args.max_rows < 0:
         raise UserError(f"--max-rows must be >= 0, got {args.max_rows}")
+    if args.json:
+        check_output_file(args.json, "--json", "audit.json")
     target = _target(args)
     try:
         with open_checkpoint(args.model_file) as ckpt:
@@ -94,8 +101,12 @@ def run(args: argparse.Namespace) -> int:
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
     if not report.rows:
+        kinds = Counter(why for _, why in report.skipped)
+        why = "; ".join(f"{n} x {printable(w, 120)}" for w, n in kinds.most_common(3))
         raise UserError(
-            f"{args.model_file}: no 2-D weights found ({len(report.skipped)} other tensors); nothing to audit"
+            f"{show(args.model_file)}: no 2-D weights found ({len(report.skipped)} other tensors"
+            + (f": {why}" if why else "")
+            + "); nothing to audit"
         )
     text = str(report) if args.max_rows is None else _limited(report, args.max_rows)
     print(text)
@@ -104,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
             with open(args.json, "w") as f:
                 f.write(report.to_json())
         except OSError as exc:
-            raise UserError(f"--json {args.json}: cannot write ({exc.strerror or exc})") from None
-        print(f"wrote {args.json}", file=sys.stderr)
+            raise write_error("--json", args.json, exc) from None
+        print(f"wrote {show(args.json)}", file=sys.stderr)
     return 0
 
 

@@ -14,12 +14,19 @@ import argparse
 import sys
 
 from . import UserError
+from .._text import printable
+from ._output import check_output_file, show, write_error
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
 _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "warmup": 1}
 _QUICK_GPU = {"shapes": ["llama-3-8b"], "Ms": [1, 16, 256, 4096], "repeats": 10, "warmup": 3}
 # A CPU cannot sweep to M=16384 on 70B shapes in reasonable time; the cap is printed.
 _CPU_DEFAULT_MS = [1, 4, 16, 64, 256, 1024]
+# Bounds on what a run may ask for: no real layer or batch comes near them, and past them a
+# typo would allocate tens of gigabytes or run for days.
+_MAX_DIM = 1 << 20  # M, N or K
+_MAX_OPERAND = 1 << 32  # elements of the largest of x, W and y
+_MAX_REPEATS = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,16 +62,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         shapes = [s for text in shape_texts for s in parse_shape(text)]
     except ValueError as exc:
-        raise UserError(f"--shapes: {exc}") from None
+        raise UserError(f"--shapes: {printable(exc, 300)}") from None
     Ms = args.Ms or (quick["Ms"] if args.quick else (None if on_gpu else _CPU_DEFAULT_MS))
-    if Ms is not None and any(m <= 0 for m in Ms):
-        raise UserError(f"--m: every M must be a positive int, got {Ms}")
+    if Ms is not None and any(m <= 0 or m > _MAX_DIM for m in Ms):
+        raise UserError(f"--m: every M must be an int from 1 to {_MAX_DIM:,}, got {Ms}")
+    _check_sizes(shapes, Ms)
     for name in ("repeats", "warmup"):
         v = getattr(args, name)
-        if v is not None and v < (1 if name == "repeats" else 0):
-            raise UserError(f"--{name} must be >= {1 if name == 'repeats' else 0}, got {v}")
+        low = 1 if name == "repeats" else 0
+        if v is not None and not low <= v <= _MAX_REPEATS:
+            raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
+    if args.out is not None:
+        check_output_file(args.out, "--out")
 
     if on_gpu:
         dtypes = args.dtypes or (["float16"] if args.quick else ["float16", "bfloat16"])
@@ -99,12 +110,29 @@ def run(args: argparse.Namespace) -> int:
     _print_table(res, on_gpu)
     for mode in modes[1:]:
         _print_mode(res, mode)
-    out = res.save(args.out or default_out_path(res.provenance))
-    print(f"results written to {out}")
+    out = args.out or default_out_path(res.provenance)
+    try:
+        out = res.save(out)
+    except OSError as exc:
+        raise write_error("--out", out, exc) from None
+    print(f"results written to {show(out)}")
     problems = res.problems()
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _check_sizes(shapes, Ms) -> None:
+    """Refuse shapes and token counts whose operands no machine here could hold."""
+    largest_m = max(Ms) if Ms else 16384
+    for label, N, K in shapes:
+        if N > _MAX_DIM or K > _MAX_DIM:
+            raise UserError(f"--shapes {printable(label, 60)}: N and K must be at most {_MAX_DIM:,}, got {N}x{K}")
+        if max(largest_m * K, N * K, largest_m * N) > _MAX_OPERAND:
+            raise UserError(
+                f"--shapes {printable(label, 60)} with M={largest_m:,}: an operand would hold more than "
+                f"{_MAX_OPERAND:,} elements; choose smaller shapes or --m"
+            )
 
 
 def _print_table(res, on_gpu: bool) -> None:

@@ -69,29 +69,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._output import check_output_dir, check_output_file, write_error
+
     if args.out is None and args.fitted_js is None:
         raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
     if args.cases < 0:
         raise UserError(f"--cases must be >= 0, got {args.cases}")
+    if args.cases > 100_000:  # each case is a full request model: more would run for hours
+        raise UserError(f"--cases must be at most 100,000, got {args.cases:,}")
+    out = None if args.out is None else check_output_dir(args.out, "--out")
     if args.fitted_js is not None:
-        target = Path(args.fitted_js)
-        if target.is_dir():
-            raise UserError(f"--fitted-js must be a file path, but {target} is a directory")
+        if Path(args.fitted_js).is_dir():
+            raise UserError(f"--fitted-js must be a file path, but {args.fitted_js} is a directory")
+        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js")  # FIFOs, devices
         try:
             text = fitted_js()
             target.write_text(text)
         except OSError as exc:
-            raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+            raise write_error("--fitted-js", target, exc) from None
         print(f"wrote {target} ({len(text)} characters)")
-    if args.out is None:
+    if out is None:
         return 0
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out must be a directory, but {out} is a file")
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
     except OSError as exc:
-        raise UserError(f"cannot write golden files to {out}: {exc.strerror or exc}") from None
+        raise write_error("--out", out, exc) from None
     for path, count in paths.items():
         print(f"wrote {path} ({count} cases)")
     return 0

@@ -17,8 +17,14 @@ import shlex
 from pathlib import Path
 
 from . import UserError
+from ._output import check_output_file, show, write_error
 
 __all__ = ["add_arguments", "run"]
+
+
+# Upper bounds: a typo past these would run for weeks (steps) or fail deep inside torch (threads).
+_MAX_STEPS = 1_000_000
+_MAX_THREADS = 1024
 
 
 def _positive_int(text: str) -> int:
@@ -100,11 +106,16 @@ def run(args: argparse.Namespace) -> int:
         bad = [c for c in criteria if c not in CRITERIA]
         if not criteria or bad:
             raise UserError(f"--criteria: unknown criterion {bad or criteria!r}; valid: {', '.join(CRITERIA)}")
-    out = Path(args.out)
-    if out.exists() and out.is_dir():
-        raise UserError(f"--out {out} is a directory; give a file name such as {out / 'quality.json'}")
+    out = check_output_file(Path(args.out), "--out", "quality.json")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
+    for option, value, top in (
+        ("--train-steps", args.train_steps, _MAX_STEPS),
+        ("--recover-steps", args.recover_steps, _MAX_STEPS),
+        ("--threads", args.threads, _MAX_THREADS),
+    ):
+        if value > top:
+            raise UserError(f"{option} must be at most {top:,}, got {value:,}")
     train_cfg = dataclasses.replace(DEFAULT_TRAIN, steps=args.train_steps, seed=args.seed)
     recover_cfg = dataclasses.replace(DEFAULT_RECOVER, steps=args.recover_steps, seed=args.seed + 1)
     command = _command_line(args)
@@ -118,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
         command=command,
         progress=not args.no_progress,
     )
-    table.save(out)
+    try:
+        table.save(out)
+    except OSError as exc:
+        raise write_error("--out", out, exc) from None
     print(table)
-    print(f"\nwrote {len(table)} rows to {out} ({table.provenance['wall_time_s']} s on {table.provenance['cpu_model']})")
+    print(f"\nwrote {len(table)} rows to {show(out)} ({table.provenance['wall_time_s']} s on {table.provenance['cpu_model']})")
     return 0

@@ -26,17 +26,20 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import torch
 
+from .._bits import unsupported_reason
 from .._tensors import SUPPORTED_DTYPES
+from .._text import printable
 from ..packing import dense_bytes, packed_bytes
 from ..structure import check
-from ._fastcount import fast_check_2_4
-from ._fastcount import supports as fast_supports
+from ._flatten import unique_name
 from .checkpoint import Checkpoint
 from .explain import Verdict, explain
 from .probe import as_environment
@@ -56,8 +59,10 @@ def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
     'linear'
     >>> weight_kind("model.embed_tokens.weight", (128256, 4096)), weight_kind("norm.weight", (4096,))
     ('embedding', None)
+    >>> weight_kind("fc.weight#2", (8, 8))  # a second tensor whose name collided keeps its kind
+    'linear'
     """
-    if len(shape) != 2 or not name.endswith("weight"):
+    if len(shape) != 2 or not re.sub(r"#\d+$", "", name).endswith("weight"):
         return None
     low = name.lower()
     return "embedding" if any(m in low for m in _EMBEDDING_MARKERS) else "linear"
@@ -98,10 +103,14 @@ class AuditRow:
 _TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
 
 
+# Names are printed escaped (they come from the file) and at most this long, shortened in the middle.
+_NAME_WIDTH = 60
+
+
 def _table_cells(r) -> tuple[str, ...]:
-    """One audit row as the table's cell strings."""
+    """One audit row as the table's cell strings (the name escaped and shortened)."""
     return (
-        r.name,
+        printable(r.name, _NAME_WIDTH),
         "x".join(map(str, r.shape)),
         str(r.dtype),
         "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
@@ -164,10 +173,7 @@ class AuditReport:
         header = _TABLE_HEADER
         body = [_table_cells(r) for r in rows]
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-        widths[0] = min(widths[0], 60)
-        fmt = lambda cells: "  ".join(  # noqa: E731
-            (c if len(c) <= w else c[: w - 3] + "...").ljust(w) for c, w in zip(cells, widths)
-        ).rstrip()
+        fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
         lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
         if max_rows is not None and len(self.rows) > max_rows:
             lines.append(f"... {len(self.rows) - max_rows} more rows")
@@ -183,8 +189,11 @@ class AuditReport:
         if self.skipped:
             kinds = Counter(why for _, why in self.skipped)
             lines.append("")
-            lines.append(f"skipped {len(self.skipped)} tensors: " + "; ".join(f"{n} x {why}" for why, n in kinds.most_common()))
-        lines += [f"note: {n}" for n in self.notes]
+            lines.append(
+                f"skipped {len(self.skipped)} tensors: "
+                + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
+            )
+        lines += [f"note: {printable(n, 400)}" for n in self.notes]
         lines.append("")
         lines.append(self.summary())
         return "\n".join(lines)
@@ -206,6 +215,7 @@ class AuditReport:
                 "summary": self.summary(),
                 "rows": [asdict(r) for r in self.rows],
                 "skipped": [{"name": n, "why": w} for n, w in self.skipped],
+                "notes": list(self.notes),
             },
             indent=1,
         )
@@ -220,6 +230,18 @@ def _gb(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n} B"
+
+
+def _prefetch_window() -> int:
+    """Bytes of a checkpoint to ask the disk for ahead of the audit: 1 GiB, or 1/4 of free memory if less."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        free = 4 << 30
+    return max(64 << 20, min(1 << 30, free // 4))
+
+
+_PREFETCH_BYTES = _prefetch_window()
 
 
 def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, object]]:
@@ -250,18 +272,29 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
         return
     if isinstance(source, Checkpoint):
         names = source.names()
+        ahead = 0  # names[:ahead] have been prefetched
+        pending = 0  # bytes of names[i + 1 : ahead]
         for i, name in enumerate(names):
-            if i + 1 < len(names):
-                source.prefetch(names[i + 1])  # the disk reads the next tensor while this one is checked
+            # The disk reads the tensors ahead while this one is checked: a window of bytes,
+            # not of tensors, so a file larger than memory does not evict what is still to come.
+            if i < ahead:
+                pending -= source.nbytes(name)
+            else:
+                source.prefetch(name)
+                ahead = i + 1
+            while ahead < len(names) and pending < _PREFETCH_BYTES:
+                source.prefetch(names[ahead])
+                pending += source.nbytes(names[ahead])
+                ahead += 1
             shape = source.shape(name)
             yield name, weight_kind(name, shape), shape, source.dtype(name), (lambda name=name: source.tensor(name))
         return
     if isinstance(source, Mapping):
         for name, t in source.items():
             if not isinstance(t, torch.Tensor):
-                yield str(name), None, (), type(t).__name__, None
+                yield name, None, (), type(t).__name__, None
                 continue
-            yield str(name), weight_kind(str(name), tuple(t.shape)), tuple(t.shape), t.dtype, (lambda t=t: t)
+            yield name, weight_kind(name, tuple(t.shape)), tuple(t.shape), t.dtype, (lambda t=t: t)
         return
     raise TypeError(
         "model_or_state_dict must be a torch.nn.Module, a state dict (Mapping of name -> tensor) or a "
@@ -298,8 +331,12 @@ def audit(
     target_name = f"{env.gpu_name} ({env.capability_str})" if env.cuda_available else "CPU (no CUDA GPU)"
     rows: list[AuditRow] = []
     skipped: list[tuple[str, str]] = list(getattr(model_or_state_dict, "skipped", []))
+    notes: list[str] = list(getattr(model_or_state_dict, "notes", []))
+    source = model_or_state_dict
+    if isinstance(source, Mapping) and not isinstance(source, Checkpoint):
+        source = _unique_keys(source, notes)
     n_bytes_read = 0
-    for name, kind, shape, dtype, load in _iter_weights(model_or_state_dict):
+    for name, kind, shape, dtype, load in _iter_weights(source):
         if load is None:
             skipped.append((name, f"not a tensor ({dtype})"))
             continue
@@ -307,17 +344,75 @@ def audit(
             skipped.append((name, _skip_reason(name, shape, dtype)))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
-            skipped.append((name, f"dtype {dtype} has no 2:4 kernel"))
+            skipped.append((name, _dtype_reason(dtype)))
+            continue
+        if 0 in shape:
+            skipped.append((name, f"empty ({'x'.join(map(str, shape))}): no values to check"))
             continue
         W = load()
+        odd = _odd_tensor(W)
+        if odd:
+            skipped.append((name, odd))
+            continue
+        try:
+            row = _row(name, kind, W, M, env, backend)
+        except _NotChecked as exc:
+            skipped.append((name, str(exc)))
+            continue
         n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
-        rows.append(_row(name, kind, W, M, env, backend))
+        rows.append(row)
         del W
-    notes = ()
     if not env.cuda_available:
-        notes = ("no CUDA GPU here: every verdict is 'error' for the sparse path; pass a GPU with "
-                 "--capability (CLI) or target=hypothetical_gpu(...) to ask about one",)
+        notes.append(
+            "no CUDA GPU here: every verdict is 'error' for the sparse path; pass a GPU with "
+            "--capability (CLI) or target=hypothetical_gpu(...) to ask about one"
+        )
+    notes = tuple(notes)
     return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes)
+
+
+class _NotChecked(Exception):
+    """A weight that cannot be checked; the message is the reason the audit lists it under."""
+
+
+def _unique_keys(state: Mapping, notes: list[str]) -> dict:
+    """``state`` with ``str`` keys; keys that print the same (``1`` and ``"1"``) get ``#2`` suffixes and a note."""
+    out: dict = {}
+    collided: dict[str, list[str]] = {}
+    for key, value in state.items():
+        name = str(key)
+        final = unique_name(name, out)
+        if final != name:
+            collided.setdefault(name, [name]).append(final)
+        out[final] = value
+    for name, names in collided.items():
+        listed = " and ".join(f"'{printable(n, 80)}'" for n in names)
+        notes.append(f"{len(names)} keys print as '{printable(name, 80)}': listed as {listed}")
+    return out
+
+
+def _dtype_reason(dtype) -> str:
+    if isinstance(dtype, torch.dtype):
+        why = unsupported_reason(dtype)
+        return f"dtype {str(dtype).replace('torch.', '')}: {why}" if why else f"dtype {dtype} has no 2:4 kernel"
+    return f"dtype {printable(dtype, 40)} is not one torch knows"
+
+
+def _odd_tensor(W) -> str | None:
+    """Why ``W`` cannot be audited as a dense weight (sparse, meta, nested...), or None."""
+    if not isinstance(W, torch.Tensor):
+        return f"not a tensor ({type(W).__name__})"
+    if is_packed(W):
+        return None
+    if W.is_sparse or W.layout != torch.strided:
+        return f"{str(W.layout).replace('torch.', '')} layout: stored sparse, not a dense weight; audit W.to_dense()"
+    if getattr(W, "is_nested", False):
+        return "a nested (jagged) tensor, not a weight matrix"
+    if W.device.type == "meta":
+        return "a meta tensor: a shape without values"
+    if W.is_quantized:
+        return f"quantized ({str(W.dtype).replace('torch.', '')}): dequantize it to audit it"
+    return None
 
 
 def _tokens(example_input_shape) -> int | None:
@@ -352,9 +447,11 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
         return AuditRow(name, kind, shape, dtype, None, packed, "dense", ("lookup",), (reason,), d_bytes, None)
     structure = None
-    if not packed and W.device.type != "meta" and shape[1] % 4 == 0:
-        # Same counts as check(); the fast path is several times quicker on big weights.
-        structure = fast_check_2_4(W) if fast_supports(W) else check(W, 2, 4, max_examples=1, max_locations=0)
+    if not packed and shape[1] % 4 == 0:
+        try:
+            structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
+        except ValueError as exc:  # a self-overlapping view too large to count by its storage
+            raise _NotChecked(f"not checked: {exc}") from None
     verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=structure)
     path = verdict.if_packed
     problems = [c for c in verdict.problems() if c.topic != "packed" or packed]

@@ -10,8 +10,16 @@ Two formats are accepted, recognised by their first bytes rather than their file
   restricted unpickler refuses anything that is not plain tensors and containers, so a
   malicious pickle is rejected, never executed.
 
-Every failure (missing file, unknown format, corrupt file, refused pickle) is a
-:class:`CheckpointError` with one line that says what is wrong and what would work.
+Only a regular file is opened: a FIFO, a device, a socket or a directory is refused at once
+(reading a FIFO would wait forever for a writer). The file is opened once and every later read
+goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO between the
+check and the read. A zip whose entries are compressed is refused (``torch.save`` stores
+entries uncompressed, and a compressed entry can unpack to far more than the file), and the
+loaded containers are walked with bounds (``twofour.dispatch._flatten``).
+
+Every failure (missing file, unknown format, corrupt file, refused pickle, a bound exceeded) is
+a :class:`CheckpointError` with one line that says what is wrong and what would work; names
+and texts from the file are escaped in it (``twofour._text.printable``).
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -26,10 +34,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
+import warnings
+import weakref
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import torch
+
+from .._text import printable
+from ._flatten import FlattenError, flatten_state_dict
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
 
@@ -59,23 +73,58 @@ class CheckpointError(Exception):
     """A checkpoint could not be read; the message is one line meant for the user."""
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes.
+# The pickle inside a torch zip names tensors and their storages; real ones are kilobytes to a
+# few megabytes. A larger one is not a checkpoint torch wrote.
+_MAX_PICKLE = 256 * 1024 * 1024
+_KINDS = (
+    (stat.S_ISDIR, "is a directory; pass one checkpoint file"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe), not a file; reading it would wait for a writer"),
+    (stat.S_ISCHR, "is a character device, not a file"),
+    (stat.S_ISBLK, "is a block device, not a file"),
+    (stat.S_ISSOCK, "is a socket, not a file"),
+)
 
-    Raises :class:`CheckpointError` for a missing, unreadable, empty or unknown file.
+
+def _show(path) -> str:
+    return printable(os.fspath(path), 200)
+
+
+def _not_regular(mode: int) -> str | None:
+    for test, why in _KINDS:
+        if test(mode):
+            return why
+    return None if stat.S_ISREG(mode) else "is not a regular file"
+
+
+def open_regular(path: str) -> int:
+    """An fd open for reading on ``path``, which must be a regular file; :class:`CheckpointError` otherwise.
+
+    The kind is checked before opening (opening some devices has effects) and again on the
+    open file (the path may have changed in between).
     """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise CheckpointError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CheckpointError(f"{path}: is a directory; pass one checkpoint file ({_FORMATS_HELP})")
     try:
-        with open(path, "rb") as f:
-            head = f.read(16)
+        before = os.stat(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{_show(path)}: no such file") from None
     except OSError as exc:
-        raise CheckpointError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    why = _not_regular(before.st_mode)
+    if why:
+        raise CheckpointError(f"{_show(path)}: {why} ({_FORMATS_HELP})")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    why = _not_regular(os.fstat(fd).st_mode)
+    if why:
+        os.close(fd)
+        raise CheckpointError(f"{_show(path)}: {why} ({_FORMATS_HELP})")
+    return fd
+
+
+def _format_of(head: bytes, path: str) -> str:
     if not head:
-        raise CheckpointError(f"{path}: the file is empty; {_FORMATS_HELP}")
+        raise CheckpointError(f"{_show(path)}: the file is empty; {_FORMATS_HELP}")
     if head[:4] == b"PK\x03\x04":
         return "torch-zip"
     if len(head) >= 9:
@@ -84,61 +133,80 @@ def detect_format(path: str | os.PathLike) -> str:
             return "safetensors"
     if head[:1] == b"\x80":  # pickle protocol 2+ opcode: torch.save's legacy (non-zip) format
         return "torch-pickle"
-    raise CheckpointError(f"{path}: unknown format (first bytes {head[:8]!r}); {_FORMATS_HELP}")
+    raise CheckpointError(f"{_show(path)}: unknown format (first bytes {head[:8]!r}); {_FORMATS_HELP}")
 
 
-def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str]]]:
-    """Tensors of a (possibly nested) checkpoint dict as ``{"a.b.weight": tensor}``.
+def detect_format(path: str | os.PathLike) -> str:
+    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes.
 
-    Also returns ``(name, why)`` for every entry that is not a tensor (step counters, config
-    strings...), so nothing is dropped silently.
-
-    >>> t, skipped = flatten_state_dict({"model": {"fc.weight": torch.zeros(2, 4)}, "epoch": 3})
-    >>> list(t), skipped
-    (['model.fc.weight'], [('epoch', 'not a tensor (int)')])
+    Raises :class:`CheckpointError` for a missing, unreadable, empty, unknown or non-regular file.
     """
-    tensors: dict = {}
-    skipped: list[tuple[str, str]] = []
+    path = os.fspath(path)
+    fd = open_regular(path)
+    try:
+        return _format_of(os.pread(fd, 16, 0), path)
+    except OSError as exc:
+        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
-    def walk(value, name: str) -> None:
-        if isinstance(value, torch.Tensor):
-            tensors[name] = value
-        elif isinstance(value, Mapping):
-            for key, sub in value.items():
-                walk(sub, f"{name}.{key}" if name else str(key))
-        elif isinstance(value, (list, tuple)) and any(isinstance(v, (torch.Tensor, Mapping)) for v in value):
-            for i, sub in enumerate(value):
-                walk(sub, f"{name}.{i}" if name else str(i))
-        else:
-            skipped.append((name or "<top level>", f"not a tensor ({type(value).__name__})"))
 
-    walk(obj, prefix)
-    return tensors, skipped
+def _check_zip(read_path: str, path: str) -> None:
+    """Refuse a torch zip that is damaged, compressed, or whose pickle is implausibly large."""
+    try:
+        with zipfile.ZipFile(read_path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)") from None
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise CheckpointError(
+                f"{_show(path)}: refused: entry {printable(info.filename, 80)!r} is compressed; torch.save stores "
+                "entries uncompressed, and a compressed entry can unpack to far more than the file. Re-save it "
+                "with torch.save or as safetensors"
+            )
+        if info.filename.endswith(".pkl") and info.file_size > _MAX_PICKLE:
+            raise CheckpointError(
+                f"{_show(path)}: refused: its pickle {printable(info.filename, 80)!r} is {info.file_size:,} bytes "
+                f"(more than {_MAX_PICKLE:,}); a checkpoint's pickle only names its tensors"
+            )
 
 
 class Checkpoint:
     """An opened checkpoint: names, shapes and dtypes up front, tensors one at a time.
 
-    Use :func:`open_checkpoint`; close it (or use ``with``) to release the memory map.
+    Use :func:`open_checkpoint`; close it (or use ``with``) to release the file and its memory map.
+    ``skipped`` lists ``(name, why)`` for entries that are not tensors, ``notes`` what a reader
+    should know (names that collided and the names they were given).
     """
 
-    def __init__(self, path: str, fmt: str):
+    def __init__(self, path: str, fmt: str, fd: int | None = None):
         self.path = path
         self.format = fmt
         self.skipped: list[tuple[str, str]] = []
+        self.notes: list[str] = []
         self._handle = None
         self._tensors: dict = {}
-        if fmt == "safetensors":
-            self._open_safetensors()
-        else:
-            self._open_torch()
+        self._fd = open_regular(path) if fd is None else fd
+        self._closer = weakref.finalize(self, os.close, self._fd)
+        # Every read goes through the file opened (and checked) above, never the path again.
+        proc = f"/proc/self/fd/{self._fd}"
+        self._read_path = proc if os.path.exists(proc) else path
+        try:
+            if fmt == "safetensors":
+                self._open_safetensors()
+            else:
+                self._open_torch()
+        except BaseException:
+            self.close()
+            raise
 
     # -- opening ---------------------------------------------------------------------------------
     def _open_safetensors(self) -> None:
         from safetensors import safe_open
 
         try:
-            self._handle = safe_open(self.path, framework="pt", device="cpu")
+            self._handle = safe_open(self._read_path, framework="pt", device="cpu")
             self._names = list(self._handle.keys())
             self._meta = {}
             for name in self._names:
@@ -146,26 +214,31 @@ class Checkpoint:
                 code = sl.get_dtype()
                 self._meta[name] = (tuple(int(d) for d in sl.get_shape()), _SAFETENSORS_DTYPES.get(code, code))
         except Exception as exc:  # safetensors raises its own error type for every kind of damage
-            raise CheckpointError(f"{self.path}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
-        self._ranges = _safetensors_ranges(self.path)
+            raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
+        self._ranges = _safetensors_ranges(self._read_path)
 
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
-        if mmap and not zipfile.is_zipfile(self.path):
-            raise CheckpointError(f"{self.path}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)")
+        if mmap:
+            _check_zip(self._read_path, self.path)
         try:
-            obj = torch.load(self.path, map_location="cpu", weights_only=True, mmap=mmap)
+            with warnings.catch_warnings():  # e.g. "sparse CSR support is in beta": the audit says what it skips
+                warnings.simplefilter("ignore")
+                obj = torch.load(self._read_path, map_location="cpu", weights_only=True, mmap=mmap)
         except pickle.UnpicklingError as exc:
             raise CheckpointError(
-                f"{self.path}: refused: the file contains Python objects that are not plain tensors "
+                f"{_show(self.path)}: refused: the file contains Python objects that are not plain tensors "
                 f"({_refusal(exc)}); twofour loads PyTorch checkpoints with weights_only=True and never runs "
                 "code from a file. Re-save the weights as safetensors from a trusted environment"
             ) from None
-        except Exception as exc:
-            raise CheckpointError(f"{self.path}: corrupt or unreadable PyTorch checkpoint ({_one_line(exc)})") from None
+        except Exception as exc:  # RecursionError and MemoryError included: one line, never a traceback
+            raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable PyTorch checkpoint ({_one_line(exc)})") from None
         if isinstance(obj, torch.nn.Module):  # cannot happen with weights_only, kept for clarity
             obj = obj.state_dict()
-        self._tensors, self.skipped = flatten_state_dict(obj)
+        try:
+            self._tensors, self.skipped, self.notes = flatten_state_dict(obj)
+        except FlattenError as exc:
+            raise CheckpointError(f"{_show(self.path)}: refused: {exc}") from None
         self._names = list(self._tensors)
         self._meta = {n: (tuple(t.shape), t.dtype) for n, t in self._tensors.items()}
 
@@ -184,13 +257,20 @@ class Checkpoint:
     def tensor(self, name: str) -> torch.Tensor:
         """Read one tensor (memory-mapped where the format allows)."""
         if name not in self._meta:
-            raise KeyError(f"{name!r} is not in {self.path}")
+            raise KeyError(f"{printable(name, 200)!r} is not in {_show(self.path)}")
         if self.format == "safetensors":
             try:
                 return self._handle.get_tensor(name)
             except Exception as exc:
-                raise CheckpointError(f"{self.path}: cannot read tensor {name!r} ({_one_line(exc)})") from None
+                raise CheckpointError(
+                    f"{_show(self.path)}: cannot read tensor {printable(name, 200)!r} ({_one_line(exc)})"
+                ) from None
         return self._tensors[name]
+
+    def nbytes(self, name: str) -> int:
+        """Bytes of ``name``'s data in the file (0 when the format does not say)."""
+        span = getattr(self, "_ranges", {}).get(name)
+        return 0 if span is None else span[1]
 
     def prefetch(self, name: str) -> None:
         """Ask the OS to start reading ``name``'s bytes now (safetensors only; a no-op otherwise).
@@ -198,14 +278,10 @@ class Checkpoint:
         Auditing one tensor while the disk reads the next overlaps I/O with computation.
         """
         span = getattr(self, "_ranges", {}).get(name)
-        if span is None or not hasattr(os, "posix_fadvise"):
+        if span is None or not hasattr(os, "posix_fadvise") or not self._closer.alive:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, span[0], span[1], os.POSIX_FADV_WILLNEED)
-            finally:
-                os.close(fd)
+            os.posix_fadvise(self._fd, span[0], span[1], os.POSIX_FADV_WILLNEED)
         except OSError:
             pass  # only a hint; reading works without it
 
@@ -216,6 +292,7 @@ class Checkpoint:
     def close(self) -> None:
         self._handle = None
         self._tensors = {}
+        self._closer()  # closes the file once, whoever calls first
 
     def __enter__(self) -> Checkpoint:
         return self
@@ -227,7 +304,16 @@ class Checkpoint:
 def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
     """Open a safetensors file or a PyTorch checkpoint for reading; see the module docstring."""
     path = os.fspath(path)
-    return Checkpoint(path, detect_format(path))
+    fd = open_regular(path)
+    try:
+        fmt = _format_of(os.pread(fd, 16, 0), path)
+    except OSError as exc:
+        os.close(fd)
+        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return Checkpoint(path, fmt, fd=fd)
 
 
 def _safetensors_ranges(path: str) -> dict:
@@ -249,8 +335,9 @@ def _safetensors_ranges(path: str) -> dict:
 
 
 def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line, escaped and at most 200 characters (it may quote the file)."""
     text = " ".join(str(exc).split())
-    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)
+    return printable(text, 200) if text else type(exc).__name__
 
 
 def _refusal(exc: BaseException) -> str:
@@ -258,5 +345,5 @@ def _refusal(exc: BaseException) -> str:
     for line in str(exc).splitlines():
         line = line.strip()
         if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line:
-            return line.rstrip(".")
+            return printable(line.rstrip("."), 200)
     return "rejected by the weights-only unpickler"

@@ -1,0 +1,103 @@
+"""Name every tensor of a loaded checkpoint, with bounds a hostile file cannot get past.
+
+``torch.load(weights_only=True)`` returns plain containers, but their shape is the file's
+choice. A few kilobytes of pickle can nest ten thousand dicts, make a dict contain itself, or
+reference one dict from two keys at every level (40 levels: 2**40 paths). Two entries can
+also flatten to the same dotted name (``{"a.b": x, "a": {"b": y}}``). So the walk here is
+iterative (no recursion limit to hit), refuses a container that contains itself, stops with
+one clear error past ``MAX_DEPTH`` levels or ``MAX_ENTRIES`` visited entries, and gives a
+colliding name a ``#2`` suffix with a note, never dropping either tensor.
+
+>>> import torch
+>>> t, skipped, notes = flatten_state_dict({"a.b": torch.zeros(1), "a": {"b": torch.ones(1)}})
+>>> list(t), notes
+(['a.b', 'a.b#2'], ["2 entries flatten to the name 'a.b': listed as 'a.b' and 'a.b#2'"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from .._text import printable
+
+__all__ = ["flatten_state_dict", "FlattenError", "unique_name", "MAX_DEPTH", "MAX_ENTRIES"]
+
+MAX_DEPTH = 64  # real checkpoints nest a handful of levels (model / layers / i / ...)
+MAX_ENTRIES = 1_000_000  # entries visited, shared references counted each time they are reached
+
+
+class FlattenError(ValueError):
+    """The loaded object is too deep, too large, or contains itself; the message is one line."""
+
+
+def unique_name(name: str, taken: dict) -> str:
+    """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet."""
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}#{i}" in taken:
+        i += 1
+    return f"{name}#{i}"
+
+
+def _children(value, name: str):
+    if isinstance(value, Mapping):
+        return [(f"{name}.{key}" if name else str(key), sub) for key, sub in value.items()]
+    return [(f"{name}.{i}" if name else str(i), sub) for i, sub in enumerate(value)]
+
+
+def _is_container(value) -> bool:
+    if isinstance(value, Mapping):
+        return True
+    return isinstance(value, (list, tuple)) and any(isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in value)
+
+
+def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str]], list[str]]:
+    """``(tensors, skipped, notes)`` of a (possibly nested) checkpoint object.
+
+    ``tensors`` maps dotted names to tensors (``{"model.fc.weight": tensor}``); ``skipped``
+    holds ``(name, why)`` for every entry that is not a tensor (step counters, config strings),
+    so nothing is dropped silently; ``notes`` says which names collided and what they became.
+    Raises :class:`FlattenError` past ``MAX_DEPTH`` levels or ``MAX_ENTRIES`` entries, or when a
+    container contains itself.
+
+    >>> t, skipped, notes = flatten_state_dict({"model": {"fc.weight": torch.zeros(2, 4)}, "epoch": 3})
+    >>> list(t), skipped, notes
+    (['model.fc.weight'], [('epoch', 'not a tensor (int)')], [])
+    """
+    tensors: dict = {}
+    skipped: list[tuple[str, str]] = []
+    collisions: dict[str, list[str]] = {}
+    visited = 0
+    # Depth-first, children in file order: a stack of (name, value, depth, ancestors' ids).
+    stack = [(prefix, obj, 0, frozenset())]
+    while stack:
+        name, value, depth, ancestors = stack.pop()
+        visited += 1
+        if visited > MAX_ENTRIES:
+            raise FlattenError(
+                f"more than {MAX_ENTRIES:,} entries (a small file can reference the same container from many "
+                "places); refusing to expand it further"
+            )
+        if isinstance(value, torch.Tensor):
+            final = unique_name(name, tensors)
+            if final != name:
+                collisions.setdefault(name, [name]).append(final)
+            tensors[final] = value
+        elif _is_container(value):
+            if id(value) in ancestors:
+                raise FlattenError(f"entry {printable(name or '<top level>', 80)!r} contains itself (a cycle)")
+            if depth >= MAX_DEPTH:
+                raise FlattenError(f"nested more than {MAX_DEPTH} levels deep (at {printable(name, 80)!r})")
+            inner = ancestors | {id(value)}
+            stack.extend((sub_name, sub, depth + 1, inner) for sub_name, sub in reversed(_children(value, name)))
+        else:
+            skipped.append((name or "<top level>", f"not a tensor ({type(value).__name__})"))
+    notes = [
+        f"{len(names)} entries flatten to the name '{printable(name, 80)}': listed as "
+        + " and ".join(f"'{printable(n, 80)}'" for n in names)
+        for name, names in collisions.items()
+    ]
+    return tensors, skipped, notes
