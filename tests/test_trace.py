@@ -545,3 +545,28 @@ def test_gpu_trace_of_the_small_model_dense_and_packed(tmp_path):
     assert ph.comparison is not None and ph.comparison.gemm_speedup > 0
     assert analyze(dense).phase("decode").sparse_gemms == 0
     print(analyze(sparse, baseline=dense))
+
+
+def test_hostile_trace_names_are_escaped_and_only_regular_files_are_read(tmp_path):
+    import json as _json
+    import os as _os
+
+    from twofour.dispatch.trace import TraceError, analyze, load
+
+    evil = "gemm\x1b[2J\nFORGED ROW\r"
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "decode_step_0", "ts": 0, "dur": 100, "pid": 1, "tid": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 50, "pid": 1, "tid": 1},
+        {"ph": "X", "cat": "kernel", "name": evil, "ts": 10, "dur": 40, "pid": 0, "tid": 7},
+    ]
+    path = tmp_path / "evil.json"
+    path.write_text(_json.dumps({"traceEvents": events, "deviceProperties": [{"name": "GPU\x07\n"}]}))
+    tr = load(path)
+    assert all(n.isprintable() for n in tr.names) and any("\\x1b[2J\\nFORGED ROW\\r" in n for n in tr.names)
+    assert tr.device_name == "GPU\\x07\\n"
+    text = str(analyze(tr))
+    assert "\x1b" not in text and "\nFORGED ROW" not in text
+    fifo = tmp_path / "fifo"
+    _os.mkfifo(fifo)
+    with pytest.raises(TraceError, match="is not a regular file"):
+        load(fifo)  # returns at once: a FIFO is never opened

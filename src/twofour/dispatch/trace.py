@@ -51,6 +51,7 @@ import io
 import math
 import os
 import re
+import stat
 import sys
 from array import array
 from collections import defaultdict
@@ -59,6 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._text import printable
 from ..amdahl import max_speedup, speedup
 from .kernels import DENSE, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, OpRecord, classify_records
 from ._jsonstream import ChromeTraceStream, StreamError
@@ -244,7 +246,7 @@ class Trace:
     def device_name(self) -> str | None:
         """The GPU named in the trace's ``deviceProperties`` (None for a CPU trace)."""
         props = self.meta.get("deviceProperties") or []
-        names = sorted({p.get("name") for p in props if isinstance(p, dict) and p.get("name")})
+        names = sorted({printable(p.get("name"), limit=80) for p in props if isinstance(p, dict) and p.get("name")})
         return ", ".join(names) or None
 
     def __repr__(self) -> str:
@@ -291,11 +293,17 @@ def load(path, *, progress: bool | None = None) -> Trace:
     ('NVIDIA H200', 72, True)
     """
     path = Path(path)
-    if not path.exists():
-        raise TraceError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise TraceError(f"{path}: is a folder; give the trace file itself")
-    size = path.stat().st_size
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or have effects when read
+        raise TraceError(f"{path}: is not a regular file (a pipe, device or socket); save the trace to a file first")
+    size = st.st_size
     if size == 0:
         raise TraceError(f"{path}: the file is empty (0 bytes)")
     f, raw = _open(path)
@@ -369,7 +377,9 @@ def load(path, *, progress: bool | None = None) -> Trace:
             bar.close()
         raw.close()
     return Trace(
-        path=str(path), meta=stream.meta, names=list(names), threads=list(threads),
+        # every name reaches a terminal or a page through the report: keep it escaped (a trace
+        # file cannot write escape sequences or forge report lines)
+        path=str(path), meta=stream.meta, names=[printable(n, limit=400) for n in names], threads=list(threads),
         # Views on the arrays' own buffers: no copy, so the columns are held once.
         kind=_column(kind, np.int8), name=_column(name_col, np.int32), ts=_column(ts_col, np.float64),
         dur=_column(dur_col, np.float64), thread=_column(thread_col, np.int32), ext=_column(ext_col, np.int64),
