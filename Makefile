@@ -36,9 +36,11 @@ site: setup
 
 # JupyterLab from .venv (the `lab` extra), on the labs and the chapters, with a kernel that
 # has twofour. LAB_ARGS passes options on, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
+# (Jupyter refuses to run as root without --allow-root; containers and CI often are root.)
 LAB_ARGS ?=
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/labs $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/labs $(LAB_ROOT) $(LAB_ARGS)
 
 test: setup
 	@# 1. nbval runs every notebook and lab (two at a time, each notebook's cells in one worker).

@@ -39,6 +39,9 @@ ROOT = nb_execute.ROOT
 _outputs: dict[str, list[str]] = {}  # page src_uri -> output HTML fragments
 _command = {"name": "build", "background": False}  # mkdocs' command (on_startup); runner started (on_serve)
 _pending: dict = {}  # notebooks still to execute (serve): path -> cache file
+# Search ranking (Material's `search.boost`): the chapters explain, so they come first; the
+# API pages are boosted down in reference.py.
+SEARCH_BOOST = {"notebooks": 2, "labs": 1.5, "solutions": 1}
 
 
 class NotebookPageFile(File):
@@ -145,7 +148,9 @@ def on_files(files: Files, config) -> Files:
         actions = actions_html(rel, repo, branch) + notes.get(item.path, "")
         rendered = nb_render.render(item.nb, stem=stem, actions_html=actions)
         _outputs[rel] = rendered.outputs
-        files.append(NotebookPageFile.generated(config, rel, content=rendered.markdown))
+        boost = SEARCH_BOOST.get(rel.split("/", 1)[0] if "/solutions/" not in rel else "solutions", 1)
+        front = f"---\nsearch:\n  boost: {boost}\n---\n\n" if boost != 1 else ""
+        files.append(NotebookPageFile.generated(config, rel, content=front + rendered.markdown))
         files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", abs_src_path=str(item.path)))
         for filename, data in rendered.images.items():
             files.append(File.generated(config, f"{page_dir}/{filename}", content=data))

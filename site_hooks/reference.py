@@ -188,7 +188,9 @@ MOST_USED: list[tuple[str, str, str]] = [
     ("twofour.request", "estimate", "what does it do to a whole request?"),
 ]
 # Search ranking: guides (chapters, labs, practice) above the signatures that use their words.
-API_SEARCH_BOOST = 0.3
+# Material's search weighs a match in a title 1000 times a match in text, and every function
+# of an API page is a title, so the boost must be small for a chapter's text to win.
+API_SEARCH_BOOST = 0.001
 ROOM_TITLES = {TOOLKIT: "Toolkit", CLI: "Command line", COURSE: "Course helpers"}
 INSTALL_LINE = 'pip install "git+https://github.com/half-the-weights/twofour"'
 

@@ -6,7 +6,7 @@
 // reachable by keyboard (WCAG 2.1.1), so make the ones that actually overflow focusable,
 // and name them so a screen reader says what the stop is. Run again when the width changes.
 var SCROLL_BOXES = ".md-content .math-block, .md-content .nb-output pre, .md-content .nb-output .nb-html, " +
-  ".md-content .md-typeset__scrollwrap, .md-content .htw-scroll";
+  ".md-content .nb-output .nb-image, .md-content .md-typeset__scrollwrap, .md-content .htw-scroll";
 function markScrollBoxes() {
   document.querySelectorAll(SCROLL_BOXES).forEach(function (box) {
     var overflows = box.scrollWidth > box.clientWidth + 1;

@@ -233,5 +233,5 @@ def test_api_nav_has_every_module_page_toolkit_first():
     listed = [m for *_, ms in reference.api_groups() for m in ms]
     assert pages == [reference.module_src(m) for m in listed]
     page = reference.module_page_markdown("twofour.structure")
-    assert page.startswith("---\nsearch:\n  boost: 0.3\n---") and "# `twofour.structure`" in page
+    assert page.startswith(f"---\nsearch:\n  boost: {reference.API_SEARCH_BOOST}\n---") and "# `twofour.structure`" in page
     assert "{#twofour.structure.check}" in page

@@ -354,7 +354,10 @@ function setUpMode(root) {
   });
   const bar = document.createElement("div");
   bar.className = "practice-bar";
-  bar.append(levelField, topicField, showField, prev, random, next);
+  const buttons = document.createElement("span");
+  buttons.className = "practice-bar__buttons";
+  buttons.append(prev, random, next);
+  bar.append(levelField, topicField, showField, buttons);
 
   // Progress: graded / total and weak, by level and by topic; "review my weak ones".
   const panel = document.createElement("details");
@@ -365,7 +368,8 @@ function setUpMode(root) {
   const review = button("Review my weak ones", "review-weak");
   panel.append(summary, body);
 
-  root.append(bar, timer.element, panel, status, announcer);
+  timer.element.append(announcer);
+  root.append(bar, timer.element, panel, status);
   root.classList.add("practice-mode--active");
 
   // Previous / Next again under the card, where a reader who has scrolled down to the answer is.
@@ -464,7 +468,7 @@ function setUpMode(root) {
     const position = `Question ${list.indexOf(card) + 1} of ${list.length}`;
     status.textContent = `${position}: ${card.querySelector(".practice-title")?.textContent.replace(/¶$/, "").trim() || card.dataset.qid}`;
     where.textContent = position;
-    history.replaceState(history.state, "", `#${card.id}`);
+    setHash(card.id);
     if (focus) {
       const title = card.querySelector(".practice-title");
       title?.focus?.({ preventScroll: true });
@@ -473,6 +477,23 @@ function setUpMode(root) {
       const top = card.getBoundingClientRect().top;
       if (top < 0) card.scrollIntoView({ block: "start" });
     }
+  }
+
+  // The browser scrolls to the URL's #fragment when the page finishes loading, so a hash
+  // written before then would make the page jump down to the card (620-780 px): write it
+  // after the load event.
+  let pendingHash = null;
+  function setHash(id) {
+    if (document.readyState === "complete") {
+      history.replaceState(history.state, "", `#${id}`);
+      return;
+    }
+    if (pendingHash === null) {
+      window.addEventListener("load", () => {
+        history.replaceState(history.state, "", `#${pendingHash}`);
+      }, { once: true });
+    }
+    pendingHash = id;
   }
 
   function step(delta) {
@@ -518,6 +539,7 @@ function setUpMode(root) {
     const undoJump = () => window.scrollTo({ top: 0, left: 0, behavior: "instant" });
     undoJump();
     requestAnimationFrame(undoJump);
+    if (document.readyState !== "complete") window.addEventListener("load", () => requestAnimationFrame(undoJump), { once: true });
   }
 }
 
