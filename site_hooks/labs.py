@@ -35,32 +35,32 @@ LABS: list[Lab] = [
         "notebooks/01-structure.ipynb", "1. Is it really 2:4?",
         "Reading a weight as groups of 4 along K; finding the groups that break 2:4 (wrong "
         "dimension, a third non-zero, `-0.0`); magnitude pruning to 2:4.",
-        "20-30", "Chapter 1; PyTorch indexing (`reshape`, `topk`)."),
+        "20–30", "Chapter 1; PyTorch indexing (`reshape`, `topk`)."),
     Lab("labs/lab2-pack-it-by-hand.ipynb", "labs/solutions/lab2-solutions.ipynb",
         "notebooks/02-packing.ipynb", "2. A dense tensor full of zeros is still dense",
         "Counting packed bytes; packing the kept values; encoding the 2-bit metadata; unpacking, "
         "checked bit for bit against `twofour.packing`.",
-        "45-60", "Chapter 2 and lab 1; bit operations (shifts, masks)."),
+        "45–60", "Chapter 2 and lab 1; bit operations (shifts, masks)."),
     Lab("labs/lab3-dispatch-detective.ipynb", "labs/solutions/lab3-solutions.ipynb",
         "notebooks/03-dispatch.ipynb", "3. Did the sparse kernel run?",
         "Diagnosing why a \"2:4\" layer runs dense (dtype, shape, layout, not packed) with "
         "`twofour.dispatch.explain`; fixing what can be fixed; proving which kernel ran.",
-        "30-45", "Chapter 3. A GPU is optional: without one the lab uses recorded profiles."),
+        "30–45", "Chapter 3. A GPU is optional: without one the lab uses recorded profiles."),
     Lab("labs/lab4-find-the-crossover.ipynb", "labs/solutions/lab4-solutions.ipynb",
         "notebooks/04-kernel-speed.ipynb", "4. How fast can the sparse GEMM be?",
         "The roofline model of one GEMM: a decode step's speedup from bytes and per-call cost; the "
         "first M where 2:4 wins; the same crossover read off measured data.",
-        "30-45", "Chapter 4. A GPU is optional: without one the lab uses recorded results."),
+        "30–45", "Chapter 4. A GPU is optional: without one the lab uses recorded results."),
     Lab("labs/lab5-prune-and-recover.ipynb", "labs/solutions/lab5-solutions.ipynb",
         "notebooks/05-quality.ipynb", "5. What did the zeros cost?",
         "An activation-aware pruning score; a fine-tuning step that keeps the model 2:4; recovering "
         "a small language model's perplexity.",
-        "45-60", "Chapter 5; a PyTorch training loop. Runs on a CPU (a few minutes of training)."),
+        "45–60", "Chapter 5; a PyTorch training loop. Runs on a CPU (a few minutes of training)."),
     Lab("labs/lab6-budget-a-request.ipynb", "labs/solutions/lab6-solutions.ipynb",
         "notebooks/06-amdahl.ipynb", "6. How much of a request can get faster?",
         "The share of a request's time 2:4 can touch; Amdahl's bound for the whole request "
         "(add times, never average speedups); which deployment change moves it most.",
-        "30-45", "Chapters 4 and 6."),
+        "30–45", "Chapters 4 and 6."),
 ]
 
 _MARKER = re.compile(r"<!--\s*labs-overview\s*-->")
@@ -92,7 +92,7 @@ def overview_markdown(page_src: str = "labs/index.md") -> str:
     for lab in LABS:
         title = _title(lab.notebook)
         lab_link = f"[{title}]({_rel(lab.notebook, page_src)})"
-        solutions = f"<br>[solutions]({_rel(lab.solutions, page_src)})"
+        solutions = f"<br>(its [solutions]({_rel(lab.solutions, page_src)}))"
         chapter = f"[{lab.chapter_label}]({_rel(lab.chapter, page_src)})"
         rows.append(f"| {lab_link}{solutions} | {lab.trains} | about {lab.minutes} min | {lab.before} | {chapter} |")
     return "\n".join(rows) + "\n"

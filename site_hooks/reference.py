@@ -48,13 +48,88 @@ def glossary_markdown() -> str:
     return "\n\n".join(f"{', '.join(terms)}\n:   {text}" for text, terms in entries) + "\n"
 
 
+_ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|obj|exc|ref):`~?([^`]+)`")
+_DOUBLE_TICKS = re.compile(r"``([^`]+)``")
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Yields|Raises|Note|Notes|Warning|Example|Examples|Attributes|See also)\s*:\s*$")
+_BULLET = re.compile(r"^\s*[*-]\s+")
+
+
+def _inline(text: str) -> str:
+    """RST-ish inline markup as Markdown: ``x`` and :func:`x` become `x`; a bare < is escaped."""
+    text = _ROLE.sub(lambda m: f"`{m.group(1)}`", text)
+    text = _DOUBLE_TICKS.sub(lambda m: f"`{m.group(1)}`", text)
+    pieces = re.split(r"(`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in pieces)
+
+
+def _items(lines: list[str]) -> list[str]:
+    """Lines of an indented list ("name: what", continuation lines deeper) as one string per item."""
+    base = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+    items: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip()) == base or not items:
+            items.append(line.strip())
+        else:
+            items[-1] += " " + line.strip()
+    return items
+
+
+_ARGUMENT = re.compile(r"^(\*{0,2}[A-Za-z_][\w]*(?:,\s*\*{0,2}[A-Za-z_][\w]*)*)(\s*\([^)]*\))?:\s+(.*)$")
+
+
+def _argument(item: str) -> str:
+    """ "name (type): what" as "`name` (type): what"; anything else as inline prose."""
+    match = _ARGUMENT.match(item)
+    if not match:
+        return _inline(item)
+    names = ", ".join(f"`{n.strip()}`" for n in match.group(1).split(","))
+    return f"{names}{match.group(2) or ''}: {_inline(match.group(3))}"
+
+
+def _prose(text: str) -> list[str]:
+    """A docstring's text (no examples) as Markdown: paragraphs joined into prose, bullet lists
+    and "Args:"-style sections as lists; anything laid out by hand (a table, a diagram) stays
+    verbatim in a text block that wraps."""
+    parts: list[str] = []
+    for para in re.split(r"\n\s*\n", text.strip("\n")):
+        lines = para.splitlines()
+        if not lines:
+            continue
+        head = _SECTION.match(lines[0].strip())
+        if head and len(lines) > 1:
+            name = head.group(1)
+            label = "Example" if name in ("Example", "Examples") else name
+            parts.append(f"**{label}**")
+            parts.append("\n".join(f"- {_argument(item)}" for item in _items(lines[1:])))
+            continue
+        if head:
+            parts.append(f"**{head.group(1)}**")
+            continue
+        indents = {len(line) - len(line.lstrip()) for line in lines if line.strip()}
+        if _BULLET.match(lines[0]) and all(_BULLET.match(l) or (len(l) - len(l.lstrip())) > 0 for l in lines if l.strip()):
+            items = []
+            for line in lines:
+                if _BULLET.match(line):
+                    items.append(_BULLET.sub("", line).strip())
+                else:
+                    items[-1] += " " + line.strip()
+            parts.append("\n".join(f"- {_inline(item)}" for item in items))
+        elif indents == {0} and not any(re.search(r"\s{3,}\S", l.strip()) or "|" in l for l in lines):
+            parts.append(_inline(" ".join(line.strip() for line in lines)))
+        else:
+            parts.append(f"```{{.text .htw-doc}}\n{para}\n```")
+    return parts
+
+
 def _docstring_markdown(doc: str | None) -> str:
-    """Summary paragraph as prose; the rest verbatim, with examples as highlighted code."""
+    """Summary and prose as Markdown paragraphs and lists; examples as highlighted code."""
     if not doc:
         return "*No docstring.*"
     lines = inspect.cleandoc(doc).splitlines()
     blank = lines.index("") if "" in lines else len(lines)
-    summary, rest = " ".join(lines[:blank]), lines[blank + 1 :]
+    summary, rest = _inline(" ".join(lines[:blank])), lines[blank + 1 :]
     blocks: list[tuple[str, list[str]]] = []  # (lang, lines), consecutive runs
     for line in rest:
         lang = "pycon" if _DOCTEST.match(line) or (blocks and blocks[-1][0] == "pycon" and line.strip()) else "text"
@@ -65,14 +140,12 @@ def _docstring_markdown(doc: str | None) -> str:
     parts = [summary]
     for lang, body in blocks:
         text = inspect.cleandoc("\n".join(body))
-        label = None
-        if lang == "text" and text.splitlines() and text.splitlines()[-1].strip() in ("Example:", "Examples:"):
-            text, label = "\n".join(text.splitlines()[:-1]).rstrip(), "**Example**"
-        if text.strip():
-            fence = "```{.text .htw-doc}" if lang == "text" else "```pycon"
-            parts.append(f"{fence}\n{text}\n```")
-        if label:
-            parts.append(label)
+        if not text.strip():
+            continue
+        if lang == "pycon":
+            parts.append(f"```pycon\n{text}\n```")
+        else:
+            parts += _prose(text)
     return "\n\n".join(parts)
 
 

@@ -235,3 +235,35 @@ def test_api_nav_has_every_module_page_toolkit_first():
     page = reference.module_page_markdown("twofour.structure")
     assert page.startswith(f"---\nsearch:\n  boost: {reference.API_SEARCH_BOOST}\n---") and "# `twofour.structure`" in page
     assert "{#twofour.structure.check}" in page
+
+
+def test_docstrings_become_prose_lists_and_code():
+    doc = '''Predict the time of ``y = x @ W.T``; see :func:`twofour.roofline.predict`.
+
+    A weight ``W`` of an ``nn.Linear`` has shape
+    ``[N, K]`` and <stem> is a placeholder.
+
+    * first point,
+      continued
+    * second point
+
+    Args:
+        M, N: GEMM shape.
+        dtype (str): ``"fp16"`` or a
+            torch dtype.
+        **kwargs: passed on.
+
+    Layout drawn by hand:
+        |  a  |  b  |
+
+    Example:
+        >>> 1 + 1
+        2
+    '''
+    md = reference._docstring_markdown(doc)
+    assert md.startswith("Predict the time of `y = x @ W.T`; see `twofour.roofline.predict`.")
+    assert "A weight `W` of an `nn.Linear` has shape `[N, K]` and &lt;stem> is a placeholder." in md
+    assert "- first point, continued\n- second point" in md
+    assert "**Args**\n\n- `M`, `N`: GEMM shape.\n- `dtype` (str): `\"fp16\"` or a torch dtype.\n- `**kwargs`: passed on." in md
+    assert "```{.text .htw-doc}" in md and "|  a  |  b  |" in md
+    assert "**Example**\n\n```pycon\n>>> 1 + 1\n2\n```" in md
