@@ -70,4 +70,4 @@ def test_an_untouched_exercise_prints_not_done_yet_and_nothing_else(lab1_run):
     nb = lab1_run
     outputs = nb.cells[_cell_index(nb, "check_prune_2to4(prune_2to4)")].outputs
     assert [o.output_type for o in outputs] == ["stream"], outputs
-    assert outputs[0].text.startswith("not done yet:") and outputs[0].text.count("\n") == 1
+    assert outputs[0].text.startswith("not done yet:") and outputs[0].text.count("\n") <= 2

@@ -155,7 +155,8 @@ def exercise_check(exercise: str) -> Callable:
     >>> def double(x):
     ...     raise NotImplementedError
     >>> check_double(double).passed
-    not done yet: `double` still raises NotImplementedError. Write it in the cell above, run that cell, then run this one again.
+    not done yet: `double` still raises NotImplementedError.
+      Write it in the cell above, run that cell, then run this one again.
     False
     >>> check_double(lambda x: 2 * x).passed
     passed: double works
@@ -173,8 +174,8 @@ def exercise_check(exercise: str) -> Callable:
                 message = check(fn, *args, **kwargs)
             except NotImplementedError:
                 print(
-                    f"not done yet: `{exercise}` still raises NotImplementedError. Write it in the cell above, "
-                    "run that cell, then run this one again."
+                    f"not done yet: `{exercise}` still raises NotImplementedError.\n"
+                    "  Write it in the cell above, run that cell, then run this one again."
                 )
                 return CheckResult(False)
             except CheckFailed as err:
