@@ -10,6 +10,8 @@ time limit keeps what it measured):
   bench-ref   the GEMM shapes of published measurements (pytorch#177866's among them), eager,
               graph and kernel timings: the same shape on one more GPU
   bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager/graph/kernel
+  alg-search  every cuSPARSELt algorithm and split-K for the Llama-3-8B shapes at M = 1 ... 256:
+              is the slow decode kernel PyTorch's choice (algorithm 0, no split) or the library's best?
   kernels     probe(try_kernels=True) and the profiler's kernel table (twofour.dispatch.kernels)
               for dense and 2:4 F.linear at Llama-3-8B gate_proj, M = 1, 16, 4096, fp16 and bf16
   traces      Chrome traces (torch.profiler, gzipped) of one decode step of the linear layers
@@ -107,6 +109,70 @@ def bench_reference(out: Path, *, rehearse: bool) -> None:
         _log(f"bench-ref: M={M} N={N} K={K} {dtype}: " + ", ".join(
             f"{mode} {r[0]['dense_ms'] / r[0]['sparse_ms']:.2f}x" for mode, r in rows.items() if r)
             + (f"; problems: {res.problems()}" if res.problems() else ""))
+
+
+def alg_search(out: Path, *, rehearse: bool) -> None:
+    """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Every algorithm and split-K.
+
+    ``torch._cslt_sparse_mm`` (what ``F.linear`` on a cuSPARSELt tensor calls) takes ``alg_id``
+    and ``split_k``; PyTorch's path uses algorithm 0 and no split. For the Llama-3-8B shapes at
+    small M, time dense and every (alg_id, split_k) as CUDA-graph replays with L2 flushed
+    (twofour._gpu_timing.time_graph), check each result against dense, and record the best.
+    """
+    from twofour._gpu_timing import time_graph
+    from twofour.bench import summarize
+    from twofour.structure import prune
+
+    if rehearse:
+        _log("alg-search: needs cuSPARSELt on a GPU; nothing to rehearse on the CPU")
+        (out / "cslt-algsearch.json").write_text(json.dumps({"schema": "twofour-cslt-algsearch/1", "rehearsal": True}) + "\n")
+        return
+    device = torch.device("cuda")
+    max_alg = None  # known only after the library ran once (torch.backends.cusparselt.get_max_alg_id)
+    record = {"schema": "twofour-cslt-algsearch/1", "provenance": provenance("scripts/gpu_measure.py alg-search", device=device),
+              "max_alg_id": max_alg, "split_k": [1, 2, 4, 8, 16], "timer": "CUDA-graph replay, L2 flushed, median of 10",
+              "cases": []}
+    gen = torch.Generator().manual_seed(0)
+    t0 = time.perf_counter()
+    for label, N, K in model_shapes(["Llama-3-8B"]):
+        W24 = prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, torch.float16))[0]
+        Wc = torch._cslt_compress(W24)
+        for M in (1, 16, 64, 256):
+            Mp = -(-M // 8) * 8
+            x = torch.randn(Mp, K, generator=gen).to(device, torch.float16)
+            ref = torch.nn.functional.linear(x, W24)
+            case = {"shape": label, "M": M, "M_padded": Mp, "N": N, "K": K,
+                    "dense_ms": summarize(time_graph(lambda: torch.nn.functional.linear(x, W24), device=device))["median_ms"],
+                    "configs": []}
+            try:
+                case["search_alg_id"] = int(torch._cslt_sparse_mm_search(Wc, x.t()))
+            except Exception as exc:  # deprecated or absent in some releases: record it
+                case["search_alg_id"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if max_alg is None:
+                max_alg = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+                record["max_alg_id"] = max_alg = int(max_alg) if max_alg is not None else 7
+            for alg in range(max_alg + 1):
+                for split in record["split_k"]:
+                    entry = {"alg_id": alg, "split_k": split}
+                    try:
+                        fn = lambda alg=alg, split=split: torch._cslt_sparse_mm(Wc, x.t(), alg_id=alg, split_k=split)  # noqa: E731
+                        y = fn().t()
+                        entry["rel_err"] = float((y.float() - ref.float()).abs().max() / ref.float().abs().max())
+                        entry["ms"] = summarize(time_graph(fn, device=device, warmup=2, repeats=10))["median_ms"]
+                    except Exception as exc:
+                        entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    case["configs"].append(entry)
+            ok = [c for c in case["configs"] if "ms" in c and c["rel_err"] < 1e-2]
+            default = next((c for c in ok if c["alg_id"] == 0 and c["split_k"] == 1), None)
+            best = min(ok, key=lambda c: c["ms"]) if ok else None
+            case["default_ms"] = default["ms"] if default else None
+            case["best"] = best
+            record["cases"].append(case)
+            (out / "cslt-algsearch.json").write_text(json.dumps(record, indent=1) + "\n")
+            _log(f"alg-search {label} M={M}: dense {case['dense_ms'] * 1e3:.1f} us, default 2:4 "
+                 f"{(case['default_ms'] or float('nan')) * 1e3:.1f} us, best 2:4 "
+                 f"{(best['ms'] if best else float('nan')) * 1e3:.1f} us {('(alg %d, split_k %d)' % (best['alg_id'], best['split_k'])) if best else ''}"
+                 f"; search says alg {case['search_alg_id']}; {time.perf_counter() - t0:.0f}s")
 
 
 def kernel_tables(out: Path, *, rehearse: bool) -> None:
@@ -209,7 +275,7 @@ def traces(out: Path, *, rehearse: bool) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces"])
+    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces", "alg-search"])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--rehearse", action="store_true", help="tiny CPU versions of each step (no GPU numbers)")
     args = ap.parse_args(argv)
@@ -226,6 +292,8 @@ def main(argv=None) -> int:
               plan=[("float16", ("eager", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse)
     elif args.step == "bench-ref":
         bench_reference(args.out, rehearse=args.rehearse)
+    elif args.step == "alg-search":
+        alg_search(args.out, rehearse=args.rehearse)
     elif args.step == "kernels":
         kernel_tables(args.out, rehearse=args.rehearse)
     else:

@@ -5,7 +5,10 @@ the site gets (admonitions, glossary tooltips, build-time MathML, heading anchor
 of contents). Code cells become fenced code blocks (highlighting, copy button). Outputs are
 rendered to HTML here and left in the Markdown as ``<!-- nb-output N -->`` placeholders,
 which :func:`fill_outputs` swaps in after Markdown has run, so no Markdown extension ever
-rewrites a program's output.
+rewrites a program's output. The one exception is an output that *declares* itself Markdown
+(``text/markdown`` with no HTML or image beside it, e.g. an object with ``_repr_markdown_``):
+it joins the page's Markdown like a markdown cell, so a chapter can show a box whose text
+lives in the package (``twofour.course.status``) exactly as a Markdown page would.
 
 Cell tags understood (set them in Jupyter's or Colab's cell metadata):
 
@@ -59,6 +62,18 @@ class Rendered:
     markdown: str
     outputs: list[str] = field(default_factory=list)  # HTML, indexed by placeholder number
     images: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
+
+
+@dataclass(frozen=True)
+class _Markdown:
+    """An output that is Markdown by declaration: it goes into the page's Markdown as it is."""
+
+    text: str
+
+
+def _is_markdown(data: dict) -> bool:
+    return "text/markdown" in data and "text/html" not in data and not any(m in data for m in _IMAGES) \
+        and "image/svg+xml" not in data
 
 
 def _tags(cell) -> set[str]:
@@ -211,25 +226,38 @@ class _Renderer:
         if HIDE_OUTPUT in tags:
             return
         self.cell_figures, self.cell_figure_index = _figure_overrides(cell), 0
-        fragments = self.outputs(cell.get("outputs", []), index)
-        if fragments:
-            body = "\n".join(fragments)
-            self.parts.append(self.placeholder(f'<div class="nb-output">{body}</div>'))
+        # Runs of ordinary outputs become one placeholder; a Markdown output sits between them.
+        for item in self.outputs(cell.get("outputs", []), index):
+            if isinstance(item, _Markdown):
+                self.parts.append(item.text)
+            else:
+                self.parts.append(self.placeholder(f'<div class="nb-output">{"".join(item)}</div>'))
 
-    def outputs(self, outputs: list, index: int) -> list[str]:
+    def outputs(self, outputs: list, index: int) -> list:
+        """Output groups in order: lists of HTML fragments, and :class:`_Markdown` items between them."""
+        groups: list = []
         fragments: list[str] = []
         for k, out in enumerate(outputs):
             kind = out.get("output_type")
+            data = out.get("data", {}) if kind in ("display_data", "execute_result") else {}
+            if _is_markdown(data):
+                if fragments:
+                    groups.append(["\n".join(fragments)])
+                    fragments = []
+                groups.append(_Markdown(_text(data["text/markdown"]).strip()))
+                continue
             if kind == "stream":
                 cls = "nb-stream nb-stderr" if out.get("name") == "stderr" else "nb-stream"
                 fragments.append(_pre(_text(out.get("text", "")), cls))
             elif kind == "error":  # only reachable for cells tagged raises-exception
                 fragments.append(_pre("\n".join(out.get("traceback", [])), "nb-error"))
             elif kind in ("display_data", "execute_result"):
-                fragment = self.rich(out.get("data", {}), f"{self.stem}-cell{index}-{k}", out.get("metadata", {}))
+                fragment = self.rich(data, f"{self.stem}-cell{index}-{k}", out.get("metadata", {}))
                 if fragment:
                     fragments.append(fragment)
-        return fragments
+        if fragments:
+            groups.append(["\n".join(fragments)])
+        return groups
 
     def figure_text(self, found: dict) -> tuple[int, str, str]:
         """(number, alt, caption) of the next figure, from the cell metadata, ``found``, or the page."""

@@ -267,3 +267,25 @@ def test_bench_modes_option_on_cpu(capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().err
     assert main(["bench", "--quick", "--modes", "warp", "--no-progress"]) == 2
     assert "unknown warp; valid: eager graph stream kernel" in capsys.readouterr().err
+
+
+def test_algorithm_sweep_data_and_searched_speedup():
+    from twofour.bench import recorded_alg_search
+    from twofour.request import searched_gemm_speedup
+
+    cases = recorded_alg_search()
+    assert len(cases) == 16 and all(c["provenance"]["gpu_name"] == "NVIDIA H200" for c in cases)
+    for c in cases:
+        ok = [x for x in c["configs"] if "ms" in x and x["rel_err"] < 1e-2]
+        assert c["best"]["ms"] == min(x["ms"] for x in ok)  # the best is the fastest correct one
+        assert c["default_ms"] == next(x["ms"] for x in ok if x["alg_id"] == 0 and x["split_k"] == 1)
+    decode = Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16")
+    best = searched_gemm_speedup(cases, decode)["decode"]
+    default = searched_gemm_speedup(cases, decode, pick="default")["decode"]
+    assert default < 1 < best < roofline.ceilings("fp16")["memory"]
+    assert searched_gemm_speedup(cases, Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"))["prefill"] == pytest.approx(
+        searched_gemm_speedup(cases, decode)["prefill"])  # M = 64 prefill: measured too
+    with pytest.raises(ValueError, match="sweeps are fp16"):
+        searched_gemm_speedup(cases, Workload(LLAMA_3_8B, 1, 64, 8))
+    with pytest.raises(ValueError, match="pick must be"):
+        searched_gemm_speedup(cases, decode, pick="fastest")

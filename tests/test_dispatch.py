@@ -17,6 +17,7 @@ from torch.sparse._semi_structured_conversions import sparse_semi_structured_fro
 import twofour
 from twofour.dispatch import audit, classify, explain, hypothetical_gpu, kernels, probe
 from twofour.dispatch.audit import weight_kind
+from twofour.dispatch import rules
 from twofour.dispatch.checkpoint import flatten_state_dict, open_checkpoint
 from twofour.dispatch.kernels import OpRecord, summarize
 from twofour.dispatch.rules import (
@@ -77,6 +78,10 @@ def test_default_backend_follows_force_cutlass(monkeypatch):
         ("cusparselt", (9, 0), 602, True),
         ("cusparselt", (9, 0), 502, False),
         ("cutlass", (12, 0), None, False),
+        ("cusparselt", (10, 0), 700, False),  # PyTorch moved to 0.7.1 for Blackwell (pytorch PR #155232)
+        ("cusparselt", (10, 0), 701, True),
+        ("cusparselt", (12, 0), 801, True),
+        ("cusparselt", (12, 0), None, True),  # version unknown: not held against the GPU
     ],
 )
 def test_capability_rules(backend, cc, version, ok):
@@ -84,6 +89,49 @@ def test_capability_rules(backend, cc, version, ok):
     assert (problem is None) == ok
     if not ok:
         assert f"{cc[0]}.{cc[1]}" in problem or "0.5.2" in problem
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="torch without float8")
+@pytest.mark.parametrize(
+    "cc, version, fragment",
+    [
+        ((8, 0), 801, "8.9 or newer"),  # no fp8 tensor cores on Ampere
+        ((8, 6), None, "8.9 or newer"),
+        ((8, 9), 701, "0.8.0"),  # fp8 2:4 on Ada arrived with cuSPARSELt 0.8.0
+        ((8, 9), 800, None),
+        ((8, 9), None, None),
+        ((9, 0), 602, None),  # Hopper had fp8 2:4 before
+        ((10, 0), 801, None),
+    ],
+)
+def test_fp8_needs_sm89_and_on_ada_cusparselt_080(cc, version, fragment):
+    problem = backend_rules("cusparselt").dtype_problem(torch.float8_e4m3fn, cc, version)
+    assert (problem is None) == (fragment is None)
+    if fragment:
+        assert fragment in problem
+    assert backend_rules("cusparselt").dtype_problem(torch.float16, cc, version) is None
+
+
+def test_torch_cusparselt_pins_agree_with_the_version_rules():
+    def key(v):
+        return tuple(int(x) for x in v.split("."))
+
+    pins = sorted(rules.TORCH_CUSPARSELT_PINS.items(), key=lambda kv: key(kv[0]))
+    as_int = {t: key(v)[1] * 100 + key(v)[2] for t, v in pins}  # "0.7.1" -> 701, torch's encoding
+    first_blackwell = next(t for t, v in pins if as_int[t] >= rules.MIN_CUSPARSELT_FOR_BLACKWELL)
+    first_fp8_ada = next(t for t, v in pins if as_int[t] >= rules.MIN_CUSPARSELT_FOR_FP8_SM89)
+    assert (first_blackwell, first_fp8_ada) == ("2.8.0", "2.11.0")
+    assert all(a <= b for a, b in zip(list(as_int.values()), list(as_int.values())[1:]))  # never downgraded
+
+
+def test_int8_runs_but_plain_linear_returns_saturated_int8():
+    W = pruned(64, 128, torch.float32).to(torch.int8)
+    v = explain(W, 64, target=A100, backend="cutlass")
+    assert v.if_packed == "sparse-cutlass"  # it runs ...
+    dtype_check = [c for c in v.checks if c.topic == "dtype"][0]
+    assert dtype_check.status == "wrong" and "[-128, 127]" in dtype_check.message  # ... and clamps
+    assert "_cslt_sparse_mm" in dtype_check.message and "out_dtype" in dtype_check.message
+    assert [c for c in explain(pruned(64, 128), 64, target=A100).checks if c.topic == "dtype"][0].status == "ok"
 
 
 def test_pattern_and_version_helpers():

@@ -6,7 +6,7 @@ import pytest
 
 from twofour.amdahl import speedup
 from twofour.course.figures.funnel import plot_funnel
-from twofour.funnel import FunnelStage, funnel, funnel_dict
+from twofour.funnel import FunnelStage, FunnelStep, funnel, funnel_dict
 from twofour.models import LLAMA_3_8B
 from twofour.request import Assumptions, Machine, Workload, estimate
 
@@ -61,9 +61,22 @@ def test_bad_input():
         funnel(est, "tpot")
     with pytest.raises(TypeError, match="est must be a RequestEstimate"):
         funnel({"p": 0.5})
-    with pytest.raises(ValueError, match="stages must be a non-empty list of FunnelStage"):
+    with pytest.raises(ValueError, match="stages must be a non-empty list of FunnelStep"):
         plot_funnel([])
     with pytest.raises(ValueError, match="stages must be"):
         plot_funnel([FunnelStage("a", "a", 1.0, "x"), 2.0])
     with pytest.raises(ValueError, match="kernel_role must be one of"):
         plot_funnel(funnel(est), kernel_role="guessed")
+
+
+def test_steps_are_numbered_and_titled_as_speedups():
+    est = estimate(Workload(LLAMA_3_8B, 1, 512, 64), "H100")
+    for scope, last in (("decode", "per-token speedup"), ("request", "end-to-end speedup")):
+        steps = funnel(est, scope)
+        assert [s.step for s in steps] == [1, 2, 3, 4, 5]
+        assert all(s.title.startswith(f"step {s.step}: ") and "speedup" in s.title for s in steps)
+        assert steps[-1].title == f"step 5: {last}"
+    assert FunnelStage is FunnelStep  # the old name still works
+    # the short labels are what the site's calculator mirrors: unchanged
+    assert [s.label for s in funnel(est, "request")] == ["data sheet", "roofline ceiling", "2:4 GEMM",
+                                                           "eligible fraction", "end to end"]

@@ -8,6 +8,9 @@ import pytest
 
 from twofour.amdahl import speedup
 from twofour.cli import main
+from twofour.cli.golden import fitted_js
+from twofour.roofline import DEFAULT_EFFICIENCY, SCENARIOS, Efficiency, default_params, predict
+from twofour.roofline._fitfile import load_fit
 from twofour.request import COMPONENTS, RequestInputs, evaluate
 
 
@@ -22,7 +25,7 @@ def _strict_load(path):
 def golden(tmp_path_factory):
     out = tmp_path_factory.mktemp("golden")
     assert main(["golden", "--out", str(out), "--cases", "40", "--seed", "3"]) == 0
-    return {name: _strict_load(out / f"{name}.json") for name in ("amdahl", "request", "funnel")} | {"dir": out}
+    return {name: _strict_load(out / f"{name}.json") for name in ("amdahl", "request", "funnel", "roofline")} | {"dir": out}
 
 
 def test_amdahl_cases_match_the_formula(golden):
@@ -42,7 +45,8 @@ def test_amdahl_error_cases_say_what_was_wrong(golden):
 
 def test_request_cases_reproduce_and_obey_amdahl(golden):
     cases = golden["request"]["cases"]
-    assert len(cases) == 14 + 40
+    edge = [c for c in cases if c["label"] != "random"]
+    assert len(cases) == len(edge) + 40
     labels = [c["label"] for c in cases]
     assert "huge context 10M" in labels and "one output token (no decode step)" in labels
     for case in cases:
@@ -76,6 +80,8 @@ def test_gpu_table_holds_what_the_cases_used(golden):
 def test_random_cases_cover_the_input_space(golden):
     ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] == "random"]
     assert {c["gemm_source"] for c in ctx} == {"roofline", "measured"}
+    assert {c["scenario"] for c in ctx} == {"eager", "cached", "ideal"}
+    assert {c["backend"] for c in ctx} >= {None, "cuSPARSELt", "CUTLASS"}
     assert len({c["gpu"] for c in ctx}) >= 3 and len({c["dtype"] for c in ctx}) >= 3
     assert max(c["prompt_len"] for c in ctx) > 10_000 and min(c["batch"] for c in ctx) < 10
 
@@ -93,14 +99,14 @@ def test_funnel_cases_end_at_the_request_numbers(golden):
 
 def test_same_seed_same_bytes(golden, tmp_path):
     assert main(["golden", "--out", str(tmp_path), "--cases", "40", "--seed", "3"]) == 0
-    for name in ("amdahl", "request", "funnel"):
+    for name in ("amdahl", "request", "funnel", "roofline"):
         assert (tmp_path / f"{name}.json").read_bytes() == (golden["dir"] / f"{name}.json").read_bytes()
 
 
 def test_default_writes_hundreds_of_cases(tmp_path, capsys):
     assert main(["golden", "--out", str(tmp_path / "new" / "dir")]) == 0
     printed = capsys.readouterr().out
-    assert "request.json (214 cases)" in printed
+    assert "request.json (224 cases)" in printed and "roofline.json (" in printed
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
@@ -110,3 +116,44 @@ def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
     assert "--out must be a directory" in capsys.readouterr().err
     assert main(["golden", "--out", str(tmp_path), "--cases", "-1"]) == 2
     assert "--cases must be >= 0" in capsys.readouterr().err
+
+
+def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
+    ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] != "random"]
+    assert {c["scenario"] for c in ctx} == {"eager", "cached", "ideal"}
+    pairs = {(c["gpu"], c["roofline_backend"], c["scenario"]) for c in ctx}
+    assert {("A100", "CUTLASS", "eager"), ("A100", "cuSPARSELt", "eager"), ("H200", "cuSPARSELt", "eager")} <= pairs
+    assert "L4" in {c["gpu"] for c in ctx}  # a GPU without a fitted set of its own: the base set
+    for case in golden["request"]["cases"]:
+        c = case["context"]
+        assert c["roofline_params"] == default_params(c["gpu"], c["roofline_backend"]).to_dict()
+
+
+def test_roofline_cases_reproduce_predict(golden):
+    data = golden["roofline"]
+    assert data["scenarios"] == list(SCENARIOS) and len(data["cases"]) > 400
+    assert {(c["gpu"], c["backend"]) for c in data["cases"]} >= {("A100", "CUTLASS"), ("A100", "cuSPARSELt"), ("L4", None)}
+    for c in data["cases"]:
+        params = None if c["params"] is None else Efficiency.from_dict(c["params"])
+        p = predict(c["M"], c["N"], c["K"], c["dtype"], c["gpu"], c["backend"], params, scenario=c["scenario"])
+        assert (p.dense_us, p.sparse_us, p.bound_sparse, p.scenario) == (
+            c["output"]["dense_us"], c["output"]["sparse_us"], c["output"]["bound_sparse"], c["scenario"])
+    assert any(c["output"]["bound_sparse"] == "host" for c in data["cases"])
+    assert data["default_params"]["A100/CUTLASS"] != data["default_params"]["A100/cuSPARSELt"]
+    assert data["default_params"]["L4"] == DEFAULT_EFFICIENCY.to_dict()
+    assert all(e["message"] for e in data["errors"] + data["efficiency_errors"])
+
+
+def test_fitted_js_is_the_fit_file(tmp_path, capsys):
+    target = tmp_path / "fitted.js"
+    assert main(["golden", "--fitted-js", str(target)]) == 0
+    text = target.read_text()
+    assert text == fitted_js() and "export const FIT" in text
+    body = json.loads(text[text.index("deepFreeze({") + len("deepFreeze("):text.rindex(");")])
+    fit = load_fit()
+    assert body["base"]["params"] == fit["base"]["params"]
+    assert set(body["per_gpu"]) == set(fit["per_gpu"])
+    assert main(["golden", "--fitted-js", str(tmp_path)]) == 2
+    assert "must be a file path" in capsys.readouterr().err
+    assert main(["golden"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err

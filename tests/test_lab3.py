@@ -65,11 +65,20 @@ def test_reference_matches_the_answers():
         assert lab3.reference_diagnose(suspect) == lab3._ANSWERS[name]
 
 
+def where_did_the_2x_go(ph):
+    if ph.sparse_gemms == 0:
+        return "dispatch"
+    if ph.comparison.end_to_end < 0.5 * ph.comparison.amdahl:
+        return "host"
+    return "kernel"
+
+
 def test_solutions_pass(capsys):
     assert lab3.check_diagnose(diagnose).passed is True
     assert lab3.check_make_packable(make_packable).passed is True
     assert lab3.check_proof(proof).passed is True
-    assert capsys.readouterr().out.count("passed:") == 3
+    assert lab3.check_where(where_did_the_2x_go).passed is True
+    assert capsys.readouterr().out.count("passed:") == 4
 
 
 def test_stubs_are_not_done_yet(capsys):
@@ -79,7 +88,8 @@ def test_stubs_are_not_done_yet(capsys):
     assert lab3.check_diagnose(stub).passed is False
     assert lab3.check_make_packable(stub).passed is False
     assert lab3.check_proof(stub).passed is False
-    assert capsys.readouterr().out.count("not done yet") == 3
+    assert lab3.check_where(stub).passed is False
+    assert capsys.readouterr().out.count("not done yet") == 4
 
 
 @pytest.mark.parametrize(
@@ -162,3 +172,31 @@ def test_make_packable_must_keep_the_largest_values():
 def test_proof_hints(wrong, match):
     with pytest.raises(CheckFailed, match=match):
         lab3.check_proof(wrong)
+
+
+def test_trace_cases_are_what_the_lab_says():
+    cases = lab3.trace_cases()
+    eager, graph, unpacked = (cases[k] for k in ("eager 2:4 decode", "graph-replayed 2:4 decode", "the checkpoint nobody packed"))
+    assert eager.sparse_gemms == graph.sparse_gemms == 42 and unpacked.sparse_gemms == 0
+    assert eager.comparison.end_to_end < 0.1 < 0.4 < graph.comparison.end_to_end
+    assert graph.comparison.gemm_speedup < 1 and eager.comparison.gemm_speedup < 1  # both lose in the kernel
+    assert unpacked.comparison.gemm_speedup == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "wrong, match",
+    [
+        (lambda ph: "slow", "return one of"),
+        (lambda ph: "kernel" if ph.sparse_gemms else "dispatch", "case 'eager 2:4 decode'.*end_to_end"),
+        (lambda ph: "host" if ph.sparse_gemms else "dispatch", "case 'graph-replayed 2:4 decode'.*gemm_speedup"),
+        (lambda ph: "host" if ph.idle_fraction > 0.5 else "kernel", "case 'the checkpoint nobody packed'.*sparse_gemms"),
+    ],
+)
+def test_where_hints(wrong, match):
+    with pytest.raises(CheckFailed, match=match):
+        lab3.check_where(wrong)
+
+
+def test_where_hints_never_give_the_answer():
+    for name, hint in lab3._TRACE_HINTS.items():
+        assert lab3._TRACE_ANSWERS[name] not in hint.replace("ph.", "")

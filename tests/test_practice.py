@@ -14,19 +14,27 @@ import pytest
 
 from twofour import amdahl, packing, roofline
 from twofour.course.practice import (
+    BASES,
     LEVELS,
     NAMESPACE,
     TOPICS,
+    UNITS,
     BankError,
+    compute_bound_m,
     cost_per_token_ratio,
     evaluate_expression,
+    first_torch_pinning,
     format_value,
-    funnel_stage,
+    funnel_step,
     load_bank,
+    measured_crossover_m,
+    measured_gemm,
     parse_question,
     published_speedup,
+    published_value,
     render_markdown,
     tokens_per_second,
+    transposable_patterns,
     wave_count,
 )
 
@@ -47,11 +55,72 @@ def _pasted_numbers(text: str) -> list[str]:
 
 
 def test_bank_size_levels_and_topics():
-    assert len(BANK) >= 24
+    assert len(BANK) >= 60
     levels = Counter(q.level for q in BANK)
-    assert all(levels[level] >= 8 for level in LEVELS), levels
-    # Every stage of the answer, the kernel's speed, and the neighbouring topics are covered.
-    assert set(TOPICS) <= {q.topic for q in BANK}
+    assert all(levels[level] >= 15 for level in LEVELS), levels
+    # Every stage of the answer, the kernel's own speed, and the neighbouring topics are covered.
+    topics = Counter(q.topic for q in BANK)
+    assert set(TOPICS) <= set(topics)
+    # the question's neighbourhood, at least three each
+    for topic in ("latency", "cost", "gemm-partitioning", "profiling", "quantization", "serving-m", "capacity",
+                  "benchmarking"):
+        assert topics[topic] >= 3, (topic, topics[topic])
+
+
+def test_quick_checks_on_most_questions():
+    assert sum(1 for q in BANK if q.quick_check) >= 0.6 * len(BANK)
+
+
+# Functions whose result is a model's prediction: never part of a quick check's answer key.
+_PREDICTIONS = ("estimate(", "roofline.predict(", "roofline.gemm_speedup(", "roofline.crossover_m(",
+                "roofline.speedup_curve(", "funnel_step(", "roofline.default_params(", "roofline.fit(")
+
+
+def _dependencies(q, name: str) -> set[str]:
+    exprs = {n.name: n.expr for n in q.numbers}
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        todo += [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", exprs[current]) if w in exprs]
+    return seen
+
+
+@pytest.mark.parametrize("qid", [q.id for q in BANK if q.quick_check])
+def test_quick_checks_are_graded_against_first_principles_or_measurements(qid):
+    q = BANK.get(qid)
+    c = q.quick_check
+    assert c.basis in BASES and c.unit in UNITS
+    exprs = {n.name: n.expr for n in q.numbers}
+    chain = _dependencies(q, c.answer)
+    offenders = [f"{n}: {exprs[n]}" for n in chain if any(f in exprs[n] for f in _PREDICTIONS)]
+    assert not offenders, f"{qid}: the quick check's answer depends on a model prediction: {offenders}"
+    sources = " ".join(n.source or "" for n in q.numbers if n.name in chain) + " ".join(exprs[n] for n in chain)
+    if c.basis == "published":
+        assert "published" in sources or any(tag in sources for tag in ("#", "README", "arXiv")), qid
+    if c.basis == "measured":
+        assert "measured_" in sources, qid
+    # the page's checker reports the tolerance in whole percent
+    assert abs(c.tolerance * 100 - round(c.tolerance * 100)) < 1e-9
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_every_question_has_grading_signals(qid):
+    q = BANK.get(qid)
+    assert q.signals is not None
+    assert q.signals.strong and q.signals.acceptable and q.signals.weak
+
+
+def test_predictions_say_they_are_predicted():
+    """A number from the kernel model is labelled 'predicted' and names its scenario or its inputs."""
+    for q in BANK:
+        for n in q.numbers:
+            if any(f in n.expr for f in ("estimate(", "roofline.predict(", "roofline.crossover_m(")):
+                gemm_given = "gemm_speedup=" in n.expr or "gemm=" in n.expr
+                labelled = "predict" in n.label and "scenario" in n.label or gemm_given
+                assert labelled, f"{q.id}.{n.name}: say 'predicted (fitted model, <scenario> scenario)'"
 
 
 @pytest.mark.parametrize("qid", IDS)
@@ -111,10 +180,17 @@ def test_quick_checks_cover_the_named_examples():
     assert len(answers) >= 8
 
 
+def test_the_one_over_0_5625_drill_appears_once():
+    """The bytes ceiling of bf16 is the answer of one question at most, not six."""
+    drills = [q.id for q in BANK if q.quick_check
+              and q.quick_check_expected() == pytest.approx(1 / packing.packed_ratio(packing.torch.bfloat16), rel=1e-3)]
+    assert len(drills) <= 1, drills
+
+
 def test_worked_numbers_agree_with_the_toolkit_directly():
     # Spot checks, computed here without the bank's expressions: a change in one fails both.
     bs1 = BANK.get("amdahl-bs1-decode").evaluate()
-    assert bs1["bs1_speedup"] == amdahl.speedup(0.87, 1 / packing.packed_ratio(packing.torch.float16))
+    assert bs1["bs1_speedup"] == amdahl.speedup(0.87, 1.6)
     avg = BANK.get("averaging-mistake").evaluate()
     assert avg["right"] < avg["wrong"]  # the average always overstates
     assert avg["right"] == pytest.approx(1 / 0.7)
@@ -123,8 +199,14 @@ def test_worked_numbers_agree_with_the_toolkit_directly():
     waves = BANK.get("wave-quantization").evaluate()
     assert waves["eff_small"] == roofline.wave_efficiency(1, 4096, 132)
     combo = BANK.get("request-not-average").evaluate()
-    assert combo["right"] == pytest.approx(combo["model_right"], rel=1e-9)  # Amdahl over phases = the model
+    assert combo["right"] == pytest.approx(1 / (0.35 / 1.35 + 0.65 / 0.95), rel=1e-12)
     assert combo["avg"] > combo["right"]
+    marlin = BANK.get("sparse-marlin-vs-int4").evaluate()
+    assert marlin["measured"] == pytest.approx(226.02 / 180.80) and marlin["ceiling"] == pytest.approx(4.22 / 3.05)
+    cap = BANK.get("capacity-at-slo").evaluate()
+    assert cap["b_sparse"] > cap["b_dense"] and cap["extra"] == pytest.approx(cap["freed_gb"] / cap["seq_gb"])
+    assert BANK.get("transposable-masks").evaluate()["transposable"] == 90
+    assert BANK.get("int8-plain-linear").evaluate()["returned"] == 127
 
 
 def test_rendered_answer_shows_computed_values():
@@ -180,6 +262,7 @@ def _minimal(**changes):
         "id": "q-one", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P {{a}}",
         "rubric": ["one", "two", "three"], "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
         "connects": "c", "numbers": [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"}],
+        "signals": {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]},
     }
     raw.update(changes)
     return raw
@@ -205,6 +288,14 @@ def test_parse_question_accepts_a_minimal_question():
         ({"numbers": [{"name": "A", "expr": "1", "fmt": "{}", "label": "a"}]}, "lower_snake_case"),
         ({"quick_check": {"ask": "q", "answer": "zzz", "derivation": "d"}}, "quick_check.answer must name one"),
         ({"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "tolerance": 2}}, "relative tolerance"),
+        ({"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "tolerance": 0.001, "basis": "published"}},
+         "whole percent"),
+        ({"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "basis": "the model"}}, "quick_check.basis must be one of"),
+        ({"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "basis": "published", "unit": "megs"}},
+         "quick_check.unit must be one of"),
+        ({"signals": None}, "signals must be a mapping"),
+        ({"signals": {"strong": ["s"], "acceptable": ["a"]}}, "'weak' must be a list"),
+        ({"signals": {"strong": ["s"], "acceptable": ["a"], "weak": ["w"], "great": ["g"]}}, "unknown signals keys"),
     ],
 )
 def test_parse_question_errors_name_the_problem(changes, fragment):
@@ -243,6 +334,34 @@ def test_helpers():
     from twofour.request import SCENARIOS, estimate
 
     est = estimate(SCENARIOS["chat decode, batch 1"], "H100")
-    assert funnel_stage(est, "decode", "request") == pytest.approx(est.speedup("tpot"))
-    with pytest.raises(ValueError, match="funnel stage key"):
-        funnel_stage(est, "decode", "nope")
+    assert funnel_step(est, "decode", "request") == pytest.approx(est.speedup("tpot"))
+    with pytest.raises(ValueError, match="funnel step key"):
+        funnel_step(est, "decode", "nope")
+
+
+def test_measurement_and_published_helpers():
+    assert published_value("pt111339-m1", "dense_time") == 0.022
+    with pytest.raises(ValueError, match="field_name must name a number"):
+        published_value("pt111339-m1", "source_url")
+    down = measured_gemm(1, 4096, 14336)
+    assert down == pytest.approx(measured_gemm(1, 4096, 14336, what="dense_us") / measured_gemm(1, 4096, 14336, what="sparse_us"))
+    assert down < 1 < measured_gemm(4096, 14336, 4096)  # decode loses, prefill wins (H200, graph)
+    with pytest.raises(ValueError, match="no H200 measurement"):
+        measured_gemm(3, 4096, 4096)
+    m = measured_crossover_m(4096, 4096)
+    assert measured_gemm(m, 4096, 4096) > 1 and measured_crossover_m(14336, 4096) < m
+    # first principles: the ridge point crossing
+    m_star = compute_bound_m(4096, 4096, "bf16", "H200")
+    ridge = roofline.ridge_point("H200", "bf16")
+    assert roofline.arithmetic_intensity(m_star, 4096, 4096, "bf16") >= ridge > roofline.arithmetic_intensity(m_star - 1, 4096, 4096, "bf16")
+    assert transposable_patterns(2, 4) == 90 and transposable_patterns(1, 2) == 2
+    assert first_torch_pinning(701) == "2.8.0" and first_torch_pinning(800) == "2.11.0"
+
+
+def test_rendered_card_shows_signals_basis_and_units():
+    q = BANK.get("packed-bytes")
+    text = render_markdown(q)
+    assert 'class="practice-signals"' in text and "**Strong**" in text and "**Weak**" in text
+    assert "in MB (1 MB = 10^6 bytes)" in text and "within ±1% of the computed value" in text
+    assert "graded against first-principles arithmetic" in text
+    assert "within 0%" not in "".join(render_markdown(x) for x in BANK)

@@ -311,3 +311,85 @@ def test_doctests_of_the_amdahl_modules():
     for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.course.widgets, twofour.cli.golden):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
+
+
+# --- the mixed step: decode tokens share GEMMs with a prefill chunk --------------------------
+
+
+@pytest.mark.parametrize("gpu", ["H100", "A100", TOY])
+def test_no_chunk_is_the_plain_decode_step_bit_for_bit(gpu):
+    plain = build_inputs(_CHAT, gpu)
+    zero = build_inputs(dataclasses.replace(_CHAT, prefill_chunk_tokens=0), gpu)
+    assert plain == zero and "prefill_chunk_tokens" not in plain.to_dict()  # golden records unchanged
+    assert evaluate(plain).to_dict() == evaluate(zero).to_dict()
+    assert RequestInputs.from_dict(plain.to_dict()) == plain
+
+
+def test_a_chunk_is_recorded_and_round_trips():
+    r = build_inputs(Workload(LLAMA_3_8B, 8, 512, 64, prefill_chunk_tokens=256), "H100")
+    d = r.to_dict()
+    assert d["prefill_chunk_tokens"] == 256
+    assert RequestInputs.from_dict(d) == r
+
+
+def test_chunk_sets_decode_m_but_not_the_lm_head():
+    shapes = gemm_shapes(LLAMA_3_8B, "decode", batch=8, prefill_chunk_tokens=256)
+    assert shapes["q_proj"][0] == shapes["down_proj"][0] == 8 + 256
+    assert shapes["lm_head"][0] == 8
+    assert gemm_shapes(LLAMA_3_8B, "prefill", batch=2, prompt_len=100, prefill_chunk_tokens=256)["q_proj"][0] == 200
+    r = build_inputs(Workload(TINY, 8, 64, 4, prefill_chunk_tokens=32), TOY)
+    assert gemm_shapes(r, "decode")["up_proj"][0] == 40
+
+
+def test_chunk_adds_its_attention_kv_and_element_wise_work():
+    c, P = 128, 512
+    w0, wc = Workload(TINY, 4, P, 9), Workload(TINY, 4, P, 9, prefill_chunk_tokens=c)
+    e0, ec = estimate(w0, TOY), estimate(wc, TOY)
+    L, h, n = TINY.layers, TINY.hidden, 8
+    assert _close(ec.decode.dense["attention"] - e0.decode.dense["attention"],
+                  4.0 * L * h * n * c * (P + 1) / 2 / TOY.dense_flops, rel=1e-9)
+    kv_b = 2.0  # bf16
+    assert _close(ec.decode.dense["kv_cache"] - e0.decode.dense["kv_cache"],
+                  2.0 * L * TINY.kv_dim * n * (c + (P - c) / 2) * kv_b / TOY.bandwidth, rel=1e-9)
+    assert _close(ec.decode.dense["other"] / e0.decode.dense["other"], (4 + c) / 4, rel=1e-9)
+    assert ec.ttft_dense_s == e0.ttft_dense_s  # the request's own prompt is still one prefill step
+
+
+@pytest.mark.parametrize("gpu", ["H200", "H100", TOY])
+def test_mixed_step_keeps_amdahl_and_moves_the_gemm_toward_compute(gpu):
+    chunks = [0, 64, 256, 1024, 4096]
+    ests = [estimate(Workload(LLAMA_3_8B, 8, 2048, 64, prefill_chunk_tokens=c), gpu) for c in chunks]
+    for e in ests:
+        assert _close(speedup(e.decode.p, e.decode.gemm_speedup), e.speedup("tpot"), rel=1e-9)
+        assert e.tpot_dense_s > 0
+    tpots = [e.tpot_dense_s for e in ests]
+    assert tpots == sorted(tpots)  # a bigger chunk makes the decode token wait longer
+    ceilings = [e.decode.ceiling_speedup for e in ests]
+    assert ceilings[-1] > ceilings[0]  # from bytes-bound (1/0.5625) toward the compute-bound 2x
+    if gpu is TOY:
+        assert ests[-1].decode.gemm_speedup > ests[0].decode.gemm_speedup
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), (True, TypeError), (1.5, TypeError)])
+def test_chunk_must_be_a_non_negative_int(bad, exc):
+    with pytest.raises(exc, match="prefill_chunk_tokens"):
+        Workload(LLAMA_3_8B, 1, 8, 8, prefill_chunk_tokens=bad)
+
+
+def test_where_serving_puts_m():
+    from twofour.request import decode_gemm_m, expert_gemm_m, tensor_parallel_shape
+
+    assert decode_gemm_m(16) == 16
+    assert decode_gemm_m(16, speculative_tokens=3) == 64  # k drafted tokens + 1 verified, per sequence
+    assert decode_gemm_m(16, speculative_tokens=3, prefill_chunk_tokens=512) == 576
+    assert expert_gemm_m(256, experts=64, top_k=2) == 8.0
+    assert tensor_parallel_shape(32, 4096, 4096, 4, "column") == (32, 1024, 4096)
+    assert tensor_parallel_shape(32, 4096, 14336, 4, "row") == (32, 4096, 3584)
+    with pytest.raises(ValueError, match="split must be"):
+        tensor_parallel_shape(1, 8, 8, 2, "diagonal")
+    with pytest.raises(ValueError, match="divisible"):
+        tensor_parallel_shape(1, 10, 8, 4, "column")
+    with pytest.raises(ValueError, match="top_k must be <= experts"):
+        expert_gemm_m(8, experts=4, top_k=8)
+    with pytest.raises(ValueError, match="speculative_tokens"):
+        decode_gemm_m(8, speculative_tokens=-1)

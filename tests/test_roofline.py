@@ -184,3 +184,12 @@ def test_bad_inputs_name_the_argument():
 
 def test_efficiency_round_trip():
     assert Efficiency.from_dict(DEFAULT_EFFICIENCY.to_dict()) == DEFAULT_EFFICIENCY
+
+
+def test_fit_never_returns_a_set_that_beats_a_ceiling():
+    # 2:4 times that would need a 2:4 kernel more efficient than dense: the fit clamps, it does not raise
+    pts = [dict(M=M, N=4096, K=4096, dtype="fp16", gpu="H100", dense_ms=predict(M, 4096, 4096, params=Efficiency()).dense_us / 1e3,
+                sparse_ms=predict(M, 4096, 4096, params=Efficiency()).dense_us / 1e3 * 0.5) for M in (1, 16, 4096, 16384)]
+    got = fit(pts, base=Efficiency()).params
+    assert got.sparse_memory <= got.dense_memory and got.sparse_compute <= got.dense_compute
+    assert got.sparse_overhead_us >= got.dense_overhead_us

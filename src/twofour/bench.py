@@ -54,6 +54,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from ._jsonfile import read_json
 from .device import environment
 from .models import get_preset, linear_shapes
 from .structure import prune
@@ -72,6 +73,7 @@ __all__ = [
     "load_results",
     "recorded_results",
     "cpu_roofline",
+    "recorded_alg_search",
     "DATA_DIR",
     "MODES",
 ]
@@ -570,12 +572,7 @@ class Results:
 def load_results(path) -> Results:
     """Read a results file written by :meth:`Results.save`, checking schema and provenance."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"results file {str(path)!r} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from None
+    data = read_json(path, "results file")
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
                          f"expected one of {READABLE_SCHEMAS}")
@@ -604,6 +601,29 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
         dev = res.provenance.get("device")
         if kind == "all" or (kind == "gpu" and dev == "cuda") or (kind == "cpu" and dev == "cpu"):
             out.append(res)
+    return out
+
+
+def recorded_alg_search(folder=None) -> list[dict]:
+    """cuSPARSELt algorithm sweeps shipped in ``twofour/data/cslt-algsearch-*.json``, one dict per case.
+
+    Each case (``shape, M, N, K``) has ``dense_ms``, ``default_ms`` (algorithm 0, what PyTorch's
+    ``F.linear`` path picks), ``best`` (the fastest configuration whose result matched dense,
+    with its ``alg_id`` and ``split_k``), every ``configs`` entry and the run's ``provenance``.
+    Written by ``scripts/gpu_measure.py alg-search``; empty when none is recorded.
+
+    Example:
+        >>> cases = recorded_alg_search()
+        >>> all(c["best"]["ms"] <= c["default_ms"] for c in cases)
+        True
+    """
+    folder = Path(folder) if folder is not None else DATA_DIR
+    out = []
+    for path in sorted(folder.glob("cslt-algsearch-*.json")):
+        data = read_json(path, "algorithm sweep file")
+        if data.get("schema") != "twofour-cslt-algsearch/1" or "cases" not in data:
+            raise ValueError(f"algorithm sweep file {str(path)!r} is not a twofour-cslt-algsearch/1 file with cases")
+        out += [dict(case, provenance=data["provenance"]) for case in data["cases"]]
     return out
 
 

@@ -1,21 +1,28 @@
-"""The funnel: from the data sheet's 2x to the speedup a request actually gets, stage by stage.
+"""The funnel: from the data sheet's 2x to the speedup a request actually gets, step by step.
 
-Each stage is a speedup, and each explains one loss:
+The funnel has five **steps**, numbered 1 to 5. They are not the five *stages* of the answer
+(structure, representation, dispatch, quality, Amdahl): stages 1-4 decide whether a sparse
+kernel runs at all; the funnel's steps measure how much of the 2x is left once one does.
+Every step is a speedup, and each explains one loss:
 
-1. ``datasheet`` — sparse peak / dense peak FLOP/s of the GPU for the dtype (2x on every
-   NVIDIA data sheet).
-2. ``roofline_ceiling`` — what perfect 2:4 kernels could give on *this phase's* GEMMs:
-   compute-bound GEMMs keep 2x, memory-bound ones (decode) only ``1 / packed_ratio`` (1.78x for
-   fp16/bf16, 1.6x for 8-bit), weighted by each GEMM's dense time.
-3. ``kernel`` — the achieved GEMM speedup: predicted by :mod:`twofour.roofline` (padding,
-   efficiency, waves, per-call overhead) or measured and typed in.
-4. ``eligible_fraction`` — Amdahl over the GPU work of the scope: attention, KV-cache reads,
-   LM head, norms do not get faster.
-5. ``request`` — the end-to-end number, fixed per-step and per-request overheads included
-   (for the ``"request"`` scope also the mix of prefill and decode).
+1. ``datasheet`` — the data-sheet speedup: sparse peak / dense peak FLOP/s of the GPU for the
+   dtype (2x on every NVIDIA data sheet).
+2. ``roofline_ceiling`` — the ceiling speedup: what perfect 2:4 kernels could give on *this
+   phase's* GEMMs: compute-bound GEMMs keep 2x, memory-bound ones (decode) only
+   ``1 / packed_ratio`` (1.78x for fp16/bf16, 1.6x for 8-bit), weighted by each GEMM's dense time.
+3. ``kernel`` — the 2:4 GEMM speedup the kernels achieve: predicted by :mod:`twofour.roofline`
+   (padding, efficiency, waves, per-call overhead) or measured and typed in.
+4. ``eligible_fraction`` — the speedup of the GPU work after Amdahl: the eligible share ``p``
+   of the scope's GPU time gets step 3's speedup; attention, KV-cache reads, LM head and norms
+   do not get faster.
+5. ``request`` — the end-to-end speedup (per token for the decode scope), fixed per-step and
+   per-request overheads included (for the ``"request"`` scope also the mix of prefill and decode).
 
-A stage can *rise* (a measured kernel speedup above the roofline ceiling, or a kernel slower
+A step can *rise* (a measured kernel speedup above the roofline ceiling, or a kernel slower
 than dense, which Amdahl then dilutes toward 1); the funnel shows what the numbers say.
+
+Each :class:`FunnelStep` keeps a short ``label`` (the one the site's calculator mirrors) and has
+a ``title`` that says it is a speedup (``"step 3: 2:4 GEMM speedup"``), which the figures use.
 
 >>> from twofour.models import LLAMA_3_8B
 >>> from twofour.request import Workload, estimate
@@ -24,6 +31,8 @@ than dense, which Amdahl then dilutes toward 1); the funnel shows what the numbe
 ['datasheet', 'roofline_ceiling', 'kernel', 'eligible_fraction', 'request']
 >>> round(funnel(est, "decode")[2].speedup, 3)
 1.6
+>>> funnel(est, "decode")[3].title
+'step 4: speedup after Amdahl (GPU work)'
 """
 
 from __future__ import annotations
@@ -32,28 +41,56 @@ from dataclasses import asdict, dataclass
 
 from .request import RequestEstimate
 
-__all__ = ["FunnelStage", "SCOPES", "funnel", "funnel_dict"]
+__all__ = ["FunnelStep", "STEP_KEYS", "SCOPES", "funnel", "funnel_dict"]
 
 SCOPES = ("request", "prefill", "decode")
+STEP_KEYS = ("datasheet", "roofline_ceiling", "kernel", "eligible_fraction", "request")
+# What each step's number is, said as a speedup ("eligible fraction" alone reads like a share).
+_STEP_TITLES = {
+    "datasheet": "data-sheet speedup",
+    "roofline_ceiling": "ceiling speedup (perfect kernels)",
+    "kernel": "2:4 GEMM speedup",
+    "eligible_fraction": "speedup after Amdahl (GPU work)",
+}
 
 
 @dataclass(frozen=True)
-class FunnelStage:
-    """One stage: a key, a short label for plots, the speedup, and what it accounts for."""
+class FunnelStep:
+    """One step of the funnel: a key, a short label, the speedup, and what it accounts for.
+
+    ``label`` is the short name the site's calculator mirrors; :attr:`step` and :attr:`title`
+    give the step's number and a name that says the number is a speedup.
+    """
 
     key: str
     label: str
     speedup: float
     explains: str
 
+    @property
+    def step(self) -> int:
+        """1 to 5, in funnel order (0 for a key that is not a funnel step)."""
+        return STEP_KEYS.index(self.key) + 1 if self.key in STEP_KEYS else 0
 
-def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStage]:
-    """The five stages for one scope of a request estimate.
+    @property
+    def title(self) -> str:
+        """``"step N: <what> speedup"``, e.g. ``"step 5: per-token speedup"``."""
+        what = _STEP_TITLES.get(self.key, f"{self.label} speedup")
+        if self.key == "request":
+            what = "per-token speedup" if self.label == "per token" else "end-to-end speedup"
+        return f"step {self.step}: {what}" if self.step else what
+
+
+FunnelStage = FunnelStep  # the name before the funnel's steps were told apart from the answer's stages
+
+
+def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
+    """The five steps of the funnel for one scope of a request estimate.
 
     Args:
         est: from :func:`twofour.request.estimate` or :func:`twofour.request.evaluate`.
         scope: ``"request"`` (whole request), ``"prefill"`` (TTFT) or ``"decode"`` (all decode
-            steps; stage 5 is then the TPOT speedup).
+            steps; step 5 is then the TPOT speedup).
 
     Spec (mirrored by the site's JavaScript), with the phases' fields of :class:`~twofour.request.PhaseTime`:
 
@@ -84,18 +121,18 @@ def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStage]:
 
     phase_word = {"request": "the request's", "prefill": "prefill", "decode": "decode"}[scope]
     return [
-        FunnelStage("datasheet", "data sheet", r.sparse_flops / r.dense_flops,
+        FunnelStep("datasheet", "data sheet", r.sparse_flops / r.dense_flops,
                     "peak 2:4 FLOP/s over peak dense FLOP/s for this GPU and dtype"),
-        FunnelStage("roofline_ceiling", "roofline ceiling", ceiling,
+        FunnelStep("roofline_ceiling", "roofline ceiling", ceiling,
                     f"perfect kernels on {phase_word} GEMMs: compute-bound ones keep 2x, "
                     "bytes-bound ones get only 1/packed ratio"),
-        FunnelStage("kernel", "2:4 GEMM", kernel,
+        FunnelStep("kernel", "2:4 GEMM", kernel,
                     "the GEMM speedup the kernels reach (predicted or measured): padding, efficiency, "
                     "waves, per-call overhead"),
-        FunnelStage("eligible_fraction", "eligible fraction", gpu_work,
+        FunnelStep("eligible_fraction", "eligible fraction", gpu_work,
                     "Amdahl over the GPU work: attention, KV-cache reads, embeddings, LM head and "
                     "per-layer ops stay as they are"),
-        FunnelStage("request", "end to end" if scope != "decode" else "per token", final,
+        FunnelStep("request", "end to end" if scope != "decode" else "per token", final,
                     "fixed per-step and per-request overheads included"
                     + (" and prefill and decode mixed by their time" if scope == "request" else "")),
     ]

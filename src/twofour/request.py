@@ -51,15 +51,15 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    ``L = layers``; linear kinds ``(N, K)``: q ``(h, h)``, k ``(kv_dim, h)``, v ``(kv_dim, h)``,
    o ``(h, h)``, gate ``(I, h)``, up ``(I, h)``, down ``(h, I)``, lm_head ``(vocab, h)``.
 2. GEMM times per phase and kind: ``gemm[phase][kind] = (dense_s, sparse_s)`` for one GEMM
-   with ``M = batch * prompt_len`` (prefill) or ``M = batch`` (decode; also lm_head in both
-   phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
+   with ``M = batch * prompt_len`` (prefill) or ``M = batch + prefill_chunk_tokens`` (decode;
+   lm_head ``M = batch`` in both phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
    measured speedup as ``sparse_s = dense_s / speedup``).
-3. Ideal ratio of a GEMM (funnel stage 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
+3. Ideal ratio of a GEMM (funnel step 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
    ``w = N*K*b``; ``ideal_dense = max(flops / dense_flops, (w + act) / bandwidth)``;
    ``ideal_sparse = max(flops / sparse_flops, (w * packed_ratio + act) / bandwidth)``;
    ``ratio = ideal_dense / ideal_sparse``.
 4. Per phase, with ``steps = 1`` (prefill) or ``n_dec`` (decode), ``tokens = batch*prompt_len``
-   or ``batch``, attended ``A = prompt_len*(prompt_len+1)/2`` (prefill, per sequence, causal)
+   or ``batch + prefill_chunk_tokens``, attended ``A = prompt_len*(prompt_len+1)/2`` (prefill, per sequence, causal)
    or ``n_dec*prompt_len + n_dec*(n_dec+1)/2`` (decode, summed over steps, per sequence):
 
    * block linear of kind k: ``t = steps * L * gemm_dense`` (``* gemm_sparse`` on the 2:4 side
@@ -73,6 +73,10 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    * ``step_overhead = steps * step_overhead_s``; ``request_overhead`` = the input in prefill, 0
      in decode.
 
+   * decode with ``c = prefill_chunk_tokens > 0`` only (the mixed step), added after the above:
+     ``attention += 4 * L * h * steps * c * (prompt_len + 1) / 2 / (dense_flops * attention_efficiency)``
+     and ``kv_cache += 2 * L * kv_dim * steps * (c + max(prompt_len - c, 0) / 2) * kv_b / (bandwidth * memory_efficiency)``.
+
    Phase time = sum of the components in the order of :data:`COMPONENTS`.
 5. ``eligible_dense`` = pruned block linears (+ lm_head if pruned), dense times;
    ``eligible_sparse`` likewise with 2:4 times; ``eligible_ideal_sparse = sum(t / ratio)`` over
@@ -85,6 +89,28 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    ``(eligible_prefill + eligible_decode) / total_dense``.
 
 By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's speedup (tested).
+
+**The mixed step (continuous batching with chunked prefill).** A serving engine rarely runs a
+decode step alone: it packs the decode tokens of the running sequences and a chunk of some
+other request's prompt into one forward pass, so the block linears see
+``M = batch + prefill_chunk_tokens`` rows, not ``batch``. ``Workload.prefill_chunk_tokens``
+(default 0: the plain decode step above, every result unchanged bit for bit) models that: with
+``c`` chunk tokens per step, in every decode step
+
+* the block-linear GEMMs run at ``M = batch + c`` (the LM head stays at ``batch``: only the
+  decode tokens need logits);
+* attention gains ``4 * L * h * c * (prompt_len + 1) / 2`` FLOPs (each chunk token attends, on
+  average over its prompt, to half of a ``prompt_len``-token prompt: the chunks come from
+  prompts like this request's);
+* the KV cache gains ``c`` tokens written plus the prompt prefix read by the chunk, on average
+  ``max(prompt_len - c, 0) / 2`` tokens: ``2 * L * kv_dim * (c + max(P - c, 0) / 2)`` elements;
+* the embedding and the element-wise passes run over ``batch + c`` tokens.
+
+TPOT is then the time of the mixed step (a decode token waits for the whole step), ``p`` its
+eligible fraction and the GEMM speedup that of ``M = batch + c``. The request's own prompt is
+still one prefill step. Other ways a serving engine moves ``M`` (speculative verification,
+tensor parallelism, mixture-of-experts) are in :func:`decode_gemm_m`, :func:`expert_gemm_m`
+and :func:`tensor_parallel_shape`.
 
 The GEMM model: by default :func:`roofline_gemm_model` predicts each GEMM. Pass
 ``gemm=`` to use your own callable ``(M, N, K) -> GemmTime``, or ``gemm_speedup=`` to replace the
@@ -113,9 +139,13 @@ __all__ = [
     "RequestEstimate",
     "PHASES",
     "gemm_shapes",
+    "decode_gemm_m",
+    "expert_gemm_m",
+    "tensor_parallel_shape",
     "ideal_gemm_model",
     "roofline_gemm_model",
     "measured_gemm_speedup",
+    "searched_gemm_speedup",
     "sensitivity",
     "build_inputs",
     "evaluate",
@@ -281,6 +311,9 @@ class Workload:
         dtype: weights and activations: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
         pruned: linear kinds stored 2:4; default every block linear (as Sparse-Llama), not the
             LM head. Any subset of :data:`LINEAR_KINDS`.
+        prefill_chunk_tokens: prompt tokens of *other* requests that share each decode step
+            (continuous batching with chunked prefill); 0 (default) is a decode step alone. See
+            "The mixed step" in the module docstring.
 
     Example:
         >>> Workload(LLAMA_3_8B, batch=4, prompt_len=128, output_len=64, pruned=("gate_proj", "up_proj", "down_proj")).pruned
@@ -293,8 +326,10 @@ class Workload:
     output_len: int
     dtype: str = "bf16"
     pruned: tuple[str, ...] = BLOCK_LINEARS
+    prefill_chunk_tokens: int = 0
 
     def __post_init__(self):
+        _require_positive_int("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
         if not isinstance(self.model, TransformerConfig):
             raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
         _require_positive_int("batch", self.batch)
@@ -397,6 +432,8 @@ class RequestInputs:
 
     ``gemm[phase][kind] = [dense_s, sparse_s]`` for one GEMM; ``pruned[kind]`` is a bool.
     Build it with :func:`build_inputs`; edit a copy with ``dataclasses.replace`` to explore.
+    ``prefill_chunk_tokens`` is optional: :meth:`to_dict` leaves it out at its default 0, so
+    records made before it existed (the calculators' golden vectors) stay exactly as they were.
     """
 
     layers: int
@@ -422,42 +459,58 @@ class RequestInputs:
     request_overhead_s: float
     pruned: dict[str, bool] = field(default_factory=dict)
     gemm: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    prefill_chunk_tokens: int = 0
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        for name, default in _OPTIONAL_INPUTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "RequestInputs":
         names = {f.name for f in fields(cls)}
-        missing = sorted(names - set(data))
+        missing = sorted(names - set(data) - set(_OPTIONAL_INPUTS))
         if missing:
             raise ValueError(f"request inputs are missing {missing}")
-        return cls(**{k: data[k] for k in names})
+        return cls(**{k: data[k] for k in names if k in data})
 
 
-def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None) -> dict[str, tuple[int, int, int]]:
+# Inputs added after the golden vectors were first written: omitted from to_dict at these defaults.
+_OPTIONAL_INPUTS: dict[str, object] = {"prefill_chunk_tokens": 0}
+
+
+def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None,
+                prefill_chunk_tokens: int = 0) -> dict[str, tuple[int, int, int]]:
     """``{kind: (M, N, K)}`` of the GEMMs one step of ``phase`` runs (per layer for block kinds).
+
+    In decode the block linears see ``M = batch + prefill_chunk_tokens`` (the mixed step); the
+    LM head only the ``batch`` decode tokens. With :class:`RequestInputs` the chunk is its own.
 
     Example:
         >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8)["down_proj"]
         (8, 4096, 14336)
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8, prefill_chunk_tokens=512)["down_proj"]
+        (520, 4096, 14336)
     """
     if isinstance(inputs_or_cfg, RequestInputs):
         r = inputs_or_cfg
         h, I, vocab = r.hidden, r.intermediate, r.vocab
         kv_dim = r.kv_heads * (r.hidden // r.heads)
-        batch, prompt_len = r.batch, r.prompt_len
+        batch, prompt_len, prefill_chunk_tokens = r.batch, r.prompt_len, r.prefill_chunk_tokens
     elif isinstance(inputs_or_cfg, TransformerConfig):
         cfg = inputs_or_cfg
         h, I, vocab, kv_dim = cfg.hidden, cfg.intermediate, cfg.vocab, cfg.kv_dim
         _require_positive_int("batch", batch)
         if phase == "prefill":
             _require_positive_int("prompt_len", prompt_len)
+        _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
     else:
         raise TypeError(f"first argument must be a TransformerConfig or RequestInputs, got {type(inputs_or_cfg).__name__}")
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
-    M = batch * prompt_len if phase == "prefill" else batch
+    M = batch * prompt_len if phase == "prefill" else batch + prefill_chunk_tokens
     return {
         "q_proj": (M, h, h),
         "k_proj": (M, kv_dim, h),
@@ -517,7 +570,8 @@ def build_inputs(
     times: dict[str, dict[str, list[float]]] = {}
     for phase in PHASES:
         times[phase] = {}
-        for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len).items():
+        for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len,
+                                           workload.prefill_chunk_tokens).items():
             t = gemm(M, N, K)
             dense_s = _require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
             sparse_s = _require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
@@ -549,6 +603,7 @@ def build_inputs(
         request_overhead_s=float(assumptions.request_overhead_s),
         pruned={k: k in workload.pruned for k in LINEAR_KINDS},
         gemm=times,
+        prefill_chunk_tokens=workload.prefill_chunk_tokens,
     )
 
 
@@ -578,7 +633,7 @@ class PhaseTime:
         linear_dense, linear_sparse: seconds per linear kind (keys :data:`LINEAR_KINDS`).
         dense_s, sparse_s: phase totals.
         eligible_dense_s, eligible_sparse_s: time in pruned GEMMs, dense and 2:4.
-        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel stage 2).
+        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel step 2).
         overhead_s: fixed overheads in the phase (step and request).
         p: eligible fraction ``eligible_dense_s / dense_s``.
         gemm_speedup: ``eligible_dense_s / eligible_sparse_s`` (1 if nothing is eligible).
@@ -644,6 +699,12 @@ def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens:
         "step_overhead": n * r.step_overhead_s,
         "request_overhead": r.request_overhead_s if phase == "prefill" else 0.0,
     }
+    chunk = float(r.prefill_chunk_tokens) if phase == "decode" else 0.0
+    if chunk > 0.0:  # the mixed step: a prompt chunk shares every decode step (module docstring)
+        P = float(r.prompt_len)
+        unchanged["attention"] += 4.0 * L * h * n * chunk * (P + 1.0) / 2.0 / (r.dense_flops * r.attention_efficiency)
+        unchanged["kv_cache"] += (2.0 * L * kv_dim * n * (chunk + max(P - chunk, 0.0) / 2.0)
+                                  * r.kv_bytes_per_element / mem_rate)
     for c, t in unchanged.items():
         dense[c] = t
         sparse[c] = t
@@ -771,11 +832,12 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
     nd = float(n_dec)
     prefill = _phase(r, "prefill", 1, P * (P + 1.0) / 2.0, P, float(r.batch) * P)
     decode_attended = nd * P + nd * (nd + 1.0) / 2.0
-    decode = _phase(r, "decode", n_dec, decode_attended, decode_attended, float(r.batch))
+    decode_tokens = float(r.batch + r.prefill_chunk_tokens)  # == float(r.batch) without a chunk
+    decode = _phase(r, "decode", n_dec, decode_attended, decode_attended, decode_tokens)
     if n_dec > 0:
         tpot_dense, tpot_sparse = decode.dense_s / nd, decode.sparse_s / nd
     else:  # no decode step in this request: report what one step at context P + 1 would take
-        one = _phase(r, "decode", 1, P + 1.0, P + 1.0, float(r.batch))
+        one = _phase(r, "decode", 1, P + 1.0, P + 1.0, decode_tokens)
         tpot_dense, tpot_sparse = one.dense_s, one.sparse_s
     total_dense = prefill.dense_s + decode.dense_s
     total_sparse = prefill.sparse_s + decode.sparse_s
@@ -854,9 +916,15 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
         for row in res.gpu_points(mode):
             if row["dtype"] == dtype_name:
                 table[(row["M"], row["N"], row["K"])] = (row["dense_ms"], row["sparse_ms"])
+    return _layer_speedups(table, workload)
+
+
+def _layer_speedups(table: dict, workload: Workload) -> dict[str, float | None]:
+    """Per phase: ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs, None if any is missing."""
     out: dict[str, float | None] = {}
     for phase in PHASES:
-        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len)
+        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
+                             workload.prefill_chunk_tokens)
         wanted = [shapes[k] for k in workload.pruned if k in BLOCK_LINEARS]
         found = [table.get(shape) for shape in wanted]
         if not wanted or any(f is None for f in found):
@@ -864,6 +932,31 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
             continue
         out[phase] = sum(d for d, _ in found) / sum(sp for _, sp in found)
     return out
+
+
+def searched_gemm_speedup(cases, workload: Workload, *, pick: str = "best") -> dict[str, float | None]:
+    """Like :func:`measured_gemm_speedup`, from a cuSPARSELt algorithm sweep (:func:`twofour.bench.recorded_alg_search`).
+
+    ``pick="default"`` uses algorithm 0 (what PyTorch's ``F.linear`` path runs), ``"best"`` the
+    fastest algorithm whose result matched dense. The sweep is fp16 with ``x`` already padded
+    and no ``F.linear`` wrapper kernels: a measure of the library's kernels, not of PyTorch's path.
+
+    Example:
+        >>> from twofour.bench import recorded_alg_search
+        >>> s = searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"))
+        >>> s["decode"] > 1 > searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"), pick="default")["decode"]
+        True
+    """
+    if pick not in ("best", "default"):
+        raise ValueError(f"pick must be 'best' or 'default', got {pick!r}")
+    if workload.dtype != "fp16":
+        raise ValueError(f"the recorded algorithm sweeps are fp16; workload.dtype is {workload.dtype!r}")
+    table = {}
+    for c in cases:
+        sparse_ms = c["best"]["ms"] if pick == "best" and c.get("best") else c.get("default_ms")
+        if sparse_ms:
+            table[(c["M"], c["N"], c["K"])] = (c["dense_ms"], sparse_ms)
+    return _layer_speedups(table, workload)
 
 
 def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
@@ -898,6 +991,70 @@ def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: st
             est = estimate(workload, gpu, gemm=roofline_gemm_model(gpu, workload.dtype, params=q, scenario="cached"))
             rows.append({"per_call_us": cost_f, "memory_ratio": ratio_f, "speedup": est.speedup(scope)})
     return rows
+
+
+def decode_gemm_m(batch: int, *, prefill_chunk_tokens: int = 0, speculative_tokens: int = 0) -> int:
+    """Rows ``M`` of a decode step's block-linear GEMMs in a serving engine.
+
+    Each of ``batch`` sequences contributes one token, or ``speculative_tokens + 1`` when a
+    draft's ``k`` tokens are verified in one pass (speculative decoding); a chunk of another
+    request's prompt adds ``prefill_chunk_tokens`` (chunked prefill). So decode ``M`` is the
+    batch only when neither is used.
+
+    Example:
+        >>> decode_gemm_m(8), decode_gemm_m(8, speculative_tokens=4), decode_gemm_m(8, prefill_chunk_tokens=256)
+        (8, 40, 264)
+    """
+    _require_positive_int("batch", batch)
+    _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+    _require_positive_int("speculative_tokens", speculative_tokens, minimum=0)
+    return batch * (speculative_tokens + 1) + prefill_chunk_tokens
+
+
+def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
+    """Mean rows each expert's GEMMs see in a mixture-of-experts layer: ``M * top_k / experts``.
+
+    Every token goes to ``top_k`` of ``experts`` experts, so the ``M`` tokens of a step become
+    ``M * top_k`` expert rows spread over ``experts`` weights (evenly on average; a real router is
+    uneven). Each expert's weight is read whole for its few rows, so MoE decode GEMMs are
+    skinnier than a dense model's at the same batch.
+
+    Example:
+        >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
+        4.0
+    """
+    _require_positive_int("M", M)
+    _require_positive_int("experts", experts)
+    _require_positive_int("top_k", top_k)
+    if top_k > experts:
+        raise ValueError(f"top_k must be <= experts, got top_k={top_k}, experts={experts}")
+    return M * top_k / experts
+
+
+def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[int, int, int]:
+    """The ``(M, N, K)`` one GPU runs when a linear is split over ``tp`` GPUs.
+
+    ``split="column"`` (q, k, v, gate, up in Megatron-style tensor parallelism) divides ``N``, the
+    output features; ``split="row"`` (o, down) divides ``K``, the reduction, and the partial
+    outputs are summed by an all-reduce. ``M`` is unchanged: every GPU sees every token. The
+    2:4 groups run along ``K``, so a row split must keep ``K / tp`` a multiple of the group (and of
+    the backend's minimum).
+
+    Example:
+        >>> tensor_parallel_shape(16, 14336, 4096, 8, "column"), tensor_parallel_shape(16, 4096, 14336, 8, "row")
+        ((16, 1792, 4096), (16, 4096, 1792))
+    """
+    for name, v in (("M", M), ("N", N), ("K", K), ("tp", tp)):
+        _require_positive_int(name, v)
+    if split == "column":
+        if N % tp:
+            raise ValueError(f"N={N} must be divisible by tp={tp} for a column split")
+        return (M, N // tp, K)
+    if split == "row":
+        if K % tp:
+            raise ValueError(f"K={K} must be divisible by tp={tp} for a row split")
+        return (M, N, K // tp)
+    raise ValueError(f"split must be 'column' (divides N) or 'row' (divides K), got {split!r}")
 
 
 # The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).

@@ -188,3 +188,15 @@ def test_every_notebook_that_draws_shows_its_figures(site):
         if not re.search(r'<img src="[^"]*-cell\d+-\d+\.png"', page.read_text()):
             missing.append(nb.relative_to(ROOT).as_posix())
     assert not missing, f"notebooks that draw figures but whose pages show none: {missing}"
+
+
+def test_status_box_is_on_the_home_page_and_chapters_0_3_7(site):
+    for page in ("index.html", "notebooks/00-environment/index.html", "notebooks/03-dispatch/index.html",
+                 "notebooks/07-the-answer/index.html"):
+        html = (site / page).read_text()
+        box = re.search(r'<div class="admonition warning htw-status">(.*?)</div>', html, re.S)
+        assert box, f"{page}: no status box (an admonition rendered from twofour/course/data/status.md)"
+        assert "2:4 in late 2026" in box.group(1)
+        assert "https://github.com/vllm-project/vllm/pull/36799" in box.group(1)
+        assert "https://github.com/pytorch/ao/pull/4728" in box.group(1)
+        assert "<li>" in box.group(1), f"{page}: the box's Markdown was not rendered"

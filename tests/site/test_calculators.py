@@ -1,10 +1,13 @@
 """The static site's calculators (docs/js/calc) in a real browser, against the Python model.
 
 * Parity: ``twofour golden`` writes its vectors into a temporary folder; the browser imports
-  the JS modules from the built, served site and evaluates them on every vector. Every number
-  must equal Python's to 1e-12 relative (in practice they are bit-identical).
-* The JS copies of the tables (GPU peaks, roofline assumptions, padding rule, model presets,
-  scenarios, packing formats) equal the Python ones.
+  the JS modules from the built, served site and evaluates them on every vector (every GEMM
+  scenario, the fitted sets of several GPUs and backends). Every number must equal Python's to
+  1e-12 relative (in practice they are bit-identical).
+* The JS copies of the tables (GPU peaks, the fitted parameters of kernel-fit.json, padding
+  rule, model presets, workloads, packing formats) equal the Python ones.
+* Ceilings: over a grid of inputs and every scenario, no GEMM prediction passes 2x (or
+  1 / packed ratio where the weight dominates), no request passes Amdahl's bound.
 * Each calculator is driven like a user (typing, selecting, clicking, following a shared
   link); what it displays equals the Python result written with the one rounding rule below.
 * Every kind of bad input gets a message next to its field, the last valid result stays,
@@ -31,8 +34,9 @@ import pytest
 import torch
 
 from twofour import amdahl, hardware, models, packing, request, roofline
+from twofour.cli.golden import FITTED_JS, fitted_js, fitted_subset
 from twofour.funnel import funnel
-from twofour.request import Assumptions, Workload, estimate
+from twofour.request import Assumptions, Workload, build_inputs, evaluate, estimate, roofline_gemm_model
 
 pytestmark = pytest.mark.browser
 
@@ -112,7 +116,7 @@ def _golden(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory) -> dict:
     out = _golden(tmp_path_factory)
-    return {name: json.loads((out / f"{name}.json").read_text()) for name in ("amdahl", "request", "funnel")}
+    return {name: json.loads((out / f"{name}.json").read_text()) for name in ("amdahl", "request", "funnel", "roofline")}
 
 
 def _count_numbers(value) -> int:
@@ -137,8 +141,10 @@ window.__cmp = (where, js, py, bad, stats) => {
     else stats.worst = Math.max(stats.worst, e);
   } else if (typeof py === "string" || typeof py === "boolean") {
     if (js !== py) bad.push([where, String(js), py]);
-  } else if (py === undefined || py === null) {
-    bad.push([where, String(js), String(py)]);
+  } else if (py === null) {
+    if (js !== null) bad.push([where, String(js), "null"]);
+  } else if (py === undefined) {
+    bad.push([where, String(js), "undefined"]);
   } else {
     for (const k of Object.keys(py)) window.__cmp(where + "." + k, js === undefined || js === null ? undefined : js[k], py[k], bad, stats);
   }
@@ -206,7 +212,8 @@ def test_js_request_model_and_funnel_match_python_golden_vectors(watched, base_u
             // 2. the inputs themselves, rebuilt from the workload: GPU table, roofline, padding, packing
             const x = c.context;
             const w = {model: x.model, batch: x.batch, prompt_len: x.prompt_len, output_len: x.output_len, dtype: x.dtype, pruned: x.pruned};
-            const inputs = R.buildInputs(w, x.gpu, {assumptions: x.assumptions, gemmSpeedup: x.gemm_speedup, backend: x.roofline_backend});
+            const inputs = R.buildInputs(w, x.gpu, {assumptions: x.assumptions, gemmSpeedup: x.gemm_speedup, backend: x.backend,
+                                                    scenario: x.scenario});
             __cmp(`case ${c.id} inputs`, inputs, c.inputs, bad, stats);
           }
           for (const f of funnels) __cmp(`funnel ${f.request_case} ${f.scope}`, F.funnel(ests[f.request_case], f.scope), f.stages, bad, stats);
@@ -221,6 +228,44 @@ def test_js_request_model_and_funnel_match_python_golden_vectors(watched, base_u
     print(f"\nrequest/funnel parity: {expected} numbers, worst relative difference {result['stats']['worst']:.3g}")
 
 
+def test_js_roofline_matches_python_golden_vectors(watched, base_url, golden):
+    """predict over shapes x GPUs/backends x scenarios (fitted and given parameters), the fitted
+    set per GPU/backend, and the messages of the inputs it must refuse."""
+    page = _open(watched, base_url, CALC)
+    _import(page, "roofline")
+    page.evaluate(_COMPARE_JS)
+    data = golden["roofline"]
+    result = page.evaluate(
+        """data => {
+          const R = window.__m.roofline, bad = [], stats = {n: 0, worst: 0};
+          for (const c of data.cases) {
+            const p = R.predict(c.M, c.N, c.K, c.dtype, c.gpu, c.backend, c.params, {scenario: c.scenario});
+            __cmp(`predict(${c.M},${c.N},${c.K},${c.dtype},${c.gpu},${c.backend},${c.scenario})`, p, c.output, bad, stats);
+          }
+          for (const [key, want] of Object.entries(data.default_params)) {
+            const [gpu, backend] = key.split("/");
+            __cmp(`defaultParams(${key})`, R.defaultParams(gpu, backend ?? null), want, bad, stats);
+            if (backend) __cmp(`defaultParams(${key} lower case)`, R.defaultParams(gpu.toLowerCase(), backend.toLowerCase()), want, bad, stats);
+          }
+          const message = (fn) => { try { fn(); return "returned"; } catch (e) { return e.name === "InputError" ? e.message : "threw " + e; } };
+          const errors = data.errors.map(e => [e.message, message(() => { const x = e.input;
+            R.predict(x.M, x.N, x.K, x.dtype, x.gpu, x.backend ?? null, null, x.scenario === undefined ? {} : {scenario: x.scenario}); })]);
+          const effErrors = data.efficiency_errors.map(e => [e.message, message(() => R.efficiency(e.input))]);
+          return {bad: bad.slice(0, 20), nbad: bad.length, stats, errors, effErrors,
+                  scenarios: R.SCENARIOS, def: R.DEFAULT_SCENARIO};
+        }""",
+        data,
+    )
+    assert result["nbad"] == 0, result["bad"]
+    assert result["stats"]["n"] == sum(_count_numbers(c["output"]) for c in data["cases"]) + sum(
+        _count_numbers(v) * (2 if "/" in k else 1) for k, v in data["default_params"].items())
+    assert {c["scenario"] for c in data["cases"]} == set(roofline.SCENARIOS)
+    assert (result["scenarios"], result["def"]) == (list(roofline.SCENARIOS), roofline.DEFAULT_SCENARIO)
+    assert len(result["errors"]) >= 7 and len(result["effErrors"]) >= 8
+    for python_message, js_message in result["errors"] + result["effErrors"]:
+        assert js_message == python_message
+
+
 def test_js_roofline_and_packing_match_python(watched, base_url):
     page = _open(watched, base_url, CALC)
     for module in ("roofline", "packing"):
@@ -229,11 +274,13 @@ def test_js_roofline_and_packing_match_python(watched, base_url):
     points = [(s, d, g, b) for s in shapes for d, g, b in
               [("fp16", "H100", None), ("bf16", "A100", "CUTLASS"), ("int8", "L4", None), ("fp8", "B200", None),
                ("tf32", "A100", "cuSPARSELt")]]
+    points = [(*pt, sc) for pt in points for sc in roofline.SCENARIOS]
     js = page.evaluate(
-        "points => points.map(([[M, N, K], d, g, b]) => window.__m.roofline.predict(M, N, K, d, g, b))", points
+        "points => points.map(([[M, N, K], d, g, b, sc]) => window.__m.roofline.predict(M, N, K, d, g, b, null, {scenario: sc}))",
+        points,
     )
-    for (shape, d, g, b), got in zip(points, js):
-        want = roofline.predict(*shape, d, g, b)
+    for (shape, d, g, b, sc), got in zip(points, js):
+        want = roofline.predict(*shape, d, g, b, scenario=sc)
         for field in ("dense_us", "sparse_us", "wave_eff_dense", "wave_eff_sparse"):
             assert got[field] == pytest.approx(getattr(want, field), rel=1e-12, abs=0), (shape, d, g, field)
         assert (got["M_padded"], got["bound_dense"], got["bound_sparse"], got["backend"]) == (
@@ -259,16 +306,27 @@ def test_js_roofline_and_packing_match_python(watched, base_url):
             i += 1
 
 
+def test_the_fitted_parameters_copy_is_kernel_fit_json():
+    """docs/js/calc/fitted.js is generated from twofour/data/kernel-fit.json; a new fit needs a new copy."""
+    committed = (Path(__file__).resolve().parents[2] / FITTED_JS).read_text()
+    assert committed == fitted_js(), (
+        f"{FITTED_JS} differs from src/twofour/data/kernel-fit.json: run "
+        f"`.venv/bin/twofour golden --fitted-js {FITTED_JS}` and commit the result")
+
+
 def test_js_tables_equal_the_python_tables(watched, base_url):
-    """GPU peaks, roofline defaults, padding rule, presets and scenarios: one source of truth, checked."""
+    """GPU peaks, fitted parameters, padding rule, presets and workloads: one source of truth, checked."""
     page = _open(watched, base_url, CALC)
-    for module in ("hardware", "roofline", "request"):
+    for module in ("hardware", "roofline", "request", "fitted"):
         _import(page, module)
     js = page.evaluate(
         """() => ({gpus: window.__m.hardware.GPUS, eff: window.__m.roofline.DEFAULT_EFFICIENCY,
+                   assumed: window.__m.roofline.ASSUMED_EFFICIENCY, fit: window.__m.fitted.FIT,
                    pad: window.__m.roofline.PAD_MULTIPLE, presets: window.__m.request.PRESETS,
                    scenarios: window.__m.request.SCENARIOS, dtypes: window.__m.request.DTYPE_BYTES})"""
     )
+    assert js["fit"] == fitted_subset()
+    assert js["assumed"] == roofline.ASSUMED_EFFICIENCY.to_dict()
     unconfirmed = hardware.unconfirmed_fields()
     assert set(js["gpus"]) == set(hardware.GPUS)
     for name, spec in hardware.GPUS.items():
@@ -299,16 +357,18 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
     """The Calculator page's prose names the defaults; if the code changes them, this fails."""
     page = _open(watched, base_url, CALC)
     _import(page, "ui/request-calc")
-    defaults = page.evaluate("() => window.__m['ui/request-calc'].DEFAULTS")
+    _import(page, "roofline")
+    defaults, labels = page.evaluate(
+        "() => [window.__m['ui/request-calc'].DEFAULTS, window.__m.roofline.SCENARIO_TEXT]")
     text = (Path(__file__).resolve().parents[2] / "docs/calculator/index.md").read_text()
     row = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
-    e = roofline.DEFAULT_EFFICIENCY
-    assert f"efficiencies {e.dense_compute} dense / {e.sparse_compute} sparse of peak" in row["predicted GEMM speedup"]
-    assert f"{e.dense_memory:.0%} of bandwidth" in row["predicted GEMM speedup"]
-    assert f"{e.dense_overhead_us:g} µs and {e.sparse_overhead_us:g} µs per call" in row["predicted GEMM speedup"]
-    assert f"| {defaults['speedup_prefill']} |" in row["measured GEMM speedup, prefill"]
-    assert f"| {defaults['speedup_decode']} |" in row["measured GEMM speedup, decode"]
-    assert f"{1 / packing.packed_ratio(torch.bfloat16):.2f}" == str(defaults["speedup_decode"])  # the bytes ceiling
+    assert "fitted roofline" in row["predicted GEMM speedup"] and "kernel-fit.json" in row["predicted GEMM speedup"]
+    assert f"| {labels[defaults['scenario']]['label']} |" in row["how the GEMMs are run"]
+    assert defaults["scenario"] == roofline.DEFAULT_SCENARIO
+    assert defaults["backend"] is None and "first PyTorch backend" in row["2:4 backend"]
+    # No measured field starts at a value, least of all a ceiling.
+    assert defaults["speedup_prefill"] == defaults["speedup_decode"] == ""
+    assert "| none:" in row["measured GEMM speedups"]
     cfg = models.PRESETS[defaults["model"]]
     assert (f"{cfg.name} ({cfg.layers} layers, hidden {cfg.hidden}, MLP {cfg.intermediate}, {cfg.heads} heads, "
             f"{cfg.kv_heads} KV heads)") in row["model shapes"]
@@ -316,6 +376,12 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
     chat = request.SCENARIOS["chat decode, batch 1"]
     assert (defaults["batch"], defaults["prompt_len"], defaults["output_len"]) == (chat.batch, chat.prompt_len, chat.output_len)
     assert f"batch {chat.batch}, {chat.prompt_len} prompt and {chat.output_len} output tokens" in row["workload"]
+    # The prose cites the fit rather than typing its numbers: no parameter value appears in it.
+    for value in roofline.DEFAULT_EFFICIENCY.to_dict().values():
+        if isinstance(value, float):
+            assert str(value) not in text, value
+    for scenario in roofline.SCENARIOS:
+        assert f"**{labels[scenario]['label']}**" in text  # each scenario explained in the prose
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,6 +460,8 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
         field.fill("")
         field.press_sequentially(text)
     root.get_by_label("lm_head").check()
+    root.get_by_label("2:4 backend").select_option("CUTLASS")
+    root.get_by_label("eager PyTorch", exact=True).check()
     root.get_by_label("typed in from a measurement").check()
     root.get_by_label("measured prefill GEMM speedup").fill("1.4")
     root.get_by_label("measured decode GEMM speedup").fill("0.9")
@@ -402,8 +470,9 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     root.get_by_label("decode (per token)").check()
 
     pruned = request.BLOCK_LINEARS + ("lm_head",)
-    mine = estimate(Workload(models.LLAMA_3_8B, 8, 1024, 128, dtype="fp16", pruned=pruned), "A100",
-                    gemm_speedup={"prefill": 1.4, "decode": 0.9}, assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
+    mine = _estimate(Workload(models.LLAMA_3_8B, 8, 1024, 128, dtype="fp16", pruned=pruned), "A100", backend="CUTLASS",
+                     scenario="eager", gemm_speedup={"prefill": 1.4, "decode": 0.9},
+                     assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
     expected = _expected_request(mine, "decode", pruned)
     _assert_shows(root, expected)
     assert "slower" in _outputs(root)["establish"]  # decode GEMMs at 0.9x: said in words
@@ -412,6 +481,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     _wait_for_url(page, "scope=decode")
     shared = page.url
     assert "gpu=A100" in shared and "s_decode=0.9" in shared and "scope=decode" in shared
+    assert "backend=CUTLASS" in shared and "scenario=eager" in shared
     other = browser.new_context()
     try:
         page2 = other.new_page()
@@ -423,6 +493,8 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
         assert root2.get_by_label("batch", exact=True).input_value() == "8"
         assert root2.get_by_label("lm_head").is_checked()
         assert root2.get_by_label("measured decode GEMM speedup").input_value() == "0.9"
+        assert root2.get_by_label("2:4 backend").input_value() == "CUTLASS"
+        assert root2.get_by_label("eager PyTorch", exact=True).is_checked()
     finally:
         other.close()
 
@@ -434,23 +506,77 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     root.get_by_label("KV heads").fill("32")
     root.get_by_label("whole request").check()
     cfg = models.LLAMA_3_8B.with_(layers=40, intermediate=11008, kv_heads=32)
-    custom = estimate(Workload(cfg, 8, 1024, 128, dtype="fp16", pruned=pruned), "A100",
-                      assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
+    workload = Workload(cfg, 8, 1024, 128, dtype="fp16", pruned=pruned)
+    custom = _estimate(workload, "A100", backend="CUTLASS", scenario="eager", assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
     _assert_shows(root, _expected_request(custom, "request", pruned))
+    # The range over the scenarios, and the fit line of the A100's CUTLASS set.
+    shown = _outputs(root)
+    for sc in roofline.SCENARIOS:
+        est = _estimate(workload, "A100", backend="CUTLASS", scenario=sc, assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
+        for key in ("speedup_ttft", "speedup_tpot", "speedup_request"):
+            assert shown[f"range_{sc}_{key}"] == speedup_text(est.summary()[key]), (sc, key)
+    assert fitted_subset()["per_gpu"]["A100/CUTLASS"]["note"] in shown["fit"]
 
     # A chapter-6 scenario from the list.
-    root.get_by_label("start from a scenario").select_option("high throughput, batch 64, 8K context")
+    root.get_by_label("start from a workload").select_option("high throughput, batch 64, 8K context")
     scenario = request.SCENARIOS["high throughput, batch 64, 8K context"]
-    est = estimate(Workload(scenario.model, scenario.batch, scenario.prompt_len, scenario.output_len, dtype="bf16",
-                            pruned=pruned), "A100", assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
+    est = _estimate(Workload(scenario.model, scenario.batch, scenario.prompt_len, scenario.output_len, dtype="bf16",
+                             pruned=pruned), "A100", backend="CUTLASS", scenario="eager",
+                    assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
     _assert_shows(root, _expected_request(est, "request", pruned))
     assert not watched.console_errors and not watched.external_requests
 
 
+def _estimate(workload, gpu, *, backend=None, scenario=roofline.DEFAULT_SCENARIO, **kw):
+    """twofour.request.estimate with an explicit backend (the calculator's backend choice)."""
+    gemm = roofline_gemm_model(gpu, workload.dtype, backend=backend, scenario=scenario) if backend else None
+    return evaluate(build_inputs(workload, gpu, gemm=gemm, scenario=scenario, **kw))
+
+
+def _significant(x: float, digits: int = 3) -> str:
+    """JavaScript's String(Number(x.toPrecision(digits))) for a value between 1e-6 and 1e21."""
+    with localcontext(Context(prec=200)):
+        d = Decimal(x)
+        q = Decimal(1).scaleb(d.adjusted() - digits + 1)
+        return repr(float(d.quantize(q, rounding=ROUND_HALF_UP)))
+
+
+def test_measured_fields_start_at_the_prediction_never_at_a_ceiling(watched, base_url):
+    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4")
+    root = _request_calc(page)
+    for label in ("measured prefill GEMM speedup", "measured decode GEMM speedup"):
+        assert root.get_by_label(label).input_value() == ""  # hidden, and empty until chosen
+    root.get_by_label("typed in from a measurement").check()
+    est = estimate(Workload(models.LLAMA_3_8B, 4, 512, 256, dtype="bf16"), "H200", scenario="eager")
+    s_prefill, s_decode = _significant(est.prefill.gemm_speedup), _significant(est.decode.gemm_speedup)
+    assert root.get_by_label("measured prefill GEMM speedup").input_value() == s_prefill
+    assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
+    ceilings = set(roofline.ceilings("bf16").values())
+    assert not {float(s_prefill), float(s_decode)} & ceilings
+    typed = estimate(Workload(models.LLAMA_3_8B, 4, 512, 256, dtype="bf16"), "H200", scenario="eager",
+                     gemm_speedup={"prefill": float(s_prefill), "decode": float(s_decode)})
+    _assert_shows(root, _expected_request(typed, "request", request.BLOCK_LINEARS))
+    _wait_for_url(page, "gemm=measured")
+    assert f"s_decode={s_decode}" in page.url
+    # A link that asks for measured speedups without giving them starts them at the prediction too.
+    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4&gemm=measured")
+    root = _request_calc(page)
+    assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
+    assert root.locator(".calc-msg:not(:empty)").count() == 0
+    # A bad value that does not change the GEMM speedups (an efficiency) does not stop that.
+    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4&gemm=measured&attn_eff=1e-320")
+    root = _request_calc(page)
+    assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
+    assert root.locator(".calc-msg:not(:empty)").count() == 1
+    assert "out of range" in root.locator("[data-field='attention_efficiency'] .calc-msg").inner_text()
+
+
 def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched, base_url):
-    page = _open(watched, base_url, CALC + "?gpu=Z900&batch=-3&pruned=q_proj,attn")
+    page = _open(watched, base_url, CALC + "?gpu=Z900&batch=-3&pruned=q_proj,attn&scenario=fast&backend=cublas")
     root = _request_calc(page)
     assert "Z900" in root.locator("[data-field='gpu'] .calc-msg").inner_text()
+    assert "fast" in root.locator("[data-field='scenario'] .calc-msg").inner_text()
+    assert "cublas" in root.locator("[data-field='backend'] .calc-msg").inner_text()
     assert "negative" in root.locator("[data-field='batch'] .calc-msg").inner_text()
     assert "attn" in root.inner_text()
     # The defaults' result is what stays on screen.
@@ -458,10 +584,24 @@ def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched,
     assert _outputs(root)["speedup_request"] == speedup_text(default.speedup("request"))
 
 
+def _default_decode():
+    """The Amdahl card's start: decode share and predicted decode GEMM speedup of the default workload."""
+    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256, dtype="bf16"), "H100", scenario=roofline.DEFAULT_SCENARIO)
+    return str(float(fixed(est.decode.p, 3))), str(float(fixed(est.decode.gemm_speedup, 3)))
+
+
 def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url):
     page = _open(watched, base_url, CALC)
     calc = page.locator("[data-calc='amdahl']").first
-    assert _outputs(calc)["speedup"] == speedup_text(amdahl.speedup(0.87, 1.78))
+    p, s = _default_decode()
+    assert calc.get_by_label("eligible fraction p").input_value() == p
+    assert calc.get_by_label("GEMM speedup s").input_value() == s
+    ceilings = roofline.ceilings("bf16")
+    assert float(s) < ceilings["memory"] and float(s) not in (ceilings["memory"], round(ceilings["memory"], 2), 2.0)
+    shown = _outputs(calc)
+    assert shown["speedup"] == speedup_text(amdahl.speedup(float(p), float(s)))
+    assert "decode phase" in shown["origin"] and "Fitted model, H100 with cuSPARSELt" in shown["origin"]
+    assert f"at this M (M ≤ 16)" in shown["origin"]
     calc.get_by_label("eligible fraction p").fill("0.6")
     calc.get_by_label("GEMM speedup s").fill("1.5")
     shown = _outputs(calc)
@@ -486,23 +626,69 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
     assert not watched.console_errors
 
 
+def _fit_facts_expected(gpu: str, backend: str, M: int) -> list[str]:
+    """Pieces the fit line under a GEMM prediction must hold, read from kernel-fit.json in Python."""
+    fit = fitted_subset()
+    key = f"{gpu}/{backend}" if f"{gpu}/{backend}" in fit["per_gpu"] else gpu if gpu in fit["per_gpu"] else None
+    regime = "M<=16" if M <= 16 else "16<M<=256" if M <= 256 else "M>256"
+    mine = {r["regime"]: r for r in fit["errors"]["measured_leave_one_shape_out"]["by_regime"]}[regime]
+    pub = {r["regime"]: r for r in fit["errors"]["published_leave_one_source_out"]["by_regime"]}.get(regime)
+    out = [f"Fitted model, {gpu} with {backend}: " + (fit["per_gpu"][key]["note"] if key else "no usable measurement"),
+           f"{fixed(mine['median'] * 100, 0)}% on {mine['n']} points measured for this project ({fit['base']['source']}",
+           f"Fitted to {fit['provenance']['n_points']} measurements from {len(fit['provenance']['sources'])} sources"]
+    out.append(f"{fixed(pub['median'] * 100, 0)}% on {pub['n']} published" if pub else "no usable published measurement at this M")
+    return out
+
+
 def test_embedded_gemm_calculator_matches_the_python_roofline(watched, base_url):
     page = _open(watched, base_url, CALC)
     calc = page.locator("[data-calc='gemm']").first
-    for (M, N, K, dtype, gpu) in [(16, 4096, 4096, "fp16", "H100"), (1, 14336, 4096, "int8", "L4"),
-                                  (8192, 4096, 14336, "bf16", "A100"), (3, 1024, 8192, "fp8", "B200")]:
+    for (M, N, K, dtype, gpu, backend, scenario) in [
+            (16, 4096, 4096, "fp16", "H100", "cuSPARSELt", "cached"), (1, 14336, 4096, "int8", "L4", "cuSPARSELt", "eager"),
+            (8192, 4096, 14336, "bf16", "A100", "CUTLASS", "eager"), (8192, 4096, 14336, "bf16", "A100", "cuSPARSELt", "eager"),
+            (64, 4096, 4096, "fp16", "A100", "CUTLASS", "ideal"), (3, 1024, 8192, "fp8", "B200", "cuSPARSELt", "cached"),
+            (4096, 4096, 4096, "fp16", "H200", "cuSPARSELt", "eager")]:
         calc.get_by_label("M (tokens)").fill(str(M))
         calc.get_by_label("N (out_features)").fill(str(N))
         calc.get_by_label("K (in_features)").fill(str(K))
         calc.get_by_label("GPU", exact=True).select_option(gpu)
         calc.get_by_label("dtype", exact=True).select_option(dtype)
-        p = roofline.predict(M, N, K, dtype, gpu)
+        calc.get_by_label("2:4 backend").select_option(backend)
+        calc.get_by_label(JS_SCENARIO_LABELS[scenario], exact=True).check()
+        p = roofline.predict(M, N, K, dtype, gpu, backend, scenario=scenario)
         shown = _outputs(calc)
         assert shown["dense"] == f"{fixed(p.dense_us, 2)} µs" and shown["sparse"] == f"{fixed(p.sparse_us, 2)} µs"
         assert shown["speedup"] == speedup_text(p.speedup)
         assert shown["bounds"] == f"dense {p.bound_dense}, 2:4 {p.bound_sparse}"
         assert shown["padding"] == ("no padding" if p.M_padded == M else f"2:4 path pads M to {integer_text(p.M_padded)}")
         assert shown["waves"] == f"SMs busy: {percent_text(p.wave_eff_dense)}"
+        for piece in _fit_facts_expected(gpu, backend, M):
+            assert piece in shown["fit"], (piece, shown["fit"])
+    # The backend list follows the GPU: the H100 has no CUTLASS 2:4 path in PyTorch.
+    calc.get_by_label("GPU", exact=True).select_option("H100")
+    assert calc.get_by_label("2:4 backend").evaluate("s => [...s.options].map(o => o.value)") == ["cuSPARSELt"]
+    assert not watched.console_errors
+
+
+# The scenario choice's labels on the page (roofline.js SCENARIO_TEXT), checked against the JS in
+# test_every_scenario_is_offered_with_its_sentence.
+JS_SCENARIO_LABELS = {"eager": "eager PyTorch", "cached": "cached plans or CUDA graphs", "ideal": "kernel only"}
+
+
+def test_every_scenario_is_offered_with_its_sentence(watched, base_url):
+    page = _open(watched, base_url, CALC)
+    _import(page, "roofline")
+    text = page.evaluate("() => window.__m.roofline.SCENARIO_TEXT")
+    assert {k: v["label"] for k, v in text.items()} == JS_SCENARIO_LABELS
+    for selector in ("[data-calc='gemm']", "[data-calc='request']"):
+        calc = page.locator(selector).first
+        group = calc.locator("[data-field='scenario']")
+        for scenario, label in JS_SCENARIO_LABELS.items():
+            radio = group.get_by_label(label, exact=True)
+            assert radio.is_checked() == (scenario == roofline.DEFAULT_SCENARIO)
+            help_id = radio.get_attribute("aria-describedby")
+            sentence = group.locator(f"#{help_id}").inner_text()
+            assert sentence == text[scenario]["help"] and sentence.endswith(".") and sentence.count(". ") == 0
 
 
 def test_reset_restores_the_defaults_and_the_link(watched, base_url):
@@ -629,6 +815,167 @@ def test_request_bad_inputs_get_messages_not_nan(watched, base_url):
         root.locator("summary", has_text="More assumptions").click()
         assert root.locator(".calc-msg:not(:empty)").count() == 0
     assert not watched.console_errors
+
+
+# ---------------------------------------------------------------------------------------------
+# Out of range: values that would make a result non-finite (issue 17)
+
+
+OUT_OF_RANGE_TYPED = [
+    # (calculator, label, text, field)
+    ("amdahl", "GEMM speedup s", "1e-320", "s"),       # a denormal: p / s overflows
+    ("amdahl", "eligible fraction p", "4e-324", "p"),  # the smallest denormal
+    ("amdahl", "GEMM speedup s", "1e-400", "s"),       # rounds to 0 in parsing
+    ("request", "attention efficiency", "1e-320", "attention_efficiency"),
+    ("request", "memory efficiency", "2e-310", "memory_efficiency"),
+    ("request", "fixed cost per step (ms)", "1e-330", "step_overhead_ms"),  # 0 is valid, this is not
+    ("request", "measured decode GEMM speedup", "5e-324", "speedup_decode"),
+]
+
+
+@pytest.mark.parametrize("calc_name,label,text,field", OUT_OF_RANGE_TYPED)
+def test_a_typed_value_that_breaks_finiteness_is_out_of_range(watched, base_url, calc_name, label, text, field):
+    page = _open(watched, base_url, CALC)
+    root = page.locator(f"[data-calc='{calc_name}']").first
+    if calc_name == "request":
+        root.locator("summary", has_text="More assumptions").click()
+        root.get_by_label("typed in from a measurement").check()
+    _bad_input_case(root, label, text, field, "out of range")
+    assert not watched.console_errors
+
+
+def test_an_overflow_from_normal_numbers_is_out_of_range_next_to_its_cause(watched, base_url):
+    """Each value is fine alone; together the attention time overflows. The divisor gets the message."""
+    page = _open(watched, base_url, CALC)
+    root = _request_calc(page)
+    root.locator("summary", has_text="More assumptions").click()
+    root.get_by_label("prompt tokens", exact=True).fill("100000000")
+    _bad_input_case(root, "attention efficiency", "1e-303", "attention_efficiency", "out of range")
+    assert root.locator("[data-field='prompt_len'] .calc-msg").inner_text() == ""
+    assert not watched.console_errors
+
+
+@pytest.mark.parametrize("query,field", [
+    ("attn_eff=1e-320", "attention_efficiency"),
+    ("mem_eff=1e-320", "memory_efficiency"),
+    ("gemm=measured&s_prefill=1e-320&s_decode=0.9", "speedup_prefill"),
+    ("step_ms=1e-320", "step_overhead_ms"),
+    ("request_ms=1e-400", "request_overhead_ms"),
+    ("prompt=100000000&attn_eff=1e-303", "attention_efficiency"),
+    ("batch=1e-320", "batch"),
+])
+def test_a_link_with_a_value_that_breaks_finiteness_still_mounts_and_says_out_of_range(watched, base_url, query, field):
+    page = _open(watched, base_url, CALC + "?" + query)  # _open waits for every calculator to be ready
+    root = _request_calc(page)
+    message = root.locator(f"[data-field='{field}'] .calc-msg").inner_text()
+    assert "out of range" in message.lower() or (field == "batch" and "whole number" in message.lower()), message
+    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
+    assert _outputs(root)["speedup_request"] == speedup_text(default.speedup("request"))  # the defaults' result stays
+    _assert_no_nan_in_results(root)
+    assert page.evaluate("() => [...document.querySelectorAll('[data-calc]')].map(e => e.dataset.calcReady)") == ["true"] * 4
+    assert not watched.console_errors
+
+
+# ---------------------------------------------------------------------------------------------
+# Ceilings: over a grid of inputs and every scenario, nothing the calculators compute passes them
+
+
+def test_no_gemm_prediction_passes_its_ceiling_in_any_scenario(watched, base_url):
+    """2x everywhere; 1 / packed ratio where the weight's bytes dominate (M <= 16). Fitted and
+    zero per-call costs, every GPU with a 2:4 path, each backend, every dtype it runs."""
+    page = _open(watched, base_url, CALC)
+    for module in ("roofline", "hardware", "ui/gemm-calc"):
+        _import(page, module)
+    result = page.evaluate(
+        """() => {
+          const R = window.__m.roofline, H = window.__m.hardware, G = window.__m['ui/gemm-calc'];
+          const Ms = [1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 64, 100, 128, 255, 256, 257, 512, 1000, 1024, 2048, 4096,
+                      8192, 12345, 16384, 32768, 65536];
+          const shapes = [[4096, 4096], [1024, 4096], [14336, 4096], [4096, 14336], [128256, 4096], [8192, 28672], [256, 64]];
+          const worst = {gemm: 0, bytes: 0}, over = [];
+          let n = 0;
+          for (const gpu of H.SPARSE_GPUS) for (const backend of [null, ...H.GPUS[gpu].backends]) {
+            const base = R.defaultParams(gpu, backend);
+            const zero = {...base, dense_overhead_us: 0, sparse_overhead_us: 0, dense_host_us: 0, sparse_host_us: 0};
+            for (const d of Object.keys(H.GPUS[gpu].sparse_tflops)) for (const params of [null, zero]) {
+              for (const [N, K] of shapes) for (const M of Ms) for (const scenario of R.SCENARIOS) {
+                let p;
+                try {
+                  p = params === null ? G.compute({M, N, K, dtype: d, gpu, backend: backend ?? H.GPUS[gpu].backends[0], scenario})
+                                      : R.predict(M, N, K, d, gpu, backend, params, {scenario});
+                } catch (e) {
+                  if (e.name === "InputError" && e.field === "dtype") continue;  // e.g. CUTLASS has no fp8 path
+                  throw e;
+                }
+                n += 1;
+                const c = R.ceilings(d);
+                if (!(p.speedup <= c.compute * (1 + 1e-12))) over.push(["2x", gpu, backend, d, M, N, K, scenario, p.speedup]);
+                worst.gemm = Math.max(worst.gemm, p.speedup / c.compute);
+                if (M <= 16) {
+                  if (!(p.speedup <= c.memory * (1 + 1e-12))) over.push(["bytes", gpu, backend, d, M, N, K, scenario, p.speedup]);
+                  worst.bytes = Math.max(worst.bytes, p.speedup / c.memory);
+                }
+              }
+            }
+          }
+          return {n, over: over.slice(0, 10), nover: over.length, worst};
+        }"""
+    )
+    print(f"\nGEMM ceilings: {result['n']} predictions, worst fraction of 2x {result['worst']['gemm']:.3f}, "
+          f"of 1/packed ratio at M <= 16 {result['worst']['bytes']:.3f}")
+    assert result["n"] > 20_000
+    assert result["nover"] == 0, result["over"]
+
+
+def test_no_request_passes_amdahls_bound_in_any_scenario(watched, base_url):
+    """The request calculator's own compute function over a grid of workloads, GPUs, dtypes,
+    pruned sets and every scenario: each phase and the request stay within Amdahl's bound for
+    their eligible share, and the predicted GEMM speedups within the roofline ceiling."""
+    page = _open(watched, base_url, CALC)
+    for module in ("ui/request-calc", "hardware", "roofline", "amdahl"):
+        _import(page, module)
+    result = page.evaluate(
+        """() => {
+          const C = window.__m['ui/request-calc'], H = window.__m.hardware, R = window.__m.roofline, A = window.__m.amdahl;
+          const over = [];
+          let n = 0;
+          const tol = 1 + 1e-9;
+          const check = (what, value, bound, ctx) => { if (!(value <= bound * tol)) over.push([what, value, bound, ctx]); };
+          const prunedSets = [["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+                              ["gate_proj", "up_proj", "down_proj"], ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]];
+          for (const gpu of H.SPARSE_GPUS) for (const backend of H.GPUS[gpu].backends)
+          for (const dtype of ["bf16", "fp8", "int8"]) for (const [batch, prompt, output] of [[1, 512, 256], [1, 8192, 64], [8, 1024, 128], [64, 7680, 512], [256, 128, 1]])
+          for (const pruned of prunedSets) for (const scenario of R.SCENARIOS) for (const gemm of ["roofline", "measured"]) {
+            const state = {...C.DEFAULTS, gpu, backend, dtype, batch, prompt_len: prompt, output_len: output, pruned, scenario, gemm,
+                           speedup_prefill: 1.9, speedup_decode: 1.7, step_overhead_ms: 0.1};
+            let v;
+            try { v = C.computeScenario(state); } catch (e) { if (e.name === "InputError") continue; throw e; }
+            n += 1;
+            const s = v.summary, ctx = [gpu, backend, dtype, batch, prompt, output, pruned.length, scenario, gemm];
+            for (const [speed, p, g] of [["speedup_request", "p_request", "gemm_speedup_request"],
+                                         ["speedup_ttft", "p_prefill", "gemm_speedup_prefill"]]) {
+              if (s[p] < 1) check(speed + " <= 1/(1-p)", s[speed], 1 / (1 - s[p]), ctx);
+              check(speed + " <= amdahl(p, s)", s[speed], A.speedup(s[p], s[g]), ctx);
+            }
+            if (output > 1) {
+              if (s.p_decode < 1) check("speedup_tpot <= 1/(1-p)", s.speedup_tpot, 1 / (1 - s.p_decode), ctx);
+              check("speedup_tpot <= amdahl(p, s)", s.speedup_tpot, A.speedup(s.p_decode, s.gemm_speedup_decode), ctx);
+            }
+            if (gemm === "roofline") {
+              for (const ph of ["prefill", "decode", "request"]) {
+                check(`gemm_speedup_${ph} <= 2`, s[`gemm_speedup_${ph}`], 2, ctx);
+                check(`gemm_speedup_${ph} <= ceiling`, s[`gemm_speedup_${ph}`], s[`ceiling_speedup_${ph}`], ctx);
+              }
+            }
+            const final = v.stages[v.stages.length - 1].speedup;
+            check("funnel end <= Amdahl bound", final, s.p_request < 1 ? 1 / (1 - s.p_request) : Infinity, ctx);
+          }
+          return {n, over: over.slice(0, 10), nover: over.length};
+        }"""
+    )
+    print(f"\nrequest ceilings: {result['n']} workloads checked")
+    assert result["n"] > 1000
+    assert result["nover"] == 0, result["over"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -267,3 +267,26 @@ def test_docstrings_become_prose_lists_and_code():
     assert "**Args**\n\n- `M`, `N`: GEMM shape.\n- `dtype` (str): `\"fp16\"` or a torch dtype.\n- `**kwargs`: passed on." in md
     assert "```{.text .htw-doc}" in md and "|  a  |  b  |" in md
     assert "**Example**\n\n```pycon\n>>> 1 + 1\n2\n```" in md
+
+
+def test_markdown_output_joins_the_page_markdown_between_other_outputs():
+    cell = v4.new_code_cell("status_box()", metadata={"tags": ["hide-input"]})
+    cell.outputs = [
+        v4.new_output("stream", name="stdout", text="before\n"),
+        v4.new_output("display_data", {"text/markdown": "!!! note \"Box\"\n    **body**\n", "text/plain": "<Box>"}),
+        v4.new_output("stream", name="stdout", text="after\n"),
+    ]
+    r = nb_render.render(v4.new_notebook(cells=[v4.new_markdown_cell("# T"), cell]), stem="demo")
+    md = r.markdown
+    assert "status_box()" not in md  # hide-input
+    assert '!!! note "Box"\n    **body**' in md  # Markdown by declaration: left for Material to render
+    assert md.index("<!-- nb-output 0 -->") < md.index("!!! note") < md.index("<!-- nb-output 1 -->")
+    assert "before" in r.outputs[0] and "after" in r.outputs[1] and "<Box>" not in "".join(r.outputs)
+
+
+def test_markdown_beside_html_stays_program_output():
+    cell = v4.new_code_cell("df")
+    cell.outputs = [v4.new_output("execute_result", {"text/markdown": "| a |", "text/html": "<table></table>"},
+                                  execution_count=1)]
+    r = nb_render.render(v4.new_notebook(cells=[cell]), stem="demo")
+    assert "| a |" not in r.markdown and "<table></table>" in r.outputs[0]

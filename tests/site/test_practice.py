@@ -50,7 +50,7 @@ def test_mode_shows_one_question_and_reveals_rubric_then_answer(watched, base_ur
     card.locator("details.practice-rubric > summary").click()
     assert card.locator(".practice-point input[type=checkbox]").first.is_visible()
     answer.wait_for(state="visible")
-    answer.locator("summary").click()
+    answer.locator("summary", has_text="Worked answer").click()  # its own summary, not the nested signals
     assert answer.locator("table").first.is_visible()  # the numbers table, computed at build time
     # Next moves to another question, keyboard-usable buttons.
     page.get_by_role("button", name="Next", exact=True).focus()
@@ -260,3 +260,19 @@ def test_no_scroll_jump_on_load(watched, base_url, path):
     positions.append(page.evaluate("window.scrollY"))
     assert max(positions) == 0, f"the page scrolled on load: {positions}"
     assert re.search(r"#q-[\w-]+$", page.url), "the question is still named in the URL"
+
+
+def test_grader_signals_sit_inside_the_worked_answer(watched, base_url):
+    page = _open(watched, base_url, MODE + "#q-capacity-at-slo")
+    card = _visible_cards(page).first
+    assert card.get_attribute("data-qid") == "capacity-at-slo"
+    signals = card.locator("details.practice-signals")
+    assert signals.is_hidden(), "the grader's signals wait inside the worked answer"
+    card.locator("details.practice-rubric > summary").click()
+    card.locator("details.practice-answer").locator("summary", has_text="Worked answer").click()
+    signals.locator("summary").click()
+    for label in ("Strong", "Acceptable", "Weak"):
+        assert signals.get_by_text(label, exact=True).is_visible()
+    ask = card.locator(".practice-check-ask").inner_text()
+    assert "in sequences" in ask and "within ±2% of the computed value" in ask and "graded against" in ask
+    assert not watched.console_errors and not watched.external_requests

@@ -23,7 +23,20 @@ export function mountAll(scope = document) {
       console.error(`data-calc="${kind}" is not a calculator; known: ${Object.keys(CALCULATORS).join(", ")}`);
       continue;
     }
-    calculator.mount(root);
+    try {
+      calculator.mount(root);
+    } catch (err) {
+      // Never a blank hole in the page: every input problem is caught inside the calculator
+      // (an inline message), so reaching this is a bug; say so where the calculator would be.
+      root.replaceChildren();
+      const p = document.createElement("p");
+      p.className = "calc-msg";
+      p.textContent = `This calculator could not start (${err && err.message ? err.message : err}). Reload the page without the part of the address after "?", or report it.`;
+      root.append(p);
+      root.dataset.calcReady = "error";
+      console.error(err);
+      continue;
+    }
     root.dataset.calcReady = "true";
   }
 }

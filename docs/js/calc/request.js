@@ -7,7 +7,7 @@
 
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
 import { getGpu, peakTflops } from "./hardware.js";
-import { DEFAULT_EFFICIENCY, predict } from "./roofline.js";
+import { DEFAULT_SCENARIO, checkScenario, predict } from "./roofline.js";
 
 export const BLOCK_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
 export const LINEAR_KINDS = [...BLOCK_LINEARS, "lm_head"];
@@ -147,10 +147,12 @@ function phaseSpeedups(gemmSpeedup) {
 
 /**
  * Workload + GPU + assumptions -> the flat numbers evaluate() needs (twofour.request.build_inputs
- * with the roofline GEMM model). `gemmSpeedup`: null (predicted by the roofline), one measured
- * number for every pruned GEMM, or {prefill, decode}. Throws InputError naming the field.
+ * with the roofline GEMM model, roofline_gemm_model). `gemmSpeedup`: null (predicted by the
+ * roofline), one measured number for every pruned GEMM, or {prefill, decode}. `scenario`: how
+ * the GEMM calls run ("eager", "cached", "ideal"); `backend` and `params`: passed to predict
+ * (null: the GPU's preferred backend and its fitted parameters). Throws InputError naming the field.
  */
-export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSUMPTIONS, gemmSpeedup = null, backend = null, params = DEFAULT_EFFICIENCY } = {}) {
+export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSUMPTIONS, gemmSpeedup = null, backend = null, params = null, scenario = DEFAULT_SCENARIO } = {}) {
   const w = checkWorkload(workload);
   const a = checkAssumptions({ ...DEFAULT_ASSUMPTIONS, ...assumptions });
   const spec = getGpu(gpu);
@@ -158,6 +160,7 @@ export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSU
     const cc = `${spec.capability[0]}.${spec.capability[1]}`;
     throw new InputError("gpu", `gpu ${spec.name} (compute capability ${cc}) has no sparse tensor cores, so 2:4 cannot speed anything up there; choose a GPU with compute capability 8.0 or newer (e.g. A100, L4, H100)`);
   }
+  checkScenario(scenario);
   const machine = {
     dense_flops: peakTflops(spec, w.dtype) * 1e12,
     sparse_flops: peakTflops(spec, w.dtype, true) * 1e12,
@@ -187,7 +190,7 @@ export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSU
     for (const [kind, [M, N, K]] of Object.entries(gemmShapes(r, phase))) {
       let pred;
       try {
-        pred = predict(M, N, K, w.dtype, spec.name, backend, params);
+        pred = predict(M, N, K, w.dtype, spec.name, backend, params, { scenario });
       } catch (err) {
         // A shape the roofline refuses comes from a model field: say which one.
         if (err instanceof InputError && err.field === "K") {

@@ -1,7 +1,7 @@
 """The ``twofour`` command line: ``twofour audit``, ``twofour bench``, ``twofour quality``, ...
 
 One module per subcommand in this package (``twofour.cli.audit``, ``.bench``, ``.quality``,
-``.golden``, ``.calibrate``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
+``.golden``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
 They parse arguments and call the toolkit; the work itself lives in the toolkit modules. This
 file only wires them together, so a new subcommand is one module and one line in ``_SUBCOMMANDS``.
 ``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
@@ -23,6 +23,7 @@ _SUBCOMMANDS = {
     "quality": ("twofour.cli.quality", "train, prune and recover a small language model; write a results file"),
     "golden": ("twofour.cli.golden", "write golden input/output vectors for the static site's calculators"),
     "calibrate": ("twofour.cli.calibrate", "fit the kernel model to published and measured GEMM timings; report its error"),
+    "trace": ("twofour.cli.trace", "read a profiler trace: which kernels ran, GPU idle gaps, eligible share p, the measured funnel"),
 }
 
 

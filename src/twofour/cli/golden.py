@@ -2,7 +2,7 @@
 
 The site's JavaScript mirrors :mod:`twofour.amdahl`, :mod:`twofour.request` and
 :mod:`twofour.funnel` operation for operation; a browser test evaluates it on every case
-written here and demands agreement to 1e-12 relative. Three files:
+written here and demands agreement to 1e-12 relative. Four files:
 
 ``amdahl.json``
     ``speedup``, ``max_speedup``, ``combined_speedup`` and ``averaged_speedup_mistake`` cases
@@ -16,6 +16,13 @@ written here and demands agreement to 1e-12 relative. Three files:
     with the speedups) so the JS roofline can be checked against ``inputs.gemm`` as well.
 ``funnel.json``
     ``cases[j] = {"request_case": i, "scope", "stages"}``: the funnel of request case ``i``.
+
+``roofline.json``
+    ``cases[i] = {"M", "N", "K", "dtype", "gpu", "backend", "scenario", "params", "output"}``: one
+    :func:`twofour.roofline.predict` each, over every scenario, several GPUs and both backends;
+    ``params`` is ``null`` for the fitted default set, else an :class:`~twofour.roofline.Efficiency`
+    dict. ``default_params`` gives the fitted set per ``"GPU/backend"`` (the lookup the JS repeats),
+    ``errors`` inputs every implementation must reject, with the Python message.
 
 Non-finite numbers cannot be written in JSON; they appear as the strings ``"NaN"``,
 ``"Infinity"`` and ``"-Infinity"`` (only in ``errors`` inputs and ``max_speedup(1)``).
@@ -35,24 +42,46 @@ from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, sp
 from ..funnel import SCOPES, funnel_dict
 from ..hardware import GPUS
 from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
-from ..roofline import DEFAULT_EFFICIENCY, pad_multiple
-from ..request import BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate
+from ..roofline import (ASSUMED_EFFICIENCY, DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, Efficiency, default_params,
+                        pad_multiple, predict)
+from ..roofline._fitfile import FIT_PATH, load_fit
+from ..request import (BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate,
+                       roofline_gemm_model)
 from . import UserError
 
-__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "calculator_defaults", "gpu_table", "write_golden"]
+__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
+           "gpu_table", "fitted_js", "write_golden", "FITTED_JS"]
 
 FORMAT_VERSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="directory to write amdahl.json, request.json, funnel.json")
+    parser.add_argument("--out", type=Path,
+                        help="directory to write amdahl.json, request.json, funnel.json, roofline.json")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random cases (default 0)")
     parser.add_argument("--cases", type=int, default=200, help="random request cases on top of the edge cases (default 200)")
+    parser.add_argument("--fitted-js", type=Path, metavar="FILE",
+                        help=f"write the calculators' copy of the fitted kernel parameters (the site's {FITTED_JS}) "
+                             "from twofour/data/kernel-fit.json; run it after `twofour calibrate`")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is None and args.fitted_js is None:
+        raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
     if args.cases < 0:
         raise UserError(f"--cases must be >= 0, got {args.cases}")
+    if args.fitted_js is not None:
+        target = Path(args.fitted_js)
+        if target.is_dir():
+            raise UserError(f"--fitted-js must be a file path, but {target} is a directory")
+        try:
+            text = fitted_js()
+            target.write_text(text)
+        except OSError as exc:
+            raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+        print(f"wrote {target} ({len(text)} characters)")
+    if args.out is None:
+        return 0
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out must be a directory, but {out} is a file")
@@ -146,8 +175,14 @@ def _log_int(rng: random.Random, low: int, high: int) -> int:
     return int(round(math.exp(rng.uniform(math.log(low), math.log(high)))))
 
 
-def _case(case_id: int, label: str, workload: Workload, gpu: str, assumptions: Assumptions, gemm_speedup) -> dict:
-    inputs = build_inputs(workload, gpu, assumptions=assumptions, gemm_speedup=gemm_speedup)
+def _case(case_id: int, label: str, workload: Workload, gpu: str, assumptions: Assumptions, gemm_speedup,
+          scenario: str = DEFAULT_SCENARIO, backend: str | None = None) -> dict:
+    if backend is None:  # the API the calculator mirrors: the GPU's preferred backend, its fitted set
+        inputs = build_inputs(workload, gpu, assumptions=assumptions, gemm_speedup=gemm_speedup, scenario=scenario)
+    else:
+        inputs = build_inputs(workload, gpu, assumptions=assumptions, gemm_speedup=gemm_speedup,
+                              gemm=roofline_gemm_model(gpu, workload.dtype, backend=backend, scenario=scenario))
+    resolved = backend or GPUS[gpu].backends[0]
     cfg = workload.model
     context = {
         "model": {"name": cfg.name, "layers": cfg.layers, "hidden": cfg.hidden, "intermediate": cfg.intermediate,
@@ -162,38 +197,75 @@ def _case(case_id: int, label: str, workload: Workload, gpu: str, assumptions: A
         "assumptions": {k: getattr(assumptions, k) for k in assumptions.__dataclass_fields__},
         "gemm_source": "measured" if gemm_speedup is not None else "roofline",
         "gemm_speedup": gemm_speedup,
-        # How inputs.gemm was made: roofline.predict(M, N, K, dtype, gpu, backend, params).dense_us * 1e-6
-        # (and .sparse_us); with a measured speedup only the dense time comes from there.
-        "roofline_backend": GPUS[gpu].backends[0],
-        "roofline_params": DEFAULT_EFFICIENCY.to_dict(),
+        # How inputs.gemm was made: roofline.predict(M, N, K, dtype, gpu, backend, scenario=scenario)
+        # .dense_us * 1e-6 (and .sparse_us), with the fitted parameters default_params(gpu, backend);
+        # with a measured speedup only the dense time comes from there. "backend" is what was
+        # asked for (null: the GPU's preferred one, "roofline_backend").
+        "scenario": scenario,
+        "backend": backend,
+        "roofline_backend": resolved,
+        "roofline_params": default_params(gpu, resolved).to_dict(),
     }
     return {"id": case_id, "label": label, "context": context, "inputs": inputs.to_dict(),
             "output": evaluate(inputs).to_dict()}
 
 
+def _backends_for(gpu: str, dtype: str) -> list[str]:
+    """The PyTorch 2:4 backends of ``gpu`` that have a path for ``dtype`` (CUTLASS has no fp8)."""
+    out = []
+    for backend in GPUS[gpu].backends:
+        try:
+            pad_multiple(backend, dtype)
+        except ValueError:
+            continue
+        out.append(backend)
+    return out
+
+
 def request_table(rng: random.Random, random_cases: int) -> list[dict]:
-    """Edge cases (named) then ``random_cases`` seeded random workloads."""
+    """Edge cases (named) then ``random_cases`` seeded random workloads.
+
+    The edge cases cover every GEMM scenario, the fitted sets of several GPUs (H100 and H200, A100
+    with each backend, and L4, B200 and A10G, which have no fitted set of their own) and the
+    corners of the arithmetic.
+    """
     mlp = ("gate_proj", "up_proj", "down_proj")
+    chat = Workload(LLAMA_3_8B, 1, 512, 256)
+    batch8 = Workload(LLAMA_3_8B, 8, 1024, 128, dtype="fp16")
     edge = [
-        ("chat decode bs1, Llama-3-8B, H100", Workload(LLAMA_3_8B, 1, 512, 256), "H100", Assumptions(), None),
-        ("chat decode bs1, measured 1.6x", Workload(LLAMA_3_8B, 1, 512, 256), "H100", Assumptions(), 1.6),
-        ("batch 64, 8K context", Workload(LLAMA_3_8B, 64, 8192, 512), "H100", Assumptions(), None),
-        ("long-prompt summarisation, 70B", Workload(LLAMA_3_70B, 1, 32000, 256), "H200", Assumptions(), None),
-        ("one output token (no decode step)", Workload(LLAMA_3_8B, 4, 128, 1), "A100", Assumptions(), None),
-        ("nothing pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=()), "H100", Assumptions(), None),
-        ("MLP only pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=mlp), "L4", Assumptions(), None),
-        ("LM head pruned too", Workload(LLAMA_3_8B, 8, 256, 64, pruned=LINEAR_KINDS), "H100", Assumptions(), None),
-        ("huge context 10M", Workload(LLAMA_3_8B, 64, 10_000_000, 4), "B200", Assumptions(), None),
-        ("prompt of 1 token", Workload(LLAMA_3_8B, 1, 1, 2), "H100", Assumptions(), None),
-        ("gemm speedup 1 (no change)", Workload(LLAMA_3_8B, 2, 64, 16), "H100", Assumptions(), 1.0),
-        ("2:4 slower than dense (0.5x)", Workload(LLAMA_3_8B, 2, 64, 16), "H100", Assumptions(), 0.5),
+        ("chat decode bs1, Llama-3-8B, H100", chat, "H100", Assumptions(), None, "cached", None),
+        ("chat decode bs1, H100, eager PyTorch", chat, "H100", Assumptions(), None, "eager", None),
+        ("chat decode bs1, H100, kernel only", chat, "H100", Assumptions(), None, "ideal", None),
+        ("chat decode bs1, H200 (the fitted base set), eager", chat, "H200", Assumptions(), None, "eager", None),
+        ("chat decode bs1, measured 1.6x", chat, "H100", Assumptions(), 1.6, "cached", None),
+        ("measured speedups, eager (dense times from the eager model)", chat, "H100", Assumptions(),
+         {"prefill": 1.2, "decode": 0.8}, "eager", None),
+        ("A100 fp16 batch 8, cuSPARSELt, eager", batch8, "A100", Assumptions(), None, "eager", "cuSPARSELt"),
+        ("A100 fp16 batch 8, CUTLASS, eager (no plan per call)", batch8, "A100", Assumptions(), None, "eager", "CUTLASS"),
+        ("A100 fp16 batch 8, cuSPARSELt, cached", batch8, "A100", Assumptions(), None, "cached", "cuSPARSELt"),
+        ("A100 fp16 batch 8, CUTLASS, cached", batch8, "A100", Assumptions(), None, "cached", "CUTLASS"),
+        ("A100 fp16 batch 8, backend in lower case", batch8, "A100", Assumptions(), None, "ideal", "cutlass"),
+        ("L4 (no fitted set of its own), eager", Workload(LLAMA_3_8B, 4, 2048, 256, dtype="fp8"), "L4", Assumptions(),
+         None, "eager", None),
+        ("batch 64, 8K context", Workload(LLAMA_3_8B, 64, 8192, 512), "H100", Assumptions(), None, "cached", None),
+        ("long-prompt summarisation, 70B", Workload(LLAMA_3_70B, 1, 32000, 256), "H200", Assumptions(), None, "cached", None),
+        ("one output token (no decode step)", Workload(LLAMA_3_8B, 4, 128, 1), "A100", Assumptions(), None, "cached", None),
+        ("nothing pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=()), "H100", Assumptions(), None, "eager", None),
+        ("MLP only pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=mlp), "L4", Assumptions(), None, "cached", None),
+        ("LM head pruned too", Workload(LLAMA_3_8B, 8, 256, 64, pruned=LINEAR_KINDS), "H100", Assumptions(), None,
+         "ideal", None),
+        ("huge context 10M", Workload(LLAMA_3_8B, 64, 10_000_000, 4), "B200", Assumptions(), None, "cached", None),
+        ("prompt of 1 token", Workload(LLAMA_3_8B, 1, 1, 2), "H100", Assumptions(), None, "eager", None),
+        ("gemm speedup 1 (no change)", Workload(LLAMA_3_8B, 2, 64, 16), "H100", Assumptions(), 1.0, "cached", None),
+        ("2:4 slower than dense (0.5x)", Workload(LLAMA_3_8B, 2, 64, 16), "H100", Assumptions(), 0.5, "cached", None),
         ("per-phase measured speedups", Workload(LLAMA_3_70B, 16, 2048, 256, dtype="fp8"), "H100", Assumptions(),
-         {"prefill": 1.3, "decode": 1.1}),
-        ("overheads, efficiencies, fp8 KV", Workload(LLAMA_3_8B, 32, 4096, 512, dtype="int8"), "A100",
+         {"prefill": 1.3, "decode": 1.1}, "cached", None),
+        ("overheads, efficiencies, fp8 KV", Workload(LLAMA_3_8B, 32, 4096, 512, dtype="int8"), "A10G",
          Assumptions(attention_efficiency=0.6, memory_efficiency=0.85, kv_bytes_per_element=1,
-                     other_elems_per_token_layer=20000, step_overhead_s=3e-4, request_overhead_s=0.02), None),
+                     other_elems_per_token_layer=20000, step_overhead_s=3e-4, request_overhead_s=0.02), None,
+         "eager", None),
     ]
-    cases = [_case(i, label, w, gpu, a, s) for i, (label, w, gpu, a, s) in enumerate(edge)]
+    cases = [_case(i, label, w, gpu, a, s, sc, be) for i, (label, w, gpu, a, s, sc, be) in enumerate(edge)]
     while len(cases) < len(edge) + random_cases:
         cfg = rng.choice([LLAMA_3_8B, LLAMA_3_70B, None])
         cfg = cfg or _random_config(rng)
@@ -201,8 +273,9 @@ def request_table(rng: random.Random, random_cases: int) -> list[dict]:
         dtypes = [d for d in ("fp16", "bf16", "fp8", "int8") if GPUS[gpu].sparse_tflops.get(d)]
         kinds = LINEAR_KINDS if rng.random() < 0.2 else BLOCK_LINEARS
         pruned = tuple(k for k in kinds if rng.random() < 0.8)
+        dtype = rng.choice(dtypes)
         workload = Workload(cfg, _log_int(rng, 1, 1024), _log_int(rng, 1, 1_000_000), _log_int(rng, 1, 8192),
-                            dtype=rng.choice(dtypes), pruned=pruned)
+                            dtype=dtype, pruned=pruned)
         assumptions = Assumptions(
             attention_efficiency=rng.uniform(0.3, 1.0),
             memory_efficiency=rng.uniform(0.5, 1.0),
@@ -214,15 +287,96 @@ def request_table(rng: random.Random, random_cases: int) -> list[dict]:
         choice = rng.random()
         gemm_speedup = None if choice < 0.5 else (
             rng.uniform(0.3, 2.5) if choice < 0.8 else {"prefill": rng.uniform(0.5, 2.0), "decode": rng.uniform(0.5, 2.0)})
-        cases.append(_case(len(cases), "random", workload, gpu, assumptions, gemm_speedup))
+        scenario = rng.choice(GEMM_SCENARIOS)
+        backend = rng.choice([None] + _backends_for(gpu, dtype))
+        cases.append(_case(len(cases), "random", workload, gpu, assumptions, gemm_speedup, scenario, backend))
     return cases
+
+
+# One GEMM: shapes from decode to prefill, and the (GPU, dtype, backend) triples that exercise
+# every fitted set and the fallback to the base set.
+_ROOFLINE_SHAPES = [(1, 4096, 4096), (7, 1024, 4096), (16, 14336, 4096), (17, 4096, 4096), (256, 4096, 14336),
+                    (257, 1024, 1024), (4096, 4096, 14336), (65536, 128256, 8192), (333, 5000, 12)]
+_ROOFLINE_TARGETS = [("fp16", "H100", None), ("bf16", "H200", None), ("fp16", "A100", "CUTLASS"),
+                     ("fp16", "A100", "cuSPARSELt"), ("bf16", "A100", "cutlass"), ("int8", "A100", None),
+                     ("int8", "L4", None), ("fp8", "L4", "cuSPARSELt"), ("fp8", "B200", None), ("tf32", "A10G", "CUTLASS"),
+                     ("tf32", "A100", "cuSPARSELt")]
+
+
+def roofline_table(rng: random.Random) -> dict:
+    """:func:`twofour.roofline.predict` over shapes x GPUs/backends x scenarios, the fitted sets, and errors."""
+    zero = Efficiency(**{**ASSUMED_EFFICIENCY.to_dict(), "dense_overhead_us": 0.0, "sparse_overhead_us": 0.0})
+    custom = Efficiency(dense_compute=0.6, sparse_compute=0.4, dense_memory=0.9, sparse_memory=0.5,
+                        dense_overhead_us=3.0, sparse_overhead_us=9.5, tile_m=128, tile_n=256, pad_to=32,
+                        dense_host_us=12.5, sparse_host_us=40.0)
+    points = [(shape, d, g, b, sc, None) for shape in _ROOFLINE_SHAPES for d, g, b in _ROOFLINE_TARGETS
+              for sc in GEMM_SCENARIOS]
+    points += [(shape, "fp16", "H100", None, sc, p) for shape in _ROOFLINE_SHAPES for sc in GEMM_SCENARIOS
+               for p in (zero, custom)]
+    for _ in range(150):  # random shapes: M log-uniform over 1..65536
+        d, g, b = rng.choice(_ROOFLINE_TARGETS)
+        K = 4 * _log_int(rng, 1, 8192)
+        points.append(((_log_int(rng, 1, 65536), _log_int(rng, 1, 50000), K), d, g, b, rng.choice(GEMM_SCENARIOS), None))
+    cases = []
+    for (M, N, K), d, g, b, sc, params in points:
+        p = predict(M, N, K, d, g, b, params, scenario=sc)
+        cases.append({"M": M, "N": N, "K": K, "dtype": d, "gpu": g, "backend": b, "scenario": sc,
+                      "params": None if params is None else params.to_dict(),
+                      "output": {"M_padded": p.M_padded, "backend": p.backend, "dense_us": p.dense_us,
+                                 "sparse_us": p.sparse_us, "bound_dense": p.bound_dense, "bound_sparse": p.bound_sparse,
+                                 "wave_eff_dense": p.wave_eff_dense, "wave_eff_sparse": p.wave_eff_sparse,
+                                 "speedup": p.speedup, "scenario": p.scenario}})
+
+    defaults = {}
+    for name in _SPARSE_GPUS:
+        defaults[name] = default_params(name).to_dict()
+        for backend in GPUS[name].backends:
+            defaults[f"{name}/{backend}"] = default_params(name, backend).to_dict()
+
+    def err(args: dict, **kw) -> dict:
+        try:
+            predict(**args, **kw)
+        except (ValueError, TypeError) as exc:
+            return {"input": {**args, **kw}, "error": type(exc).__name__, "message": str(exc)}
+        raise AssertionError(f"predict({args}, {kw}) was expected to raise")  # a bug in this table
+
+    base = {"M": 16, "N": 4096, "K": 4096, "dtype": "fp16"}
+    errors = [
+        err({**base, "gpu": "H100"}, scenario="fast"),
+        err({**base, "gpu": "H100"}, scenario="Eager"),
+        err({**base, "gpu": "H100", "backend": "CUTLASS"}),
+        err({**base, "gpu": "A100", "backend": "cusparse"}),
+        err({**base, "dtype": "fp8", "gpu": "L4", "backend": "CUTLASS"}),
+        err({**base, "K": 4098, "gpu": "H100"}),
+        err({**base, "M": 0, "gpu": "H100"}),
+    ]
+    efficiency_errors = []
+    for bad in ({"sparse_compute": 0.9, "dense_compute": 0.8}, {"sparse_memory": 0.85, "dense_memory": 0.8},
+                {"sparse_overhead_us": 4.5, "dense_overhead_us": 5.0}, {"sparse_host_us": 1.5, "dense_host_us": 2.5},
+                {"dense_compute": 1.5}, {"sparse_memory": 0.0}, {"dense_host_us": -1.5}, {"tile_m": 0}):
+        try:
+            Efficiency(**{**ASSUMED_EFFICIENCY.to_dict(), **bad})
+        except ValueError as exc:
+            efficiency_errors.append({"input": bad, "error": "ValueError", "message": str(exc)})
+        else:
+            raise AssertionError(f"Efficiency({bad}) was expected to raise")
+    return {
+        "formula": "twofour.roofline.gemm_time_s: max(max(t_compute, t_memory) + device_us * 1e-6, host_us * 1e-6)",
+        "scenarios": list(GEMM_SCENARIOS),
+        "default_scenario": DEFAULT_SCENARIO,
+        "default_params": defaults,
+        "cases": cases,
+        "errors": errors,
+        "efficiency_errors": efficiency_errors,
+    }
 
 
 def calculator_defaults() -> dict:
     """The starting values of the calculators, each with where it comes from (all editable).
 
     None of them is a measurement: the workload is an example, the pruned set follows a published
-    recipe, and the efficiencies and overheads are the model's neutral defaults.
+    recipe, the GEMM model's parameters are fitted (to measurements, with the held-out error
+    stored beside them), and the request-level efficiencies and overheads are neutral defaults.
     """
     w = SCENARIOS["chat decode, batch 1"]
     a = Assumptions()
@@ -235,13 +389,16 @@ def calculator_defaults() -> dict:
         "output_len": w.output_len,
         "pruned": list(w.pruned),
         "gemm_source": "roofline",
+        "scenario": DEFAULT_SCENARIO,
         "assumptions": {k: getattr(a, k) for k in a.__dataclass_fields__},
         "sources": {
             "model": "meta-llama/Meta-Llama-3-8B config.json (shapes); an example choice",
             "gpu": "twofour.hardware table (cited per number); an example choice",
             "workload": "derived: the chat scenario of chapter 6 (an example, not a measured trace)",
             "pruned": "every linear layer in the transformer blocks, LM head dense: Sparse-Llama-3.1-8B-2of4 model card",
-            "gemm_source": "twofour.roofline with its default Efficiency (assumptions, not measurements)",
+            "gemm_source": "twofour.roofline with the fitted parameters of the GPU (twofour/data/kernel-fit.json, "
+                           "written by `twofour calibrate`; twofour.roofline.fit_summary says what they were fitted to)",
+            "scenario": "plans cached or CUDA graphs, as a serving engine runs (twofour.roofline.DEFAULT_SCENARIO)",
             "assumptions": "neutral defaults of twofour.request.Assumptions: peak efficiencies, no fixed overheads",
         },
     }
@@ -289,7 +446,7 @@ def funnel_table(request_cases: list[dict]) -> list[dict]:
 
 
 def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[Path, int]:
-    """Write the three golden files into ``out`` (created if missing); return ``{path: case count}``."""
+    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
@@ -297,14 +454,72 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     amdahl = amdahl_table(rng)
     requests = request_table(rng, random_cases)
     funnels = funnel_table(requests)
+    gemms = roofline_table(rng)
     files = {
         out / "amdahl.json": ({**header, **amdahl}, len(amdahl["speedup"]) + len(amdahl["parts"]) + len(amdahl["max_speedup"])),
         out / "request.json": ({**header, "spec": "module docstring of twofour.request", "defaults": calculator_defaults(),
                                 "gpus": gpu_table(),
                                 "cases": requests}, len(requests)),
         out / "funnel.json": ({**header, "spec": "twofour.funnel.funnel docstring", "cases": funnels}, len(funnels)),
+        out / "roofline.json": ({**header, "spec": "twofour.roofline module docstring", **gemms}, len(gemms["cases"])),
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
         path.write_text(json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n")
     return {path: count for path, (_, count) in files.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The calculators' copy of the fitted kernel parameters
+
+FITTED_JS = "docs/js/calc/fitted.js"
+
+# What the calculators need from kernel-fit.json: the parameter sets and the lookup keys, what
+# each set was fitted to, and the held-out errors (the fit line under every prediction). The
+# per-point lists (fitted_on, errors.*.points) stay in the JSON file.
+_FIT_KEYS = {
+    "provenance": ("date", "n_points", "sources"),
+    "base": ("params", "source"),
+}
+_ERROR_KEYS = {
+    "measured_leave_one_shape_out": ("by_regime", "by_scenario"),
+    "published_leave_one_source_out": ("by_regime", "by_gpu", "n_sources"),
+}
+
+
+def fitted_subset(fit: dict | None = None) -> dict:
+    """The part of ``kernel-fit.json`` the calculators use (see :data:`FITTED_JS`)."""
+    fit = load_fit(FIT_PATH) if fit is None else fit
+    out = {"schema": fit["schema"]}
+    for key, names in _FIT_KEYS.items():
+        out[key] = {n: fit[key][n] for n in names}
+    out["per_gpu"] = {name: {"params": entry["params"], "note": entry["note"]} for name, entry in fit["per_gpu"].items()}
+    out["errors"] = {key: {n: fit["errors"][key][n] for n in names} for key, names in _ERROR_KEYS.items()}
+    return out
+
+
+def fitted_js(fit: dict | None = None) -> str:
+    """The text of ``docs/js/calc/fitted.js``: :func:`fitted_subset` as a frozen ES-module constant.
+
+    A committed copy rather than a file made at build time, like ``hardware.js``: the calculators
+    stay plain static files that any server (or ``mkdocs serve``) delivers, and
+    ``tests/site/test_calculators.py`` fails, naming this command, when the copy and
+    ``kernel-fit.json`` differ.
+    """
+    body = json.dumps(fitted_subset(fit), indent=1, ensure_ascii=False, allow_nan=False)
+    return (
+        "// GENERATED by `twofour golden --fitted-js docs/js/calc/fitted.js` from src/twofour/data/kernel-fit.json\n"
+        "// (written by `twofour calibrate`). Do not edit: rerun the command after a new fit; the site tests\n"
+        "// fail while this copy and the JSON differ.\n"
+        "//\n"
+        "// Why a committed copy and not a build step: the calculators are plain static ES modules, served\n"
+        "// as they are by mkdocs (build and serve) and by any file server; a copy checked against its\n"
+        "// source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.\n"
+        "// Holds the fitted parameter sets (base, and per \"GPU\" or \"GPU/backend\"), what each was fitted\n"
+        "// to, and the held-out errors; the per-point lists stay in the JSON.\n\n"
+        "function deepFreeze(o) {\n"
+        "  for (const v of Object.values(o)) if (v && typeof v === \"object\") deepFreeze(v);\n"
+        "  return Object.freeze(o);\n"
+        "}\n\n"
+        f"export const FIT = deepFreeze({body});\n"
+    )

@@ -1,24 +1,30 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
 The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a
-rubric (what a strong answer must contain), a worked answer, common mistakes and follow-ups. Every
+rubric (what a strong answer must contain), a worked answer, common mistakes, follow-ups and
+grading signals (what a strong, an acceptable and a weak answer sound like). Every
 number a question states is **not typed into the text**: it is a named entry of the question's
 ``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
 or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
 model, a GPU table or a formula changes, the worked answers change with it, and a typo in an
 expression fails the tests (``tests/test_practice.py`` evaluates every one).
 
+A quick check asks for one number and says what it is graded against (``basis``): first-principles
+arithmetic, a published measurement, or the project's own GPU measurement, never a model's
+prediction. Its unit is one the site's calculators show (MB and MiB told apart), and its
+tolerance a whole percent, shown the way the page's checker reports it.
+
 Expressions run in a restricted namespace (:data:`NAMESPACE`): the toolkit modules, the number
 names defined earlier in the same question, and a few helpers from this module. No builtins,
 no names starting with ``_``, no imports, no lambdas or comprehensions.
 
 >>> bank = load_bank()
->>> len(bank) >= 24
+>>> len(bank) >= 60
 True
 >>> q = bank.get("amdahl-bs1-decode")
 >>> values = q.evaluate()
 >>> round(values["bs1_speedup"], 3)
-1.615
+1.484
 >>> "{{" in q.render("answer")
 False
 """
@@ -38,8 +44,10 @@ from pathlib import Path
 import torch
 
 from .. import amdahl, hardware, models, packing, request, roofline, structure
+from ..dispatch import rules as dispatch_rules
 from ..funnel import funnel as _funnel
 from ..quality import published as quality_published
+from ..roofline import formats
 
 __all__ = [
     "LEVELS",
@@ -48,16 +56,24 @@ __all__ = [
     "BankError",
     "Number",
     "QuickCheck",
+    "Signals",
     "Question",
     "Bank",
     "load_bank",
     "evaluate_expression",
     "format_value",
-    "funnel_stage",
+    "BASES",
+    "UNITS",
+    "funnel_step",
     "wave_count",
     "tokens_per_second",
     "cost_per_token_ratio",
     "published_speedup",
+    "published_value",
+    "measured_gemm",
+    "measured_crossover_m",
+    "measured_phase_speedup",
+    "compute_bound_m",
     "render_markdown",
     "DEFAULT_BANK",
 ]
@@ -72,10 +88,44 @@ TOPICS: dict[str, str] = {
     "quality": "Stage 4 · Quality",
     "amdahl": "Stage 5 · Amdahl",
     "end-to-end": "The whole answer",
+    "quantization": "2:4 next to quantization",
+    "capacity": "Memory, batch and the latency target",
+    "serving-m": "M in a serving engine",
+    "benchmarking": "Benchmarking a GEMM or a step",
+    "profiling": "Nsight: which bottleneck is it?",
     "gemm-partitioning": "GEMM partitioning and waves",
-    "profiling": "Reading a profiler",
-    "latency": "Latency with reasoning tokens",
+    "training": "Training with 2:4",
+    "ecosystem": "2:4 in 2026",
+    "latency": "Reasoning budgets and TTFT",
     "cost": "Routing, cascades or compression",
+}
+# What a quick check is graded against. A model's prediction is never the answer key.
+BASES: dict[str, str] = {
+    "first principles": "first-principles arithmetic",
+    "published": "a published measurement",
+    "measured": "the project's own H200 measurement",
+}
+# Units a quick check may ask in: the calculators' units, bytes in decimal or binary made explicit.
+UNITS: dict[str, str] = {
+    "": "",
+    "x": "as a speedup, e.g. 1.23",
+    "%": "in percent",
+    "bits": "in bits",
+    "KiB": "in KiB (1 KiB = 1,024 bytes)",
+    "MB": "in MB (1 MB = 10^6 bytes)",
+    "MiB": "in MiB (1 MiB = 2^20 bytes)",
+    "GB": "in GB (1 GB = 10^9 bytes)",
+    "GiB": "in GiB (1 GiB = 2^30 bytes)",
+    "GB/s": "in GB/s (10^9 bytes per second)",
+    "µs": "in µs",
+    "ms": "in ms",
+    "s": "in seconds",
+    "tokens": "in tokens",
+    "rows": "in rows",
+    "groups": "in groups",
+    "sequences": "in sequences",
+    "patterns": "as a count of patterns",
+    "tiles": "in tiles",
 }
 
 DEFAULT_BANK = "practice.yaml"
@@ -94,17 +144,17 @@ class BankError(ValueError):
 # Helpers the expressions may call (each one small and tested)
 
 
-def funnel_stage(est: request.RequestEstimate, scope: str, key: str) -> float:
-    """Speedup of one funnel stage (``datasheet`` ... ``request``) of a request estimate.
+def funnel_step(est: request.RequestEstimate, scope: str, key: str) -> float:
+    """Speedup of one funnel step (``datasheet`` ... ``request``) of a request estimate.
 
     >>> est = request.estimate(request.SCENARIOS["chat decode, batch 1"], "H100")
-    >>> funnel_stage(est, "decode", "datasheet")
+    >>> funnel_step(est, "decode", "datasheet")
     2.0
     """
-    for stage in _funnel(est, scope):
-        if stage.key == key:
-            return stage.speedup
-    raise ValueError(f"key must be a funnel stage key (datasheet, roofline_ceiling, kernel, eligible_fraction, request), got {key!r}")
+    for step in _funnel(est, scope):
+        if step.key == key:
+            return step.speedup
+    raise ValueError(f"key must be a funnel step key (datasheet, roofline_ceiling, kernel, eligible_fraction, request), got {key!r}")
 
 
 def wave_count(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> int:
@@ -123,8 +173,8 @@ def wave_count(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -
 def tokens_per_second(n_bytes: float, bandwidth_gbs: float) -> float:
     """Decode tokens/s of a step that must read ``n_bytes`` at ``bandwidth_gbs`` GB/s (bytes-bound).
 
-    >>> round(tokens_per_second(15.01e9, 1435.5), 1)
-    95.6
+    >>> round(tokens_per_second(15.01e9, 2039), 1)    # Llama-3-8B bf16 at the A100's peak: the bound
+    135.8
     """
     if n_bytes <= 0 or bandwidth_gbs <= 0:
         raise ValueError(f"n_bytes and bandwidth_gbs must be > 0, got {n_bytes!r} and {bandwidth_gbs!r}")
@@ -144,6 +194,149 @@ def published_speedup(record_id: str) -> float:
         ids = [r["id"] for r in published_records() if r.get("kind") == "gemm"]
         raise ValueError(f"record_id must be the id of one published record, got {record_id!r}; GEMM ids: {ids}")
     return float(hits[0]["speedup"])
+
+
+def published_value(record_id: str, field_name: str) -> float:
+    """One number of a published GEMM record (``dense_time``, ``sparse_time``, ``M`` ...).
+
+    >>> published_value("pt111339-m1", "sparse_time")
+    0.196
+    """
+    from ..roofline.published import published_records
+
+    hits = [r for r in published_records() if r["id"] == record_id]
+    if len(hits) != 1:
+        raise ValueError(f"record_id must be the id of one published record, got {record_id!r}")
+    value = hits[0].get(field_name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"field_name must name a number of record {record_id!r}, got {field_name!r} = {value!r}")
+    return float(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _measured_table(mode: str) -> dict:
+    from ..bench import recorded_results
+
+    table = {}
+    for res in recorded_results("gpu"):
+        for row in res.gpu_points(mode):
+            table[(row["M"], row["N"], row["K"], row["dtype"])] = (row["dense_ms"], row["sparse_ms"])
+    return table
+
+
+def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "graph", what: str = "speedup") -> float:
+    """One GEMM as the project's H200 run measured it (``twofour.bench.recorded_results("gpu")``).
+
+    ``what`` is ``"speedup"`` (dense / 2:4), ``"dense_us"`` or ``"sparse_us"``; ``mode`` how the
+    call was timed (``"graph"``: CUDA-graph replay, plans cached; ``"eager"``: one lone call).
+
+    >>> round(measured_gemm(1, 4096, 14336), 2)          # Llama-3-8B down_proj, one token
+    0.43
+    """
+    row = _measured_table(mode).get((M, N, K, dtype))
+    if row is None:
+        raise ValueError(f"no H200 measurement of M={M}, N={N}, K={K}, {dtype} in mode {mode!r}")
+    dense_ms, sparse_ms = row
+    values = {"speedup": dense_ms / sparse_ms, "dense_us": dense_ms * 1e3, "sparse_us": sparse_ms * 1e3}
+    if what not in values:
+        raise ValueError(f"what must be one of {sorted(values)}, got {what!r}")
+    return values[what]
+
+
+def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "graph") -> float:
+    """The time-weighted 2:4 GEMM speedup of one phase of ``workload``, measured on the project's H200.
+
+    :func:`twofour.request.measured_gemm_speedup` on ``recorded_results("gpu")``; raises if a GEMM of
+    the phase was not measured.
+
+    >>> measured_phase_speedup(request.SCENARIOS["chat decode, batch 1"], "decode") < 1
+    True
+    """
+    from ..bench import recorded_results
+
+    value = request.measured_gemm_speedup(recorded_results("gpu"), workload, mode=mode).get(phase)
+    if value is None:
+        raise ValueError(f"phase {phase!r} of this workload was not measured in mode {mode!r} on the H200")
+    return value
+
+
+def measured_crossover_m(N: int, K: int, dtype: str = "bfloat16", mode: str = "graph") -> int:
+    """The smallest measured M from which 2:4 is faster than dense at that M and every larger one.
+
+    >>> measured_crossover_m(14336, 4096)                 # Llama-3-8B gate/up on the H200
+    256
+    """
+    rows = sorted((m, d / sp) for (m, n, k, dt), (d, sp) in _measured_table(mode).items() if (n, k, dt) == (N, K, dtype))
+    if not rows:
+        raise ValueError(f"no H200 measurements of N={N}, K={K}, {dtype} in mode {mode!r}")
+    crossover = None
+    for m, speedup in reversed(rows):
+        if speedup < 1:
+            break
+        crossover = m
+    if crossover is None:
+        raise ValueError(f"2:4 never wins at the largest measured M for N={N}, K={K}")
+    return crossover
+
+
+def compute_bound_m(N: int, K: int, dtype: str = "bf16", gpu: str = "H200") -> int:
+    """Smallest M at which ``M x K @ K x N`` has the arithmetic intensity of the GPU's dense ridge point.
+
+    First principles: FLOPs over bytes moved once, against peak FLOP/s over bandwidth.
+
+    >>> compute_bound_m(4096, 4096, "bf16", "H200") > 100
+    True
+    """
+    ridge = roofline.ridge_point(gpu, dtype)
+    M = 1
+    while roofline.arithmetic_intensity(M, N, K, dtype) < ridge:
+        M += 1
+        if M > 1 << 20:
+            raise ValueError(f"N={N}, K={K} never reaches the ridge point {ridge:.0f} FLOP/byte")
+    return M
+
+
+def first_torch_pinning(min_version: int) -> str:
+    """The first torch release whose default wheel pins cuSPARSELt ``min_version`` or newer.
+
+    ``min_version`` is torch's encoding (701 for 0.7.1); the table is
+    :data:`twofour.dispatch.rules.TORCH_CUSPARSELT_PINS`.
+
+    >>> first_torch_pinning(dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL)
+    '2.8.0'
+    """
+    def as_int(v: str) -> int:
+        major, minor, patch = (int(x) for x in v.split("."))
+        return major * 1000 + minor * 100 + patch
+
+    def key(t: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in t.split("."))
+
+    for torch_version in sorted(dispatch_rules.TORCH_CUSPARSELT_PINS, key=key):
+        if as_int(dispatch_rules.TORCH_CUSPARSELT_PINS[torch_version]) >= min_version:
+            return torch_version
+    raise ValueError(f"no torch in the table pins cuSPARSELt {dispatch_rules.cusparselt_version_str(min_version)} or newer")
+
+
+def transposable_patterns(n: int = 2, m: int = 4) -> int:
+    """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column.
+
+    Such a mask is n:m along the rows of ``W`` and along the rows of ``W.T`` at once, which the
+    backward pass needs (``dX = dY @ W`` reduces over W's other axis).
+
+    >>> transposable_patterns(), math.comb(4, 2) ** 4      # transposable vs row-wise-only 2:4 tiles
+    (90, 1296)
+    """
+    import itertools
+
+    if not (isinstance(n, int) and isinstance(m, int) and 0 < n <= m <= 6):
+        raise ValueError(f"n and m must be ints with 0 < n <= m <= 6, got n={n!r}, m={m!r}")
+    rows = [c for c in itertools.product((0, 1), repeat=m) if sum(c) == n]
+    count = 0
+    for tile in itertools.product(rows, repeat=m):
+        if all(sum(col) == n for col in zip(*tile)):
+            count += 1
+    return count
 
 
 def cost_per_token_ratio(shares, relative_costs) -> float:
@@ -186,16 +379,29 @@ NAMESPACE: dict[str, object] = {
     "bf16": torch.bfloat16,
     "int8": torch.int8,
     "fp32": torch.float32,
+    "fp8": torch.float8_e4m3fn,
+    "formats": formats,
+    "rules": dispatch_rules,
     "LLAMA_3_8B": models.LLAMA_3_8B,
     "LLAMA_3_70B": models.LLAMA_3_70B,
     "Workload": request.Workload,
     "Assumptions": request.Assumptions,
     "estimate": request.estimate,
-    "funnel_stage": funnel_stage,
+    "funnel_step": funnel_step,
     "wave_count": wave_count,
     "tokens_per_second": tokens_per_second,
     "cost_per_token_ratio": cost_per_token_ratio,
     "published_speedup": published_speedup,
+    "published_value": published_value,
+    "measured_gemm": measured_gemm,
+    "measured_crossover_m": measured_crossover_m,
+    "measured_phase_speedup": measured_phase_speedup,
+    "compute_bound_m": compute_bound_m,
+    "transposable_patterns": transposable_patterns,
+    "first_torch_pinning": first_torch_pinning,
+    "decode_gemm_m": request.decode_gemm_m,
+    "expert_gemm_m": request.expert_gemm_m,
+    "tensor_parallel_shape": request.tensor_parallel_shape,
     "min": min,
     "max": max,
     "abs": abs,
@@ -285,7 +491,8 @@ class QuickCheck:
     """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
 
     ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
-    (100 for a percentage); ``derivation`` is shown after an attempt.
+    (100 for a percentage); ``derivation`` is shown after an attempt; ``basis`` (a key of
+    :data:`BASES`) says what the answer key is; ``unit`` is a key of :data:`UNITS`.
     """
 
     ask: str
@@ -294,6 +501,19 @@ class QuickCheck:
     tolerance: float
     derivation: str
     scale: float = 1.0
+    basis: str = "first principles"
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What a grader listens for: signs of a strong, an acceptable and a weak answer."""
+
+    strong: tuple[str, ...]
+    acceptable: tuple[str, ...]
+    weak: tuple[str, ...]
+
+    def texts(self) -> list[str]:
+        return [*self.strong, *self.acceptable, *self.weak]
 
 
 @dataclass(frozen=True)
@@ -314,6 +534,7 @@ class Question:
     quick_check: QuickCheck | None = None
     chapter: str | None = None
     sources: tuple[str, ...] = field(default_factory=tuple)
+    signals: Signals | None = None
 
     def evaluate(self) -> dict[str, object]:
         """Every number of the question, in order (each may use the ones before it)."""
@@ -335,6 +556,8 @@ class Question:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.rubric, *self.mistakes, *self.follow_ups]
         if self.quick_check:
             texts += [self.quick_check.ask, self.quick_check.derivation]
+        if self.signals:
+            texts += self.signals.texts()
         return texts
 
     def render(self, field_name: str) -> str:
@@ -457,20 +680,32 @@ def _quick_check(raw, where: str, names: set[str]) -> QuickCheck | None:
     if raw is None:
         return None
     _require(isinstance(raw, Mapping), where, "quick_check must be a mapping")
-    unknown = set(raw) - {"ask", "answer", "unit", "tolerance", "derivation", "scale"}
+    unknown = set(raw) - {"ask", "answer", "unit", "tolerance", "derivation", "scale", "basis"}
     _require(not unknown, where, f"unknown quick_check keys {sorted(unknown)}")
     answer = raw.get("answer")
     _require(answer in names, where, f"quick_check.answer must name one of the question's numbers {sorted(names)}, got {answer!r}")
     tol = raw.get("tolerance", 0.01)
     _require(isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 < tol < 0.5, where,
              f"quick_check.tolerance must be a relative tolerance in (0, 0.5), got {tol!r}")
+    # The page's checker reports the tolerance in whole percent; a finer one would read "within 0%".
+    _require(abs(tol * 100 - round(tol * 100)) < 1e-9, where,
+             f"quick_check.tolerance must be a whole percent (0.01, 0.02, ...), as the page reports it, got {tol!r}")
     scale = raw.get("scale", 1.0)
     _require(isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0, where,
              f"quick_check.scale must be a positive number, got {scale!r}")
     unit = raw.get("unit", "")
-    _require(isinstance(unit, str), where, "quick_check.unit must be text")
+    _require(unit in UNITS, where, f"quick_check.unit must be one of {sorted(UNITS)} (bytes as MB/MiB/GB/GiB explicitly), got {unit!r}")
+    basis = raw.get("basis")
+    _require(basis in BASES, where, f"quick_check.basis must be one of {sorted(BASES)} (never a model's prediction), got {basis!r}")
     return QuickCheck(_text(raw, "ask", where + ".quick_check"), answer, unit, float(tol),
-                      _text(raw, "derivation", where + ".quick_check"), float(scale))
+                      _text(raw, "derivation", where + ".quick_check"), float(scale), basis)
+
+
+def _signals(raw, where: str) -> Signals:
+    _require(isinstance(raw, Mapping), where, "signals must be a mapping with strong, acceptable and weak lists")
+    unknown = set(raw) - {"strong", "acceptable", "weak"}
+    _require(not unknown, where, f"unknown signals keys {sorted(unknown)}; valid: strong, acceptable, weak")
+    return Signals(*(_texts(raw, key, where + ".signals", 1, 4) for key in ("strong", "acceptable", "weak")))
 
 
 def parse_question(raw, index: int) -> Question:
@@ -481,7 +716,7 @@ def parse_question(raw, index: int) -> Question:
     _require(isinstance(qid, str) and bool(_ID.match(qid)), where, f"id must be lower-case-with-dashes, got {qid!r}")
     where = f"question {qid!r}"
     known = {"id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects",
-             "numbers", "quick_check", "chapter", "sources"}
+             "numbers", "quick_check", "chapter", "sources", "signals"}
     unknown = set(raw) - known
     _require(not unknown, where, f"unknown keys {sorted(unknown)}; valid: {sorted(known)}")
     level = raw.get("level")
@@ -512,6 +747,7 @@ def parse_question(raw, index: int) -> Question:
         quick_check=_quick_check(raw.get("quick_check"), where, set(names)),
         chapter=chapter,
         sources=tuple(s.strip() for s in sources),
+        signals=_signals(raw.get("signals"), where),
     )
     missing = q.placeholders() - set(names)
     _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
@@ -556,10 +792,18 @@ def _attr(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def _shown_in_table(value) -> bool:
+    """Numbers, text and small tuples are shown; intermediate objects (an estimate, a prediction) are not."""
+    return isinstance(value, (int, float, str, tuple))
+
+
 def _numbers_table(q: Question) -> str:
     shown = q.formatted()
+    values = q.evaluate()
     rows = ["| quantity | value | how it is obtained |", "|---|---|---|"]
     for n in q.numbers:
+        if not _shown_in_table(values[n.name]):
+            continue
         how = f"`{n.expr}`"
         if n.source:
             how += f" ({n.source})"
@@ -568,11 +812,12 @@ def _numbers_table(q: Question) -> str:
 
 
 def _unit_phrase(unit: str) -> str:
-    if unit == "x":
-        return "as a speedup, e.g. 1.23, "
-    if unit == "%":
-        return "in percent, "
-    return f"in {_attr(unit)}, " if unit else ""
+    return f"{_attr(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
+
+
+def _tolerance_phrase(tol: float) -> str:
+    """The tolerance as the page's checker reports it: a whole percent of the computed value."""
+    return f"within ±{round(tol * 100)}% of the computed value"
 
 
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
@@ -602,6 +847,13 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
     lines += [f"1. {q.fill(point)}" for point in q.rubric]
     lines += ["", "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
     lines += [q.fill(q.answer), ""]
+    if q.signals:
+        lines += ['<details class="practice-signals" markdown="1">',
+                  "<summary>For a grader: strong, acceptable and weak signals</summary>", ""]
+        for label, items in (("Strong", q.signals.strong), ("Acceptable", q.signals.acceptable),
+                             ("Weak", q.signals.weak)):
+            lines += [f"**{label}**", ""] + [f"- {q.fill(s)}" for s in items] + [""]
+        lines += ["</details>", ""]
     if q.numbers:
         lines += ["**The numbers**, computed by `twofour` when this page was built:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
@@ -621,7 +873,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'data-unit="{_attr(c.unit)}" markdown="1">',
             "",
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
-            + f" ({_unit_phrase(c.unit)}within {c.tolerance:.0%})"
+            + f" ({_unit_phrase(c.unit)}{_tolerance_phrase(c.tolerance)}; graded against {BASES[c.basis]})"
             + "</p>",
             "",
             '<details class="practice-derivation" markdown="1">',

@@ -11,6 +11,9 @@ This package answers that question before, after and at scale:
   (cuSPARSELt / CUTLASS sparse / dense GEMM / other), with time per class.
 * :func:`audit`: every linear weight of a model or checkpoint, one row each, plus a summary;
   ``twofour audit FILE`` on the command line.
+* :mod:`.trace` (:func:`load_trace`, :func:`analyze_trace`): a profiler trace recorded
+  elsewhere, read streaming: which kernels ran, GPU idle gaps and the CPU operators behind them,
+  the eligible share p and the measured funnel; ``twofour trace FILE`` on the command line.
 
 It is a package rather than one module because the four questions share rules
 (:mod:`.rules`, read from the installed torch) but little else, and the checkpoint reader
@@ -28,6 +31,7 @@ from .explain import Check, Verdict, explain
 from .kernels import CLASSES, KernelReport, classify, kernels, recorded_reports
 from .probe import Probe, hypothetical_gpu, probe
 from .rules import backend_rules, default_backend, is_packed
+from .trace import TraceError, TraceReport, analyze as analyze_trace, load as load_trace
 
 __all__ = [
     "probe",
@@ -49,4 +53,8 @@ __all__ = [
     "backend_rules",
     "default_backend",
     "is_packed",
+    "load_trace",
+    "analyze_trace",
+    "TraceReport",
+    "TraceError",
 ]

@@ -311,9 +311,14 @@ def explain(
         )
     else:
         mm_problem = rules.mm_problem(W.dtype)
-        pack_checks.append(
-            Check("dtype", "error", mm_problem) if mm_problem else Check("dtype", "ok", f"{_dtype_name(W.dtype)}", rules.source)
-        )
+        gpu_problem = rules.dtype_problem(W.dtype, env.capability, env.cusparselt_version) if on_gpu else None
+        result_problem = rules.mm_result_problem(W.dtype)
+        if mm_problem or gpu_problem:
+            pack_checks.append(Check("dtype", "error", "; ".join(p for p in (gpu_problem, mm_problem) if p)))
+        elif result_problem:
+            pack_checks.append(Check("dtype", "wrong", result_problem, rules.source))
+        else:
+            pack_checks.append(Check("dtype", "ok", f"{_dtype_name(W.dtype)}", rules.source))
     if not packed and not W.is_contiguous():
         pack_checks.append(
             Check(

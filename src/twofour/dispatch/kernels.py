@@ -39,6 +39,7 @@ operator is attributed to the sparse class of its nearest sparse ancestor, becau
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import os
 import sys
@@ -56,6 +57,7 @@ __all__ = [
     "KernelRow",
     "KernelReport",
     "summarize",
+    "classify_records",
     "records_from_profiler",
     "kernels",
     "RecordedReport",
@@ -105,6 +107,12 @@ def classify(name: str) -> str:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a kernel or operator name (str), got {type(name).__name__}")
+    return _classify(name)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _classify(name: str) -> str:
+    # Cached: a trace repeats a few hundred names millions of times.
     low = name.lower()
     for cls, markers in _MARKERS:
         if any(m in low for m in markers):
@@ -203,18 +211,18 @@ class KernelReport:
         )
 
 
-def summarize(records, *, calls: int = 1) -> KernelReport:
-    """Classify profiled events and add up time per class.
+def classify_records(records) -> list[str]:
+    """The class of every record, in order, with the context rules of :func:`summarize`.
 
-    CPU operators inside a sparse operator (or a matmul reading CSR/COO indices) count as that
-    sparse class; GPU kernels are classified by their own name.
+    A GPU kernel launched by PyTorch's cuSPARSELt or CUTLASS 2:4 operator belongs to that
+    backend whatever its name; an unfamiliar kernel launched straight from ``aten::mm`` is the
+    GEMM itself unless its name says it is a helper; a CPU operator inside a sparse operator (or
+    a dense-named matmul reading CSR/COO indices) takes the sparse class.
 
-    >>> recs = [OpRecord("aten::linear", "cpu", 5.0), OpRecord("aten::addmm", "cpu", 95.0, parent=0)]
-    >>> summarize(recs).time_us
-    {'dense-gemm': 100.0}
+    >>> recs = [OpRecord("aten::_cslt_sparse_mm", "cpu", 5.0), OpRecord("sm90_xmma_gemm_f16_new", "cuda", 9.0, parent=0)]
+    >>> classify_records(recs)
+    ['sparse-cusparselt', 'sparse-cusparselt']
     """
-    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
-        raise ValueError(f"calls must be a positive int (how many calls the records cover), got {calls!r}")
     records = list(records)
     own = [classify(r.name) for r in records]
     children: dict[int, set[str]] = defaultdict(set)
@@ -254,11 +262,27 @@ def summarize(records, *, calls: int = 1) -> KernelReport:
             j = records[j].parent
         return inherited or own[i]
 
+    return [effective(i) for i in range(len(records))]
+
+
+def summarize(records, *, calls: int = 1) -> KernelReport:
+    """Classify profiled events and add up time per class.
+
+    CPU operators inside a sparse operator (or a matmul reading CSR/COO indices) count as that
+    sparse class; GPU kernels are classified by their own name (see :func:`classify_records`).
+
+    >>> recs = [OpRecord("aten::linear", "cpu", 5.0), OpRecord("aten::addmm", "cpu", 95.0, parent=0)]
+    >>> summarize(recs).time_us
+    {'dense-gemm': 100.0}
+    """
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        raise ValueError(f"calls must be a positive int (how many calls the records cover), got {calls!r}")
+    records = list(records)
+    classes = classify_records(records)
     device = "cuda" if any(r.device == "cuda" for r in records) else "cpu"
     grouped: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     totals: dict[str, float] = defaultdict(float)
-    for i, r in enumerate(records):
-        cls = effective(i)
+    for r, cls in zip(records, classes):
         grouped[(r.name, cls, r.device)].append(r.self_us)
         if r.device == device:
             totals[cls] += r.self_us
@@ -393,16 +417,14 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
         >>> any(r.report.sparse_ran for r in recs) and any(not r.report.sparse_ran for r in recs)
         True
     """
-    import json
     from pathlib import Path
+
+    from .._jsonfile import read_json
 
     folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "data"
     out = []
     for path in sorted(folder.glob("kernels-*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"kernel table file {str(path)!r} is not valid JSON: {exc}") from None
+        data = read_json(path, "kernel table file")
         if data.get("schema") != "twofour-kernels/1":
             raise ValueError(f"kernel table file {str(path)!r} has schema {data.get('schema')!r}; expected 'twofour-kernels/1'")
         probe = tuple(tuple(row) for row in data.get("probe", []))

@@ -17,9 +17,22 @@ What the classes do not expose is written down here, each with its source (the S
 * sparse tensor cores need compute capability >= 8.0 (PyTorch semi-structured tutorial);
 * PyTorch's CUTLASS kernels are built and validated for 8.x only (pytorch#132928);
 * cuSPARSELt before 0.6.0 fails on 9.0 with "architecture mismatch" (pytorch#132009);
+* PyTorch moved to cuSPARSELt 0.7.1 because it was "needed to support sparse operations on
+  Blackwell" (pytorch PR #155232); torch 2.8.0 is the first default wheel that pins it;
+* fp8 (e4m3/e5m2) 2:4 kernels for SM 8.9 (Ada: L4, RTX 40) arrived in cuSPARSELt 0.8.0 (its
+  release notes), which the default wheels pin from torch 2.11 (:data:`TORCH_CUSPARSELT_PINS`);
+  fp8 tensor cores do not exist below 8.9;
 * float32 is stored 1:2 (pairs), not 2:4 (cuSPARSELt data-type docs; pytorch PR #115550);
 * cuSPARSELt refuses a plain ``mm`` in float8 and points to ``torch._scaled_mm``, and needs
-  ``x`` and the bias in the weight's dtype (pytorch ``torch/sparse/semi_structured.py``, ``_mm``).
+  ``x`` and the bias in the weight's dtype (pytorch ``torch/sparse/semi_structured.py``, ``_mm``);
+  the fp8 path that runs is ``torch._scaled_mm(W_sparse, x.t(), scale_a, scale_b, out_dtype=...)``
+  with per-tensor float32 scales, which calls ``torch._cslt_sparse_mm`` and ignores a bias
+  (``torch/sparse/_semi_structured_ops.py``, torch 2.9 to 2.15);
+* int8 through a plain ``F.linear`` returns int8: the CUTLASS kernel saturates each int32 sum
+  to [-128, 127] with no scale (``SparseSemiStructuredOps.cu``: ``OpMultiplyAddSaturate``, output
+  dtype defaulting to the input's), and cuSPARSELt's path also writes saturated int8 (measured on
+  the project's H200, cuSPARSELt 0.8.0); a usable int8 2:4
+  layer calls ``torch._cslt_sparse_mm(W.packed, x, alpha=scales, out_dtype=torch.bfloat16)``.
 
 >>> rules = backend_rules("cutlass")
 >>> torch.float16 in rules.shapes
@@ -38,6 +51,9 @@ __all__ = [
     "BACKENDS",
     "MIN_SPARSE_CAPABILITY",
     "MIN_CUSPARSELT_FOR_SM90",
+    "MIN_CUSPARSELT_FOR_BLACKWELL",
+    "MIN_CUSPARSELT_FOR_FP8_SM89",
+    "TORCH_CUSPARSELT_PINS",
     "ShapeRule",
     "BackendRules",
     "backend_rules",
@@ -60,6 +76,25 @@ MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)
 # torch reports cuSPARSELt's version as one int (602 is 0.6.2). 0.6.0 added SM 9.0: older
 # versions fail there with "architecture mismatch" (pytorch#132009).
 MIN_CUSPARSELT_FOR_SM90: int = 600
+# 0.7.1: PyTorch's update "needed to support sparse operations on Blackwell" (pytorch PR
+# #155232, 2025-06-05), first pinned by the default torch 2.8.0 wheel. Whether 0.7.0 already
+# ran on SM 10.x/12.x is unconfirmed (its release notes could not be retrieved).
+MIN_CUSPARSELT_FOR_BLACKWELL: int = 701
+# 0.8.0 release notes: "Introduced E4M3 and E5M2 kernels for SM 8.9".
+MIN_CUSPARSELT_FOR_FP8_SM89: int = 800
+# cuSPARSELt that PyTorch's default PyPI wheels require (their metadata's Requires-Dist; checked
+# 2026-11-30). Other CUDA variants (cu126/cu128 indexes) may pin differently; 2.12 and 2.15 were
+# not checked. 2.11 moved the default wheel to CUDA 13 (nvidia-cusparselt-cu13).
+TORCH_CUSPARSELT_PINS: dict[str, str] = {
+    "2.6.0": "0.6.2",
+    "2.7.1": "0.6.3",
+    "2.8.0": "0.7.1",
+    "2.9": "0.7.1",
+    "2.10.0": "0.7.1",
+    "2.11.0": "0.8.0",
+    "2.13.0": "0.8.1",
+    "2.14.0": "0.8.1",
+}
 
 
 @dataclass(frozen=True)
@@ -127,6 +162,44 @@ class BackendRules:
                 f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} predates SM 9.0 support "
                 "(0.6.0 added it; older versions fail with 'architecture mismatch', pytorch#132009)"
             )
+        if (
+            self.name == "cusparselt"
+            and capability >= (10, 0)
+            and cusparselt_version is not None
+            and cusparselt_version < MIN_CUSPARSELT_FOR_BLACKWELL
+        ):
+            return (
+                f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} predates PyTorch's Blackwell support: "
+                f"PyTorch moved to 0.7.1 to run 2:4 on Blackwell (pytorch PR #155232; torch >= 2.8), this GPU is {cc}"
+            )
+        return None
+
+    def dtype_problem(self, dtype: torch.dtype, capability: tuple[int, int], cusparselt_version: int | None) -> str | None:
+        """Why ``dtype`` cannot run 2:4 on a GPU of ``capability`` with this backend, or None.
+
+        Only fp8 has such a rule: fp8 tensor cores start at compute capability 8.9, and on 8.9
+        cuSPARSELt has fp8 kernels from 0.8.0 (release notes).
+
+        >>> backend_rules("cusparselt").dtype_problem(torch.float8_e4m3fn, (8, 9), 701) is not None
+        True
+        >>> backend_rules("cusparselt").dtype_problem(torch.float8_e4m3fn, (9, 0), 701) is None
+        True
+        """
+        if "float8" not in str(dtype):
+            return None
+        cc = f"{capability[0]}.{capability[1]}"
+        if capability < (8, 9):
+            return f"{_name(dtype)} needs fp8 tensor cores: compute capability 8.9 or newer, this GPU is {cc}"
+        if (
+            self.name == "cusparselt"
+            and capability[0] == 8
+            and cusparselt_version is not None
+            and cusparselt_version < MIN_CUSPARSELT_FOR_FP8_SM89
+        ):
+            return (
+                f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} has no fp8 2:4 kernels for SM {cc}: "
+                "they arrived in 0.8.0 (release notes), pinned by the default torch wheels from 2.11"
+            )
         return None
 
     def mm_problem(self, dtype: torch.dtype) -> str | None:
@@ -134,9 +207,32 @@ class BackendRules:
         if self.name == "cusparselt" and "float8" in str(dtype):
             return (
                 f"cuSPARSELt packs {_name(dtype)} but refuses a plain mm/linear with it; PyTorch points to "
-                "torch._scaled_mm (torch/sparse/semi_structured.py, _mm)"
+                "torch._scaled_mm: torch._scaled_mm(W_sparse, x.t(), scale_a, scale_b, out_dtype=...) with "
+                "per-tensor float32 scales runs it (no bias; the result is W x^T, transpose it) "
+                "(torch/sparse/semi_structured.py, _mm; _semi_structured_ops.py)"
             )
         return None
+
+    def mm_result_problem(self, dtype: torch.dtype) -> str | None:
+        """Why a plain ``F.linear`` with a packed ``dtype`` weight runs but does not give the layer's result.
+
+        >>> "saturat" in backend_rules("cutlass").mm_result_problem(torch.int8)
+        True
+        """
+        if dtype != torch.int8:
+            return None
+        if self.name == "cutlass":
+            what = ("returns int8: the CUTLASS kernel clamps every int32 sum to [-128, 127] (saturating "
+                    "epilogue, output dtype defaults to int8), with no scale")
+            src = "aten/src/ATen/native/sparse/cuda/SparseSemiStructuredOps.cu"
+        else:
+            what = ("returns int8 with no scale: cuSPARSELt writes CUDA_R_8I for int8 inputs, and on the "
+                    "project's H200 (cuSPARSELt 0.8.0) an exact sum of 6,400 came back as 127, saturated")
+            src = "aten/src/ATen/native/sparse/cuda/cuSPARSELtOps.cpp"
+        return (
+            f"int8 through a plain F.linear {what}; a usable int8 2:4 layer calls "
+            f"torch._cslt_sparse_mm(W.packed, x, alpha=scales, out_dtype=torch.bfloat16) ({src})"
+        )
 
 
 def _name(dtype: torch.dtype) -> str:

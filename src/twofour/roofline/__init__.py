@@ -46,6 +46,10 @@ Assumptions, stated once (each is a simplification a measurement can contradict)
 Every formula is plain arithmetic (``ceil``, ``max``, ``*``, ``/``) so the static site's
 JavaScript calculator can mirror it operation for operation; see :func:`gemm_time_s`.
 
+2:4 next to quantization (bits per weight of bf16, fp8, int8 and int4 formats with and
+without 2:4, a decode step as bytes, and the batch a GPU serves at a TPOT target) is in
+:mod:`twofour.roofline.formats`; its functions are re-exported here.
+
 Example:
     >>> from twofour.roofline import predict, crossover_m
     >>> p = predict(1, 4096, 4096, "fp16", "H200")          # decode, plans cached
@@ -72,6 +76,18 @@ import torch
 
 from ..hardware import GPUSpec, _dtype_key, get_gpu
 from ..packing import packed_bytes, packed_ratio
+from .formats import (
+    WEIGHT_FORMATS,
+    Capacity,
+    WeightFormat,
+    bits_per_weight,
+    capacity_at_tpot,
+    decode_step_bytes,
+    decode_tokens_per_s,
+    kv_bytes_per_token,
+    model_weight_bytes,
+    weight_format,
+)
 
 __all__ = [
     "Efficiency",
@@ -95,6 +111,17 @@ __all__ = [
     "ridge_point",
     "wave_efficiency",
     "fit",
+    # twofour.roofline.formats: 2:4 next to quantization
+    "WeightFormat",
+    "WEIGHT_FORMATS",
+    "weight_format",
+    "bits_per_weight",
+    "model_weight_bytes",
+    "decode_step_bytes",
+    "decode_tokens_per_s",
+    "kv_bytes_per_token",
+    "Capacity",
+    "capacity_at_tpot",
 ]
 
 GEMM_DTYPES = ("fp16", "bf16", "fp8", "int8", "tf32")
@@ -290,25 +317,38 @@ def default_params(gpu=None, backend: str | None = None) -> Efficiency:
     fit = _stored_fit()
     if fit is None:
         return ASSUMED_EFFICIENCY
+    return Efficiency.from_dict(_fit_entry(fit, gpu, backend)["params"])
+
+
+def _fit_entry(fit: dict, gpu, backend: str | None) -> dict:
+    """The stored entry for ``GPU/backend`` (backend in any case), else ``GPU``, else the base set."""
     name = get_gpu(gpu).name if gpu is not None else None
     per_gpu = fit["per_gpu"]
-    entry = (per_gpu.get(f"{name}/{backend}") if name and backend else None) or (per_gpu.get(name) if name else None)
-    return Efficiency.from_dict((entry or fit["base"])["params"])
+    if name and backend:
+        for key, entry in per_gpu.items():
+            if key.lower() == f"{name}/{backend}".lower():
+                return entry
+    return per_gpu.get(name) if name and name in per_gpu else fit["base"]
 
 
-def fit_summary(gpu=None) -> str:
+def fit_summary(gpu=None, backend: str | None = None) -> str:
     """One line a page can print under a prediction: what the parameters were fitted to, and the error.
 
     Example:
         >>> "held out" in fit_summary("H100")
+        True
+        >>> "CUTLASS" in fit_summary("A100", "cutlass")
         True
     """
     fit = _stored_fit()
     if fit is None:
         return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
     name = get_gpu(gpu).name if gpu is not None else None
-    entry = fit["per_gpu"].get(name) if name else None
-    note = entry["note"] if entry else f"no usable measurement on this GPU, so the base set ({fit['base']['source']})"
+    entry = _fit_entry(fit, gpu, backend)
+    if entry is fit["base"] and name not in fit["per_gpu"]:
+        note = f"no usable measurement on this GPU, so the base set, measured on {fit['base']['source']}"
+    else:
+        note = entry.get("note") or fit["base"]["source"]
     err = fit["errors"]
 
     def regimes(table):
@@ -317,7 +357,8 @@ def fit_summary(gpu=None) -> str:
 
     pub = err["published_leave_one_source_out"]
     return (f"fitted to {fit['provenance']['n_points']} measurements from {len(fit['provenance']['sources'])} sources; "
-            f"{name or 'this GPU'}: {note}. Median error of the predicted speedup, held out: points measured here, "
+            f"{name or 'this GPU'}{'/' + backend if backend and entry is not fit['base'] and entry is not fit['per_gpu'].get(name) else ''}: "
+            f"{note}. Median error of the predicted speedup, held out: points measured here, "
             f"each shape left out: {regimes(err['measured_leave_one_shape_out']['by_regime'])}; published points, "
             f"each source left out: {regimes(pub['by_regime'])} from {pub['n_sources']} sources (small M: no usable "
             f"published point)")
@@ -756,4 +797,32 @@ def fit(results, gpu=None, *, base: Efficiency | None = None) -> FitReport:
         out[f"{kind}_compute"] = ce
         out[f"{kind}_memory"] = me
         out[f"{kind}_overhead_us"] = o * 1e6
-    return FitReport(replace(base, **out), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
+    merged, _ = ceiling_order({**base.to_dict(), **out})
+    return FitReport(Efficiency.from_dict(merged), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
+
+
+def ceiling_order(values: dict) -> tuple[dict, list[str]]:
+    """Make a parameter dict respect the ceilings: 2:4 never more efficient, never cheaper per call.
+
+    Returns the corrected copy and one line per value it moved (a fit to noisy points can land
+    a 2:4 efficiency a hair above the dense one; left as it is, the model would predict more
+    than the 2x or bytes ceiling).
+
+    Example:
+        >>> v, moved = ceiling_order({"dense_compute": 0.8, "sparse_compute": 0.9, "dense_memory": 0.7,
+        ...     "sparse_memory": 0.5, "dense_overhead_us": 5, "sparse_overhead_us": 4, "dense_host_us": 0, "sparse_host_us": 0})
+        >>> v["sparse_compute"], v["sparse_overhead_us"], len(moved)
+        (0.8, 5, 2)
+    """
+    values, moved = dict(values), []
+    for name in ("compute", "memory"):
+        d, s = values[f"dense_{name}"], values[f"sparse_{name}"]
+        if s > d:
+            moved.append(f"sparse_{name} {s:.4g} > dense_{name} {d:.4g}: set to {d:.4g}")
+            values[f"sparse_{name}"] = d
+    for name in ("overhead_us", "host_us"):
+        d, s = values.get(f"dense_{name}", 0.0), values.get(f"sparse_{name}", 0.0)
+        if s < d:
+            moved.append(f"sparse_{name} {s:.4g} < dense_{name} {d:.4g}: set to {d:.4g}")
+            values[f"sparse_{name}"] = d
+    return values, moved

@@ -3,8 +3,9 @@ so the model can read its defaults while it is being imported)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from .._jsonfile import read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
 FIT_SCHEMA = "twofour-kernel-fit/1"
@@ -13,13 +14,7 @@ FIT_SCHEMA = "twofour-kernel-fit/1"
 def load_fit(path=None) -> dict:
     """The stored fit (schema ``twofour-kernel-fit/1``), checked."""
     path = Path(path) if path is not None else FIT_PATH
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"kernel fit file {str(path)!r} does not exist; write it with `twofour calibrate`") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"kernel fit file {str(path)!r} is not valid JSON: {exc}") from None
+    data = read_json(path, "kernel fit file", "; write it with `twofour calibrate --out`")
     if not isinstance(data, dict) or data.get("schema") != FIT_SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"kernel fit file {str(path)!r} has schema {got!r}; expected {FIT_SCHEMA!r}")

@@ -39,7 +39,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import ASSUMED_EFFICIENCY, Efficiency, _fit_side, _side_terms, predict
+from . import ASSUMED_EFFICIENCY, Efficiency, _fit_side, _side_terms, ceiling_order, predict
 from ._fitfile import FIT_PATH, FIT_SCHEMA, load_fit
 from .published import FIT_RULES, Point, points
 
@@ -114,18 +114,8 @@ def _fit_base(pts: list[Point]) -> tuple[Efficiency, list[str]]:
 
 
 def _clamped(values: dict) -> tuple[Efficiency, list[str]]:
-    """Enforce the ceilings (2:4 never more efficient, never cheaper per call); say what moved."""
-    clamps = []
-    for name in ("compute", "memory"):
-        d, s = values[f"dense_{name}"], values[f"sparse_{name}"]
-        if s > d:
-            clamps.append(f"sparse_{name} {s:.3f} > dense_{name} {d:.3f}: set to {d:.3f}")
-            values[f"sparse_{name}"] = d
-    for name in ("overhead_us", "host_us"):
-        d, s = values[f"dense_{name}"], values[f"sparse_{name}"]
-        if s < d:
-            clamps.append(f"sparse_{name} {s:.2f} < dense_{name} {d:.2f}: set to {d:.2f}")
-            values[f"sparse_{name}"] = d
+    """Enforce the ceilings (:func:`twofour.roofline.ceiling_order`) and round for storage."""
+    values, clamps = ceiling_order(values)
     rounded = {k: (round(v, 4) if k.endswith(("compute", "memory")) else round(v, 2)) if isinstance(v, float) else v
                for k, v in values.items()}
     return Efficiency(**rounded), clamps

@@ -43,9 +43,10 @@ Example:
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .._jsonfile import read_json
 
 __all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "points", "published_records", "PUBLISHED_PATH"]
 
@@ -124,12 +125,7 @@ class Point:
 def published_records(path: str | None = None) -> tuple[dict, ...]:
     """The raw records of ``published-gemm.json`` (fields: see ``published-gemm.md``)."""
     file = Path(path) if path is not None else PUBLISHED_PATH
-    try:
-        data = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"published measurements file {str(file)!r} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"published measurements file {str(file)!r} is not valid JSON: {exc}") from None
+    data = read_json(file, "published measurements file")
     if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r for r in data):
         raise ValueError(f"published measurements file {str(file)!r} must be a JSON list of records with an 'id'")
     return tuple(data)

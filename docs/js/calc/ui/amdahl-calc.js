@@ -1,16 +1,20 @@
 // The two-input Amdahl calculator: eligible fraction p and part speedup s -> the whole's
 // speedup, its bound 1 / (1 - p), and what the averaging mistake would claim.
-// Placeholder: <div data-calc="amdahl" data-p="0.87" data-s="1.78"></div>
+// Placeholder: <div data-calc="amdahl"></div>, or with data-p="..." data-s="..." to start elsewhere.
+// Without them it starts at the decode share p and the predicted decode GEMM speedup s of the
+// request calculator's default workload (computed here, with the fitted model: not a ceiling).
 
 import { averagedSpeedupMistake, maxSpeedup, speedup } from "../amdahl.js";
 import { InputError } from "../errors.js";
 import { speedupText } from "../format.js";
-import { Messages, el, nextId, numberField, parseField } from "./form.js";
+import { SCENARIO_TEXT, fitLine } from "../roofline.js";
+import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField } from "./form.js";
+import { DEFAULTS, computeScenario } from "./request-calc.js";
 
 export const FIELDS = {
-  p: { label: "eligible fraction p", integer: false, min: 0, max: 1, example: "0.87",
+  p: { label: "eligible fraction p", integer: false, min: 0, max: 1, example: "0.9",
     help: "share of the time spent in the 2:4 GEMMs, from 0 to 1" },
-  s: { label: "GEMM speedup s", integer: false, min: 0, minOpen: true, max: 1e6, example: "1.78",
+  s: { label: "GEMM speedup s", integer: false, min: 0, minOpen: true, max: 1e6, example: "1.2",
     help: "how much faster those GEMMs get; 1 = no change, below 1 = slower" },
 };
 
@@ -18,9 +22,28 @@ export function compute(p, s) {
   return { speedup: speedup(p, s), bound: maxSpeedup(p), mistake: averagedSpeedupMistake([p], [s]) };
 }
 
+/**
+ * Where the card starts: the decode phase of the request calculator's default workload with the
+ * predicted (fitted) GEMM speedup, each rounded to 3 decimals. {p, s, text, fit}: the two
+ * values as typed into the fields, a sentence saying where they come from, and the fit line.
+ */
+export function decodeDefaults() {
+  const state = { ...DEFAULTS, gemm: "roofline" };
+  const view = computeScenario(state);
+  const p = view.summary.p_decode.toFixed(3);
+  const s = view.summary.gemm_speedup_decode.toFixed(3);
+  const workload = `${state.model} on the ${state.gpu}, ${state.dtype}, batch ${state.batch}, ${state.prompt_len} prompt and ${state.output_len} output tokens`;
+  return {
+    p: String(Number(p)), s: String(Number(s)),
+    text: `p and s start at the decode phase of the calculator's default workload (${workload}; ${SCENARIO_TEXT[state.scenario].label}): its eligible share and its predicted 2:4 GEMM speedup, rounded to 3 decimals.`,
+    fit: fitLine(state.gpu, null, state.batch),
+  };
+}
+
 export function mount(root) {
   const id = nextId("amdahl");
-  const start = { p: root.dataset.p ?? "0.87", s: root.dataset.s ?? "1.78" };
+  const computed = root.dataset.p === undefined || root.dataset.s === undefined ? decodeDefaults() : null;
+  const start = { p: root.dataset.p ?? computed.p, s: root.dataset.s ?? computed.s };
   const fields = {};
   for (const name of ["p", "s"]) fields[name] = numberField(name, FIELDS[name], start[name], id);
   const out = {
@@ -37,6 +60,7 @@ export function mount(root) {
     el("p", {}, [el("strong", { text: "whole-task speedup: " }), out.speedup, " ", formula]),
     el("p", {}, ["bound with an infinitely fast GEMM, 1 / (1 − p): ", out.bound]),
     el("p", { class: "calc-aside" }, ["the averaging mistake, p·s + (1 − p), would claim ", out.mistake]),
+    computed ? el("p", { class: "calc-fit", "data-out": "origin", text: `${computed.text} ${computed.fit}` }) : null,
   ]);
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "Amdahl's law calculator" },
     [el("p", { class: "calc-title", text: "Amdahl's law: try your own numbers" }), form, stale, general, results]));
@@ -59,6 +83,7 @@ export function mount(root) {
       }
       if (errors.length) throw errors;
       r = compute(p, s);
+      if (firstNonFinite({ speedup: r.speedup, mistake: r.mistake }) !== null) throw outOfRange("s", FIELDS.s, fields.s.input.value);
     } catch (err) {
       for (const e of Array.isArray(err) ? err : [err]) {
         if (!(e instanceof InputError)) throw e;

@@ -3,7 +3,10 @@
 //
 //   * every input event recomputes synchronously (no debounce: an update takes well under a frame);
 //   * bad input puts a message next to its field (aria-invalid, aria-describedby) and the
-//     last valid result stays on screen, marked as such; NaN or Infinity is never shown.
+//     last valid result stays on screen, marked as such; NaN or Infinity is never shown;
+//   * a value that would make a result non-finite (a denormal such as 1e-320, an overflow) is
+//     an input problem like any other: "out of range", next to the field that caused it, whether
+//     it was typed or came in a shared link. The calculator always mounts.
 
 import { InputError } from "../errors.js";
 
@@ -27,6 +30,8 @@ export function el(tag, attrs = {}, children = []) {
   return node;
 }
 
+const MIN_NORMAL = 2.2250738585072014e-308; // Number.MIN_VALUE is the smallest denormal, not this
+
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
@@ -41,7 +46,14 @@ export function parseField(name, text, spec) {
     throw new InputError(name, `"${raw}" is not a number. Type digits with an optional decimal point, e.g. ${spec.example}.`);
   }
   const value = Number(raw);
-  if (!Number.isFinite(value)) throw new InputError(name, `"${raw}" is too large to be a ${what}.`);
+  if (!Number.isFinite(value)) throw new InputError(name, `"${raw}" is out of range: too large to be a ${what}.`);
+  // A denormal (below the smallest normal double) or a number that silently rounds to 0 keeps
+  // no precision, and dividing by it overflows: refuse it here rather than show a wrong result.
+  const mantissa = raw.split(/[eE]/)[0];
+  if ((value === 0 && /[1-9]/.test(mantissa)) || (value !== 0 && Math.abs(value) < MIN_NORMAL)) {
+    const instead = spec.min <= 0 && !spec.minOpen ? "0 or a larger value" : "a larger value";
+    throw new InputError(name, `"${raw}" is out of range: too close to 0 to compute with (the smallest usable magnitude is about 2.2e-308). Use ${instead}.`);
+  }
   const range = rangeText(spec);
   if (spec.integer && !Number.isInteger(value)) throw new InputError(name, `${cap(what)} must be a whole number ${range}.`);
   const tooLow = spec.minOpen ? value <= spec.min : value < spec.min;
@@ -128,4 +140,50 @@ export class Messages {
     f.message.textContent = text;
     f.input.setAttribute("aria-invalid", "true");
   }
+}
+
+/**
+ * A group of radio buttons with one sentence under each option: options [[value, label, help]].
+ * Returns {wrap, input (the first radio, for messages), message, radios, value(), set(v)}.
+ */
+export function radioGroup(name, legend, options, value, idPrefix) {
+  const id = `${idPrefix}-${name}`;
+  const message = el("span", { id: `${id}-msg`, class: "calc-msg", "aria-live": "polite" });
+  const radios = options.map(([v, label, help]) => {
+    const rid = `${id}-${v}`;
+    const input = el("input", { type: "radio", name: id, id: rid, value: v, checked: v === value,
+      "aria-describedby": help ? `${rid}-help` : null });
+    return { value: v, input, node: el("div", { class: "calc-option" }, [
+      el("span", { class: "calc-check" }, [input, el("label", { for: rid, text: label })]),
+      help ? el("span", { id: `${rid}-help`, class: "calc-help", text: help }) : null,
+    ]) };
+  });
+  const wrap = el("fieldset", { class: "calc-options", "data-field": name }, [
+    el("legend", { text: legend }), ...radios.map((r) => r.node), message]);
+  return {
+    wrap, message, radios, input: radios[0].input,
+    value: () => radios.find((r) => r.input.checked)?.value ?? value,
+    set: (v) => {
+      const r = radios.find((x) => x.value === v);
+      if (r) r.input.checked = true;
+      return Boolean(r);
+    },
+  };
+}
+
+/** Path ("summary.speedup_ttft") of the first number in `value` that is not finite, or null. */
+export function firstNonFinite(value, path = "") {
+  if (typeof value === "number") return Number.isFinite(value) ? null : path || "(value)";
+  if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      const found = firstNonFinite(v, path ? `${path}.${k}` : k);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+/** The message for a value that makes a result non-finite (an overflow): "out of range". */
+export function outOfRange(name, spec, raw) {
+  return new InputError(name, `"${String(raw).trim()}" is out of range for the ${spec.label}: with it a result would not be a finite number. Use a value nearer the usual ones, e.g. ${spec.example}.`);
 }

@@ -1,12 +1,14 @@
 // One GEMM, dense vs 2:4, predicted by the roofline (../roofline.js, a mirror of
-// twofour.roofline.predict): y[M, N] = x[M, K] @ W[N, K]^T on a chosen GPU and dtype.
-// Placeholder: <div data-calc="gemm" data-m="16" data-n="4096" data-k="4096" data-dtype="fp16" data-gpu="H100"></div>
+// twofour.roofline.predict): y[M, N] = x[M, K] @ W[N, K]^T on a chosen GPU, dtype, 2:4 backend
+// and scenario (how the call is run), with the fitted parameters of that GPU and backend.
+// Placeholder: <div data-calc="gemm" data-m="16" data-n="4096" data-k="4096" data-dtype="fp16"
+//   data-gpu="H100" data-backend="cuSPARSELt" data-scenario="cached"></div> (every data-* optional)
 
 import { InputError } from "../errors.js";
 import { fixed, integerText, percentText, speedupText } from "../format.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
-import { predict } from "../roofline.js";
-import { Messages, el, nextId, numberField, parseField, selectField } from "./form.js";
+import { DEFAULT_SCENARIO, SCENARIOS, SCENARIO_TEXT, fitLine, predict } from "../roofline.js";
+import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField, radioGroup, selectField } from "./form.js";
 
 export const FIELDS = {
   M: { label: "M (tokens)", integer: true, min: 1, max: 10_000_000, example: "16", why: "Larger is not a real batch of tokens." },
@@ -19,27 +21,56 @@ export function microsecondsText(us) {
   return `${fixed(us, 2)} µs`;
 }
 
+/** Options of the scenario choice: [value, label, one sentence]. Shared with the request calculator. */
+export const SCENARIO_OPTIONS = SCENARIOS.map((s) => [s, SCENARIO_TEXT[s].label, SCENARIO_TEXT[s].help]);
+
+/** The backend options of a GPU: its PyTorch 2:4 backends, the preferred one first. */
+export function backendOptions(gpu) {
+  return GPUS[gpu].backends.map((b, i) => [b, i === 0 ? `${b} (PyTorch's default here)` : b]);
+}
+
+/** Refill a backend <select> for `gpu` if its options are another GPU's, keeping the chosen backend where it can. */
+export function refreshBackends(select, gpu) {
+  const keep = select.value;
+  const options = backendOptions(gpu);
+  if ([...select.options].map((o) => o.value).join() === options.map(([v]) => v).join()) return;
+  select.replaceChildren(...options.map(([v, text]) => el("option", { value: v, text })));
+  select.value = options.some(([v]) => v === keep) ? keep : options[0][0];
+}
+
+/** The prediction for one state {M, N, K, dtype, gpu, backend, scenario}; pure, no DOM. */
+export function compute(state) {
+  return predict(state.M, state.N, state.K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
+}
+
 export function mount(root) {
   const id = nextId("gemm");
   const d = root.dataset;
+  const gpu0 = d.gpu && GPUS[d.gpu]?.backends.length ? d.gpu : "H100";
   const fields = {
     M: numberField("M", FIELDS.M, d.m ?? "16", id),
     N: numberField("N", FIELDS.N, d.n ?? "4096", id),
     K: numberField("K", FIELDS.K, d.k ?? "4096", id),
-    gpu: selectField("gpu", "GPU", SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})`]), d.gpu ?? "H100", id),
+    gpu: selectField("gpu", "GPU", SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})`]), gpu0, id),
     dtype: selectField("dtype", "dtype", ["fp16", "bf16", "fp8", "int8", "tf32"].map((x) => [x, x]), d.dtype ?? "fp16", id),
+    backend: selectField("backend", "2:4 backend", backendOptions(gpu0), d.backend ?? GPUS[gpu0].backends[0], id),
   };
+  const scenario = radioGroup("scenario", "How the call is run", SCENARIO_OPTIONS,
+    SCENARIOS.includes(d.scenario) ? d.scenario : DEFAULT_SCENARIO, id);
+  fields.scenario = scenario;
   const out = {};
-  for (const k of ["dense", "sparse", "speedup", "bounds", "padding", "waves"]) out[k] = el("output", { "data-out": k });
+  for (const k of ["dense", "sparse", "speedup", "bounds", "padding", "waves", "fit"]) out[k] = el("output", { "data-out": k });
   const stale = el("p", { class: "calc-stale", "data-out": "stale", "aria-live": "polite" });
   const general = el("p", { class: "calc-msg" });
-  const form = el("form", { class: "calc-form calc-grid", "aria-label": "GEMM shape, GPU and dtype" },
-    Object.values(fields).map((f) => f.wrap));
+  const form = el("form", { class: "calc-form", "aria-label": "GEMM shape, GPU, dtype, backend and scenario" }, [
+    el("div", { class: "calc-grid" }, ["M", "N", "K", "gpu", "dtype", "backend"].map((n) => fields[n].wrap)),
+    scenario.wrap,
+  ]);
   const results = el("div", { class: "calc-results", "aria-live": "polite" }, [
     el("p", {}, ["dense: ", out.dense, "; 2:4: ", out.sparse]),
     el("p", {}, [el("strong", { text: "predicted 2:4 speedup: " }), out.speedup]),
     el("p", {}, ["bound by: ", out.bounds, "; ", out.padding, "; ", out.waves]),
-    el("p", { class: "calc-aside", text: "Efficiencies and per-call costs are the model's assumptions, not measurements." }),
+    el("p", { class: "calc-fit" }, [out.fit]),
   ]);
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "GEMM speedup calculator" },
     [el("p", { class: "calc-title", text: "One GEMM, dense vs 2:4 (roofline prediction)" }), form, stale, general, results]));
@@ -48,7 +79,9 @@ export function mount(root) {
 
   function update() {
     messages.clearAll();
-    const v = {};
+    refreshBackends(fields.backend.input, fields.gpu.input.value);
+    const v = { dtype: fields.dtype.input.value, gpu: fields.gpu.input.value, backend: fields.backend.input.value,
+      scenario: scenario.value() };
     const errors = [];
     for (const name of ["M", "N", "K"]) {
       try {
@@ -61,7 +94,9 @@ export function mount(root) {
     let p = null;
     if (!errors.length) {
       try {
-        p = predict(v.M, v.N, v.K, fields.dtype.input.value, fields.gpu.input.value);
+        p = compute(v);
+        // Integers up to 1e7 cannot overflow this model; kept so that no change can ever show NaN.
+        if (firstNonFinite(p) !== null) throw outOfRange("M", FIELDS.M, fields.M.input.value);
       } catch (err) {
         if (!(err instanceof InputError)) throw err;
         errors.push(err);
@@ -79,11 +114,12 @@ export function mount(root) {
     out.bounds.textContent = `dense ${p.bound_dense}, 2:4 ${p.bound_sparse}`;
     out.padding.textContent = p.M_padded === p.M ? "no padding" : `2:4 path pads M to ${integerText(p.M_padded)}`;
     out.waves.textContent = `SMs busy: ${percentText(p.wave_eff_dense)}`;
+    out.fit.textContent = fitLine(p.gpu, p.backend, p.M);
     root.dataset.calcValid = "true";
     return true;
   }
 
-  form.addEventListener("input", update);
+  form.addEventListener("input", update); // text fields, selects and radios all fire "input"
   root.calcUpdate = update;
   update();
 }

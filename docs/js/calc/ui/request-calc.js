@@ -1,6 +1,7 @@
-// The Calculator page: a workload, a GPU and a GEMM speedup -> TTFT, per-token and request
-// speedups, the eligible fraction per phase, and the funnel, drawn live. The model is
-// ../request.js (a mirror of twofour.request); this module is only the form around it.
+// The Calculator page: a workload, a GPU, how the GEMMs run (the scenario) and a GEMM speedup
+// -> TTFT, per-token and request speedups, the eligible fraction per phase, the range over the
+// scenarios, and the funnel, drawn live. The model is ../request.js (a mirror of
+// twofour.request) with the fitted roofline; this module is only the form around it.
 //
 // The inputs live in the page's query string (?gpu=H100&batch=8...), rewritten on every valid
 // change, so the address bar is always a link to the scenario on screen; opening such a link
@@ -11,10 +12,11 @@ import { InputError } from "../errors.js";
 import { integerText, percentText, speedupText, timeText } from "../format.js";
 import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
-import { DEFAULT_EFFICIENCY, padMultiple } from "../roofline.js";
-import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS, buildInputs, evaluate, summary } from "../request.js";
+import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
+import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
 import { drawFunnel } from "./funnel-svg.js";
-import { Messages, el, nextId, numberField, parseField, selectField } from "./form.js";
+import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField, radioGroup, selectField } from "./form.js";
+import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
 
 const MODEL_FIELDS = ["layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
 
@@ -33,9 +35,9 @@ export const FIELDS = {
   kv_heads: { label: "KV heads", integer: true, min: 1, max: 100_000, example: "8" },
   vocab: { label: "vocabulary size", integer: true, min: 1, max: 10_000_000, example: "128256" },
   speedup_prefill: { label: "measured prefill GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
-    example: "1.5", help: "dense time / 2:4 time of the pruned GEMMs at M = batch × prompt tokens" },
+    example: "1.2", help: "dense time / 2:4 time you measured for the pruned GEMMs at M = batch × prompt tokens (starts at the prediction)" },
   speedup_decode: { label: "measured decode GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
-    example: "1.78", help: "the same at M = batch (one token per sequence)" },
+    example: "0.9", help: "the same at M = batch, one token per sequence (starts at the prediction)" },
   step_overhead_ms: { label: "fixed cost per step", unit: "ms", integer: false, min: 0, max: 1_000_000, example: "0.5",
     help: "launches, sampling, scheduling" },
   request_overhead_ms: { label: "fixed cost per request", unit: "ms", integer: false, min: 0, max: 1_000_000,
@@ -46,11 +48,13 @@ export const FIELDS = {
     help: "fraction of bandwidth for KV cache, norms, embedding" },
 };
 
-// Starting values (see the Defaults table on the page for their sources).
+// Starting values (see the Defaults table on the page for their sources). The measured GEMM
+// speedups have none: a measurement is the reader's to type (switching to "typed in" fills
+// them with the current prediction, never with a ceiling). backend null: the GPU's preferred one.
 export const DEFAULTS = {
-  gpu: "H100", dtype: "bf16", model: "Llama-3-8B", ...PRESETS["Llama-3-8B"],
-  batch: 1, prompt_len: 512, output_len: 256,
-  gemm: "roofline", speedup_prefill: 1.5, speedup_decode: 1.78,
+  gpu: "H100", backend: null, dtype: "bf16", model: "Llama-3-8B", ...PRESETS["Llama-3-8B"],
+  batch: 1, prompt_len: 512, output_len: 256, scenario: DEFAULT_SCENARIO,
+  gemm: "roofline", speedup_prefill: "", speedup_decode: "",
   pruned: [...BLOCK_LINEARS],
   step_overhead_ms: 0, request_overhead_ms: 0, attention_efficiency: 1, memory_efficiency: 1,
   scope: "request",
@@ -58,12 +62,17 @@ export const DEFAULTS = {
 
 // Query-string names of the inputs (short, readable in a shared link).
 export const URL_KEYS = {
-  gpu: "gpu", dtype: "dtype", model: "model", layers: "layers", hidden: "hidden", intermediate: "intermediate",
+  gpu: "gpu", backend: "backend", dtype: "dtype", model: "model", layers: "layers", hidden: "hidden", intermediate: "intermediate",
   heads: "heads", kv_heads: "kv_heads", vocab: "vocab", batch: "batch", prompt_len: "prompt", output_len: "output",
   gemm: "gemm", speedup_prefill: "s_prefill", speedup_decode: "s_decode", pruned: "pruned",
   step_overhead_ms: "step_ms", request_overhead_ms: "request_ms", attention_efficiency: "attn_eff",
-  memory_efficiency: "mem_eff", scope: "scope",
+  memory_efficiency: "mem_eff", scope: "scope", scenario: "scenario",
 };
+
+// The numeric fields in the order they are suspected when a result is not finite: the
+// divisors first (efficiencies, measured speedups), then the sizes that multiply.
+const SUSPECTS = ["attention_efficiency", "memory_efficiency", "speedup_prefill", "speedup_decode", "step_overhead_ms",
+  "request_overhead_ms", "prompt_len", "output_len", "batch", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
 
 const KIND_GROUPS = [
   ["attention projections", ["q_proj", "k_proj", "v_proj", "o_proj"]],
@@ -82,10 +91,12 @@ export function computeScenario(state) {
   const workload = { model, batch: state.batch, prompt_len: state.prompt_len, output_len: state.output_len,
     dtype: state.dtype, pruned: state.pruned };
   const gemmSpeedup = state.gemm === "measured" ? { prefill: state.speedup_prefill, decode: state.speedup_decode } : null;
+  const scenario = state.scenario ?? DEFAULT_SCENARIO;
+  const backend = state.backend ?? null;
   let inputs;
   try {
     inputs = buildInputs(workload, state.gpu, {
-      gemmSpeedup,
+      gemmSpeedup, scenario, backend,
       assumptions: {
         step_overhead_s: state.step_overhead_ms * 1e-3,
         request_overhead_s: state.request_overhead_ms * 1e-3,
@@ -97,12 +108,25 @@ export function computeScenario(state) {
     if (err instanceof InputError) {
       const rename = { gemm_speedup_prefill: "speedup_prefill", gemm_speedup_decode: "speedup_decode",
         step_overhead_s: "step_overhead_ms", request_overhead_s: "request_overhead_ms" };
-      throw new InputError(rename[err.field] ?? err.field, err.message);
+      // A backend without a path for the dtype (CUTLASS has no fp8) is the backend's problem.
+      const field = err.message.startsWith("no 2:4 padding rule") ? "backend" : rename[err.field] ?? err.field;
+      throw new InputError(field, err.message);
     }
     throw err;
   }
   const est = evaluate(inputs);
   return { model, inputs, est, summary: summary(est), stages: funnel(est, state.scope), prunedShare: prunedWeightShare(model, state.pruned) };
+}
+
+/** The headline speedups in every scenario, with the roofline's GEMM speedups: {eager: summary, ...}. */
+export function scenarioRange(state) {
+  return Object.fromEntries(GEMM_SCENARIOS.map((sc) => [sc, computeScenario({ ...state, gemm: "roofline", scenario: sc }).summary]));
+}
+
+/** Every number the page shows for a view, for the finiteness check (one place, so none is missed). */
+export function shownNumbers(view) {
+  return { summary: view.summary, stages: view.stages.map((s) => s.speedup), share: view.prunedShare,
+    prefill: view.est.prefill, decode: view.est.decode };
 }
 
 /** Share of all linear-layer weights (block linears + LM head) that are stored 2:4. */
@@ -140,15 +164,18 @@ export function mount(root) {
 
   // --- the form ---
   const gpuOptions = SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})${GPUS[g].unconfirmed.length ? " *" : ""}`]);
-  f.scenario = selectField("scenario", "start from a scenario",
-    [["", "(keep my inputs)"], ...Object.keys(SCENARIOS).map((s) => [s, s])], "", id,
-    "sets model, batch and lengths to one of chapter 6's workloads");
+  f.preset = selectField("preset", "start from a workload",
+    [["", "(keep my inputs)"], ...Object.keys(WORKLOADS).map((s) => [s, s])], "", id,
+    "sets model, batch, lengths and dtype to one of chapter 6's workloads");
   f.model = selectField("model", "model", [...Object.keys(PRESETS).map((m) => [m, m]), ["custom", "custom shape"]], DEFAULTS.model, id);
   for (const name of MODEL_FIELDS) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
   for (const name of ["batch", "prompt_len", "output_len"]) f[name] = numberField(name, FIELDS[name], DEFAULTS[name], id);
   f.gpu = selectField("gpu", "GPU", gpuOptions, DEFAULTS.gpu, id,
     "GPUs marked * have numbers we could not confirm against an NVIDIA document");
   f.dtype = selectField("dtype", "dtype (weights and activations)", Object.keys(DTYPE_BYTES).map((d) => [d, d]), DEFAULTS.dtype, id);
+  f.backend = selectField("backend", "2:4 backend", backendOptions(DEFAULTS.gpu), GPUS[DEFAULTS.gpu].backends[0], id,
+    "the PyTorch path that runs the 2:4 GEMMs; each has its own fitted parameters where measurements exist");
+  f.scenario = radioGroup("scenario", "How the GEMMs are run", SCENARIO_OPTIONS, DEFAULTS.scenario, id);
 
   const gemmName = `${id}-gemm`;
   const gemmRadios = [["roofline", "predicted by the roofline model"], ["measured", "typed in from a measurement"]].map(([v, text]) => {
@@ -178,9 +205,10 @@ export function mount(root) {
   const measuredBox = el("div", { class: "calc-grid" }, [f.speedup_prefill.wrap, f.speedup_decode.wrap]);
   const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
     el("fieldset", {}, [el("legend", { text: "Workload" }),
-      el("div", { class: "calc-grid" }, [f.scenario.wrap, f.model.wrap]), customBox,
+      el("div", { class: "calc-grid" }, [f.preset.wrap, f.model.wrap]), customBox,
       el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap])]),
-    el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap])]),
+    el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap, f.backend.wrap])]),
+    f.scenario.wrap,
     el("fieldset", {}, [el("legend", { text: "Linear layers stored 2:4" }),
       el("div", { class: "calc-grid" }, kindSets),
       el("p", { class: "calc-help" }, ["share of all linear-layer weights that are 2:4: ", prunedShare]), f.pruned.message]),
@@ -208,6 +236,20 @@ export function mount(root) {
     })),
   ]);
   const gemmLine = el("p", { "data-out": "gemm_line" });
+  // The same request in every scenario: the answer as a range (rows), the chosen one marked.
+  const rangeRows = {};
+  const rangeTable = el("table", {}, [
+    el("caption", { text: "The same request in each scenario (GEMM speedups predicted)" }),
+    el("thead", {}, [el("tr", {}, ["how the GEMMs are run", "TTFT", "per output token", "whole request"].map((t) => el("th", { scope: "col", text: t })))]),
+    el("tbody", {}, GEMM_SCENARIOS.map((sc) => {
+      const cells = ["speedup_ttft", "speedup_tpot", "speedup_request"].map((k) => el("td", { "data-out": `range_${sc}_${k}` }));
+      rangeRows[sc] = { row: el("tr", {}, [el("th", { scope: "row", text: SCENARIO_TEXT[sc].label }), ...cells]), cells };
+      return rangeRows[sc].row;
+    })),
+  ]);
+  const rangeNote = el("p", { class: "calc-help", "data-out": "range_note" });
+  const rangeBox = el("div", { class: "calc-table calc-range" }, [rangeTable, rangeNote]);
+  const fitText = el("p", { class: "calc-fit", "data-out": "fit" });
   const scopeName = `${id}-scope`;
   const scopeRadios = [["request", "whole request"], ["prefill", "prefill (TTFT)"], ["decode", "decode (per token)"]].map(([v, text]) => {
     const input = el("input", { type: "radio", name: "scope", id: `${scopeName}-${v}`, value: v, checked: v === DEFAULTS.scope });
@@ -227,7 +269,7 @@ export function mount(root) {
   const copyStatus = el("span", { class: "calc-help", "aria-live": "polite", "data-out": "copy_status" });
   const actions = el("p", { class: "calc-actions" }, syncUrl ? [copyButton, " ", resetButton, " ", copyStatus] : [resetButton]);
   const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
-    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, scopeGroup, svg,
+    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, rangeBox, fitText, scopeGroup, svg,
     el("div", { class: "calc-grid calc-verdict" }, [
       el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
       el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
@@ -245,8 +287,8 @@ export function mount(root) {
     return scopeRadios.find((r) => r.input.checked)?.value ?? "request";
   }
   function readState() {
-    const state = { gpu: f.gpu.input.value, dtype: f.dtype.input.value, model: f.model.input.value, gemm: gemmSource(),
-      scope: scope(), pruned: LINEAR_KINDS.filter((k) => kindBoxes[k].checked) };
+    const state = { gpu: f.gpu.input.value, backend: f.backend.input.value, dtype: f.dtype.input.value, model: f.model.input.value,
+      gemm: gemmSource(), scenario: f.scenario.value(), scope: scope(), pruned: LINEAR_KINDS.filter((k) => kindBoxes[k].checked) };
     const errors = [];
     const numeric = ["batch", "prompt_len", "output_len", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"];
     if (state.model === "custom") numeric.push(...MODEL_FIELDS);
@@ -259,7 +301,7 @@ export function mount(root) {
         errors.push(err);
       }
     }
-    return { state, errors };
+    return { state, errors, numeric };
   }
 
   function syncVisibility() {
@@ -268,21 +310,47 @@ export function mount(root) {
   }
 
   // --- the update: parse, compute, show (or keep the last valid result) ---
+  /** The field whose value makes a result non-finite: the first suspect that, set back to its default, fixes it. */
+  function blame(state, numeric) {
+    for (const name of SUSPECTS.filter((n) => numeric.includes(n))) {
+      const fallback = DEFAULTS[name] === "" ? 1 : DEFAULTS[name];
+      if (state[name] === fallback) continue;
+      try {
+        const view = computeScenario({ ...state, [name]: fallback });
+        if (firstNonFinite(shownNumbers(view)) === null) return outOfRange(name, FIELDS[name], f[name].input.value);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+      }
+    }
+    return new InputError("inputs", "These inputs together are out of range: a result would not be a finite number. Bring the largest or smallest values nearer the usual ones.");
+  }
+
   function update() {
     syncVisibility();
+    refreshBackends(f.backend.input, f.gpu.input.value);
     messages.clearAll();
-    const { state, errors } = readState();
+    const { state, errors, numeric } = readState();
     let view = null;
     if (!errors.length) {
       try {
         view = computeScenario(state);
+        if (firstNonFinite(shownNumbers(view)) !== null) throw blame(state, numeric);
+        if (state.gemm === "roofline") {
+          view.range = scenarioRange(state);
+          if (firstNonFinite(view.range) !== null) throw blame(state, numeric);
+        }
       } catch (err) {
         if (!(err instanceof InputError)) throw err;
         errors.push(err);
       }
     }
     if (errors.length) {
-      for (const e of errors) messages.show(e.field, e.message);
+      for (const e of errors) {
+        messages.show(e.field, e.message);
+        // A message inside the folded "More assumptions" (say, from a shared link) must be seen.
+        const fold = f[e.field]?.wrap?.closest("details");
+        if (fold) fold.open = true;
+      }
       stale.textContent = root.dataset.calcValid ? "Input problem: showing the last valid result until it is fixed." : "";
       return false;
     }
@@ -301,9 +369,21 @@ export function mount(root) {
     for (const key of ["speedup_ttft", "speedup_tpot", "speedup_request"]) o[key].textContent = speedupText(s[key]);
     for (const key of ["p_prefill", "p_decode", "p_request"]) o[key].textContent = percentText(s[key]);
     prunedShare.textContent = percentText(view.prunedShare);
-    const source = state.gemm === "measured" ? "typed in as measured" : "predicted by the roofline with assumed efficiencies";
+    const scenarioLabel = SCENARIO_TEXT[state.scenario].label;
+    const source = state.gemm === "measured" ? "typed in as measured" : `predicted by the fitted roofline, ${scenarioLabel}`;
     gemmLine.textContent = `2:4 GEMM speedup used (${source}): prefill ${speedupText(s.gemm_speedup_prefill)}, decode ${speedupText(s.gemm_speedup_decode)}. `
       + `Roofline ceiling with perfect kernels: prefill ${speedupText(s.ceiling_speedup_prefill)}, decode ${speedupText(s.ceiling_speedup_decode)}.`;
+    rangeTable.hidden = !view.range;
+    if (view.range) {
+      for (const sc of GEMM_SCENARIOS) {
+        ["speedup_ttft", "speedup_tpot", "speedup_request"].forEach((k, i) => { rangeRows[sc].cells[i].textContent = speedupText(view.range[sc][k]); });
+        rangeRows[sc].row.classList.toggle("calc-chosen", sc === state.scenario);
+      }
+      rangeNote.textContent = `The row in bold is the scenario chosen above. Which one your deployment is in can decide whether 2:4 wins.`;
+    } else {
+      rangeNote.textContent = "No range over the scenarios: the 2:4 GEMM speedups are typed in, so only the dense times follow the chosen scenario.";
+    }
+    fitText.textContent = fitLine(state.gpu, state.backend);
     const scopeLabel = { request: "the whole request", prefill: "prefill (time to first token)", decode: "decode (time per output token)" }[state.scope];
     drawFunnel(svg, view.stages, { kernelRole: state.gemm === "measured" ? "measured" : "predicted",
       title: `The funnel for ${scopeLabel}: from the data sheet's 2:4 speedup to what this workload gets` });
@@ -320,13 +400,22 @@ export function mount(root) {
       `With the GEMM speedups above, the model gives ${speedupText(s.speedup_ttft)} on TTFT, ${speedupText(s.speedup_tpot)} per output token and ${speedupText(s.speedup_request)} on the whole request.`,
     ];
     if (s.gemm_speedup_decode < 1) {
-      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(state.batch)} rows the per-call cost and padding outweigh the bytes saved.`);
+      let why = "the per-call cost and padding outweigh the bytes saved";
+      if (state.gemm === "roofline") {
+        const [M, N, K] = gemmShapes(view.inputs, "decode").q_proj;
+        const q = predict(M, N, K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
+        why = q.bound_sparse === "host"
+          ? "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch"
+          : "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
+      }
+      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(state.batch)} rows ${why}.`);
     }
     if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
     establish.replaceChildren(...items.map((t) => el("li", { text: t })));
 
-    const backend = GPUS[state.gpu].backends[0];
+    const backend = state.backend;
     const pad = padMultiple(backend, state.dtype);
+    const facts = fitFacts(state.gpu, backend);
     const mPrefill = state.batch * state.prompt_len;
     const base = siteBase();
     const link = (href, text) => el("a", { href: `${base}/${href}`, text });
@@ -335,7 +424,7 @@ export function mount(root) {
         link("notebooks/04-kernel-speed/", "chapter 4"), ").", ]),
       el("li", {}, [state.gemm === "measured"
         ? "The GEMM speedups you typed: were they measured at these M, on this GPU, dtype and library version? "
-        : `The achieved 2:4 GEMM speedup: the predicted one rests on assumed efficiencies and a ${DEFAULT_EFFICIENCY.sparse_overhead_us} µs per-call cost of the sparse path, not on a measurement. `,
+        : `The achieved 2:4 GEMM speedup on your GPU and software: the predicted one comes from a model fitted to ${facts.n_points} measurements (the line under the table says which, and its held-out error), in the "${SCENARIO_TEXT[state.scenario].label}" scenario. `,
       "Time dense and 2:4 at both M with ", el("code", { text: "twofour bench" }), " and type the results in."]),
       el("li", {}, ["The quality cost of pruning to 2:4, and what recovering it costs (",
         link("reference/sources/", "sources"), "): one-shot 2:4 pruning raises perplexity noticeably unless the model is fine-tuned or the masks are learned."]),
@@ -361,10 +450,12 @@ export function mount(root) {
     const q = new URLSearchParams();
     const put = (name, value) => q.set(URL_KEYS[name], String(value));
     put("gpu", state.gpu);
+    if (state.backend !== GPUS[state.gpu].backends[0]) put("backend", state.backend);
     put("dtype", state.dtype);
     put("model", state.model);
     if (state.model === "custom") for (const n of MODEL_FIELDS) put(n, state[n]);
     for (const n of ["batch", "prompt_len", "output_len"]) put(n, state[n]);
+    put("scenario", state.scenario);
     put("gemm", state.gemm);
     if (state.gemm === "measured") for (const n of ["speedup_prefill", "speedup_decode"]) put(n, state[n]);
     put("pruned", state.pruned.join(",") || "none");
@@ -388,7 +479,16 @@ export function mount(root) {
     for (const [name, key] of Object.entries(URL_KEYS)) {
       if (!q.has(key)) continue;
       const value = q.get(key);
-      if (["gpu", "dtype", "model"].includes(name)) setSelect(name, value);
+      if (["gpu", "dtype", "model"].includes(name)) {
+        setSelect(name, value);
+        if (name === "gpu") refreshBackends(f.backend.input, f.gpu.input.value);
+      } else if (name === "backend") {
+        const match = [...f.backend.input.options].find((o) => o.value.toLowerCase() === value.toLowerCase());
+        if (match) f.backend.input.value = match.value;
+        else problems.push(["backend", `The link asks for backend "${value}", which ${f.gpu.input.value} does not have in PyTorch; valid: ${[...f.backend.input.options].map((o) => o.value).join(", ")}.`]);
+      } else if (name === "scenario") {
+        if (!f.scenario.set(value)) problems.push(["scenario", `The link asks for scenario "${value}"; valid: ${GEMM_SCENARIOS.join(", ")}.`]);
+      }
       else if (name === "gemm") {
         const r = gemmRadios.find((x) => x.value === value);
         if (r) r.input.checked = true; else problems.push(["gemm", `The link asks for GEMM source "${value}"; valid: roofline, measured.`]);
@@ -408,15 +508,47 @@ export function mount(root) {
   }
 
   function reset() {
-    f.scenario.input.value = "";
+    f.preset.input.value = "";
     for (const name of ["gpu", "dtype", "model", ...MODEL_FIELDS, "batch", "prompt_len", "output_len", "speedup_prefill",
       "speedup_decode", "step_overhead_ms", "request_overhead_ms", "attention_efficiency", "memory_efficiency"]) {
       f[name].input.value = String(DEFAULTS[name]);
     }
     for (const k of LINEAR_KINDS) kindBoxes[k].checked = DEFAULTS.pruned.includes(k);
+    refreshBackends(f.backend.input, DEFAULTS.gpu);
+    f.backend.input.value = DEFAULTS.backend ?? GPUS[DEFAULTS.gpu].backends[0];
+    f.scenario.set(DEFAULTS.scenario);
     for (const r of gemmRadios) r.input.checked = r.value === DEFAULTS.gemm;
     for (const r of scopeRadios) r.input.checked = r.value === DEFAULTS.scope;
     update();
+  }
+
+  /**
+   * Empty measured-speedup fields start at what the model predicts for the inputs on screen
+   * (3 significant digits), so that choosing "typed in" changes nothing until a measurement is typed.
+   */
+  function fillMeasured() {
+    const empty = ["speedup_prefill", "speedup_decode"].filter((n) => f[n].input.value.trim() === "");
+    if (!empty.length) return;
+    const { state, errors } = readState();
+    // The GEMM speedups depend on the workload, GPU, dtype, backend, scenario and pruned layers,
+    // not on the measured fields or the fixed costs and efficiencies: a bad value there is
+    // replaced by its default for this purpose; a bad value anywhere else leaves the fields empty.
+    const irrelevant = ["speedup_prefill", "speedup_decode", "step_overhead_ms", "request_overhead_ms",
+      "attention_efficiency", "memory_efficiency"];
+    if (errors.some((e) => !irrelevant.includes(e.field))) return;
+    for (const e of errors) if (e.field in DEFAULTS && DEFAULTS[e.field] !== "") state[e.field] = DEFAULTS[e.field];
+    let predicted;
+    try {
+      predicted = computeScenario({ ...state, gemm: "roofline" }).summary;
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return;
+    }
+    const key = { speedup_prefill: "gemm_speedup_prefill", speedup_decode: "gemm_speedup_decode" };
+    for (const n of empty) {
+      const v = predicted[key[n]];
+      if (Number.isFinite(v) && v > 0) f[n].input.value = String(Number(v.toPrecision(3)));
+    }
   }
 
   async function copyLink() {
@@ -434,8 +566,8 @@ export function mount(root) {
   // --- wiring ---
   resetButton.addEventListener("click", reset);
   copyButton.addEventListener("click", copyLink);
-  f.scenario.input.addEventListener("change", () => {
-    const sc = SCENARIOS[f.scenario.input.value];
+  f.preset.input.addEventListener("change", () => {
+    const sc = WORKLOADS[f.preset.input.value];
     if (!sc) return;
     f.model.input.value = sc.model;
     for (const n of MODEL_FIELDS) f[n].input.value = PRESETS[sc.model][n];
@@ -451,7 +583,8 @@ export function mount(root) {
     if (preset) for (const n of MODEL_FIELDS) f[n].input.value = preset[n];
   });
   form.addEventListener("input", (e) => {
-    if (e.target !== f.scenario.input && e.target !== f.model.input) f.scenario.input.value = "";
+    if (e.target !== f.preset.input && e.target !== f.model.input) f.preset.input.value = "";
+    if (e.target === gemmRadios[1].input) fillMeasured();
     update();
   });
   scopeGroup.addEventListener("input", update);
@@ -461,7 +594,12 @@ export function mount(root) {
   update(); // the defaults: always valid, so there is a last valid result to keep
   if (syncUrl) {
     const problems = readUrl();
+    if (gemmSource() === "measured") fillMeasured();
     update();
-    for (const [name, text] of problems) messages.show(name, text);
+    for (const [name, text] of problems) {
+      messages.show(name, text);
+      const fold = f[name]?.wrap?.closest("details");
+      if (fold) fold.open = true;
+    }
   }
 }

@@ -9,7 +9,10 @@ should be 2x faster". None of them will be. The learner writes:
   a correct sparse kernel: half precision, contiguous, dimensions padded with zeros up to the
   backend's multiples, pruned to 2:4 only if it is not 2:4 already;
 * ``proof(fn) -> (gemm_class, ms_per_call)``: from ``twofour.dispatch.kernels``, the class of
-  the matmul that ran and its time.
+  the matmul that ran and its time;
+* ``where_did_the_2x_go(ph) -> str``: from a trace someone recorded (the H200 decode traces
+  shipped with the package, read by ``twofour.dispatch.trace``), the stage that ate the 2x, one
+  of :data:`STAGES`.
 
 Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
 otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
@@ -36,6 +39,9 @@ from ._common import CheckFailed, exercise_check
 
 __all__ = [
     "REASONS",
+    "STAGES",
+    "trace_cases",
+    "check_where",
     "Suspect",
     "suspects",
     "target",
@@ -244,3 +250,55 @@ def check_proof(proof) -> str:
                 "(milliseconds, not microseconds)"
             )
     return f"the profiler's proof is right for all {len(cases)} cases"
+
+
+# --- Exercise 4: read a trace ------------------------------------------------------------------
+
+STAGES = ("dispatch", "host", "kernel")
+
+# name -> (2:4 run, dense baseline), all recorded on an NVIDIA H200 (twofour.dispatch.trace.recorded)
+_TRACE_PAIRS = {
+    "eager 2:4 decode": ("sparse-eager", "dense-eager"),
+    "graph-replayed 2:4 decode": ("sparse-graph", "dense-graph"),
+    "the checkpoint nobody packed": ("dense-eager", "dense-eager"),
+}
+_TRACE_ANSWERS = {
+    "eager 2:4 decode": "host",
+    "graph-replayed 2:4 decode": "kernel",
+    "the checkpoint nobody packed": "dispatch",
+}
+_TRACE_HINTS = {
+    "eager 2:4 decode": "the 2:4 GEMMs did lose here, but compare ph.comparison.end_to_end with "
+                        "ph.comparison.amdahl (what the GEMMs alone explain), and read ph.idle_fraction",
+    "graph-replayed 2:4 decode": "the GPU is busy almost the whole step (ph.idle_fraction); what does "
+                                 "ph.comparison.gemm_speedup say?",
+    "the checkpoint nobody packed": "before timing anything: how many 2:4 kernels ran (ph.sparse_gemms)?",
+}
+
+
+def trace_cases() -> dict:
+    """The decode phase of three recorded runs, each analysed against its dense baseline.
+
+    Each value is a :class:`twofour.dispatch.trace.PhaseReport` (``.comparison`` set). "The
+    checkpoint nobody packed" is the dense trace itself: a 2:4 checkpoint loaded without packing
+    runs exactly these dense kernels.
+
+    >>> sorted(trace_cases())
+    ['eager 2:4 decode', 'graph-replayed 2:4 decode', 'the checkpoint nobody packed']
+    """
+    from ...dispatch.trace import analyze, recorded
+
+    return {name: analyze(recorded(run), baseline=recorded(base)).phase("decode")
+            for name, (run, base) in _TRACE_PAIRS.items()}
+
+
+@exercise_check("where_did_the_2x_go")
+def check_where(where_did_the_2x_go) -> str:
+    """Run ``where_did_the_2x_go`` on each recorded run; the first wrong stage raises a hint."""
+    for name, ph in trace_cases().items():
+        got = where_did_the_2x_go(ph)
+        if got not in STAGES:
+            raise CheckFailed(f"case {name!r}: where_did_the_2x_go returned {got!r}; return one of {STAGES}")
+        if got != _TRACE_ANSWERS[name]:
+            raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {_TRACE_HINTS[name]}.")
+    return f"all {len(_TRACE_PAIRS)} recorded runs traced to the stage that ate the 2x"

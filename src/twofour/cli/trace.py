@@ -1,0 +1,61 @@
+"""``twofour trace FILE``: read a profiler trace and show where the 2x went.
+
+    twofour trace sparse.json.gz                          # one run: dispatch, idle, p, Amdahl
+    twofour trace sparse.json.gz --compare dense.json.gz  # measured GEMM and end-to-end speedups
+    twofour trace run.json --phase decode --html report.html
+
+FILE is what ``torch.profiler`` wrote with ``prof.export_chrome_trace(path)`` (gzipped or not),
+read streaming. The work is done by :mod:`twofour.dispatch.trace`. Exit code 0 when the
+report was made (whatever it found), 2 on a usage or file error, printed as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import UserError
+
+_EPILOG = """examples:
+  twofour trace sparse.json.gz
+  twofour trace sparse.json.gz --compare dense.json.gz --phase decode
+  twofour trace run.json --html report.html
+
+record a trace:
+  with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+      for i in range(4):
+          with torch.profiler.record_function(f"decode_step_{i}"):
+              step()
+  prof.export_chrome_trace("trace.json")
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("trace_file", metavar="FILE", help="a PyTorch profiler trace (.json or .json.gz), e.g. the 2:4 run")
+    parser.add_argument("--compare", metavar="DENSE_FILE",
+                        help="the dense run of the same steps: adds measured GEMM and end-to-end speedups")
+    parser.add_argument("--phase", choices=("prefill", "decode"),
+                        help="report only steps whose annotation names say prefill / decode (default: every phase)")
+    parser.add_argument("--html", metavar="OUT", help="also write the report as a self-contained HTML page to OUT")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar while reading (default: for files over 64 MB on a terminal)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..dispatch.trace import TraceError, analyze
+
+    try:
+        report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress)
+    except TraceError as exc:
+        raise UserError(str(exc)) from None
+    print(report)
+    if args.html:
+        try:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(report.to_html())
+        except OSError as exc:
+            raise UserError(f"--html {args.html}: cannot write ({exc.strerror or exc})") from None
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0

@@ -1,0 +1,53 @@
+"""The "2:4 in late 2026" status box: one text, shown on the home page and in chapters 0, 3 and 7.
+
+The text lives in one file, ``twofour/course/data/status.md``, so the four copies cannot drift:
+
+* the home page (``docs/index.md``) includes the file with the site's snippet syntax;
+* a chapter shows it with one hidden-input code cell, ``status_box()``, whose Markdown output
+  Jupyter and Colab render, and which the site's notebook hook passes into the page's Markdown
+  (``site_hooks/nb_render.py``), so it becomes the same admonition as on the home page.
+
+The file is Markdown with one HTML wrapper (a ``<div class="admonition ...">`` with
+``markdown="1"``): Material renders it as an admonition, Jupyter renders the same text as a
+title paragraph and a list. Sources for every line: the Sources page, "2:4 in late 2026".
+
+>>> STATUS_DATE
+'2026-11-30'
+>>> text = status_markdown()
+>>> "vllm-project/vllm#36799" in text and "pytorch/ao#4728" in text
+True
+>>> status_box()._repr_markdown_() == text
+True
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+__all__ = ["STATUS_DATE", "STATUS_FILE", "status_markdown", "StatusBox", "status_box"]
+
+STATUS_DATE = "2026-11-30"
+STATUS_FILE = "status.md"  # in twofour/course/data/; docs/index.md includes it by path
+
+
+def status_markdown() -> str:
+    """The status box as Markdown (the shipped ``twofour/course/data/status.md``), stripped."""
+    return (resources.files("twofour.course") / "data" / STATUS_FILE).read_text(encoding="utf-8").strip() + "\n"
+
+
+class StatusBox:
+    """Displays the status box: Jupyter and Colab render its Markdown, ``str`` gives the text."""
+
+    def _repr_markdown_(self) -> str:
+        return status_markdown()
+
+    def __repr__(self) -> str:  # the text/plain fallback: title and date only
+        return f"2:4 in late 2026 (status on {STATUS_DATE}); display in Jupyter for the full box"
+
+    def __str__(self) -> str:
+        return status_markdown()
+
+
+def status_box() -> StatusBox:
+    """The object a chapter's status cell displays (``from twofour.course.status import status_box``)."""
+    return StatusBox()

@@ -1,0 +1,252 @@
+"""Stream the events of a Chrome-trace JSON file without holding the file in memory.
+
+A PyTorch profiler trace is one JSON object whose ``traceEvents`` key holds an array of small
+objects; a long run makes that array gigabytes long. :class:`ChromeTraceStream` reads the file
+in chunks and hands out one event at a time: each event is parsed by the standard library's C
+JSON decoder (``raw_decode``), and only the current chunk and the current event are held.
+The other top-level keys (``deviceProperties``, ``schemaVersion``, ...) are kept when small.
+The Chrome trace format's other form, a bare array of events, is read too.
+
+Errors are :class:`StreamError` with one sentence saying what is wrong and where (event number,
+character offset): empty file, not JSON, JSON but no ``traceEvents``, truncated, not UTF-8.
+
+>>> import io
+>>> s = ChromeTraceStream(io.BytesIO(b'{"schemaVersion": 1, "traceEvents": [{"ph": "X"}, {"ph": "M"}]}'))
+>>> [e["ph"] for e in s.events()], s.meta
+(['X', 'M'], {'schemaVersion': 1})
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+
+__all__ = ["StreamError", "ChromeTraceStream"]
+
+_CHUNK = 1 << 20  # characters decoded per read
+_MAX_ITEM = 64 << 20  # one event larger than this is not a profiler event
+_KEEP_META = 1 << 20  # top-level values kept in .meta only up to this many characters
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class StreamError(ValueError):
+    """The file is not a readable Chrome trace; the message is one sentence for the user."""
+
+
+class ChromeTraceStream:
+    """Iterate the ``traceEvents`` of a Chrome-trace JSON read from a binary file object.
+
+    Args:
+        raw: a binary file object (already un-gzipped if the file was gzipped).
+        on_read: called with the number of bytes the caller's progress bar should advance by;
+            optional (``bytes_read`` below is what it reports).
+
+    ``meta`` holds the small top-level keys seen so far (complete after :meth:`events` is
+    exhausted); ``n_events`` counts the events handed out.
+    """
+
+    def __init__(self, raw, on_read=None):
+        self._raw = raw
+        self._decode = codecs.getincrementaldecoder("utf-8")("strict").decode
+        self._on_read = on_read
+        self.buf = ""
+        self.pos = 0
+        self.offset = 0  # characters dropped from the front of buf so far
+        self.eof = False
+        self.meta: dict = {}
+        self.n_events = 0
+        self._started = False
+
+    # -- buffer ------------------------------------------------------------------------------
+    def _more(self) -> bool:
+        """Read one more chunk into the buffer; False at end of file."""
+        if self.eof:
+            return False
+        try:
+            data = self._raw.read(_CHUNK)
+        except EOFError:  # gzip stream cut short
+            what = "the gzip stream ends early: the file is truncated"
+            raise StreamError(self._where(what) if self.n_events else what) from None
+        except OSError as exc:  # gzip.BadGzipFile and friends
+            raise StreamError(f"cannot read the file: {exc}") from None
+        if self._on_read is not None:
+            self._on_read()
+        try:
+            text = self._decode(data, final=not data)
+        except UnicodeDecodeError:
+            raise StreamError(self._where("the file is not UTF-8 text, so not a JSON trace")) from None
+        if not data:
+            self.eof = True
+        if self.pos:
+            self.offset += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        self.buf += text
+        return bool(text) or not self.eof
+
+    def _peek(self) -> str:
+        """The next non-whitespace character ('' at end of file), without consuming it."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return ""
+
+    def _where(self, what: str) -> str:
+        place = f"at character {self.offset + self.pos:,}"
+        if self._started:
+            place += f", after {self.n_events:,} events"
+        return f"{what} ({place})"
+
+    def _value(self, context: str):
+        """Parse one JSON value at the current position, reading more of the file as needed."""
+        self._peek()
+        while True:
+            try:
+                obj, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # Cut by the chunk boundary (the error sits at the buffer's end, or a string was
+                # left open) -> read on. Anywhere else it is a real syntax error.
+                near_end = exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")
+                if self.eof or not near_end:
+                    if self.eof and near_end:
+                        raise StreamError(self._where(f"the file ends inside {context}: it is truncated")) from None
+                    raise StreamError(self._where(f"invalid JSON in {context}: {exc.msg}")) from None
+                if len(self.buf) - self.pos > _MAX_ITEM:
+                    raise StreamError(self._where(f"{context} is larger than {_MAX_ITEM >> 20} MB: not a profiler trace"))
+                self._more()
+                continue
+            if end == len(self.buf) and not self.eof and not isinstance(obj, (dict, list, str)):
+                self._more()  # a number or literal may continue in the next chunk
+                continue
+            self.pos = end
+            return obj
+
+    def _expect(self, ch: str, context: str) -> None:
+        got = self._peek()
+        if got != ch:
+            if got == "":
+                raise StreamError(self._where(f"the file ends where {context} expected {ch!r}: it is truncated"))
+            raise StreamError(self._where(f"invalid JSON: expected {ch!r} in {context}, found {got!r}"))
+        self.pos += 1
+
+    # -- structure ---------------------------------------------------------------------------
+    def events(self):
+        """Yield each element of ``traceEvents`` (usually a dict) in file order."""
+        first = self._peek()
+        if first == "\ufeff":  # a byte-order mark some editors write
+            self.pos += 1
+            first = self._peek()
+        if first == "":
+            raise StreamError("the file is empty: no JSON in it")
+        if first == "[":  # the Chrome trace format's array form
+            yield from self._array()
+            self._end()
+            return
+        if first != "{":
+            raise StreamError(f"not a JSON trace: it starts with {self.buf[self.pos:self.pos + 20]!r}, not '{{' or '['")
+        self.pos += 1
+        keys = []
+        found = False
+        if self._peek() == "}":
+            self.pos += 1
+        else:
+            while True:
+                key = self._value("a key of the top-level object")
+                if not isinstance(key, str):
+                    raise StreamError(self._where("invalid JSON: a key of the top-level object is not a string"))
+                self._expect(":", "the top-level object")
+                keys.append(key)
+                if key == "traceEvents":
+                    if self._peek() != "[":
+                        raise StreamError(self._where("\"traceEvents\" is not an array: not a profiler trace"))
+                    found = True
+                    yield from self._array()
+                else:
+                    start = self.offset + self.pos
+                    value = self._value(f"the top-level key {key!r}")
+                    if self.offset + self.pos - start <= _KEEP_META:
+                        self.meta[key] = value
+                sep = self._peek()
+                if sep == ",":
+                    self.pos += 1
+                    continue
+                if sep == "}":
+                    self.pos += 1
+                    break
+                if sep == "":
+                    raise StreamError(self._where("the file ends inside the top-level object: it is truncated"))
+                raise StreamError(self._where(f"invalid JSON: expected ',' or '}}' in the top-level object, found {sep!r}"))
+        if not found:
+            shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "") if keys else "none"
+            raise StreamError(f"JSON, but not a profiler trace: no \"traceEvents\" array (top-level keys: {shown})")
+        self._end()
+
+    def _array(self):
+        """Yield the elements of the array at the current position.
+
+        The fast path parses element after element straight from the buffer with local names;
+        anything unusual (a chunk boundary, a syntax error) falls back to :meth:`_value` and
+        :meth:`_peek`, which read more of the file or raise the right error.
+        """
+        self._expect("[", "traceEvents")
+        self._started = True
+        if self._peek() == "]":
+            self.pos += 1
+            return
+        ws = _WS.match
+        decode = _DECODER.raw_decode
+        container = (dict, list, str)
+        while True:
+            buf, pos = self.buf, self.pos
+            n = len(buf)
+            # fast path: whole elements and their separators inside the buffer
+            while True:
+                pos = ws(buf, pos).end()
+                try:
+                    item, end = decode(buf, pos)
+                except ValueError:
+                    break
+                if end >= n and not isinstance(item, container):
+                    break  # a number cut by the chunk boundary
+                sep_at = ws(buf, end).end()
+                if sep_at >= n:
+                    break
+                sep = buf[sep_at]
+                if sep == ",":
+                    pos = sep_at + 1
+                    self.n_events += 1
+                    yield item
+                    continue
+                if sep == "]":
+                    self.pos = sep_at + 1
+                    self.n_events += 1
+                    yield item
+                    return
+                break
+            # slow path: one element, reading more of the file as needed
+            self.pos = pos
+            if self._peek() == "]":  # after a comma: a trailing comma, as some writers leave
+                self.pos += 1
+                return
+            item = self._value(f"event {self.n_events:,} of traceEvents")
+            self.n_events += 1
+            yield item
+            sep = self._peek()
+            if sep == ",":
+                self.pos += 1
+                continue
+            if sep == "]":
+                self.pos += 1
+                return
+            if sep == "":
+                raise StreamError(self._where("the file ends inside the traceEvents array: it is truncated"))
+            raise StreamError(self._where(f"invalid JSON: expected ',' or ']' between events, found {sep!r}"))
+
+    def _end(self) -> None:
+        rest = self._peek()
+        if rest not in ("", "\x00"):
+            raise StreamError(self._where(f"invalid JSON: unexpected {rest!r} after the end of the trace"))
