@@ -1,6 +1,7 @@
 """Practice mode (docs/practice, docs/js/practice) in a real browser.
 
-Covers issue 16's practice for spoken answers too: the timer, progress by level and topic,
+Practice mode loads its cards from the level pages (so its own page stays small). Covers
+issue 16's practice for spoken answers too: the timer, progress by level and topic,
 "review my weak ones", remembered quick-check answers, Previous/Next under the card, and no
 scroll jump when the page loads.
 
@@ -214,7 +215,8 @@ def test_quick_check_answer_is_remembered_and_counts_as_weak_when_wrong(watched,
     field.fill(f"{expected * 1.5:.3f}")
     field.press("Enter")
     assert check.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
-    assert page.locator(".practice-progress > summary").inner_text().endswith("0 graded, 1 weak")
+    summary = page.locator(".practice-progress > summary").inner_text()
+    assert summary.startswith("Your progress: 0 of") and summary.endswith("graded, 1 weak"), summary
 
     page.reload(wait_until="load")
     page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")

@@ -325,9 +325,49 @@ function makeTimer(announce) {
 
 let progressListener = null;
 
-function setUpMode(root) {
-  if (root.dataset.practiceReady) return;
-  root.dataset.practiceReady = "true";
+// The cards live on the level pages (site_hooks/practice.py: data-sources); practice mode
+// fetches them (same site, no other host) into its deck. Links in a card are made absolute
+// against the page it came from, since this page sits at another depth.
+async function loadCards(root, deck, state) {
+  const sources = JSON.parse(root.dataset.sources || "[]");
+  const pages = await Promise.all(
+    sources.map(async (src) => {
+      const url = new URL(src, location.href);
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
+      return [url, new DOMParser().parseFromString(await response.text(), "text/html")];
+    }),
+  );
+  for (const [url, doc] of pages) {
+    for (const card of doc.querySelectorAll(".practice-q")) {
+      for (const el of card.querySelectorAll("[href]")) {
+        const href = el.getAttribute("href");
+        if (!href.startsWith("#")) el.setAttribute("href", new URL(href, url).href);
+      }
+      for (const el of card.querySelectorAll("[src]")) el.setAttribute("src", new URL(el.getAttribute("src"), url).href);
+      const copy = document.importNode(card, true);
+      deck.append(copy);
+      setUpCard(copy, state);
+    }
+  }
+}
+
+async function setUpMode(root) {
+  if (root.dataset.practiceStarted) return;
+  root.dataset.practiceStarted = "true";
+  const deck = document.querySelector(".practice-deck");
+  const loading = document.querySelector(".practice-loading");
+  if (deck && root.dataset.sources && !deck.querySelector(".practice-q")) {
+    if (loading) loading.textContent = "Loading the questions…";
+    try {
+      await loadCards(root, deck, loadState());
+    } catch (err) {
+      if (loading) loading.textContent = `Could not load the questions (${err.message}); read them by level with the links above.`;
+      root.dataset.practiceReady = "error";
+      return;
+    }
+  }
+  if (loading) loading.remove();
   const cards = [...document.querySelectorAll(".practice-deck .practice-q")];
   if (!cards.length) return;
   const levels = JSON.parse(root.dataset.levels || "[]");
@@ -373,7 +413,6 @@ function setUpMode(root) {
   root.classList.add("practice-mode--active");
 
   // Previous / Next again under the card, where a reader who has scrolled down to the answer is.
-  const deck = document.querySelector(".practice-deck");
   const bottom = document.createElement("nav");
   bottom.className = "practice-bottom-nav";
   bottom.setAttribute("aria-label", "Practice questions");
@@ -535,6 +574,7 @@ function setUpMode(root) {
   // A #q-<id> in the URL names the question, not a place to scroll to: the browser (or
   // Material) may already have jumped to the card before it was the only one shown. Start at
   // the top of the page, where the filters and the question are.
+  root.dataset.practiceReady = "true";
   if (fromHash) {
     const undoJump = () => window.scrollTo({ top: 0, left: 0, behavior: "instant" });
     undoJump();
