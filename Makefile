@@ -11,26 +11,36 @@ TORCH_SPEC ?= torch==2.13.0
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup serve site test test-fast bench gpu-check clean
+.PHONY: setup serve site test test-fast bench gpu-check clean lab
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q "$(TORCH_SPEC)"
-	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test]"
+	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test,lab]"
 	@# Browser tests drive Debian's chromium: installed here when root, else instructions.
 	@scripts/install-chromium.sh
 	@touch $(STAMP)
 
-# Notebooks run on first build and are cached in build/notebook-cache (keyed by notebook +
-# src/twofour), so later builds and live reloads only re-run what changed.
+# Serves first: pages are up within seconds, and notebooks missing from build/notebook-cache
+# (keyed by notebook + src/twofour) execute in the background; each notebook page says its
+# outputs are being computed and fills in on the live reload when they arrive.
 # site_url is pointed at the dev server so the site is at the root and instant navigation works.
 serve: setup
 	NO_MKDOCS_2_WARNING=1 TWOFOUR_SITE_URL=http://$(HOST):$(PORT)/ $(BIN)/mkdocs serve --dev-addr $(HOST):$(PORT)
 
+# The deploy build: executes every notebook missing from the cache first; any error fails it.
 site: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# JupyterLab from .venv (the `lab` extra), on the labs and the chapters, with a kernel that
+# has twofour. LAB_ARGS passes options on, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
+# (Jupyter refuses to run as root without --allow-root; containers and CI often are root.)
+LAB_ARGS ?=
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+lab: setup
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/labs $(LAB_ROOT) $(LAB_ARGS)
 
 test: setup
 	@# 1. nbval runs every notebook and lab (two at a time, each notebook's cells in one worker).

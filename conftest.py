@@ -41,6 +41,18 @@ def _is_nbval_cell(item) -> bool:
     return type(item).__name__ == "IPyNbCell"
 
 
+# nbval gives up on a cell when 5 s pass between two of the kernel's output messages after the
+# cell finished, which a busy 2-core machine (several suites at once) can exceed while a kernel
+# flushes the output of a long training cell. The cell's own time limit stays nbval's.
+NBVAL_OUTPUT_TIMEOUT_S = 60
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if _is_nbval_cell(item):
+            item.output_timeout = NBVAL_OUTPUT_TIMEOUT_S
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

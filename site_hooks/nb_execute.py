@@ -11,6 +11,15 @@ Runs standalone too, to warm the cache (all notebooks, or the ones named):
 
 ``make test`` does that first, so each notebook runs once: the site build then reads the
 cache, and the root conftest.py leaves out nbval runs of notebooks already executed cleanly.
+
+Two ways to fill the cache:
+
+* :func:`execute_notebooks` runs what is missing and returns when all are done (``mkdocs
+  build``, ``make site``: the strict deploy build executes everything and fails on any error);
+* :data:`background` (a :class:`BackgroundRunner`) runs what is missing in worker threads
+  while ``mkdocs serve`` is already serving; each notebook lands in the cache when it is done,
+  the server (which watches the cache folder) rebuilds, and the page fills in on the live
+  reload. Until then the page shows its code and an "outputs are being computed" note.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +38,19 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE_DIR = ROOT / "build" / "notebook-cache"
+# TWOFOUR_NB_CACHE moves the cache (the serve-time test starts from an empty one).
+CACHE_DIR = Path(os.environ.get("TWOFOUR_NB_CACHE") or ROOT / "build" / "notebook-cache")
 PACKAGE_DIR = ROOT / "src" / "twofour"
 
-# Kernel environment: headless matplotlib, reproducible hashing, and 2 threads per kernel
-# (CI has 2 cores; more threads per kernel only adds contention). Part of the cache key.
+# Kernel set-up run before a notebook's first cell: inline figures in the house display
+# (2x PNG with alt text and caption), so chapters need no `%matplotlib inline` of their own.
+KERNEL_STARTUP = Path(__file__).resolve().parent / "kernel_startup.py"
+# Kernel environment: headless matplotlib for whatever else inherits it (the startup file
+# switches the kernel itself to the inline backend), reproducible hashing, and 2 threads per
+# kernel (CI has 2 cores; more threads per kernel only adds contention). Part of the cache key
+# (the startup file by its content, not its path).
 KERNEL_ENV = {
+    "PYTHONSTARTUP": str(KERNEL_STARTUP),
     "MPLBACKEND": "Agg",
     "PYTHONHASHSEED": "0",
     "OMP_NUM_THREADS": "2",
@@ -47,7 +64,7 @@ CELL_TIMEOUT_S = 900
 WORKERS = int(os.environ.get("TWOFOUR_NB_WORKERS", "2"))
 KEEP_COPIES = 3  # executed copies kept per notebook (see _prune)
 # Bump when the execution settings change in a way the hash above does not see.
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
 class NotebookExecutionError(RuntimeError):
@@ -88,7 +105,9 @@ def cache_key(path: Path, package_digest: str) -> str:
     """Key of one notebook's executed copy: notebook bytes + package + settings."""
     digest = hashlib.sha256(path.read_bytes())
     digest.update(package_digest.encode())
-    digest.update(repr((sorted(KERNEL_ENV.items()), KERNEL_NAME, CACHE_VERSION)).encode())
+    env = {k: v for k, v in KERNEL_ENV.items() if k != "PYTHONSTARTUP"}
+    digest.update(repr((sorted(env.items()), KERNEL_NAME, CACHE_VERSION)).encode())
+    digest.update(KERNEL_STARTUP.read_bytes())
     return digest.hexdigest()[:20]
 
 
@@ -158,6 +177,85 @@ def cached_copy(path: Path, package_digest: str | None = None) -> Path | None:
     return out if out.exists() else None
 
 
+def lookup(paths: list[Path]) -> tuple[dict[Path, Executed], dict[Path, Path]]:
+    """Split notebooks into those executed already (read from the cache) and those still to run.
+
+    Returns ``(done, missing)``: ``done`` maps a notebook to its executed copy, ``missing`` maps
+    a notebook to the cache file its execution must write.
+    """
+    package_digest = _package_digest()
+    done: dict[Path, Executed] = {}
+    missing: dict[Path, Path] = {}
+    for path in paths:
+        out = _cache_path(path, cache_key(path, package_digest))
+        try:  # read hits now: a concurrent build may prune old copies later
+            done[path] = Executed(path, nbformat.read(out, as_version=4), True)
+        except FileNotFoundError:
+            missing[path] = out
+    return done, missing
+
+
+class BackgroundRunner:
+    """Executes notebooks into the cache in worker threads, each one once per cache key.
+
+    :meth:`submit` returns at once. A notebook whose execution failed is not retried for the
+    same sources (its error is kept for the page to show); editing it gives a new cache key
+    and a new run. Threads are daemons: stopping the server stops them, and each notebook's
+    kernel runs in its own process, killed with it.
+    """
+
+    def __init__(self, workers: int = WORKERS):
+        self.workers = max(1, workers)
+        self._lock = threading.Lock()
+        self._queue: list[tuple[Path, Path]] = []
+        self._state: dict[Path, str] = {}  # cache file -> "queued" | "running" | "done" | "failed"
+        self._errors: dict[Path, str] = {}
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, missing: dict[Path, Path]) -> None:
+        """Queue each (notebook, cache file) not queued, running or tried already."""
+        with self._lock:
+            for path, out in missing.items():
+                if out not in self._state:
+                    self._state[out] = "queued"
+                    self._queue.append((path, out))
+            self._threads = [t for t in self._threads if t.is_alive()]
+            while len(self._threads) < min(self.workers, len(self._queue)):
+                thread = threading.Thread(target=self._work, name="twofour-notebooks", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def state(self, out: Path) -> str | None:
+        with self._lock:
+            return self._state.get(out)
+
+    def error(self, out: Path) -> str | None:
+        with self._lock:
+            return self._errors.get(out)
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    return
+                path, out = self._queue.pop(0)
+                self._state[out] = "running"
+            try:
+                _execute_in_subprocess(path, out)
+            except NotebookExecutionError as err:
+                with self._lock:
+                    self._state[out], self._errors[out] = "failed", str(err)
+            except Exception as err:  # noqa: BLE001 (a worker must never die silently)
+                with self._lock:
+                    self._state[out], self._errors[out] = "failed", f"{type(err).__name__}: {err}"
+            else:
+                with self._lock:
+                    self._state[out] = "done"
+
+
+background = BackgroundRunner()
+
+
 def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Executed]:
     """Return every notebook executed, from the cache where possible.
 
@@ -168,14 +266,7 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
     Raises:
         NotebookExecutionError: naming the notebook(s) and showing the failing cell.
     """
-    package_digest = _package_digest()
-    outs = {path: _cache_path(path, cache_key(path, package_digest)) for path in paths}
-    results: dict[Path, Executed] = {}
-    for path in paths:
-        try:  # read hits now: a concurrent build may prune old copies later
-            results[path] = Executed(path, nbformat.read(outs[path], as_version=4), True)
-        except FileNotFoundError:
-            pass
+    results, outs = lookup(paths)
 
     def run(path: Path) -> Executed:
         _execute_in_subprocess(path, outs[path])

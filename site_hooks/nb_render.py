@@ -16,6 +16,22 @@ Cell tags understood (set them in Jupyter's or Colab's cell metadata):
 ``hide-input``     show only the outputs
 ``hide-output``    show only the code
 
+Figures. Every image or SVG a cell shows becomes a ``<figure>`` numbered per page
+("Figure 3.") with a caption under it and its own alt text. Where they come from, first match
+wins:
+
+1. the cell's metadata ``figure``: ``{"alt": ..., "caption": ...}``, or a list of such, one per
+   figure the cell shows (set it in Jupyter's or Colab's cell metadata editor);
+2. the output's display metadata: ``twofour.course.plotting`` shows every matplotlib figure
+   with ``alt``, ``title`` and ``caption`` (from ``describe(fig, alt=..., caption=...)``, or
+   derived from the figure's titles, axes and legend);
+3. the PNG's own ``Description``/``Title`` text chunks, or an SVG's ``<title>``;
+4. last, the page and section the figure sits in ("Figure 2 of <page>, section <heading>").
+
+PNGs are shown at the size their display metadata gives (the house display draws them at 2x
+for high-DPI screens) and re-encoded as 256-colour PNGs when that is smaller (figures are
+flat colours on white; this keeps 2x figures about as light as 1x ones were).
+
 To change how notebooks look on the site, change this module; nothing else parses cells.
 """
 
@@ -23,13 +39,19 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import re
+import struct
+import zlib
 from dataclasses import dataclass, field
 
 HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT = "hide-on-site", "hide-input", "hide-output"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PLACEHOLDER = re.compile(r"(?:<p>)?<!-- nb-output (\d+) -->(?:</p>)?")
 _H1 = re.compile(r"^# .+$", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_SVG_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+_GENERIC_ALT = "Figure produced by the code above"  # what pages said before figures had their own
 # Output types shown on a static page, best first. Widget views are left out on purpose:
 # without a kernel they are dead controls (DESIGN: the site uses JS calculators instead).
 _IMAGES = {"image/png": "png", "image/jpeg": "jpg"}
@@ -72,18 +94,124 @@ def _pre(text: str, cls: str) -> str:
     return f'<pre class="{cls}">{html.escape(_ANSI.sub("", text).rstrip())}</pre>'
 
 
+def _plain(text: str) -> str:
+    """Markdown-ish heading or caption text as plain text (no emphasis marks, links, code ticks)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[*_`]+", "", text)
+    text = re.sub(r"\{[^}]*\}\s*$", "", text)  # attribute lists: {: .class }
+    return " ".join(text.split())
+
+
+def png_text(png: bytes) -> dict[str, str]:
+    """The ``tEXt``/``iTXt`` chunks of a PNG (``Title``, ``Description``, ...); {} if none or not a PNG.
+
+    Example:
+        >>> import io, matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> buf = io.BytesIO()
+        >>> fig = plt.figure(figsize=(1, 1))
+        >>> fig.savefig(buf, format="png", metadata={"Title": "Speedup against M"})
+        >>> plt.close(fig)
+        >>> png_text(buf.getvalue())["Title"]
+        'Speedup against M'
+    """
+    found: dict[str, str] = {}
+    if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+        return found
+    pos = 8
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        body = png[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        try:
+            if kind == b"tEXt":
+                key, _, value = body.partition(b"\0")
+                found[key.decode("latin-1")] = value.decode("latin-1")
+            elif kind == b"zTXt":
+                key, _, rest = body.partition(b"\0")
+                found[key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
+            elif kind == b"iTXt":
+                key, _, rest = body.partition(b"\0")
+                compressed, rest = rest[0], rest[2:]
+                _lang, _, rest = rest.partition(b"\0")
+                _tkey, _, value = rest.partition(b"\0")
+                found[key.decode("latin-1")] = (zlib.decompress(value) if compressed else value).decode("utf-8")
+            elif kind == b"IEND":
+                break
+        except (zlib.error, UnicodeDecodeError, IndexError):
+            continue
+    return found
+
+
+def _png_size(png: bytes) -> tuple[int, int] | None:
+    if png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) >= 24:
+        return struct.unpack(">II", png[16:24])
+    return None
+
+
+def smaller_png(png: bytes) -> bytes:
+    """The same picture as a 256-colour PNG when that is smaller (figures are flat colours).
+
+    Returns the input unchanged when it is not a PNG Pillow can read, or when the palette
+    version is not smaller. Text chunks (title, description) are kept.
+    """
+    try:
+        from PIL import Image, PngImagePlugin
+    except ImportError:  # Pillow comes with matplotlib; without it, keep the original
+        return png
+    try:
+        image = Image.open(io.BytesIO(png))
+        image.load()
+        text = {k: v for k, v in png_text(png).items() if k in ("Title", "Description", "Software")}
+        if image.mode in ("RGBA", "LA", "P"):
+            rgba = image.convert("RGBA")
+            white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+            image = Image.alpha_composite(white, rgba)
+        quantized = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        info = PngImagePlugin.PngInfo()
+        for key, value in text.items():
+            info.add_itxt(key, value)
+        out = io.BytesIO()
+        quantized.save(out, format="PNG", optimize=True, pnginfo=info)
+    except Exception:  # a picture we cannot re-encode is shown as it came
+        return png
+    return out.getvalue() if len(out.getvalue()) < len(png) else png
+
+
+def _figure_overrides(cell) -> list[dict]:
+    """The ``figure`` cell metadata as a list, one entry per figure of the cell."""
+    value = cell.get("metadata", {}).get("figure")
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [v if isinstance(v, dict) else {} for v in value]
+    return []
+
+
 class _Renderer:
     def __init__(self, stem: str, actions_html: str):
         self.stem = stem
         self.actions_html = actions_html
         self.result = Rendered(markdown="")
         self.parts: list[str] = []
+        self.figures = 0  # figures numbered so far on this page
+        self.page_title = ""
+        self.section = ""  # the last heading above the current cell
+        self.alts: set[str] = set()
+        self.cell_figures: list[dict] = []  # the current cell's `figure` metadata
+        self.cell_figure_index = 0
 
     def placeholder(self, fragment: str) -> str:
         self.result.outputs.append(fragment)
         return f"<!-- nb-output {len(self.result.outputs) - 1} -->"
 
     def markdown_cell(self, source: str) -> None:
+        headings = _HEADING.findall(source)
+        if headings:
+            if not self.page_title and (h1 := _H1.search(source)):
+                self.page_title = _plain(h1.group(0)[2:])
+            self.section = _plain(headings[-1])
         # The action buttons go right under the page title (the notebook's one `#` heading).
         if self.actions_html and (match := _H1.search(source)):
             end = match.end()
@@ -97,6 +225,7 @@ class _Renderer:
             self.parts.append(_fence(cell.source))
         if HIDE_OUTPUT in tags:
             return
+        self.cell_figures, self.cell_figure_index = _figure_overrides(cell), 0
         # Runs of ordinary outputs become one placeholder; a Markdown output sits between them.
         for item in self.outputs(cell.get("outputs", []), index):
             if isinstance(item, _Markdown):
@@ -123,27 +252,71 @@ class _Renderer:
             elif kind == "error":  # only reachable for cells tagged raises-exception
                 fragments.append(_pre("\n".join(out.get("traceback", [])), "nb-error"))
             elif kind in ("display_data", "execute_result"):
-                fragment = self.rich(data, f"{self.stem}-cell{index}-{k}")
+                fragment = self.rich(data, f"{self.stem}-cell{index}-{k}", out.get("metadata", {}))
                 if fragment:
                     fragments.append(fragment)
         if fragments:
             groups.append(["\n".join(fragments)])
         return groups
 
-    def rich(self, data: dict, name: str) -> str | None:
+    def figure_text(self, found: dict) -> tuple[int, str, str]:
+        """(number, alt, caption) of the next figure, from the cell metadata, ``found``, or the page."""
+        self.figures += 1
+        n = self.figures
+        override = self.cell_figures[self.cell_figure_index] if self.cell_figure_index < len(self.cell_figures) else {}
+        self.cell_figure_index += 1
+
+        def pick(*values) -> str:
+            return next((" ".join(str(v).split()) for v in values if isinstance(v, str) and v.strip()), "")
+
+        where = f"Figure {n} of {self.page_title or self.stem}" + (f", section {self.section}" if self.section else "")
+        alt = pick(override.get("alt"), found.get("alt"), found.get("Description"), found.get("title"), found.get("Title"))
+        if not alt or alt == _GENERIC_ALT:
+            alt = where
+        if alt in self.alts:  # two figures, one description: say which is which
+            alt = f"{alt} (figure {n})"
+        self.alts.add(alt)
+        caption = pick(override.get("caption"), found.get("caption"), found.get("title"), found.get("Title"), alt)
+        return n, alt, caption
+
+    def figure(self, body: str, n: int, caption: str) -> str:
+        return (
+            f'<figure class="nb-figure" id="{html.escape(self.stem)}-figure-{n}">{body}'
+            f'<figcaption><span class="nb-figure__number">Figure {n}.</span> {html.escape(caption)}</figcaption></figure>'
+        )
+
+    def rich(self, data: dict, name: str, metadata: dict | None = None) -> str | None:
+        metadata = metadata or {}
         if "text/html" in data:
             return f'<div class="nb-html">{_text(data["text/html"])}</div>'
         if "image/svg+xml" in data:
-            return f'<div class="nb-image">{_text(data["image/svg+xml"])}</div>'
+            svg = _text(data["image/svg+xml"])
+            title = _SVG_TITLE.search(svg)
+            found = dict(metadata.get("image/svg+xml", {}))
+            if title:
+                found.setdefault("title", html.unescape(" ".join(title.group(1).split())))
+            n, alt, caption = self.figure_text(found)
+            # Inline SVG: the alt text becomes its accessible name.
+            svg = re.sub(r"<svg\b", f'<svg role="img" aria-label="{html.escape(alt)}"', svg, count=1)
+            return self.figure(f'<div class="nb-image">{svg}</div>', n, caption)
         for mime, ext in _IMAGES.items():
             if mime in data:
                 filename = f"{name}.{ext}"
-                self.result.images[filename] = base64.b64decode(_text(data[mime]))
+                raw = base64.b64decode(_text(data[mime]))
+                shown = dict(metadata.get(mime, {}))
+                found = {**png_text(raw), **shown}
+                image = smaller_png(raw) if ext == "png" else raw
+                self.result.images[filename] = image
+                n, alt, caption = self.figure_text(found)
+                size = ""
+                width, height = shown.get("width"), shown.get("height")
+                if not (isinstance(width, int) and isinstance(height, int)):
+                    width, height = _png_size(raw) or (None, None)
+                if width and height:
+                    size = f' width="{width}" height="{height}"'
                 # Images sit next to the page; the page URL is a directory, so a bare name works.
-                return (
-                    f'<div class="nb-image"><img src="{filename}" loading="lazy" '
-                    f'alt="Figure produced by the code above"></div>'
-                )
+                img = f'<img src="{filename}" loading="lazy"{size} alt="{html.escape(alt)}">'
+                return self.figure(f'<div class="nb-image">{img}</div>', n, caption)
         if "application/vnd.jupyter.widget-view+json" in data:
             return None
         if "text/plain" in data:

@@ -8,7 +8,14 @@ each ``<folder>/<name>.ipynb`` the build gets
 * the notebook's figures as PNG files next to it (smaller pages than inline base64).
 
 Execution (with its cache) lives in :mod:`nb_execute`, conversion in :mod:`nb_render`.
-A failing cell stops the build with the notebook name and traceback.
+
+``mkdocs build`` (``make site``, the site tests) executes every notebook missing from the
+cache before it writes a page, and a failing cell stops the build with the notebook name and
+traceback. ``mkdocs serve`` (``make serve``) serves first: a notebook missing from the cache
+becomes a page of its code with an "outputs are being computed" note, the notebooks run in
+the background (:data:`nb_execute.background`), and because the server watches the cache
+folder, each finished notebook triggers a rebuild and its page fills in on the live reload.
+A notebook that fails under ``serve`` shows the error on its page instead of stopping the server.
 
 The "Open in Colab" and "Download notebook" links are built from ``extra.repo`` and
 ``extra.branch`` in mkdocs.yml, the one place the repository URL is written down.
@@ -30,6 +37,11 @@ log = logging.getLogger("mkdocs.hooks.notebooks")
 
 ROOT = nb_execute.ROOT
 _outputs: dict[str, list[str]] = {}  # page src_uri -> output HTML fragments
+_command = {"name": "build", "background": False}  # mkdocs' command (on_startup); runner started (on_serve)
+_pending: dict = {}  # notebooks still to execute (serve): path -> cache file
+# Search ranking (Material's `search.boost`): the chapters explain, so they come first; the
+# API pages are boosted down in reference.py.
+SEARCH_BOOST = {"notebooks": 2, "labs": 1.5, "solutions": 1}
 
 
 class NotebookPageFile(File):
@@ -64,25 +76,86 @@ def actions_html(rel_path: str, repo: str, branch: str) -> str:
     )
 
 
+def pending_html(error: str | None = None) -> str:
+    """The note on a notebook page whose outputs are not there yet (``mkdocs serve`` only)."""
+    if error:
+        lines = error.strip().splitlines()
+        tail = html.escape("\n".join(lines[-25:]))
+        return (
+            '<div class="admonition failure nb-pending" role="status">'
+            '<p class="admonition-title">Running this notebook failed</p>'
+            "<p>The code is shown without its outputs. The error (the strict build, "
+            "<code>make site</code>, stops on it):</p>"
+            f'<pre class="nb-pending__error">{tail}</pre></div>'
+        )
+    return (
+        '<div class="admonition info nb-pending" role="status">'
+        '<p class="admonition-title">Outputs are being computed</p>'
+        "<p>This page shows the notebook's code now. Its outputs (printouts, tables, figures) "
+        "are being computed in the background and appear here by themselves when they are ready, "
+        "usually within a few minutes; the page reloads on its own. The deployed site always has them.</p>"
+        "</div>"
+    )
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    _command["name"] = command
+
+
+def on_serve(server, config, builder):
+    # Finished notebooks land in the cache; a change there rebuilds and live-reloads the site.
+    nb_execute.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    server.watch(str(nb_execute.CACHE_DIR))
+    _command["background"] = True
+    if _pending:
+        log.info("executing %d notebook(s) in the background; their pages fill in as each finishes", len(_pending))
+        nb_execute.background.submit(dict(_pending))
+    return server
+
+
+def _serving() -> bool:
+    return _command["name"] == "serve"
+
+
 def on_files(files: Files, config) -> Files:
     repo, branch = _repo(config)
     paths = nb_execute.find_notebooks()
-    try:
-        executed = nb_execute.execute_notebooks(paths)
-    except nb_execute.NotebookExecutionError as err:
-        raise PluginError(str(err)) from None
+    notes: dict = {}
+    if _serving():
+        done, missing = nb_execute.lookup(paths)
+        _pending.clear()
+        _pending.update(missing)
+        executed = []
+        for path in paths:
+            if path in done:
+                executed.append(done[path])
+                continue
+            out = missing[path]
+            notes[path] = pending_html(nb_execute.background.error(out))
+            executed.append(nb_execute.Executed(path, nb_execute.nbformat.read(path, as_version=4), False))
+        if missing and _command["background"]:  # not during the first build: serve first
+            nb_execute.background.submit(missing)  # e.g. a notebook edited while serving
+    else:
+        try:
+            executed = nb_execute.execute_notebooks(paths)
+        except nb_execute.NotebookExecutionError as err:
+            raise PluginError(str(err)) from None
     _outputs.clear()
     for item in executed:
         rel = item.path.relative_to(ROOT).as_posix()  # notebooks/00-environment.ipynb
         page_dir = rel.removesuffix(".ipynb")  # notebooks/00-environment
         stem = item.path.stem
-        rendered = nb_render.render(item.nb, stem=stem, actions_html=actions_html(rel, repo, branch))
+        actions = actions_html(rel, repo, branch) + notes.get(item.path, "")
+        rendered = nb_render.render(item.nb, stem=stem, actions_html=actions)
         _outputs[rel] = rendered.outputs
-        files.append(NotebookPageFile.generated(config, rel, content=rendered.markdown))
+        boost = SEARCH_BOOST.get(rel.split("/", 1)[0] if "/solutions/" not in rel else "solutions", 1)
+        front = f"---\nsearch:\n  boost: {boost}\n---\n\n" if boost != 1 else ""
+        files.append(NotebookPageFile.generated(config, rel, content=front + rendered.markdown))
         files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", abs_src_path=str(item.path)))
         for filename, data in rendered.images.items():
             files.append(File.generated(config, f"{page_dir}/{filename}", content=data))
-        log.info("notebook %s (%s)", rel, "cached" if item.from_cache else "executed")
+        state = "pending" if item.path in notes else "cached" if item.from_cache else "executed"
+        log.info("notebook %s (%s)", rel, state)
     return files
 
 

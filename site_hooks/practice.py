@@ -5,8 +5,11 @@ Markers in ``docs/practice/*.md``:
 * ``<!-- practice-level LEVEL -->`` becomes every question of that level, as readable cards
   (prompt, collapsible rubric and worked answer, the numbers table, a quick check);
 * ``<!-- practice-mode -->`` becomes the practice-mode root (filters and buttons are added by
-  ``docs/js/practice/practice.js``) followed by every question's card; without JavaScript the
-  page is simply all questions in order.
+  ``docs/js/practice/practice.js``) and an empty deck. The script fills the deck with the cards
+  of the level pages (``data-sources``: same-site pages, fetched when practice mode opens), so
+  the bank's answers are on the site once per level instead of twice, and the practice page
+  stays small however large the bank grows. Without JavaScript the page says to read the
+  questions by level.
 
 Every number in a card is computed by :mod:`twofour.course.practice` while the page is built, so a
 question whose expression fails stops the (strict) build with the question's id.
@@ -40,19 +43,45 @@ def level_markdown(level: str) -> str:
     return "\n".join(render_markdown(q) for q in _bank().by_level(level))
 
 
-def mode_markdown() -> str:
-    """The practice-mode root plus every card (the script shows one at a time)."""
+def mode_markdown(sources: list[str] | None = None) -> str:
+    """The practice-mode root and an empty deck; the script loads the cards from ``sources``.
+
+    ``sources`` are the level pages' URLs relative to the practice-mode page (default: one per
+    level, ``fundamentals/``, ...), in the order their cards are asked.
+    """
     topics = {key: label for key, label in TOPICS.items() if _bank().by_topic(key)}
+    sources = sources if sources is not None else [f"{level}/" for level in LEVELS]
     root = (
         f'<div class="practice-mode" data-practice-mode data-levels="{html.escape(json.dumps(list(LEVELS)))}" '
-        f'data-topics="{html.escape(json.dumps(topics))}"></div>'
+        f'data-topics="{html.escape(json.dumps(topics))}" data-sources="{html.escape(json.dumps(sources))}"></div>'
     )
-    cards = "\n".join(render_markdown(q) for q in _bank())
-    return f'{root}\n\n<div class="practice-deck" markdown="1">\n\n{cards}\n\n</div>\n'
+    loading = (
+        '<p class="practice-loading">Practice mode loads the questions from the level pages; '
+        "if none appear here (JavaScript off), read them by level with the links above.</p>"
+    )
+    return f'{root}\n\n{loading}\n\n<div class="practice-deck"></div>\n'
+
+
+def _level_sources(page_src: str, files) -> list[str]:
+    """URLs of the level pages that exist, relative to the page at ``page_src``."""
+    import posixpath
+
+    here = posixpath.dirname(page_src)
+    sources = []
+    for level in LEVELS:
+        src = posixpath.join(here, f"{level}.md")
+        if files is None or files.get_file_from_path(src) is not None:
+            sources.append(f"{level}/" if page_src.endswith("index.md") else f"../{level}/")
+    if not sources:
+        raise ValueError(f"{page_src}: practice mode needs the level pages (practice/<level>.md), found none")
+    return sources
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if not page.file.src_uri.startswith("practice/"):
         return markdown
     markdown = _LEVEL_MARKER.sub(lambda m: level_markdown(m.group("level")), markdown)
-    return _MODE_MARKER.sub(lambda m: mode_markdown(), markdown)
+    if _MODE_MARKER.search(markdown):
+        sources = _level_sources(page.file.src_uri, files)
+        markdown = _MODE_MARKER.sub(lambda m: mode_markdown(sources), markdown)
+    return markdown

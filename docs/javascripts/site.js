@@ -1,16 +1,33 @@
 // Site script. Material's `document$` emits on the first load and after every instant
 // navigation (which swaps the page without reloading), so all set-up runs from there and
 // must be idempotent: it may run many times on the same window.
-document$.subscribe(function () {
-  // Wide formulas, program output and tables scroll sideways; a scrolling box must be
-  // reachable by keyboard (WCAG 2.1.1), so make the ones that actually overflow focusable.
-  document.querySelectorAll(".md-content .math-block, .md-content .nb-output, .md-typeset__scrollwrap")
-    .forEach(function (box) {
-      var overflows = box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight;
-      if (overflows && !box.hasAttribute("tabindex")) {
-        box.tabIndex = 0;
+
+// Wide formulas, program output and tables scroll sideways; a scrolling box must be
+// reachable by keyboard (WCAG 2.1.1), so make the ones that actually overflow focusable,
+// and name them so a screen reader says what the stop is. Run again when the width changes.
+var SCROLL_BOXES = ".md-content .math-block, .md-content .nb-output pre, .md-content .nb-output .nb-html, " +
+  ".md-content .nb-output .nb-image, .md-content .md-typeset__scrollwrap, .md-content .htw-scroll";
+function markScrollBoxes() {
+  document.querySelectorAll(SCROLL_BOXES).forEach(function (box) {
+    var overflows = box.scrollWidth > box.clientWidth + 1;
+    if (overflows && !box.hasAttribute("tabindex")) {
+      box.tabIndex = 0;
+      box.dataset.htwScrolls = "true";
+      if (!box.hasAttribute("aria-label") && !box.hasAttribute("role")) {
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", "wide content, scrolls sideways");
       }
-    });
+    }
+  });
+}
+var resizeTimer = null;
+window.addEventListener("resize", function () {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(markScrollBoxes, 150);
+});
+
+document$.subscribe(function () {
+  markScrollBoxes();
 
   // Links leaving the site open in a new tab, so a reader keeps their place in a chapter.
   var here = location.host;

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -37,7 +39,7 @@ def test_strict_build_succeeds(build):
     assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.log[-4000:]}"
 
 
-def test_every_notebook_is_in_the_nav():
+def test_every_notebook_is_in_the_nav_and_solutions_are_not():
     nav = set(_mkdocs_nav())
     notebooks = [
         p.relative_to(ROOT).as_posix()
@@ -46,8 +48,11 @@ def test_every_notebook_is_in_the_nav():
         if ".ipynb_checkpoints" not in p.parts
     ]
     assert notebooks, "expected at least notebooks/00-environment.ipynb"
-    missing = sorted(set(notebooks) - nav)
+    solutions = {n for n in notebooks if n.startswith("labs/solutions/")}
+    missing = sorted(set(notebooks) - solutions - nav)
     assert not missing, f"add these to `nav` in mkdocs.yml (one line each): {missing}"
+    # Solutions stay out of the previous/next chain; each lab links its own (site_hooks/labs.py).
+    assert not solutions & nav, f"solutions pages must not be in the nav: {sorted(solutions & nav)}"
 
 
 def test_notebook_page_has_colab_and_download_links(site):
@@ -79,10 +84,60 @@ def test_glossary_lists_every_hover_term(site):
     assert all(term in dts for term in terms), "a hover term is missing from the glossary"
 
 
-def test_api_page_documents_the_device_helper(site):
-    api = (site / "reference/api/index.html").read_text()
-    assert 'id="twofour.device.pick_device"' in api
-    assert 'id="twofour.course.plotting.new_figure"' in api
+def test_api_reference_has_one_page_per_module(site):
+    sys.path.insert(0, str(ROOT / "site_hooks"))
+    try:
+        import reference
+    finally:
+        sys.path.pop(0)
+    modules = [m for *_, ms in reference.api_groups() for m in ms]
+    assert len(modules) >= 20
+    for name in modules:
+        assert (site / f"reference/api/{name}/index.html").is_file(), f"no API page for {name}"
+    device = (site / "reference/api/twofour.device/index.html").read_text()
+    assert 'id="twofour.device.pick_device"' in device
+    plotting = (site / "reference/api/twofour.course.plotting/index.html").read_text()
+    assert 'id="twofour.course.plotting.new_figure"' in plotting
+    overview = (site / "reference/api/index.html").read_text()
+    # The overview links every module, toolkit first, course helpers and the command line after it.
+    positions = [overview.index(f'href="{name}/"') for name in modules]
+    toolkit = [p for p, m in zip(positions, modules) if reference._room_of(m) == reference.TOOLKIT]
+    others = [p for p, m in zip(positions, modules) if reference._room_of(m) != reference.TOOLKIT]
+    assert max(toolkit) < min(others), "toolkit modules must come first"
+    for name in ("structure", "packing", "dispatch", "roofline", "request"):
+        assert overview.index(f'href="twofour.{name}/') < min(others)
+
+
+def test_api_install_line_matches_the_readme(site):
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r'`(pip install "git\+https://github\.com/[^"]+")`', readme).group(1)
+    overview = (site / "reference/api/index.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", overview))  # highlighted code is split into spans
+    assert line in text, f"API page should show: {line}"
+
+
+def test_api_pages_rank_below_guides_in_search(site):
+    import json
+
+    index = json.loads((site / "search/search_index.json").read_text())
+    boosts = {}
+    for doc in index["docs"]:
+        page = doc["location"].split("#")[0]
+        boosts.setdefault(page, doc.get("boost", 1))
+    api = {p: b for p, b in boosts.items() if p.startswith("reference/api/")}
+    assert api and all(b < 1 for b in api.values()), api
+    chapters = {p: b for p, b in boosts.items() if p.startswith("notebooks/")}
+    assert chapters and all(b >= 1 for b in chapters.values()), chapters
+
+
+def test_no_page_is_over_300_kb_of_html(site):
+    budget = 300_000
+    heavy = {
+        html_file.relative_to(site).as_posix(): html_file.stat().st_size
+        for html_file in site.rglob("*.html")
+        if html_file.stat().st_size > budget
+    }
+    assert not heavy, f"pages over {budget // 1000} kB of HTML: {heavy}"
 
 
 def test_no_page_loads_anything_from_another_host(site):

@@ -99,6 +99,176 @@ def test_api_page_shows_an_unlisted_module_at_the_end_of_its_room(monkeypatch):
     assert groups[other[0] - 1][0] == reference.TOOLKIT and groups[other[0] + 1][0] == reference.CLI
 
 
+# ---- figures: numbered, captioned, each with its own alt text ---------------------------------
+
+
+def _png(title: str | None = None, description: str | None = None, size=(40, 20)) -> str:
+    import io
+
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    if title:
+        info.add_text("Title", title)
+    if description:
+        info.add_text("Description", description)
+    buf = io.BytesIO()
+    Image.new("RGB", size, (255, 255, 255)).save(buf, format="PNG", pnginfo=info)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _figure_notebook():
+    from_metadata = v4.new_code_cell("fig", metadata={"figure": {"alt": "Cell alt.", "caption": "Cell caption."}})
+    from_metadata.outputs = [v4.new_output("display_data", {"image/png": _png("PNG title")})]
+    from_display = v4.new_code_cell("fig2")
+    from_display.outputs = [v4.new_output(
+        "display_data", {"image/png": _png(size=(80, 40))},
+        metadata={"image/png": {"width": 40, "height": 20, "alt": "Display alt.", "title": "Display title"}},
+    )]
+    from_png = v4.new_code_cell("fig3")
+    from_png.outputs = [v4.new_output("display_data", {"image/png": _png("Speedup against M", "Lines per GPU.")})]
+    bare = v4.new_code_cell("fig4")
+    bare.outputs = [v4.new_output("display_data", {"image/png": _png()}),
+                    v4.new_output("display_data", {"image/png": _png()})]
+    svg = v4.new_code_cell("svg")
+    svg.outputs = [v4.new_output("display_data", {"image/svg+xml": '<svg viewBox="0 0 10 10"><title>Dispatch path</title></svg>'})]
+    return v4.new_notebook(cells=[
+        v4.new_markdown_cell("# Chapter *one*"), from_metadata, from_display, from_png,
+        v4.new_markdown_cell("## Run it"), bare, svg,
+    ])
+
+
+def test_figures_are_numbered_with_captions_and_specific_alt_text():
+    import re
+
+    r = nb_render.render(_figure_notebook(), stem="ch")
+    html = "".join(r.outputs)
+    captions = re.findall(r'<figcaption><span class="nb-figure__number">Figure (\d+)\.</span> ([^<]*)</figcaption>', html)
+    assert [int(n) for n, _ in captions] == [1, 2, 3, 4, 5, 6]
+    alts = re.findall(r'alt="([^"]*)"', html) + re.findall(r'aria-label="([^"]*)"', html)
+    assert alts[:3] == ["Cell alt.", "Display alt.", "Lines per GPU."]
+    assert [c for _, c in captions[:3]] == ["Cell caption.", "Display title", "Speedup against M"]
+    # No metadata at all: the page and section say which figure it is, and no two alts repeat.
+    assert alts[3] == "Figure 4 of Chapter one, section Run it" and alts[4] == "Figure 5 of Chapter one, section Run it"
+    assert "Dispatch path" in alts[5] and captions[5][1] == "Dispatch path"
+    assert len(set(alts)) == len(alts) and "Figure produced by the code above" not in html
+    # The display metadata's size is the size shown (a 2x PNG shown at half its pixels).
+    assert 'width="40" height="20"' in html
+
+
+def test_png_text_chunks_are_read_and_kept_when_recompressed():
+    raw = base64.b64decode(_png("T", "D", size=(200, 100)))
+    assert nb_render.png_text(raw) == {"Title": "T", "Description": "D"}
+    small = nb_render.smaller_png(raw)
+    assert len(small) <= len(raw) and nb_render.png_text(small).get("Description") == "D"
+    assert nb_render.png_text(b"not a png") == {} and nb_render.smaller_png(b"not a png") == b"not a png"
+
+
+def test_pending_note_says_outputs_are_coming_or_shows_the_error():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
+    import notebooks
+
+    assert "Outputs are being computed" in notebooks.pending_html()
+    failed = notebooks.pending_html("Traceback...\nValueError: <bad>")
+    assert "failed" in failed and "ValueError: &lt;bad&gt;" in failed
+
+
+def test_background_runner_runs_each_cache_file_once(tmp_path, monkeypatch):
+    ran = []
+
+    def fake(path, out):
+        ran.append(path.name)
+        if path.name == "bad.ipynb":
+            raise nb_execute.NotebookExecutionError("bad.ipynb failed to execute: boom")
+        out.write_text("{}")
+
+    monkeypatch.setattr(nb_execute, "_execute_in_subprocess", fake)
+    runner = nb_execute.BackgroundRunner(workers=2)
+    good, bad = tmp_path / "good.ipynb", tmp_path / "bad.ipynb"
+    jobs = {good: tmp_path / "good-out.ipynb", bad: tmp_path / "bad-out.ipynb"}
+    runner.submit(jobs)
+    runner.submit(jobs)  # already queued or running: not twice
+    for thread in list(runner._threads):
+        thread.join(timeout=10)
+    assert sorted(ran) == ["bad.ipynb", "good.ipynb"]
+    assert runner.state(jobs[good]) == "done" and runner.state(jobs[bad]) == "failed"
+    assert "boom" in runner.error(jobs[bad])
+    runner.submit(jobs)  # a failure is not retried for the same sources
+    assert sorted(ran) == ["bad.ipynb", "good.ipynb"]
+
+
+# ---- labs overview and lab footers ----------------------------------------------------------
+
+
+def test_labs_list_matches_the_notebooks_and_footers_link_solutions():
+    import labs
+
+    root = Path(__file__).resolve().parents[2]
+    listed = sorted(lab.notebook for lab in labs.LABS)
+    found = sorted(p.relative_to(root).as_posix() for p in (root / "labs").glob("lab*.ipynb"))
+    assert listed == found
+    for lab in labs.LABS:
+        assert (root / lab.solutions).is_file() and (root / lab.chapter).is_file()
+    table = labs.overview_markdown("labs/index.md")
+    assert table.count("\n| [Lab ") == len(labs.LABS)
+    assert "(lab1-find-the-broken-groups.ipynb)" in table and "(solutions/lab1-solutions.ipynb)" in table
+    assert "(../notebooks/01-structure.ipynb)" in table
+    footer = labs.footer_markdown("labs/lab1-find-the-broken-groups.ipynb")
+    assert "(solutions/lab1-solutions.ipynb)" in footer and "(index.md)" in footer
+    back = labs.footer_markdown("labs/solutions/lab1-solutions.ipynb")
+    assert "(../lab1-find-the-broken-groups.ipynb)" in back and "(../lab2-pack-it-by-hand.ipynb)" in back
+    assert labs.footer_markdown("notebooks/01-structure.ipynb") is None
+
+
+# ---- API reference: one page per module, in the nav -----------------------------------------
+
+
+def test_api_nav_has_every_module_page_toolkit_first():
+    nav = [{"Home": "index.md"}, {"Reference": [{"Glossary": "g.md"}, {"Toolkit API": "reference/api.md"}]}]
+    new = reference._replace_api_entry(nav)
+    section = new[1]["Reference"][1]["Toolkit API"]
+    assert section[0] == {"Overview": "reference/api.md"}
+    assert [next(iter(group)) for group in section[1:]] == ["Toolkit", "Command line", "Course helpers"]
+    pages = [next(iter(p.values())) for group in section[1:] for p in next(iter(group.values()))]
+    listed = [m for *_, ms in reference.api_groups() for m in ms]
+    assert pages == [reference.module_src(m) for m in listed]
+    page = reference.module_page_markdown("twofour.structure")
+    assert page.startswith(f"---\nsearch:\n  boost: {reference.API_SEARCH_BOOST}\n---") and "# `twofour.structure`" in page
+    assert "{#twofour.structure.check}" in page
+
+
+def test_docstrings_become_prose_lists_and_code():
+    doc = '''Predict the time of ``y = x @ W.T``; see :func:`twofour.roofline.predict`.
+
+    A weight ``W`` of an ``nn.Linear`` has shape
+    ``[N, K]`` and <stem> is a placeholder.
+
+    * first point,
+      continued
+    * second point
+
+    Args:
+        M, N: GEMM shape.
+        dtype (str): ``"fp16"`` or a
+            torch dtype.
+        **kwargs: passed on.
+
+    Layout drawn by hand:
+        |  a  |  b  |
+
+    Example:
+        >>> 1 + 1
+        2
+    '''
+    md = reference._docstring_markdown(doc)
+    assert md.startswith("Predict the time of `y = x @ W.T`; see `twofour.roofline.predict`.")
+    assert "A weight `W` of an `nn.Linear` has shape `[N, K]` and &lt;stem> is a placeholder." in md
+    assert "- first point, continued\n- second point" in md
+    assert "**Args**\n\n- `M`, `N`: GEMM shape.\n- `dtype` (str): `\"fp16\"` or a torch dtype.\n- `**kwargs`: passed on." in md
+    assert "```{.text .htw-doc}" in md and "|  a  |  b  |" in md
+    assert "**Example**\n\n```pycon\n>>> 1 + 1\n2\n```" in md
+
+
 def test_markdown_output_joins_the_page_markdown_between_other_outputs():
     cell = v4.new_code_cell("status_box()", metadata={"tags": ["hide-input"]})
     cell.outputs = [

@@ -1,5 +1,10 @@
 """Practice mode (docs/practice, docs/js/practice) in a real browser.
 
+Practice mode loads its cards from the level pages (so its own page stays small). Covers
+issue 16's practice for spoken answers too: the timer, progress by level and topic,
+"review my weak ones", remembered quick-check answers, Previous/Next under the card, and no
+scroll jump when the page loads.
+
 The practice pages are in the nav, so the every-page test in test_browser.py already covers
 them for console errors, external requests and axe; these tests drive them like a reader.
 """
@@ -49,7 +54,7 @@ def test_mode_shows_one_question_and_reveals_rubric_then_answer(watched, base_ur
     answer.locator("summary", has_text="Worked answer").click()  # its own summary, not the nested signals
     assert answer.locator("table").first.is_visible()  # the numbers table, computed at build time
     # Next moves to another question, keyboard-usable buttons.
-    page.get_by_role("button", name="Next").focus()
+    page.get_by_role("button", name="Next", exact=True).focus()
     page.keyboard.press("Enter")
     assert _visible_cards(page).count() == 1
     assert _visible_cards(page).first.get_attribute("data-qid") != qid
@@ -136,6 +141,127 @@ def test_practice_mode_survives_instant_navigation(watched, base_url):
     assert _visible_cards(page).count() == 1
     assert page.locator(".practice-bar").count() == 1  # set up once, not twice
     assert not watched.console_errors and not watched.external_requests
+
+
+def _grade(card, ticks: list[int]):
+    card.locator("details.practice-rubric > summary").click()
+    boxes = card.locator(".practice-point input[type=checkbox]")
+    for i in ticks:
+        boxes.nth(i).check()
+    return boxes.count()
+
+
+def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url):
+    page = watched.page
+    page.clock.install()
+    page = _open(watched, base_url, MODE)
+    timer = page.locator(".practice-timer")
+    page.get_by_role("button", name="Start a 30 second timer").click()
+    assert timer.get_attribute("data-state") == "running"
+    assert timer.locator("[role=timer]").inner_text() in ("0:30", "0:29")
+    page.clock.run_for(12_000)
+    assert timer.locator("[role=timer]").inner_text() in ("0:18", "0:17")
+    page.clock.run_for(20_000)
+    assert timer.get_attribute("data-state") == "done"
+    assert "Time is up" in page.locator(".practice-announce").inner_text()
+    # Two minutes, stopped early; moving to another question resets the timer.
+    page.get_by_role("button", name="Start a 2 minute timer").click()
+    assert timer.locator("[role=timer]").inner_text() in ("2:00", "1:59")
+    page.get_by_role("button", name="Next", exact=True).click()
+    assert timer.get_attribute("data-state") == "idle" and timer.locator("[role=timer]").inner_text() == ""
+    assert not watched.console_errors
+
+
+def test_progress_by_level_and_topic_and_review_my_weak_ones(watched, base_url):
+    bank = load_bank()
+    page = _open(watched, base_url, MODE + "#q-averaging-mistake")
+    summary = page.locator(".practice-progress > summary")
+    assert summary.inner_text() == f"Your progress: 0 of {len(bank)} graded, 0 weak"
+    review = page.get_by_role("button", name="Review my weak ones")
+    card = _visible_cards(page).first
+    points = _grade(card, [0])  # one point of several: weak
+    assert points >= 3
+    assert summary.inner_text() == f"Your progress: 1 of {len(bank)} graded, 1 weak"
+    summary.click()
+    q = bank.get("averaging-mistake")
+    level_row = page.locator(".practice-progress__table").first.locator("tr", has_text=q.level)
+    assert level_row.locator("td").all_inner_texts() == [q.level, f"1 / {len(bank.by_level(q.level))}", "1"]
+    topics = page.locator(".practice-progress__table").nth(1).locator("tbody tr")
+    assert topics.count() == len({x.topic for x in bank})
+
+    page.get_by_role("button", name="Next", exact=True).click()
+    assert _visible_cards(page).first.get_attribute("data-qid") != "averaging-mistake"
+    review.click()
+    assert page.get_by_label("Show", exact=True).input_value() == "weak"
+    assert _visible_cards(page).first.get_attribute("data-qid") == "averaging-mistake"
+    assert "Question 1 of 1" in page.locator(".practice-status").inner_text()
+    # Grading it well takes it off the weak list.
+    card = _visible_cards(page).first
+    boxes = card.locator(".practice-point input[type=checkbox]")
+    for i in range(boxes.count()):
+        boxes.nth(i).check()
+    assert summary.inner_text().endswith("1 of %d graded, 0 weak" % len(bank))
+    page.get_by_label("Show", exact=True).select_option("ungraded")
+    assert _visible_cards(page).first.get_attribute("data-qid") != "averaging-mistake"
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_quick_check_answer_is_remembered_and_counts_as_weak_when_wrong(watched, base_url):
+    q = load_bank().get("amdahl-bs1-decode")
+    expected = q.quick_check_expected()
+    page = _open(watched, base_url, MODE + "#q-amdahl-bs1-decode")
+    check = _visible_cards(page).first.locator(".practice-check")
+    field = check.get_by_label(re.compile("Your answer"))
+    field.fill(f"{expected * 1.5:.3f}")
+    field.press("Enter")
+    assert check.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
+    summary = page.locator(".practice-progress > summary").inner_text()
+    assert summary.startswith("Your progress: 0 of") and summary.endswith("graded, 1 weak"), summary
+
+    page.reload(wait_until="load")
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
+    check = _visible_cards(page).first.locator(".practice-check")
+    assert check.get_by_label(re.compile("Your answer")).input_value() == f"{expected * 1.5:.3f}"
+    assert check.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
+    assert check.locator("details.practice-derivation").is_visible()
+    # The level pages remember it too: same browser storage.
+    page.goto(base_url + f"/practice/{q.level}/", wait_until="load")
+    page.wait_for_function("() => document.querySelector('.practice-q')?.dataset.practiceReady === 'true'")
+    card = page.locator("#q-amdahl-bs1-decode")
+    assert card.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
+    assert not watched.console_errors
+
+
+def test_previous_and_next_are_also_under_the_card(watched, base_url):
+    page = _open(watched, base_url, MODE)
+    first = _visible_cards(page).first.get_attribute("data-qid")
+    bottom = page.locator(".practice-bottom-nav")
+    assert bottom.is_visible()
+    card_box = _visible_cards(page).first.bounding_box()
+    assert bottom.bounding_box()["y"] > card_box["y"] + card_box["height"] - 1
+    page.get_by_role("button", name="Next question").click()
+    second = _visible_cards(page).first.get_attribute("data-qid")
+    assert second != first and "Question 2 of" in bottom.inner_text()
+    assert _visible_cards(page).first.bounding_box()["y"] >= -1, "the new card starts in view"
+    page.get_by_role("button", name="Previous question").click()
+    assert _visible_cards(page).first.get_attribute("data-qid") == first
+    assert not watched.console_errors
+
+
+@pytest.mark.parametrize("path", [MODE, MODE + "#q-averaging-mistake"])
+def test_no_scroll_jump_on_load(watched, base_url, path):
+    page = watched.page
+    page.goto(base_url + path, wait_until="commit")
+    positions = []
+    for _ in range(25):  # through the load event and the practice set-up
+        positions.append(page.evaluate("window.scrollY"))
+        page.wait_for_timeout(80)
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    positions.append(page.evaluate("window.scrollY"))
+    assert max(positions) == 0, f"the page scrolled on load: {positions}"
+    assert re.search(r"#q-[\w-]+$", page.url), "the question is still named in the URL"
 
 
 def test_grader_signals_sit_inside_the_worked_answer(watched, base_url):

@@ -32,13 +32,21 @@ def test_level_marker_becomes_that_levels_cards(level):
     assert "{{" not in out and "practice-level" not in out
 
 
-def test_mode_marker_holds_every_card_and_the_filters():
+def test_mode_marker_holds_the_filters_and_loads_cards_from_the_level_pages():
     out = hook.on_page_markdown("<!-- practice-mode -->", _page("practice/index.md"), None, None)
-    assert out.count('<article class="practice-q"') == len(BANK)
+    # The cards are on the level pages only: the practice page stays small as the bank grows.
+    assert '<article class="practice-q"' not in out and '<div class="practice-deck"></div>' in out
     root = out.split("\n", 1)[0]
     assert "data-practice-mode" in root
     topics = json.loads(html.unescape(root.split('data-topics="', 1)[1].split('"', 1)[0]))
     assert set(topics) == {q.topic for q in BANK}
+    sources = json.loads(html.unescape(root.split('data-sources="', 1)[1].split('"', 1)[0]))
+    assert sources == [f"{level}/" for level in LEVELS]
+    # Together the level pages hold every question once.
+    cards = sum(level_page.count('<article class="practice-q"') for level_page in (
+        hook.on_page_markdown(f"<!-- practice-level {level} -->", _page(f"practice/{level}.md"), None, None)
+        for level in LEVELS))
+    assert cards == len(BANK)
 
 
 def test_other_pages_are_left_alone_and_bad_levels_refused():

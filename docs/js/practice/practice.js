@@ -1,12 +1,16 @@
 // Practice mode and self-grading for the question cards rendered by site_hooks/practice.py.
 //
 // Every card (<article class="practice-q">) gets: a notes box, a checkbox per rubric point
-// (self-grade), and, where it has one, a numeric quick check. Notes and grades are kept in
-// localStorage, so they survive reloads and later visits; nothing leaves the browser.
-// On the page with [data-practice-mode], one card is shown at a time, chosen by level/topic
-// filters and Previous / Random / Next buttons; the worked answer unlocks once the rubric has
-// been opened. The current question lives in the URL hash (#q-<id>), so a reload or a shared
-// link returns to it.
+// (self-grade), and, where it has one, a numeric quick check. Notes, grades and the last
+// quick-check answer are kept in localStorage, so they survive reloads and later visits;
+// nothing leaves the browser.
+// On the page with [data-practice-mode], one card is shown at a time, chosen by level, topic
+// and "show" (all, my weak ones, not graded yet) filters and Previous / Random / Next buttons
+// (Previous and Next also under the card); the worked answer unlocks once the rubric has been
+// opened. A timer paces a spoken answer (30 s or 2 min), and a progress panel counts graded
+// and weak questions by level and topic. The current question lives in the URL hash
+// (#q-<id>), so a reload or a shared link returns to it, without the browser jumping down
+// the page to it.
 //
 // Loaded once as an ES module. Material's `document$` emits on the first load and after every
 // instant navigation; set-up is idempotent (each element is marked when done).
@@ -19,10 +23,40 @@ export function loadState(storage = globalThis.localStorage) {
   try {
     const raw = storage && storage.getItem(STORE_KEY);
     const state = raw ? JSON.parse(raw) : {};
-    return { grades: state.grades || {}, notes: state.notes || {} };
+    return { grades: state.grades || {}, notes: state.notes || {}, checks: state.checks || {} };
   } catch (err) {
-    return { grades: {}, notes: {} };
+    return { grades: {}, notes: {}, checks: {} };
   }
+}
+
+// ---- progress -------------------------------------------------------------------------------
+
+// A question is graded once its self-grade has been touched, and weak when fewer than half of
+// its rubric points were ticked or its quick check was last answered wrong.
+export const WEAK_BELOW = 0.5;
+
+export function questionStatus(qid, points, state) {
+  const ticks = state.grades[qid];
+  const check = state.checks[qid];
+  const graded = Array.isArray(ticks);
+  const score = graded && points ? ticks.filter(Boolean).length / points : null;
+  const weak = (graded && score < WEAK_BELOW) || (check && check.verdict === "wrong") || false;
+  return { graded, score, weak: Boolean(weak) };
+}
+
+// cards: [{qid, level, topic, points}] -> {levels: {name: {graded, total, weak}}, topics: {...}, all}
+export function progress(cards, state) {
+  const empty = () => ({ graded: 0, total: 0, weak: 0 });
+  const out = { levels: {}, topics: {}, all: empty() };
+  for (const card of cards) {
+    const st = questionStatus(card.qid, card.points, state);
+    for (const bucket of [(out.levels[card.level] ||= empty()), (out.topics[card.topic] ||= empty()), out.all]) {
+      bucket.total += 1;
+      if (st.graded) bucket.graded += 1;
+      if (st.weak) bucket.weak += 1;
+    }
+  }
+  return out;
 }
 
 function saveState(state, storage = globalThis.localStorage) {
@@ -53,7 +87,7 @@ function nextId(prefix) {
   return `${prefix}-${uid}`;
 }
 
-function setUpCheck(check) {
+function setUpCheck(check, qid, state) {
   if (check.dataset.practiceReady) return;
   check.dataset.practiceReady = "true";
   const expected = Number(check.dataset.expected);
@@ -88,9 +122,8 @@ function setUpCheck(check) {
   if (ask) ask.after(form);
   else check.prepend(form);
 
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const value = parseAnswer(input.value);
+  function judge(text, { remember }) {
+    const value = parseAnswer(text);
     if (!Number.isFinite(value)) {
       result.dataset.verdict = "invalid";
       result.textContent = "Type a number, e.g. 1.62 (a unit after it is fine).";
@@ -102,7 +135,25 @@ function setUpCheck(check) {
       ? `Right: within ${Math.round(tolerance * 100)}% of the computed value.`
       : `Not within ${Math.round(tolerance * 100)}% of the computed value. Open the derivation below.`;
     if (derivation) derivation.hidden = false;
+    if (remember && qid) {
+      const fresh = loadState();
+      fresh.checks[qid] = { answer: String(text).slice(0, 60), verdict: result.dataset.verdict };
+      saveState(fresh);
+      document.dispatchEvent(new CustomEvent("htw-practice-change"));
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    judge(input.value, { remember: true });
   });
+
+  // The last answer comes back on the next visit, judged again against today's number.
+  const saved = qid && state.checks[qid];
+  if (saved && typeof saved.answer === "string") {
+    input.value = saved.answer;
+    judge(saved.answer, { remember: false });
+  }
 }
 
 // ---- notes and self-grading -----------------------------------------------------------------
@@ -158,13 +209,14 @@ function setUpCard(card, state) {
         const fresh = loadState();
         fresh.grades[qid] = update();
         saveState(fresh);
+        document.dispatchEvent(new CustomEvent("htw-practice-change"));
       });
     });
     rubric.after(score); // visible with the rubric closed: a returning reader sees their grade
     update();
   }
 
-  for (const check of card.querySelectorAll(".practice-check")) setUpCheck(check);
+  for (const check of card.querySelectorAll(".practice-check")) setUpCheck(check, qid, state);
 }
 
 // ---- practice mode --------------------------------------------------------------------------
@@ -199,16 +251,133 @@ function button(text, name) {
   return b;
 }
 
-function setUpMode(root) {
-  if (root.dataset.practiceReady) return;
-  root.dataset.practiceReady = "true";
+function formatTime(seconds) {
+  const s = Math.max(0, Math.ceil(seconds));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+// "Answer aloud" timer: one countdown at a time; announces the end in `announce`.
+function makeTimer(announce) {
+  const wrap = document.createElement("div");
+  wrap.className = "practice-timer";
+  const label = document.createElement("span");
+  label.className = "practice-timer__label";
+  label.textContent = "Answer aloud:";
+  const short = button("30 s", "timer-30");
+  const long = button("2 min", "timer-120");
+  short.setAttribute("aria-label", "Start a 30 second timer");
+  long.setAttribute("aria-label", "Start a 2 minute timer");
+  const stop = button("Stop", "timer-stop");
+  stop.hidden = true;
+  const clock = document.createElement("span");
+  clock.className = "practice-timer__clock";
+  clock.setAttribute("role", "timer");
+  clock.setAttribute("aria-live", "off");
+  clock.textContent = "";
+  const bar = document.createElement("span");
+  bar.className = "practice-timer__bar";
+  bar.setAttribute("aria-hidden", "true");
+  const fill = document.createElement("span");
+  bar.append(fill);
+  wrap.append(label, short, long, clock, bar, stop);
+
+  let tick = null;
+  let end = 0;
+  let total = 0;
+  function render() {
+    const left = (end - Date.now()) / 1000;
+    clock.textContent = formatTime(left);
+    fill.style.width = `${Math.max(0, Math.min(100, (100 * left) / total))}%`;
+    if (left <= 0) {
+      reset();
+      wrap.dataset.state = "done";
+      clock.textContent = "Time";
+      announce(`Time is up (${formatTime(total)}). Now open "What a strong answer contains" and grade yourself.`);
+    }
+  }
+  function reset() {
+    clearInterval(tick);
+    tick = null;
+    wrap.dataset.state = "idle";
+    stop.hidden = true;
+    clock.textContent = "";
+    fill.style.width = "0";
+  }
+  function start(seconds) {
+    reset();
+    total = seconds;
+    end = Date.now() + seconds * 1000;
+    wrap.dataset.state = "running";
+    stop.hidden = false;
+    announce(`Timer started: ${formatTime(seconds)}. Answer out loud.`);
+    render();
+    tick = setInterval(render, 250);
+  }
+  short.addEventListener("click", () => start(30));
+  long.addEventListener("click", () => start(120));
+  stop.addEventListener("click", () => {
+    reset();
+    announce("Timer stopped.");
+  });
+  reset();
+  return { element: wrap, reset };
+}
+
+let progressListener = null;
+
+// The cards live on the level pages (site_hooks/practice.py: data-sources); practice mode
+// fetches them (same site, no other host) into its deck. Links in a card are made absolute
+// against the page it came from, since this page sits at another depth.
+async function loadCards(root, deck, state) {
+  const sources = JSON.parse(root.dataset.sources || "[]");
+  const pages = await Promise.all(
+    sources.map(async (src) => {
+      const url = new URL(src, location.href);
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
+      return [url, new DOMParser().parseFromString(await response.text(), "text/html")];
+    }),
+  );
+  for (const [url, doc] of pages) {
+    for (const card of doc.querySelectorAll(".practice-q")) {
+      for (const el of card.querySelectorAll("[href]")) {
+        const href = el.getAttribute("href");
+        if (!href.startsWith("#")) el.setAttribute("href", new URL(href, url).href);
+      }
+      for (const el of card.querySelectorAll("[src]")) el.setAttribute("src", new URL(el.getAttribute("src"), url).href);
+      const copy = document.importNode(card, true);
+      deck.append(copy);
+      setUpCard(copy, state);
+    }
+  }
+}
+
+async function setUpMode(root) {
+  if (root.dataset.practiceStarted) return;
+  root.dataset.practiceStarted = "true";
+  const deck = document.querySelector(".practice-deck");
+  const loading = document.querySelector(".practice-loading");
+  if (deck && root.dataset.sources && !deck.querySelector(".practice-q")) {
+    if (loading) loading.textContent = "Loading the questions…";
+    try {
+      await loadCards(root, deck, loadState());
+    } catch (err) {
+      if (loading) loading.textContent = `Could not load the questions (${err.message}); read them by level with the links above.`;
+      root.dataset.practiceReady = "error";
+      return;
+    }
+  }
+  if (loading) loading.remove();
   const cards = [...document.querySelectorAll(".practice-deck .practice-q")];
   if (!cards.length) return;
   const levels = JSON.parse(root.dataset.levels || "[]");
   const topics = JSON.parse(root.dataset.topics || "{}");
+  const points = (card) => card.querySelectorAll(".practice-rubric > ol > li, .practice-rubric > ul > li").length;
+  const facts = cards.map((c) => ({ qid: c.dataset.qid, level: c.dataset.level, topic: c.dataset.topic, points: points(c) }));
 
   const [levelField, levelSelect] = select("Level", [["", "all levels"], ...levels.map((l) => [l, l])]);
   const [topicField, topicSelect] = select("Topic", [["", "all topics"], ...Object.entries(topics)]);
+  const [showField, showSelect] = select("Show", [["", "all questions"], ["weak", "my weak ones"], ["ungraded", "not graded yet"]]);
   const prev = button("Previous", "previous");
   const random = button("Random question", "random");
   const next = button("Next", "next");
@@ -216,17 +385,99 @@ function setUpMode(root) {
   status.className = "practice-status";
   status.setAttribute("role", "status");
   status.setAttribute("aria-live", "polite");
+  const announcer = document.createElement("p");
+  announcer.className = "practice-announce";
+  announcer.setAttribute("role", "status");
+  announcer.setAttribute("aria-live", "polite");
+  const timer = makeTimer((text) => {
+    announcer.textContent = text;
+  });
   const bar = document.createElement("div");
   bar.className = "practice-bar";
-  bar.append(levelField, topicField, prev, random, next);
-  root.append(bar, status);
+  const buttons = document.createElement("span");
+  buttons.className = "practice-bar__buttons";
+  buttons.append(prev, random, next);
+  bar.append(levelField, topicField, showField, buttons);
+
+  // Progress: graded / total and weak, by level and by topic; "review my weak ones".
+  const panel = document.createElement("details");
+  panel.className = "practice-progress";
+  const summary = document.createElement("summary");
+  const body = document.createElement("div");
+  body.className = "practice-progress__body";
+  const review = button("Review my weak ones", "review-weak");
+  panel.append(summary, body);
+
+  timer.element.append(announcer);
+  root.append(bar, timer.element, panel, status);
   root.classList.add("practice-mode--active");
 
+  // Previous / Next again under the card, where a reader who has scrolled down to the answer is.
+  const bottom = document.createElement("nav");
+  bottom.className = "practice-bottom-nav";
+  bottom.setAttribute("aria-label", "Practice questions");
+  const prevBottom = button("Previous question", "previous");
+  const nextBottom = button("Next question", "next");
+  const where = document.createElement("span");
+  where.className = "practice-bottom-nav__where";
+  bottom.append(prevBottom, where, nextBottom);
+  deck.after(bottom);
+
   let current = null;
+  const statusOf = (card) => questionStatus(card.dataset.qid, points(card), loadState());
   const pool = () =>
-    cards.filter(
-      (c) => (!levelSelect.value || c.dataset.level === levelSelect.value) && (!topicSelect.value || c.dataset.topic === topicSelect.value),
+    cards.filter((c) => {
+      if (levelSelect.value && c.dataset.level !== levelSelect.value) return false;
+      if (topicSelect.value && c.dataset.topic !== topicSelect.value) return false;
+      if (showSelect.value === "weak" && !statusOf(c).weak) return false;
+      if (showSelect.value === "ungraded" && statusOf(c).graded) return false;
+      return true;
+    });
+
+  function row(name, b) {
+    const tr = document.createElement("tr");
+    for (const [text, cls] of [[name, ""], [`${b.graded} / ${b.total}`, "num"], [String(b.weak), "num"]]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (cls) td.className = cls;
+      tr.append(td);
+    }
+    return tr;
+  }
+  function table(caption, buckets, names) {
+    const t = document.createElement("table");
+    t.className = "practice-progress__table";
+    const cap = document.createElement("caption");
+    cap.textContent = caption;
+    const head = document.createElement("tr");
+    for (const [text, cls] of [[caption.replace(/^By /, "").replace(/^./, (c) => c.toUpperCase()), ""], ["graded", "num"], ["weak", "num"]]) {
+      const th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = text;
+      if (cls) th.className = cls;
+      head.append(th);
+    }
+    const thead = document.createElement("thead");
+    thead.append(head);
+    const tbody = document.createElement("tbody");
+    for (const [key, label] of names) if (buckets[key]) tbody.append(row(label, buckets[key]));
+    t.append(cap, thead, tbody);
+    return t;
+  }
+  function renderProgress() {
+    const p = progress(facts, loadState());
+    summary.textContent = `Your progress: ${p.all.graded} of ${p.all.total} graded, ${p.all.weak} weak`;
+    body.replaceChildren(
+      table("By level", p.levels, levels.map((l) => [l, l])),
+      table("By topic", p.topics, Object.entries(topics)),
     );
+    const note = document.createElement("p");
+    note.className = "practice-progress__note";
+    note.textContent =
+      "Graded: you ticked the rubric of that question. Weak: fewer than half of its points ticked, or its quick check last answered wrong.";
+    body.append(note, review);
+    review.disabled = p.all.weak === 0;
+  }
 
   function gateAnswer(card) {
     // The worked answer unlocks once the rubric has been opened: think first, then compare.
@@ -244,15 +495,44 @@ function setUpMode(root) {
     const list = pool();
     if (!card || !list.includes(card)) card = list[0] || null;
     for (const c of cards) c.hidden = c !== card;
+    if (card !== current) timer.reset();
     current = card;
+    bottom.hidden = !card;
     if (!card) {
-      status.textContent = "No question matches these filters.";
+      status.textContent =
+        showSelect.value === "weak" ? "No weak questions match these filters: nothing to review." : "No question matches these filters.";
       return;
     }
     gateAnswer(card);
-    status.textContent = `Question ${list.indexOf(card) + 1} of ${list.length}: ${card.querySelector(".practice-title")?.textContent.replace(/¶$/, "").trim() || card.dataset.qid}`;
-    history.replaceState(history.state, "", `#${card.id}`);
-    if (focus) card.querySelector(".practice-title")?.focus?.();
+    const position = `Question ${list.indexOf(card) + 1} of ${list.length}`;
+    status.textContent = `${position}: ${card.querySelector(".practice-title")?.textContent.replace(/¶$/, "").trim() || card.dataset.qid}`;
+    where.textContent = position;
+    setHash(card.id);
+    if (focus) {
+      const title = card.querySelector(".practice-title");
+      title?.focus?.({ preventScroll: true });
+      // Bring the card's top into view only when it is above the viewport (e.g. after the
+      // bottom Next); from the top bar the card is already where the reader is looking.
+      const top = card.getBoundingClientRect().top;
+      if (top < 0) card.scrollIntoView({ block: "start" });
+    }
+  }
+
+  // The browser scrolls to the URL's #fragment when the page finishes loading, so a hash
+  // written before then would make the page jump down to the card (620-780 px): write it
+  // after the load event.
+  let pendingHash = null;
+  function setHash(id) {
+    if (document.readyState === "complete") {
+      history.replaceState(history.state, "", `#${id}`);
+      return;
+    }
+    if (pendingHash === null) {
+      window.addEventListener("load", () => {
+        history.replaceState(history.state, "", `#${pendingHash}`);
+      }, { once: true });
+    }
+    pendingHash = id;
   }
 
   function step(delta) {
@@ -262,8 +542,8 @@ function setUpMode(root) {
     show(list[(i + delta + list.length) % list.length], { focus: true });
   }
 
-  prev.addEventListener("click", () => step(-1));
-  next.addEventListener("click", () => step(1));
+  for (const b of [prev, prevBottom]) b.addEventListener("click", () => step(-1));
+  for (const b of [next, nextBottom]) b.addEventListener("click", () => step(1));
   random.addEventListener("click", () => {
     const list = pool().filter((c) => c !== current);
     if (!list.length) return show(current);
@@ -271,13 +551,36 @@ function setUpMode(root) {
   });
   levelSelect.addEventListener("change", () => show(current));
   topicSelect.addEventListener("change", () => show(current));
+  showSelect.addEventListener("change", () => show(current));
+  review.addEventListener("click", () => {
+    levelSelect.value = "";
+    topicSelect.value = "";
+    showSelect.value = "weak";
+    show(null, { focus: true });
+    showSelect.focus({ preventScroll: true });
+  });
+  // One listener per window: instant navigation may set the mode up again on a fresh page.
+  if (progressListener) document.removeEventListener("htw-practice-change", progressListener);
+  progressListener = renderProgress;
+  document.addEventListener("htw-practice-change", progressListener);
 
   for (const c of cards) {
     const title = c.querySelector(".practice-title");
     if (title) title.tabIndex = -1; // focus target when moving between questions
   }
+  renderProgress();
   const fromHash = location.hash ? document.getElementById(location.hash.slice(1)) : null;
   show(fromHash && cards.includes(fromHash) ? fromHash : cards[0]);
+  // A #q-<id> in the URL names the question, not a place to scroll to: the browser (or
+  // Material) may already have jumped to the card before it was the only one shown. Start at
+  // the top of the page, where the filters and the question are.
+  root.dataset.practiceReady = "true";
+  if (fromHash) {
+    const undoJump = () => window.scrollTo({ top: 0, left: 0, behavior: "instant" });
+    undoJump();
+    requestAnimationFrame(undoJump);
+    if (document.readyState !== "complete") window.addEventListener("load", () => requestAnimationFrame(undoJump), { once: true });
+  }
 }
 
 export function init(scope = document) {

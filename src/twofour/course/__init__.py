@@ -3,7 +3,9 @@
 Nothing here is needed to use the toolkit on your own model; the toolkit (the top level of
 ``twofour``) never imports from this package. What it holds:
 
-* :mod:`.plotting`: the house figure style (one size, one palette, white background).
+* :mod:`.plotting`: the house figure style (one size, one palette, white background), and
+  figures' alt text and captions.
+* :mod:`.tables`: tabular results as HTML tables in notebooks and aligned text elsewhere.
 * :mod:`.figures`: each chapter's figures, one module per chapter or topic
   (``layouts`` for chapters 1-2, ``dispatch_path`` 3, ``kernel_speed`` 4, ``quality`` 5,
   ``funnel`` 6-7).

@@ -12,6 +12,15 @@ Why these choices:
   would vanish on a dark page, a white card never does.
 * **Fonts** are the system sans-serif that matplotlib ships (DejaVu Sans), so figures look
   the same in CI, Colab and on a laptop and never fetch anything.
+* **Several series of the same kind** (one line per GPU, per model size) take their colours
+  from :data:`SERIES`, the rest of the same Okabe–Ito palette, each with its own marker and
+  line style: :func:`series` gives the i-th.
+* **Alt text and caption** travel with the figure: :func:`describe` (or ``new_figure(alt=...,
+  caption=...)``) attaches them, and in Jupyter, Colab and the site build the figure is shown
+  as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`). The
+  site puts the caption under the figure, numbered per chapter, and the alt text on the
+  image. A figure without them still gets a specific description from its titles, axis
+  labels and legend (:func:`figure_text`), never a generic one.
 
 Example:
     >>> from twofour.course.plotting import new_figure, ROLES
@@ -24,6 +33,10 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import io
+import struct
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +45,10 @@ import matplotlib
 # Importing pyplot picks a backend; notebooks under CI run with MPLBACKEND=Agg already.
 import matplotlib.pyplot as plt
 
-__all__ = ["Role", "ROLES", "FIGSIZE", "color", "new_figure", "style"]
+__all__ = [
+    "Role", "ROLES", "SERIES", "FIGSIZE", "color", "series", "new_figure", "style",
+    "describe", "figure_text", "figure_png", "install_notebook_display",
+]
 
 # Inches. 7 x 3.6 at 110 dpi is ~770 px wide: the width of Material's content column.
 FIGSIZE: tuple[float, float] = (7.0, 3.6)
@@ -69,6 +85,33 @@ ROLES: dict[str, Role] = {
 }
 
 
+# Many series of one kind (one per GPU, per model size): the Okabe–Ito colours in an order
+# where neighbours differ most, each with its own marker and dash so the series also separate
+# in greyscale and for every common colour-vision deficiency. (Okabe–Ito's yellow is left out:
+# it has too little contrast on white.)
+SERIES: tuple[Role, ...] = (
+    Role("#0072B2", "o", "-"),  # blue
+    Role("#E69F00", "s", "--"),  # orange
+    Role("#009E73", "^", "-."),  # bluish green
+    Role("#CC79A7", "D", ":"),  # reddish purple
+    Role("#D55E00", "v", "-"),  # vermillion
+    Role("#56B4E9", "P", "--"),  # sky blue
+    Role("#000000", "X", "-."),  # black
+)
+
+
+def series(i: int) -> Role:
+    """Style of the ``i``-th series of a plot with several of the same kind (wraps around).
+
+    Example:
+        >>> series(0).color, series(1).color, series(7) == series(0)
+        ('#0072B2', '#E69F00', True)
+    """
+    if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+        raise ValueError(f"i must be a non-negative int (the series' position), got {i!r}")
+    return SERIES[i % len(SERIES)]
+
+
 def color(role: str) -> str:
     """Return the hex colour of a role (``"dense"``, ``"2:4"``, ``"measured"``, ...).
 
@@ -98,9 +141,7 @@ _RC: dict[str, Any] = {
     "grid.linewidth": 0.8,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.prop_cycle": matplotlib.cycler(
-        color=[ROLES[r].color for r in ("dense", "2:4", "measured", "predicted", "published")]
-    ),
+    "axes.prop_cycle": matplotlib.cycler(color=[role.color for role in SERIES]),
     "legend.frameon": False,
     "lines.linewidth": 1.8,
     "lines.markersize": 5,
@@ -111,7 +152,8 @@ def style() -> None:
     """Apply the house style to matplotlib globally (idempotent).
 
     Call it once at the top of a notebook that builds figures with plain ``plt``;
-    :func:`new_figure` calls it for you.
+    :func:`new_figure` calls it for you. Inside Jupyter or Colab it also installs the
+    figure display (:func:`install_notebook_display`).
 
     Example:
         >>> style()
@@ -120,14 +162,18 @@ def style() -> None:
         'white'
     """
     matplotlib.rcParams.update(_RC)
+    install_notebook_display()
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None, **subplots_kw: Any):
+def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None,
+               alt: str | None = None, caption: str | None = None, **subplots_kw: Any):
     """Create ``(fig, ax)`` in the house style.
 
     Args:
         nrows, ncols: subplot grid, as in ``plt.subplots``.
         width, height: inches; default :data:`FIGSIZE`. Height grows with ``nrows``.
+        alt, caption: what the figure shows, for readers who cannot see it, and the line
+            printed under it; see :func:`describe` (which can also set them later).
         **subplots_kw: passed on to ``plt.subplots`` (e.g. ``sharey=True``).
 
     Example:
@@ -147,4 +193,182 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
         height if height is not None else FIGSIZE[1] * (1 + 0.8 * (nrows - 1)),
     )
     subplots_kw.setdefault("layout", "constrained")
-    return plt.subplots(nrows, ncols, figsize=size, **subplots_kw)
+    fig, ax = plt.subplots(nrows, ncols, figsize=size, **subplots_kw)
+    if alt is not None or caption is not None:
+        describe(fig, alt=alt, caption=caption)
+    return fig, ax
+
+
+# ---- alt text, captions and the notebook display ---------------------------------------------
+
+_ATTR = "_twofour_text"  # where describe() keeps alt and caption on a Figure
+
+
+def _checked_text(name: str, value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string (or None to keep the current one), got {value!r}")
+    return " ".join(value.split())
+
+
+def describe(fig, *, alt: str | None = None, caption: str | None = None):
+    """Attach alt text and a caption to a figure; returns the figure.
+
+    ``alt`` says what the figure shows (the trend, the crossing, the outlier) for a reader who
+    cannot see it; ``caption`` is the sentence printed under the figure on the site, after
+    "Figure N.". Either may be left out: :func:`figure_text` then derives one from the
+    figure's titles, axis labels and legend.
+
+    Example:
+        >>> fig, ax = new_figure()
+        >>> _ = ax.plot([1, 2], [1, 2])
+        >>> _ = describe(fig, alt="A straight line from (1, 1) to (2, 2).", caption="A line.")
+        >>> figure_text(fig)["caption"]
+        'A line.'
+        >>> plt.close(fig)
+    """
+    alt, caption = _checked_text("alt", alt), _checked_text("caption", caption)
+    text = dict(getattr(fig, _ATTR, {}))
+    if alt is not None:
+        text["alt"] = alt
+    if caption is not None:
+        text["caption"] = caption
+    setattr(fig, _ATTR, text)
+    return fig
+
+
+def _label(text) -> str:
+    return " ".join(str(text).replace("$", "").split()) if text is not None else ""
+
+
+def _axes_summary(ax) -> str:
+    """'x axis ..., y axis ...; series a, b' for one panel (empty when it has no axes text)."""
+    parts = []
+    for name, label, scale in (("x", ax.get_xlabel(), ax.get_xscale()), ("y", ax.get_ylabel(), ax.get_yscale())):
+        if _label(label):
+            parts.append(f"{name} axis {_label(label)}" + (f" ({scale} scale)" if scale not in ("linear", "") else ""))
+    handles, labels = ax.get_legend_handles_labels()
+    names = [_label(lab) for lab in labels if _label(lab) and not lab.startswith("_")]
+    if names:
+        shown = names if len(names) <= 8 else names[:8] + [f"and {len(names) - 8} more"]
+        parts.append("series: " + ", ".join(shown))
+    return "; ".join(parts)
+
+
+def figure_text(fig) -> dict[str, str]:
+    """The title, alt text and caption of a figure: set by :func:`describe`, or derived.
+
+    Derived, the title is the figure's suptitle, else its panels' titles, else "y against x";
+    the alt text names each panel's axes and series. Specific to the figure, never generic.
+
+    Example:
+        >>> fig, ax = new_figure()
+        >>> _ = ax.plot([1, 2], [3, 4], label="dense")
+        >>> _ = ax.set(title="Time per call", xlabel="M", ylabel="ms")
+        >>> text = figure_text(fig)
+        >>> text["title"], text["caption"]
+        ('Time per call', 'Time per call')
+        >>> text["alt"]
+        'Chart: Time per call. X axis M; y axis ms; series: dense.'
+        >>> plt.close(fig)
+    """
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.axison]
+    suptitle = _label(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
+    titles = [t for t in (_label(ax.get_title()) or _label(ax.get_title(loc="left")) for ax in axes) if t]
+    if suptitle:
+        title = suptitle
+    elif titles:
+        title = "; ".join(dict.fromkeys(titles))  # unique, in order
+    else:
+        first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
+        title = (
+            f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
+            if first is not None else ""
+        )
+    panels = []
+    for ax in axes:
+        summary = _axes_summary(ax)
+        if not summary:
+            continue
+        name = _label(ax.get_title())
+        panels.append(f"panel {name!r}: {summary}" if len(axes) > 1 and name else summary)
+    kind = "Chart" if len(axes) <= 1 else f"Chart with {len(axes)} panels"
+    alt = f"{kind}: {title or 'untitled'}." + (" " + ". ".join(p[:1].upper() + p[1:] for p in panels) + "." if panels else "")
+    if len(alt) > 600:
+        alt = alt[:597].rstrip() + "..."
+    text = {"title": title, "alt": alt, "caption": title}
+    text.update(getattr(fig, _ATTR, {}))
+    if not text["caption"]:
+        text["caption"] = text["alt"]
+    return text
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    return struct.unpack(">II", png[16:24])
+
+
+def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
+    """The figure as a ``scale``-times-resolution PNG and its display metadata.
+
+    Returns ``(base64 PNG, metadata)``, what IPython's PNG formatter returns: ``width`` and
+    ``height`` are the size to show it at (CSS pixels, so it is crisp on high-DPI screens),
+    and ``alt``, ``title`` and ``caption`` come from :func:`figure_text`. The PNG file carries
+    the title and alt text too (``Title``/``Description`` text chunks).
+
+    Example:
+        >>> fig, ax = new_figure(alt="Nothing but axes.")
+        >>> data, md = figure_png(fig)
+        >>> md["alt"], md["width"] < _png_size(base64.b64decode(data))[0]
+        ('Nothing but axes.', True)
+        >>> plt.close(fig)
+    """
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be a positive int (1 or 2), got {scale!r}")
+    text = figure_text(fig)
+    buf = io.BytesIO()
+    dpi = fig.dpi if fig.dpi else DPI
+    fig.canvas.print_figure(
+        buf, format="png", dpi=dpi * scale, bbox_inches="tight", facecolor=fig.get_facecolor(),
+        metadata={"Title": text["title"] or text["caption"], "Description": text["alt"]},
+    )
+    png = buf.getvalue()
+    width, height = _png_size(png)
+    metadata = {"width": width // scale, "height": height // scale, **text}
+    return base64.b64encode(png).decode("ascii"), metadata
+
+
+def install_notebook_display(shell=None) -> bool:
+    """Show matplotlib figures as 2x PNGs with their alt text and caption (Jupyter, Colab).
+
+    Idempotent, and a no-op outside IPython (returns False there). It changes only how a
+    figure becomes a PNG, so ``%matplotlib inline`` (which resets the figure formats) does
+    not undo it. The site build runs it in every kernel it starts, so chapters need not.
+
+    Example:
+        >>> install_notebook_display()  # a plain Python process: nothing to do
+        False
+    """
+    if shell is None:
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    png = shell.display_formatter.formatters.get("image/png")
+    if png is None:
+        return False
+    if not getattr(type(png), "_twofour", False):
+        from matplotlib.figure import Figure
+
+        base = type(png)
+
+        def __call__(self, obj):  # noqa: N807
+            if isinstance(obj, Figure) and self.enabled:
+                try:
+                    return figure_png(obj)
+                except Exception:  # never lose a figure over its metadata: plain PNG instead
+                    return base.__call__(self, obj)
+            return base.__call__(self, obj)
+
+        png.__class__ = type(f"TwofourFigure{base.__name__}", (base,), {"__call__": __call__, "_twofour": True})
+    return True

@@ -5,7 +5,9 @@ goes to the dense GEMM; a packed ``SparseSemiStructuredTensor`` goes through PyT
 ``__torch_dispatch__`` to cuSPARSELt or CUTLASS. Pass a verdict's path to highlight it, so a
 notebook can show the road *this* weight takes. The same drawing is committed as
 ``docs/assets/dispatch-path.svg`` (a test keeps the two equal). White card, Okabe-Ito colours
-(dense blue, 2:4 orange): readable in light and dark mode.
+(dense blue, 2:4 orange): readable in light and dark mode. No label is smaller than 12 units
+of the 720-unit-wide drawing, and the drawing never shrinks below :data:`MIN_WIDTH_PX` (a
+narrow screen scrolls it sideways instead), so every label stays at least 10 CSS pixels.
 
 >>> svg = path_svg("dense")
 >>> svg.startswith("<svg") and "cuSPARSELt" in svg
@@ -18,7 +20,9 @@ from html import escape
 
 from ..plotting import color
 
-__all__ = ["path_svg", "HIGHLIGHTS"]
+__all__ = ["path_svg", "HIGHLIGHTS", "MIN_WIDTH_PX"]
+
+MIN_WIDTH_PX = 600  # 720 units wide, smallest label 12 units: 12 * 600 / 720 = 10 px
 
 HIGHLIGHTS = (None, "dense", "sparse-cusparselt", "sparse-cutlass", "error")
 _DENSE, _SPARSE, _ERROR, _INK, _MUTED = color("dense"), color("2:4"), color("published"), "#1F1F1F", "#5A5A5A"
@@ -73,6 +77,7 @@ def path_svg(highlight: str | None = None) -> str:
     )
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 720 430" width="720" height="430" '
+        f'style="min-width: {MIN_WIDTH_PX}px" '
         "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif\">",
         "<title>Which kernel does nn.Linear run? A dense weight takes the dense GEMM; only a packed "
         "SparseSemiStructuredTensor reaches cuSPARSELt or CUTLASS</title>",
@@ -118,7 +123,7 @@ def path_svg(highlight: str | None = None) -> str:
             "\n".join(
                 [
                     _arrow(330, 216, 388, 216, _SPARSE),
-                    f'<text x="359" y="189" text-anchor="middle" font-size="11" fill="{_MUTED}">to_sparse_semi_structured(W)</text>',
+                    f'<text x="359" y="189" text-anchor="middle" font-size="12" fill="{_MUTED}">to_sparse_semi_structured(W)</text>',
                 ]
             ),
         ),
@@ -148,7 +153,7 @@ def path_svg(highlight: str | None = None) -> str:
                     _arrow(470, 294, 465, 310, _SPARSE),
                     _box(
                         390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], _SPARSE, _SPARSE_FILL,
-                        bold_first=True, size=12,
+                        bold_first=True,
                     ),
                 ]
             ),
@@ -160,7 +165,7 @@ def path_svg(highlight: str | None = None) -> str:
                     _arrow(610, 294, 615, 310, _SPARSE),
                     _box(
                         545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], _SPARSE, _SPARSE_FILL,
-                        bold_first=True, size=12,
+                        bold_first=True,
                     ),
                 ]
             ),
@@ -173,7 +178,7 @@ def path_svg(highlight: str | None = None) -> str:
                     _box(
                         170, 382, 380, 40,
                         ["refused: RuntimeError, never a dense fallback", "device, GPU, dtype, shape or layout not supported"],
-                        _ERROR, "#FBE3D6", size=12,
+                        _ERROR, "#FBE3D6",
                     ),
                 ]
             ),

@@ -17,7 +17,7 @@ import math
 from ...hardware import get_gpu
 from ...roofline import (DEFAULT_SCENARIO, SCENARIOS, Efficiency, arithmetic_intensity, ceilings, crossover_m,
                          predict, wave_efficiency)
-from ..plotting import ROLES, color, new_figure
+from ..plotting import ROLES, color, describe, new_figure, series
 
 __all__ = [
     "log2_Ms",
@@ -34,7 +34,7 @@ __all__ = [
     "speedup_widget",
 ]
 
-# Line styles that tell GPUs apart while every predicted line keeps the "predicted" colour.
+# Line styles that tell GPUs apart where one colour must stay (plot_modes_vs_M and friends).
 _GPU_STYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
 _GPU_MARKERS = ["o", "s", "^", "v", "D", "P"]
 # twofour bench timing modes, in the order a reader meets them, with what each one is.
@@ -100,16 +100,24 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
                       params: Efficiency | None = None, ax=None, title: str | None = None,
                       scenario: str = DEFAULT_SCENARIO):
-    """Predicted 2:4 speedup vs M for one weight shape on several GPUs, with the two ceilings."""
+    """Predicted 2:4 speedup vs M for one weight shape on several GPUs, with the two ceilings.
+
+    Each GPU is one series of the house palette (:func:`twofour.course.plotting.series`): its
+    own colour, marker and dash. A figure made here carries alt text with the numbers it shows.
+    """
     Ms = Ms or log2_Ms()
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure()
     else:
         fig = ax.figure
+    ends = []
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario).speedup for M in Ms]
-        ax.plot(Ms, s, color=color("predicted"), linestyle=_GPU_STYLES[i % len(_GPU_STYLES)],
-                marker=_GPU_MARKERS[i % len(_GPU_MARKERS)], markersize=4, label=f"{get_gpu(gpu).name} (predicted)")
+        style = series(i)
+        ax.plot(Ms, s, color=style.color, linestyle=style.linestyle, marker=style.marker, markersize=4,
+                label=f"{get_gpu(gpu).name} (predicted)")
+        ends.append((get_gpu(gpu).name, s[0], s[-1]))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.axhline(c["memory"], color=color("neutral"), linewidth=0.8, linestyle=":")
@@ -122,6 +130,18 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     ax.set_ylim(0, 2.2)
     ax.set_title(title or f"Predicted speedup ({scenario}), W = [{N}, {K}], {dtype}")
     ax.legend(fontsize=8, loc="lower right")
+    if own_figure and ends:
+        low = ", ".join(f"{name} {first:.2f}x" for name, first, _ in ends)
+        high = ", ".join(f"{name} {last:.2f}x" for name, _, last in ends)
+        describe(
+            fig,
+            alt=(f"Line chart of the predicted speedup of 2:4 over dense against M (log scale, {Ms[0]} to {Ms[-1]} "
+                 f"tokens) for W = [{N}, {K}] in {dtype}, one line per GPU, scenario {scenario}. "
+                 f"At M = {Ms[0]}: {low}. At M = {Ms[-1]}: {high}. Dotted lines mark the memory ceiling "
+                 f"({c['memory']:.2f}x) and the compute ceiling ({c['compute']:.0f}x)."),
+            caption=(f"Predicted 2:4 speedup against M on {len(ends)} GPU{'s' if len(ends) > 1 else ''} "
+                     f"(W = [{N}, {K}], {dtype}, {scenario}); dotted lines are the memory and compute ceilings."),
+        )
     return fig, ax
 
 

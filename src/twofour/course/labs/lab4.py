@@ -30,7 +30,7 @@ import torch
 from ...hardware import get_gpu
 from ...packing import packed_bytes
 from ...roofline import DEFAULT_EFFICIENCY, crossover_m, gemm_speedup, pad_multiple, predict
-from ._common import CheckFailed, exercise_check
+from ._common import CheckFailed, CheckResult, exercise_check
 
 __all__ = [
     "DECODE_CASES",
@@ -202,15 +202,15 @@ def check_measured_crossover(fn, results=None) -> str:
     return f"measured_crossover reads measured rows correctly{extra}"
 
 
-def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16") -> bool:
+def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16") -> CheckResult:
     """Compare the learner's predicted crossover for (N, K, gpu, dtype) with the model's."""
     want = crossover_m(N, K, dtype, gpu)
     if M_predicted == want:
         print(f"passed: the model also puts the crossover for W = [{N}, {K}] {dtype} on {get_gpu(gpu).name} at M = {want}")
-        return True
+        return CheckResult(True)
     if M_predicted is None:
         print("not done yet: my_prediction is None (run find_crossover on the model's speedup curve)")
-        return False
+        return CheckResult(False)
     raise CheckFailed(
         f"your prediction M={M_predicted} differs from the model's for W = [{N}, {K}] on {get_gpu(gpu).name}; "
         "did you pass gemm_speedup for this shape, dtype and GPU, with the default efficiencies?"

@@ -1,0 +1,175 @@
+"""Tabular results that read: an HTML table in Jupyter, Colab and on the site; aligned text elsewhere.
+
+A chapter that prints a table with f-strings gets a block of text that is wider than a phone
+and breaks apart wherever the page wraps it. :func:`table` keeps the rows as data and shows
+them the way the place they land in can read them:
+
+* in a notebook (Jupyter, Colab, the site build) the cell's value is displayed as an HTML
+  ``<table>``: numbers right-aligned, the header kept, sideways scrolling on a narrow screen;
+* ``print(t)`` or a terminal gives the same table as aligned plain text;
+* ``t.to_markdown()`` gives a Markdown table for prose.
+
+Example:
+    >>> from twofour.course.tables import table
+    >>> t = table(
+    ...     [{"gpu": "A100", "tflops": 312.0, "ratio": 0.5625}, {"gpu": "H100 SXM", "tflops": 989.4, "ratio": 0.5625}],
+    ...     formats={"tflops": "{:,.0f}", "ratio": "{:.2%}"},
+    ...     caption="fp16 dense peak and packed bytes",
+    ... )
+    >>> print(t)
+    fp16 dense peak and packed bytes
+    gpu       tflops   ratio
+    --------  ------  ------
+    A100         312  56.25%
+    H100 SXM     989  56.25%
+    >>> "<th" in t._repr_html_() and 'class="num"' in t._repr_html_()
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["Table", "table"]
+
+Format = str | Callable[[Any], str]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _format(value: Any, fmt: Format | None) -> str:
+    if value is None:
+        return ""
+    if fmt is not None:
+        return fmt(value) if callable(fmt) else fmt.format(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+    return str(value)
+
+
+class Table:
+    """Rows of formatted cells with a header; shown as HTML in notebooks, as text elsewhere.
+
+    Build one with :func:`table`. ``columns`` are the header cells, ``rows`` the formatted
+    cells (strings), ``numeric`` which columns are numbers (right-aligned).
+    """
+
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool],
+                 caption: str | None = None):
+        self.columns = [str(c) for c in columns]
+        self.rows = [[str(cell) for cell in row] for row in rows]
+        self.numeric = list(numeric)
+        self.caption = caption
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's terminal and text/plain
+        printer.text(self.to_text())
+
+    def to_text(self) -> str:
+        """Aligned plain text: caption line, header, a rule, one line per row."""
+        widths = [len(c) for c in self.columns]
+        for row in self.rows:
+            widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+
+        def line(cells: Sequence[str]) -> str:
+            out = [cell.rjust(w) if num else cell.ljust(w) for cell, w, num in zip(cells, widths, self.numeric)]
+            return "  ".join(out).rstrip()
+
+        lines = [self.caption] if self.caption else []
+        lines += [line(self.columns), "  ".join("-" * w for w in widths)]
+        lines += [line(row) for row in self.rows]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """A Markdown (pipe) table; numeric columns right-aligned."""
+        def esc(cell: str) -> str:
+            return cell.replace("|", "\\|")
+
+        lines = ["| " + " | ".join(esc(c) for c in self.columns) + " |"]
+        lines.append("|" + "|".join("---:" if num else ":---" for num in self.numeric) + "|")
+        lines += ["| " + " | ".join(esc(cell) for cell in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def cell(tag: str, text: str, num: bool) -> str:
+            cls = ' class="num"' if num else ""
+            return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
+
+        parts = ['<table class="twofour-table">']
+        if self.caption:
+            parts.append(f"<caption>{html.escape(self.caption)}</caption>")
+        parts.append("<thead><tr>" + "".join(
+            cell("th", c, n).replace("<th", '<th scope="col"', 1) for c, n in zip(self.columns, self.numeric)
+        ) + "</tr></thead>")
+        parts.append("<tbody>")
+        for row in self.rows:
+            parts.append("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, self.numeric)) + "</tr>")
+        parts.append("</tbody></table>")
+        return "".join(parts)
+
+
+def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str] | None = None, *,
+          formats: Mapping[str, Format] | None = None, headers: Mapping[str, str] | None = None,
+          caption: str | None = None) -> Table:
+    """Make a :class:`Table` from rows of dicts (or of sequences, with ``columns``).
+
+    Args:
+        rows: dicts (keys are column names) or sequences (in ``columns`` order).
+        columns: which columns, in which order; default: the first dict's keys. Required when
+            rows are sequences.
+        formats: per column, a format string (``"{:.2f}"``) or a function of the value.
+            Unformatted floats get 4 significant digits; None shows as an empty cell.
+        headers: per column, the header to show instead of the column name (e.g. units).
+        caption: a line above the table (HTML ``<caption>``).
+
+    Example:
+        >>> print(table([(1, 0.5), (4096, 1.62)], columns=["M", "speedup"], formats={"speedup": "{:.2f}x"}))
+           M  speedup
+        ----  -------
+           1    0.50x
+        4096    1.62x
+    """
+    rows = list(rows)
+    formats = dict(formats or {})
+    headers = dict(headers or {})
+    if columns is None:
+        if not rows:
+            raise ValueError("columns is required for an empty table (no row to take the column names from)")
+        if not isinstance(rows[0], Mapping):
+            raise ValueError("rows are sequences, so pass columns=[...] with one name per position")
+        columns = list(rows[0].keys())
+    columns = [str(c) for c in columns]
+    for name in list(formats) + list(headers):
+        if name not in columns:
+            raise ValueError(f"formats/headers name column {name!r}, which is not one of {columns}")
+    values: list[list[Any]] = []
+    for i, row in enumerate(rows):
+        if isinstance(row, Mapping):
+            values.append([row.get(c) for c in columns])
+        else:
+            row = list(row)
+            if len(row) != len(columns):
+                raise ValueError(f"row {i} has {len(row)} cells, expected {len(columns)} (one per column {columns})")
+            values.append(row)
+    numeric = [
+        any(v is not None for v in col) and all(v is None or _is_number(v) for v in col)
+        for col in zip(*values)
+    ] if values else [False] * len(columns)
+    cells = [[_format(v, formats.get(c)) for v, c in zip(row, columns)] for row in values]
+    return Table([headers.get(c, c) for c in columns], cells, numeric, caption=caption)
