@@ -242,14 +242,29 @@ def check_proof(proof) -> str:
             )
         if not (isinstance(ms, (int, float)) and math.isfinite(ms) and ms > 0):
             raise CheckFailed(f"case {name!r}: the time must be a positive number of ms per call, got {ms!r}")
-        # Only a unit slip (x1000) is caught: timings on a busy machine vary several-fold.
-        reference = kernels(fn).time_ms_per_call(expected)
-        if not (reference / 200 <= ms <= reference * 200):
+        if not _near_profiler_time(proof, fn, expected, ms):
             raise CheckFailed(
                 f"case {name!r}: {ms!r} ms is far from what the profiler measures; use report.time_ms_per_call(cls) "
                 "(milliseconds, not microseconds)"
             )
     return f"the profiler's proof is right for all {len(cases)} cases"
+
+
+def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> bool:
+    """Whether ``ms`` is within a factor of 200 of what the profiler measures for ``expected``.
+
+    Only a unit slip (x1000) is meant to fail. One timing of a kernel that takes microseconds
+    can be hundreds of times longer when another process takes the core at that moment, so a
+    miss is re-measured (the reader's ``proof`` and the profiler both) up to ``tries`` times:
+    a unit slip misses every time, a preempted timing does not.
+    """
+    for attempt in range(tries):
+        if attempt:
+            ms = proof(fn)[1]
+        reference = kernels(fn).time_ms_per_call(expected)
+        if reference / 200 <= ms <= reference * 200:
+            return True
+    return False
 
 
 # --- Exercise 4: read a trace ------------------------------------------------------------------
