@@ -174,7 +174,8 @@ def test_fitted_js_is_the_fit_file(tmp_path, capsys):
     assert main(["golden", "--fitted-js", str(target)]) == 0
     text = target.read_text()
     assert text == fitted_js() and "export const FIT" in text
-    body = json.loads(text[text.index("deepFreeze({") + len("deepFreeze("):text.rindex(");")])
+    start = text.index("export const FIT = deepFreeze(") + len("export const FIT = deepFreeze(")
+    body = json.loads(text[start:text.index(");\n", start)])  # the FIT constant; DTYPES follows it
     fit = load_fit()
     assert body["base"]["params"] == fit["base"]["params"]
     assert set(body["per_gpu"]) == set(fit["per_gpu"])
