@@ -47,10 +47,25 @@ def _is_nbval_cell(item) -> bool:
 NBVAL_OUTPUT_TIMEOUT_S = 60
 
 
+# pytest-timeout limits (the default, 600 s, is in pyproject.toml). A notebook cell may run as
+# long as the site build lets one (nb_execute.CELL_TIMEOUT_S = 900 s); the first site test builds
+# the site in its setup, which tests/site/conftest.py itself stops after 1800 s with a clearer
+# message than a timeout would give, so the site tests' limit lies beyond that.
+NBVAL_CELL_TIMEOUT_S = 900
+SITE_TEST_TIMEOUT_S = 2400
+_SITE_TESTS = Path(__file__).resolve().parent / "tests" / "site"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if _is_nbval_cell(item):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT_S
+        if item.get_closest_marker("timeout") is not None:
+            continue  # a test's own limit wins
+        if _is_nbval_cell(item):
+            item.add_marker(pytest.mark.timeout(NBVAL_CELL_TIMEOUT_S))
+        elif _SITE_TESTS in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.timeout(SITE_TEST_TIMEOUT_S))
 
 
 @pytest.hookimpl(hookwrapper=True)

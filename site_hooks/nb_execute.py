@@ -5,21 +5,24 @@ execution settings below. Editing a chapter re-runs that chapter; editing the to
 them all (their outputs may have changed); rebuilding or serving the site without changes
 runs nothing. Cached notebooks live in ``build/notebook-cache/`` (git-ignored, safe to delete).
 
-Runs standalone too, to warm the cache (all notebooks, or the ones named):
+The cache is filled from three places, and read only by the site build:
 
-    .venv/bin/python site_hooks/nb_execute.py [notebooks/01-structure.ipynb ...]
-
-``make test`` does that first, so each notebook runs once: the site build then reads the
-cache, and the root conftest.py leaves out nbval runs of notebooks already executed cleanly.
-
-Two ways to fill the cache:
-
-* :func:`execute_notebooks` runs what is missing and returns when all are done (``mkdocs
-  build``, ``make site``: the strict deploy build executes everything and fails on any error);
+* nbval (``make test`` runs it first): the root ``conftest.py`` writes the outputs nbval
+  collected for each notebook that ran cleanly into this cache, under this module's key
+  (:func:`cache_key`, :func:`_cache_path`), so the site build that follows reads them and runs
+  no notebook twice;
+* :func:`execute_notebooks` runs what is still missing and returns when all are done
+  (``mkdocs build``, ``make site``: the strict deploy build executes everything and fails on
+  any error);
 * :data:`background` (a :class:`BackgroundRunner`) runs what is missing in worker threads
   while ``mkdocs serve`` is already serving; each notebook lands in the cache when it is done,
   the server (which watches the cache folder) rebuilds, and the page fills in on the live
   reload. Until then the page shows its code and an "outputs are being computed" note.
+
+Run standalone, it fills the cache by hand (all notebooks, or the ones named), e.g. before
+``mkdocs serve`` on a cold checkout:
+
+    .venv/bin/python site_hooks/nb_execute.py [notebooks/01-structure.ipynb ...]
 """
 
 from __future__ import annotations
@@ -166,15 +169,6 @@ def _execute_in_subprocess(path: Path, out: Path) -> None:
     )
     if proc.returncode != 0:
         raise NotebookExecutionError(proc.stderr.strip()[-6000:] or f"{path} failed (exit {proc.returncode})")
-
-
-def cached_copy(path: Path, package_digest: str | None = None) -> Path | None:
-    """The executed copy of ``path`` for the current sources, or None if it must run again.
-
-    Used by the root conftest.py so nbval does not re-run what the site build already ran.
-    """
-    out = _cache_path(path, cache_key(path, package_digest or _package_digest()))
-    return out if out.exists() else None
 
 
 def lookup(paths: list[Path]) -> tuple[dict[Path, Executed], dict[Path, Path]]:

@@ -44,6 +44,10 @@ def test_amdahl_error_cases_say_what_was_wrong(golden):
 
 
 def test_request_cases_reproduce_and_obey_amdahl(golden):
+    """A round-trip lock, not an oracle: evaluate() wrote these files, so agreeing with them only
+    proves the JSON carries every number the JS parity tests need, bit for bit (no rounding, no
+    lost key). Whether the numbers are *right* is tests/test_oracles.py's job (hand-derived
+    FLOPs, bytes and a published measurement); the Amdahl identity below is an independent check."""
     cases = golden["request"]["cases"]
     edge = [c for c in cases if c["label"] != "random"]
     assert len(cases) == len(edge) + 40
@@ -155,6 +159,9 @@ def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
 
 
 def test_roofline_cases_reproduce_predict(golden):
+    """A round-trip lock, not an oracle (predict() wrote the file): the golden cases must reload
+    into the same predictions. The formula's values are checked by hand in tests/test_oracles.py
+    and tests/test_roofline.py."""
     data = golden["roofline"]
     assert data["scenarios"] == list(SCENARIOS) and len(data["cases"]) > 400
     assert {(c["gpu"], c["backend"]) for c in data["cases"]} >= {("A100", "CUTLASS"), ("A100", "cuSPARSELt"), ("L4", None)}
@@ -174,7 +181,8 @@ def test_fitted_js_is_the_fit_file(tmp_path, capsys):
     assert main(["golden", "--fitted-js", str(target)]) == 0
     text = target.read_text()
     assert text == fitted_js() and "export const FIT" in text
-    body = json.loads(text[text.index("deepFreeze({") + len("deepFreeze("):text.rindex(");")])
+    start = text.index("export const FIT = deepFreeze(") + len("export const FIT = deepFreeze(")
+    body = json.loads(text[start:text.index(");\n", start)])  # the FIT constant; DTYPES follows it
     fit = load_fit()
     assert body["base"]["params"] == fit["base"]["params"]
     assert set(body["per_gpu"]) == set(fit["per_gpu"])

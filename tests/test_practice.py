@@ -365,3 +365,26 @@ def test_rendered_card_shows_signals_basis_and_units():
     assert "in MB (1 MB = 10^6 bytes)" in text and "within ±1% of the computed value" in text
     assert "graded against first-principles arithmetic" in text
     assert "within 0%" not in "".join(render_markdown(x) for x in BANK)
+
+
+def test_bank_errors_name_the_file_the_path_and_what_is_valid(tmp_path):
+    """The structure is checked by JSON Schema (practice.QUESTION_SCHEMA); its errors still read
+    as one sentence: file, question, path inside it, what was wrong, what is valid."""
+    import jsonschema
+
+    from twofour.course.practice import BANK_SCHEMA, QUESTION_SCHEMA
+
+    for schema in (QUESTION_SCHEMA, BANK_SCHEMA):
+        jsonschema.Draft202012Validator.check_schema(schema)
+    with pytest.raises(BankError) as err:
+        parse_question(_minimal(numbers=[{"name": "a", "expr": "1", "fmt": "x", "label": "l"}]), 0)
+    assert str(err.value) == (
+        "question 'q-one' (at numbers[0].fmt): number 'a': fmt must be a format template like '{:.3f}', got 'x'")
+    bank = tmp_path / "bank.yaml"
+    bank.write_text("questions:\n  - id: first\n    level: hard\n")
+    with pytest.raises(BankError) as err:
+        load_bank(bank)
+    assert str(err.value) == (
+        f"{bank}: question 'first' (at level): level must be one of ('fundamentals', 'applied', 'deep'), got 'hard'")
+    with pytest.raises(BankError, match=r"\(at rubric\[1\]\): rubric\[1\] must be non-empty text, got ' '"):
+        parse_question(_minimal(rubric=["a", " ", "c"]), 0)

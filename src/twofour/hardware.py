@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .device import sparse_backends_for
+from ._dtypes import DTYPE_KEYS, dtype_key
 
 __all__ = [
     "Citation",
@@ -48,7 +49,7 @@ __all__ = [
     "unconfirmed_fields",
 ]
 
-DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+DTYPES: tuple[str, ...] = DTYPE_KEYS
 STATUSES: tuple[str, ...] = ("verified", "secondary", "derived", "unconfirmed")
 
 
@@ -104,7 +105,7 @@ class GPUSpec:
             >>> get_gpu("A100").peak_tflops("bf16", sparse=True)
             624.0
         """
-        d = _dtype_key(dtype)
+        d = dtype_key(dtype)
         table = self.sparse_tflops if sparse else self.dense_tflops
         value = table.get(d)
         if value is None:
@@ -117,20 +118,6 @@ class GPUSpec:
         return value
 
 
-def _dtype_key(dtype) -> str:
-    """Normalise ``torch.float16`` / ``"float16"`` / ``"fp16"`` to a key of :data:`DTYPES`."""
-    name = str(dtype).replace("torch.", "").lower()
-    aliases = {
-        "float16": "fp16", "half": "fp16", "fp16": "fp16",
-        "bfloat16": "bf16", "bf16": "bf16",
-        "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "fp8": "fp8", "e4m3": "fp8",
-        "int8": "int8",
-        "tf32": "tf32",
-        "float32": "fp32", "float": "fp32", "fp32": "fp32",
-    }
-    if name not in aliases:
-        raise ValueError(f"dtype must be one of {DTYPES} (or the torch dtype), got {dtype!r}")
-    return aliases[name]
 
 
 # ------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import torch
 from . import _wordpack
 from ._groupcount import Scratch
 from ._bits import unsupported_reason
+from ._dtypes import DTYPES, nm_ratio
 from ._tensors import (
     SUPPORTED_DTYPES,
     blocks,
@@ -443,10 +444,13 @@ def _element_bits(dtype) -> int:
 
 
 def _default_meta_bits(dtype, n: int, m: int) -> int:
-    # Sparse tensor cores store fp32 as 1:2, but its metadata is written as if each 32-bit value
-    # were two 16-bit halves, each named by a 2-bit index: 4 bits per kept fp32 value.
-    if isinstance(dtype, torch.dtype) and dtype == torch.float32 and (n, m) == (1, 2):
-        return 4
+    # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse
+    # tensor cores store fp32 as 1:2, but write its metadata as if each 32-bit value were two
+    # 16-bit halves, each named by a 2-bit index: 4 bits per kept fp32 value.
+    if isinstance(dtype, torch.dtype):
+        for facts in DTYPES.values():
+            if dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m):
+                return facts.meta_bits
     return index_bits(m)
 
 
@@ -523,7 +527,7 @@ def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | No
     require_nm(n, m)
     bits = _element_bits(dtype)
     meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
-    return n / m * (bits + meta_bits) / bits
+    return nm_ratio(bits, n, m, meta_bits)
 
 
 # ---------------------------------------------------------------------------------------------

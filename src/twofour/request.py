@@ -123,6 +123,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from ._dtypes import DTYPES, SPARSE_24_DTYPES, dtype_key
 from .models import LLAMA_3_8B, TransformerConfig
 
 __all__ = [
@@ -168,13 +169,13 @@ COMPONENTS: tuple[str, ...] = (
 )
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
-# Bytes per element and packed/dense byte ratio of the 2:4 dtypes (ratio = 1/2 + 2 bits of
-# metadata per kept value: facts.md §2; the same numbers as twofour.packing.packed_ratio).
-DTYPE_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-# GEMM output bytes per element: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
+# Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
+# the one dtype table (twofour._dtypes; ratio = 1/2 + 2 bits of metadata per kept value,
+# facts.md §2). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
 # assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
-OUT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp8": 2, "int8": 2}
-_PACKED_RATIO: dict[str, float] = {"fp16": 0.5625, "bf16": 0.5625, "fp8": 0.625, "int8": 0.625}
+DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
+OUT_BYTES: dict[str, int] = {d: DTYPES[d].out_bytes for d in SPARSE_24_DTYPES}
+_PACKED_RATIO: dict[str, float] = {d: DTYPES[d].packed_ratio for d in SPARSE_24_DTYPES}
 
 _MAX_COUNT = 2**31 - 1  # batch and lengths: far beyond any real request, exact in a double
 
@@ -249,8 +250,10 @@ class Machine:
 
 
 def _require_dtype(dtype) -> str:
-    key = str(dtype).replace("torch.", "").lower()
-    key = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}.get(key, key)
+    try:
+        key = dtype_key(dtype)
+    except ValueError:
+        key = None
     if key not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)} (the 2:4 tensor-core dtypes), got {dtype!r}")
     return key

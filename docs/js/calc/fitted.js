@@ -6,7 +6,8 @@
 // as they are by mkdocs (build and serve) and by any file server; a copy checked against its
 // source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.
 // Holds the fitted parameter sets (base, and per "GPU" or "GPU/backend"), what each was fitted
-// to, and the held-out errors; the per-point lists stay in the JSON.
+// to, and the held-out errors; the per-point lists stay in the JSON. DTYPES is the one dtype table
+// (src/twofour/_dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.
 
 function deepFreeze(o) {
   for (const v of Object.values(o)) if (v && typeof v === "object") deepFreeze(v);
@@ -210,6 +211,78 @@ export const FIT = deepFreeze({
     }
    ],
    "n_sources": 5
+  }
+ }
+});
+
+export const DTYPES = deepFreeze({
+ "fp16": {
+  "torch_name": "float16",
+  "in_bytes": 2,
+  "out_bytes": 2,
+  "value_bits": 16,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2,
+  "packed_ratio": 0.5625,
+  "pad_multiple": {
+   "cuSPARSELt": 8,
+   "CUTLASS": 8
+  }
+ },
+ "bf16": {
+  "torch_name": "bfloat16",
+  "in_bytes": 2,
+  "out_bytes": 2,
+  "value_bits": 16,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2,
+  "packed_ratio": 0.5625,
+  "pad_multiple": {
+   "cuSPARSELt": 8,
+   "CUTLASS": 8
+  }
+ },
+ "fp8": {
+  "torch_name": "float8_e4m3fn",
+  "in_bytes": 1,
+  "out_bytes": 2,
+  "value_bits": 8,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2,
+  "packed_ratio": 0.625,
+  "pad_multiple": {
+   "cuSPARSELt": 16
+  }
+ },
+ "int8": {
+  "torch_name": "int8",
+  "in_bytes": 1,
+  "out_bytes": 2,
+  "value_bits": 8,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2,
+  "packed_ratio": 0.625,
+  "pad_multiple": {
+   "cuSPARSELt": 16,
+   "CUTLASS": 16
+  }
+ },
+ "tf32": {
+  "torch_name": "float32",
+  "in_bytes": 4,
+  "out_bytes": 4,
+  "value_bits": 32,
+  "n": 1,
+  "m": 2,
+  "meta_bits": 4,
+  "packed_ratio": 0.5625,
+  "pad_multiple": {
+   "cuSPARSELt": 4,
+   "CUTLASS": 4
   }
  }
 });

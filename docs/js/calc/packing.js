@@ -4,17 +4,20 @@
 // gives the same integer as Python (no rounding above 2**53).
 
 import { InputError } from "./errors.js";
+import { DTYPES } from "./fitted.js";
 
 // The formats sparse tensor cores take, as chapter 2 lists them: element bits, the n:m
-// pattern, and metadata bits per kept value (null = the default, ceil(log2 m)).
-// fp32 runs as 1:2 with its metadata written as for two 16-bit halves (4 bits per kept value);
-// FP4 on Blackwell is *paired* 4:8 (a 2-bit index per pair: 1 bit per kept value).
+// pattern, and metadata bits per kept value (null = the default, ceil(log2 m)). The tensor-core
+// dtypes come from the one dtype table (twofour._dtypes, delivered in fitted.js): fp32 runs as
+// 1:2 with its metadata written as for two 16-bit halves (4 bits per kept value). FP4 on
+// Blackwell is *paired* 4:8 (a 2-bit index per pair: 1 bit per kept value).
+const fromTable = (label, f) => ({ label, bits: f.value_bits, n: f.n, m: f.m, metaBits: f.meta_bits });
 export const FORMATS = {
-  fp16: { label: "float16", bits: 16, n: 2, m: 4, metaBits: null },
-  bf16: { label: "bfloat16", bits: 16, n: 2, m: 4, metaBits: null },
-  int8: { label: "int8", bits: 8, n: 2, m: 4, metaBits: null },
-  fp8: { label: "float8 (e4m3 / e5m2)", bits: 8, n: 2, m: 4, metaBits: null },
-  fp32: { label: "float32 (runs as 1:2)", bits: 32, n: 1, m: 2, metaBits: 4 },
+  fp16: fromTable("float16", DTYPES.fp16),
+  bf16: fromTable("bfloat16", DTYPES.bf16),
+  int8: fromTable("int8", DTYPES.int8),
+  fp8: fromTable("float8 (e4m3 / e5m2)", DTYPES.fp8),
+  fp32: fromTable("float32 (runs as 1:2)", DTYPES.tf32),
   fp4_paired: { label: "fp4 e2m1, paired 4:8", bits: 4, n: 4, m: 8, metaBits: 1 },
   fp4_elementwise: { label: "fp4, element-wise 2:4", bits: 4, n: 2, m: 4, metaBits: null },
 };

@@ -6,6 +6,7 @@
 // the Python's RequestEstimate.to_dict() in the golden vectors).
 
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
+import { DTYPES } from "./fitted.js";
 import { getGpu, peakTflops } from "./hardware.js";
 import { DEFAULT_SCENARIO, checkScenario, predict } from "./roofline.js";
 
@@ -16,9 +17,12 @@ export const COMPONENTS = [
   "step_overhead", "request_overhead",
 ];
 export const PHASES = ["prefill", "decode"];
-export const DTYPE_BYTES = { fp16: 2, bf16: 2, fp8: 1, int8: 1 };
-const OUT_BYTES = { fp16: 2, bf16: 2, fp8: 2, int8: 2 };
-const PACKED_RATIO = { fp16: 0.5625, bf16: 0.5625, fp8: 0.625, int8: 0.625 };
+// Bytes per element, GEMM output bytes and packed ratio of the 2:4 dtypes: the one dtype table
+// (twofour._dtypes), delivered in fitted.js; 2:4 proper is n=2 of m=4 (tf32 runs as 1:2).
+const SPARSE_24 = Object.entries(DTYPES).filter(([, f]) => f.n === 2 && f.m === 4);
+export const DTYPE_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.in_bytes]));
+const OUT_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.out_bytes]));
+const PACKED_RATIO = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.packed_ratio]));
 export const MAX_COUNT = 2 ** 31 - 1; // batch and lengths: far beyond any real request
 
 // Model shapes: twofour.models presets (Meta's released config.json files).

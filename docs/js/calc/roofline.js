@@ -18,7 +18,7 @@
 // The parameters are fitted (./fitted.js, a checked copy of twofour/data/kernel-fit.json).
 
 import { InputError, pyRepr } from "./errors.js";
-import { FIT } from "./fitted.js";
+import { DTYPES, FIT } from "./fitted.js";
 import { getGpu, peakTflops } from "./hardware.js";
 import { packedBytes, packedRatio } from "./packing.js";
 
@@ -58,15 +58,12 @@ export const ASSUMED_EFFICIENCY = Object.freeze({
 });
 
 // Dense-operand row multiple of PyTorch's 2:4 path (torch/sparse/semi_structured.py,
-// _DTYPE_SHAPE_CONSTRAINTS; facts.md §3). Same table as twofour.roofline._PAD_MULTIPLE.
-export const PAD_MULTIPLE = {
-  "cuSPARSELt/fp16": 8, "cuSPARSELt/bf16": 8, "cuSPARSELt/int8": 16, "cuSPARSELt/fp8": 16, "cuSPARSELt/tf32": 4,
-  "CUTLASS/fp16": 8, "CUTLASS/bf16": 8, "CUTLASS/int8": 16, "CUTLASS/tf32": 4,
-};
-
-const IN_BYTES = { fp16: 2, bf16: 2, fp8: 1, int8: 1, tf32: 4 };
-// 8-bit GEMMs are assumed to write bf16, as scaled matmuls usually do.
-const OUT_BYTES = { fp16: 2, bf16: 2, fp8: 2, int8: 2, tf32: 4 };
+// _DTYPE_SHAPE_CONSTRAINTS; facts.md §3), bytes per input and output element (8-bit GEMMs are
+// assumed to write bf16): all from the one dtype table (twofour._dtypes), delivered in fitted.js.
+export const PAD_MULTIPLE = Object.fromEntries(Object.entries(DTYPES).flatMap(
+  ([d, f]) => Object.entries(f.pad_multiple).map(([backend, mult]) => [`${backend}/${d}`, mult])));
+const IN_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.in_bytes]));
+const OUT_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.out_bytes]));
 // The packing format twofour.packing counts for each GEMM dtype (tf32 runs as fp32 1:2).
 const PACKING = { fp16: "fp16", bf16: "bf16", int8: "int8", fp8: "fp8", tf32: "fp32" };
 

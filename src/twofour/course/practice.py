@@ -32,6 +32,7 @@ False
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import html
 import math
@@ -635,119 +636,230 @@ class Bank:
 # Loading and validation
 
 
+# ---------------------------------------------------------------------------------------------
+# The bank's structure, as a JSON Schema. Each node carries "x-message": the sentence an author
+# reads when that node fails (what was wrong and what is valid); _schema_error() adds where in
+# the document it failed and the value found. What a schema cannot say (answers that name a
+# number, unique names, placeholders, whole-percent tolerances) is checked in parse_question.
+
+
+def _text_schema(message: str) -> dict:
+    return {"type": "string", "pattern": r"\S", "x-message": message}
+
+
+def _texts_schema(key: str, low: int, high: int) -> dict:
+    return {"type": "array", "minItems": low, "maxItems": high,
+            "items": _text_schema(f"{key}[{{index}}] must be non-empty text"),
+            "x-message": f"{key!r} must be a list of {low}-{high} texts", "x-count": f"{key!r} must have {low}-{high} entries"}
+
+
+def _object_schema(properties: dict, required: list[str], message: str, unknown: str) -> dict:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False,
+            "x-message": message, "x-unknown": unknown}
+
+
+_NUMBER_KEYS = ("name", "expr", "fmt", "label", "source")
+_QUICK_CHECK_KEYS = ("ask", "answer", "unit", "tolerance", "derivation", "scale", "basis")
+_SIGNAL_KEYS = ("strong", "acceptable", "weak")
+_QUESTION_KEYS = ("id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects",
+                  "numbers", "quick_check", "chapter", "sources", "signals")
+
+_NUMBER_SCHEMA = _object_schema(
+    {
+        "name": {"type": "string", "pattern": _NAME.pattern, "x-message": "number name must be lower_snake_case"},
+        "expr": {"anyOf": [{"type": "string", "pattern": r"\S"}, {"type": "number"}],
+                 "x-message": "number {name!r} needs an expr"},
+        "fmt": {"type": "string", "pattern": r"\{", "x-message": "number {name!r}: fmt must be a format template like '{{:.3f}}'"},
+        "label": _text_schema("number {name!r} needs a label"),
+        "source": {"anyOf": [{"type": "null"}, {"type": "string", "pattern": r"\S"}],
+                   "x-message": "number {name!r}: source must be text"},
+    },
+    ["name", "expr", "label"], "each number must be a mapping",
+    "unknown number keys {unknown}; valid: " + ", ".join(_NUMBER_KEYS),
+)
+_QUICK_CHECK_SCHEMA = _object_schema(
+    {
+        "ask": _text_schema("'ask' must be non-empty text"),
+        "answer": {"type": "string", "x-message": "quick_check.answer must name one of the question's numbers"},
+        "unit": {"enum": sorted(UNITS), "x-message": f"quick_check.unit must be one of {sorted(UNITS)} "
+                                                     "(bytes as MB/MiB/GB/GiB explicitly)"},
+        "tolerance": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5,
+                      "x-message": "quick_check.tolerance must be a relative tolerance in (0, 0.5)"},
+        "derivation": _text_schema("'derivation' must be non-empty text"),
+        "scale": {"type": "number", "exclusiveMinimum": 0, "x-message": "quick_check.scale must be a positive number"},
+        "basis": {"enum": sorted(BASES), "x-message": f"quick_check.basis must be one of {sorted(BASES)} "
+                                                      "(never a model's prediction)"},
+    },
+    ["ask", "answer", "derivation", "basis"], "quick_check must be a mapping",
+    "unknown quick_check keys {unknown}; valid: " + ", ".join(_QUICK_CHECK_KEYS),
+)
+_SIGNALS_SCHEMA = _object_schema(
+    {key: _texts_schema(key, 1, 4) for key in _SIGNAL_KEYS}, list(_SIGNAL_KEYS),
+    "signals must be a mapping with strong, acceptable and weak lists",
+    "unknown signals keys {unknown}; valid: " + ", ".join(_SIGNAL_KEYS),
+)
+QUESTION_SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "one question of the practice bank (twofour/course/data/practice.yaml)",
+    **_object_schema(
+        {
+            "id": {"type": "string", "pattern": _ID.pattern, "x-message": "id must be lower-case-with-dashes"},
+            "level": {"enum": list(LEVELS), "x-message": f"level must be one of {LEVELS}"},
+            "topic": {"enum": sorted(TOPICS), "x-message": f"topic must be one of {sorted(TOPICS)}"},
+            "title": _text_schema("'title' must be non-empty text"),
+            "prompt": _text_schema("'prompt' must be non-empty text"),
+            "rubric": _texts_schema("rubric", 3, 6),
+            "answer": _text_schema("'answer' must be non-empty text"),
+            "mistakes": _texts_schema("mistakes", 1, 5),
+            "follow_ups": _texts_schema("follow_ups", 1, 3),
+            "connects": _text_schema("'connects' must be non-empty text"),
+            "numbers": {"anyOf": [{"type": "null"}, {"type": "array", "items": _NUMBER_SCHEMA}],
+                        "x-message": "numbers must be a list"},
+            "quick_check": {"anyOf": [{"type": "null"}, _QUICK_CHECK_SCHEMA], "x-message": "quick_check must be a mapping"},
+            "chapter": {"type": ["string", "null"], "x-message": "chapter must be a path such as notebooks/06-amdahl.ipynb"},
+            "sources": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}],
+                        "x-message": "sources must be a list of texts"},
+            "signals": _SIGNALS_SCHEMA,
+        },
+        ["id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects", "signals"],
+        "must be a mapping", "unknown keys {unknown}; valid: " + str(sorted(_QUESTION_KEYS)),
+    ),
+}
+BANK_SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object", "required": ["questions"], "properties": {"questions": {"type": "array"}},
+    "x-message": "expected a mapping with a 'questions' list at the top",
+}
+
+
+def _path_text(path) -> str:
+    """``numbers[0].fmt`` for the path ``["numbers", 0, "fmt"]``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _narrowest(error):
+    """The error to report: inside an anyOf, the branch that got furthest (a wrong item in a list
+    beats "not null"); otherwise the error itself."""
+    if error.validator == "anyOf" and error.context:
+        deepest = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+        if len(deepest.absolute_path) > len(error.absolute_path) or "x-message" in deepest.schema:
+            return _narrowest(deepest)
+    return error
+
+
+def _schema_error(error, where: str, document=None) -> BankError:
+    """A BankError for one jsonschema error: where, the path in the document, what is wrong and valid."""
+    error = _narrowest(error)
+    path = list(error.absolute_path)
+    schema, instance = error.schema, error.instance
+    if error.validator == "required":
+        missing = next(p for p in error.validator_value if p not in instance)
+        path, schema, instance = path + [missing], schema["properties"][missing], None
+    name, node = None, document  # the name of the nearest enclosing number, for its messages
+    for part in path[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, Mapping) and "name" in node:
+            name = node["name"]
+    fields = {"name": name, "index": path[-1] if path and isinstance(path[-1], int) else ""}
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(instance) - set(schema.get("properties", {})))
+        message = schema["x-unknown"].format(unknown=unknown)
+    elif error.validator in ("minItems", "maxItems") and "x-count" in schema:
+        message = f"{schema['x-count']}, got {len(instance)}"
+    else:
+        template = schema.get("x-message") or error.message
+        got = type(instance).__name__ if schema.get("type") in ("array", "object") else repr(instance)
+        message = f"{template.format(**fields)}, got {got}"
+    at = f" (at {_path_text(path)})" if path else ""
+    return BankError(f"{where}{at}: {message}")
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(which: str):
+    import jsonschema
+
+    schema = QUESTION_SCHEMA if which == "question" else BANK_SCHEMA
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _answer_schema(raw) -> dict:
+    """QUESTION_SCHEMA with quick_check.answer restricted to the names of the question's numbers."""
+    numbers = raw.get("numbers") if isinstance(raw, Mapping) else None
+    names = sorted({n.get("name") for n in numbers if isinstance(n, Mapping) and isinstance(n.get("name"), str)}
+                   if isinstance(numbers, list) else set())
+    schema = copy.deepcopy(QUESTION_SCHEMA)
+    quick_check = schema["properties"]["quick_check"]["anyOf"][1]
+    quick_check["properties"]["answer"] = {
+        "enum": names, "x-message": f"quick_check.answer must name one of the question's numbers {names}"}
+    return schema
+
+
+def _validate(raw, which: str, where: str) -> None:
+    validator = _validator(which)
+    if which == "question" and isinstance(raw, Mapping) and isinstance(raw.get("quick_check"), Mapping):
+        validator = type(validator)(_answer_schema(raw))
+    error = next(iter(validator.iter_errors(raw)), None)
+    if error is not None:
+        raise _schema_error(error, where, raw)
+
+
 def _require(cond: bool, where: str, message: str) -> None:
     if not cond:
         raise BankError(f"{where}: {message}")
 
 
-def _text(raw: Mapping, key: str, where: str, *, required: bool = True) -> str:
-    value = raw.get(key)
-    if value is None and not required:
-        return ""
-    _require(isinstance(value, str) and value.strip() != "", where, f"{key!r} must be non-empty text, got {value!r}")
-    return value.strip()
+def parse_question(raw, index: int, source: str | None = None) -> Question:
+    """One question from its YAML mapping; :class:`BankError` names what is wrong.
 
-
-def _texts(raw: Mapping, key: str, where: str, low: int, high: int) -> tuple[str, ...]:
-    value = raw.get(key)
-    _require(isinstance(value, list), where, f"{key!r} must be a list of {low}-{high} texts, got {type(value).__name__}")
-    _require(low <= len(value) <= high, where, f"{key!r} must have {low}-{high} entries, got {len(value)}")
-    for i, item in enumerate(value):
-        _require(isinstance(item, str) and item.strip() != "", where, f"{key}[{i}] must be non-empty text")
-    return tuple(item.strip() for item in value)
-
-
-def _number(raw, where: str) -> Number:
-    _require(isinstance(raw, Mapping), where, f"each number must be a mapping, got {type(raw).__name__}")
-    unknown = set(raw) - {"name", "expr", "fmt", "label", "source"}
-    _require(not unknown, where, f"unknown number keys {sorted(unknown)}; valid: name, expr, fmt, label, source")
-    name = raw.get("name")
-    _require(isinstance(name, str) and bool(_NAME.match(name)), where, f"number name must be lower_snake_case, got {name!r}")
-    expr = raw.get("expr")
-    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
-        expr = repr(expr)
-    _require(isinstance(expr, str) and expr.strip() != "", where, f"number {name!r} needs an expr")
-    fmt = raw.get("fmt", "{}")
-    _require(isinstance(fmt, str) and "{" in fmt, where, f"number {name!r}: fmt must be a format template like '{{:.3f}}', got {fmt!r}")
-    label = raw.get("label")
-    _require(isinstance(label, str) and label.strip() != "", where, f"number {name!r} needs a label")
-    source = raw.get("source")
-    _require(source is None or (isinstance(source, str) and source.strip()), where, f"number {name!r}: source must be text")
-    return Number(name, str(expr).strip(), fmt, label.strip(), source.strip() if source else None)
-
-
-def _quick_check(raw, where: str, names: set[str]) -> QuickCheck | None:
-    if raw is None:
-        return None
-    _require(isinstance(raw, Mapping), where, "quick_check must be a mapping")
-    unknown = set(raw) - {"ask", "answer", "unit", "tolerance", "derivation", "scale", "basis"}
-    _require(not unknown, where, f"unknown quick_check keys {sorted(unknown)}")
-    answer = raw.get("answer")
-    _require(answer in names, where, f"quick_check.answer must name one of the question's numbers {sorted(names)}, got {answer!r}")
-    tol = raw.get("tolerance", 0.01)
-    _require(isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 < tol < 0.5, where,
-             f"quick_check.tolerance must be a relative tolerance in (0, 0.5), got {tol!r}")
-    # The page's checker reports the tolerance in whole percent; a finer one would read "within 0%".
-    _require(abs(tol * 100 - round(tol * 100)) < 1e-9, where,
-             f"quick_check.tolerance must be a whole percent (0.01, 0.02, ...), as the page reports it, got {tol!r}")
-    scale = raw.get("scale", 1.0)
-    _require(isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0, where,
-             f"quick_check.scale must be a positive number, got {scale!r}")
-    unit = raw.get("unit", "")
-    _require(unit in UNITS, where, f"quick_check.unit must be one of {sorted(UNITS)} (bytes as MB/MiB/GB/GiB explicitly), got {unit!r}")
-    basis = raw.get("basis")
-    _require(basis in BASES, where, f"quick_check.basis must be one of {sorted(BASES)} (never a model's prediction), got {basis!r}")
-    return QuickCheck(_text(raw, "ask", where + ".quick_check"), answer, unit, float(tol),
-                      _text(raw, "derivation", where + ".quick_check"), float(scale), basis)
-
-
-def _signals(raw, where: str) -> Signals:
-    _require(isinstance(raw, Mapping), where, "signals must be a mapping with strong, acceptable and weak lists")
-    unknown = set(raw) - {"strong", "acceptable", "weak"}
-    _require(not unknown, where, f"unknown signals keys {sorted(unknown)}; valid: strong, acceptable, weak")
-    return Signals(*(_texts(raw, key, where + ".signals", 1, 4) for key in ("strong", "acceptable", "weak")))
-
-
-def parse_question(raw, index: int) -> Question:
-    """One question from its YAML mapping; :class:`BankError` names what is wrong."""
-    where = f"question #{index + 1}"
-    _require(isinstance(raw, Mapping), where, f"must be a mapping, got {type(raw).__name__}")
-    qid = raw.get("id")
-    _require(isinstance(qid, str) and bool(_ID.match(qid)), where, f"id must be lower-case-with-dashes, got {qid!r}")
-    where = f"question {qid!r}"
-    known = {"id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects",
-             "numbers", "quick_check", "chapter", "sources", "signals"}
-    unknown = set(raw) - known
-    _require(not unknown, where, f"unknown keys {sorted(unknown)}; valid: {sorted(known)}")
-    level = raw.get("level")
-    _require(level in LEVELS, where, f"level must be one of {LEVELS}, got {level!r}")
-    topic = raw.get("topic")
-    _require(topic in TOPICS, where, f"topic must be one of {sorted(TOPICS)}, got {topic!r}")
-    numbers_raw = raw.get("numbers") or []
-    _require(isinstance(numbers_raw, list), where, "numbers must be a list")
-    numbers = tuple(_number(n, f"{where}.numbers[{i}]") for i, n in enumerate(numbers_raw))
+    The structure is checked against :data:`QUESTION_SCHEMA` (JSON Schema); what relates one
+    field to another is checked here. The error names the file (``source``, when given), the
+    question, the path inside it, what was wrong and what is valid.
+    """
+    prefix = f"{source}: " if source else ""
+    qid = raw.get("id") if isinstance(raw, Mapping) else None
+    ok_id = isinstance(qid, str) and bool(_ID.match(qid))
+    where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
+    _validate(raw, "question", where)
+    numbers = tuple(
+        Number(n["name"], (repr(n["expr"]) if not isinstance(n["expr"], str) else n["expr"]).strip(), n.get("fmt", "{}"),
+               n["label"].strip(), n["source"].strip() if n.get("source") else None)
+        for n in raw.get("numbers") or []
+    )
     names = [n.name for n in numbers]
     _require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
-    chapter = raw.get("chapter")
-    _require(chapter is None or isinstance(chapter, str), where, "chapter must be a path such as notebooks/06-amdahl.ipynb")
-    sources = raw.get("sources") or []
-    _require(isinstance(sources, list) and all(isinstance(s, str) for s in sources), where, "sources must be a list of texts")
+    quick_check = None
+    if raw.get("quick_check") is not None:
+        qc = raw["quick_check"]
+        answer, tol = qc["answer"], qc.get("tolerance", 0.01)  # the schema checked answer is in names
+        # The page's checker reports the tolerance in whole percent; a finer one would read "within 0%".
+        _require(abs(tol * 100 - round(tol * 100)) < 1e-9, where + " (at quick_check.tolerance)",
+                 f"quick_check.tolerance must be a whole percent (0.01, 0.02, ...), as the page reports it, got {tol!r}")
+        quick_check = QuickCheck(qc["ask"].strip(), answer, qc.get("unit", ""), float(tol), qc["derivation"].strip(),
+                                 float(qc.get("scale", 1.0)), qc["basis"])
+    signals = raw["signals"]
     q = Question(
         id=qid,
-        level=level,
-        topic=topic,
-        title=_text(raw, "title", where),
-        prompt=_text(raw, "prompt", where),
-        rubric=_texts(raw, "rubric", where, 3, 6),
-        answer=_text(raw, "answer", where),
-        mistakes=_texts(raw, "mistakes", where, 1, 5),
-        follow_ups=_texts(raw, "follow_ups", where, 1, 3),
-        connects=_text(raw, "connects", where),
+        level=raw["level"],
+        topic=raw["topic"],
+        title=raw["title"].strip(),
+        prompt=raw["prompt"].strip(),
+        rubric=tuple(t.strip() for t in raw["rubric"]),
+        answer=raw["answer"].strip(),
+        mistakes=tuple(t.strip() for t in raw["mistakes"]),
+        follow_ups=tuple(t.strip() for t in raw["follow_ups"]),
+        connects=raw["connects"].strip(),
         numbers=numbers,
-        quick_check=_quick_check(raw.get("quick_check"), where, set(names)),
-        chapter=chapter,
-        sources=tuple(s.strip() for s in sources),
-        signals=_signals(raw.get("signals"), where),
+        quick_check=quick_check,
+        chapter=raw.get("chapter"),
+        sources=tuple(s.strip() for s in raw.get("sources") or []),
+        signals=Signals(*(tuple(t.strip() for t in signals[key]) for key in _SIGNAL_KEYS)),
     )
     missing = q.placeholders() - set(names)
     _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
@@ -774,9 +886,8 @@ def load_bank(path=None) -> Bank:
 
     text, source = _bank_text(path)
     data = yaml.safe_load(text)
-    if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
-        raise BankError(f"{source}: expected a mapping with a 'questions' list at the top")
-    questions = tuple(parse_question(raw, i) for i, raw in enumerate(data["questions"]))
+    _validate(data, "bank", source)
+    questions = tuple(parse_question(raw, i, source) for i, raw in enumerate(data["questions"]))
     ids = [q.id for q in questions]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

@@ -34,7 +34,7 @@ import torch
 
 from .._tensors import SUPPORTED_DTYPES
 from ..structure import StructureReport, check
-from .probe import as_environment
+from .probe import NO_CUSPARSELT, as_environment, build_lacks
 from .rules import backend_rules, default_backend, is_packed, packed_backend
 
 __all__ = ["Check", "Verdict", "explain", "PATHS", "STATUSES"]
@@ -214,177 +214,27 @@ def explain(
         )
     N, K = (int(d) for d in W.shape)
     M, K_x = _parse_x_shape(x_shape, K)
-    x_dtype = x_dtype or W.dtype
-    on_gpu = env.cuda_available
+    case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure)
+
+    # What decides the path as W stands, then what decides it after packing: one rule each, in
+    # the order PyTorch meets them (and the pattern, which PyTorch never checks).
+    dense_checks = [*_activation_rule(case), *_representation_rule(case)]
+    pack_checks = [
+        *_device_rule(case),
+        *_capability_rule(case),
+        *_backend_rule(case),
+        *_dtype_rule(case),
+        *_contiguity_rule(case),
+        *_shape_rule(case),
+        *_structure_rule(case),
+    ]
+    padding, M_padded = _padding_rule(case)
+    pack_checks += padding
+
+    path, if_packed = _verdict(case, dense_checks, pack_checks)
     target_name = (
-        f"{env.gpu_name} (compute capability {env.capability_str})" if on_gpu else "CPU (no CUDA GPU)"
+        f"{env.gpu_name} (compute capability {env.capability_str})" if case.on_gpu else "CPU (no CUDA GPU)"
     )
-
-    dense_checks: list[Check] = []  # what decides the path as W stands
-    pack_checks: list[Check] = []  # what decides the path after packing
-
-    # -- the activation must fit the weight, whatever the kernel --------------------------------
-    if K_x is not None and K_x != K:
-        dense_checks.append(
-            Check("x", "error", f"x has K={K_x} columns but W has K={K} (in_features); F.linear raises a shape error")
-        )
-    if x_dtype != W.dtype:
-        dense_checks.append(
-            Check(
-                "x",
-                "error",
-                f"x is {_dtype_name(x_dtype)} but W is {_dtype_name(W.dtype)}; F.linear needs one dtype "
-                "(cuSPARSELt also refuses mixed dtypes)",
-                "torch/sparse/semi_structured.py, _mm",
-            )
-        )
-
-    # -- representation: a dense tensor takes the dense GEMM -------------------------------------
-    if packed:
-        dense_checks.append(
-            Check("packed", "ok", f"W is a {type(W).__name__}: matmuls dispatch to the {rules.label} sparse kernel")
-        )
-    else:
-        dense_checks.append(
-            Check(
-                "packed",
-                "dense",
-                "W is a dense tensor: F.linear runs the dense GEMM and multiplies every zero; only "
-                "torch.sparse.to_sparse_semi_structured(W) makes it sparse",
-                "ao sparsity README; PyTorch semi-structured tutorial",
-            )
-        )
-
-    # -- device and GPU ---------------------------------------------------------------------------
-    if not on_gpu:
-        pack_checks.append(
-            Check(
-                "device",
-                "error",
-                "no CUDA GPU: to_sparse_semi_structured accepts CUDA tensors only and PyTorch has no 2:4 kernel "
-                "for the CPU",
-                "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape",
-            )
-        )
-    else:
-        if not packed and W.device.type not in ("cuda", "meta"):
-            pack_checks.append(Check("device", "info", f"W is on {W.device}; judged as if moved with W.to('cuda') first"))
-        else:
-            pack_checks.append(Check("device", "ok", "CUDA"))
-        problem = rules.capability_problem(env.capability, env.cusparselt_version)
-        if problem:
-            pack_checks.append(Check("capability", "error", problem))
-        else:
-            pack_checks.append(Check("capability", "ok", f"compute capability {env.capability_str} runs {rules.label}"))
-        if backend == "cusparselt" and not env.cusparselt_available:
-            pack_checks.append(
-                Check(
-                    "backend",
-                    "error",
-                    "this torch build has no cuSPARSELt (torch.backends.cusparselt.is_available() is False); "
-                    "on 8.x, torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS = True selects CUTLASS",
-                    "pytorch#115077",
-                )
-            )
-    if not packed:
-        forced = "" if backend == default_backend() else " (asked for explicitly; torch's default is "
-        forced += "" if not forced else f"{backend_rules(default_backend()).label})"
-        pack_checks.append(Check("backend", "info", f"to_sparse_semi_structured would use {rules.label}{forced}"))
-
-    # -- dtype, rank, contiguity, shape: the conversion's own checks -------------------------------
-    shape_rule = rules.shapes.get(W.dtype)
-    if shape_rule is None:
-        others = [
-            backend_rules(b).label for b in ("cusparselt", "cutlass") if b != backend and W.dtype in backend_rules(b).shapes
-        ]
-        hint = f"; {', '.join(others)} takes it" if others else ""
-        pack_checks.append(
-            Check(
-                "dtype",
-                "error",
-                f"{rules.label} in this torch takes {', '.join(_dtype_name(d) for d in rules.dtypes)}, "
-                f"not {_dtype_name(W.dtype)}{hint}; convert W (and x) to float16 or bfloat16",
-                rules.source,
-            )
-        )
-    else:
-        mm_problem = rules.mm_problem(W.dtype)
-        gpu_problem = rules.dtype_problem(W.dtype, env.capability, env.cusparselt_version) if on_gpu else None
-        result_problem = rules.mm_result_problem(W.dtype)
-        if mm_problem or gpu_problem:
-            pack_checks.append(Check("dtype", "error", "; ".join(p for p in (gpu_problem, mm_problem) if p)))
-        elif result_problem:
-            pack_checks.append(Check("dtype", "wrong", result_problem, rules.source))
-        else:
-            pack_checks.append(Check("dtype", "ok", f"{_dtype_name(W.dtype)}", rules.source))
-    if not packed and not W.is_contiguous():
-        pack_checks.append(
-            Check(
-                "contiguous",
-                "error",
-                f"W is not contiguous (strides {tuple(W.stride())}, e.g. a transposed view); conversion raises: "
-                "pass W.contiguous()",
-                "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape",
-            )
-        )
-    if shape_rule is not None:
-        r, c = shape_rule.sparse_min_rows, shape_rule.sparse_min_cols
-        bad = []
-        if N < r or N % r:
-            bad.append(f"N={N} rows (out_features) must be >= and a multiple of {r}")
-        if K < c or K % c:
-            bad.append(f"K={K} columns (in_features) must be >= and a multiple of {c}")
-        if bad and not packed:
-            pack_checks.append(
-                Check(
-                    "shape",
-                    "error",
-                    f"{rules.label} {_dtype_name(W.dtype)}: " + "; ".join(bad) + " (pad W with zeros, slice the output)",
-                    rules.source,
-                )
-            )
-        elif not packed:
-            pack_checks.append(Check("shape", "ok", f"{N}x{K} fits the {r}x{c} minimum and multiples", rules.source))
-
-    # -- the pattern: PyTorch never checks it -----------------------------------------------------
-    if not packed:
-        pack_checks.append(_structure_check(W, rules.pattern(W.dtype), backend, structure))
-
-    # -- the activation: padding of M ------------------------------------------------------------
-    M_padded = None
-    x_rule = rules.shapes.get(x_dtype)
-    if M is not None and x_rule is not None:
-        mult = x_rule.dense_min_rows
-        M_padded = -(-M // mult) * mult
-        if M_padded != M:
-            wasted = 1 - M / M_padded
-            pack_checks.append(
-                Check(
-                    "padding",
-                    "slow",
-                    f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
-                    f"so {wasted:.1%} of its rows are padding",
-                    f"{rules.source}; pytorch#111339",
-                )
-            )
-        elif M <= _FEW_TOKENS:
-            pack_checks.append(
-                Check(
-                    "padding",
-                    "slow",
-                    f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
-                    "PyTorch's sparse path were slower than dense",
-                    "pytorch#111339; ao#1460",
-                )
-            )
-        else:
-            pack_checks.append(Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding"))
-
-    # -- verdicts ---------------------------------------------------------------------------------
-    x_broken = any(c.status == "error" for c in dense_checks)
-    pack_broken = any(c.status == "error" for c in pack_checks)
-    if_packed = "error" if (x_broken or pack_broken) else f"sparse-{backend}"
-    path = if_packed if packed else ("error" if x_broken else "dense")
     return Verdict(
         path=path,
         if_packed=if_packed,
@@ -397,6 +247,231 @@ def explain(
         M=M,
         M_padded=M_padded,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules. Each takes the question (a _Case) and returns its findings: a list of Checks, empty
+# when the rule has nothing to say. explain() runs them in order; _verdict() reads the outcome.
+
+
+@dataclass(frozen=True)
+class _Case:
+    """Everything the rules need to know about one ``F.linear(x, W)`` question."""
+
+    W: torch.Tensor
+    packed: bool
+    backend: str
+    rules: object  # twofour.dispatch.rules.BackendRules of ``backend``
+    env: object  # twofour.dispatch.Environment of the target
+    N: int
+    K: int
+    M: int | None
+    K_x: int | None
+    x_dtype: torch.dtype
+    structure: StructureReport | None
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(self.env.cuda_available)
+
+
+def _activation_rule(case: _Case) -> list[Check]:
+    """x must fit W whatever the kernel: the same K and the same dtype."""
+    found = []
+    if case.K_x is not None and case.K_x != case.K:
+        found.append(
+            Check("x", "error", f"x has K={case.K_x} columns but W has K={case.K} (in_features); F.linear raises a shape error")
+        )
+    if case.x_dtype != case.W.dtype:
+        found.append(
+            Check(
+                "x",
+                "error",
+                f"x is {_dtype_name(case.x_dtype)} but W is {_dtype_name(case.W.dtype)}; F.linear needs one dtype "
+                "(cuSPARSELt also refuses mixed dtypes)",
+                "torch/sparse/semi_structured.py, _mm",
+            )
+        )
+    return found
+
+
+def _representation_rule(case: _Case) -> list[Check]:
+    """A dense tensor takes the dense GEMM, zeros and all; only a packed one dispatches to 2:4."""
+    if case.packed:
+        return [Check("packed", "ok", f"W is a {type(case.W).__name__}: matmuls dispatch to the {case.rules.label} sparse kernel")]
+    return [
+        Check(
+            "packed",
+            "dense",
+            "W is a dense tensor: F.linear runs the dense GEMM and multiplies every zero; only "
+            "torch.sparse.to_sparse_semi_structured(W) makes it sparse",
+            "ao sparsity README; PyTorch semi-structured tutorial",
+        )
+    ]
+
+
+def _device_rule(case: _Case) -> list[Check]:
+    """The conversion takes CUDA tensors only; a CPU W is judged as if moved to the GPU."""
+    if not case.on_gpu:
+        return [
+            Check(
+                "device",
+                "error",
+                "no CUDA GPU: to_sparse_semi_structured accepts CUDA tensors only and PyTorch has no 2:4 kernel "
+                "for the CPU",
+                "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape",
+            )
+        ]
+    if not case.packed and case.W.device.type not in ("cuda", "meta"):
+        return [Check("device", "info", f"W is on {case.W.device}; judged as if moved with W.to('cuda') first")]
+    return [Check("device", "ok", "CUDA")]
+
+
+def _capability_rule(case: _Case) -> list[Check]:
+    """The GPU's compute capability must run the backend (nothing to say without a GPU)."""
+    if not case.on_gpu:
+        return []
+    problem = case.rules.capability_problem(case.env.capability, case.env.cusparselt_version)
+    if problem:
+        return [Check("capability", "error", problem)]
+    return [Check("capability", "ok", f"compute capability {case.env.capability_str} runs {case.rules.label}")]
+
+
+def _backend_rule(case: _Case) -> list[Check]:
+    """The backend must be in the torch build; for a dense W, say which one packing would use."""
+    found = []
+    if case.on_gpu and build_lacks(case.backend, case.env):
+        found.append(
+            Check(
+                "backend",
+                "error",
+                f"{NO_CUSPARSELT}); "
+                "on 8.x, torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS = True selects CUTLASS",
+                "pytorch#115077",
+            )
+        )
+    if not case.packed:
+        forced = "" if case.backend == default_backend() else " (asked for explicitly; torch's default is "
+        forced += "" if not forced else f"{backend_rules(default_backend()).label})"
+        found.append(Check("backend", "info", f"to_sparse_semi_structured would use {case.rules.label}{forced}"))
+    return found
+
+
+def _dtype_rule(case: _Case) -> list[Check]:
+    """The backend must take W's dtype, on this GPU, and compute the right result with it."""
+    rules, dtype = case.rules, case.W.dtype
+    if rules.shapes.get(dtype) is None:
+        others = [
+            backend_rules(b).label for b in ("cusparselt", "cutlass") if b != case.backend and dtype in backend_rules(b).shapes
+        ]
+        hint = f"; {', '.join(others)} takes it" if others else ""
+        return [
+            Check(
+                "dtype",
+                "error",
+                f"{rules.label} in this torch takes {', '.join(_dtype_name(d) for d in rules.dtypes)}, "
+                f"not {_dtype_name(dtype)}{hint}; convert W (and x) to float16 or bfloat16",
+                rules.source,
+            )
+        ]
+    mm_problem = rules.mm_problem(dtype)
+    gpu_problem = rules.dtype_problem(dtype, case.env.capability, case.env.cusparselt_version) if case.on_gpu else None
+    result_problem = rules.mm_result_problem(dtype)
+    if mm_problem or gpu_problem:
+        return [Check("dtype", "error", "; ".join(p for p in (gpu_problem, mm_problem) if p))]
+    if result_problem:
+        return [Check("dtype", "wrong", result_problem, rules.source)]
+    return [Check("dtype", "ok", f"{_dtype_name(dtype)}", rules.source)]
+
+
+def _contiguity_rule(case: _Case) -> list[Check]:
+    """The conversion refuses a non-contiguous W (a transposed view, say)."""
+    if case.packed or case.W.is_contiguous():
+        return []
+    return [
+        Check(
+            "contiguous",
+            "error",
+            f"W is not contiguous (strides {tuple(case.W.stride())}, e.g. a transposed view); conversion raises: "
+            "pass W.contiguous()",
+            "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape",
+        )
+    ]
+
+
+def _shape_rule(case: _Case) -> list[Check]:
+    """N and K must reach the dtype's minimum and be multiples of it (nothing to say once packed)."""
+    shape_rule = case.rules.shapes.get(case.W.dtype)
+    if shape_rule is None or case.packed:
+        return []
+    r, c = shape_rule.sparse_min_rows, shape_rule.sparse_min_cols
+    N, K, rules = case.N, case.K, case.rules
+    bad = []
+    if N < r or N % r:
+        bad.append(f"N={N} rows (out_features) must be >= and a multiple of {r}")
+    if K < c or K % c:
+        bad.append(f"K={K} columns (in_features) must be >= and a multiple of {c}")
+    if bad:
+        return [
+            Check(
+                "shape",
+                "error",
+                f"{rules.label} {_dtype_name(case.W.dtype)}: " + "; ".join(bad) + " (pad W with zeros, slice the output)",
+                rules.source,
+            )
+        ]
+    return [Check("shape", "ok", f"{N}x{K} fits the {r}x{c} minimum and multiples", rules.source)]
+
+
+def _structure_rule(case: _Case) -> list[Check]:
+    """Is W really n:m along K? PyTorch never checks it (a packed W has no zeros left to check)."""
+    if case.packed:
+        return []
+    return [_structure_check(case.W, case.rules.pattern(case.W.dtype), case.backend, case.structure)]
+
+
+def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
+    """The sparse kernel pads x's M rows to the dtype's multiple; short GEMMs are slow anyway.
+
+    Returns the findings and ``M_padded`` (None when M or the rule is unknown).
+    """
+    x_rule = case.rules.shapes.get(case.x_dtype)
+    M = case.M
+    if M is None or x_rule is None:
+        return [], None
+    mult = x_rule.dense_min_rows
+    M_padded = -(-M // mult) * mult
+    if M_padded != M:
+        wasted = 1 - M / M_padded
+        return [
+            Check(
+                "padding",
+                "slow",
+                f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
+                f"so {wasted:.1%} of its rows are padding",
+                f"{case.rules.source}; pytorch#111339",
+            )
+        ], M_padded
+    if M <= _FEW_TOKENS:
+        return [
+            Check(
+                "padding",
+                "slow",
+                f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
+                "PyTorch's sparse path were slower than dense",
+                "pytorch#111339; ao#1460",
+            )
+        ], M_padded
+    return [Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding")], M_padded
+
+
+def _verdict(case: _Case, dense_checks: list[Check], pack_checks: list[Check]) -> tuple[str, str]:
+    """(path, if_packed) from the findings: any error breaks the path it belongs to."""
+    x_broken = any(c.status == "error" for c in dense_checks)
+    pack_broken = any(c.status == "error" for c in pack_checks)
+    if_packed = "error" if (x_broken or pack_broken) else f"sparse-{case.backend}"
+    path = if_packed if case.packed else ("error" if x_broken else "dense")
+    return path, if_packed
 
 
 def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:

@@ -118,6 +118,15 @@ def _label(backend: str) -> str:
     return {"cusparselt": "cuSPARSELt", "cutlass": "CUTLASS"}.get(backend, backend)
 
 
+# What both probe() and explain() say when the build lacks cuSPARSELt (one place for the check).
+NO_CUSPARSELT = "this torch build has no cuSPARSELt (torch.backends.cusparselt.is_available() is False"
+
+
+def build_lacks(backend: str, env: Environment) -> bool:
+    """True when ``backend`` is missing from the torch build ``env`` describes (only cuSPARSELt can be)."""
+    return backend == "cusparselt" and not env.cusparselt_available
+
+
 def _statuses(env: Environment) -> tuple[BackendStatus, ...]:
     out = []
     for name in BACKENDS:
@@ -126,11 +135,8 @@ def _statuses(env: Environment) -> tuple[BackendStatus, ...]:
             usable, why = False, "no CUDA GPU: to_sparse_semi_structured accepts CUDA tensors only"
         else:
             problem = rules.capability_problem(env.capability, env.cusparselt_version)
-            if problem is None and name == "cusparselt" and not env.cusparselt_available:
-                problem = (
-                    "this torch build has no cuSPARSELt (torch.backends.cusparselt.is_available() is False; "
-                    "pytorch#115077)"
-                )
+            if problem is None and build_lacks(name, env):
+                problem = f"{NO_CUSPARSELT}; pytorch#115077)"
             usable = problem is None
             why = problem or f"compute capability {env.capability_str} is supported"
         out.append(BackendStatus(name, rules.label, usable, why, rules.dtypes))

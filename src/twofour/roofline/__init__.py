@@ -74,8 +74,9 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
-from ..hardware import GPUSpec, _dtype_key, get_gpu
-from ..packing import packed_bytes, packed_ratio
+from .._dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
+from ..hardware import GPUSpec, get_gpu
+from ..packing import packed_bytes
 from .formats import (
     WEIGHT_FORMATS,
     Capacity,
@@ -124,34 +125,19 @@ __all__ = [
     "capacity_at_tpot",
 ]
 
-GEMM_DTYPES = ("fp16", "bf16", "fp8", "int8", "tf32")
+# Row multiple of the 2:4 path's dense operand, bytes per input and output element, and what
+# twofour.packing counts for the packed weight: all from the one dtype table, twofour._dtypes
+# (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS, facts.md §3). Older releases padded
+# fp16 activations to 32 rows (pytorch#111339): pass Efficiency(pad_to=32) for them.
+_PAD_MULTIPLE = {(backend, d): mult for d, f in DTYPES.items() for backend, mult in f.pad_multiple.items()}
+_IN_BYTES = {d: f.in_bytes for d, f in DTYPES.items()}
+_OUT_BYTES = {d: f.out_bytes for d, f in DTYPES.items()}
 
-# Dense-operand row multiple of PyTorch's 2:4 path, per backend and dtype. Source:
-# torch/sparse/semi_structured.py, _DTYPE_SHAPE_CONSTRAINTS (facts.md §3). Older releases
-# padded fp16 activations to 32 rows (pytorch#111339): pass Efficiency(pad_to=32) for them.
-_PAD_MULTIPLE = {
-    ("cuSPARSELt", "fp16"): 8,
-    ("cuSPARSELt", "bf16"): 8,
-    ("cuSPARSELt", "int8"): 16,
-    ("cuSPARSELt", "fp8"): 16,
-    ("cuSPARSELt", "tf32"): 4,
-    ("CUTLASS", "fp16"): 8,
-    ("CUTLASS", "bf16"): 8,
-    ("CUTLASS", "int8"): 16,
-    ("CUTLASS", "tf32"): 4,
-}
 
-# Bytes per element of the inputs, and of the output (see the module docstring).
-_IN_BYTES = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "tf32": 4}
-_OUT_BYTES = {"fp16": 2, "bf16": 2, "fp8": 2, "int8": 2, "tf32": 4}
-# What twofour.packing should count for the packed weight: (dtype or bit width, n, m).
-_PACKING = {
-    "fp16": (torch.float16, 2, 4),
-    "bf16": (torch.bfloat16, 2, 4),
-    "int8": (torch.int8, 2, 4),
-    "fp8": (8, 2, 4),
-    "tf32": (torch.float32, 1, 2),  # sparse tensor cores run 32-bit values as 1:2
-}
+def _packed_weight_bytes(N: int, K: int, d: str) -> int:
+    """Bytes of the packed ``[N, K]`` weight in dtype ``d`` (twofour.packing's count, the table's form)."""
+    f = DTYPES[d]
+    return packed_bytes((N, K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits)
 
 
 def _require_positive_int(name: str, value) -> int:
@@ -402,8 +388,7 @@ def _gemm_dtype(dtype) -> str:
     return d
 
 
-_TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8,
-                "fp8": getattr(torch, "float8_e4m3fn", None), "tf32": torch.float32}
+_TORCH_DTYPE = {d: getattr(torch, f.torch_name, None) for d, f in DTYPES.items()}
 
 
 @functools.lru_cache(maxsize=None)
@@ -561,7 +546,6 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         raise TypeError(f"params must be an Efficiency or None, got {type(e).__name__}")
     mult = e.pad_to or pad_multiple(backend, d)
     M_padded = math.ceil(M / mult) * mult
-    pack_dtype, n, m = _PACKING[d]
     common = dict(mem_bw_gbs=spec.mem_bw_gbs, sms=spec.sms, in_bytes=_IN_BYTES[d],
                   out_bytes=_OUT_BYTES[d], tile_m=e.tile_m, tile_n=e.tile_n)
     t_dense, bound_dense, wave_dense = gemm_time_s(
@@ -570,7 +554,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         host_us=e.host_us("dense", scenario), **common)
     t_sparse, bound_sparse, wave_sparse = gemm_time_s(
         M_padded, N, K, peak_tflops=spec.peak_tflops(d, sparse=True),
-        weight_bytes=packed_bytes((N, K), pack_dtype, n, m),
+        weight_bytes=_packed_weight_bytes(N, K, d),
         compute_eff=e.sparse_compute, memory_eff=e.sparse_memory, overhead_us=e.device_us("sparse", scenario),
         host_us=e.host_us("sparse", scenario, backend), **common)
     return Prediction(M, N, K, d, spec.name, backend, M_padded, t_dense * 1e6, t_sparse * 1e6,
@@ -633,9 +617,7 @@ def ceilings(dtype) -> dict[str, float]:
         1.6
     """
     d = _gemm_dtype(dtype)
-    pack_dtype, n, m = _PACKING[d]
-    ratio = packed_ratio(pack_dtype, n, m)
-    return {"compute": 2.0, "memory": 1 / ratio}
+    return {"compute": 2.0, "memory": 1 / DTYPES[d].packed_ratio}
 
 
 def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool = False) -> float:
@@ -649,8 +631,7 @@ def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool =
     """
     _check_shape(M, N, K)
     d = _gemm_dtype(dtype)
-    pack_dtype, n, m = _PACKING[d]
-    weight = packed_bytes((N, K), pack_dtype, n, m) if sparse else N * K * _IN_BYTES[d]
+    weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
     n_bytes = weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
     return 2 * M * N * K / n_bytes
 
@@ -699,8 +680,7 @@ def _side_terms(points, spec_of, kind: str, tile_m: int, tile_n: int, pad_to):
         if kind == "sparse":
             mult = pad_to or pad_multiple(backend, d)
             M = math.ceil(M / mult) * mult
-            pack_dtype, n, m = _PACKING[d]
-            weight = packed_bytes((N, K), pack_dtype, n, m)
+            weight = _packed_weight_bytes(N, K, d)
             peak = spec.peak_tflops(d, sparse=True)
         else:
             weight = N * K * _IN_BYTES[d]

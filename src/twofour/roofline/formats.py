@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._dtypes import SPARSE_24
 from ..hardware import get_gpu
 from ..models import TransformerConfig, parameter_counts
 
@@ -87,8 +88,9 @@ class WeightFormat:
 
     @property
     def bits_per_weight(self) -> float:
-        kept = 0.5 if self.sparse_24 else 1.0
-        meta = 2.0 * kept if self.sparse_24 else 0.0
+        n, m, meta_bits = SPARSE_24  # the dtype table's 2:4: 2 of 4 kept, 2 bits of position each
+        kept = n / m if self.sparse_24 else 1.0
+        meta = meta_bits * kept if self.sparse_24 else 0.0
         scales = self.scale_bits / self.group_size if self.group_size else 0.0
         return kept * self.value_bits + meta + scales
 

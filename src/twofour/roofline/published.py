@@ -46,6 +46,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._dtypes import SPARSE_24_DTYPES, dtype_key
 from .._jsonfile import read_json
 
 __all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "points", "published_records", "PUBLISHED_PATH"]
@@ -59,8 +60,16 @@ _GPU_NAMES = {
     "H100": "H100", "H100-class": "H100", "H100 (Hopper)": "H100",
     "H200": "H200", "NVIDIA H200": "H200", "A10G": "A10G", "L4": "L4", "B200": "B200",
 }
-_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "float16": "fp16",
-           "bfloat16": "bf16"}
+
+
+def _dtype_of(text) -> str | None:
+    """The 2:4 dtype key of a results row's dtype (``"float16"`` -> ``"fp16"``), None for prose
+    such as ``"fp8 (e4m3, rowwise ...)"`` or ``"unknown (16-bit)"``: such rows are not fitted."""
+    try:
+        key = dtype_key(text)
+    except ValueError:
+        return None
+    return key if key in SPARSE_24_DTYPES else None
 
 # Published kernels their own source calls immature: fitting to them would teach the model a
 # software bug. Each entry says why, in the words of the caveat.
@@ -158,7 +167,7 @@ def _published_scenario(r: dict) -> str:
 
 def _from_published(r: dict) -> Point:
     gpu = _GPU_NAMES.get(r.get("gpu") or "")
-    dtype = _DTYPES.get(str(r.get("dtype")))
+    dtype = _dtype_of(r.get("dtype"))
     backend = _backend(r.get("backend"))
     point = dict(
         id=r["id"], origin="published", source=r.get("source_url") or r["id"], source_url=r.get("source_url") or "",
@@ -213,7 +222,7 @@ def _from_results(res) -> list[Point]:
                 id=f"{Path(res.path or 'results').stem}:{row['shape']}:M{row['M']}:{row['dtype']}:{row['backend']}:{mode}",
                 origin="measured", source=label, source_url=str(res.path or ""),
                 gpu=spec.name if spec else None, gpu_as_reported=str(prov.get("gpu_name")), backend=row["backend"],
-                dtype=_DTYPES.get(row["dtype"]), M=row["M"], N=row["N"], K=row["K"],
+                dtype=_dtype_of(row["dtype"]), M=row["M"], N=row["N"], K=row["K"],
                 speedup=row["dense_ms"] / row["sparse_ms"], dense_us=row["dense_ms"] * 1e3, sparse_us=row["sparse_ms"] * 1e3,
                 scenario=scenario, reliability="high", caveats=f"timing mode {mode}; {res.settings.get('cache_note', '')}",
                 kind="gemm", excluded=why, extra={"shape": row["shape"], "mode": mode, "command": prov.get("command")},

@@ -1,0 +1,128 @@
+"""The one table of dtype facts: bytes, the packed form, and PyTorch's padding, per GEMM dtype.
+
+Before this table the same numbers lived in ``twofour.request``, ``twofour.roofline`` and
+``twofour.packing`` (and again in the JavaScript calculators), with nothing tying them. Now each
+of those reads :data:`DTYPES`, the calculators get it through the generated
+``docs/js/calc/fitted.js`` (``twofour golden --fitted-js``), and ``tests/test_dtypes.py``
+checks that every module's view of a dtype agrees with this table.
+
+What a row says, and where each fact comes from:
+
+* ``in_bytes``: bytes per element of the GEMM inputs (weight, activation) and, by default, of
+  every other tensor the request model reads (KV cache, embedding);
+* ``out_bytes``: bytes per element the GEMM writes. 8-bit GEMMs are assumed to write bf16, as
+  scaled matmuls usually do;
+* ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores. ``n`` of every ``m``
+  values are kept, each with ``meta_bits`` of position: 2:4 with a 2-bit index for 16- and 8-bit
+  types; 32-bit values run as 1:2 with their metadata written as for two 16-bit halves (4 bits
+  per kept value) (facts.md §2; NVIDIA's sparse tensor-core documentation);
+* ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``:
+  ``1/2 * 18/16 = 0.5625`` for fp16/bf16, ``1/2 * 10/8 = 0.625`` for fp8/int8;
+* ``pad_multiple``: the dense operand's row multiple of PyTorch's 2:4 path per backend
+  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``; facts.md §3). Older
+  releases padded fp16 activations to 32 rows (pytorch#111339). CUTLASS has no fp8 path.
+
+>>> DTYPES["bf16"].packed_ratio, DTYPES["fp8"].packed_ratio, DTYPES["tf32"].packed_ratio
+(0.5625, 0.625, 0.5625)
+>>> dtype_key("torch.bfloat16"), dtype_key("float8_e4m3fn"), dtype_key("half")
+('bf16', 'fp8', 'fp16')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+__all__ = ["DtypeFacts", "DTYPES", "GEMM_DTYPES", "SPARSE_24_DTYPES", "DTYPE_KEYS", "dtype_key", "nm_ratio",
+           "SPARSE_24", "BACKENDS"]
+
+# The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
+# short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
+# peaks), but has no row in DTYPES: float32 on tensor cores is tf32.
+DTYPE_KEYS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+_ALIASES = {
+    "float16": "fp16", "half": "fp16", "fp16": "fp16",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "fp8": "fp8", "e4m3": "fp8",
+    "int8": "int8",
+    "tf32": "tf32",
+    "float32": "fp32", "float": "fp32", "fp32": "fp32",
+}
+
+BACKENDS: tuple[str, ...] = ("cuSPARSELt", "CUTLASS")
+# The 2:4 pattern of 16- and 8-bit types: (n kept, of m, metadata bits per kept value).
+SPARSE_24: tuple[int, int, int] = (2, 4, 2)
+
+
+def nm_ratio(value_bits: int | float, n: int, m: int, meta_bits: int | float) -> float:
+    """Packed / dense bytes of an n:m form: ``n/m * (value_bits + meta_bits) / value_bits``.
+
+    The operation order is the one the JavaScript calculators repeat, so the floats match bit
+    for bit.
+
+    >>> nm_ratio(16, 2, 4, 2), nm_ratio(8, 2, 4, 2), nm_ratio(4, 4, 8, 1)
+    (0.5625, 0.625, 0.625)
+    """
+    return n / m * (value_bits + meta_bits) / value_bits
+
+
+@dataclass(frozen=True)
+class DtypeFacts:
+    """One GEMM dtype: what its elements cost and how its 2:4 (or 1:2) form is stored."""
+
+    key: str
+    torch_name: str
+    in_bytes: int
+    out_bytes: int
+    n: int
+    m: int
+    meta_bits: int
+    pad_multiple: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def value_bits(self) -> int:
+        return 8 * self.in_bytes
+
+    @property
+    def packed_ratio(self) -> float:
+        return nm_ratio(self.value_bits, self.n, self.m, self.meta_bits)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able values, as ``fitted.js`` carries them to the calculators."""
+        return {"torch_name": self.torch_name, "in_bytes": self.in_bytes, "out_bytes": self.out_bytes,
+                "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits,
+                "packed_ratio": self.packed_ratio, "pad_multiple": dict(self.pad_multiple)}
+
+
+def _row(key, torch_name, in_bytes, out_bytes, nmk, pads) -> DtypeFacts:
+    n, m, meta = nmk
+    return DtypeFacts(key, torch_name, in_bytes, out_bytes, n, m, meta, MappingProxyType(pads))
+
+
+DTYPES: Mapping[str, DtypeFacts] = MappingProxyType({
+    f.key: f
+    for f in (
+        _row("fp16", "float16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
+        _row("bf16", "bfloat16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
+        _row("fp8", "float8_e4m3fn", 1, 2, SPARSE_24, {"cuSPARSELt": 16}),
+        _row("int8", "int8", 1, 2, SPARSE_24, {"cuSPARSELt": 16, "CUTLASS": 16}),
+        # float32 on sparse tensor cores: 1:2, 4 metadata bits per kept value.
+        _row("tf32", "float32", 4, 4, (1, 2, 4), {"cuSPARSELt": 4, "CUTLASS": 4}),
+    )
+})
+GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
+# The dtypes of 2:4 proper (n=2 of m=4): what the request model and the calculators accept.
+SPARSE_24_DTYPES: tuple[str, ...] = tuple(k for k, f in DTYPES.items() if (f.n, f.m, f.meta_bits) == SPARSE_24)
+
+
+def dtype_key(dtype) -> str:
+    """Normalise ``torch.float16`` / ``"float16"`` / ``"fp16"`` to a key of :data:`DTYPE_KEYS`.
+
+    >>> dtype_key("FP16"), dtype_key("float32")
+    ('fp16', 'fp32')
+    """
+    name = str(dtype).replace("torch.", "").lower()
+    if name not in _ALIASES:
+        raise ValueError(f"dtype must be one of {DTYPE_KEYS} (or the torch dtype), got {dtype!r}")
+    return _ALIASES[name]
