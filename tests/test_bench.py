@@ -65,7 +65,16 @@ def test_load_rejects_bad_files(tmp_path):
     with pytest.raises(ValueError, match="expected one of .*'twofour-bench/2'"):
         load_results(bad)
     bad.write_text(json.dumps({"schema": "twofour-bench/1", "provenance": {"device": "cpu"}, "points": []}))
-    with pytest.raises(ValueError, match="lacks provenance fields"):
+    with pytest.raises(ValueError, match=r"provenance lacks fields \['capability', 'command'"):
+        load_results(bad)
+    good_prov = {k: "x" for k in REQUIRED_PROVENANCE}
+    bad.write_text(json.dumps({"schema": "twofour-bench/2", "provenance": good_prov,
+                               "points": [{"M": 0, "N": 8, "K": 8, "dtype": "float32", "dense": {"median_ms": 1.0}}]}))
+    with pytest.raises(ValueError, match="points/0/M: 0 is less than the minimum of 1"):
+        load_results(bad)
+    bad.write_text(json.dumps({"schema": "twofour-bench/2", "provenance": good_prov,
+                               "points": [{"M": 1, "N": 8, "K": 8, "dtype": "float32"}]}))
+    with pytest.raises(ValueError, match=r"points/0 lacks fields \['dense'\]"):
         load_results(bad)
 
 

@@ -379,7 +379,11 @@ def test_load_rejects_other_files(tmp_path):
     with pytest.raises(ValueError, match="not a twofour quality results file"):
         QualityTable.load(bad)
     bad.write_text(json.dumps({"kind": "twofour.quality", "version": RESULTS_VERSION, "rows": [{"size": "x"}]}))
-    with pytest.raises(ValueError, match="row 0 has fields"):
+    with pytest.raises(ValueError, match=r"rows/0 lacks fields \['criterion'"):
+        QualityTable.load(bad)
+    bad.write_text(json.dumps({"kind": "twofour.quality", "version": RESULTS_VERSION,
+                               "rows": [{**json.loads(stored_sweep_path().read_text())["rows"][0], "colour": "red"}]}))
+    with pytest.raises(ValueError, match=r"rows/0: Additional properties are not allowed \('colour' was unexpected\)"):
         QualityTable.load(bad)
 
 

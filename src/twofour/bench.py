@@ -54,7 +54,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from ._jsonfile import read_json
+from ._jsonfile import check_schema, read_json
 from .device import environment
 from .models import get_preset, linear_shapes
 from .structure import prune
@@ -90,6 +90,46 @@ DATA_DIR = Path(__file__).parent / "data"
 # kernels accumulate in different orders; bf16 has 8 mantissa bits, fp16 11.
 TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 REQUIRED_PROVENANCE = ("device", "gpu_name", "capability", "driver", "cuda", "torch", "cusparselt", "date", "command")
+_TIMING = {"type": "object", "required": ["median_ms"], "properties": {"median_ms": {"type": "number", "exclusiveMinimum": 0}}}
+# What a results file must hold for the readers below (the schema version is checked first, with its own message).
+RESULTS_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "provenance", "points"],
+    "properties": {
+        "provenance": {"type": "object", "required": list(REQUIRED_PROVENANCE)},
+        "settings": {"type": "object"},
+        "points": {"type": "array", "items": {
+            "type": "object",
+            "required": ["M", "N", "K", "dtype", "dense"],
+            "properties": {
+                "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
+                "K": {"type": "integer", "minimum": 1}, "dtype": {"type": "string"},
+                "dense": {"anyOf": [_TIMING, {"type": "object", "required": ["error"]}]},
+                "sparse": {"type": "object"}, "modes": {"type": "object"},
+            },
+        }},
+    },
+}
+ALG_SEARCH_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "provenance", "cases"],
+    "properties": {
+        "schema": {"const": "twofour-cslt-algsearch/1"},
+        "provenance": {"type": "object"},
+        "cases": {"type": "array", "items": {
+            "type": "object",
+            "required": ["shape", "M", "N", "K", "dense_ms", "default_ms", "best", "configs"],
+            "properties": {
+                "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
+                "K": {"type": "integer", "minimum": 1},
+                "dense_ms": {"type": "number", "exclusiveMinimum": 0},
+                "default_ms": {"type": "number", "exclusiveMinimum": 0},
+                "best": {"type": "object", "required": ["ms", "alg_id"]},
+                "configs": {"type": "array"},
+            },
+        }},
+    },
+}
 _DTYPES = {"float16": torch.float16, "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float32": torch.float32, "fp32": torch.float32}
 
@@ -576,14 +616,8 @@ def load_results(path) -> Results:
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
                          f"expected one of {READABLE_SCHEMAS}")
-    missing = [k for k in REQUIRED_PROVENANCE if k not in data.get("provenance", {})]
-    if missing:
-        raise ValueError(f"results file {str(path)!r} lacks provenance fields {missing}")
-    for i, p in enumerate(data.get("points", [])):
-        lacking = [k for k in ("M", "N", "K", "dtype", "dense") if k not in p]
-        if lacking:
-            raise ValueError(f"results file {str(path)!r}: point {i} lacks {lacking}")
-    return Results(data["provenance"], data.get("settings", {}), data.get("points", []), data["schema"], str(path))
+    check_schema(data, RESULTS_SCHEMA, f"results file {str(path)!r}")
+    return Results(data["provenance"], data.get("settings", {}), data["points"], data["schema"], str(path))
 
 
 def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
@@ -620,9 +654,7 @@ def recorded_alg_search(folder=None) -> list[dict]:
     folder = Path(folder) if folder is not None else DATA_DIR
     out = []
     for path in sorted(folder.glob("cslt-algsearch-*.json")):
-        data = read_json(path, "algorithm sweep file")
-        if data.get("schema") != "twofour-cslt-algsearch/1" or "cases" not in data:
-            raise ValueError(f"algorithm sweep file {str(path)!r} is not a twofour-cslt-algsearch/1 file with cases")
+        data = read_json(path, "algorithm sweep file", schema=ALG_SEARCH_SCHEMA)
         out += [dict(case, provenance=data["provenance"]) for case in data["cases"]]
     return out
 

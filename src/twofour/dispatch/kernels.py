@@ -405,6 +405,34 @@ class RecordedReport:
                 f"{str(p.get('date', ''))[:10]}")
 
 
+_ROW = {
+    "type": "object",
+    "required": ["name", "class", "device", "count", "time_us"],
+    "properties": {"name": {"type": "string"}, "class": {"enum": list(CLASSES)}, "device": {"type": "string"},
+                   "count": {"type": "integer", "minimum": 0}, "time_us": {"type": "number", "minimum": 0}},
+}
+# A kernel table file (``scripts/gpu_measure.py kernels`` writes them), as recorded_reports reads it.
+KERNEL_TABLE_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "provenance", "cases"],
+    "properties": {
+        "schema": {"const": "twofour-kernels/1"},
+        "provenance": {"type": "object"},
+        "probe": {"type": "array", "items": {"type": "array"}},
+        "cases": {"type": "array", "items": {
+            "type": "object",
+            "required": ["M", "N", "K", "dtype", "weight", "device", "calls", "time_us", "rows"],
+            "properties": {
+                "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
+                "K": {"type": "integer", "minimum": 1}, "calls": {"type": "integer", "minimum": 1},
+                "time_us": {"type": "object", "additionalProperties": {"type": "number"}},
+                "rows": {"type": "array", "items": _ROW},
+            },
+        }},
+    },
+}
+
+
 def recorded_reports(folder=None) -> list[RecordedReport]:
     """Kernel tables shipped in ``twofour/data/kernels-*.json`` (written by ``scripts/gpu_measure.py kernels``).
 
@@ -424,9 +452,7 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
     folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "data"
     out = []
     for path in sorted(folder.glob("kernels-*.json")):
-        data = read_json(path, "kernel table file")
-        if data.get("schema") != "twofour-kernels/1":
-            raise ValueError(f"kernel table file {str(path)!r} has schema {data.get('schema')!r}; expected 'twofour-kernels/1'")
+        data = read_json(path, "kernel table file", schema=KERNEL_TABLE_SCHEMA)
         probe = tuple(tuple(row) for row in data.get("probe", []))
         for case in data.get("cases", []):
             rows = tuple(KernelRow(r["name"], r["class"], r["device"], int(r["count"]), float(r["time_us"])) for r in case["rows"])

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from .._jsonfile import check_schema, read_json
 from .corpus import Corpus
 from .criteria import CALIBRATION_SEED, CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
 from .model import ModelConfig, TinyLM, prunable_linears
@@ -258,21 +259,25 @@ class QualityTable:
             raise ValueError(f"{source} is not a twofour quality results file (expected kind {RESULTS_KIND!r})")
         if data.get("version") != RESULTS_VERSION:
             raise ValueError(f"{source} has results version {data.get('version')!r}; this toolkit reads {RESULTS_VERSION}")
-        names = {f.name for f in fields(QualityRow)}
-        rows = []
-        for i, raw in enumerate(data.get("rows", [])):
-            if set(raw) != names:
-                raise ValueError(
-                    f"{source}: row {i} has fields {sorted(raw)}, expected {sorted(names)}"
-                )
-            rows.append(QualityRow(**raw))
+        check_schema(data, _results_schema(), source)
+        rows = [QualityRow(**raw) for raw in data["rows"]]
         return cls(rows, data.get("settings", {}), data.get("provenance", {}))
 
     @classmethod
     def load(cls, path: str | Path) -> QualityTable:
         """Read a results file written by :meth:`save` (e.g. the stored sweep)."""
         path = Path(path)
-        return cls.from_json(json.loads(path.read_text()), source=str(path))
+        return cls.from_json(read_json(path, "quality results file"), source=repr(str(path)))
+
+
+def _results_schema() -> dict:
+    """A results file's rows: every field of :class:`QualityRow`, nothing else (kind and version are checked first)."""
+    names = [f.name for f in fields(QualityRow)]
+    row = {"type": "object", "required": names, "additionalProperties": False,
+           "properties": {name: {} for name in names}}
+    return {"type": "object", "required": ["rows"],
+            "properties": {"rows": {"type": "array", "items": row}, "settings": {"type": "object"},
+                           "provenance": {"type": "object"}}}
 
 
 def stored_sweep_path() -> Path:

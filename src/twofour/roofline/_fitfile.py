@@ -5,10 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._jsonfile import read_json
+from .._jsonfile import check_schema, read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
 FIT_SCHEMA = "twofour-kernel-fit/1"
+# The parts of the file the model and the calibration report read.
+FIT_FILE_SCHEMA = {
+    "type": "object",
+    "required": ["base", "per_gpu", "provenance", "errors"],
+    "properties": {
+        "base": {"type": "object", "required": ["params"], "properties": {"params": {"type": "object"}}},
+        "per_gpu": {"type": "object", "additionalProperties": {"type": "object"}},
+        "provenance": {"type": "object"},
+        "errors": {"type": "object"},
+        "clamps": {"type": "array"},
+        "fitted_on": {"type": "array"},
+    },
+}
 
 
 def load_fit(path=None) -> dict:
@@ -18,7 +31,5 @@ def load_fit(path=None) -> dict:
     if not isinstance(data, dict) or data.get("schema") != FIT_SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"kernel fit file {str(path)!r} has schema {got!r}; expected {FIT_SCHEMA!r}")
-    for key in ("base", "per_gpu", "provenance", "errors"):
-        if key not in data:
-            raise ValueError(f"kernel fit file {str(path)!r} lacks {key!r}")
+    check_schema(data, FIT_FILE_SCHEMA, f"kernel fit file {str(path)!r}")
     return data

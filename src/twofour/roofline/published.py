@@ -130,14 +130,32 @@ class Point:
         return "M<=16" if self.M <= 16 else ("16<M<=256" if self.M <= 256 else "M>256")
 
 
+_SIZE = {"type": ["integer", "null"], "minimum": 1}
+_TEXT = {"type": ["string", "null"]}
+# One record of published-gemm.json as this module reads it (all fields: published-gemm.md).
+PUBLISHED_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "speedup", "gpu", "dtype", "backend", "reliability", "source_url", "caveats"],
+        "properties": {
+            "id": {"type": "string", "minLength": 1},
+            "speedup": {"type": "number", "exclusiveMinimum": 0},
+            "M": _SIZE, "N": _SIZE, "K": _SIZE,
+            "gpu": {"type": "string"}, "dtype": {"type": "string"}, "backend": {"type": "string"},
+            "reliability": {"type": "string"}, "source_url": _TEXT, "caveats": _TEXT,
+            "dense_time": {"type": ["number", "null"]}, "sparse_time": {"type": ["number", "null"]},
+            "time_unit": _TEXT,
+        },
+    },
+}
+
+
 @functools.lru_cache(maxsize=None)
 def published_records(path: str | None = None) -> tuple[dict, ...]:
     """The raw records of ``published-gemm.json`` (fields: see ``published-gemm.md``)."""
     file = Path(path) if path is not None else PUBLISHED_PATH
-    data = read_json(file, "published measurements file")
-    if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r for r in data):
-        raise ValueError(f"published measurements file {str(file)!r} must be a JSON list of records with an 'id'")
-    return tuple(data)
+    return tuple(read_json(file, "published measurements file", schema=PUBLISHED_SCHEMA))
 
 
 def _to_us(value, unit: str | None) -> float | None:
