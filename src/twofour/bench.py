@@ -54,6 +54,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from ._args import require_positive_int
 from ._jsonfile import check_schema, read_json
 from .device import environment
 from .models import get_preset, linear_shapes
@@ -270,8 +271,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     backend records the error there and the other modes still run.
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        require_positive_int(name, v)
     dtype = _dtype(dtype)
     device = torch.device(device)
     modes = _modes(modes, device)

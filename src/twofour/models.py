@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ._args import require_positive_int
+
 __all__ = [
     "TransformerConfig",
     "LinearShape",
@@ -57,8 +59,7 @@ class TransformerConfig:
     def __post_init__(self):
         for field_name in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"):
             value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{field_name} must be a positive int, got {value!r}")
+            require_positive_int(field_name, value)
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
         if self.heads % self.kv_heads:

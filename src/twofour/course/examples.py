@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._args import require_positive_int
 from .._tensors import require_weight
 from ..structure import prune
 
@@ -75,11 +76,6 @@ class TrainedExample:
             return float(torch.nn.functional.mse_loss(second(hidden), self.y_eval))
 
 
-def _check_positive(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 def trained_example(
     seed: int = 0,
     *,
@@ -114,7 +110,7 @@ def trained_example(
         ("batch", batch),
         ("n_eval", n_eval),
     ):
-        _check_positive(name, value)
+        require_positive_int(name, value)
     if informative > in_features:
         raise ValueError(f"informative must be at most in_features={in_features}, got {informative}")
 

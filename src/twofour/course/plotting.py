@@ -45,6 +45,8 @@ import matplotlib
 # Importing pyplot picks a backend; notebooks under CI run with MPLBACKEND=Agg already.
 import matplotlib.pyplot as plt
 
+from .._args import require_positive_int
+
 __all__ = [
     "Role", "ROLES", "SERIES", "FIGSIZE", "color", "series", "new_figure", "style",
     "describe", "figure_text", "figure_png", "install_notebook_display",
@@ -182,8 +184,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
         [7.0, 3.6]
     """
     for name, value in (("nrows", nrows), ("ncols", ncols)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int(name, value)
     for name, value in (("width", width), ("height", height)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise ValueError(f"{name} must be a positive number of inches or None, got {value!r}")

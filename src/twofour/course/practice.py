@@ -44,6 +44,7 @@ from pathlib import Path
 
 import torch
 
+from .._args import require_positive_int
 from .. import amdahl, hardware, models, packing, request, roofline, structure
 from ..dispatch import rules as dispatch_rules
 from ..funnel import funnel as _funnel
@@ -165,8 +166,7 @@ def wave_count(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -
     8
     """
     for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        require_positive_int(name, v)
     tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
     return math.ceil(tiles / sms)
 

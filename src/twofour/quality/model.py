@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._args import require_positive_int
+
 __all__ = ["ModelConfig", "TinyLM", "prunable_linears", "VOCAB_SIZE"]
 
 VOCAB_SIZE = 256  # bytes
@@ -47,8 +49,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "seq_len", "mlp_ratio"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ModelConfig.{name} must be a positive int, got {value!r}")
+            require_positive_int(f"ModelConfig.{name}", value)
         if self.d_model % 8:
             raise ValueError(
                 f"ModelConfig.d_model must be a multiple of 8 so every weight's in_features splits into "

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._args import require_positive_int
 from .corpus import Corpus
 from .model import ModelConfig, TinyLM
 
@@ -59,8 +60,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
+            require_positive_int(f"TrainConfig.{name}", value)
         for name in ("warmup_steps", "seed"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -74,6 +74,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
+from .._args import require_positive_int
 from .._dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
 from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
@@ -140,12 +141,6 @@ def _packed_weight_bytes(N: int, K: int, d: str) -> int:
     return packed_bytes((N, K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits)
 
 
-def _require_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 # How a GEMM call is run, and so which per-call costs it pays (see Efficiency):
 #   ideal  : kernel time only, max(t_compute, t_memory): no per-call cost at all
 #   cached : + the device's per-call cost (launch, the 2:4 path's extra memset/padding kernels):
@@ -204,9 +199,9 @@ class Efficiency:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number of microseconds >= 0, got {v!r}")
         for name in ("tile_m", "tile_n"):
-            _require_positive_int(name, getattr(self, name))
+            require_positive_int(name, getattr(self, name))
         if self.pad_to is not None:
-            _require_positive_int("pad_to", self.pad_to)
+            require_positive_int("pad_to", self.pad_to)
         for name in ("compute", "memory"):
             if getattr(self, f"sparse_{name}") > getattr(self, f"dense_{name}"):
                 raise ValueError(
@@ -514,7 +509,7 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
 
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
-        _require_positive_int(name, v)
+        require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
 
@@ -597,7 +592,7 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
         >>> gemm_speedup(m, 4096, 4096) > 1 >= gemm_speedup(m - 1, 4096, 4096)
         True
     """
-    _require_positive_int("m_max", m_max)
+    require_positive_int("m_max", m_max)
     _check_shape(1, N, K)
     _resolve(gpu, dtype, backend)
     check_scenario(scenario)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import torch
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
+from ..._args import require_positive_int
 from ..plotting import ROLES, color, new_figure
 
 __all__ = ["nonzeros_heatmaps", "kept_bars", "meta_slots_figure"]
@@ -93,8 +94,7 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
     if not isinstance(slots, torch.Tensor) or slots.dim() != 2:
         raise ValueError("slots must be the 2-D tensor returned by cutlass_meta_slots")
     for name, value in (("words_per_load", words_per_load), ("highlight", highlight)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int(name, value)
     palette = [ROLES[r].color for r in ("2:4", "dense", "measured", "predicted", "published")]
     if highlight > len(palette):
         raise ValueError(f"highlight must be at most {len(palette)}, got {highlight}")
