@@ -207,8 +207,10 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      ["twofour.course.plotting", "twofour.course.tables", "twofour.course.figures.layouts",
       "twofour.course.figures.dispatch_path",
       "twofour.course.figures.kernel_speed", "twofour.course.figures.quality", "twofour.course.figures.funnel"]),
-    (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, and the dated status box.",
-     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.status"]),
+    (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
+     "deployment and verdict range, and the dated status box.",
+     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.answer",
+      "twofour.course.status"]),
     (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
      ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
 ]

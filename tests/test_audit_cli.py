@@ -228,3 +228,30 @@ def test_safetensors_byte_ranges_match_the_tensors(safetensors_file):
             assert length == t.numel() * t.element_size()
             assert raw[offset : offset + length] == t.contiguous().view(torch.uint8).numpy().tobytes()
             ckpt.prefetch(name)  # a hint: must not fail
+
+
+def test_html_report_is_a_table_with_one_row_per_weight(capsys, safetensors_file, tmp_path):
+    out_path = tmp_path / "audit.html"
+    code, out, err = run_cli(capsys, safetensors_file, "--capability", "9.0", "--html", out_path)
+    assert code == 0 and f"wrote {out_path}" in err
+    page = out_path.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "<title>twofour audit: model.safetensors</title>" in page
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = body.count("<tr>")
+    assert rows == 3, body  # embedding, q_proj, o_proj; the 1-D norm is skipped
+    assert "<td>model.layers.0.q_proj.weight</td>" in body and "<td>sparse-cusparselt</td>" in body
+    assert out.strip().splitlines()[-1].split(":")[0] in page  # the same verdict as the terminal
+
+
+def test_html_names_from_the_file_are_escaped(capsys, tmp_path):
+    path = tmp_path / "evil.safetensors"
+    save_file({"<script>alert(1)</script>.weight": torch.zeros(64, 64).half()}, str(path))
+    out_path = tmp_path / "audit.html"
+    code, _, _ = run_cli(capsys, path, "--capability", "9.0", "--html", out_path)
+    page = out_path.read_text(encoding="utf-8")
+    assert code == 0 and "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_html_into_a_directory_is_refused_before_reading(capsys, safetensors_file, tmp_path):
+    code, out, err = run_cli(capsys, safetensors_file, "--html", tmp_path)
+    assert code == 2 and "--html" in err and "is a directory" in err and out == ""

@@ -200,3 +200,31 @@ def test_search_puts_guides_above_api_pages(watched, base_url):
         assert "reference/api" not in href, f"{term!r}: first result is an API page ({href})"
         page.keyboard.press("Escape")
     assert not watched.console_errors and not watched.external_requests
+
+
+# Where the answer sits on the home page: the bottom line (a computed range) and the diagnosis
+# checklist, each as the top and bottom of its box in page pixels.
+_ANSWER_BOXES = """() => {
+  const box = (sel) => { const el = document.querySelector(sel); if (!el) return null;
+    const r = el.getBoundingClientRect(); return {top: r.top + scrollY, bottom: r.bottom + scrollY, text: el.textContent}; };
+  return {line: box('.md-content .htw-bottom-line'), checklist: box('.md-content .htw-checklist'),
+          figure: box('.md-content figure.htw-figure'), status: box('.md-content .htw-status')};
+}"""
+
+
+def test_home_page_first_screen_has_the_bottom_line_and_the_checklist(browser, base_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    boxes = _open(context.new_page(), base_url, "/").evaluate(_ANSWER_BOXES)
+    context.close()
+    line, checklist = boxes["line"], boxes["checklist"]
+    assert line and checklist, boxes
+    assert "The bottom line." in line["text"] and "x to " in line["text"] and "chapter 7" in line["text"]
+    for stage in ("Structure", "Representation", "Dispatch", "Quality", "Amdahl"):
+        assert stage in checklist["text"], f"the checklist lacks {stage}"
+    assert checklist["bottom"] <= 900, f"the checklist ends at {checklist['bottom']:.0f}px, below the first screen"
+    assert line["bottom"] <= checklist["top"] <= boxes["figure"]["top"] <= boxes["status"]["top"]
+    # On a phone the bottom line is still the first thing after the title.
+    context = browser.new_context(viewport=PHONE, is_mobile=True)
+    boxes = _open(context.new_page(), base_url, "/").evaluate(_ANSWER_BOXES)
+    context.close()
+    assert boxes["line"]["bottom"] <= PHONE["height"], boxes["line"]

@@ -3,6 +3,7 @@
     twofour audit model.safetensors                      # this machine's GPU (or CPU)
     twofour audit model.safetensors --capability 9.0     # as if on an H100/H200
     twofour audit model.pt --capability 8.0 --tokens 2048 --json audit.json
+    twofour audit model.safetensors --capability 9.0 --html audit.html   # the report as a web page
 
 Reads safetensors memory-mapped, one tensor at a time, or a PyTorch checkpoint with
 ``weights_only=True`` (never unpickling arbitrary objects). Prints one row per 2-D weight, the
@@ -14,6 +15,7 @@ code 0 when the audit ran (whatever it found), 2 on a usage or file error, print
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import UserError
@@ -23,6 +25,7 @@ _EPILOG = """examples:
   twofour audit model.safetensors
   twofour audit model.safetensors --capability 9.0 --tokens 4096
   twofour audit checkpoint.pt --device cpu --json audit.json
+  twofour audit model.safetensors --capability 9.0 --html audit.html
 """
 
 
@@ -46,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tokens", type=int, metavar="M", help="tokens per forward pass (batch x seq_len), for the padding check"
     )
     parser.add_argument("--json", metavar="PATH", help="also write the rows and the summary as JSON to PATH")
+    parser.add_argument("--html", metavar="PATH",
+                        help="also write the report as a self-contained HTML page (a table, one row per weight) to PATH")
     parser.add_argument("--max-rows", type=int, metavar="N", help="print only the first N rows of the table")
 
 
@@ -94,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-rows must be >= 0, got {args.max_rows}")
     if args.json:
         check_output_file(args.json, "--json", "audit.json")
+    if args.html:
+        check_output_file(args.html, "--html", "audit.html")
     target = _target(args)
     try:
         with open_checkpoint(args.model_file) as ckpt:
@@ -117,6 +124,13 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise write_error("--json", args.json, exc) from None
         print(f"wrote {show(args.json)}", file=sys.stderr)
+    if args.html:
+        try:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(report.to_html(title=f"twofour audit: {printable(os.path.basename(args.model_file), 120)}"))
+        except OSError as exc:
+            raise write_error("--html", args.html, exc) from None
+        print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,7 @@ Nothing here is needed to use the toolkit on your own model; the toolkit (the to
 * :mod:`.meta_layout`: where each metadata word lands in the CUTLASS layout, traced.
 * :mod:`.widgets`: the ipywidgets calculators of the live notebooks.
 * :mod:`.practice`: the interview practice bank (``data/practice.yaml``) and its computed answers.
+* :mod:`.answer`: chapter 7's worked deployment and its verdict as a range (the home page's bottom line).
 * :mod:`.status`: the dated "2:4 in late 2026" status box (``data/status.md``), one text for four pages.
 * :mod:`.labs`: the checkers of the lab notebooks, one module per lab.
 """

@@ -198,12 +198,52 @@ class AuditReport:
         lines.append(self.summary())
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
+    def _table_html(self) -> str:
         head = "".join(f"<th>{h}</th>" for h in _TABLE_HEADER)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _table_cells(r)) + "</tr>" for r in self.rows
         )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><p><strong>{html.escape(self.summary())}</strong></p>"
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def _repr_html_(self) -> str:
+        return f"{self._table_html()}<p><strong>{html.escape(self.summary())}</strong></p>"
+
+    def to_html(self, title: str = "twofour audit") -> str:
+        """The whole report as a self-contained HTML page (``twofour audit --html``): the table, the problems
+        with one example each, what was skipped, the notes and the verdict. Names from the file are escaped.
+
+        >>> from twofour.dispatch.audit import AuditReport
+        >>> page = AuditReport(rows=(), skipped=(("norm.weight", "1-D"),), target="CPU", backend="cusparselt", M=None).to_html()
+        >>> page.startswith("<!doctype html>") and "<table" in page and "1 tensors: 1 x 1-D" in page
+        True
+        """
+        e = html.escape
+        parts = [f"<h1>{e(title)}</h1>",
+                 f"<p>Judged for {e(self.target)}, backend {e(self.backend)}"
+                 + (f", {self.M} tokens per forward pass" if self.M is not None else "") + ".</p>",
+                 f'<p class="verdict"><strong>{e(self.summary())}</strong></p>',
+                 '<div class="scroll">' + self._table_html() + "</div>"]
+        counts = self.reason_counts()
+        if counts:
+            parts.append("<h2>Problems</h2><table><thead><tr><th>problem</th><th>linear layers</th>"
+                         "<th>first example</th></tr></thead><tbody>"
+                         + "".join(f'<tr><td>{e(t)}</td><td class="num">{n}</td><td>{e(m)}</td></tr>' for t, n, m in counts)
+                         + "</tbody></table>")
+        if self.skipped:
+            kinds = Counter(why for _, why in self.skipped)
+            parts.append(f"<h2>Skipped</h2><p>{len(self.skipped)} tensors: "
+                         + "; ".join(f"{n} x {e(printable(why, 200))}" for why, n in kinds.most_common()) + "</p>")
+        parts += [f"<p>note: {e(printable(n, 400))}</p>" for n in self.notes]
+        return (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{e(title)}</title>"
+            "<style>body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
+            "color:#222;background:#fff}.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85rem}"
+            "td,th{border-bottom:1px solid #ccc;padding:.25rem .8rem .25rem 0;text-align:left;white-space:nowrap}"
+            "th{border-bottom-width:2px}.num{text-align:right}.verdict{font-size:1.05rem}</style>"
+            "</head><body>" + "".join(parts) + "</body></html>\n"
+        )
 
     def to_json(self) -> str:
         """Rows, skipped tensors and the summary as JSON (for scripts and CI)."""
