@@ -57,6 +57,7 @@ _SITE_TESTS = Path(__file__).resolve().parent / "tests" / "site"
 
 
 def pytest_collection_modifyitems(items):
+    _remember_cache_keys(items)
     for item in items:
         if _is_nbval_cell(item):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT_S
@@ -88,6 +89,19 @@ def pytest_runtest_teardown(item, nextitem):
     _write_to_site_cache(notebook)
 
 
+def _remember_cache_keys(items) -> None:
+    """Each notebook's cache key as collected: if its bytes or the package change before its last
+    cell finishes, the key at the end differs and nothing is written (an edit made while the
+    suite runs must not store old outputs under the new key)."""
+    notebooks = {id(item.parent): item.parent for item in items if _is_nbval_cell(item)}
+    if not notebooks:
+        return
+    nb_execute = _nb_execute()
+    digest = nb_execute._package_digest()
+    for notebook in notebooks.values():
+        notebook._twofour_cache_key = nb_execute.cache_key(Path(str(notebook.fspath)).resolve(), digest)
+
+
 def _write_to_site_cache(notebook) -> None:
     """Store the notebook with nbval's outputs where the site build looks for executed copies."""
     import nbformat
@@ -109,7 +123,10 @@ def _write_to_site_cache(notebook) -> None:
                 out["execution_count"] = count
     nb_execute = _nb_execute()
     path = Path(str(notebook.fspath)).resolve()
-    out = nb_execute._cache_path(path, nb_execute.cache_key(path, nb_execute._package_digest()))
+    key = nb_execute.cache_key(path, nb_execute._package_digest())
+    if key != getattr(notebook, "_twofour_cache_key", None):
+        return  # the notebook or twofour changed while it ran: these outputs may be stale
+    out = nb_execute._cache_path(path, key)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     nbformat.write(nb, tmp)
