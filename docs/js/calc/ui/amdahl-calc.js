@@ -8,7 +8,7 @@ import { averagedSpeedupMistake, maxSpeedup, speedup } from "../amdahl.js";
 import { InputError } from "../errors.js";
 import { speedupText } from "../format.js";
 import { SCENARIO_TEXT, fitLine } from "../roofline.js";
-import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField } from "./form.js";
+import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField } from "./form.js";
 import { DEFAULTS, computeScenario } from "./request-calc.js";
 
 export const FIELDS = {
@@ -62,8 +62,10 @@ export function mount(root) {
     el("p", { class: "calc-aside" }, ["the averaging mistake, p·s + (1 − p), would claim ", out.mistake]),
     computed ? el("p", { class: "calc-fit", "data-out": "origin", text: `${computed.text} ${computed.fit}` }) : null,
   ]);
+  const head = headline("whole-task speedup");
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "Amdahl's law calculator" },
-    [el("p", { class: "calc-title", text: "Amdahl's law: try your own numbers" }), form, stale, general, results]));
+    [el("p", { class: "calc-title", text: "Amdahl's law: try your own numbers" }), el("div", { class: "calc-io" }, [head.wrap, form]),
+      stale, general, results]));
   form.addEventListener("submit", (e) => e.preventDefault());
   const messages = new Messages(fields, general);
 
@@ -90,13 +92,16 @@ export function mount(root) {
         messages.show(e.field, e.message);
       }
       stale.textContent = root.dataset.calcValid ? "Showing the last valid result until the input is fixed." : "";
+      head.stale(Boolean(root.dataset.calcValid));
       return false;
     }
     stale.textContent = "";
+    head.stale(false);
     out.speedup.textContent = speedupText(r.speedup);
     formula.textContent = `= 1 / ((1 − ${p}) + ${p} / ${s})`;
     out.bound.textContent = r.bound === Infinity ? "no limit (p = 1)" : speedupText(r.bound);
     out.mistake.textContent = speedupText(r.mistake);
+    head.show(out.speedup.textContent, "", `bound 1 / (1 − p): ${out.bound.textContent}`);
     root.dataset.calcValid = "true";
     return true;
   }

@@ -187,3 +187,75 @@ export function firstNonFinite(value, path = "") {
 export function outOfRange(name, spec, raw) {
   return new InputError(name, `"${String(raw).trim()}" is out of range for the ${spec.label}: with it a result would not be a finite number. Use a value nearer the usual ones, e.g. ${spec.example}.`);
 }
+
+/**
+ * The calculator's key figure, the first thing in its card and kept on screen (CSS makes it
+ * sticky under the page header) while the reader changes the inputs below it, on a phone and
+ * on a desktop alike. The full results stay where they were, under the form; this repeats the
+ * one or two numbers a reader came for. Not a live region: the results already are one, and
+ * a second would read every change out twice.
+ *
+ *   const head = headline("whole request with 2:4");
+ *   head.show("0.723x", "slower than dense", "TTFT 0.888x · per output token 0.722x");
+ *   head.stale(true); // an input is invalid: the numbers are the last valid ones, and say so
+ */
+export function headline(label) {
+  const value = el("strong", { class: "calc-headline-value", "data-headline": "value" });
+  const note = el("span", { class: "calc-headline-note", "data-headline": "note" });
+  const detail = el("span", { class: "calc-headline-detail", "data-headline": "detail" });
+  const staleMark = el("span", { class: "calc-headline-stale", "data-headline": "stale" });
+  const wrap = el("div", { class: "calc-headline", "data-headline": "box" }, [
+    el("span", { class: "calc-headline-main" }, [el("span", { class: "calc-headline-label", text: `${label}: ` }), value, " ", note]),
+    " ", detail, " ", staleMark,
+  ]);
+  return {
+    wrap,
+    show(main, noteText = "", detailText = "") {
+      value.textContent = main;
+      note.textContent = noteText;
+      detail.textContent = detailText;
+    },
+    stale(on) {
+      staleMark.textContent = on ? "(last valid result: an input needs fixing)" : "";
+    },
+  };
+}
+
+/**
+ * A box around a results table that scrolls sideways when the table is wider than the card
+ * (a phone), with the site's scroll cue: shadows on the side where more is hidden (CSS) and a
+ * "scroll →" line above it. While it overflows it is a keyboard stop with a name (WCAG 2.1.1;
+ * axe's scrollable-region-focusable); when it fits it is neither. Returns {box, refresh}:
+ * call refresh() after the table's text changes; a ResizeObserver covers width changes.
+ */
+export function scrollBox(table, name, extraClass = "") {
+  const hint = el("p", { class: "calc-scroll-hint", "aria-hidden": "true", hidden: true, text: "scroll sideways for every column →" });
+  const box = el("div", { class: `calc-table calc-scroll${extraClass ? ` ${extraClass}` : ""}` }, [table]);
+  const wrap = el("div", { class: "calc-scroll-wrap" }, [hint, box]);
+  function refresh() {
+    const overflows = box.scrollWidth > box.clientWidth + 1;
+    hint.hidden = !overflows;
+    if (overflows) {
+      box.tabIndex = 0;
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", `${name} (scrolls sideways)`);
+      box.dataset.htwScrolls = "true";
+    } else {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("role");
+      box.removeAttribute("aria-label");
+      delete box.dataset.htwScrolls;
+    }
+  }
+  if (typeof ResizeObserver !== "undefined") new ResizeObserver(refresh).observe(box);
+  return { wrap, box, refresh };
+}
+
+/**
+ * "faster than dense", "slower than dense" or "same as dense" for a speedup as shown
+ * ("0.723x"): read from the rounded text, so the words never contradict the figure.
+ */
+export function versusDense(shown) {
+  const x = Number.parseFloat(shown);
+  return x > 1 ? "faster than dense" : x < 1 ? "slower than dense" : "same as dense";
+}

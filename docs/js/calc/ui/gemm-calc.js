@@ -8,7 +8,7 @@ import { InputError } from "../errors.js";
 import { fixed, integerText, percentText, speedupText } from "../format.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS, SCENARIO_TEXT, fitLine, predict } from "../roofline.js";
-import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField, radioGroup, selectField } from "./form.js";
+import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, selectField, versusDense } from "./form.js";
 
 export const FIELDS = {
   M: { label: "M (tokens)", integer: true, min: 1, max: 10_000_000, example: "16", why: "Larger is not a real batch of tokens." },
@@ -72,8 +72,10 @@ export function mount(root) {
     el("p", {}, ["bound by: ", out.bounds, "; ", out.padding, "; ", out.waves]),
     el("p", { class: "calc-fit" }, [out.fit]),
   ]);
+  const head = headline("predicted 2:4 speedup");
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "GEMM speedup calculator" },
-    [el("p", { class: "calc-title", text: "One GEMM, dense vs 2:4 (roofline prediction)" }), form, stale, general, results]));
+    [el("p", { class: "calc-title", text: "One GEMM, dense vs 2:4 (roofline prediction)" }), el("div", { class: "calc-io" }, [head.wrap, form]),
+      stale, general, results]));
   form.addEventListener("submit", (e) => e.preventDefault());
   const messages = new Messages(fields, general);
 
@@ -105,9 +107,11 @@ export function mount(root) {
     if (errors.length) {
       for (const e of errors) messages.show(e.field, e.message);
       stale.textContent = root.dataset.calcValid ? "Showing the last valid result until the input is fixed." : "";
+      head.stale(Boolean(root.dataset.calcValid));
       return false;
     }
     stale.textContent = "";
+    head.stale(false);
     out.dense.textContent = microsecondsText(p.dense_us);
     out.sparse.textContent = microsecondsText(p.sparse_us);
     out.speedup.textContent = speedupText(p.speedup);
@@ -115,6 +119,8 @@ export function mount(root) {
     out.padding.textContent = p.M_padded === p.M ? "no padding" : `2:4 path pads M to ${integerText(p.M_padded)}`;
     out.waves.textContent = `SMs busy: ${percentText(p.wave_eff_dense)}`;
     out.fit.textContent = fitLine(p.gpu, p.backend, p.M);
+    head.show(out.speedup.textContent, versusDense(out.speedup.textContent),
+      `dense ${out.dense.textContent}, 2:4 ${out.sparse.textContent} · ${SCENARIO_TEXT[v.scenario].label}`);
     root.dataset.calcValid = "true";
     return true;
   }

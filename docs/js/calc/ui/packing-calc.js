@@ -5,7 +5,7 @@
 import { InputError } from "../errors.js";
 import { integerText, mibText, percentText, speedupText } from "../format.js";
 import { FORMATS, denseBytes, packedBytes, packedRatio } from "../packing.js";
-import { Messages, el, nextId, numberField, parseField, selectField } from "./form.js";
+import { Messages, el, headline, nextId, numberField, parseField, selectField } from "./form.js";
 
 const MAX_DIM = 10_000_000; // 10M rows or columns: beyond any real weight matrix
 
@@ -46,8 +46,10 @@ export function mount(root) {
     el("p", {}, [el("strong", { text: "packed (kept values + metadata): " }), out.packed]),
     el("p", {}, ["packed / dense: ", out.ratio, "; memory-bound ceiling 1 / ratio: ", out.ceiling]),
   ]);
+  const head = headline("packed / dense");
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "Packed bytes calculator" },
-    [el("p", { class: "calc-title", text: "Bytes of a weight, dense and packed" }), form, stale, general, results]));
+    [el("p", { class: "calc-title", text: "Bytes of a weight, dense and packed" }), el("div", { class: "calc-io" }, [head.wrap, form]),
+      stale, general, results]));
   form.addEventListener("submit", (e) => e.preventDefault());
   const messages = new Messages(fields, general);
 
@@ -77,13 +79,16 @@ export function mount(root) {
     if (errors.length) {
       for (const e of errors) messages.show(e.field, e.message);
       stale.textContent = root.dataset.calcValid ? "Showing the last valid result until the input is fixed." : "";
+      head.stale(Boolean(root.dataset.calcValid));
       return false;
     }
     stale.textContent = "";
+    head.stale(false);
     out.dense.textContent = `${integerText(r.dense)} bytes (${mibText(r.dense)})`;
     out.packed.textContent = `${integerText(r.packed)} bytes (${mibText(r.packed)})`;
     out.ratio.textContent = percentText(r.ratio);
     out.ceiling.textContent = speedupText(r.ceiling);
+    head.show(out.ratio.textContent, "", `${mibText(r.packed)} instead of ${mibText(r.dense)}; memory-bound ceiling ${out.ceiling.textContent}`);
     root.dataset.calcValid = "true";
     return true;
   }

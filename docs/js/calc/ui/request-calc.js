@@ -15,7 +15,7 @@ import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
 import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
 import { drawFunnel } from "./funnel-svg.js";
-import { Messages, el, firstNonFinite, nextId, numberField, outOfRange, parseField, radioGroup, selectField } from "./form.js";
+import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
 import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
 
 const MODEL_FIELDS = ["layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"];
@@ -252,7 +252,12 @@ export function mount(root) {
     })),
   ]);
   const rangeNote = el("p", { class: "calc-help", "data-out": "range_note" });
-  const rangeBox = el("div", { class: "calc-table calc-range" }, [rangeTable, rangeNote]);
+  // On a phone the two tables are wider than the card: each scrolls sideways in its own box.
+  const tableScroll = scrollBox(table, "Dense vs 2:4 table");
+  const rangeScroll = scrollBox(rangeTable, "Scenario range table");
+  const rangeBox = el("div", { class: "calc-range" }, [rangeScroll.wrap, rangeNote]);
+  // The answer the reader came for, first in the card and kept on screen beside the inputs.
+  const head = headline("whole request with 2:4");
   const fitText = el("p", { class: "calc-fit", "data-out": "fit" });
   const scopeName = `${id}-scope`;
   const scopeRadios = [["request", "whole request"], ["prefill", "prefill (TTFT)"], ["decode", "decode (per token)"]].map(([v, text]) => {
@@ -273,14 +278,15 @@ export function mount(root) {
   const copyStatus = el("span", { class: "calc-help", "aria-live": "polite", "data-out": "copy_status" });
   const actions = el("p", { class: "calc-actions" }, syncUrl ? [copyButton, " ", resetButton, " ", copyStatus] : [resetButton]);
   const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
-    actions, stale, general, el("div", { class: "calc-table" }, [table]), gemmLine, rangeBox, fitText, scopeGroup, svg,
+    actions, stale, general, tableScroll.wrap, gemmLine, rangeBox, fitText, scopeGroup, svg,
     el("div", { class: "calc-grid calc-verdict" }, [
       el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
       el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
     ]),
   ]);
 
-  root.replaceChildren(el("div", { class: "calc calc--request", role: "group", "aria-label": "Request calculator" }, [form, results]));
+  root.replaceChildren(el("div", { class: "calc calc--request", role: "group", "aria-label": "Request calculator" }, [
+    el("div", { class: "calc-io" }, [head.wrap, form]), results]));
   const messages = new Messages(f, general);
 
   // --- reading the form ---
@@ -356,9 +362,11 @@ export function mount(root) {
         if (fold) fold.open = true;
       }
       stale.textContent = root.dataset.calcValid ? "Input problem: showing the last valid result until it is fixed." : "";
+      head.stale(Boolean(root.dataset.calcValid));
       return false;
     }
     stale.textContent = "";
+    head.stale(false);
     show(state, view);
     if (syncUrl) scheduleUrl(state);
     root.dataset.calcValid = "true";
@@ -392,6 +400,11 @@ export function mount(root) {
     drawFunnel(svg, view.stages, { kernelRole: state.gemm === "measured" ? "measured" : "predicted",
       title: `The funnel for ${scopeLabel}: from the data sheet's 2:4 speedup to what this workload gets` });
     writeVerdict(state, view);
+    const whole = speedupText(s.speedup_request);
+    const how = state.gemm === "measured" ? "with the GEMM speedups typed in" : SCENARIO_TEXT[state.scenario].label;
+    head.show(whole, versusDense(whole), `TTFT ${speedupText(s.speedup_ttft)} · per output token ${speedupText(s.speedup_tpot)} · ${how}`);
+    tableScroll.refresh();
+    rangeScroll.refresh();
   }
 
   function writeVerdict(state, view) {
