@@ -6,6 +6,7 @@ These read the committed sources (Markdown and notebook JSON), so they run witho
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -125,3 +126,95 @@ def test_bottom_line_is_chapter_7s_verdict_range():
     # one sentence: a single full stop after "The bottom line."
     sentence = re.sub(r"<[^>]+>", "", text).split("The bottom line.**", 1)[1].strip()
     assert sentence.count(". ") == 0 and sentence.endswith("."), sentence
+
+
+# ---- tables are values, not printed text (issue 16.2) -------------------------------------------------------
+
+_WIDTH = re.compile(r"^(.?[<>=^])?[+\- ]?z?#?0?\d")  # a format spec that pads to a fixed width: >8, <24, 9.1f, 12,
+
+
+def _code(text: str) -> str:
+    """A code cell as Python: IPython's ``%magic`` and ``!shell`` lines become ``pass``."""
+    return re.sub(r"^(\s*)[%!].*$", r"\1pass", text, flags=re.M)
+
+
+def _pads(node: ast.AST) -> list[ast.FormattedValue]:
+    """The f-string fields under ``node`` that pad to a fixed width (``{x:>8}``, ``{'layer':34}``)."""
+    return [v for v in ast.walk(node) if isinstance(v, ast.FormattedValue) and isinstance(v.format_spec, ast.JoinedStr)
+            and _WIDTH.match("".join(c.value for c in v.format_spec.values if isinstance(c, ast.Constant)))]
+
+
+def hand_built_tables(source: str) -> list[str]:
+    """Why each ``print`` in ``source`` looks like a hand-built table (empty list when none does).
+
+    A print is a table row when it pads an f-string field to a fixed width inside a loop, a
+    header when it pads a literal string (``{'layer':<10}``), and a rule when it prints
+    ``"-" * n``. Fixed widths outside a loop (one aligned result line) are left alone.
+
+    >>> hand_built_tables('for n in ns:\\n    print(f"{n:>8}")')
+    ["line 2: a row padded to a fixed width in a loop: print(f'{n:>8}')"]
+    >>> hand_built_tables('print(f"{ratio:.2f}x of {total:,} bytes")')
+    []
+    """
+    tree = ast.parse(_code(source))
+    in_loop = {id(n) for loop in ast.walk(tree) if isinstance(loop, (ast.For, ast.While)) for n in ast.walk(loop)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"):
+            continue
+        pads = _pads(node)
+        rule = any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult)
+                   and any(isinstance(s, ast.Constant) and s.value in ("-", "=", "─") for s in (b.left, b.right))
+                   for b in ast.walk(node))
+        if rule:
+            why = "a rule line"
+        elif any(isinstance(p.value, ast.Constant) and isinstance(p.value.value, str) for p in pads):
+            why = "a header padded to fixed widths"
+        elif pads and id(node) in in_loop:
+            why = "a row padded to a fixed width in a loop"
+        else:
+            continue
+        found.append(f"line {node.lineno}: {why}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.relative_to(ROOT).as_posix() for p in NOTEBOOKS])
+def test_no_notebook_prints_a_hand_built_table(path):
+    found = [f"cell {i}, {why}" for i, c in enumerate(_cells(path)) if c["cell_type"] == "code"
+             for why in hand_built_tables(c["text"])]
+    assert not found, ("build the rows and make `twofour.course.tables.table(rows, ...)` the cell's value "
+                       "(an HTML table in a notebook) instead of printing aligned text:\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('print(f"{\'layer\':<10}{\'M\':>5}")', "a header padded to fixed widths"),
+    ('for r in rows:\n    print(f"{r.name:<24}" + "".join(f"{v:>8,}" for v in r.hist))', "a row padded"),
+    ('print("-" * 40)', "a rule line"),
+    ('for r in rows:\n    print(f"{r:9.2f}")', "a row padded"),
+])
+def test_hand_built_table_check_flags_headers_rows_and_rules(source, expected):
+    found = hand_built_tables(source)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_hand_built_table_check_flags_chapter_1_as_it_was():
+    """Chapter 1's histogram as it was printed before issue 16.2: the header and the rows are both caught."""
+    source = (
+        'print(f"{\'weight\':<24}" + "".join(f"{f\'{k} nz\':>8}" for k in range(5)) + f"{\'bad\':>9}")\n'
+        "for name, w in weights.items():\n"
+        '    hist = torch.bincount(twofour.nonzeros_per_group(w).flatten().long(), minlength=5)\n'
+        '    print(f"{name:<24}" + "".join(f"{int(v):>8,}" for v in hist) + f"{reports[name].fraction_bad:>9.1%}")\n'
+    )
+    found = hand_built_tables(source)
+    assert [f.split(": ")[1] for f in found] == ["a header padded to fixed widths", "a row padded to a fixed width in a loop"]
+
+
+@pytest.mark.parametrize("source", [
+    'print(f"p = {p:.2f}; speedup {s:.3f}x ({share:.1%} of dense, {n:,} bytes)")',  # precision, no width
+    'for v in verdicts:\n    print("-", v)',  # bullets
+    'print(f"all weights, dense: {gb:6.2f} GB")',  # one aligned line, not in a loop
+    '%pip install -q twofour\nprint(f"{x:.2f}")',  # IPython magic lines are skipped
+])
+def test_hand_built_table_check_leaves_ordinary_prints_alone(source):
+    assert hand_built_tables(source) == []
+
