@@ -1,0 +1,69 @@
+"""twofour.roofline against bytes and FLOPs counted by hand (issue 21, mutation testing).
+
+The dtype facts used here, stated once: fp16/bf16 store 2 bytes and write 2; int8/fp8 store 1
+byte and write 2 (8-bit GEMMs are assumed to write bf16); 2:4 keeps half the values plus a
+2-bit position per kept value.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from twofour.roofline import Efficiency, arithmetic_intensity, ceilings, predict, ridge_point, wave_efficiency
+
+MI = 1 << 20
+
+
+def _approx(x):
+    return pytest.approx(x, rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("dtype, in_b, out_b", [("fp16", 2, 2), ("bf16", 2, 2), ("int8", 1, 2), ("fp8", 1, 2)])
+def test_intensity_counts_weight_input_and_output_bytes(dtype, in_b, out_b):
+    # 4096^3: 2^37 FLOPs; weight, x and y are 16 Mi elements each.
+    dense_bytes = 16 * MI * in_b + 16 * MI * in_b + 16 * MI * out_b
+    assert arithmetic_intensity(4096, 4096, 4096, dtype) == _approx(2**37 / dense_bytes)
+    packed_weight = 16 * MI * in_b * (2 * in_b + 0.5) / (4 * in_b)
+    sparse_bytes = packed_weight + 16 * MI * in_b + 16 * MI * out_b
+    assert arithmetic_intensity(4096, 4096, 4096, dtype, sparse=True) == _approx(2**37 / sparse_bytes)
+
+
+def test_int8_intensity_by_hand():
+    # 16 Mi (weight) + 16 Mi (x) bytes in, 32 Mi bytes of bf16 out: 64 Mi bytes for 2^37 FLOPs.
+    assert arithmetic_intensity(4096, 4096, 4096, "int8") == 2048.0
+    # Decode: 2 * 4096^2 FLOPs over 16 Mi + 4 Ki + 8 Ki bytes, just under 2 FLOPs per byte.
+    assert arithmetic_intensity(1, 4096, 4096, "int8") == _approx(2 * 4096**2 / (16 * MI + 4096 + 8192))
+
+
+PERFECT = Efficiency(dense_compute=1.0, sparse_compute=1.0, dense_memory=1.0, sparse_memory=1.0,
+                     dense_overhead_us=0.0, sparse_overhead_us=0.0)
+
+
+def test_predicted_int8_decode_moves_the_bytes_counted_by_hand():
+    # H100: 3,350 GB/s. A 1-token int8 GEMV is memory-bound on both sides.
+    p = predict(1, 4096, 4096, "int8", "H100", params=PERFECT, scenario="ideal")
+    assert (p.bound_dense, p.bound_sparse) == ("memory", "memory")
+    # Dense: weight 16 Mi bytes, x 4 Ki bytes, y 4 Ki bf16 values = 8 Ki bytes.
+    assert p.dense_us == _approx((16 * MI + 4096 + 8192) / 3350e9 * 1e6)
+    # 2:4: x is padded to 16 rows for int8; the packed weight is 10 Mi bytes (0.625 of dense).
+    assert p.M_padded == 16
+    assert p.sparse_us == _approx((10 * MI + 16 * 4096 + 16 * 4096 * 2) / 3350e9 * 1e6)
+
+
+def test_predicted_fp16_prefill_is_compute_bound_at_the_peaks():
+    # 16384 x 4096 x 4096 on H100: 989.5 TFLOP/s dense, 1979 sparse; 4096 tiles of 128 x 128
+    # fill 132 SMs in 32 waves (4096 / 4224 of the slots).
+    p = predict(16384, 4096, 4096, "fp16", "H100", params=PERFECT, scenario="ideal")
+    wave = 4096 / (32 * 132)
+    assert wave_efficiency(16384, 4096, 132) == _approx(wave)
+    assert p.bound_dense == p.bound_sparse == "compute"
+    assert p.dense_us == _approx(2 * 16384 * 4096 * 4096 / (989.5e12 * wave) * 1e6)
+    assert p.sparse_us == _approx(2 * 16384 * 4096 * 4096 / (1979e12 * wave) * 1e6)
+
+
+def test_ceilings_and_ridge_point():
+    assert ceilings("fp16") == {"compute": 2.0, "memory": 1 / 0.5625}
+    assert ceilings("fp8")["memory"] == _approx(1 / 0.625)
+    assert ceilings("int8")["memory"] == _approx(1.6)
+    assert ridge_point("H100", "fp16") == _approx(989.5e12 / 3350e9)
+    assert ridge_point("H100", "fp16", sparse=True) == _approx(1979e12 / 3350e9)
