@@ -118,3 +118,15 @@ def test_verdict_summary_and_path():
     bad_x = explain(W, (8, 256), target=A100)
     assert (bad_x.path, bad_x.if_packed) == ("error", "error")
     assert _found(bad_x, "x") == [("error", "x has K=256 columns but W has K=512 (in_features); F.linear raises a shape error")]
+
+
+def test_a_dtype_without_a_check_says_so():
+    v = explain(torch.zeros(64, 64, dtype=torch.complex64), 128, target=A100)
+    assert _found(v, "structure") == [("info", "complex64 has no 2:4 check here")]
+
+
+def test_html_colours_each_status():
+    html = explain(_pruned(256, 512), 13, target=A100)._repr_html_()
+    assert "<td style='color:#1b7f3b;font-weight:600'>ok</td>" in html
+    assert "<td style='color:#8a5a00;font-weight:600'>slow</td>" in html
+    assert "<td style='color:#b3261e;font-weight:600'>dense</td>" in html

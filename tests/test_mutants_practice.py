@@ -92,3 +92,42 @@ def test_errors_name_the_question_by_position_before_its_id_is_known():
         parse_question(_question(id="Not An Id"), 2)
     with pytest.raises(BankError, match=r"^question #1: must be a mapping, got list"):
         parse_question([], 0)
+
+
+def test_quick_check_and_sources_errors_name_the_question():
+    with pytest.raises(BankError, match=r"^question 'q-edge': quick_check must be a mapping$"):
+        parse_question(_question(quick_check=["not", "a", "mapping"]), 0)
+    with pytest.raises(BankError, match=r"^question 'q-edge': sources must be a list of texts$"):
+        parse_question(_question(sources=[1, 2]), 0)
+    with pytest.raises(BankError, match=r"question 'q-edge'.quick_check: 'ask' must be non-empty text"):
+        parse_question(_question(**{"quick_check": {"answer": "a", "derivation": "d", "basis": "measured"}}), 0)
+
+
+def test_published_speedup_lists_the_gemm_ids_when_the_id_is_unknown():
+    from twofour.course.practice import published_speedup
+
+    with pytest.raises(ValueError, match=r"got 'no-such-record'; GEMM ids: \[.*'pt111339-m1'"):
+        published_speedup("no-such-record")
+
+
+def test_rendered_card_keeps_its_blank_lines_and_headings():
+    from twofour.course.practice import render_markdown
+
+    q = parse_question(_question(chapter="notebooks/06-amdahl.ipynb", sources=["ref one", "ref two"],
+                                 follow_ups=["f1", "f2"], **_check(ask="How much?", tolerance=0.02)), 0)
+    md = render_markdown(q)
+    assert "\n**Follow-ups**\n\n- f1\n- f2\n\n" in md
+    assert "\nRead more: [the chapter](../notebooks/06-amdahl.ipynb).\n\nSources: ref one; ref two\n\n</details>\n" in md
+    assert "<summary>Derivation</summary>\n\nd\n\n</details>\n\n</div>\n\n</article>\n" in md
+    assert "within ±2% of the computed value; graded against" in md
+    # The numbers table shows each number with how it is obtained.
+    assert "| a | 1.33 | `amdahl.speedup(0.5, 2.0)` |" in md
+
+
+def test_numbers_table_leaves_out_objects():
+    from twofour.course.practice import render_markdown
+
+    numbers = [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"},
+               {"name": "obj", "expr": "request.Workload(models.LLAMA_3_8B, 1, 8, 2)", "fmt": "{}", "label": "workload"}]
+    md = render_markdown(parse_question(_question(numbers=numbers), 0))
+    assert "| a | 1.33 |" in md and "| workload |" not in md

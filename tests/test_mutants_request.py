@@ -206,3 +206,37 @@ def test_mixed_step_adds_the_chunk_to_attention_and_cache():
     assert est.decode.dense["kv_cache"] == _approx(2 * L * KV_DIM * (513 + 128 + 192) * B / 1e12)
     # Embedding and element-wise passes run over 1 + 128 tokens.
     assert est.decode.dense["embedding"] == _approx(2 * 129 * H * B / 1e12)
+
+
+def test_summary_and_dict_keys():
+    est = _estimate(output_len=3)
+    s = est.summary()
+    assert s["ttft_sparse_s"] == est.ttft_sparse_s and s["total_sparse_s"] == est.total_sparse_s
+    assert s["ttft_dense_s"] == est.ttft_dense_s and s["tpot_dense_s"] == est.tpot_dense_s
+    assert list(est.to_dict()) == ["summary", "prefill", "decode"]
+    assert est.to_dict()["summary"] == s
+    assert est.to_dict()["decode"]["steps"] == 2
+
+
+def test_helper_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"^M must be an int in \[1, "):
+        expert_gemm_m(0, 8, 2)
+    with pytest.raises(ValueError, match=r"^N must be an int in \[1, "):
+        tensor_parallel_shape(1, 0, 64, 2, "row")
+    with pytest.raises(ValueError, match=r"top_k must be <= experts, got top_k=9, experts=8"):
+        expert_gemm_m(64, 8, 9)
+
+
+def test_sensitivity_uses_its_cost_and_ratio():
+    from twofour.request import sensitivity
+
+    w = Workload(LLAMA_3_8B, 1, 128, 8)
+    rows = sensitivity(w, "H100", per_call_us=[0, 200.0], memory_ratio=[1.0, 0.5])
+    base = __import__("twofour.roofline", fromlist=["x"]).default_params("H100")
+    # A cost of 0 is taken up to the dense call's own; the grid is cost-major.
+    assert [(r["per_call_us"], r["memory_ratio"]) for r in rows] == [
+        (base.dense_overhead_us, 1.0), (base.dense_overhead_us, 0.5), (200.0, 1.0), (200.0, 0.5)]
+    assert rows[0]["speedup"] > rows[1]["speedup"] > rows[3]["speedup"]
+    assert rows[0]["speedup"] > rows[2]["speedup"]
+    with pytest.raises(ValueError, match="per_call_us must be a finite number >= 0"):
+        sensitivity(w, "H100", per_call_us=[-1], memory_ratio=[1.0])

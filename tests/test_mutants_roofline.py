@@ -67,3 +67,36 @@ def test_ceilings_and_ridge_point():
     assert ceilings("int8")["memory"] == _approx(1.6)
     assert ridge_point("H100", "fp16") == _approx(989.5e12 / 3350e9)
     assert ridge_point("H100", "fp16", sparse=True) == _approx(1979e12 / 3350e9)
+
+
+def test_fit_summary_names_the_gpu_and_each_regime():
+    import re
+
+    from twofour.roofline import fit_summary
+
+    text = fit_summary("H100")
+    assert "; H100: " in text
+    assert re.search(r"each shape left out: M<=16 \d+% \(n=\d+\), 16<M<=256 \d+% \(n=\d+\), M>256 \d+% \(n=\d+\);", text)
+    assert "; this GPU: no usable measurement on this GPU" in fit_summary()
+
+
+class _Results(list):
+    """Points without a 'gpu' key and a provenance naming the GPU, like twofour.bench.Results."""
+
+    provenance = {"gpu_name": "NVIDIA H100 80GB HBM3"}
+
+
+def test_fit_takes_the_gpu_from_the_provenance():
+    from twofour.roofline import fit
+
+    truth = Efficiency(dense_compute=0.8, sparse_compute=0.5, dense_memory=0.7, sparse_memory=0.6,
+                       dense_overhead_us=4.0, sparse_overhead_us=20.0)
+    pts = _Results()
+    for M in (1, 16, 256, 4096, 16384):
+        p = predict(M, 4096, 4096, "fp16", "H100", params=truth)
+        pts.append(dict(M=M, N=4096, K=4096, dtype="fp16", dense_ms=p.dense_us / 1e3, sparse_ms=p.sparse_us / 1e3))
+    rep = fit(pts, base=Efficiency())
+    assert rep.params.dense_memory == pytest.approx(0.7, rel=0.02)
+    assert rep.dense_rms_rel_err < 0.01
+    with pytest.raises(ValueError, match="needs a 'gpu'"):
+        fit(list(pts), base=Efficiency())

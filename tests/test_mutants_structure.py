@@ -117,3 +117,12 @@ def test_prune_by_scores_ignores_the_magnitudes():
     Wp, mask = twofour.prune(W, scores=scores)
     assert Wp.tolist() == [[0.0, 3.0, 0.0, 1.0]]
     assert mask.tolist() == [[False, True, False, True]]
+
+
+def test_html_marks_non_zeros_and_counts_the_rest():
+    W = _with_bad_groups(4, 8, [(0, 0), (1, 1), (2, 0)])
+    html = twofour.check(W, max_examples=2)._repr_html_()
+    assert '<td style="padding:2px 6px;background:#f6d5d2;">3</td>' in html
+    assert '<td style="padding:2px 6px;">0</td>' in html
+    assert "<p>&hellip; and 1 more offending groups.</p>" in html
+    assert "more offending groups" not in twofour.check(W)._repr_html_()
