@@ -80,3 +80,8 @@ def test_fractions_out_of_range_name_p(bad):
         speedup(True, 2.0)
     with pytest.raises(ValueError, match=r"^target must be a positive finite speedup"):
         required_part_speedup(0.5, -1.0)
+
+
+def test_too_much_time_says_where_the_rest_goes():
+    with pytest.raises(ValueError, match=r"the remainder 1 - sum is the unchanged part$"):
+        combined_speedup([0.7, 0.7], [2.0, 2.0])

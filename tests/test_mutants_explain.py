@@ -130,3 +130,19 @@ def test_html_colours_each_status():
     assert "<td style='color:#1b7f3b;font-weight:600'>ok</td>" in html
     assert "<td style='color:#8a5a00;font-weight:600'>slow</td>" in html
     assert "<td style='color:#b3261e;font-weight:600'>dense</td>" in html
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the verdict on a machine without a CUDA GPU")
+def test_no_gpu_target_is_named_in_the_summary():
+    v = explain(_pruned(256, 512), 128)
+    assert v.target == "CPU (no CUDA GPU)"
+    assert v.summary().endswith("on CPU (no CUDA GPU): dense now, error if packed")
+
+
+def test_bad_arguments_say_what_to_pass():
+    with pytest.raises(TypeError, match=r"got list; for a whole model use twofour.dispatch.audit\(model\)$"):
+        explain([[1.0]], 1)
+    with pytest.raises(ValueError, match=r"x_shape as an int is the number of tokens M and must be >= 1, got 0"):
+        explain(_pruned(256, 512), 0, target=A100)
+    with pytest.raises(ValueError, match=r"W must be 2-D \[out_features, in_features\], got shape \(4,\)"):
+        explain(torch.zeros(4), 1, target=A100)
