@@ -146,3 +146,45 @@ def test_bad_arguments_say_what_to_pass():
         explain(_pruned(256, 512), 0, target=A100)
     with pytest.raises(ValueError, match=r"W must be 2-D \[out_features, in_features\], got shape \(4,\)"):
         explain(torch.zeros(4), 1, target=A100)
+
+
+def test_shape_and_padding_checks_cite_their_sources():
+    from twofour.dispatch.rules import backend_rules
+
+    rules = backend_rules("cusparselt")
+    v = explain(_pruned(8, 64), 13, target=A100)
+    [shape] = [c for c in v.checks if c.topic == "shape"]
+    assert shape.message == "cuSPARSELt float16: N=8 rows (out_features) must be >= and a multiple of 16 (pad W with zeros, slice the output)"
+    assert shape.source == rules.source
+    [padding] = [c for c in v.checks if c.topic == "padding"]
+    assert padding.source == f"{rules.source}; pytorch#111339"
+
+
+def test_int8_runs_but_returns_int8_and_cites_the_rule():
+    from twofour.dispatch.rules import backend_rules
+
+    v = explain(_pruned(64, 128, torch.int8), 64, target=A100, backend="cutlass")
+    [dtype] = [c for c in v.checks if c.topic == "dtype"]
+    assert dtype.status == "wrong" and dtype.message.startswith("int8 through a plain F.linear returns int8")
+    assert dtype.source == backend_rules("cutlass").source
+
+
+def test_a_packed_weight_is_summarised_as_packed():
+    import warnings
+
+    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
+
+    W = _pruned(64, 128)
+    values, meta = sparse_semi_structured_from_dense_cutlass(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    v = explain(Wp, 64, target=A100)
+    assert v.summary() == "W 64x128 float16 (packed) on A100 (compute capability 8.0): sparse-cutlass"
+
+
+def test_float32_that_is_3_4_but_not_2_4_gets_no_2_4_hint():
+    W = torch.zeros(64, 64)
+    W[:, 0::4] = W[:, 1::4] = W[:, 2::4] = 1.0  # three non-zeros in every group of four
+    [(_, message)] = _found(explain(W, 64, target=A100, backend="cutlass"), "structure")
+    assert "; float32 is stored 1:2 (one non-zero per pair);" in message and "W is 2:4" not in message

@@ -100,3 +100,27 @@ def test_fit_takes_the_gpu_from_the_provenance():
     assert rep.dense_rms_rel_err < 0.01
     with pytest.raises(ValueError, match="needs a 'gpu'"):
         fit(list(pts), base=Efficiency())
+
+
+def test_per_call_costs_by_scenario_and_backend():
+    e = Efficiency(dense_overhead_us=5, sparse_overhead_us=15, dense_host_us=20, sparse_host_us=500)
+    assert [e.device_us("sparse", s) for s in ("ideal", "cached", "eager")] == [0.0, 15, 15]
+    assert [e.host_us("sparse", s) for s in ("ideal", "cached", "eager")] == [0.0, 0.0, 500]
+    assert e.host_us("dense", "eager") == 20
+    # CUTLASS builds no cuSPARSELt plan: its host cost is the dense one's, in any spelling.
+    assert e.host_us("sparse", "eager", "CUTLASS") == 20
+    assert e.host_us("sparse", "eager", "cuSPARSELt") == 500
+    for call in (e.device_us, e.host_us):
+        with pytest.raises(ValueError, match="scenario"):
+            call("sparse", "fast")
+
+
+def test_gemm_time_without_a_host_cost_is_the_kernel_time():
+    from twofour.roofline import gemm_time_s
+
+    # 64 x 64 fp16 weight, one token: 8,192 + 128 + 128 bytes at 1,000 GB/s = 8.448 ns.
+    t, bound, _ = gemm_time_s(1, 64, 64, peak_tflops=1000.0, mem_bw_gbs=1000.0, sms=100, weight_bytes=8192,
+                              in_bytes=2, out_bytes=2, compute_eff=1.0, memory_eff=1.0, overhead_us=0.0,
+                              tile_m=128, tile_n=128)
+    assert bound == "memory"
+    assert t == _approx(8448 / 1e12)

@@ -64,6 +64,7 @@ def test_locations_in_a_row_cut_into_column_blocks_name_the_right_group():
     report = twofour.check(_with_bad_groups(2, 1 << 18, [(1, 17_500)]))
     assert report.bad_locations.tolist() == [[1, 17_500]]
     assert report.bad_groups_per_row.tolist() == [0, 1]
+    assert report.bad_groups_per_row.dtype == torch.int64
     assert str(report.examples[0]).startswith("row 1, group 17500 (columns 70000-70003): 3 non-zeros")
 
 
@@ -126,3 +127,10 @@ def test_html_marks_non_zeros_and_counts_the_rest():
     assert '<td style="padding:2px 6px;">0</td>' in html
     assert "<p>&hellip; and 1 more offending groups.</p>" in html
     assert "more offending groups" not in twofour.check(W)._repr_html_()
+
+
+def test_prune_refuses_nan_scores_with_the_fix():
+    W = torch.ones(2, 4)
+    scores = torch.tensor([[1.0, float("nan"), 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="a NaN has no magnitude to rank, so fix or mask it before pruning$"):
+        twofour.prune(W, scores=scores)
