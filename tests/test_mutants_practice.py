@@ -118,6 +118,7 @@ def test_rendered_card_keeps_its_blank_lines_and_headings():
     md = render_markdown(q)
     assert "\n**Follow-ups**\n\n- f1\n- f2\n\n" in md
     assert "\nRead more: [the chapter](../notebooks/06-amdahl.ipynb).\n\nSources: ref one; ref two\n\n</details>\n" in md
+    assert "graded against first-principles arithmetic)</p>\n\n<details class=\"practice-derivation\" markdown=\"1\">\n" in md
     assert "<summary>Derivation</summary>\n\nd\n\n</details>\n\n</div>\n\n</article>\n" in md
     assert "within ±2% of the computed value; graded against" in md
     # The numbers table shows each number with how it is obtained.
