@@ -56,9 +56,10 @@ test: setup
 MUTATE_MODULES ?= structure,packing,roofline,amdahl,request,explain,practice
 MUTATE_SAMPLE ?= 40
 MUTATE_BUDGET ?= 1800
+MUTATE_SEED ?= 0
 mutate: setup
 	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q -e ".[mutate]"
-	$(BIN)/python scripts/mutate_report.py run --modules $(MUTATE_MODULES) --sample $(MUTATE_SAMPLE) --budget $(MUTATE_BUDGET) $(if $(MUTATE_OUT),--out $(MUTATE_OUT),)
+	$(BIN)/python scripts/mutate_report.py run --modules $(MUTATE_MODULES) --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) --budget $(MUTATE_BUDGET) $(if $(MUTATE_OUT),--out $(MUTATE_OUT),)
 
 bench: setup
 	$(BIN)/python benchmarks/core.py

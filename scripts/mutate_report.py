@@ -11,7 +11,7 @@ so by default each module contributes a fixed, deterministic sample: its mutants
 a hash of their names, the first ``--sample`` of them. The same code gives the same sample, so
 scores before and after a change are comparable. ``--sample all`` runs every mutant.
 
-    python scripts/mutate_report.py run    [--modules structure,amdahl] [--sample 40|all] [--budget 1800]
+    python scripts/mutate_report.py run    [--modules structure,amdahl] [--sample 40|all] [--seed 0] [--budget 1800]
     python scripts/mutate_report.py report [--modules ...] [--sample ...]   # from the last run's results
 
 ``run`` stops mutmut after ``--budget`` seconds (the mutants it did not reach are reported as
@@ -61,15 +61,17 @@ def _mutmut_names(path: str) -> list[str]:
     return [get_mutant_name(Path(path), name) for name in mutated.mutant_names]
 
 
-def sample(names: list[str], size: int | None) -> list[str]:
+def sample(names: list[str], size: int | None, seed: int = 0) -> list[str]:
     """The first ``size`` names ordered by SHA-256: deterministic, and a name keeps its place
-    while its function is unchanged (mutmut numbers mutants per function)."""
-    ordered = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+    while its function is unchanged (mutmut numbers mutants per function). Another ``seed``
+    draws another sample: a check that tests written for one sample generalise."""
+    salt = f"{seed}:" if seed else ""
+    ordered = sorted(names, key=lambda n: hashlib.sha256((salt + n).encode()).hexdigest())
     return ordered if size is None else sorted(ordered[:size])
 
 
-def selected(modules: list[str], size: int | None) -> dict[str, list[str]]:
-    return {m: sample(_mutmut_names(MODULES[m]), size) for m in modules}
+def selected(modules: list[str], size: int | None, seed: int = 0) -> dict[str, list[str]]:
+    return {m: sample(_mutmut_names(MODULES[m]), size, seed) for m in modules}
 
 
 def run_mutmut(names: list[str], budget_s: float) -> None:
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, from {', '.join(MODULES)} (default: all)")
     parser.add_argument("--sample", default=str(DEFAULT_SAMPLE),
                         help=f"mutants per module, or 'all' (default {DEFAULT_SAMPLE})")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="another seed draws another sample of the same size (default 0)")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S,
                         help=f"seconds mutmut may run (default {DEFAULT_BUDGET_S})")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--budget must be > 0 seconds, got {args.budget}")
 
     os.chdir(ROOT)  # mutmut reads pyproject.toml and writes mutants/ in the working directory
-    chosen = selected(modules, size)
+    chosen = selected(modules, size, args.seed)
     if args.command == "run":
         (ROOT / "mutants").mkdir(exist_ok=True)
         names = [n for ns in chosen.values() for n in ns] if size is not None else [
