@@ -188,3 +188,21 @@ def test_float32_that_is_3_4_but_not_2_4_gets_no_2_4_hint():
     W[:, 0::4] = W[:, 1::4] = W[:, 2::4] = 1.0  # three non-zeros in every group of four
     [(_, message)] = _found(explain(W, 64, target=A100, backend="cutlass"), "structure")
     assert "; float32 is stored 1:2 (one non-zero per pair);" in message and "W is 2:4" not in message
+
+
+def test_k_not_a_multiple_of_the_group_is_a_structure_error():
+    v = explain(torch.ones(64, 66).half(), 128, target=A100)
+    assert ("error", "K=66 is not a multiple of the group size 4") in _found(v, "structure")
+
+
+def test_dense_message_in_full():
+    v = explain(_pruned(256, 512), 128, target=A100)
+    assert _found(v, "packed") == [("dense", "W is a dense tensor: F.linear runs the dense GEMM and multiplies every "
+                                             "zero; only torch.sparse.to_sparse_semi_structured(W) makes it sparse")]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the verdict on a machine without a CUDA GPU")
+def test_no_gpu_message_in_full():
+    v = explain(_pruned(256, 512), 128)
+    assert _found(v, "device") == [("error", "no CUDA GPU: to_sparse_semi_structured accepts CUDA tensors only and "
+                                             "PyTorch has no 2:4 kernel for the CPU")]

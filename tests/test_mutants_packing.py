@@ -91,3 +91,10 @@ def test_pack_keeps_top_up_positions_of_underfull_groups():
     p = twofour.pack(torch.tensor([[0.0, 0.0, 0.0, 0.0, 9.0, 0.0, 0.0, 0.0]]))
     assert p.indices().tolist() == [[[2, 3], [0, 2]]]
     assert p.values.tolist() == [[0.0, 0.0, 9.0, 0.0]]
+
+
+@pytest.mark.parametrize("bits", [0, -4, True])
+def test_a_bit_width_must_be_positive(bits):
+    with pytest.raises(TypeError):
+        packed_ratio(bits)
+    assert packed_ratio(4, 4, 8, meta_bits_per_value=1) == 0.625  # FP4's paired 4:8

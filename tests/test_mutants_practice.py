@@ -132,3 +132,26 @@ def test_numbers_table_leaves_out_objects():
                {"name": "obj", "expr": "request.Workload(models.LLAMA_3_8B, 1, 8, 2)", "fmt": "{}", "label": "workload"}]
     md = render_markdown(parse_question(_question(numbers=numbers), 0))
     assert "| a | 1.33 |" in md and "| workload |" not in md
+
+
+def test_number_errors_name_their_place():
+    with pytest.raises(BankError, match=r"^question 'q-edge'.numbers\[0\]: each number must be a mapping, got str$"):
+        parse_question(_question(numbers=["a = 1"]), 0)
+
+
+def test_load_bank_reads_a_file_and_names_the_bad_question(tmp_path):
+    import yaml
+
+    from twofour.course.practice import load_bank
+
+    good = _question()
+    path = tmp_path / "bank.yaml"
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two")]}))
+    bank = load_bank(path)
+    assert [q.id for q in bank] == ["q-edge", "q-two"]
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two", level="easy")]}))
+    with pytest.raises(BankError, match=r"^question 'q-two': level must be one of"):
+        load_bank(path)
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="Bad")]}))
+    with pytest.raises(BankError, match=r"^question #2: id must be"):
+        load_bank(path)

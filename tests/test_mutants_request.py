@@ -240,3 +240,11 @@ def test_sensitivity_uses_its_cost_and_ratio():
     assert rows[0]["speedup"] > rows[2]["speedup"]
     with pytest.raises(ValueError, match="per_call_us must be a finite number >= 0"):
         sensitivity(w, "H100", per_call_us=[-1], memory_ratio=[1.0])
+
+
+def test_phase_dicts_carry_every_number():
+    d = _estimate(output_len=3).to_dict()
+    assert list(d["prefill"]) == ["steps", "dense", "sparse", "dense_s", "sparse_s", "eligible_dense_s",
+                                  "eligible_sparse_s", "eligible_ideal_sparse_s", "p", "gemm_speedup",
+                                  "ceiling_speedup", "speedup"]
+    assert d["prefill"]["eligible_sparse_s"] == pytest.approx(112e-6, rel=1e-12)

@@ -124,3 +124,20 @@ def test_gemm_time_without_a_host_cost_is_the_kernel_time():
                               tile_m=128, tile_n=128)
     assert bound == "memory"
     assert t == _approx(8448 / 1e12)
+
+
+def test_intensity_defaults_to_fp16():
+    assert arithmetic_intensity(1, 4096, 4096) == arithmetic_intensity(1, 4096, 4096, "fp16")
+    assert arithmetic_intensity(1, 4096, 4096) != arithmetic_intensity(1, 4096, 4096, "int8")
+
+
+def test_ceiling_order_says_what_it_moved_and_fills_missing_costs():
+    from twofour.roofline import ceiling_order
+
+    values, moved = ceiling_order({"dense_compute": 0.8, "sparse_compute": 0.9, "dense_memory": 0.7,
+                                   "sparse_memory": 0.5, "dense_overhead_us": 5, "dense_host_us": 20})
+    assert values["sparse_compute"] == 0.8 and values["sparse_memory"] == 0.5
+    assert values["sparse_overhead_us"] == 5 and values["sparse_host_us"] == 20
+    assert moved == ["sparse_compute 0.9 > dense_compute 0.8: set to 0.8",
+                     "sparse_overhead_us 0 < dense_overhead_us 5: set to 5",
+                     "sparse_host_us 0 < dense_host_us 20: set to 20"]

@@ -134,3 +134,13 @@ def test_prune_refuses_nan_scores_with_the_fix():
     scores = torch.tensor([[1.0, float("nan"), 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])
     with pytest.raises(ValueError, match="a NaN has no magnitude to rank, so fix or mask it before pruning$"):
         twofour.prune(W, scores=scores)
+
+
+def test_column_blocks_of_a_wide_weight_never_split_a_group():
+    # 5 rows of 1,048,580 columns: check() cuts each row into column ranges of about
+    # 5 * 1,048,580 / 16 = 327,681 elements, which must be rounded to whole groups of 4. The bad
+    # group 81,920 (columns 327,680-327,683) would otherwise straddle two ranges and be missed.
+    W = _with_bad_groups(5, 1_048_580, [(3, 81_920)])
+    report = twofour.check(W)
+    assert report.num_bad_groups == 1
+    assert report.bad_locations.tolist() == [[3, 81_920]]
