@@ -229,10 +229,11 @@ def test_helper_errors_name_the_argument():
 
 def test_sensitivity_uses_its_cost_and_ratio():
     from twofour.request import sensitivity
+    from twofour.roofline import default_params
 
     w = Workload(LLAMA_3_8B, 1, 128, 8)
     rows = sensitivity(w, "H100", per_call_us=[0, 200.0], memory_ratio=[1.0, 0.5])
-    base = __import__("twofour.roofline", fromlist=["x"]).default_params("H100")
+    base = default_params("H100")
     # A cost of 0 is taken up to the dense call's own; the grid is cost-major.
     assert [(r["per_call_us"], r["memory_ratio"]) for r in rows] == [
         (base.dense_overhead_us, 1.0), (base.dense_overhead_us, 0.5), (200.0, 1.0), (200.0, 0.5)]
