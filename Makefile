@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup serve site test test-fast bench gpu-check clean lab
+.PHONY: setup serve site test test-fast bench gpu-check clean lab mutate
 
 setup: $(STAMP)
 
@@ -49,11 +49,23 @@ test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadfile notebooks labs
 	$(BIN)/python -m pytest tests
 
+# Mutation score of the toolkit modules (issue 21); not part of `make test`. A fixed sample
+# of MUTATE_SAMPLE mutants per module (or "all"), one worker, stopped after MUTATE_BUDGET
+# seconds; prints killed/survived/equivalent per module (scripts/mutate_report.py).
+# e.g. `make mutate MUTATE_MODULES=request,amdahl MUTATE_SAMPLE=all`
+MUTATE_MODULES ?= structure,packing,roofline,amdahl,request,explain,practice
+MUTATE_SAMPLE ?= 40
+MUTATE_BUDGET ?= 1800
+MUTATE_SEED ?= 0
+mutate: setup
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q -e ".[mutate]"
+	$(BIN)/python scripts/mutate_report.py run --modules $(MUTATE_MODULES) --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) --budget $(MUTATE_BUDGET) $(if $(MUTATE_OUT),--out $(MUTATE_OUT),)
+
 bench: setup
 	$(BIN)/python benchmarks/core.py
 
 clean:
-	rm -rf site build .pytest_cache .hypothesis
+	rm -rf site build .pytest_cache .hypothesis mutants
 
 # --- gpu-check ------------------------------------------------------------------------------
 # Owned by the kernel-speed work (issue 6). Runs every GPU path (GPU-marked tests, notebooks

@@ -1,0 +1,157 @@
+"""The practice-bank loader's limits, at their edges (issue 21, mutation testing).
+
+A limit tested only far from its edge lets an off-by-one through (``< 0.5`` read as ``<= 0.5``,
+``3-6`` entries read as ``3-7``): each test here takes the last accepted and the first refused
+value.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from twofour.course.practice import BankError, parse_question
+
+
+def _question(**changes):
+    raw = {
+        "id": "q-edge", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P {{a}}",
+        "rubric": ["one", "two", "three"], "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
+        "connects": "c", "numbers": [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"}],
+        "signals": {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]},
+    }
+    raw.update(changes)
+    return raw
+
+
+def _check(**fields):
+    return {"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "basis": "first principles", **fields}}
+
+
+# 0.07 * 100 and 0.29 * 100 are not whole in binary floating point (7.000000000000001,
+# 28.999999999999996): the whole-percent check must allow that rounding, and no more.
+@pytest.mark.parametrize("tol", [0.01, 0.05, 0.07, 0.29, 0.49])
+def test_tolerance_accepted_up_to_49_percent(tol):
+    q = parse_question(_question(**_check(tolerance=tol)), 0)
+    assert q.quick_check.tolerance == tol
+
+
+@pytest.mark.parametrize("tol", [0.5, 0.0, -0.01, 1, True, "0.01"])
+def test_tolerance_refused_from_50_percent_and_at_or_below_zero(tol):
+    with pytest.raises(BankError, match=r"question 'q-edge'.*tolerance must be a relative tolerance in \(0, 0.5\)"):
+        parse_question(_question(**_check(tolerance=tol)), 0)
+
+
+@pytest.mark.parametrize("tol", [0.015, 0.001, 0.125, 0.01001])
+def test_tolerance_must_be_a_whole_percent(tol):
+    with pytest.raises(BankError, match="tolerance must be a whole percent"):
+        parse_question(_question(**_check(tolerance=tol)), 0)
+
+
+def test_default_tolerance_and_scale():
+    c = parse_question(_question(**_check()), 0).quick_check
+    assert c.tolerance == 0.01 and c.scale == 1.0
+
+
+@pytest.mark.parametrize("scale", [0, -1, True])
+def test_scale_must_be_positive(scale):
+    with pytest.raises(BankError, match="quick_check.scale must be a positive number"):
+        parse_question(_question(**_check(scale=scale)), 0)
+
+
+@pytest.mark.parametrize("key, low, high", [("rubric", 3, 6), ("mistakes", 1, 5), ("follow_ups", 1, 3)])
+def test_list_lengths_at_both_edges(key, low, high):
+    for n in (low, high):
+        q = parse_question(_question(**{key: [f"item {i}" for i in range(n)]}), 0)
+        assert len(getattr(q, key)) == n
+    for n in (low - 1, high + 1):
+        with pytest.raises(BankError, match=rf"'{key}' must have {low}-{high} entries, got {n}"):
+            parse_question(_question(**{key: [f"item {i}" for i in range(n)]}), 0)
+
+
+@pytest.mark.parametrize("kind", ["strong", "acceptable", "weak"])
+def test_signal_lists_hold_one_to_four(kind):
+    signals = {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]}
+    q = parse_question(_question(signals={**signals, kind: ["1", "2", "3", "4"]}), 0)
+    assert len(getattr(q.signals, kind)) == 4
+    for bad in ([], ["1", "2", "3", "4", "5"]):
+        with pytest.raises(BankError, match=rf"question 'q-edge'.signals: '{kind}' must have 1-4 entries, got {len(bad)}"):
+            parse_question(_question(signals={**signals, kind: bad}), 0)
+
+
+def test_list_items_must_be_non_empty_text():
+    with pytest.raises(BankError, match=r"rubric\[1\] must be non-empty text"):
+        parse_question(_question(rubric=["one", "  ", "three"]), 0)
+    with pytest.raises(BankError, match=r"'rubric' must be a list of 3-6 texts, got str"):
+        parse_question(_question(rubric="one"), 0)
+    q = parse_question(_question(rubric=[" one ", "two", "three"]), 0)
+    assert q.rubric[0] == "one"
+
+
+def test_errors_name_the_question_by_position_before_its_id_is_known():
+    with pytest.raises(BankError, match=r"^question #3: id must be lower-case-with-dashes"):
+        parse_question(_question(id="Not An Id"), 2)
+    with pytest.raises(BankError, match=r"^question #1: must be a mapping, got list"):
+        parse_question([], 0)
+
+
+def test_quick_check_and_sources_errors_name_the_question():
+    with pytest.raises(BankError, match=r"^question 'q-edge': quick_check must be a mapping$"):
+        parse_question(_question(quick_check=["not", "a", "mapping"]), 0)
+    with pytest.raises(BankError, match=r"^question 'q-edge': sources must be a list of texts$"):
+        parse_question(_question(sources=[1, 2]), 0)
+    with pytest.raises(BankError, match=r"question 'q-edge'.quick_check: 'ask' must be non-empty text"):
+        parse_question(_question(**{"quick_check": {"answer": "a", "derivation": "d", "basis": "measured"}}), 0)
+
+
+def test_published_speedup_lists_the_gemm_ids_when_the_id_is_unknown():
+    from twofour.course.practice import published_speedup
+
+    with pytest.raises(ValueError, match=r"got 'no-such-record'; GEMM ids: \[.*'pt111339-m1'"):
+        published_speedup("no-such-record")
+
+
+def test_rendered_card_keeps_its_blank_lines_and_headings():
+    from twofour.course.practice import render_markdown
+
+    q = parse_question(_question(chapter="notebooks/06-amdahl.ipynb", sources=["ref one", "ref two"],
+                                 follow_ups=["f1", "f2"], **_check(ask="How much?", tolerance=0.02)), 0)
+    md = render_markdown(q)
+    assert "\n**Follow-ups**\n\n- f1\n- f2\n\n" in md
+    assert "\nRead more: [the chapter](../notebooks/06-amdahl.ipynb).\n\nSources: ref one; ref two\n\n</details>\n" in md
+    assert "graded against first-principles arithmetic)</p>\n\n<details class=\"practice-derivation\" markdown=\"1\">\n" in md
+    assert "<summary>Derivation</summary>\n\nd\n\n</details>\n\n</div>\n\n</article>\n" in md
+    assert "within ±2% of the computed value; graded against" in md
+    # The numbers table shows each number with how it is obtained.
+    assert "| a | 1.33 | `amdahl.speedup(0.5, 2.0)` |" in md
+
+
+def test_numbers_table_leaves_out_objects():
+    from twofour.course.practice import render_markdown
+
+    numbers = [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"},
+               {"name": "obj", "expr": "request.Workload(models.LLAMA_3_8B, 1, 8, 2)", "fmt": "{}", "label": "workload"}]
+    md = render_markdown(parse_question(_question(numbers=numbers), 0))
+    assert "| a | 1.33 |" in md and "| workload |" not in md
+
+
+def test_number_errors_name_their_place():
+    with pytest.raises(BankError, match=r"^question 'q-edge'.numbers\[0\]: each number must be a mapping, got str$"):
+        parse_question(_question(numbers=["a = 1"]), 0)
+
+
+def test_load_bank_reads_a_file_and_names_the_bad_question(tmp_path):
+    import yaml
+
+    from twofour.course.practice import load_bank
+
+    good = _question()
+    path = tmp_path / "bank.yaml"
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two")]}))
+    bank = load_bank(path)
+    assert [q.id for q in bank] == ["q-edge", "q-two"]
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two", level="easy")]}))
+    with pytest.raises(BankError, match=r"^question 'q-two': level must be one of"):
+        load_bank(path)
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="Bad")]}))
+    with pytest.raises(BankError, match=r"^question #2: id must be"):
+        load_bank(path)
