@@ -74,7 +74,7 @@ def test_signal_lists_hold_one_to_four(kind):
     q = parse_question(_question(signals={**signals, kind: ["1", "2", "3", "4"]}), 0)
     assert len(getattr(q.signals, kind)) == 4
     for bad in ([], ["1", "2", "3", "4", "5"]):
-        with pytest.raises(BankError, match=rf"question 'q-edge'.signals: '{kind}' must have 1-4 entries, got {len(bad)}"):
+        with pytest.raises(BankError, match=rf"question 'q-edge' \(at signals\.{kind}\): '{kind}' must have 1-4 entries, got {len(bad)}"):
             parse_question(_question(signals={**signals, kind: bad}), 0)
 
 
@@ -88,18 +88,18 @@ def test_list_items_must_be_non_empty_text():
 
 
 def test_errors_name_the_question_by_position_before_its_id_is_known():
-    with pytest.raises(BankError, match=r"^question #3: id must be lower-case-with-dashes"):
+    with pytest.raises(BankError, match=r"^question #3 \(at id\): id must be lower-case-with-dashes, got 'Not An Id'"):
         parse_question(_question(id="Not An Id"), 2)
     with pytest.raises(BankError, match=r"^question #1: must be a mapping, got list"):
         parse_question([], 0)
 
 
 def test_quick_check_and_sources_errors_name_the_question():
-    with pytest.raises(BankError, match=r"^question 'q-edge': quick_check must be a mapping$"):
+    with pytest.raises(BankError, match=r"^question 'q-edge' \(at quick_check\): quick_check must be a mapping, got \['not', 'a', 'mapping'\]$"):
         parse_question(_question(quick_check=["not", "a", "mapping"]), 0)
-    with pytest.raises(BankError, match=r"^question 'q-edge': sources must be a list of texts$"):
+    with pytest.raises(BankError, match=r"^question 'q-edge' \(at sources\[0\]\): sources must be a list of texts, got 1$"):
         parse_question(_question(sources=[1, 2]), 0)
-    with pytest.raises(BankError, match=r"question 'q-edge'.quick_check: 'ask' must be non-empty text"):
+    with pytest.raises(BankError, match=r"question 'q-edge' \(at quick_check\.ask\): 'ask' must be non-empty text"):
         parse_question(_question(**{"quick_check": {"answer": "a", "derivation": "d", "basis": "measured"}}), 0)
 
 
@@ -135,7 +135,7 @@ def test_numbers_table_leaves_out_objects():
 
 
 def test_number_errors_name_their_place():
-    with pytest.raises(BankError, match=r"^question 'q-edge'.numbers\[0\]: each number must be a mapping, got str$"):
+    with pytest.raises(BankError, match=r"^question 'q-edge' \(at numbers\[0\]\): each number must be a mapping, got str$"):
         parse_question(_question(numbers=["a = 1"]), 0)
 
 
@@ -150,8 +150,8 @@ def test_load_bank_reads_a_file_and_names_the_bad_question(tmp_path):
     bank = load_bank(path)
     assert [q.id for q in bank] == ["q-edge", "q-two"]
     path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two", level="easy")]}))
-    with pytest.raises(BankError, match=r"^question 'q-two': level must be one of"):
+    with pytest.raises(BankError, match=r"bank\.yaml: question 'q-two' \(at level\): level must be one of"):
         load_bank(path)
     path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="Bad")]}))
-    with pytest.raises(BankError, match=r"^question #2: id must be"):
+    with pytest.raises(BankError, match=r"bank\.yaml: question #2 \(at id\): id must be"):
         load_bank(path)

@@ -717,7 +717,8 @@ QUESTION_SCHEMA: dict = {
                         "x-message": "numbers must be a list"},
             "quick_check": {"anyOf": [{"type": "null"}, _QUICK_CHECK_SCHEMA], "x-message": "quick_check must be a mapping"},
             "chapter": {"type": ["string", "null"], "x-message": "chapter must be a path such as notebooks/06-amdahl.ipynb"},
-            "sources": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}],
+            "sources": {"anyOf": [{"type": "null"}, {"type": "array", "items": {
+                            "type": "string", "x-message": "sources must be a list of texts"}}],
                         "x-message": "sources must be a list of texts"},
             "signals": _SIGNALS_SCHEMA,
         },
