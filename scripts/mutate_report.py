@@ -81,7 +81,13 @@ def run_mutmut(names: list[str], budget_s: float) -> None:
     log = open(ROOT / "mutants" / "mutmut-run.log", "w") if (ROOT / "mutants").is_dir() else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        proc.wait(timeout=budget_s)
+        code = proc.wait(timeout=budget_s)
+        if code != 0:
+            # e.g. "failed to collect stats": a selected test fails on the unmutated code inside
+            # mutants/, and nothing was mutated. Say so instead of reporting every mutant as not run.
+            tail = (ROOT / "mutants" / "mutmut-run.log").read_text(errors="replace")[-1500:].split("\r")[-1]
+            raise SystemExit(f"mutmut stopped with exit code {code} before testing mutants; the end of "
+                             f"mutants/mutmut-run.log:\n{tail}")
     except subprocess.TimeoutExpired:
         print("mutmut: budget spent, stopping (the rest are reported as not run)", flush=True)
         os.killpg(proc.pid, signal.SIGINT)
