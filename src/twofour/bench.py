@@ -56,6 +56,7 @@ import torch
 
 from ._args import require_positive_int
 from ._jsonfile import check_schema, read_json
+from ._tensors import dtype_name
 from .device import environment
 from .models import get_preset, linear_shapes
 from .structure import prune
@@ -221,9 +222,6 @@ def _dtype(dtype) -> torch.dtype:
     raise ValueError(f"dtype must be one of float16, bfloat16, float32 (or the torch dtype), got {dtype!r}")
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
 
 def _sparse_linear(W24: torch.Tensor, backend: str):
     """Convert a 2:4 weight with the requested PyTorch backend; returns the sparse tensor."""
@@ -280,7 +278,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
         W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
         W24 = prune(W)[0]
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
-    record = {"M": M, "N": N, "K": K, "dtype": _dtype_name(dtype), "device": device.type}
+    record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
     backends = tuple(backends)

@@ -30,7 +30,7 @@ import torch
 
 from ._groupcount import Scratch, bad_from_counts, block_counts
 from ._overlap import count_by_storage, overlaps
-from ._tensors import blocks, nonzero_mask, require_nm, require_weight, same_size_int_view
+from ._tensors import blocks, dtype_name, nonzero_mask, require_nm, require_weight, same_size_int_view
 from ._threads import map_blocks, one_thread
 
 __all__ = ["StructureReport", "GroupViolation", "check", "prune", "nonzeros_per_group"]
@@ -124,14 +124,14 @@ class StructureReport:
         shape = "x".join(map(str, self.shape))
         if self.valid:
             return (
-                f"valid {pattern}: all {self.num_groups:,} groups of {shape} {_dtype_name(self.dtype)} "
+                f"valid {pattern}: all {self.num_groups:,} groups of {shape} {dtype_name(self.dtype)} "
                 f"hold at most {self.n} non-zeros ({self.nonzero_fraction:.1%} of elements non-zero)"
             )
         rows = int((self.bad_groups_per_row > 0).sum())
         return (
             f"NOT {pattern}: {self.num_bad_groups:,} of {self.num_groups:,} groups "
             f"({self.fraction_bad:.2%}) hold more than {self.n} non-zeros, in {rows:,} of {self.shape[0]:,} rows "
-            f"of {shape} {_dtype_name(self.dtype)}"
+            f"of {shape} {dtype_name(self.dtype)}"
         )
 
     def __str__(self) -> str:
@@ -170,9 +170,6 @@ class StructureReport:
 def _is_nonzero_py(x) -> bool:
     return x != 0 or (isinstance(x, float) and x != x)
 
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def _contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._tensors import SUPPORTED_DTYPES
+from .._tensors import SUPPORTED_DTYPES, dtype_name
 from ..structure import StructureReport, check
 from .probe import NO_CUSPARSELT, as_environment, build_lacks
 from .rules import backend_rules, default_backend, is_packed, packed_backend
@@ -127,9 +127,6 @@ class Verdict:
         )
         return f"<p><strong>{html.escape(self.summary())}</strong></p><table>{rows}</table>"
 
-
-def _dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def _parse_x_shape(x_shape, K: int) -> tuple[int | None, int | None]:
@@ -287,7 +284,7 @@ def _activation_rule(case: _Case) -> list[Check]:
             Check(
                 "x",
                 "error",
-                f"x is {_dtype_name(case.x_dtype)} but W is {_dtype_name(case.W.dtype)}; F.linear needs one dtype "
+                f"x is {dtype_name(case.x_dtype)} but W is {dtype_name(case.W.dtype)}; F.linear needs one dtype "
                 "(cuSPARSELt also refuses mixed dtypes)",
                 "torch/sparse/semi_structured.py, _mm",
             )
@@ -369,8 +366,8 @@ def _dtype_rule(case: _Case) -> list[Check]:
             Check(
                 "dtype",
                 "error",
-                f"{rules.label} in this torch takes {', '.join(_dtype_name(d) for d in rules.dtypes)}, "
-                f"not {_dtype_name(dtype)}{hint}; convert W (and x) to float16 or bfloat16",
+                f"{rules.label} in this torch takes {', '.join(dtype_name(d) for d in rules.dtypes)}, "
+                f"not {dtype_name(dtype)}{hint}; convert W (and x) to float16 or bfloat16",
                 rules.source,
             )
         ]
@@ -381,7 +378,7 @@ def _dtype_rule(case: _Case) -> list[Check]:
         return [Check("dtype", "error", "; ".join(p for p in (gpu_problem, mm_problem) if p))]
     if result_problem:
         return [Check("dtype", "wrong", result_problem, rules.source)]
-    return [Check("dtype", "ok", f"{_dtype_name(dtype)}", rules.source)]
+    return [Check("dtype", "ok", f"{dtype_name(dtype)}", rules.source)]
 
 
 def _contiguity_rule(case: _Case) -> list[Check]:
@@ -416,7 +413,7 @@ def _shape_rule(case: _Case) -> list[Check]:
             Check(
                 "shape",
                 "error",
-                f"{rules.label} {_dtype_name(case.W.dtype)}: " + "; ".join(bad) + " (pad W with zeros, slice the output)",
+                f"{rules.label} {dtype_name(case.W.dtype)}: " + "; ".join(bad) + " (pad W with zeros, slice the output)",
                 rules.source,
             )
         ]
@@ -487,7 +484,7 @@ def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, kn
     if W.device.type == "meta":
         return Check("structure", "info", f"W is a meta tensor (no values): {name} validity not checked")
     if W.dtype not in SUPPORTED_DTYPES:
-        return Check("structure", "info", f"{_dtype_name(W.dtype)} has no {name} check here")
+        return Check("structure", "info", f"{dtype_name(W.dtype)} has no {name} check here")
     if W.shape[1] % m:
         return Check("structure", "error", f"K={W.shape[1]} is not a multiple of the group size {m}")
     usable = known is not None and (known.n, known.m) == (n, m) and known.shape == tuple(W.shape)

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._tensors import dtype_name
+
 __all__ = [
     "BACKENDS",
     "MIN_SPARSE_CAPABILITY",
@@ -189,7 +191,7 @@ class BackendRules:
             return None
         cc = f"{capability[0]}.{capability[1]}"
         if capability < (8, 9):
-            return f"{_name(dtype)} needs fp8 tensor cores: compute capability 8.9 or newer, this GPU is {cc}"
+            return f"{dtype_name(dtype)} needs fp8 tensor cores: compute capability 8.9 or newer, this GPU is {cc}"
         if (
             self.name == "cusparselt"
             and capability[0] == 8
@@ -206,7 +208,7 @@ class BackendRules:
         """Why a plain matmul with a packed ``dtype`` weight raises although packing succeeds."""
         if self.name == "cusparselt" and "float8" in str(dtype):
             return (
-                f"cuSPARSELt packs {_name(dtype)} but refuses a plain mm/linear with it; PyTorch points to "
+                f"cuSPARSELt packs {dtype_name(dtype)} but refuses a plain mm/linear with it; PyTorch points to "
                 "torch._scaled_mm: torch._scaled_mm(W_sparse, x.t(), scale_a, scale_b, out_dtype=...) with "
                 "per-tensor float32 scales runs it (no bias; the result is W x^T, transpose it) "
                 "(torch/sparse/semi_structured.py, _mm; _semi_structured_ops.py)"
@@ -233,10 +235,6 @@ class BackendRules:
             f"int8 through a plain F.linear {what}; a usable int8 2:4 layer calls "
             f"torch._cslt_sparse_mm(W.packed, x, alpha=scales, out_dtype=torch.bfloat16) ({src})"
         )
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def semi_structured_classes() -> dict:
