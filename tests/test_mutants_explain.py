@@ -206,3 +206,45 @@ def test_no_gpu_message_in_full():
     v = explain(_pruned(256, 512), 128)
     assert _found(v, "device") == [("error", "no CUDA GPU: to_sparse_semi_structured accepts CUDA tensors only and "
                                              "PyTorch has no 2:4 kernel for the CPU")]
+
+
+def test_a_transposed_view_is_refused_with_its_strides_and_the_fix():
+    W = _pruned(512, 256).t()  # a 256 x 512 view with strides (1, 256)
+    [contiguous] = [c for c in explain(W, 128, target=A100).checks if c.topic == "contiguous"]
+    assert (contiguous.status, contiguous.message) == (
+        "error", "W is not contiguous (strides (1, 256), e.g. a transposed view); conversion raises: pass W.contiguous()")
+    assert contiguous.source == "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape"
+    assert _found(explain(W.contiguous(), 128, target=A100), "contiguous") == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the verdict on a machine without a CUDA GPU")
+def test_no_gpu_cites_the_device_check():
+    [device] = [c for c in explain(_pruned(256, 512), 128).checks if c.topic == "device"]
+    assert device.source == "torch/sparse/semi_structured.py, _validate_device_dim_dtype_shape"
+
+
+def test_a_short_gemm_warning_in_full_with_its_sources():
+    [padding] = [c for c in explain(_pruned(256, 512), 64, target=A100).checks if c.topic == "padding"]
+    assert padding.message == ("M=64 tokens: no padding, but a GEMM this short is memory-bound, where published runs "
+                               "of PyTorch's sparse path were slower than dense")
+    assert padding.source == "pytorch#111339; ao#1460"
+
+
+def test_a_packed_weight_names_its_class_and_kernel():
+    import warnings
+
+    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
+
+    W = _pruned(64, 128)
+    values, meta = sparse_semi_structured_from_dense_cutlass(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    assert _found(explain(Wp, 64, target=A100), "packed") == [
+        ("ok", "W is a SparseSemiStructuredTensorCUTLASS: matmuls dispatch to the CUTLASS sparse kernel")]
+
+
+def test_a_broken_pattern_cites_that_pytorch_does_not_check_it():
+    [structure] = [c for c in explain(torch.ones(64, 64).half(), 128, target=A100).checks if c.topic == "structure"]
+    assert structure.status == "wrong"
+    assert structure.source == "PyTorch does not check the pattern: torch/sparse/_semi_structured_conversions.py"

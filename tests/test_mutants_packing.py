@@ -98,3 +98,14 @@ def test_a_bit_width_must_be_positive(bits):
     with pytest.raises(TypeError):
         packed_ratio(bits)
     assert packed_ratio(4, 4, 8, meta_bits_per_value=1) == 0.625  # FP4's paired 4:8
+
+
+def test_a_wide_row_packs_in_blocks_that_keep_whole_groups():
+    # A 72,000-column row is packed in column blocks; with m = 3 a block must end on a multiple
+    # of 8 * 3 columns (whole groups, whole metadata bytes), not at 65,536.
+    K = 3 * 24_000
+    W = torch.zeros(2, K)
+    W[:, 0::3] = 1.0
+    W[1, 65_535], W[1, 65_536] = 0.0, 5.0  # the group across column 65,536 keeps its middle element
+    p = twofour.pack(W, 1, 3)
+    assert torch.equal(twofour.unpack(p), W)

@@ -155,3 +155,31 @@ def test_load_bank_reads_a_file_and_names_the_bad_question(tmp_path):
     path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="Bad")]}))
     with pytest.raises(BankError, match=r"bank\.yaml: question #2 \(at id\): id must be"):
         load_bank(path)
+
+
+def test_load_bank_names_every_repeated_id(tmp_path):
+    import yaml
+
+    from twofour.course.practice import load_bank
+
+    good = _question()
+    path = tmp_path / "bank.yaml"
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two"), good, dict(good, id="q-two"),
+                                                  dict(good, id="q-three")]}))
+    with pytest.raises(BankError, match=r"bank\.yaml: question ids must be unique, repeated: \['q-edge', 'q-two'\]$"):
+        load_bank(path)
+
+
+def test_a_unit_outside_the_table_is_shown_as_written():
+    # The schema keeps a loaded bank's units to UNITS; a question built in code may use another,
+    # and the card then shows the unit itself rather than dropping it.
+    import dataclasses
+
+    from twofour.course.practice import render_markdown
+
+    q = parse_question(_question(**_check(unit="%", tolerance=0.02)), 0)
+    assert "(in percent, within ±2% of the computed value;" in render_markdown(q)
+    odd = dataclasses.replace(q, quick_check=dataclasses.replace(q.quick_check, unit="tokens/s"))
+    assert "(tokens/s, within ±2% of the computed value;" in render_markdown(odd)
+    plain = dataclasses.replace(q, quick_check=dataclasses.replace(q.quick_check, unit=""))
+    assert "(within ±2% of the computed value;" in render_markdown(plain)

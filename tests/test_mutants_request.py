@@ -249,3 +249,36 @@ def test_phase_dicts_carry_every_number():
                                   "eligible_sparse_s", "eligible_ideal_sparse_s", "p", "gemm_speedup",
                                   "ceiling_speedup", "speedup"]
     assert d["prefill"]["eligible_sparse_s"] == pytest.approx(112e-6, rel=1e-12)
+
+
+def _sweep():
+    """A made-up cuSPARSELt sweep over Llama-3-8B's decode GEMMs (batch 1), in ms."""
+    return [
+        {"M": 1, "N": 4096, "K": 4096, "dense_ms": 2.0, "default_ms": 4.0, "best": {"ms": 1.0}},  # q, o
+        {"M": 1, "N": 1024, "K": 4096, "dense_ms": 1.0, "default_ms": 2.0, "best": {"ms": 0.5}},  # k, v
+        {"M": 1, "N": 14336, "K": 4096, "dense_ms": 4.0, "default_ms": 8.0, "best": None},  # gate, up: no match
+        {"M": 1, "N": 4096, "K": 14336, "dense_ms": 4.0, "default_ms": 4.0, "best": {"ms": 2.0}},  # down
+    ]
+
+
+def test_searched_speedup_sums_one_layer_by_hand():
+    from twofour.request import searched_gemm_speedup
+
+    w = Workload(LLAMA_3_8B, batch=1, prompt_len=64, output_len=8, dtype="fp16")
+    # Dense: q 2 + k 1 + v 1 + o 2 + gate 4 + up 4 + down 4 = 18 ms. Best: 1 + 0.5 + 0.5 + 1, gate
+    # and up fall back to algorithm 0 (no matching best) 8 + 8, down 2 = 21 ms. Algorithm 0: 32 ms.
+    best = searched_gemm_speedup(_sweep(), w)
+    assert best["decode"] == _approx(18 / 21)
+    assert best["prefill"] is None  # no prefill shape (M = 64) in the sweep
+    assert searched_gemm_speedup(_sweep(), w, pick="default")["decode"] == _approx(18 / 32)
+
+
+def test_searched_speedup_refuses_what_the_sweep_did_not_measure():
+    from twofour.request import searched_gemm_speedup
+
+    bf16 = Workload(LLAMA_3_8B, batch=1, prompt_len=64, output_len=8, dtype="bf16")
+    with pytest.raises(ValueError, match=r"^the recorded algorithm sweeps are fp16; workload.dtype is 'bf16'$"):
+        searched_gemm_speedup(_sweep(), bf16)
+    fp16 = Workload(LLAMA_3_8B, batch=1, prompt_len=64, output_len=8, dtype="fp16")
+    with pytest.raises(ValueError, match=r"^pick must be 'best' or 'default', got 'fastest'$"):
+        searched_gemm_speedup(_sweep(), fp16, pick="fastest")

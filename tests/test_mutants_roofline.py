@@ -141,3 +141,41 @@ def test_ceiling_order_says_what_it_moved_and_fills_missing_costs():
     assert moved == ["sparse_compute 0.9 > dense_compute 0.8: set to 0.8",
                      "sparse_overhead_us 0 < dense_overhead_us 5: set to 5",
                      "sparse_host_us 0 < dense_host_us 20: set to 20"]
+
+
+def test_predict_defaults_to_the_backends_own_fit():
+    # A100 has a set fitted to its CUTLASS points and one to all its points; a compute-bound
+    # GEMM's 2:4 time depends on which one predict() picks when no params are passed.
+    from twofour.roofline import default_params
+
+    cutlass, gpu_wide = default_params("A100", "CUTLASS"), default_params("A100")
+    assert cutlass.sparse_compute != gpu_wide.sparse_compute
+    shape = (8192, 4096, 4096, "fp16", "A100", "cutlass")
+    assert predict(*shape).sparse_us == predict(*shape, params=cutlass).sparse_us
+    assert predict(*shape).sparse_us != predict(*shape, params=gpu_wide).sparse_us
+
+
+def test_fit_summary_marks_only_a_backends_own_set():
+    from twofour.roofline import fit_summary
+
+    # A100 has a CUTLASS set: the line names GPU/backend (as passed) and that set's note.
+    assert "; A100/cutlass: base set with sparse_compute refitted to 1 published CUTLASS point(s)" in fit_summary("A100", "cutlass")
+    # H100 has no set per backend: the GPU's own set, labelled by the GPU alone.
+    text = fit_summary("H100", "cusparselt")
+    assert "; H100: base set with sparse_compute refitted to" in text and "H100/" not in text
+
+
+def test_crossover_m_reports_a_bad_backend_before_a_bad_scenario_like_predict():
+    from twofour.roofline import crossover_m
+
+    message = r"^backend 'bogus' is not available on H100; valid: \['cuSPARSELt'\]$"
+    with pytest.raises(ValueError, match=message):
+        predict(1, 4096, 4096, "fp16", "H100", "bogus", scenario="bogus")
+    with pytest.raises(ValueError, match=message):
+        crossover_m(4096, 4096, "fp16", "H100", "bogus", scenario="bogus")
+
+
+@pytest.mark.parametrize("pad_to", [0, -8, 2.5, True])
+def test_efficiency_pad_to_error_names_it(pad_to):
+    with pytest.raises(ValueError, match=rf"^pad_to must be a positive int, got {pad_to!r}$"):
+        Efficiency(pad_to=pad_to)

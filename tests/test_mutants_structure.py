@@ -144,3 +144,28 @@ def test_column_blocks_of_a_wide_weight_never_split_a_group():
     report = twofour.check(W)
     assert report.num_bad_groups == 1
     assert report.bad_locations.tolist() == [[3, 81_920]]
+
+
+def test_examples_keep_float64_values_exactly():
+    # The values a violation reports are the weight's own: 0.1 in float64, not float32's 0.10000000149011612.
+    W = torch.zeros(2, 8, dtype=torch.float64)
+    W[1, 4:7] = 0.1
+    [example] = twofour.check(W).examples
+    assert example.values == (0.1, 0.1, 0.1, 0.0)
+    assert all(type(v) is float for v in example.values)
+    # int8 values stay ints.
+    [example] = twofour.check(torch.tensor([[1, -2, 3, 0]], dtype=torch.int8)).examples
+    assert example.values == (1, -2, 3, 0) and all(type(v) is int for v in example.values)
+
+
+def test_an_expanded_wide_row_locates_a_group_across_a_block_edge():
+    # One stored row of 72,000 columns, expanded to 3 rows (stride 0: the view overlaps itself).
+    # Its locations are read in column blocks of 65,535 (a multiple of m = 3); a block cut at
+    # 65,536 would split group 21,845 (columns 65,535-65,537) and miss it.
+    K = 3 * 24_000
+    row = torch.zeros(K)
+    row[65_535:65_538] = 1.0
+    report = twofour.check(row.expand(3, K), 1, 3)
+    assert report.num_bad_groups == 3
+    assert report.bad_locations.tolist() == [[0, 21_845], [1, 21_845], [2, 21_845]]
+    assert report.examples[0].columns == (65_535, 65_538) and report.examples[0].values == (1.0, 1.0, 1.0)
