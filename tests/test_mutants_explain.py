@@ -248,3 +248,27 @@ def test_a_broken_pattern_cites_that_pytorch_does_not_check_it():
     [structure] = [c for c in explain(torch.ones(64, 64).half(), 128, target=A100).checks if c.topic == "structure"]
     assert structure.status == "wrong"
     assert structure.source == "PyTorch does not check the pattern: torch/sparse/_semi_structured_conversions.py"
+
+
+def test_mixed_dtypes_message_in_full():
+    v = explain(_pruned(256, 512), 128, x_dtype=torch.bfloat16, target=A100)
+    [mixed] = [c for c in v.checks if c.topic == "x"]
+    assert (mixed.status, mixed.message) == (
+        "error", "x is bfloat16 but W is float16; F.linear needs one dtype (cuSPARSELt also refuses mixed dtypes)")
+    assert mixed.source == "torch/sparse/semi_structured.py, _mm"
+    assert (v.path, v.if_packed) == ("error", "error")
+
+
+def test_packed_message_in_full():
+    import warnings
+
+    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
+
+    W = _pruned(64, 128)
+    values, meta = sparse_semi_structured_from_dense_cutlass(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    v = explain(Wp, 64, target=A100)
+    assert _found(v, "packed") == [
+        ("ok", "W is a SparseSemiStructuredTensorCUTLASS: matmuls dispatch to the CUTLASS sparse kernel")]

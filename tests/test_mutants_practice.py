@@ -183,3 +183,74 @@ def test_a_unit_outside_the_table_is_shown_as_written():
     assert "(tokens/s, within ±2% of the computed value;" in render_markdown(odd)
     plain = dataclasses.replace(q, quick_check=dataclasses.replace(q.quick_check, unit=""))
     assert "(within ±2% of the computed value;" in render_markdown(plain)
+
+
+def test_an_empty_signal_text_names_its_list_and_position():
+    # The path is signals.strong[1]: the message's index is the path's last part, not its second.
+    signals = {"strong": ["s", " "], "acceptable": ["a"], "weak": ["w"]}
+    with pytest.raises(BankError, match=r"^question 'q-edge' \(at signals\.strong\[1\]\): strong\[1\] must be non-empty text, got ' '$"):
+        parse_question(_question(signals=signals), 0)
+
+
+def test_parsing_a_quick_check_leaves_the_published_schema_alone():
+    # Each question's answer is checked against its own numbers' names, in a copy of the schema:
+    # QUESTION_SCHEMA, which authors and editors read, keeps the general rule.
+    import copy
+
+    from twofour.course.practice import QUESTION_SCHEMA
+
+    before = copy.deepcopy(QUESTION_SCHEMA)
+    parse_question(_question(**_check()), 0)
+    answer = QUESTION_SCHEMA["properties"]["quick_check"]["anyOf"][1]["properties"]["answer"]
+    assert answer == {"type": "string", "x-message": "quick_check.answer must name one of the question's numbers"}
+    assert QUESTION_SCHEMA == before
+    with pytest.raises(BankError, match=r"\(at quick_check\.answer\): quick_check\.answer must name one of the question's numbers \['a'\], got 'b'$"):
+        parse_question(_question(**_check(answer="b")), 0)
+
+
+def _schema_message(schema, value):
+    """The BankError text for the first error of ``value`` against ``schema``."""
+    import jsonschema
+
+    from twofour.course.practice import _schema_error
+
+    error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)))
+    return str(_schema_error(error, "here", value))
+
+
+def test_text_schema_messages():
+    # QUESTION_SCHEMA is built from these helpers when the module loads; called here, each
+    # node's own message must reach the author (not jsonschema's "does not match '\\S'").
+    from twofour.course.practice import QUESTION_SCHEMA, _text_schema, _texts_schema
+
+    title = _text_schema("'title' must be non-empty text")
+    assert QUESTION_SCHEMA["properties"]["title"] == title
+    assert _schema_message(title, "  ") == "here: 'title' must be non-empty text, got '  '"
+    rubric = _texts_schema("rubric", 3, 6)
+    assert QUESTION_SCHEMA["properties"]["rubric"] == rubric
+    assert _schema_message(rubric, "one") == "here: 'rubric' must be a list of 3-6 texts, got str"
+    assert _schema_message(rubric, ["a", " ", "c"]) == "here (at [1]): rubric[1] must be non-empty text, got ' '"
+    assert _schema_message(rubric, ["a"] * 2) == "here: 'rubric' must have 3-6 entries, got 2"
+    assert _schema_message(rubric, ["a"] * 7) == "here: 'rubric' must have 3-6 entries, got 7"
+
+
+def test_compute_bound_m_searches_up_to_2_to_the_20_inclusive():
+    # A GPU whose ridge point lies between the intensities at M = 2^20 - 1 and 2^20 (bf16,
+    # 4096 x 4096): the answer is the last M searched, not "never reaches".
+    import dataclasses
+
+    from twofour import roofline
+    from twofour.course.practice import compute_bound_m
+    from twofour.hardware import get_gpu
+
+    last = 1 << 20
+    below, at = (roofline.arithmetic_intensity(m, 4096, 4096, "bf16") for m in (last - 1, last))
+    h200 = get_gpu("H200")
+    ridge = (below + at) / 2
+    gpu = dataclasses.replace(h200, dense_tflops={**h200.dense_tflops, "bf16": ridge * h200.mem_bw_gbs * 1e9 / 1e12})
+    assert below < roofline.ridge_point(gpu, "bf16") <= at
+    assert compute_bound_m(4096, 4096, "bf16", gpu) == last
+    # Just above the intensity at 2^20, the search gives up and says why.
+    beyond = dataclasses.replace(h200, dense_tflops={**h200.dense_tflops, "bf16": (at + (at - below) / 2) * h200.mem_bw_gbs * 1e9 / 1e12})
+    with pytest.raises(ValueError, match=r"^N=4096, K=4096 never reaches the ridge point 2044 FLOP/byte$"):
+        compute_bound_m(4096, 4096, "bf16", beyond)

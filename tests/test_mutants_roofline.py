@@ -179,3 +179,24 @@ def test_crossover_m_reports_a_bad_backend_before_a_bad_scenario_like_predict():
 def test_efficiency_pad_to_error_names_it(pad_to):
     with pytest.raises(ValueError, match=rf"^pad_to must be a positive int, got {pad_to!r}$"):
         Efficiency(pad_to=pad_to)
+
+
+def test_fit_counts_the_activation_bytes_of_a_memory_bound_gemm():
+    # N = 64: the activation x (M x K, 2 bytes each in fp16) outweighs the weight (64 x K) from
+    # M = 64 on, and every point is memory-bound (about 62 FLOP/byte against an H100 ridge of 295;
+    # from M = 4096 on, since 128-row tiles of a smaller M leave most of the 132 SMs idle).
+    # Times made by predict with known efficiencies must fit back to them; counting x at
+    # K / 2 bytes per row instead of 2K would put the memory efficiency near 0.7 / 4.
+    from twofour.roofline import fit
+
+    truth = Efficiency(dense_compute=0.8, sparse_compute=0.5, dense_memory=0.7, sparse_memory=0.6,
+                       dense_overhead_us=4.0, sparse_overhead_us=20.0)
+    pts = []
+    for M in (4096, 16384, 65536, 262144):
+        p = predict(M, 64, 4096, "fp16", "H100", params=truth)
+        assert (p.bound_dense, p.bound_sparse) == ("memory", "memory")
+        pts.append(dict(M=M, N=64, K=4096, dtype="fp16", gpu="H100", dense_ms=p.dense_us / 1e3, sparse_ms=p.sparse_us / 1e3))
+    rep = fit(pts, base=Efficiency())
+    assert rep.params.dense_memory == pytest.approx(0.7, rel=0.02)
+    assert rep.params.sparse_memory == pytest.approx(0.6, rel=0.02)
+    assert rep.dense_rms_rel_err < 0.01 and rep.sparse_rms_rel_err < 0.01
