@@ -158,7 +158,7 @@ def test_examples_keep_float64_values_exactly():
     assert example.values == (1, -2, 3, 0) and all(type(v) is int for v in example.values)
 
 
-def test_an_expanded_wide_row_locates_a_group_across_a_block_edge():
+def test_a_stride_0_wide_row_locates_a_group_across_a_block_edge():  # no "expand" in the name: mutmut deselects -k expand
     # One stored row of 72,000 columns, expanded to 3 rows (stride 0: the view overlaps itself).
     # Its locations are read in column blocks of 65,535 (a multiple of m = 3); a block cut at
     # 65,536 would split group 21,845 (columns 65,535-65,537) and miss it.
@@ -169,3 +169,13 @@ def test_an_expanded_wide_row_locates_a_group_across_a_block_edge():
     assert report.num_bad_groups == 3
     assert report.bad_locations.tolist() == [[0, 21_845], [1, 21_845], [2, 21_845]]
     assert report.examples[0].columns == (65_535, 65_538) and report.examples[0].values == (1.0, 1.0, 1.0)
+
+
+def test_the_report_text_is_the_summary_then_the_examples_then_the_fix():
+    W = torch.tensor([[1.0, 2.0, 3.0, 0.0, 1.0, 0.0, 0.0, 0.0]])
+    assert str(twofour.check(W)).split("\n") == [
+        "NOT 2:4: 1 of 2 groups (50.00%) hold more than 2 non-zeros, in 1 of 1 rows of 1x8 float32",
+        "first offending groups (of 1):",
+        "  row 0, group 0 (columns 0-3): 3 non-zeros [1, 2, 3, 0]",
+        "fix: twofour.prune(W) keeps the n largest-magnitude values of every group",
+    ]
