@@ -21,6 +21,18 @@ def _pruned(N, K, dtype=torch.float16, seed=0):
     W, _ = twofour.prune(torch.randn(N, K, generator=g))
     return W.to(dtype)
 
+def _cutlass_packed(W):
+    """W as a CUTLASS-packed tensor, built on the CPU from PyTorch's own conversion (no GPU needed)."""
+    import warnings
+
+    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
+
+    values, meta = sparse_semi_structured_from_dense_cutlass(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+
+
 
 def _found(verdict, topic):
     """``[(status, message)]`` of the checks on one topic."""
@@ -170,15 +182,7 @@ def test_int8_runs_but_returns_int8_and_cites_the_rule():
 
 
 def test_a_packed_weight_is_summarised_as_packed():
-    import warnings
-
-    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
-
-    W = _pruned(64, 128)
-    values, meta = sparse_semi_structured_from_dense_cutlass(W)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    Wp = _cutlass_packed(_pruned(64, 128))
     v = explain(Wp, 64, target=A100)
     assert v.summary() == "W 64x128 float16 (packed) on A100 (compute capability 8.0): sparse-cutlass"
 
@@ -231,15 +235,7 @@ def test_a_short_gemm_warning_in_full_with_its_sources():
 
 
 def test_a_packed_weight_names_its_class_and_kernel():
-    import warnings
-
-    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
-
-    W = _pruned(64, 128)
-    values, meta = sparse_semi_structured_from_dense_cutlass(W)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    Wp = _cutlass_packed(_pruned(64, 128))
     assert _found(explain(Wp, 64, target=A100), "packed") == [
         ("ok", "W is a SparseSemiStructuredTensorCUTLASS: matmuls dispatch to the CUTLASS sparse kernel")]
 
@@ -260,15 +256,7 @@ def test_mixed_dtypes_message_in_full():
 
 
 def test_packed_message_in_full():
-    import warnings
-
-    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
-
-    W = _pruned(64, 128)
-    values, meta = sparse_semi_structured_from_dense_cutlass(W)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        Wp = torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
+    Wp = _cutlass_packed(_pruned(64, 128))
     v = explain(Wp, 64, target=A100)
     assert _found(v, "packed") == [
         ("ok", "W is a SparseSemiStructuredTensorCUTLASS: matmuls dispatch to the CUTLASS sparse kernel")]
