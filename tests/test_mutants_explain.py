@@ -21,6 +21,7 @@ def _pruned(N, K, dtype=torch.float16, seed=0):
     W, _ = twofour.prune(torch.randn(N, K, generator=g))
     return W.to(dtype)
 
+
 def _cutlass_packed(W):
     """W as a CUTLASS-packed tensor, built on the CPU from PyTorch's own conversion (no GPU needed)."""
     import warnings
@@ -31,7 +32,6 @@ def _cutlass_packed(W):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.sparse.SparseSemiStructuredTensorCUTLASS(W.shape, values, meta, None, None, None)
-
 
 
 def _found(verdict, topic):
