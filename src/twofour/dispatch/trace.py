@@ -47,7 +47,6 @@ from __future__ import annotations
 import functools
 import gzip
 import html
-import io
 import math
 import os
 import re
@@ -62,7 +61,7 @@ import numpy as np
 
 from .._text import printable
 from ..amdahl import max_speedup, speedup
-from .kernels import DENSE, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, OpRecord, classify_records
+from .kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, OpRecord, classify_records
 from ._jsonstream import ChromeTraceStream, StreamError
 
 __all__ = [
