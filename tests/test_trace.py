@@ -570,3 +570,14 @@ def test_hostile_trace_names_are_escaped_and_only_regular_files_are_read(tmp_pat
     _os.mkfifo(fifo)
     with pytest.raises(TraceError, match="is not a regular file"):
         load(fifo)  # returns at once: a FIFO is never opened
+
+
+def test_an_error_shows_the_path_escaped(tmp_path):
+    # A file name can carry terminal escape sequences; an error message must not replay them.
+    name = tmp_path / "trace\x1b[31m.json"
+    with pytest.raises(TraceError) as info:
+        load(name)
+    assert "\x1b" not in str(info.value) and "\\x1b[31m.json: no such file" in str(info.value)
+    name.write_bytes(b"")
+    with pytest.raises(TraceError, match=r"\\x1b\[31m\.json: the file is empty"):
+        load(name)

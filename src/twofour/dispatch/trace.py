@@ -254,6 +254,11 @@ class Trace:
                 f"{self.count('cpu_op'):,} CPU operators, {len(self):,} events kept of {self.n_read:,})")
 
 
+def _shown(path) -> str:
+    """A path as it is safe to print in an error (a file name can hold escape sequences)."""
+    return printable(os.fspath(path), 200)
+
+
 def _open(path: Path):
     """Binary file object over the (un-gzipped) content, and the raw file for progress."""
     raw = open(path, "rb")
@@ -264,7 +269,7 @@ def _open(path: Path):
     if head.startswith(b"SQLite format 3"):
         raw.close()
         raise TraceError(
-            f"{path}: an SQLite database (an Nsight Systems export?); twofour trace reads PyTorch profiler traces: "
+            f"{_shown(path)}: an SQLite database (an Nsight Systems export?); twofour trace reads PyTorch profiler traces: "
             "record with torch.profiler and save with prof.export_chrome_trace('trace.json')"
         )
     return raw, raw
@@ -295,16 +300,16 @@ def load(path, *, progress: bool | None = None) -> Trace:
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
+        raise TraceError(f"{_shown(path)}: no such file") from None
     except OSError as exc:
-        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise TraceError(f"{_shown(path)}: cannot be read ({exc.strerror or exc})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise TraceError(f"{path}: is a folder; give the trace file itself")
+        raise TraceError(f"{_shown(path)}: is a folder; give the trace file itself")
     if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or have effects when read
-        raise TraceError(f"{path}: is not a regular file (a pipe, device or socket); save the trace to a file first")
+        raise TraceError(f"{_shown(path)}: is not a regular file (a pipe, device or socket); save the trace to a file first")
     size = st.st_size
     if size == 0:
-        raise TraceError(f"{path}: the file is empty (0 bytes)")
+        raise TraceError(f"{_shown(path)}: the file is empty (0 bytes)")
     f, raw = _open(path)
     bar = None
     if progress or (progress is None and size > (64 << 20) and sys.stderr.isatty()):
@@ -331,7 +336,7 @@ def load(path, *, progress: bool | None = None) -> Trace:
         with f:
             for ev in stream.events():
                 if type(ev) is not dict:
-                    raise TraceError(f"{path}: event {stream.n_events - 1:,} of traceEvents is not an object: not a profiler trace")
+                    raise TraceError(f"{_shown(path)}: event {stream.n_events - 1:,} of traceEvents is not an object: not a profiler trace")
                 if ev.get("ph") != "X":
                     continue
                 cat = ev.get("cat")
@@ -370,7 +375,7 @@ def load(path, *, progress: bool | None = None) -> Trace:
                 ext_append(e)
                 corr_append(c)
     except StreamError as exc:
-        raise TraceError(f"{path}: {exc}") from None
+        raise TraceError(f"{_shown(path)}: {exc}") from None
     finally:
         if bar is not None:
             bar.close()
