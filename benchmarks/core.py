@@ -19,7 +19,7 @@ under two conditions, in one run:
 
 Absolute times mean little on a shared machine; the ratios, measured in the same condition
 moments apart, are the result. For each condition it also times ``check`` and ``pack`` once
-each the two ways the passes decided against (``twofour._threads``): every operation on
+each the two ways the passes decided against (``twofour._passes.threads``): every operation on
 torch's own threads, and every block in the calling thread. It exits non-zero if, in either
 condition:
 
@@ -43,7 +43,7 @@ import torch
 
 import twofour
 from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
-from twofour import _threads
+from twofour._passes import threads as _threads
 
 from _load import busy_core
 

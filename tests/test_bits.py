@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import twofour
-from twofour._bits import FORMATS, SUPPORTED_DTYPES, nonzero_mask, unsupported_reason
+from twofour._passes.bits import FORMATS, SUPPORTED_DTYPES, nonzero_mask, unsupported_reason
 
 ALL_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 FLOAT8 = [d for d in FORMATS if torch.empty((), dtype=d).element_size() == 1]

@@ -1,4 +1,4 @@
-"""One source per fact: every module's view of a dtype agrees with the table in twofour._dtypes.
+"""One source per fact: every module's view of a dtype agrees with the table in twofour._common.dtypes.
 
 The table's own numbers are checked against hand-derived values in tests/test_oracles.py; here
 the point is that nobody keeps a private copy that can drift.
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from twofour import packing, request, roofline
-from twofour._dtypes import DTYPE_KEYS, DTYPES, SPARSE_24_DTYPES, dtype_key
+from twofour._common.dtypes import DTYPE_KEYS, DTYPES, SPARSE_24_DTYPES, dtype_key
 from twofour.cli.golden import FITTED_JS, dtype_table
 from twofour.hardware import DTYPES as HARDWARE_DTYPES
 from twofour.roofline import formats

@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import save_file
 
 import twofour
-from twofour._text import printable
+from twofour._common.text import printable
 from twofour.cli import main
 from twofour.dispatch import audit, hypothetical_gpu
 from twofour.dispatch._flatten import MAX_DEPTH, flatten_state_dict

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
 
 import twofour
-import twofour._tensors as tensors
-from twofour import _threads, _wordpack
-from twofour._bits import SUPPORTED_DTYPES
-from twofour._overlap import overlaps
+import twofour._passes.tensors as tensors
+from twofour._passes import threads as _threads, wordpack as _wordpack
+from twofour._passes.bits import SUPPORTED_DTYPES
+from twofour._passes.overlap import overlaps
 
 
 def reference_nonzero(W: torch.Tensor) -> torch.Tensor:
@@ -200,7 +200,7 @@ def test_word_packing_matches_the_general_path_and_pytorch(monkeypatch, dtype):
     assert _wordpack.supports(dtype, 2, 4, W24.shape[1])
     fast = twofour.pack(W24)
     assert_round_trip(W24, fast)
-    monkeypatch.setattr("twofour._wordpack.supports", lambda *a: False)
+    monkeypatch.setattr("twofour._passes.wordpack.supports", lambda *a: False)
     general = twofour.pack(W24)
     assert torch.equal(fast.meta, general.meta)
     assert torch.equal(bits_of(fast.values), bits_of(general.values))

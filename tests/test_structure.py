@@ -108,7 +108,7 @@ def test_check_blocks_agree_with_whole(monkeypatch, target):
     W = torch.randn(50, 64)
     W[torch.rand_like(W) < 0.5] = 0
     whole = check(W)
-    import twofour._tensors as tensors
+    import twofour._passes.tensors as tensors
 
     original = tensors.blocks
     monkeypatch.setattr(

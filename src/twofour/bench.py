@@ -54,9 +54,9 @@ from typing import Callable, Iterable
 
 import torch
 
-from ._args import require_positive_int
-from ._jsonfile import check_schema, read_json
-from ._tensors import dtype_name
+from ._common.args import require_positive_int
+from ._common.jsonfile import check_schema, read_json
+from ._passes.tensors import dtype_name
 from .device import environment
 from .models import get_preset, linear_shapes
 from .structure import prune

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .device import sparse_backends_for
-from ._dtypes import DTYPE_KEYS, dtype_key
+from ._common.dtypes import DTYPE_KEYS, dtype_key
 
 __all__ = [
     "Citation",

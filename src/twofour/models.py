@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ._args import require_positive_int
+from ._common.args import require_positive_int
 
 __all__ = [
     "TransformerConfig",

@@ -30,11 +30,11 @@ from functools import lru_cache
 
 import torch
 
-from . import _wordpack
-from ._groupcount import Scratch
-from ._bits import unsupported_reason
-from ._dtypes import DTYPES, nm_ratio
-from ._tensors import (
+from ._passes import wordpack as _wordpack
+from ._passes.groupcount import Scratch
+from ._passes.bits import unsupported_reason
+from ._common.dtypes import DTYPES, nm_ratio
+from ._passes.tensors import (
     SUPPORTED_DTYPES,
     blocks,
     dtype_name,
@@ -43,7 +43,7 @@ from ._tensors import (
     require_weight,
     same_size_int_view,
 )
-from ._threads import map_blocks, one_thread
+from ._passes.threads import map_blocks, one_thread
 from .structure import _contiguous, check
 
 __all__ = [

@@ -10,7 +10,7 @@ PyTorch does not check this before packing a weight (its CUTLASS conversion sile
 extra non-zeros of a bad group), so :func:`check` is the careful first step.
 
 Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero, decided on
-each dtype's bits (``twofour._bits``).
+each dtype's bits (``twofour._passes.bits``).
 
 >>> import torch, twofour
 >>> W = torch.tensor([[1.0, 0.0, 2.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._groupcount import Scratch, bad_from_counts, block_counts
-from ._overlap import count_by_storage, overlaps
-from ._tensors import blocks, dtype_name, nonzero_mask, require_nm, require_weight, same_size_int_view
-from ._threads import map_blocks, one_thread
+from ._passes.groupcount import Scratch, bad_from_counts, block_counts
+from ._passes.overlap import count_by_storage, overlaps
+from ._passes.tensors import blocks, dtype_name, nonzero_mask, require_nm, require_weight, same_size_int_view
+from ._passes.threads import map_blocks, one_thread
 
 __all__ = ["StructureReport", "GroupViolation", "check", "prune", "nonzeros_per_group"]
 
@@ -284,7 +284,7 @@ def check(
     very wide row), so the extra memory stays a small fraction of the weight. Any view works:
     a transposed or sliced ``W`` is copied block by block, and a view that reuses its storage
     (``expand``, stride 0) is counted by its storage, in time proportional to what is stored.
-    The passes run on one thread per operation, whole blocks per worker (``twofour._threads``),
+    The passes run on one thread per operation, whole blocks per worker (``twofour._passes.threads``),
     so a busy machine slows them in proportion, not by a fork-join per operation.
 
     Args:

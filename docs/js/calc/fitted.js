@@ -7,7 +7,7 @@
 // source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.
 // Holds the fitted parameter sets (base, and per "GPU" or "GPU/backend"), what each was fitted
 // to, and the held-out errors; the per-point lists stay in the JSON. DTYPES is the one dtype table
-// (src/twofour/_dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.
+// (src/twofour/_common/dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.
 
 function deepFreeze(o) {
   for (const v of Object.values(o)) if (v && typeof v === "object") deepFreeze(v);

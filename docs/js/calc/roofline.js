@@ -59,7 +59,7 @@ export const ASSUMED_EFFICIENCY = Object.freeze({
 
 // Dense-operand row multiple of PyTorch's 2:4 path (torch/sparse/semi_structured.py,
 // _DTYPE_SHAPE_CONSTRAINTS; facts.md §3), bytes per input and output element (8-bit GEMMs are
-// assumed to write bf16): all from the one dtype table (twofour._dtypes), delivered in fitted.js.
+// assumed to write bf16): all from the one dtype table (twofour._common.dtypes), delivered in fitted.js.
 export const PAD_MULTIPLE = Object.fromEntries(Object.entries(DTYPES).flatMap(
   ([d, f]) => Object.entries(f.pad_multiple).map(([backend, mult]) => [`${backend}/${d}`, mult])));
 const IN_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.in_bytes]));

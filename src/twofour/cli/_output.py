@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-from .._text import printable
+from .._common.text import printable
 from . import UserError
 
 __all__ = ["check_output_file", "check_output_dir", "write_error", "show"]

@@ -8,7 +8,7 @@
 Reads safetensors memory-mapped, one tensor at a time, or a PyTorch checkpoint with
 ``weights_only=True`` (never unpickling arbitrary objects). Prints one row per 2-D weight, the
 problems that keep layers off the sparse path, and a one-line verdict. Names from the file are
-printed escaped and shortened (``twofour._text.printable``); ``--json`` keeps them exact. Exit
+printed escaped and shortened (``twofour._common.text.printable``); ``--json`` keeps them exact. Exit
 code 0 when the audit ran (whatever it found), 2 on a usage or file error, printed as one line.
 """
 
@@ -89,7 +89,7 @@ def _target(args):
 def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .._text import printable
+    from .._common.text import printable
     from ..dispatch import audit
     from ..dispatch.checkpoint import CheckpointError, open_checkpoint
 

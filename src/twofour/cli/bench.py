@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from . import UserError
-from .._text import printable
+from .._common.text import printable
 from ._output import check_output_file, show, write_error
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.

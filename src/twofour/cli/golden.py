@@ -41,7 +41,7 @@ import random
 from pathlib import Path
 
 from .. import __version__
-from .._dtypes import DTYPES, SPARSE_24_DTYPES
+from .._common.dtypes import DTYPES, SPARSE_24_DTYPES
 from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
 from ..funnel import SCOPES, funnel, funnel_dict
 from ..hardware import GPUS
@@ -535,7 +535,7 @@ def fitted_subset(fit: dict | None = None) -> dict:
 
 
 def dtype_table() -> dict:
-    """The one dtype table (:data:`twofour._dtypes.DTYPES`) as the calculators read it from ``fitted.js``."""
+    """The one dtype table (:data:`twofour._common.dtypes.DTYPES`) as the calculators read it from ``fitted.js``."""
     return {key: facts.to_dict() for key, facts in DTYPES.items()}
 
 
@@ -559,7 +559,7 @@ def fitted_js(fit: dict | None = None) -> str:
         "// source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.\n"
         "// Holds the fitted parameter sets (base, and per \"GPU\" or \"GPU/backend\"), what each was fitted\n"
         "// to, and the held-out errors; the per-point lists stay in the JSON. DTYPES is the one dtype table\n"
-        "// (src/twofour/_dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.\n\n"
+        "// (src/twofour/_common/dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.\n\n"
         "function deepFreeze(o) {\n"
         "  for (const v of Object.values(o)) if (v && typeof v === \"object\") deepFreeze(v);\n"
         "  return Object.freeze(o);\n"

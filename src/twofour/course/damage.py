@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._tensors import nonzero_mask, require_weight
+from .._passes.tensors import nonzero_mask, require_weight
 
 __all__ = ["MassKept", "mass_kept", "relative_output_error", "pytorch_cutlass_roundtrip", "SilentDrop", "silent_drop"]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._args import require_positive_int
-from .._tensors import require_weight
+from .._common.args import require_positive_int
+from .._passes.tensors import require_weight
 from ..structure import prune
 
 __all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero_weights"]

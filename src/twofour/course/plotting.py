@@ -45,7 +45,7 @@ import matplotlib
 # Importing pyplot picks a backend; notebooks under CI run with MPLBACKEND=Agg already.
 import matplotlib.pyplot as plt
 
-from .._args import require_positive_int
+from .._common.args import require_positive_int
 
 __all__ = [
     "Role", "ROLES", "SERIES", "FIGSIZE", "color", "series", "new_figure", "style",

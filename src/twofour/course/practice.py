@@ -44,7 +44,7 @@ from pathlib import Path
 
 import torch
 
-from .._args import require_positive_int
+from .._common.args import require_positive_int
 from .. import amdahl, hardware, models, packing, request, roofline, structure
 from ..dispatch import rules as dispatch_rules
 from ..funnel import funnel as _funnel

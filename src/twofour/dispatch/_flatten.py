@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .._text import printable
+from .._common.text import printable
 
 __all__ = ["flatten_state_dict", "FlattenError", "unique_name", "MAX_DEPTH", "MAX_ENTRIES"]
 

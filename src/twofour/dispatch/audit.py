@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .._bits import unsupported_reason
-from .._tensors import SUPPORTED_DTYPES
-from .._text import printable
+from .._passes.bits import unsupported_reason
+from .._passes.tensors import SUPPORTED_DTYPES
+from .._common.text import printable
 from ..packing import dense_bytes, packed_bytes
 from ..structure import check
 from ._flatten import unique_name

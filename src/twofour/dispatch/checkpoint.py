@@ -19,7 +19,7 @@ loaded containers are walked with bounds (``twofour.dispatch._flatten``).
 
 Every failure (missing file, unknown format, corrupt file, refused pickle, a bound exceeded) is
 a :class:`CheckpointError` with one line that says what is wrong and what would work; names
-and texts from the file are escaped in it (``twofour._text.printable``).
+and texts from the file are escaped in it (``twofour._common.text.printable``).
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -42,7 +42,7 @@ from collections.abc import Iterator
 
 import torch
 
-from .._text import printable
+from .._common.text import printable
 from ._flatten import FlattenError, flatten_state_dict
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]

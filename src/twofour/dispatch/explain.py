@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._tensors import SUPPORTED_DTYPES, dtype_name
+from .._passes.tensors import SUPPORTED_DTYPES, dtype_name
 from ..structure import StructureReport, check
 from .probe import NO_CUSPARSELT, as_environment, build_lacks
 from .rules import backend_rules, default_backend, is_packed, packed_backend

@@ -447,7 +447,7 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
     """
     from pathlib import Path
 
-    from .._jsonfile import read_json
+    from .._common.jsonfile import read_json
 
     folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "data"
     out = []

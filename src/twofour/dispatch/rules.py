@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._tensors import dtype_name
+from .._passes.tensors import dtype_name
 
 __all__ = [
     "BACKENDS",

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._text import printable
+from .._common.text import printable
 from ..amdahl import max_speedup, speedup
 from .kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, OpRecord, classify_records
 from ._jsonstream import ChromeTraceStream, StreamError

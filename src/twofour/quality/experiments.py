@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .._jsonfile import check_schema, read_json
+from .._common.jsonfile import check_schema, read_json
 from .corpus import Corpus
 from .criteria import CALIBRATION_SEED, CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
 from .model import ModelConfig, TinyLM, prunable_linears

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._args import require_positive_int
+from .._common.args import require_positive_int
 
 __all__ = ["ModelConfig", "TinyLM", "prunable_linears", "VOCAB_SIZE"]
 

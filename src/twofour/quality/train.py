@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._args import require_positive_int
+from .._common.args import require_positive_int
 from .corpus import Corpus
 from .model import ModelConfig, TinyLM
 

@@ -74,8 +74,8 @@ from dataclasses import asdict, dataclass, fields
 
 import torch
 
-from .._args import require_positive_int
-from .._dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
+from .._common.args import require_positive_int
+from .._common.dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
 from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
 from .formats import (
@@ -127,7 +127,7 @@ __all__ = [
 ]
 
 # Row multiple of the 2:4 path's dense operand, bytes per input and output element, and what
-# twofour.packing counts for the packed weight: all from the one dtype table, twofour._dtypes
+# twofour.packing counts for the packed weight: all from the one dtype table, twofour._common.dtypes
 # (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS, facts.md §3). Older releases padded
 # fp16 activations to 32 rows (pytorch#111339): pass Efficiency(pad_to=32) for them.
 _PAD_MULTIPLE = {(backend, d): mult for d, f in DTYPES.items() for backend, mult in f.pad_multiple.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._jsonfile import check_schema, read_json
+from .._common.jsonfile import check_schema, read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
 FIT_SCHEMA = "twofour-kernel-fit/1"

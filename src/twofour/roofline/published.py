@@ -46,8 +46,8 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._dtypes import SPARSE_24_DTYPES, dtype_key
-from .._jsonfile import read_json
+from .._common.dtypes import SPARSE_24_DTYPES, dtype_key
+from .._common.jsonfile import read_json
 
 __all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "points", "published_records", "PUBLISHED_PATH"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import torch
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
-from ..._args import require_positive_int
+from ..._common.args import require_positive_int
 from ..plotting import ROLES, color, new_figure
 
 __all__ = ["nonzeros_heatmaps", "kept_bars", "meta_slots_figure"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._tensors import same_size_int_view
+from ..._passes.tensors import same_size_int_view
 from ...structure import check, nonzeros_per_group, prune
 from ._common import CheckFailed, exercise_check
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._tensors import same_size_int_view
+from ..._passes.tensors import same_size_int_view
 from ...packing import dense_bytes, pack, packed_bytes
 from ...structure import prune
 from ._common import CheckFailed, exercise_check

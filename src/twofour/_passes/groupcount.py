@@ -11,12 +11,12 @@ in-place integer add), so a block of the weight goes through three cheap steps i
 2. **group words**: the ``m`` flag bytes of a group are one 2-, 4- or 8-byte integer. One
    multiply by ``0x01..01`` adds the bytes into the top byte: the group's count, with no
    reduction. (Multiplying by ``0x01020408`` gathers the 2:4 pattern ``b0 + 2 b1 + 4 b2 + 8 b3``
-   the same way, see ``twofour._wordpack``.)
+   the same way, see ``twofour._passes.wordpack``.)
 3. ``(count + 511 - n) >> 9`` is 1 exactly when a group holds more than ``n``.
 
 Every operation writes into buffers allocated once per pass (:class:`Scratch`), with 0-d tensor
 constants, which keeps PyTorch on its vectorised in-place paths and avoids a page fault per
-block. The reference rule is :func:`twofour._bits.nonzero_mask`; ``tests/test_groupcount.py``
+block. The reference rule is :func:`twofour._passes.bits.nonzero_mask`; ``tests/test_groupcount.py``
 checks this module against it.
 
 >>> W = torch.tensor([[0.0, -0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 0.0]], dtype=torch.float16)
@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import torch
 
-from ._bits import sign_bit_counts, signed_int_view
+from .bits import sign_bit_counts, signed_int_view
 
 __all__ = ["Scratch", "const", "lane_flags", "block_counts", "bad_from_counts", "WORD_OF_M"]
 

@@ -2,14 +2,14 @@
 
 Every public function of the toolkit funnels its arguments through here, so that a bad
 input always gets the same kind of message: which argument, what was wrong, what is valid.
-The bit-level rules (what is zero in each dtype) live in :mod:`twofour._bits`.
+The bit-level rules (what is zero in each dtype) live in :mod:`twofour._passes.bits`.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._bits import SUPPORTED_DTYPES, nonzero_mask, same_size_int_view, unsupported_reason
+from .bits import SUPPORTED_DTYPES, nonzero_mask, same_size_int_view, unsupported_reason
 
 __all__ = [
     "SUPPORTED_DTYPES",

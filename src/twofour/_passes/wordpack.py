@@ -4,7 +4,7 @@ A group of four 16-bit elements is one 64-bit word, four 8-bit elements one 32-b
 Packing a block then takes a fixed handful of vectorised integer operations and no gather:
 
 * the group's non-zero pattern ``p = b0 + 2 b1 + 4 b2 + 8 b3`` comes from its four flag bytes
-  (``twofour._groupcount.lane_flags``) read as one int32 and multiplied by ``0x01020408``;
+  (``twofour._passes.groupcount.lane_flags``) read as one int32 and multiplied by ``0x01020408``;
 * the kept positions ``a < b`` for every pattern sit in two 32-bit lookup words, two bits per
   pattern, read with one variable shift each (``(LUT >> 2p) & 3``). The lookup is built from
   ``twofour.packing``'s own pattern table, so both paths choose the same positions (PyTorch's
@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import torch
 
-from ._groupcount import Scratch, const, lane_flags
+from .groupcount import Scratch, const, lane_flags
 
 __all__ = ["supports", "position_luts", "pack_block", "unpack_block"]
 

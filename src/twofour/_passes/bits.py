@@ -178,7 +178,7 @@ def nonzero_mask(t: torch.Tensor) -> torch.Tensor:
     """Boolean mask of non-zero elements by the bits: ``-0.0`` is zero, NaN and inf are non-zero.
 
     For the fnuz float8 formats 0x80 is NaN, hence non-zero. This is the reference rule; the
-    fast passes compute the same thing with word arithmetic (``twofour._groupcount``).
+    fast passes compute the same thing with word arithmetic (``twofour._passes.groupcount``).
 
     >>> nonzero_mask(torch.tensor([0x00, 0x80], dtype=torch.uint8).view(torch.float8_e4m3fnuz)).tolist()
     [False, True]

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from ._groupcount import Scratch, lane_flags
-from ._tensors import blocks
+from .groupcount import Scratch, lane_flags
+from .tensors import blocks
 
 __all__ = ["overlaps", "storage_span", "count_by_storage", "MAX_SPAN"]
 
