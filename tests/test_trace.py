@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from twofour.cli import main
-from twofour.dispatch import _jsonstream
+from twofour.dispatch.trace import _jsonstream
 from twofour.dispatch.kernels import records_from_profiler, summarize
 from twofour.dispatch.trace import (
     ATTENTION,
