@@ -40,10 +40,10 @@ def test_packing_agrees_with_the_table(key):
 @pytest.mark.parametrize("key", list(DTYPES))
 def test_roofline_agrees_with_the_table(key):
     f = DTYPES[key]
-    assert roofline._IN_BYTES[key] == f.in_bytes and roofline._OUT_BYTES[key] == f.out_bytes
+    assert roofline.model._IN_BYTES[key] == f.in_bytes and roofline.model._OUT_BYTES[key] == f.out_bytes
     assert roofline.ceilings(key) == {"compute": 2.0, "memory": 1 / f.packed_ratio}
     for backend, mult in f.pad_multiple.items():
-        assert roofline._PAD_MULTIPLE[(backend, key)] == mult
+        assert roofline.model._PAD_MULTIPLE[(backend, key)] == mult
         assert roofline.pad_multiple(backend, key) == mult  # the installed torch's live rule too
     # the dense intensity of a square GEMM counts in_bytes for W and x and out_bytes for y
     M = N = K = 256
@@ -52,8 +52,8 @@ def test_roofline_agrees_with_the_table(key):
 
 
 def test_roofline_pad_table_has_no_pairs_outside_the_dtype_table():
-    assert set(roofline._PAD_MULTIPLE) == {(b, d) for d, f in DTYPES.items() for b in f.pad_multiple}
-    assert set(roofline.GEMM_DTYPES) == set(DTYPES)
+    assert set(roofline.model._PAD_MULTIPLE) == {(b, d) for d, f in DTYPES.items() for b in f.pad_multiple}
+    assert set(roofline.model.GEMM_DTYPES) == set(DTYPES)
 
 
 def test_request_agrees_with_the_table():

@@ -39,7 +39,9 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import ASSUMED_EFFICIENCY, Efficiency, _fit_side, _side_terms, ceiling_order, predict
+from .fitting import _fit_side, _side_terms, ceiling_order
+from .model import predict
+from .params import ASSUMED_EFFICIENCY, Efficiency
 from ._fitfile import FIT_PATH, FIT_SCHEMA, load_fit
 from .published import FIT_RULES, Point, points
 
