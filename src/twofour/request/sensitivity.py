@@ -1,0 +1,1069 @@
+"""Request-time model of a decoder-only transformer: which part of a request can 2:4 speed up?
+
+A request is one prefill step (the whole prompt at once; its end is the time to first token,
+TTFT) followed by ``output_len - 1`` decode steps (one token per sequence each). Every step
+runs the same kernels; this module gives each a time from a roofline (the larger of its
+compute time and its memory time) and sums them. 2:4 changes only the pruned linear layers,
+so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`).
+
+>>> from twofour.models import LLAMA_3_8B
+>>> est = estimate(Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256), "H100")
+>>> round(est.decode.p, 3)            # bs1 decode: streaming the pruned weights is most of the time
+0.936
+>>> fast = estimate(Workload(LLAMA_3_8B, 1, 512, 256), "H100", gemm_speedup=1.6)   # a measured GEMM speedup
+>>> round(fast.speedup("tpot"), 3)     # Amdahl: 1 / ((1 - p) + p / 1.6)
+1.541
+
+What is modelled, per step (``M`` = tokens in the step: ``batch * prompt_len`` for prefill,
+``batch`` for decode; ``c`` = tokens attended to):
+
+============================  =============================================================
+component                     time
+============================  =============================================================
+``pruned_linear``             the block linears listed in ``Workload.pruned`` (q, k, v, o,
+                              gate, up, down): per-GEMM times from the GEMM model, dense or 2:4
+``dense_linear``              block linears left dense (same GEMM model, dense time)
+``attention``                 score and context matmuls, ``4 * hidden * c`` FLOPs per token
+                              per layer, at ``attention_efficiency`` of the dense peak;
+                              never 2:4 (both operands are activations)
+``kv_cache``                  KV-cache traffic: ``2 * kv_dim * c`` elements per token per
+                              layer (decode reads the cache and writes one token; prefill
+                              writes the prompt's), at ``memory_efficiency`` of bandwidth
+``embedding``                 row gather: read and write ``hidden`` elements per token; a
+                              table lookup, never pruned
+``lm_head``                   the ``[vocab, hidden]`` GEMM for the tokens that need logits (the
+                              last of each sequence in prefill); pruned only if ``"lm_head"``
+                              is in ``Workload.pruned`` (Sparse-Llama leaves it dense)
+``other``                     norms, residual adds, RoPE, SwiGLU: memory-bound element-wise
+                              passes, ``other_elems_per_token_layer`` elements per token per
+                              layer plus the final norm
+``step_overhead``             fixed per step: launches, sampling, scheduling (an assumption)
+``request_overhead``          fixed per request: tokenisation, queueing, network (in TTFT)
+============================  =============================================================
+
+The components run one after another (kernels do not overlap), which is what an inference
+engine without overlap does; inside one kernel compute and memory overlap (the roofline max).
+
+Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
+are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
+
+1. Shapes: ``h = hidden``, ``d = hidden / heads``, ``kv_dim = kv_heads * d``, ``I = intermediate``,
+   ``L = layers``; linear kinds ``(N, K)``: q ``(h, h)``, k ``(kv_dim, h)``, v ``(kv_dim, h)``,
+   o ``(h, h)``, gate ``(I, h)``, up ``(I, h)``, down ``(h, I)``, lm_head ``(vocab, h)``.
+2. GEMM times per phase and kind: ``gemm[phase][kind] = (dense_s, sparse_s)`` for one GEMM
+   with ``M = batch * prompt_len`` (prefill) or ``M = batch + prefill_chunk_tokens`` (decode;
+   lm_head ``M = batch`` in both phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
+   measured speedup as ``sparse_s = dense_s / speedup``).
+3. Ideal ratio of a GEMM (funnel step 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
+   ``w = N*K*b``; ``ideal_dense = max(flops / dense_flops, (w + act) / bandwidth)``;
+   ``ideal_sparse = max(flops / sparse_flops, (w * packed_ratio + act) / bandwidth)``;
+   ``ratio = ideal_dense / ideal_sparse``.
+4. Per phase, with ``steps = 1`` (prefill) or ``n_dec`` (decode), ``tokens = batch*prompt_len``
+   or ``batch + prefill_chunk_tokens``, attended ``A = prompt_len*(prompt_len+1)/2`` (prefill, per sequence, causal)
+   or ``n_dec*prompt_len + n_dec*(n_dec+1)/2`` (decode, summed over steps, per sequence):
+
+   * block linear of kind k: ``t = steps * L * gemm_dense`` (``* gemm_sparse`` on the 2:4 side
+     if pruned); added to ``pruned_linear`` or ``dense_linear`` in the kind order of step 1;
+   * ``lm_head = steps * gemm_dense`` (or ``* gemm_sparse`` if pruned);
+   * ``attention = 4 * batch * L * h * A / (dense_flops * attention_efficiency)``;
+   * ``kv_cache = 2 * batch * L * kv_dim * A_kv * kv_b / (bandwidth * memory_efficiency)`` with
+     ``A_kv = prompt_len`` (prefill) or the decode ``A``;
+   * ``embedding = steps * 2 * tokens * h * b / (bandwidth * memory_efficiency)``;
+   * ``other = steps * tokens * (L * other_elems + 2 * h) * b / (bandwidth * memory_efficiency)``;
+   * ``step_overhead = steps * step_overhead_s``; ``request_overhead`` = the input in prefill, 0
+     in decode.
+
+   * decode with ``c = prefill_chunk_tokens > 0`` only (the mixed step), added after the above:
+     ``attention += 4 * L * h * steps * c * (prompt_len + 1) / 2 / (dense_flops * attention_efficiency)``
+     and ``kv_cache += 2 * L * kv_dim * steps * (c + max(prompt_len - c, 0) / 2) * kv_b / (bandwidth * memory_efficiency)``.
+
+   Phase time = sum of the components in the order of :data:`COMPONENTS`.
+5. ``eligible_dense`` = pruned block linears (+ lm_head if pruned), dense times;
+   ``eligible_sparse`` likewise with 2:4 times; ``eligible_ideal_sparse = sum(t / ratio)`` over
+   the same GEMMs; ``p = eligible_dense / phase_dense`` (0 when the phase takes no time);
+   ``gemm_speedup = eligible_dense / eligible_sparse`` and ``ceiling_speedup = eligible_dense /
+   eligible_ideal_sparse`` (both 1 when nothing is eligible); ``speedup = phase_dense /
+   phase_sparse`` (1 when the phase takes no time).
+6. ``ttft = prefill``; ``tpot = decode / n_dec`` (when ``n_dec = 0``: one step at context
+   ``prompt_len + 1``); ``total = prefill + decode``; the request's ``p`` is
+   ``(eligible_prefill + eligible_decode) / total_dense``.
+
+By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's speedup (tested).
+
+**The mixed step (continuous batching with chunked prefill).** A serving engine rarely runs a
+decode step alone: it packs the decode tokens of the running sequences and a chunk of some
+other request's prompt into one forward pass, so the block linears see
+``M = batch + prefill_chunk_tokens`` rows, not ``batch``. ``Workload.prefill_chunk_tokens``
+(default 0: the plain decode step above, every result unchanged bit for bit) models that: with
+``c`` chunk tokens per step, in every decode step
+
+* the block-linear GEMMs run at ``M = batch + c`` (the LM head stays at ``batch``: only the
+  decode tokens need logits);
+* attention gains ``4 * L * h * c * (prompt_len + 1) / 2`` FLOPs (each chunk token attends, on
+  average over its prompt, to half of a ``prompt_len``-token prompt: the chunks come from
+  prompts like this request's);
+* the KV cache gains ``c`` tokens written plus the prompt prefix read by the chunk, on average
+  ``max(prompt_len - c, 0) / 2`` tokens: ``2 * L * kv_dim * (c + max(P - c, 0) / 2)`` elements;
+* the embedding and the element-wise passes run over ``batch + c`` tokens.
+
+TPOT is then the time of the mixed step (a decode token waits for the whole step), ``p`` its
+eligible fraction and the GEMM speedup that of ``M = batch + c``. The request's own prompt is
+still one prefill step. Other ways a serving engine moves ``M`` (speculative verification,
+tensor parallelism, mixture-of-experts) are in :func:`decode_gemm_m`, :func:`expert_gemm_m`
+and :func:`tensor_parallel_shape`.
+
+The GEMM model: by default :func:`roofline_gemm_model` predicts each GEMM. Pass
+``gemm=`` to use your own callable ``(M, N, K) -> GemmTime``, or ``gemm_speedup=`` to replace the
+predicted 2:4 speedup with a measured one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+
+from ._common.dtypes import DTYPES, SPARSE_24_DTYPES, dtype_key
+from .models import LLAMA_3_8B, TransformerConfig
+
+__all__ = [
+    "BLOCK_LINEARS",
+    "LINEAR_KINDS",
+    "COMPONENTS",
+    "DTYPE_BYTES",
+    "Machine",
+    "Assumptions",
+    "Workload",
+    "GemmTime",
+    "RequestInputs",
+    "PhaseTime",
+    "RequestEstimate",
+    "PHASES",
+    "gemm_shapes",
+    "decode_gemm_m",
+    "expert_gemm_m",
+    "tensor_parallel_shape",
+    "ideal_gemm_model",
+    "roofline_gemm_model",
+    "measured_gemm_speedup",
+    "searched_gemm_speedup",
+    "sensitivity",
+    "build_inputs",
+    "evaluate",
+    "estimate",
+    "SCENARIOS",
+]
+
+BLOCK_LINEARS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LINEAR_KINDS: tuple[str, ...] = BLOCK_LINEARS + ("lm_head",)
+COMPONENTS: tuple[str, ...] = (
+    "pruned_linear",
+    "dense_linear",
+    "attention",
+    "kv_cache",
+    "embedding",
+    "lm_head",
+    "other",
+    "step_overhead",
+    "request_overhead",
+)
+PHASES: tuple[str, ...] = ("prefill", "decode")
+
+# Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
+# the one dtype table (twofour._common.dtypes; ratio = 1/2 + 2 bits of metadata per kept value,
+# facts.md §2). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
+# assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
+DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
+OUT_BYTES: dict[str, int] = {d: DTYPES[d].out_bytes for d in SPARSE_24_DTYPES}
+_PACKED_RATIO: dict[str, float] = {d: DTYPES[d].packed_ratio for d in SPARSE_24_DTYPES}
+
+_MAX_COUNT = 2**31 - 1  # batch and lengths: far beyond any real request, exact in a double
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _require_positive_int(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    if not minimum <= value <= _MAX_COUNT:
+        raise ValueError(f"{name} must be an int in [{minimum}, {_MAX_COUNT}], got {value!r}")
+    return value
+
+
+def _require_number(name: str, value, *, low: float = 0.0, low_open: bool = True, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    bad_low = value <= low if low_open else value < low
+    if not math.isfinite(value) or bad_low or (high is not None and value > high):
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The three numbers of a GPU the model needs, for one dtype.
+
+    Attributes:
+        name: label.
+        dense_flops: peak dense tensor-core FLOP/s (ops/s for int8) for the dtype.
+        sparse_flops: peak 2:4 FLOP/s (twice dense on every NVIDIA data sheet).
+        bandwidth: memory bandwidth, bytes/s.
+
+    Example:
+        >>> m = Machine.from_gpu("A100", "bf16")
+        >>> m.dense_flops, m.sparse_flops, m.bandwidth
+        (312000000000000.0, 624000000000000.0, 2039000000000.0)
+    """
+
+    name: str
+    dense_flops: float
+    sparse_flops: float
+    bandwidth: float
+
+    def __post_init__(self):
+        for f in ("dense_flops", "sparse_flops", "bandwidth"):
+            object.__setattr__(self, f, _require_number(f, getattr(self, f)))
+
+    @classmethod
+    def from_gpu(cls, gpu, dtype: str) -> "Machine":
+        """Peaks and bandwidth of a GPU in :mod:`twofour.hardware` (name, alias or GPUSpec)."""
+        from .hardware import get_gpu
+
+        spec = get_gpu(gpu)
+        dtype = _require_dtype(dtype)
+        if not spec.sparse_24:
+            cc = f"{spec.capability[0]}.{spec.capability[1]}"
+            raise ValueError(
+                f"gpu {spec.name} (compute capability {cc}) has no sparse tensor cores, so 2:4 cannot "
+                "speed anything up there; choose a GPU with compute capability 8.0 or newer (e.g. A100, L4, H100)"
+            )
+        return cls(
+            name=f"{spec.name} {dtype}",
+            dense_flops=spec.peak_tflops(dtype) * 1e12,
+            sparse_flops=spec.peak_tflops(dtype, sparse=True) * 1e12,
+            bandwidth=spec.mem_bw_gbs * 1e9,
+        )
+
+
+def _require_dtype(dtype) -> str:
+    try:
+        key = dtype_key(dtype)
+    except ValueError:
+        key = None
+    if key not in DTYPE_BYTES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)} (the 2:4 tensor-core dtypes), got {dtype!r}")
+    return key
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Every modelling knob that is not a shape or a workload, with its default and why.
+
+    The defaults make the model an *optimistic bound for every part alike*: kernels at the
+    peaks of the data sheet, no fixed overheads. Lower the efficiencies and set the overheads
+    from your own profile; the eligible fraction ``p`` then moves, which is the point.
+
+    Attributes:
+        attention_efficiency: fraction of the dtype's dense peak the attention kernels reach
+            (0, 1]. With fp8/int8 weights attention often still runs in bf16, at half the 8-bit
+            peak: set 0.5 (or lower) to model that.
+        memory_efficiency: fraction of bandwidth the memory-bound kernels (KV cache, norms,
+            embedding) reach (0, 1].
+        kv_bytes_per_element: bytes per cached K/V element; None = the weights' dtype (set 1
+            for an fp8 KV cache).
+        other_elems_per_token_layer: elements moved per token per layer by norms, residual
+            adds, RoPE and SwiGLU; None = ``12*hidden + 2*kv_dim + 3*intermediate`` (two
+            RMSNorms read+write ``h`` each, two residual adds read ``2h`` write ``h``, RoPE reads
+            and writes q and k, SwiGLU reads gate and up and writes one: unfused passes).
+        step_overhead_s: fixed time per forward step (launches, sampling, scheduler), seconds.
+        request_overhead_s: fixed time per request before the first token (tokenisation,
+            queueing, network), seconds.
+    """
+
+    attention_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    kv_bytes_per_element: float | None = None
+    other_elems_per_token_layer: float | None = None
+    step_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
+
+    def __post_init__(self):
+        for f in ("attention_efficiency", "memory_efficiency"):
+            _require_number(f, getattr(self, f), high=1.0)
+        if self.kv_bytes_per_element is not None:
+            _require_number("kv_bytes_per_element", self.kv_bytes_per_element)
+        if self.other_elems_per_token_layer is not None:
+            _require_number("other_elems_per_token_layer", self.other_elems_per_token_layer, low_open=False)
+        for f in ("step_overhead_s", "request_overhead_s"):
+            _require_number(f, getattr(self, f), low_open=False)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is served: model shape, batch, lengths, dtype and which linear kinds are 2:4.
+
+    Attributes:
+        model: a :class:`twofour.models.TransformerConfig` (``LLAMA_3_8B``, ``LLAMA_3_70B`` or custom).
+        batch: sequences processed together (all with the same lengths).
+        prompt_len: prompt tokens per sequence.
+        output_len: generated tokens per sequence (the first comes out of prefill).
+        dtype: weights and activations: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
+        pruned: linear kinds stored 2:4; default every block linear (as Sparse-Llama), not the
+            LM head. Any subset of :data:`LINEAR_KINDS`.
+        prefill_chunk_tokens: prompt tokens of *other* requests that share each decode step
+            (continuous batching with chunked prefill); 0 (default) is a decode step alone. See
+            "The mixed step" in the module docstring.
+
+    Example:
+        >>> Workload(LLAMA_3_8B, batch=4, prompt_len=128, output_len=64, pruned=("gate_proj", "up_proj", "down_proj")).pruned
+        ('gate_proj', 'up_proj', 'down_proj')
+    """
+
+    model: TransformerConfig
+    batch: int
+    prompt_len: int
+    output_len: int
+    dtype: str = "bf16"
+    pruned: tuple[str, ...] = BLOCK_LINEARS
+    prefill_chunk_tokens: int = 0
+
+    def __post_init__(self):
+        _require_positive_int("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
+        if not isinstance(self.model, TransformerConfig):
+            raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
+        _require_positive_int("batch", self.batch)
+        _require_positive_int("prompt_len", self.prompt_len)
+        _require_positive_int("output_len", self.output_len)
+        object.__setattr__(self, "dtype", _require_dtype(self.dtype))
+        if isinstance(self.pruned, str) or not isinstance(self.pruned, Iterable):
+            raise TypeError(f"pruned must be a collection of linear kinds from {LINEAR_KINDS}, got {self.pruned!r}")
+        pruned = tuple(self.pruned)
+        unknown = [k for k in pruned if k not in LINEAR_KINDS]
+        if unknown:
+            raise ValueError(f"pruned contains unknown linear kinds {unknown}; valid kinds are {LINEAR_KINDS}")
+        object.__setattr__(self, "pruned", tuple(k for k in LINEAR_KINDS if k in pruned))
+
+
+@dataclass(frozen=True)
+class GemmTime:
+    """Time of one GEMM ``y[M, N] = x[M, K] @ W[N, K]^T``, dense and with ``W`` 2:4, in seconds."""
+
+    dense_s: float
+    sparse_s: float
+
+
+GemmModel = Callable[[int, int, int], GemmTime]
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM models
+
+
+def _ideal_times(M: float, N: float, K: float, b: float, b_out: float, packed_ratio: float, machine) -> tuple[float, float]:
+    """Spec step 3: perfect kernels at the data-sheet peaks, weights and activations read once."""
+    flops = 2.0 * M * N * K
+    act = M * K * b + M * N * b_out
+    w = N * K * b
+    ideal_dense = max(flops / machine.dense_flops, (w + act) / machine.bandwidth)
+    ideal_sparse = max(flops / machine.sparse_flops, (w * packed_ratio + act) / machine.bandwidth)
+    return ideal_dense, ideal_sparse
+
+
+def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
+    """The plain roofline: each GEMM at the data-sheet peak or bandwidth, whichever binds.
+
+    2:4 halves the FLOPs (``sparse_flops``) and shrinks weight bytes to the packed ratio. No
+    padding, wave quantization or per-call overhead: an upper bound on what a 2:4 kernel can do.
+
+    Example:
+        >>> gemm = ideal_gemm_model(Machine.from_gpu("H100", "fp16"), "fp16")
+        >>> t = gemm(1, 4096, 4096)          # a decode GEMV: bytes-bound
+        >>> round(t.dense_s / t.sparse_s, 3)
+        1.777
+    """
+    dtype = _require_dtype(dtype)
+    b, b_out, ratio = float(DTYPE_BYTES[dtype]), float(OUT_BYTES[dtype]), _PACKED_RATIO[dtype]
+
+    def gemm(M: int, N: int, K: int) -> GemmTime:
+        dense_s, sparse_s = _ideal_times(M, N, K, b, b_out, ratio, machine)
+        return GemmTime(dense_s, sparse_s)
+
+    return gemm
+
+
+def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None,
+                        scenario: str = "cached") -> GemmModel:
+    """GEMM times predicted by :func:`twofour.roofline.predict`: padding, efficiencies, waves, per-call costs.
+
+    Args:
+        gpu: name or spec from :mod:`twofour.hardware`.
+        dtype: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
+        backend, params: passed to :func:`twofour.roofline.predict` (``params`` is a
+            :class:`twofour.roofline.Efficiency`; default: the fitted set for the GPU).
+        scenario: ``"eager"``, ``"cached"`` (default) or ``"ideal"``
+            (:data:`twofour.roofline.SCENARIOS`): how each GEMM call is run.
+
+    Example:
+        >>> gemm = roofline_gemm_model("H100", "fp16")
+        >>> t = gemm(16384, 4096, 4096)
+        >>> t.dense_s > t.sparse_s                 # a big prefill GEMM: 2:4 wins
+        True
+    """
+    from . import roofline
+
+    dtype = _require_dtype(dtype)
+    roofline.check_scenario(scenario)
+
+    def gemm(M: int, N: int, K: int) -> GemmTime:
+        pred = roofline.predict(M, N, K, dtype, gpu, backend, params, scenario=scenario)
+        return GemmTime(pred.dense_us * 1e-6, pred.sparse_us * 1e-6)
+
+    return gemm
+
+
+# ---------------------------------------------------------------------------------------------
+# The flat numeric inputs (what the golden vectors record) and the arithmetic
+
+
+@dataclass(frozen=True)
+class RequestInputs:
+    """Every number :func:`evaluate` uses, flat, so the JavaScript can take the same record.
+
+    ``gemm[phase][kind] = [dense_s, sparse_s]`` for one GEMM; ``pruned[kind]`` is a bool.
+    Build it with :func:`build_inputs`; edit a copy with ``dataclasses.replace`` to explore.
+    ``prefill_chunk_tokens`` is optional: :meth:`to_dict` leaves it out at its default 0, so
+    records made before it existed (the calculators' golden vectors) stay exactly as they were.
+    """
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    batch: int
+    prompt_len: int
+    output_len: int
+    bytes_per_element: float
+    out_bytes_per_element: float
+    kv_bytes_per_element: float
+    packed_ratio: float
+    dense_flops: float
+    sparse_flops: float
+    bandwidth: float
+    attention_efficiency: float
+    memory_efficiency: float
+    other_elems_per_token_layer: float
+    step_overhead_s: float
+    request_overhead_s: float
+    pruned: dict[str, bool] = field(default_factory=dict)
+    gemm: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    prefill_chunk_tokens: int = 0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for name, default in _OPTIONAL_INPUTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "RequestInputs":
+        names = {f.name for f in fields(cls)}
+        missing = sorted(names - set(data) - set(_OPTIONAL_INPUTS))
+        if missing:
+            raise ValueError(f"request inputs are missing {missing}")
+        return cls(**{k: data[k] for k in names if k in data})
+
+
+# Inputs added after the golden vectors were first written: omitted from to_dict at these defaults.
+_OPTIONAL_INPUTS: dict[str, object] = {"prefill_chunk_tokens": 0}
+
+
+def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None,
+                prefill_chunk_tokens: int = 0) -> dict[str, tuple[int, int, int]]:
+    """``{kind: (M, N, K)}`` of the GEMMs one step of ``phase`` runs (per layer for block kinds).
+
+    In decode the block linears see ``M = batch + prefill_chunk_tokens`` (the mixed step); the
+    LM head only the ``batch`` decode tokens. With :class:`RequestInputs` the chunk is its own.
+
+    Example:
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8)["down_proj"]
+        (8, 4096, 14336)
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8, prefill_chunk_tokens=512)["down_proj"]
+        (520, 4096, 14336)
+    """
+    if isinstance(inputs_or_cfg, RequestInputs):
+        r = inputs_or_cfg
+        h, I, vocab = r.hidden, r.intermediate, r.vocab
+        kv_dim = r.kv_heads * (r.hidden // r.heads)
+        batch, prompt_len, prefill_chunk_tokens = r.batch, r.prompt_len, r.prefill_chunk_tokens
+    elif isinstance(inputs_or_cfg, TransformerConfig):
+        cfg = inputs_or_cfg
+        h, I, vocab, kv_dim = cfg.hidden, cfg.intermediate, cfg.vocab, cfg.kv_dim
+        _require_positive_int("batch", batch)
+        if phase == "prefill":
+            _require_positive_int("prompt_len", prompt_len)
+        _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+    else:
+        raise TypeError(f"first argument must be a TransformerConfig or RequestInputs, got {type(inputs_or_cfg).__name__}")
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    M = batch * prompt_len if phase == "prefill" else batch + prefill_chunk_tokens
+    return {
+        "q_proj": (M, h, h),
+        "k_proj": (M, kv_dim, h),
+        "v_proj": (M, kv_dim, h),
+        "o_proj": (M, h, h),
+        "gate_proj": (M, I, h),
+        "up_proj": (M, I, h),
+        "down_proj": (M, h, I),
+        "lm_head": (batch, vocab, h),  # logits only for the last token of each sequence
+    }
+
+
+def build_inputs(
+    workload: Workload,
+    gpu="H100",
+    *,
+    assumptions: Assumptions | None = None,
+    gemm: GemmModel | None = None,
+    gemm_speedup: float | Mapping[str, float] | None = None,
+    scenario: str = "cached",
+) -> RequestInputs:
+    """Turn a workload, a GPU and assumptions into the flat numbers :func:`evaluate` needs.
+
+    Args:
+        workload: model, batch, lengths, dtype, pruned kinds.
+        gpu: a name or spec from :mod:`twofour.hardware`, or a :class:`Machine` (your own numbers).
+        assumptions: efficiencies and overheads (default :class:`Assumptions`).
+        gemm: callable ``(M, N, K) -> GemmTime``; default :func:`roofline_gemm_model` for the GPU
+            (with a :class:`Machine`, the plain :func:`ideal_gemm_model`).
+        gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one: one number
+            for every pruned GEMM, or ``{"prefill": s1, "decode": s2}``. The dense times stay
+            predicted; ``sparse_s = dense_s / speedup``.
+        scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
+            GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
+            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"ideal"``.
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
+    assumptions = Assumptions() if assumptions is None else assumptions
+    if not isinstance(assumptions, Assumptions):
+        raise TypeError(f"assumptions must be a twofour.request.Assumptions, got {type(assumptions).__name__}")
+    machine = gpu if isinstance(gpu, Machine) else Machine.from_gpu(gpu, workload.dtype)
+    if gemm is None:
+        gemm = (ideal_gemm_model(machine, workload.dtype) if isinstance(gpu, Machine)
+                else roofline_gemm_model(gpu, workload.dtype, scenario=scenario))
+    elif not callable(gemm):
+        raise TypeError(f"gemm must be a callable (M, N, K) -> GemmTime, got {type(gemm).__name__}")
+    speedups = _phase_speedups(gemm_speedup)
+
+    cfg = workload.model
+    b = float(DTYPE_BYTES[workload.dtype])
+    kv_b = float(b if assumptions.kv_bytes_per_element is None else assumptions.kv_bytes_per_element)
+    other = assumptions.other_elems_per_token_layer
+    if other is None:
+        other = 12.0 * cfg.hidden + 2.0 * cfg.kv_dim + 3.0 * cfg.intermediate
+
+    times: dict[str, dict[str, list[float]]] = {}
+    for phase in PHASES:
+        times[phase] = {}
+        for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len,
+                                           workload.prefill_chunk_tokens).items():
+            t = gemm(M, N, K)
+            dense_s = _require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
+            sparse_s = _require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
+            if speedups[phase] is not None:
+                sparse_s = dense_s / speedups[phase]
+            times[phase][kind] = [dense_s, sparse_s]
+
+    return RequestInputs(
+        layers=cfg.layers,
+        hidden=cfg.hidden,
+        intermediate=cfg.intermediate,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        vocab=cfg.vocab,
+        batch=workload.batch,
+        prompt_len=workload.prompt_len,
+        output_len=workload.output_len,
+        bytes_per_element=b,
+        out_bytes_per_element=float(OUT_BYTES[workload.dtype]),
+        kv_bytes_per_element=kv_b,
+        packed_ratio=_PACKED_RATIO[workload.dtype],
+        dense_flops=machine.dense_flops,
+        sparse_flops=machine.sparse_flops,
+        bandwidth=machine.bandwidth,
+        attention_efficiency=float(assumptions.attention_efficiency),
+        memory_efficiency=float(assumptions.memory_efficiency),
+        other_elems_per_token_layer=float(other),
+        step_overhead_s=float(assumptions.step_overhead_s),
+        request_overhead_s=float(assumptions.request_overhead_s),
+        pruned={k: k in workload.pruned for k in LINEAR_KINDS},
+        gemm=times,
+        prefill_chunk_tokens=workload.prefill_chunk_tokens,
+    )
+
+
+def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
+    if gemm_speedup is None:
+        return {p: None for p in PHASES}
+    if isinstance(gemm_speedup, Mapping):
+        unknown = sorted(set(gemm_speedup) - set(PHASES))
+        if unknown:
+            raise ValueError(f"gemm_speedup keys must be among {PHASES}, got {unknown}")
+        return {
+            p: (None if gemm_speedup.get(p) is None else _require_number(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
+            for p in PHASES
+        }
+    s = _require_number("gemm_speedup", gemm_speedup)
+    return {p: s for p in PHASES}
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """One phase of a request: times by component (dense and 2:4) and its Amdahl numbers.
+
+    Attributes:
+        name: ``"prefill"`` or ``"decode"``.
+        steps: forward steps in the phase (1, or ``output_len - 1``).
+        dense, sparse: seconds per component (keys :data:`COMPONENTS`), summed over the steps.
+        linear_dense, linear_sparse: seconds per linear kind (keys :data:`LINEAR_KINDS`).
+        dense_s, sparse_s: phase totals.
+        eligible_dense_s, eligible_sparse_s: time in pruned GEMMs, dense and 2:4.
+        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel step 2).
+        overhead_s: fixed overheads in the phase (step and request).
+        p: eligible fraction ``eligible_dense_s / dense_s``.
+        gemm_speedup: ``eligible_dense_s / eligible_sparse_s`` (1 if nothing is eligible).
+        ceiling_speedup: ``eligible_dense_s / eligible_ideal_sparse_s`` (1 if nothing is eligible).
+        speedup: ``dense_s / sparse_s``.
+    """
+
+    name: str
+    steps: int
+    dense: dict[str, float]
+    sparse: dict[str, float]
+    linear_dense: dict[str, float]
+    linear_sparse: dict[str, float]
+    dense_s: float
+    sparse_s: float
+    eligible_dense_s: float
+    eligible_sparse_s: float
+    eligible_ideal_sparse_s: float
+    overhead_s: float
+    p: float
+    gemm_speedup: float
+    ceiling_speedup: float
+    speedup: float
+
+
+def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens: float, tokens: float) -> PhaseTime:
+    """Spec steps 4 and 5 for one phase (``steps`` may be 0: an empty decode phase)."""
+    h = float(r.hidden)
+    L = float(r.layers)
+    kv_dim = float(r.kv_heads * (r.hidden // r.heads))
+    b = float(r.bytes_per_element)
+    mem_rate = r.bandwidth * r.memory_efficiency
+    shapes = gemm_shapes(r, phase)
+    n = float(steps)
+
+    dense = {c: 0.0 for c in COMPONENTS}
+    sparse = {c: 0.0 for c in COMPONENTS}
+    linear_dense: dict[str, float] = {}
+    linear_sparse: dict[str, float] = {}
+    eligible_dense = eligible_sparse = eligible_ideal = 0.0
+    for kind in LINEAR_KINDS:
+        gemm_dense, gemm_sparse = r.gemm[phase][kind]
+        count = n if kind == "lm_head" else n * L
+        t_dense = count * gemm_dense
+        pruned = bool(r.pruned.get(kind, False))
+        t_sparse = count * gemm_sparse if pruned else t_dense
+        linear_dense[kind], linear_sparse[kind] = t_dense, t_sparse
+        component = "lm_head" if kind == "lm_head" else ("pruned_linear" if pruned else "dense_linear")
+        dense[component] += t_dense
+        sparse[component] += t_sparse
+        if pruned:
+            M, N, K = shapes[kind]
+            ideal_dense, ideal_sparse = _ideal_times(M, N, K, b, r.out_bytes_per_element, r.packed_ratio, r)
+            eligible_dense += t_dense
+            eligible_sparse += t_sparse
+            eligible_ideal += t_dense / (ideal_dense / ideal_sparse)
+
+    unchanged = {
+        "attention": 4.0 * r.batch * L * h * attended / (r.dense_flops * r.attention_efficiency),
+        "kv_cache": 2.0 * r.batch * L * kv_dim * kv_tokens * r.kv_bytes_per_element / mem_rate,
+        "embedding": n * 2.0 * tokens * h * b / mem_rate,
+        "other": n * tokens * (L * r.other_elems_per_token_layer + 2.0 * h) * b / mem_rate,
+        "step_overhead": n * r.step_overhead_s,
+        "request_overhead": r.request_overhead_s if phase == "prefill" else 0.0,
+    }
+    chunk = float(r.prefill_chunk_tokens) if phase == "decode" else 0.0
+    if chunk > 0.0:  # the mixed step: a prompt chunk shares every decode step (module docstring)
+        P = float(r.prompt_len)
+        unchanged["attention"] += 4.0 * L * h * n * chunk * (P + 1.0) / 2.0 / (r.dense_flops * r.attention_efficiency)
+        unchanged["kv_cache"] += (2.0 * L * kv_dim * n * (chunk + max(P - chunk, 0.0) / 2.0)
+                                  * r.kv_bytes_per_element / mem_rate)
+    for c, t in unchanged.items():
+        dense[c] = t
+        sparse[c] = t
+
+    dense_s = sparse_s = 0.0
+    for c in COMPONENTS:
+        dense_s += dense[c]
+        sparse_s += sparse[c]
+    return PhaseTime(
+        name=phase,
+        steps=steps,
+        dense=dense,
+        sparse=sparse,
+        linear_dense=linear_dense,
+        linear_sparse=linear_sparse,
+        dense_s=dense_s,
+        sparse_s=sparse_s,
+        eligible_dense_s=eligible_dense,
+        eligible_sparse_s=eligible_sparse,
+        eligible_ideal_sparse_s=eligible_ideal,
+        overhead_s=dense["step_overhead"] + dense["request_overhead"],
+        p=eligible_dense / dense_s if dense_s > 0.0 else 0.0,
+        gemm_speedup=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
+        ceiling_speedup=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
+        speedup=dense_s / sparse_s if sparse_s > 0.0 else 1.0,
+    )
+
+
+@dataclass(frozen=True)
+class RequestEstimate:
+    """The result of :func:`evaluate`: both phases, and the request-level numbers.
+
+    ``decode`` sums all ``output_len - 1`` decode steps; TPOT is their mean (the time of a step at
+    the mean context, since a step's time is linear in its context). Times in seconds.
+    """
+
+    inputs: RequestInputs
+    prefill: PhaseTime
+    decode: PhaseTime
+    ttft_dense_s: float
+    ttft_sparse_s: float
+    tpot_dense_s: float
+    tpot_sparse_s: float
+    total_dense_s: float
+    total_sparse_s: float
+    p_request: float
+    gemm_speedup_request: float
+    ceiling_speedup_request: float
+
+    def speedup(self, what: str = "request") -> float:
+        """Dense time / 2:4 time for ``"request"`` (total), ``"ttft"``/``"prefill"``, ``"tpot"`` or ``"decode"``.
+
+        For ``"decode"`` with ``output_len == 1`` (no decode step) this is the TPOT speedup.
+        """
+        pairs = {
+            "request": (self.total_dense_s, self.total_sparse_s),
+            "ttft": (self.ttft_dense_s, self.ttft_sparse_s),
+            "prefill": (self.ttft_dense_s, self.ttft_sparse_s),
+            "tpot": (self.tpot_dense_s, self.tpot_sparse_s),
+            "decode": (self.tpot_dense_s, self.tpot_sparse_s),
+        }
+        if what not in pairs:
+            raise ValueError(f"what must be one of {sorted(pairs)}, got {what!r}")
+        dense_s, sparse_s = pairs[what]
+        return dense_s / sparse_s
+
+    def summary(self) -> dict[str, float]:
+        """The headline numbers as a flat dict (what the calculators display and golden files hold)."""
+        return {
+            "ttft_dense_s": self.ttft_dense_s,
+            "ttft_sparse_s": self.ttft_sparse_s,
+            "tpot_dense_s": self.tpot_dense_s,
+            "tpot_sparse_s": self.tpot_sparse_s,
+            "total_dense_s": self.total_dense_s,
+            "total_sparse_s": self.total_sparse_s,
+            "speedup_ttft": self.speedup("ttft"),
+            "speedup_tpot": self.speedup("tpot"),
+            "speedup_request": self.speedup("request"),
+            "p_prefill": self.prefill.p,
+            "p_decode": self.decode.p,
+            "p_request": self.p_request,
+            "gemm_speedup_prefill": self.prefill.gemm_speedup,
+            "gemm_speedup_decode": self.decode.gemm_speedup,
+            "gemm_speedup_request": self.gemm_speedup_request,
+            "ceiling_speedup_prefill": self.prefill.ceiling_speedup,
+            "ceiling_speedup_decode": self.decode.ceiling_speedup,
+            "ceiling_speedup_request": self.ceiling_speedup_request,
+        }
+
+    def to_dict(self) -> dict:
+        """Summary plus the per-phase component breakdowns (JSON-ready)."""
+        out: dict = {"summary": self.summary()}
+        for ph in (self.prefill, self.decode):
+            out[ph.name] = {
+                "steps": ph.steps,
+                "dense": dict(ph.dense),
+                "sparse": dict(ph.sparse),
+                "dense_s": ph.dense_s,
+                "sparse_s": ph.sparse_s,
+                "eligible_dense_s": ph.eligible_dense_s,
+                "eligible_sparse_s": ph.eligible_sparse_s,
+                "eligible_ideal_sparse_s": ph.eligible_ideal_sparse_s,
+                "p": ph.p,
+                "gemm_speedup": ph.gemm_speedup,
+                "ceiling_speedup": ph.ceiling_speedup,
+                "speedup": ph.speedup,
+            }
+        return out
+
+
+def evaluate(inputs: RequestInputs) -> RequestEstimate:
+    """The model's arithmetic (spec steps 4-6 of the module docstring) on flat inputs.
+
+    Example:
+        >>> r = build_inputs(Workload(LLAMA_3_8B, 1, 128, 2), "A100")
+        >>> est = evaluate(r)
+        >>> est.total_dense_s == est.ttft_dense_s + est.decode.dense_s
+        True
+    """
+    if not isinstance(inputs, RequestInputs):
+        raise TypeError(f"inputs must be a RequestInputs (see build_inputs), got {type(inputs).__name__}")
+    r = inputs
+    P = float(r.prompt_len)
+    n_dec = r.output_len - 1
+    nd = float(n_dec)
+    prefill = _phase(r, "prefill", 1, P * (P + 1.0) / 2.0, P, float(r.batch) * P)
+    decode_attended = nd * P + nd * (nd + 1.0) / 2.0
+    decode_tokens = float(r.batch + r.prefill_chunk_tokens)  # == float(r.batch) without a chunk
+    decode = _phase(r, "decode", n_dec, decode_attended, decode_attended, decode_tokens)
+    if n_dec > 0:
+        tpot_dense, tpot_sparse = decode.dense_s / nd, decode.sparse_s / nd
+    else:  # no decode step in this request: report what one step at context P + 1 would take
+        one = _phase(r, "decode", 1, P + 1.0, P + 1.0, decode_tokens)
+        tpot_dense, tpot_sparse = one.dense_s, one.sparse_s
+    total_dense = prefill.dense_s + decode.dense_s
+    total_sparse = prefill.sparse_s + decode.sparse_s
+    eligible_dense = prefill.eligible_dense_s + decode.eligible_dense_s
+    eligible_sparse = prefill.eligible_sparse_s + decode.eligible_sparse_s
+    eligible_ideal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s
+    return RequestEstimate(
+        inputs=r,
+        prefill=prefill,
+        decode=decode,
+        ttft_dense_s=prefill.dense_s,
+        ttft_sparse_s=prefill.sparse_s,
+        tpot_dense_s=tpot_dense,
+        tpot_sparse_s=tpot_sparse,
+        total_dense_s=total_dense,
+        total_sparse_s=total_sparse,
+        p_request=eligible_dense / total_dense,
+        gemm_speedup_request=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
+        ceiling_speedup_request=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
+    )
+
+
+def estimate(
+    workload: Workload,
+    gpu="H100",
+    *,
+    assumptions: Assumptions | None = None,
+    gemm: GemmModel | None = None,
+    gemm_speedup: float | Mapping[str, float] | None = None,
+    scenario: str = "cached",
+) -> RequestEstimate:
+    """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
+
+    ``scenario`` (``"cached"``, ``"eager"``, ``"ideal"``) says how the GEMM calls run; see
+    :func:`build_inputs`.
+
+    Example:
+        >>> from twofour.models import LLAMA_3_70B
+        >>> w = Workload(LLAMA_3_70B, batch=64, prompt_len=8192, output_len=512)
+        >>> est = estimate(w, "H100", gemm_speedup=1.5)       # a measured GEMM speedup
+        >>> est.decode.p < estimate(w.__class__(LLAMA_3_70B, 1, 8192, 512), "H100").decode.p
+        True
+    """
+    return evaluate(build_inputs(workload, gpu, assumptions=assumptions, gemm=gemm, gemm_speedup=gemm_speedup,
+                                 scenario=scenario))
+
+
+def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -> dict[str, float | None]:
+    """The 2:4 GEMM speedup of each phase of ``workload``, from GPU measurements.
+
+    For each phase, every pruned block linear's GEMM (``gemm_shapes``) is looked up in
+    ``results`` (:class:`twofour.bench.Results`, one or a list) at exactly that ``M``, ``N``,
+    ``K`` and dtype, timed in ``mode`` (``"graph"``: plans cached, as a serving engine runs;
+    ``"stream"`` or ``"eager"``: PyTorch eager). The phase's speedup is the *time-weighted* one,
+    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
+    with any GEMM not measured is None: it is never filled in from another M or shape.
+    Pass the result to :func:`estimate` as ``gemm_speedup`` to get a request with measured GEMMs
+    and a predicted rest.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> s = measured_gemm_speedup(recorded_results("gpu"), Workload(LLAMA_3_8B, 1, 512, 256))
+        >>> sorted(s), s["decode"] < 1          # one token: the 2:4 GEMMs lost, even with cached plans
+        (['decode', 'prefill'], True)
+    """
+    from .bench import MODES
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    dtype_name = {"fp16": "float16", "bf16": "bfloat16"}.get(workload.dtype)
+    table: dict[tuple[int, int, int], tuple[float, float]] = {}
+    for res in results:
+        for row in res.gpu_points(mode):
+            if row["dtype"] == dtype_name:
+                table[(row["M"], row["N"], row["K"])] = (row["dense_ms"], row["sparse_ms"])
+    return _layer_speedups(table, workload)
+
+
+def _layer_speedups(table: dict, workload: Workload) -> dict[str, float | None]:
+    """Per phase: ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs, None if any is missing."""
+    out: dict[str, float | None] = {}
+    for phase in PHASES:
+        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
+                             workload.prefill_chunk_tokens)
+        wanted = [shapes[k] for k in workload.pruned if k in BLOCK_LINEARS]
+        found = [table.get(shape) for shape in wanted]
+        if not wanted or any(f is None for f in found):
+            out[phase] = None
+            continue
+        out[phase] = sum(d for d, _ in found) / sum(sp for _, sp in found)
+    return out
+
+
+def searched_gemm_speedup(cases, workload: Workload, *, pick: str = "best") -> dict[str, float | None]:
+    """Like :func:`measured_gemm_speedup`, from a cuSPARSELt algorithm sweep (:func:`twofour.bench.recorded_alg_search`).
+
+    ``pick="default"`` uses algorithm 0 (what PyTorch's ``F.linear`` path runs), ``"best"`` the
+    fastest algorithm whose result matched dense. The sweep is fp16 with ``x`` already padded
+    and no ``F.linear`` wrapper kernels: a measure of the library's kernels, not of PyTorch's path.
+
+    Example:
+        >>> from twofour.bench import recorded_alg_search
+        >>> s = searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"))
+        >>> s["decode"] > 1 > searched_gemm_speedup(recorded_alg_search(), Workload(LLAMA_3_8B, 1, 64, 8, dtype="fp16"), pick="default")["decode"]
+        True
+    """
+    if pick not in ("best", "default"):
+        raise ValueError(f"pick must be 'best' or 'default', got {pick!r}")
+    if workload.dtype != "fp16":
+        raise ValueError(f"the recorded algorithm sweeps are fp16; workload.dtype is {workload.dtype!r}")
+    table = {}
+    for c in cases:
+        sparse_ms = c["best"]["ms"] if pick == "best" and c.get("best") else c.get("default_ms")
+        if sparse_ms:
+            table[(c["M"], c["N"], c["K"])] = (c["dense_ms"], sparse_ms)
+    return _layer_speedups(table, workload)
+
+
+def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
+    """How the verdict moves with the 2:4 path's per-call cost and its kernel's efficiency.
+
+    For every ``per_call_us`` (the 2:4 call's whole cost beyond its kernel time: device and
+    host, in µs; never taken below the dense call's own) and every ``memory_ratio`` (the 2:4
+    kernel's bandwidth efficiency relative to dense: 1.0 is as good as dense), the request model
+    runs with the GPU's fitted parameters changed in exactly those two places, every GEMM in the
+    ``cached`` scenario with that cost per call. Returns rows ``{per_call_us, memory_ratio,
+    speedup}`` (``per_call_us`` as used) where ``speedup`` is :meth:`RequestEstimate.speedup` of
+    ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
+
+    Example:
+        >>> rows = sensitivity(Workload(LLAMA_3_8B, 1, 512, 256), "H200", per_call_us=[0, 500], memory_ratio=[1.0])
+        >>> rows[0]["speedup"] > 1 > rows[1]["speedup"]     # free calls win; a plan per call loses
+        True
+    """
+    from dataclasses import replace
+
+    from . import roofline
+
+    base = params if params is not None else roofline.default_params(gpu)
+    rows = []
+    for cost in per_call_us:
+        for ratio in memory_ratio:
+            # never cheaper per call than the dense path (the ceilings depend on it)
+            cost_f = max(base.dense_overhead_us, _require_number("per_call_us", cost, low_open=False))
+            ratio_f = _require_number("memory_ratio", ratio, high=1.0)
+            q = replace(base, sparse_memory=base.dense_memory * ratio_f, sparse_host_us=base.dense_host_us,
+                        sparse_overhead_us=cost_f)
+            est = estimate(workload, gpu, gemm=roofline_gemm_model(gpu, workload.dtype, params=q, scenario="cached"))
+            rows.append({"per_call_us": cost_f, "memory_ratio": ratio_f, "speedup": est.speedup(scope)})
+    return rows
+
+
+def decode_gemm_m(batch: int, *, prefill_chunk_tokens: int = 0, speculative_tokens: int = 0) -> int:
+    """Rows ``M`` of a decode step's block-linear GEMMs in a serving engine.
+
+    Each of ``batch`` sequences contributes one token, or ``speculative_tokens + 1`` when a
+    draft's ``k`` tokens are verified in one pass (speculative decoding); a chunk of another
+    request's prompt adds ``prefill_chunk_tokens`` (chunked prefill). So decode ``M`` is the
+    batch only when neither is used.
+
+    Example:
+        >>> decode_gemm_m(8), decode_gemm_m(8, speculative_tokens=4), decode_gemm_m(8, prefill_chunk_tokens=256)
+        (8, 40, 264)
+    """
+    _require_positive_int("batch", batch)
+    _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+    _require_positive_int("speculative_tokens", speculative_tokens, minimum=0)
+    return batch * (speculative_tokens + 1) + prefill_chunk_tokens
+
+
+def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
+    """Mean rows each expert's GEMMs see in a mixture-of-experts layer: ``M * top_k / experts``.
+
+    Every token goes to ``top_k`` of ``experts`` experts, so the ``M`` tokens of a step become
+    ``M * top_k`` expert rows spread over ``experts`` weights (evenly on average; a real router is
+    uneven). Each expert's weight is read whole for its few rows, so MoE decode GEMMs are
+    skinnier than a dense model's at the same batch.
+
+    Example:
+        >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
+        4.0
+    """
+    _require_positive_int("M", M)
+    _require_positive_int("experts", experts)
+    _require_positive_int("top_k", top_k)
+    if top_k > experts:
+        raise ValueError(f"top_k must be <= experts, got top_k={top_k}, experts={experts}")
+    return M * top_k / experts
+
+
+def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[int, int, int]:
+    """The ``(M, N, K)`` one GPU runs when a linear is split over ``tp`` GPUs.
+
+    ``split="column"`` (q, k, v, gate, up in Megatron-style tensor parallelism) divides ``N``, the
+    output features; ``split="row"`` (o, down) divides ``K``, the reduction, and the partial
+    outputs are summed by an all-reduce. ``M`` is unchanged: every GPU sees every token. The
+    2:4 groups run along ``K``, so a row split must keep ``K / tp`` a multiple of the group (and of
+    the backend's minimum).
+
+    Example:
+        >>> tensor_parallel_shape(16, 14336, 4096, 8, "column"), tensor_parallel_shape(16, 4096, 14336, 8, "row")
+        ((16, 1792, 4096), (16, 4096, 1792))
+    """
+    for name, v in (("M", M), ("N", N), ("K", K), ("tp", tp)):
+        _require_positive_int(name, v)
+    if split == "column":
+        if N % tp:
+            raise ValueError(f"N={N} must be divisible by tp={tp} for a column split")
+        return (M, N // tp, K)
+    if split == "row":
+        if K % tp:
+            raise ValueError(f"K={K} must be divisible by tp={tp} for a row split")
+        return (M, N, K // tp)
+    raise ValueError(f"split must be 'column' (divides N) or 'row' (divides K), got {split!r}")
+
+
+# The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).
+# Llama-3-8B's context window is 8K tokens: prompt + output stay within 8,192.
+SCENARIOS: dict[str, Workload] = {
+    "chat decode, batch 1": Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256),
+    "high throughput, batch 64, 8K context": Workload(LLAMA_3_8B, batch=64, prompt_len=7680, output_len=512),
+    "long-prompt summarisation": Workload(LLAMA_3_8B, batch=1, prompt_len=7936, output_len=256),
+}
