@@ -62,7 +62,7 @@ def test_request_agrees_with_the_table():
         f = DTYPES[key]
         assert request.DTYPE_BYTES[key] == f.in_bytes
         assert request.OUT_BYTES[key] == f.out_bytes
-        assert request._PACKED_RATIO[key] == f.packed_ratio
+        assert request.workload._PACKED_RATIO[key] == f.packed_ratio
 
 
 def test_weight_formats_agree_with_the_table():
@@ -77,7 +77,7 @@ def test_dtype_names_have_one_normaliser():
         # tf32's torch dtype is float32, which names CUDA-core fp32
         assert dtype_key(_torch_dtype(f)) == (key if key != "tf32" else "fp32")
         assert dtype_key(key) == key
-        assert request._require_dtype(_torch_dtype(f)) == key if key in SPARSE_24_DTYPES else True
+        assert request.workload._require_dtype(_torch_dtype(f)) == key if key in SPARSE_24_DTYPES else True
     with pytest.raises(ValueError, match="dtype must be one of"):
         dtype_key("fp4")
 
