@@ -212,7 +212,7 @@ def _schema_message(schema, value):
     """The BankError text for the first error of ``value`` against ``schema``."""
     import jsonschema
 
-    from twofour.course.practice import _schema_error
+    from twofour.course.practice.schema import _schema_error
 
     error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)))
     return str(_schema_error(error, "here", value))
@@ -221,7 +221,7 @@ def _schema_message(schema, value):
 def test_text_schema_messages():
     # QUESTION_SCHEMA is built from these helpers when the module loads; called here, each
     # node's own message must reach the author (not jsonschema's "does not match '\\S'").
-    from twofour.course.practice import QUESTION_SCHEMA, _text_schema, _texts_schema
+    from twofour.course.practice.schema import QUESTION_SCHEMA, _text_schema, _texts_schema
 
     title = _text_schema("'title' must be non-empty text")
     assert QUESTION_SCHEMA["properties"]["title"] == title
