@@ -1,0 +1,726 @@
+"""Stage 2 of the answer: is the weight stored packed?
+
+A dense tensor whose elements are half zeros occupies exactly as many bytes as before. Only a
+*packed* form saves memory: for N:M sparsity it keeps the ``n`` chosen values of every group of
+``m`` (``values``, shape ``[N, K*n/m]``, same dtype) plus, for each kept value, its position in
+the group (``meta``, ``ceil(log2 m)`` bits each: 2 bits for 2:4). For 16-bit weights that is
+``1/2 + 2/(2*16) = 0.5625`` of the dense bytes; for 8-bit weights ``0.625``.
+
+This module packs and unpacks exactly (never dropping a value silently), counts bytes, and
+converts to the layout PyTorch's CUTLASS backend feeds to the sparse tensor-core kernel.
+
+>>> import torch
+>>> W = torch.tensor([[0.0, 1.5, 0.0, -2.0, 3.0, 0.0, 0.0, 4.0]])
+>>> p = pack(W)
+>>> p.values.tolist(), p.indices().tolist()
+([[1.5, -2.0, 3.0, 4.0]], [[[1, 3], [0, 3]]])
+>>> unpack(p).equal(W)
+True
+>>> packed_ratio(torch.float16), packed_ratio(torch.int8)
+(0.5625, 0.625)
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import operator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from ._passes import wordpack as _wordpack
+from ._passes.groupcount import Scratch
+from ._passes.bits import unsupported_reason
+from ._common.dtypes import DTYPES, nm_ratio
+from ._passes.tensors import (
+    SUPPORTED_DTYPES,
+    blocks,
+    dtype_name,
+    nonzero_mask,
+    require_nm,
+    require_weight,
+    same_size_int_view,
+)
+from ._passes.threads import map_blocks, one_thread
+from .structure import _contiguous, check
+
+__all__ = [
+    "Packed",
+    "pack",
+    "unpack",
+    "to_cutlass",
+    "cutlass_constraints",
+    "dense_bytes",
+    "packed_bytes",
+    "packed_ratio",
+    "index_bits",
+    "explain_group",
+    "GroupExplanation",
+]
+
+# pack() uses a lookup table over the 2**m patterns of non-zeros in a group.
+_MAX_M = 16
+
+
+def index_bits(m: int) -> int:
+    """Bits needed to name one position in a group of ``m``: ``ceil(log2 m)`` (2 for m=4).
+
+    >>> index_bits(4), index_bits(8), index_bits(2)
+    (2, 3, 1)
+    """
+    require_nm(1, m)
+    return max(1, math.ceil(math.log2(m)))
+
+
+def _top_up_order(m: int) -> list[int]:
+    """Positions used to fill a group that holds fewer than ``n`` non-zeros, most preferred first.
+
+    The order ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0 for 2:4) is exactly the choice PyTorch's
+    CUTLASS encoder makes for under-filled groups (an all-zero group is stored as positions 2 and
+    3, metadata nibble 0b1110), so our metadata converts to that layout bit for bit.
+    """
+    half = m // 2
+    return list(range(half, m)) + list(range(half - 1, -1, -1))
+
+
+@lru_cache(maxsize=None)
+def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
+    """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero).
+
+    The code lists the kept positions in increasing order, ``index_bits(m)`` bits each, the
+    first kept position in the lowest bits. Patterns with more than ``n`` non-zeros map to -1:
+    they are refused, never truncated.
+    """
+    bits = index_bits(m)
+    order = _top_up_order(m)
+    codes = []
+    for pattern in range(1 << m):
+        nonzero = [i for i in range(m) if pattern >> i & 1]
+        if len(nonzero) > n:
+            codes.append(-1)
+            continue
+        kept = sorted(nonzero + [i for i in order if i not in nonzero][: n - len(nonzero)])
+        codes.append(sum(idx << (bits * j) for j, idx in enumerate(kept)))
+    return torch.tensor(codes, dtype=torch.int64, device=torch.device(device_type))
+
+
+def _meta_bytes_per_row(groups_per_row: int, n: int, m: int) -> int:
+    return math.ceil(groups_per_row * n * index_bits(m) / 8)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """An N:M weight in packed form: kept values plus bit-packed positions.
+
+    Attributes:
+        values: ``[N, K*n/m]`` tensor, same dtype as the weight: the kept values of each group,
+            in position order.
+        meta: ``[N, ceil(K/m * n * index_bits(m) / 8)]`` uint8 tensor: each kept value's position
+            within its group, ``index_bits(m)`` bits each, little-endian (the first kept position
+            of the first group sits in the lowest bits of byte 0). For 2:4 every group is one
+            4-bit nibble, two groups per byte, the same nibble order sparse tensor cores use.
+        shape: ``(N, K)`` of the dense weight.
+        dtype: the weight's dtype.
+        n, m: the pattern.
+    """
+
+    values: torch.Tensor
+    meta: torch.Tensor
+    shape: tuple[int, int]
+    dtype: torch.dtype
+    n: int = 2
+    m: int = 4
+
+    def __post_init__(self):
+        require_nm(self.n, self.m)
+        for name in ("values", "meta"):
+            part = getattr(self, name)
+            if not isinstance(part, torch.Tensor):
+                raise TypeError(f"Packed.{name} must be a torch.Tensor, got {type(part).__name__}")
+            if part.layout != torch.strided or part.dim() != 2:
+                raise ValueError(
+                    f"Packed.{name} must be a dense 2-D tensor, got layout {part.layout} with shape {tuple(part.shape)}"
+                )
+        if not isinstance(self.dtype, torch.dtype):
+            raise TypeError(f"Packed.dtype must be a torch.dtype such as torch.float16, got {type(self.dtype).__name__}")
+        if self.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(
+                f"Packed.dtype {dtype_name(self.dtype)} has no packed N:M form; "
+                f"supported: {', '.join(dtype_name(d) for d in SUPPORTED_DTYPES)}"
+            )
+        shape = _dims(self.shape, "Packed.shape")
+        if len(shape) != 2:
+            raise ValueError(f"Packed.shape must be (N, K), two sizes, got {tuple(shape)}")
+        if shape[1] % self.m:
+            raise ValueError(f"Packed.shape must be (N, K) with K a multiple of m={self.m}, got {tuple(shape)}")
+        object.__setattr__(self, "shape", (shape[0], shape[1]))
+        N, K = self.shape
+        want_values = (N, K // self.m * self.n)
+        if tuple(self.values.shape) != want_values:
+            raise ValueError(
+                f"Packed parts disagree: values has shape {tuple(self.values.shape)} but shape {self.shape} "
+                f"with {self.n}:{self.m} needs {want_values}"
+            )
+        if self.values.dtype != self.dtype:
+            raise ValueError(f"Packed parts disagree: values dtype {self.values.dtype} but dtype {self.dtype}")
+        want_meta = (N, _meta_bytes_per_row(K // self.m, self.n, self.m))
+        if self.meta.dtype != torch.uint8 or tuple(self.meta.shape) != want_meta:
+            raise ValueError(
+                f"Packed parts disagree: meta must be uint8 of shape {want_meta}, "
+                f"got {self.meta.dtype} {tuple(self.meta.shape)}"
+            )
+        if self.meta.device != self.values.device:
+            raise ValueError(f"Packed parts disagree: values on {self.values.device}, meta on {self.meta.device}")
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes actually held: values plus metadata."""
+        return self.values.numel() * self.values.element_size() + self.meta.numel()
+
+    @property
+    def dense_n_bytes(self) -> int:
+        """Bytes of the same weight stored dense."""
+        return self.shape[0] * self.shape[1] * self.values.element_size()
+
+    def indices(self) -> torch.Tensor:
+        """Positions of the kept values, int64 ``[N, K/m, n]``, decoded from ``meta``."""
+        return _decode_indices(self)
+
+    def __repr__(self) -> str:
+        N, K = self.shape
+        return (
+            f"Packed({self.n}:{self.m}, shape=({N}, {K}), dtype={str(self.dtype).replace('torch.', '')}, "
+            f"{self.n_bytes:,} bytes = {self.n_bytes / self.dense_n_bytes:.4f} of dense)"
+        )
+
+
+def _group_patterns(chunk: torch.Tensor, m: int) -> torch.Tensor:
+    """Per group, an int64 whose bit i says whether position i is non-zero."""
+    rows, K = chunk.shape
+    nz = nonzero_mask(chunk)
+    if m == 4:
+        # Fast path: a group's 4 bool bytes are one int32 b0 + b1<<8 + b2<<16 + b3<<24; one
+        # multiply gathers b0 + 2*b1 + 4*b2 + 8*b3 into the top byte (no carries: each sum < 16).
+        as_int = nz.view(torch.uint8).view(rows, K // 4, 4).view(torch.int32).view(rows, K // 4)
+        return (((as_int * 0x01020408) >> 24) & 0xF).long()
+    weights = 1 << torch.arange(m, device=chunk.device, dtype=torch.int32)
+    return (nz.view(rows, K // m, m).to(torch.int32) * weights).sum(dim=-1, dtype=torch.int64)
+
+
+def _codes_to_indices(codes: torch.Tensor, n: int, m: int) -> torch.Tensor:
+    """Split ``[rows, G]`` metadata codes into kept positions ``[rows, G, n]`` (int64)."""
+    bits = index_bits(m)
+    shifts = bits * torch.arange(n, device=codes.device)
+    return (codes.unsqueeze(-1) >> shifts) & ((1 << bits) - 1)
+
+
+def _pack_codes(codes: torch.Tensor, width: int) -> torch.Tensor:
+    """Bit-pack ``[rows, G]`` integer codes of ``width`` bits each into uint8 ``[rows, bytes]``."""
+    rows, G = codes.shape
+    if width == 4:
+        if G % 2:
+            codes = torch.nn.functional.pad(codes, (0, 1))
+        c = codes.to(torch.uint8).view(rows, -1, 2)
+        return c[..., 0] | (c[..., 1] << 4)
+    if width == 8:
+        return codes.to(torch.uint8)
+    bit_pos = torch.arange(width, device=codes.device)
+    bits = ((codes.unsqueeze(-1) >> bit_pos) & 1).view(rows, G * width)
+    pad = (-bits.shape[1]) % 8
+    if pad:
+        bits = torch.nn.functional.pad(bits, (0, pad))
+    byte_weights = 1 << torch.arange(8, device=codes.device)
+    return (bits.view(rows, -1, 8) * byte_weights).sum(-1).to(torch.uint8)
+
+
+def _unpack_codes(meta: torch.Tensor, groups: int, width: int) -> torch.Tensor:
+    """Inverse of :func:`_pack_codes`: int64 ``[rows, groups]``."""
+    rows = meta.shape[0]
+    if width == 4:
+        m64 = meta.to(torch.int64)
+        return torch.stack((m64 & 0xF, m64 >> 4), dim=-1).view(rows, -1)[:, :groups]
+    if width == 8:
+        return meta.to(torch.int64)[:, :groups]
+    bits = ((meta.to(torch.int64).unsqueeze(-1) >> torch.arange(8, device=meta.device)) & 1).view(rows, -1)
+    bits = bits[:, : groups * width].view(rows, groups, width)
+    return (bits << torch.arange(width, device=meta.device)).sum(-1)
+
+
+def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
+    """Pack an N:M weight into ``values`` + bit-packed ``meta``; refuse anything that is not N:M.
+
+    Each group's non-zeros are kept. A group with fewer than ``n`` non-zeros also keeps some
+    zeros to fill its ``n`` slots (positions 2 then 3 for 2:4, the same choice PyTorch's CUTLASS
+    encoder makes, so :func:`to_cutlass` stays bit-identical to it).
+
+    What survives, exactly: every kept value is copied bit for bit (NaN payloads, a kept
+    ``-0.0``). A position that is not kept holds a zero (``check`` agrees: ``-0.0`` is zero) and
+    comes back from :func:`unpack` as ``+0.0``. So ``unpack(pack(W))`` equals ``W`` bit for bit
+    except that a ``-0.0`` outside the kept positions becomes ``+0.0``: the one thing ``pack``
+    canonicalises. (Keeping every ``-0.0`` would need more than ``n`` slots in a group such as
+    ``[-0.0, 1, 2, 0]``, or positions PyTorch's encoder does not choose.)
+
+    ``W`` may be any 2-D view (transposed, sliced, expanded): it is read block by block.
+
+    Raises ``ValueError`` if any group holds more than ``n`` non-zeros, saying how many groups
+    break the pattern: nothing is dropped silently (use :func:`twofour.check` to see where, and
+    :func:`twofour.prune` to make a weight N:M first).
+
+    >>> pack(torch.tensor([[1.0, 2.0, 3.0, 0.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: W is not 2:4 sparse: 1 of 1 groups hold more than 2 non-zeros (first: row 0, group 0 (columns 0-3): 3 non-zeros [1, 2, 3, 0]). Packing would drop values; see twofour.check(W) for where, or twofour.prune(W) to prune first.
+    """
+    require_nm(n, m)
+    W = require_weight(W, m)
+    if m > _MAX_M:
+        raise ValueError(f"pack supports group sizes m <= {_MAX_M}, got m={m}")
+    rows, K = W.shape
+    G = K // m
+    codes_table = _pattern_codes(n, m, W.device.type)
+    width = n * index_bits(m)
+    bits_dtype = same_size_int_view(W[:0, :0]).dtype  # values are copied as integers: bit for bit
+    values = torch.empty((rows, G * n), dtype=bits_dtype, device=W.device)
+    meta = torch.empty((rows, _meta_bytes_per_row(G, n, m)), dtype=torch.uint8, device=W.device)
+    fast = _wordpack.supports(W.dtype, n, m, K)
+    luts = _wordpack.position_luts(tuple(codes_table.tolist())) if fast else None
+
+    def pack_block(block, scratch):
+        r0, r1, c0, c1 = block
+        g0, g1 = c0 // m, c1 // m
+        dense = _contiguous(W[r0:r1, c0:c1], scratch)
+        v_out = values[r0:r1, g0 * n : g1 * n]
+        m_out = meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
+        if fast:
+            n_bad = _wordpack.pack_block(dense, v_out, m_out, luts, scratch)
+        else:
+            n_bad = _pack_block(dense, v_out, m_out, codes_table, n, m, width)
+        if n_bad:
+            raise _NotNM  # stops the other workers; _refuse() then says where
+
+    try:
+        # Blocks of whole groups of 8: every block's metadata starts on a byte.
+        map_blocks(pack_block, blocks(rows, K, unit=8 * m), state=lambda: Scratch(W.device), device=W.device)
+    except _NotNM:
+        _refuse(W, n, m)
+    return Packed(values=values.view(W.dtype), meta=meta, shape=(rows, K), dtype=W.dtype, n=n, m=m)
+
+
+class _NotNM(Exception):
+    """A block of the weight breaks the pattern (internal: pack raises the full error)."""
+
+
+def _pack_block(block, v_out, m_out, codes_table, n: int, m: int, width: int) -> int:
+    """The general path (any n:m, dtype): pattern -> code table lookup -> gather. Returns bad groups."""
+    rows, k = block.shape
+    G = k // m
+    codes = codes_table[_group_patterns(block, m)]  # [r, G], -1 = too many non-zeros
+    n_bad = int((codes < 0).sum())
+    if n_bad:
+        return n_bad
+    idx = _codes_to_indices(codes, n, m)
+    groups = same_size_int_view(block).view(rows, G, m)
+    v_out.copy_(torch.gather(groups, -1, idx).view(rows, G * n))
+    m_out.copy_(_pack_codes(codes, width))
+    return 0
+
+
+def _refuse(W: torch.Tensor, n: int, m: int):
+    report = check(W, n, m, max_examples=1)
+    first = f" (first: {report.examples[0]})" if report.examples else ""
+    raise ValueError(
+        f"W is not {n}:{m} sparse: {report.num_bad_groups:,} of {report.num_groups:,} groups hold more than "
+        f"{n} non-zeros{first}. Packing would drop values; see twofour.check(W) for where, "
+        f"or twofour.prune(W) to prune first."
+    )
+
+
+def _decode_indices(p: Packed) -> torch.Tensor:
+    G = p.shape[1] // p.m
+    return _codes_to_indices(_unpack_codes(p.meta, G, p.n * index_bits(p.m)), p.n, p.m)
+
+
+def unpack(packed: Packed) -> torch.Tensor:
+    """Rebuild the dense weight from a :class:`Packed`: kept values bit for bit, the rest ``+0.0``.
+
+    Raises ``ValueError`` if the metadata is corrupt: a position outside the group, or positions
+    not strictly increasing within a group (a repeated position, which the hardware treats as
+    undefined).
+
+    >>> W = torch.tensor([[0.0, -0.0, 5.0, 0.0]])
+    >>> unpack(pack(W)).tolist()
+    [[0.0, 0.0, 5.0, 0.0]]
+    """
+    if not isinstance(packed, Packed):
+        raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
+    N, K = packed.shape
+    n, m = packed.n, packed.m
+    width = n * index_bits(m)
+    value_bits = same_size_int_view(packed.values)
+    out = torch.empty((N, K), dtype=value_bits.dtype, device=value_bits.device)
+    fast = _wordpack.supports(packed.dtype, n, m, K)
+
+    def unpack_block(block, scratch):
+        r0, r1, c0, c1 = block
+        g0, g1 = c0 // m, c1 // m
+        v = value_bits[r0:r1, g0 * n : g1 * n].contiguous()
+        meta = packed.meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)].contiguous()
+        dense = out[r0:r1, c0:c1]
+        if fast:
+            return _wordpack.unpack_block(v, meta, dense, scratch)
+        return _unpack_block(v, meta, dense, n, m)
+
+    n_bad = map_blocks(unpack_block, blocks(N, K, unit=8 * m), state=lambda: Scratch(out.device), device=out.device)
+    if any(n_bad):
+        _corrupt(packed)
+    return out.view(packed.dtype)
+
+
+def _unpack_block(values, meta, out, n: int, m: int) -> int:
+    """The general path: decode positions, validate, scatter. Returns the number of corrupt groups."""
+    rows, k = out.shape
+    G = k // m
+    idx = _codes_to_indices(_unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
+    bad = _bad_positions(idx, m)
+    n_bad = int(bad.sum())
+    if n_bad:
+        return n_bad
+    out.view(rows, G, m).zero_().scatter_(-1, idx, values.view(rows, G, n))
+    return 0
+
+
+def _bad_positions(idx: torch.Tensor, m: int) -> torch.Tensor:
+    bad = (idx >= m).any(-1)
+    if idx.shape[-1] > 1:
+        bad |= (idx[..., 1:] <= idx[..., :-1]).any(-1)
+    return bad
+
+
+def _corrupt(packed: Packed):
+    """Raise the corrupt-metadata error: how many groups, and the first one."""
+    N, K = packed.shape
+    n, m = packed.n, packed.m
+    width = n * index_bits(m)
+    total, first = 0, None
+    for r0, r1, c0, c1 in blocks(N, K, unit=8 * m):
+        g0, g1 = c0 // m, c1 // m
+        meta = packed.meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
+        idx = _codes_to_indices(_unpack_codes(meta, g1 - g0, width), n, m)
+        bad = _bad_positions(idx, m)
+        total += int(bad.sum())
+        if first is None and bool(bad.any()):
+            r, g = torch.nonzero(bad)[0].tolist()
+            first = (r + r0, g + g0, idx[r, g].tolist())
+    r, g, positions = first
+    raise ValueError(
+        f"packed.meta is corrupt: {total:,} groups name a position outside 0..{m - 1} or repeat/"
+        f"reorder positions (first: row {r}, group {g}, positions {positions})"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Byte accounting
+
+
+# Integer dtypes byte accounting accepts besides the weight dtypes (an index, a code book).
+_ACCOUNTING_INTS = (torch.int64, torch.uint16, torch.uint32, torch.uint64)
+
+
+def _element_bits(dtype) -> int:
+    if isinstance(dtype, torch.dtype):
+        if dtype in SUPPORTED_DTYPES or dtype in _ACCOUNTING_INTS:
+            return torch.empty((), dtype=dtype).element_size() * 8
+        raise TypeError(
+            f"dtype {dtype_name(dtype)} has no N:M packed form ({unsupported_reason(dtype)}); "
+            "pass a weight dtype such as torch.float16, or a bit width such as 4 for FP4"
+        )
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype > 0:
+        return dtype
+    raise TypeError(
+        f"dtype must be a torch.dtype or a positive bit width such as 4 (FP4), got {type(dtype).__name__} {dtype!r}"
+    )
+
+
+def _default_meta_bits(dtype, n: int, m: int) -> int:
+    # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse
+    # tensor cores store fp32 as 1:2, but write its metadata as if each 32-bit value were two
+    # 16-bit halves, each named by a 2-bit index: 4 bits per kept fp32 value.
+    if isinstance(dtype, torch.dtype):
+        for facts in DTYPES.values():
+            if dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m):
+                return facts.meta_bits
+    return index_bits(m)
+
+
+def dense_bytes(shape, dtype) -> int:
+    """Bytes of a dense tensor of ``shape`` and ``dtype`` (a dtype or a bit width).
+
+    >>> dense_bytes((4096, 14336), torch.float16)
+    117440512
+    """
+    numel = _numel(shape)
+    return numel * _element_bits(dtype) // 8
+
+
+def _as_size(d) -> int | None:
+    """``d`` as an int if it is an integer (Python, NumPy or a 0-d integer tensor), never a bool or float."""
+    if isinstance(d, bool):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
+
+
+def _dims(shape, arg: str = "shape") -> list[int]:
+    """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
+        raise TypeError(
+            f"{arg} must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
+        )
+    dims = [_as_size(d) for d in shape]
+    if None in dims:
+        bad = shape[dims.index(None)]
+        raise TypeError(f"{arg} must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
+    if not dims or any(d <= 0 for d in dims):
+        raise ValueError(f"{arg} must be non-empty with positive sizes, got {tuple(dims)}")
+    return dims
+
+
+def _numel(shape) -> int:
+    return math.prod(_dims(shape))
+
+
+def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> int:
+    """Bytes of the packed form: ``n/m`` of the values plus ``meta_bits_per_value`` bits per kept value.
+
+    ``meta_bits_per_value`` defaults to ``index_bits(m)`` (2 for 2:4); for ``float32`` with 1:2 (the
+    hardware's fp32 mode) it defaults to 4, as the hardware writes it. Pass 1 for FP4's
+    *paired* 4:8 (a 2-bit index per pair of values). ``dtype`` may also be a bit width (``4``).
+    The last dimension must divide by ``m``. Real library buffers may add padding.
+
+    >>> packed_bytes((4096, 14336), torch.float16) / dense_bytes((4096, 14336), torch.float16)
+    0.5625
+    """
+    require_nm(n, m)
+    numel = _numel(shape)
+    last = _dims(shape)[-1]
+    if last % m:
+        raise ValueError(f"shape's last dimension {last} must be a multiple of m={m}")
+    meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
+    if isinstance(meta_bits, bool) or not isinstance(meta_bits, int) or meta_bits < 0:
+        raise ValueError(f"meta_bits_per_value must be a non-negative int, got {meta_bits_per_value!r}")
+    kept = numel // m * n
+    return math.ceil(kept * (_element_bits(dtype) + meta_bits) / 8)
+
+
+def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> float:
+    """Packed bytes / dense bytes: ``n/m * (1 + meta_bits / element_bits)``.
+
+    >>> [packed_ratio(d) for d in (torch.float16, torch.bfloat16, torch.int8)]
+    [0.5625, 0.5625, 0.625]
+    >>> packed_ratio(torch.float32, 1, 2), packed_ratio(4, 4, 8, meta_bits_per_value=1)
+    (0.5625, 0.625)
+    """
+    require_nm(n, m)
+    bits = _element_bits(dtype)
+    meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
+    return nm_ratio(bits, n, m, meta_bits)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch CUTLASS layout
+
+# Per dense dtype: (pattern n, m), metadata dtype, rows multiple, cols multiple, row block and
+# interleave of the metadata reordering. Read off torch.sparse._semi_structured_conversions.
+_CUTLASS = {
+    torch.float16: ((2, 4), torch.int16, 32, 16, 32, 4),
+    torch.bfloat16: ((2, 4), torch.int16, 32, 16, 32, 4),
+    torch.int8: ((2, 4), torch.int32, 16, 32, 16, 2),
+    torch.float32: ((1, 2), torch.int16, 32, 16, 32, 4),
+}
+
+
+def _dense_cols_per_meta(dtype: torch.dtype) -> int:
+    """Dense columns one metadata element covers: 4-bit codes per element x columns per code."""
+    (_, m), meta_dtype, *_ = _CUTLASS[dtype]
+    codes = torch.empty((), dtype=meta_dtype).element_size() * 2  # 4 bits each
+    return codes * m  # float32's 1:2 pairs are each one 4-bit code: 8 columns per int16
+
+
+def cutlass_constraints(dtype: torch.dtype) -> dict:
+    """The shape rules of PyTorch's CUTLASS conversion for ``dtype``.
+
+    >>> cutlass_constraints(torch.float16)["pattern"]
+    '2:4'
+    """
+    if dtype not in _CUTLASS:
+        raise ValueError(
+            f"PyTorch's CUTLASS layout exists for float16, bfloat16, int8 and float32 (1:2), not {dtype}"
+        )
+    (n, m), meta_dtype, rows_mult, cols_mult, _, _ = _CUTLASS[dtype]
+    return {
+        "pattern": f"{n}:{m}",
+        "meta_dtype": meta_dtype,
+        "rows_multiple": rows_mult,
+        "cols_multiple": cols_mult,
+        # The 2x2 swizzle pairs metadata columns; an odd count sends one element out of range.
+        "meta_cols_even": True,
+    }
+
+
+def _reorder_meta(meta: torch.Tensor, row_block: int, interleave: int) -> torch.Tensor:
+    """Reorder a ``[rows, cols]`` metadata matrix into CUTLASS's ColumnMajorInterleaved<2> order.
+
+    Why: in the sparse MMA each thread of a warp must load exactly the metadata of the rows it
+    multiplies, in one aligned load. CUTLASS therefore (1) regroups rows inside each block of
+    ``row_block`` rows so that rows ``i, i+8, i+16, ...`` sit next to each other, (2) transposes
+    every 2x2 tile of metadata elements, and (3) stores the result column-major in pairs of
+    columns. The three steps are three reshapes/permutes here.
+    """
+    rows, cols = meta.shape
+    # (1) rows r = block*row_block + u*8 + v  ->  block*row_block + v*interleave + u
+    regrouped = meta.view(rows // row_block, interleave, 8, cols).permute(0, 2, 1, 3).reshape(rows, cols)
+    # (2)+(3): element (2p+i, 2q+j) lands at flat position ((q*rows/2 + p)*2 + j)*2 + i
+    tiles = regrouped.view(rows // 2, 2, cols // 2, 2)
+    return tiles.permute(2, 0, 3, 1).contiguous().view(rows, cols)
+
+
+def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return ``(values, meta)`` in the layout of PyTorch's CUTLASS 2:4 backend.
+
+    The result is bit-identical to
+    ``torch.sparse._semi_structured_conversions.sparse_semi_structured_from_dense_cutlass(unpack(packed))``
+    (tested on every shape up to 128 x 256 that PyTorch converts, many dtypes, and groups with
+    0, 1 or 2 non-zeros).
+
+    * float16 / bfloat16: 2:4, ``meta`` int16 ``[N, K/16]`` (4 groups per element).
+    * int8: 2:4, ``meta`` int32 ``[N, K/32]`` (8 groups per element).
+    * float32: the hardware's 1:2 pattern (``pack(W, n=1, m=2)``); each kept fp32 value is named
+      as two 16-bit halves, so ``meta`` is int16 ``[N, K/8]``.
+
+    Values are each group's kept values in position order, which is already what
+    :func:`pack` stores. Metadata is reordered (see ``_reorder_meta``) so that each thread of the
+    sparse tensor-core instruction finds its rows' metadata in one load.
+
+    Shape rules: exactly the shapes PyTorch's function converts. Rows a multiple of 32 (16 for
+    int8); columns a multiple of 16 (32 for int8) and an even number of metadata columns:
+    K a multiple of 32 for float16/bfloat16, 64 for int8, 16 for float32. PyTorch's function
+    does not check the last rule: with an odd number of metadata columns (e.g. a 32x16 float16
+    weight) its scatter runs out of range and raises an index error; this function refuses such
+    shapes clearly.
+    """
+    if not isinstance(packed, Packed):
+        raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
+    if packed.dtype not in _CUTLASS:
+        raise ValueError(
+            f"PyTorch's CUTLASS layout exists for float16, bfloat16, int8 and float32, not {packed.dtype}"
+        )
+    (n, m), meta_dtype, rows_mult, cols_mult, row_block, interleave = _CUTLASS[packed.dtype]
+    if (packed.n, packed.m) != (n, m):
+        hint = " (fp32 runs as 1:2 on sparse tensor cores: use pack(W, n=1, m=2))" if packed.dtype == torch.float32 else ""
+        raise ValueError(
+            f"the CUTLASS layout for {packed.dtype} is {n}:{m}, but packed is {packed.n}:{packed.m}{hint}"
+        )
+    N, K = packed.shape
+    per_meta = _dense_cols_per_meta(packed.dtype)
+    if N % rows_mult or K % cols_mult or (K // per_meta) % 2:
+        raise ValueError(
+            f"packed.shape {packed.shape} does not fit PyTorch's CUTLASS layout for {dtype_name(packed.dtype)}: "
+            f"rows must be a multiple of {rows_mult} and columns a multiple of {max(cols_mult, 2 * per_meta)} "
+            f"(columns a multiple of {cols_mult}, and an even number of metadata columns of {per_meta} each)"
+        )
+    with one_thread():
+        raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
+        meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
+        values = packed.values.contiguous()
+    return values, meta
+
+
+@lru_cache(maxsize=None)
+def _fp32_nibble_table(device_type: str) -> torch.Tensor:
+    """For each meta byte of 1:2 (8 one-bit positions), the 8 CUTLASS nibbles as one 32-bit word.
+
+    Position p of a pair is encoded as the 16-bit halves (2p, 2p+1): 0 -> 0b0100, 1 -> 0b1110.
+    """
+    words = [sum((0b1110 if byte >> j & 1 else 0b0100) << (4 * j) for j in range(8)) for byte in range(256)]
+    return torch.tensor(words, dtype=torch.int64, device=torch.device(device_type)).to(torch.int32)
+
+
+def _fp32_nibbles(meta: torch.Tensor) -> torch.Tensor:
+    """1:2 metadata bytes [N, K/16] -> CUTLASS nibbles as bytes [N, K/4] (int16 view: [N, K/8])."""
+    table = _fp32_nibble_table(meta.device.type)
+    words = table[meta.to(torch.int64)]  # [N, K/16] int32, 8 nibbles each
+    return words.view(torch.uint8).view(meta.shape[0], -1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Teaching helper
+
+
+@dataclass(frozen=True)
+class GroupExplanation:
+    """One group of a 2:4 weight taken apart: values, kept positions, indices and metadata bits."""
+
+    values: tuple
+    kept: tuple[int, ...]
+    kept_values: tuple
+    nibble: int
+    n: int
+    m: int
+
+    @property
+    def index_bits(self) -> tuple[str, ...]:
+        """Each kept position as a binary string of ``index_bits(m)`` digits."""
+        b = index_bits(self.m)
+        return tuple(format(i, f"0{b}b") for i in self.kept)
+
+    @property
+    def meta_bits(self) -> str:
+        """The group's metadata, most significant bit first (the first kept index is the low bits)."""
+        return format(self.nibble, f"0{self.n * index_bits(self.m)}b")
+
+    def __str__(self) -> str:
+        vals = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in self.values)
+        kept = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in self.kept_values)
+        idx = ", ".join(f"{p} -> {b}" for p, b in zip(self.kept, self.index_bits))
+        return (
+            f"group [{vals}]\n"
+            f"  kept positions {list(self.kept)} -> values [{kept}]\n"
+            f"  indices {idx}\n"
+            f"  metadata bits {self.meta_bits} (= {self.nibble}; first index in the low bits)\n"
+            f"  stored: {self.n} values + {self.n * index_bits(self.m)} bits instead of {self.m} values"
+        )
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f'<td style="padding:4px 10px;border:1px solid #888;{"background:#cfe3f7;font-weight:bold;" if i in self.kept else "color:#999;"}">{html.escape(str(v))}</td>'
+            for i, v in enumerate(self.values)
+        )
+        return f"<table><tr>{cells}</tr></table><pre>{html.escape(str(self))}</pre>"
+
+
+def explain_group(values, n: int = 2, m: int = 4) -> GroupExplanation:
+    """Take one group apart: which values are kept, their position indices, the metadata bits.
+
+    >>> g = explain_group([0.0, 1.5, 0.0, -2.0])
+    >>> g.kept, g.index_bits, g.meta_bits
+    ((1, 3), ('01', '11'), '1101')
+    """
+    t = values if isinstance(values, torch.Tensor) else torch.tensor(values)
+    if t.dim() != 1 or t.numel() != m:
+        raise ValueError(f"values must be one group of m={m} numbers, got shape {tuple(t.shape)}")
+    p = pack(t.reshape(1, m), n, m)
+    kept = tuple(int(i) for i in p.indices()[0, 0].tolist())
+    nibble = int(_unpack_codes(p.meta, 1, n * index_bits(m))[0, 0])
+    as_list = t.tolist()
+    return GroupExplanation(
+        values=tuple(as_list),
+        kept=kept,
+        kept_values=tuple(as_list[i] for i in kept),
+        nibble=nibble,
+        n=n,
+        m=m,
+    )
