@@ -92,7 +92,7 @@ def test_blocks_of_any_size_agree(monkeypatch, target, dtype):
     def small_blocks(r, c, unit=1, target_elems=None):
         return original(r, c, unit=unit, target_elems=target)
 
-    for module in ("twofour.structure", "twofour.packing"):
+    for module in ("twofour.structure", "twofour.packing.packed"):
         monkeypatch.setattr(f"{module}.blocks", small_blocks)
     assert_check_matches(W, 2, 4)
     W24 = sparse_24(dtype, 7, 96, seed=4) if dtype != torch.float32 else twofour.prune(W.nan_to_num(0.0))[0]
