@@ -117,9 +117,9 @@ def alg_search(out: Path, *, rehearse: bool) -> None:
     ``torch._cslt_sparse_mm`` (what ``F.linear`` on a cuSPARSELt tensor calls) takes ``alg_id``
     and ``split_k``; PyTorch's path uses algorithm 0 and no split. For the Llama-3-8B shapes at
     small M, time dense and every (alg_id, split_k) as CUDA-graph replays with L2 flushed
-    (twofour._gpu_timing.time_graph), check each result against dense, and record the best.
+    (twofour.bench.gpu_timing.time_graph), check each result against dense, and record the best.
     """
-    from twofour._gpu_timing import time_graph
+    from twofour.bench.gpu_timing import time_graph
     from twofour.bench import summarize
     from twofour.structure import prune
 

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 import pytest
+import torch
 
 from twofour import amdahl, packing, roofline
 from twofour.course.practice import (
@@ -183,7 +184,7 @@ def test_quick_checks_cover_the_named_examples():
 def test_the_one_over_0_5625_drill_appears_once():
     """The bytes ceiling of bf16 is the answer of one question at most, not six."""
     drills = [q.id for q in BANK if q.quick_check
-              and q.quick_check_expected() == pytest.approx(1 / packing.packed_ratio(packing.torch.bfloat16), rel=1e-3)]
+              and q.quick_check_expected() == pytest.approx(1 / packing.packed_ratio(torch.bfloat16), rel=1e-3)]
     assert len(drills) <= 1, drills
 
 
