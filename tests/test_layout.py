@@ -139,8 +139,115 @@ def test_the_top_level_holds_at_most_14_public_modules():
 
 
 def test_every_cli_command_has_its_module():
-    from twofour.cli import _SUBCOMMANDS
+    from twofour.cli.main import _SUBCOMMANDS
 
     for name, (module_path, _) in _SUBCOMMANDS.items():
         assert module_path == f"twofour.cli.{name}"
         assert (PACKAGE / "cli" / f"{name}.py").is_file(), module_path
+
+
+# ---------------------------------------------------------------------------------------------
+# Inside the rooms: one concern per file (issue 25)
+
+MAX_MODULE_LINES = 600
+# Files exempt from the line limit: data and generated files. None is Python today; a generated
+# module would be listed here with the command that writes it.
+LINE_LIMIT_EXEMPT: frozenset[str] = frozenset()
+MAX_PRIVATE_TOP_LEVEL = 6
+# What a package __init__ may hold besides imports: its docstring and these two names.
+INIT_NAMES = ("__all__", "__version__")
+
+
+def oversized_modules(files, limit: int = MAX_MODULE_LINES, root: Path = REPO) -> list[str]:
+    """``path: N lines`` for every file over ``limit`` lines that is not exempt (paths relative to ``root``)."""
+    out = []
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > limit and rel not in LINE_LIMIT_EXEMPT:
+            out.append(f"{rel}: {n} lines")
+    return out
+
+
+def init_definitions(source: str) -> list[str]:
+    """What a package ``__init__`` defines beyond re-exports: ``line: kind name`` per statement."""
+    found = []
+    for i, node in enumerate(ast.parse(source).body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # the docstring
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id in INIT_NAMES for t in node.targets):
+            continue
+        name = getattr(node, "name", None) or ", ".join(
+            getattr(t, "id", "?") for t in getattr(node, "targets", [getattr(node, "target", None)]) if t is not None)
+        found.append(f"{node.lineno}: {type(node).__name__} {name}".rstrip())
+    return found
+
+
+def test_no_source_module_is_over_600_lines():
+    files = _package_files()
+    assert len(files) > 50, "the walk found the wrong files"
+    too_long = oversized_modules(files)
+    assert not too_long, (
+        f"modules over {MAX_MODULE_LINES} lines (split them by concern, as the data flows: read, analyse, render):\n"
+        + "\n".join(too_long)
+    )
+
+
+def test_the_line_limit_bites(tmp_path):
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "ok.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert oversized_modules(sorted(tmp_path.glob("*.py")), root=tmp_path) == [f"long.py: {MAX_MODULE_LINES + 1} lines"]
+
+
+def test_a_package_init_only_re_exports():
+    inits = [p for p in _package_files() if p.name == "__init__.py"]
+    assert len(inits) >= 10, "the walk found the wrong files"
+    offenders = []
+    for path in inits:
+        offenders += [f"{path.relative_to(REPO)}:{d}" for d in init_definitions(path.read_text(encoding="utf-8"))]
+    assert not offenders, (
+        "a package __init__ holds its docstring, imports and __all__ only; move these into a module of the package:\n"
+        + "\n".join(offenders)
+    )
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ('"""Doc."""\nfrom .a import b\n__all__ = ["b"]\n__version__ = "1"\n', []),
+        ("from .a import b\nX = 1\n", ["2: Assign X"]),
+        ("def f():\n    pass\n", ["1: FunctionDef f"]),
+        ("class C:\n    pass\n", ["1: ClassDef C"]),
+        ("from .a import b\nif b:\n    import c\n", ["2: If"]),
+        ('"""Doc."""\n"""Not a docstring."""\n', ["2: Expr"]),
+    ],
+)
+def test_the_init_check_catches_definitions(source, expected):
+    assert init_definitions(source) == expected
+
+
+def test_private_helpers_sit_in_at_most_6_top_level_names():
+    private = sorted(info.name for info in pkgutil.iter_modules(twofour.__path__) if info.name.startswith("_")
+                     and info.name != "__main__")
+    assert {"_passes", "_common"} <= set(private)
+    assert len(private) <= MAX_PRIVATE_TOP_LEVEL, (
+        f"{len(private)} private names at the top of twofour (at most {MAX_PRIVATE_TOP_LEVEL}): {private}; "
+        "put a helper next to what it serves (twofour._passes for the bit-level passes of structure and packing, "
+        "twofour._common for utilities many modules share, or inside the package that uses it)"
+    )
+
+
+def test_the_bit_level_passes_serve_structure_and_packing_only():
+    """twofour._passes is the private machinery of stages 1-2; anything else may use only its input checks."""
+    allowed_elsewhere = {"twofour._passes.tensors", "twofour._passes.bits"}
+    offenders = []
+    for path in _package_files():
+        mod = _module_name(path)
+        if mod.startswith(("twofour._passes", "twofour.structure", "twofour.packing")):
+            continue
+        for line, name in imported_names(path.read_text(encoding="utf-8"), mod, _is_package(path)):
+            if name.startswith("twofour._passes.") and not any(name == a or name.startswith(a + ".") for a in allowed_elsewhere):
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {name}")
+    assert not offenders, "\n".join(offenders)

@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 from .._common.text import printable
-from . import UserError
+from .main import UserError
 
 __all__ = ["check_output_file", "check_output_dir", "write_error", "show"]
 

@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from . import UserError
+from .main import UserError
 from ._output import check_output_file, show, write_error
 
 _EPILOG = """examples:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import UserError
+from .main import UserError
 from .._common.text import printable
 from ._output import check_output_file, show, write_error
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import UserError
+from .main import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,7 @@ from ..roofline import (ASSUMED_EFFICIENCY, DEFAULT_SCENARIO, SCENARIOS as GEMM_
 from ..roofline._fitfile import FIT_PATH, load_fit
 from ..request import (BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
-from . import UserError
+from .main import UserError
 
 __all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
            "gpu_table", "dtype_table", "fitted_js", "write_golden", "FITTED_JS"]

@@ -1,4 +1,4 @@
-"""The ``twofour`` command line: ``twofour audit``, ``twofour bench``, ``twofour quality``, ...
+"""The entry point of the ``twofour`` command line: the subcommands wired together, and how it ends.
 
 One module per subcommand in this package (``twofour.cli.audit``, ``.bench``, ``.quality``,
 ``.golden``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.

@@ -16,7 +16,7 @@ import dataclasses
 import shlex
 from pathlib import Path
 
-from . import UserError
+from .main import UserError
 from ._output import check_output_file, show, write_error
 
 __all__ = ["add_arguments", "run"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import UserError
+from .main import UserError
 
 _EPILOG = """examples:
   twofour trace sparse.json.gz
