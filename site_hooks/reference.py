@@ -200,7 +200,7 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
-     ["twofour.cli", "twofour.cli.audit", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
+     ["twofour.cli", "twofour.cli.main", "twofour.cli.audit", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
       "twofour.cli.quality", "twofour.cli.golden"]),
     (COURSE, "Figures and tables",
      "The chapters' figures and tables in one house style; they show numbers the toolkit computed.",
