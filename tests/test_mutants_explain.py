@@ -260,3 +260,53 @@ def test_packed_message_in_full():
     v = explain(Wp, 64, target=A100)
     assert _found(v, "packed") == [
         ("ok", "W is a SparseSemiStructuredTensorCUTLASS: matmuls dispatch to the CUTLASS sparse kernel")]
+
+
+# A caller's ``structure=`` report is trusted only for the question it answers: the same weight
+# shape and dtype, and the pattern the dtype is stored in. One made for another weight or
+# pattern is refused by name, never silently used (it would give another weight's verdict).
+
+
+def test_a_structure_report_for_another_shape_dtype_or_pattern_is_refused_by_name():
+    W = _pruned(256, 512)
+    broken = torch.ones(256, 512, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"structure= is a report on a 128x512 weight, but W is 256x512"):
+        explain(broken, 128, target=A100, structure=twofour.check(W[:128]))
+    with pytest.raises(ValueError, match=r"structure= is a report on a float32 weight, but W is float16"):
+        explain(broken, 128, target=A100, structure=twofour.check(W.float(), 1, 2))
+    with pytest.raises(ValueError, match=r"structure= checked 1:2, but a float16 W is stored 2:4: "
+                                         r"pass twofour.check\(W, 2, 4\) or omit structure"):
+        explain(broken, 128, target=A100, structure=twofour.check(W, 1, 2))
+    W32 = W.float()
+    with pytest.raises(ValueError, match=r"structure= checked 2:4, but a float32 W is stored 1:2: "
+                                         r"pass twofour.check\(W, 1, 2\) or omit structure"):
+        explain(W32, 128, target=A100, structure=twofour.check(W32))
+    with pytest.raises(TypeError, match=r"structure must be a twofour.check\(W\) report \(StructureReport\), got dict"):
+        explain(W, 128, target=A100, structure={"valid": True})
+
+
+def test_a_matching_structure_report_is_used_instead_of_checking_again(monkeypatch):
+    import importlib
+
+    explain_module = importlib.import_module("twofour.dispatch.explain")  # the module, not the function
+    count = explain_module._count
+    asked = []
+
+    def counting(W, n, m):
+        asked.append((tuple(W.shape), W.dtype, n, m))
+        return count(W, n, m)
+
+    monkeypatch.setattr(explain_module, "_count", counting)
+    W = _pruned(256, 512)
+    assert _found(explain(W, 128, target=A100, structure=twofour.check(W)), "structure") == [
+        ("ok", "every group of 4 along K holds at most 2 non-zeros")]
+    assert asked == []  # the report answered it
+    assert _found(explain(W, 128, target=A100), "structure")[0][0] == "ok"
+    assert asked == [((256, 512), torch.float16, 2, 4)]  # without one, W is checked
+    asked.clear()
+    W32 = W.float()  # 2:4 but not 1:2: the report says so; only the hints are counted anew
+    pairs = twofour.check(W32, 1, 2)
+    [(status, message)] = _found(explain(W32, 128, target=A100, structure=pairs), "structure")
+    assert pairs.num_bad_groups > 0 and status == "wrong"
+    assert message.startswith(f"{pairs.num_bad_groups:,} of 65,536 pairs ({pairs.fraction_bad:.1%}) hold 2 non-zeros; W is 2:4")
+    assert ((256, 512), torch.float32, 1, 2) not in asked and ((256, 512), torch.float32, 2, 4) in asked

@@ -492,7 +492,9 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
             structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
         except ValueError as exc:  # a self-overlapping view too large to count by its storage
             raise _NotChecked(f"not checked: {exc}") from None
-    verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=structure)
+    # The column is the 2:4 count; explain() reuses it only where W's dtype is stored 2:4 (float32 is 1:2).
+    reuse = structure if structure is not None and BackendRules.pattern(W.dtype) == (2, 4) else None
+    verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=reuse)
     path = verdict.if_packed
     problems = [c for c in verdict.problems() if c.topic != "packed" or packed]
     if path.startswith("sparse") and any(c.status == "wrong" for c in problems):

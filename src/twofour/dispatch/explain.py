@@ -176,7 +176,8 @@ def explain(
         target: where the matmul runs: None (this machine), :func:`~twofour.dispatch.probe` or
             :func:`~twofour.dispatch.hypothetical_gpu`. A CPU ``W`` is judged as if moved there.
         structure: a ``twofour.check(W, n, m)`` report you already have, reused instead of
-            checking ``W`` again when its pattern is the one the dtype needs.
+            checking ``W`` again. It must be on ``W``'s shape and dtype and for the pattern the
+            dtype is stored in (2:4; 1:2 for float32), else ValueError.
 
     Returns:
         A :class:`Verdict`.
@@ -211,6 +212,8 @@ def explain(
         )
     N, K = (int(d) for d in W.shape)
     M, K_x = _parse_x_shape(x_shape, K)
+    if structure is not None:
+        _require_report_on(structure, W, rules.pattern(W.dtype))
     case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure)
 
     # What decides the path as W stands, then what decides it after packing: one rule each, in
@@ -476,6 +479,24 @@ def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:
     return check(W, n, m, max_examples=0, max_locations=0)
 
 
+def _require_report_on(report, W: torch.Tensor, pattern: tuple[int, int]) -> None:
+    """A caller's ``structure=`` must be a report on a weight like ``W`` for the pattern ``W``'s dtype
+    is stored in: one made for another weight or pattern would answer another question."""
+    if not isinstance(report, StructureReport):
+        raise TypeError(f"structure must be a twofour.check(W) report (StructureReport), got {type(report).__name__}")
+    shape = "x".join(map(str, W.shape))
+    if tuple(report.shape) != tuple(W.shape):
+        raise ValueError(f"structure= is a report on a {'x'.join(map(str, report.shape))} weight, but W is {shape}; "
+                         "pass twofour.check(W) of this W, or omit structure")
+    if report.dtype != W.dtype:
+        raise ValueError(f"structure= is a report on a {dtype_name(report.dtype)} weight, but W is "
+                         f"{dtype_name(W.dtype)}; pass twofour.check(W) of this W, or omit structure")
+    n, m = pattern
+    if (report.n, report.m) != (n, m):
+        raise ValueError(f"structure= checked {report.n}:{report.m}, but a {dtype_name(W.dtype)} W is stored {n}:{m}: "
+                         f"pass twofour.check(W, {n}, {m}) or omit structure")
+
+
 def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, known: StructureReport | None) -> Check:
     """Is W n:m along K? If not, is it 2:4 along the wrong axis, or merely half zeros?"""
     n, m = pattern
@@ -487,8 +508,7 @@ def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, kn
         return Check("structure", "info", f"{dtype_name(W.dtype)} has no {name} check here")
     if W.shape[1] % m:
         return Check("structure", "error", f"K={W.shape[1]} is not a multiple of the group size {m}")
-    usable = known is not None and (known.n, known.m) == (n, m) and known.shape == tuple(W.shape)
-    report = known if usable else _count(W, n, m)
+    report = known if known is not None else _count(W, n, m)  # explain() checked that it answers this W
     if report.valid:
         extra = " (float32 is stored as 1:2 pairs)" if pattern == (1, 2) else ""
         return Check("structure", "ok", f"every group of {m} along K holds at most {n} non-zeros{extra}")
