@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {r['id'][:58]:58} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}")
     if args.out is not None:
         try:
-            path = cal_mod.save(args.out)
+            path = cal_mod.save(args.out, fitted=cal, errors=errors)  # what was printed, not a second fit
         except OSError as exc:
             raise UserError(f"--out {args.out}: cannot write: {exc.strerror or exc}") from None
         print(f"\nfit written to {path}")

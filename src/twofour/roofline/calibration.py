@@ -306,10 +306,15 @@ def evaluate(pts: list[Point] | None = None) -> dict:
     }
 
 
-def save(path=None) -> Path:
-    """Fit everything, evaluate leave-one-source-out, and write the JSON (default: package data)."""
-    pts = points()
-    cal = fit_all(pts)
+def save(path=None, *, fitted: Calibration | None = None, errors: dict | None = None) -> Path:
+    """Fit everything, evaluate leave-one-source-out, and write the JSON (default: package data).
+
+    ``fitted`` and ``errors``: ``fit_all()`` and ``evaluate()`` of every point, when the caller
+    has made them already (``twofour calibrate`` prints them first); each takes seconds.
+    """
+    pts = points() if fitted is None or errors is None else None
+    cal = fitted if fitted is not None else fit_all(pts)
+    errors = errors if errors is not None else evaluate(pts)
     path = Path(path) if path is not None else FIT_PATH
-    path.write_text(json.dumps(_to_json(cal, evaluate(pts)), indent=1) + "\n")
+    path.write_text(json.dumps(_to_json(cal, errors), indent=1) + "\n")
     return path
