@@ -1,6 +1,6 @@
 """`twofour trace` and `twofour.dispatch.trace`: real CPU traces recorded here, the real H200 traces
 shipped with the package, GPU-format traces generated from documented kernel names (host-gap,
-no-sparse-kernel, Amdahl, unclassified cases), malformed files, and a 200 MB trace (time and
+no-sparse-kernel, Amdahl, unclassified cases), malformed files, and a 64 MB trace (time and
 peak RSS printed)."""
 
 from __future__ import annotations
@@ -432,7 +432,10 @@ def test_array_form_and_trailing_comma(tmp_path, generated):
 
 
 # ---------------------------------------------------------------------------------------------
-# A 200 MB trace: time and peak memory
+# A large trace: time and peak memory. What it proves, that reading streams (memory grows with
+# the events kept, about half the file's size, never with the file's text), holds at any size
+# past the reader's 1 MB chunks: 64 MB shows it as well as 200 MB did (+34 MB vs +104 MB, both
+# 0.52 of the file) in a third of the time.
 
 _MEASURE = textwrap.dedent("""
     import json, resource, sys, threading, time
@@ -470,14 +473,17 @@ _MEASURE = textwrap.dedent("""
 """)
 
 
+TRACE_BYTES = 64_000_000
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="measures memory through /proc/self/status")
-def test_a_200_mb_trace_streams(tmp_path, capsys):
+def test_a_64_mb_trace_streams(tmp_path, capsys):
     path = tmp_path / "big.json"
     t0 = time.perf_counter()
     with open(path, "w") as f:
         w = _Writer(f)
-        while f.tell() < 200_000_000:
+        while f.tell() < TRACE_BYTES:
             w.step(f"decode_step_{w.ext}", layers=32, sparse=True, gemm_us=20.0, setup_us=50.0)
         w.close()
     t_gen = time.perf_counter() - t0
@@ -486,7 +492,7 @@ def test_a_200_mb_trace_streams(tmp_path, capsys):
     assert done.returncode == 0, done.stderr
     m = json.loads(done.stdout.strip().splitlines()[-1])
     base_mb, load_mb, peak_mb = m["base_kb"] / 1024, m["load_kb"] / 1024, m["peak_kb"] / 1024
-    summary = (f"200 MB trace: {size_mb:.0f} MB, {m['events']:,} events (written in {t_gen:.1f} s); load "
+    summary = (f"large trace: {size_mb:.0f} MB, {m['events']:,} events (written in {t_gen:.1f} s); load "
                f"{m['t_load']:.1f} s, load + analyze {m['t_all']:.1f} s; peak RSS {m['hwm_kb'] / 1024:.0f} MB in all; "
                f"anonymous memory {base_mb:.0f} MB after importing twofour (torch), {load_mb:.0f} MB after "
                f"reading, peak {peak_mb:.0f} MB: +{peak_mb - base_mb:.0f} MB for the trace")
