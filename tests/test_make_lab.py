@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SETUP_STAMP = ".venv/.setup-done"  # the Makefile's $(STAMP): `make -o` it to skip the setup step
 pytestmark = pytest.mark.slow
 
 
@@ -23,7 +24,11 @@ def test_make_lab_target_exists_and_lab_extra_is_declared():
     assert ".venv/bin/jupyter lab" in proc.stdout and "/lab/tree/labs" in proc.stdout
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert "lab = [" in pyproject and "jupyterlab" in pyproject
-    assert ".[site,test,lab]" in (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert ".[site,test,lab]" in makefile
+    assert "STAMP  := $(VENV)/.setup-done" in makefile and "VENV   := .venv" in makefile  # SETUP_STAMP
+    dry = subprocess.run(["make", "-n", "-o", SETUP_STAMP, "lab"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0 and "pip install" not in dry.stdout and ".venv/bin/jupyter lab" in dry.stdout, dry.stdout
 
 
 def _free_port() -> int:
@@ -47,7 +52,9 @@ def test_make_lab_starts_jupyterlab_headless_with_a_twofour_kernel(tmp_path):
     args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token} --ServerApp.port_retries=0"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
     log = (tmp_path / "lab.log").open("w")
-    proc = subprocess.Popen(["make", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, stdout=log,
+    # -o: the target's own command, never `make setup` (which reinstalls .venv when pyproject.toml
+    # is newer than its stamp, e.g. in a fresh clone sharing a venv): a test leaves its environment alone.
+    proc = subprocess.Popen(["make", "-o", SETUP_STAMP, "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"

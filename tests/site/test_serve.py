@@ -61,7 +61,8 @@ def served(tmp_path_factory):
     env = {**os.environ, "TWOFOUR_NB_CACHE": str(tmp / "cache"), "TWOFOUR_NB_WORKERS": "1"}
     log = (tmp / "serve.log").open("w")
     started = time.monotonic()
-    proc = subprocess.Popen(["make", "serve", "HOST=127.0.0.1", f"PORT={port}"], cwd=ROOT, env=env,
+    # -o: the target's own command, never `make setup` (a test leaves its environment alone).
+    proc = subprocess.Popen(["make", "-o", ".venv/.setup-done", "serve", "HOST=127.0.0.1", f"PORT={port}"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     answered = cpu = None
