@@ -45,9 +45,12 @@ lab: setup
 test: setup
 	@# 1. nbval runs every notebook and lab (two at a time, each notebook's cells in one worker).
 	@#    The outputs it collects go to build/notebook-cache (see conftest.py), so
-	@# 2. the strict site build made by the site tests reads them and runs no notebook again.
+	@# 2. the one strict site build of the run reads them and runs no notebook again. Two
+	@#    workers; the xdist controller builds the site in the background while the unit tests
+	@#    run and serves it to both (tests/site/twofour_site_build.py); the site tests come last.
+	@#    loadgroup keeps the tests that share one `make serve` on one worker.
 	$(BIN)/python -m pytest -n 2 --dist loadfile notebooks labs
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
 
 # Mutation score of the toolkit modules (issue 21); not part of `make test`. A fixed sample
 # of MUTATE_SAMPLE mutants per module (or "all"), one worker, stopped after MUTATE_BUDGET

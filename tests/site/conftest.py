@@ -1,18 +1,19 @@
-"""Fixtures for the site tests: one strict build per session, served on 127.0.0.1, and
-Debian's chromium driven by Playwright.
+"""Fixtures for the site tests: one strict build per run, served on 127.0.0.1, and Debian's
+chromium driven by Playwright (one browser per test process).
 
 The build goes to a temporary folder (never the repository's site/), and reuses the notebook
-execution cache in build/notebook-cache, so an unchanged notebook is not executed again.
+execution cache in build/notebook-cache, so an unchanged notebook is not executed again. Under
+xdist the controller makes it, once for every worker (tests/site/twofour_site_build.py). Tests
+read the built site and never change it.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
+import json
 import os
 import subprocess
 import sys
-import threading
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,11 @@ from urllib.parse import urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:  # the build's command and server, shared with the xdist controller (tests/conftest.py)
+    from twofour_site_build import SITE_BUILD_TIMEOUT_S, serve, site_build_command, site_build_env
+finally:
+    sys.path.pop(0)
 CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -48,33 +54,45 @@ class Build:
     base_url: str  # where the built site is served, e.g. http://127.0.0.1:40123
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # keep pytest output clean
-        pass
+def _from_the_controller(config) -> dict | None:
+    """Under xdist: where the controller builds and serves the run's one site (tests/conftest.py)."""
+    shared = getattr(config, "workerinput", {}).get("twofour_site")
+    return json.loads(shared) if shared else None
 
 
 @pytest.fixture(scope="session")
-def build(tmp_path_factory):
+def build(request, tmp_path_factory):
     """Run ``mkdocs build --strict`` once into a temporary folder and serve it on 127.0.0.1.
 
     The server's port is chosen first and given to the build as site_url, because Material's
     instant navigation only intercepts links that match the sitemap's host and port.
+
+    Under xdist the controller makes the one build of the run, in the background while the
+    unit tests run, and serves it on one port for every worker (tests/conftest.py); a worker's
+    first site test waits here for it. Without xdist the build is made here.
     """
+    shared = _from_the_controller(request.config)
+    if shared is not None:
+        done = Path(shared["dir"]) / "result.json"
+        deadline = time.monotonic() + SITE_BUILD_TIMEOUT_S + 60
+        while not done.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"the controller's site build gave no result in {SITE_BUILD_TIMEOUT_S} s", pytrace=False)
+            time.sleep(0.2)
+        result = json.loads(done.read_text())
+        yield Build(result["returncode"], result["log"], Path(shared["dir"]) / "site", shared["url"])
+        return
     site = tmp_path_factory.mktemp("site")
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = serve(site)
     base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "TWOFOUR_SITE_URL": base_url + "/"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        site_build_command(site),
         cwd=ROOT,
-        env=env,
+        env=site_build_env(base_url),
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=SITE_BUILD_TIMEOUT_S,
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     yield Build(proc.returncode, proc.stdout + proc.stderr, site, base_url)
     server.shutdown()
     server.server_close()

@@ -24,7 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_PAGE_S = 15
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+# One `make serve` for both tests: under xdist they run on the same worker (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("make-serve")]
 
 
 def _free_port() -> int:
