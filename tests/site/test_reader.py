@@ -37,15 +37,16 @@ _WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output p
 })"""
 
 
-def test_no_notebook_output_wraps_mid_line(browser, base_url, pages):
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, PHONE["width"]])  # one test per width: xdist's workers share them
+def test_no_notebook_output_wraps_mid_line(browser, base_url, pages, width):
     failures = []
-    for width in (1280, PHONE["width"]):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        for path in _notebook_pages(pages):
-            for problem in _open(page, base_url, path).evaluate(_WRAPPED_PRES):
-                failures.append(f"{path} at {width}px: {problem}")
-        context.close()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    for path in _notebook_pages(pages):
+        for problem in _open(page, base_url, path).evaluate(_WRAPPED_PRES):
+            failures.append(f"{path} at {width}px: {problem}")
+    context.close()
     assert not failures, "output blocks that wrap mid-line:\n" + "\n".join(failures[:20])
 
 
@@ -77,6 +78,7 @@ _FIGURES = """() => [...document.querySelectorAll('.md-content .nb-output .nb-im
 })"""
 
 
+@pytest.mark.slow
 def test_every_figure_has_its_own_alt_text_and_a_numbered_caption(browser, base_url, pages):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -141,11 +143,21 @@ _SVG_LABELS = """async () => {
 }"""
 
 
-def test_no_page_scrolls_sideways_on_a_phone_and_diagram_labels_stay_legible(browser, base_url, pages):
+# The pages in interleaved shards, so that xdist's two workers share them; every page is in
+# exactly one shard.
+PHONE_SHARDS = 3
+# Pages whose diagrams the label check must find (so that it never passes by finding none).
+DIAGRAM_PAGES = {"/": "the home page funnel", "/notebooks/03-dispatch/": "chapter 3's dispatch path"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shard", range(PHONE_SHARDS))
+def test_no_page_scrolls_sideways_on_a_phone_and_diagram_labels_stay_legible(browser, base_url, pages, shard):
+    assert set(DIAGRAM_PAGES) <= set(pages)
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
     page = context.new_page()
-    wide, small, diagrams = [], [], 0
-    for path in pages:
+    wide, small, diagrams = [], [], {}
+    for path in pages[shard::PHONE_SHARDS]:
         _open(page, base_url, path)
         overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
         if overflow > 0:
@@ -155,11 +167,13 @@ def test_no_page_scrolls_sideways_on_a_phone_and_diagram_labels_stay_legible(bro
                 return el ? el.tagName + '.' + el.className + ': ' + (el.textContent || '').slice(0, 50) : '?'; }""")
             wide.append(f"{path}: {overflow}px wider than the screen ({culprit})")
         for label in page.evaluate(_SVG_LABELS):
-            diagrams += 1
+            diagrams[path] = diagrams.get(path, 0) + 1
             if label["px"] < 10:
                 small.append(f"{path}: {label['what']}: smallest label {label['px']:.1f}px")
     context.close()
-    assert diagrams >= 2, "expected the home page funnel and chapter 3's dispatch path"
+    for path, what in DIAGRAM_PAGES.items():
+        if path in pages[shard::PHONE_SHARDS]:
+            assert diagrams.get(path), f"expected {what} on {path}"
     assert not wide, "pages that scroll sideways at 390 px:\n" + "\n".join(wide)
     assert not small, "diagram labels under 10 px at 390 px:\n" + "\n".join(small)
 
