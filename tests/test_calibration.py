@@ -247,6 +247,7 @@ def test_sensitivity_moves_the_right_way():
         sensitivity(chat, "H200", per_call_us=[10], memory_ratio=[1.5])
 
 
+@pytest.mark.slow
 def test_calibrate_command(tmp_path, capsys):
     from twofour.cli import main
 

@@ -14,7 +14,12 @@ def _modules():
         yield info.name
 
 
-@pytest.mark.parametrize("name", ["twofour", *sorted(_modules())])
+# Their examples train a small model (seconds each): left out of `make test-fast`.
+SLOW = {"twofour.quality.train", "twofour.course.examples"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in ["twofour", *sorted(_modules())]])
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)

@@ -150,6 +150,7 @@ def test_self_overlapping_views_are_counted_by_their_storage(make, dtype):
         assert_check_matches(W, n, m)
 
 
+@pytest.mark.slow
 def test_a_huge_expanded_view_is_checked_in_storage_time():
     row = torch.tensor([[1.0, 0.0, 2.0, 3.0] * 4, [0.0] * 16])
     W = row.repeat(1, 1).view(1, 32)[:, :16].expand(10**7, 16)  # 160 M elements, 16 stored

@@ -885,6 +885,7 @@ def test_packing_bad_input_gets_a_message_not_nan(watched, base_url, label, text
     _bad_input_case(page.locator("[data-calc='packing']").first, label, text, field, expect)
 
 
+@pytest.mark.slow
 def test_request_bad_inputs_get_messages_not_nan(watched, base_url):
     page = _open(watched, base_url, CALC)
     root = _request_calc(page)
