@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,10 @@ def test_site_tests_and_notebook_cells_get_their_own_limits():
 def test_a_hanging_test_fails(tmp_path):
     (tmp_path / "test_hang.py").write_text(
         "import time, pytest\n\n@pytest.mark.timeout(1)\ndef test_hang():\n    time.sleep(60)\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+    # Only pytest-timeout is loaded (-p timeout): the other installed plugins (nbval, hypothesis,
+    # xdist, ...) have nothing to do here and took most of this test's time to import.
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "timeout",
                            "--rootdir", str(tmp_path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 1 and "Timeout" in proc.stdout, proc.stdout[-2000:]
