@@ -9,6 +9,7 @@ read the built site and never change it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:  # the build's command and server, shared with the xdist controller (tests/conftest.py)
-    from twofour_site_build import SITE_BUILD_TIMEOUT_S, serve, site_build_command, site_build_env
+    from twofour_site_build import (EMPTY_SEARCH_HEADER, SITE_BUILD_TIMEOUT_S, serve, site_build_command,
+                                    site_build_env)
 finally:
     sys.path.pop(0)
 CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium"))
@@ -123,8 +125,25 @@ def pages(site: Path) -> list[str]:
     return pages_of(site)
 
 
+class Browser:
+    """Playwright's browser, whose contexts get an empty search index from the test server unless
+    asked for the real one: building the real index is half of what a page load costs, and only
+    the tests marked ``search_index`` (search itself, and every page loading cleanly) use it."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+
+    def new_context(self, *, real_search_index: bool = False, **kwargs):
+        if not real_search_index:
+            kwargs["extra_http_headers"] = {EMPTY_SEARCH_HEADER: "empty", **(kwargs.get("extra_http_headers") or {})}
+        return self._browser.new_context(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
-def browser():
+def _chromium():
     if not CHROMIUM.exists():
         missing(
             f"chromium not found at {CHROMIUM}. Install Debian's browser with "
@@ -139,6 +158,16 @@ def browser():
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser(request, _chromium) -> Browser:
+    """One chromium per test process; contexts made in a test marked ``search_index`` get the real
+    search index by default."""
+    wrapped = Browser(_chromium)
+    if request.node.get_closest_marker("search_index") is not None:
+        wrapped.new_context = functools.partial(wrapped.new_context, real_search_index=True)
+    return wrapped
 
 
 @dataclass
@@ -156,7 +185,7 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 @pytest.fixture
 def watched(browser, base_url) -> Watched:
     """A fresh page (light scheme) whose non-local requests are blocked and recorded."""
-    context = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900})
+    context = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900})  # see Browser
     record = Watched(page=None, external_requests=[], console_errors=[])
 
     def route(route, request):

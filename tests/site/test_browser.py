@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.browser
+# The whole site as a reader gets it, search index included (other browser tests get an empty one).
+pytestmark = [pytest.mark.browser, pytest.mark.search_index]
 
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
@@ -109,3 +110,20 @@ def test_instant_navigation_keeps_page_scripts_working(watched, base_url):
     page.wait_for_function("document.documentElement.dataset.htwPage === '/reference/glossary/'")
     assert page.evaluate("window.__noReload") == "still here"
     assert not watched.console_errors and not watched.external_requests
+
+
+def test_only_tests_marked_search_index_build_the_real_one(browser, base_url, request):
+    """The browser tests not marked ``search_index`` get an empty index from the test server (see
+    tests/site/conftest.py); this module's tests, marked, get the site's real one."""
+    assert request.node.get_closest_marker("search_index") is not None
+    sizes = {}
+    for real in (True, False):
+        context = browser.new_context(real_search_index=real)
+        index = context.request.get(base_url + "/search/search_index.json").json()
+        context.close()
+        sizes[real] = len(index["docs"])
+        assert index["config"]["fields"]["title"]["boost"] > 1  # the site's own configuration either way
+    assert sizes[False] == 0 and sizes[True] > 100, sizes
+    context = browser.new_context()  # this test is marked: the real one by default
+    assert len(context.request.get(base_url + "/search/search_index.json").json()["docs"]) == sizes[True]
+    context.close()

@@ -200,6 +200,7 @@ def test_labs_overview_and_no_lab_footer_leads_to_its_solutions(watched, base_ur
     assert not watched.console_errors and not watched.external_requests
 
 
+@pytest.mark.search_index
 def test_search_puts_guides_above_api_pages(watched, base_url):
     page = _open(watched.page, base_url, "/")
     page.wait_for_load_state("networkidle")

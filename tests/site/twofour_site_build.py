@@ -38,9 +38,29 @@ def site_build_env(base_url: str) -> dict[str, str]:
     return {**os.environ, "NO_MKDOCS_2_WARNING": "1", "TWOFOUR_SITE_URL": base_url + "/"}
 
 
+# A browser context that sends this header gets an empty search index (the site's own search
+# configuration, no documents). Material's search worker builds its index from the whole site's
+# text on every page load, about half the CPU a page load costs; only the tests about search and
+# the every-page test need the real one (tests/site/conftest.py: the ``search_index`` marker).
+EMPTY_SEARCH_HEADER = "X-Twofour-Search-Index"
+SEARCH_INDEX = "/search/search_index.json"
+
+
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep pytest output clean
         pass
+
+    def do_GET(self) -> None:
+        if self.headers.get(EMPTY_SEARCH_HEADER) == "empty" and self.path.split("?")[0].endswith(SEARCH_INDEX):
+            real = Path(self.translate_path(self.path.split("?")[0]))
+            body = json.dumps({"config": json.loads(real.read_text())["config"], "docs": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
 
 
 class QuietServer(http.server.ThreadingHTTPServer):
