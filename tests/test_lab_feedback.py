@@ -19,7 +19,8 @@ from twofour.course.labs._common import MAX_HINT_LINES
 ROOT = Path(__file__).resolve().parents[1]
 LAB1 = ROOT / "labs" / "lab1-find-the-broken-groups.ipynb"
 
-pytestmark = pytest.mark.slow
+# One run of the lab for both tests: under xdist they stay on one worker (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lab1-feedback")]
 
 
 def _kernel_env() -> dict:
