@@ -127,3 +127,16 @@ def test_only_tests_marked_search_index_build_the_real_one(browser, base_url, re
     context = browser.new_context()  # this test is marked: the real one by default
     assert len(context.request.get(base_url + "/search/search_index.json").json()["docs"]) == sizes[True]
     context.close()
+
+
+def test_a_request_to_another_host_is_recorded_and_never_reaches_it(watched, base_url):
+    """What the every-page test relies on: a watched page records each request to another host,
+    from the page or a worker, and it fails (the browser resolves no host but this machine)."""
+    page = _open(watched, base_url, "/")
+    outcome = page.evaluate("() => fetch('https://example.com/x.js').then(() => 'reached', () => 'failed')")
+    page.evaluate("""() => new Promise((done) => {
+        const w = new Worker(URL.createObjectURL(new Blob(
+            ["fetch('http://cdn.example.org/y.css').finally(() => postMessage(0))"])));
+        w.onmessage = done; })""")
+    assert outcome == "failed"
+    assert watched.external_requests == ["https://example.com/x.js", "http://cdn.example.org/y.css"]
