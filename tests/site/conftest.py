@@ -131,7 +131,7 @@ def pages(site: Path) -> list[str]:
 class Browser:
     """Playwright's browser, whose contexts get an empty search index from the test server unless
     asked for the real one: building the real index is half of what a page load costs, and only
-    the tests marked ``search_index`` (search itself, and every page loading cleanly) use it."""
+    the tests marked ``search_index`` (search itself, and a few pages as a reader gets them) use it."""
 
     def __init__(self, browser) -> None:
         self._browser = browser

@@ -11,8 +11,7 @@ import json
 
 import pytest
 
-# The whole site as a reader gets it, search index included (other browser tests get an empty one).
-pytestmark = [pytest.mark.browser, pytest.mark.search_index]
+pytestmark = pytest.mark.browser
 
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
@@ -43,7 +42,9 @@ def _serious_axe_violations(page, axe_source: str) -> list[str]:
 
 
 # The pages in interleaved shards, so that xdist's two workers share them (axe takes seconds on a
-# long chapter); every page is in exactly one shard.
+# long chapter); every page is in exactly one shard. The search index each page loads is the
+# empty one (tests/site/conftest.py): the search worker is the same on every page, and the tests
+# marked search_index load the real one.
 SHARDS = 4
 
 
@@ -64,6 +65,7 @@ def test_every_page_loads_offline_cleanly_and_passes_axe(watched, base_url, page
     assert not failures, "accessibility violations:\n" + "\n".join(failures)
 
 
+@pytest.mark.search_index  # the site as a reader gets it, search index included
 @pytest.mark.parametrize("path", ["/", "/notebooks/00-environment/"])
 def test_dark_mode_toggle_switches_scheme_and_stays_accessible(watched, base_url, axe_source, path):
     page = _open(watched, base_url, path)
@@ -80,6 +82,7 @@ def test_dark_mode_toggle_switches_scheme_and_stays_accessible(watched, base_url
     assert not watched.console_errors and not watched.external_requests
 
 
+@pytest.mark.search_index  # the site as a reader gets it, search index included
 def test_search_finds_a_glossary_term(watched, base_url):
     page = _open(watched, base_url, "/")
     page.wait_for_load_state("networkidle")  # the search worker has fetched its index
@@ -94,6 +97,7 @@ def test_search_finds_a_glossary_term(watched, base_url):
     assert not watched.console_errors and not watched.external_requests
 
 
+@pytest.mark.search_index  # the site as a reader gets it, search index included
 def test_instant_navigation_keeps_page_scripts_working(watched, base_url):
     page = _open(watched, base_url, "/")
     page.evaluate("window.__noReload = 'still here'")  # gone if the browser reloads the page
@@ -112,9 +116,10 @@ def test_instant_navigation_keeps_page_scripts_working(watched, base_url):
     assert not watched.console_errors and not watched.external_requests
 
 
+@pytest.mark.search_index
 def test_only_tests_marked_search_index_build_the_real_one(browser, base_url, request):
     """The browser tests not marked ``search_index`` get an empty index from the test server (see
-    tests/site/conftest.py); this module's tests, marked, get the site's real one."""
+    tests/site/conftest.py); the tests marked, like this one, get the site's real one."""
     assert request.node.get_closest_marker("search_index") is not None
     sizes = {}
     for real in (True, False):

@@ -40,8 +40,9 @@ def site_build_env(base_url: str) -> dict[str, str]:
 
 # A browser context that sends this header gets an empty search index (the site's own search
 # configuration, no documents). Material's search worker builds its index from the whole site's
-# text on every page load, about half the CPU a page load costs; only the tests about search and
-# the every-page test need the real one (tests/site/conftest.py: the ``search_index`` marker).
+# text on every page load, about half the CPU a page load costs; only the tests about search (and
+# a few that load pages as a reader gets them) need the real one (tests/site/conftest.py: the
+# ``search_index`` marker).
 EMPTY_SEARCH_HEADER = "X-Twofour-Search-Index"
 SEARCH_INDEX = "/search/search_index.json"
 
