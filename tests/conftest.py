@@ -35,12 +35,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     is_site_test = _site_build_module().is_site_test
     items.sort(key=lambda item: (is_site_test(item.nodeid), item.get_closest_marker("slow") is None))
+    if getattr(config.option, "loadgroup", False):
+        _keep_xdist_groups(items)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _keep_xdist_groups(items: list[pytest.Item]) -> None:
+    """``--dist loadgroup`` on pytest >= 9.2: put the ``@group`` suffix on the node id again.
+
+    xdist tells its controller a test's group by appending ``@name`` to the node id it sends; it
+    writes ``item._nodeid``, which pytest 9.2's structured node ids no longer read, so every
+    group was scattered (pytest-dev/pytest-xdist#1386; the pending fix, #1388, writes the
+    structured id as done here). Without this, the tests sharing one ``make serve`` or one run
+    of a lab each started their own on both workers.
+    """
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own suffix works
+        return
+    for item in items:
+        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                         for mark in item.iter_markers("xdist_group")})
+        if groups and not item.nodeid.endswith("@" + "_".join(groups)):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 # ---------------------------------------------------------------------------------------------
