@@ -493,11 +493,11 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     gemms = roofline_table(rng)
     files = {
         out / "amdahl.json": ({**header, **amdahl}, len(amdahl["speedup"]) + len(amdahl["parts"]) + len(amdahl["max_speedup"])),
-        out / "request.json": ({**header, "spec": "module docstring of twofour.request", "defaults": calculator_defaults(),
+        out / "request.json": ({**header, "spec": "module docstring of twofour.request.evaluate", "defaults": calculator_defaults(),
                                 "gpus": gpu_table(),
                                 "cases": requests}, len(requests)),
         out / "funnel.json": ({**header, "spec": "twofour.funnel.funnel docstring", "cases": funnels}, len(funnels)),
-        out / "roofline.json": ({**header, "spec": "twofour.roofline module docstring", **gemms}, len(gemms["cases"])),
+        out / "roofline.json": ({**header, "spec": "twofour.roofline.model module docstring", **gemms}, len(gemms["cases"])),
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
