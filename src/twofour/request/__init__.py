@@ -24,7 +24,7 @@ verdict). This package re-exports their public names.
 from .evaluate import PhaseTime, RequestEstimate, RequestInputs, build_inputs, estimate, evaluate, gemm_shapes
 from .gemm import ideal_gemm_model, roofline_gemm_model
 from .measured import measured_gemm_speedup, searched_gemm_speedup
-from .sensitivity import sensitivity
+from .sensitivity import kernel_bandwidth_ratio, sensitivity
 from .workload import (
     BLOCK_LINEARS,
     COMPONENTS,
@@ -65,6 +65,7 @@ __all__ = [
     "measured_gemm_speedup",
     "searched_gemm_speedup",
     "sensitivity",
+    "kernel_bandwidth_ratio",
     "build_inputs",
     "evaluate",
     "estimate",
