@@ -52,7 +52,7 @@ from .model import (
 from .params import (ASSUMED_PARAMS, DEFAULT_PARAMS, DEFAULT_TILE_TABLES, FAMILIES, KernelFamily, KernelParams,
                      default_params, fit_summary)
 from .scenarios import DEFAULT_SCENARIO, SCENARIOS, check_scenario
-from .tiles import Launch, launch
+from .tiles import Launch, launch, wave_efficiency
 
 __all__ = [
     "KernelFamily",
@@ -70,6 +70,7 @@ __all__ = [
     "fit_summary",
     "Launch",
     "launch",
+    "wave_efficiency",
     "KernelTime",
     "Prediction",
     "kernel_time",

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from .._common.args import require_positive_int
 
-__all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "split_k", "launch",
+__all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "split_k", "launch", "wave_efficiency",
            "parse_kernel_name", "kernel_role", "tile_table_from_names"]
 
 
@@ -138,6 +138,23 @@ def launch(M: int, N: int, K: int, rows, sms: int, *, cta_target: int, max_split
     split = split_k(tiles, K, sms, cta_target=cta_target, max_split=max_split, min_k_iters=min_k_iters)
     ctas = tiles * split
     return Launch(tile_n, tile_m, tiles, split, ctas, math.ceil(ctas / sms), min(ctas, sms))
+
+
+def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> float:
+    """Fraction of SM slots with a tile, one tile per SM, no split-K: ``tiles / (ceil(tiles / sms) * sms)``.
+
+    The textbook picture of wave quantization; :func:`launch` adds the split-K a library uses
+    to fill the slots this leaves idle.
+
+    Example:
+        >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
+        0.24242424242424243
+        >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
+        1.0
+    """
+    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
+    waves = math.ceil(tiles / sms)
+    return tiles / (waves * sms)
 
 
 # ---------------------------------------------------------------------------------------------
