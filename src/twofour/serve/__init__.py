@@ -23,7 +23,8 @@ from .model import BLOCK_LINEARS, ELIGIBLE_LABEL, TINY, Decoder, KVCache, apply_
 from .ops import NEEDS_GPU, CpuOps, CudaOps, NotSupported, Ops, RehearsalOps, ops_for
 from .plan import DTYPES, Item, Plan, make_plan, run_plan
 from .predict import predict
-from .results import DECODE_SCHEMA, WEIGHTS, DecodeResults, load_decode_results, recorded_decode_results, write_atomic
+from .results import (DECODE_SCHEMA, WEIGHTS, DecodeResults, OutputRefused, load_decode_results, recorded_decode_results,
+                      write_atomic)
 from .sparse import AGREEMENT_TOL, Agreement, check_agreement, pack_blocks, prune_blocks, search_algorithms, set_algorithms
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "MODES", "PHASES", "DECODE_STEPS", "measure_decode", "measure_prefill", "gemm_share",
     "Item", "Plan", "make_plan", "run_plan", "DTYPES", "predict",
     "DecodeResults", "DECODE_SCHEMA", "WEIGHTS", "load_decode_results", "recorded_decode_results", "write_atomic",
+    "OutputRefused",
 ]

@@ -57,8 +57,12 @@ PROFILED_CALLS = 3
 
 
 def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: Ops, warmup: int = 3,
-                   repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0) -> dict:
-    """``{"t_ms": summary per step, "tokens_per_s", "profile", ["algorithms"]}`` of a decode step (see the module doc)."""
+                   repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0,
+                   profiled_calls: int = PROFILED_CALLS) -> dict:
+    """``{"t_ms": summary per step, "tokens_per_s", "profile", ["algorithms"]}`` of a decode step (see the module doc).
+
+    ``profiled_calls`` steps run under the profiler after the timing (0: no profile).
+    """
     _check_mode(mode)
     cache = model.new_cache(batch, context + steps)
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -77,13 +81,13 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
         pos.fill_(context)
 
     record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
-                      repeats=repeats)
+                      repeats=repeats, profiled_calls=profiled_calls)
     record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
     return record
 
 
 def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, batch: int = 1, warmup: int = 3,
-                    repeats: int = 10, seed: int = 0) -> dict:
+                    repeats: int = 10, seed: int = 0, profiled_calls: int = PROFILED_CALLS) -> dict:
     """Like :func:`measure_decode` for the prefill of a ``prompt_len``-token prompt: ``t_ms`` is the TTFT."""
     _check_mode(mode)
     cache = model.new_cache(batch, prompt_len)
@@ -98,7 +102,7 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
         first_token.copy_(logits[:, -1].argmax(-1, keepdim=True))
 
     record = _measure(model, mode, ops, step_logits, advance, None, M=batch * prompt_len, calls=1, warmup=warmup,
-                      repeats=repeats)
+                      repeats=repeats, profiled_calls=profiled_calls)
     record["tokens_per_s"] = batch * prompt_len * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -108,7 +112,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
-def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats) -> dict:
+def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls) -> dict:
     record: dict = {}
     searched = None
     with torch.inference_mode():
@@ -126,20 +130,21 @@ def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup,
                     reset()
                 step = ops.capture(step)
             record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats))
-            record["profile"] = _profile(model, mode, ops, step, reset, record["t_ms"]["median_ms"])
+            if profiled_calls:
+                record["profile"] = _profile(model, mode, ops, step, reset, record["t_ms"]["median_ms"], profiled_calls)
         finally:
             if searched is not None:  # back to PyTorch's default for the next measurement
                 set_algorithms(model, {n: 0 for s in searched.values() for n in s["linears"]}, ops)
     return record
 
 
-def _profile(model, mode, ops, step, reset, step_ms: float) -> dict:
+def _profile(model, mode, ops, step, reset, step_ms: float, calls: int) -> dict:
     """The step's GEMM share; a profiler failure is recorded, the timing is kept."""
     if reset is not None:
         reset()
     model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
     try:
-        records, profiled_ms = ops.profile(step, calls=PROFILED_CALLS)
+        records, profiled_ms = ops.profile(step, calls=calls)
     except Exception as exc:  # a profiler that cannot start must not cost the measurement
         return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
     finally:
@@ -148,7 +153,7 @@ def _profile(model, mode, ops, step, reset, step_ms: float) -> dict:
     # timed. On the CPU the profiler slows every operator it records: there numerator and
     # denominator both come from the profiled run.
     on_gpu = any(r.device == "cuda" for r in records)
-    share = gemm_share(records, calls=PROFILED_CALLS, step_ms=step_ms if on_gpu else profiled_ms)
+    share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share
 

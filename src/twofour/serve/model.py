@@ -275,10 +275,17 @@ class Decoder:
         # [1, S]: this position and the earlier ones; broadcast over batch, heads and the query
         visible = (torch.arange(cache.max_seq_len, device=pos.device) <= pos)[None, :]
 
+        B, H, KVH, d = tokens.shape[0], self.cfg.heads, self.cfg.kv_heads, self.cfg.head_dim
+
         def attend(i, q, k, v):
             cache.k[i].index_copy_(2, pos, k)
             cache.v[i].index_copy_(2, pos, v)
-            return F.scaled_dot_product_attention(q, cache.k[i], cache.v[i], attn_mask=visible, enable_gqa=True)
+            # Grouped-query attention without copying the cache: the H / KVH query heads that share a
+            # key/value head become that head's queries ([B, KVH, group, d]), so every attention
+            # kernel applies and the cache is read once per KV head, as a decode kernel should.
+            out = F.scaled_dot_product_attention(q.reshape(B, KVH, H // KVH, d), cache.k[i], cache.v[i],
+                                                 attn_mask=visible)
+            return out.reshape(B, H, 1, d)
 
         x = self._blocks(F.embedding(tokens, self.embedding), cos, sin, attend)
         return self._linear(rms_norm(x, self.final_norm), self.lm_head, eligible=False)

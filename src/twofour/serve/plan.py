@@ -33,7 +33,7 @@ import torch
 from ..bench import provenance
 from ..hardware import match_device_name
 from ..models import TransformerConfig
-from .measure import DECODE_STEPS, MODES, PHASES, measure_decode, measure_prefill
+from .measure import DECODE_STEPS, MODES, PHASES, PROFILED_CALLS, measure_decode, measure_prefill
 from .model import TINY, Decoder, weight_bytes
 from .ops import NotSupported, Ops, ops_for
 from .predict import predict
@@ -76,6 +76,7 @@ class Plan:
     warmup: int = 3
     repeats: int = 10
     decode_steps: int = DECODE_STEPS
+    profiled_calls: int = PROFILED_CALLS  # steps run under the profiler per item (0: none)
     seed: int = 0
     extra: dict = field(default_factory=dict)  # recorded in the settings (e.g. why a layer count)
 
@@ -83,7 +84,7 @@ class Plan:
 def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches=(1, 8, 32, 64), context: int = 512,
               prompt_lens=(512, 4096), modes=("eager", "graph", "graph-searched"), prefill_modes=None,
               weights=WEIGHTS, n_layers: int | None = None, warmup: int = 3, repeats: int = 10,
-              decode_steps: int = DECODE_STEPS, seed: int = 0) -> Plan:
+              decode_steps: int = DECODE_STEPS, profiled_calls: int = PROFILED_CALLS, seed: int = 0) -> Plan:
     """Decode at every batch, then prefill (batch 1) at every prompt length; per dtype, dense then 2:4, per mode.
 
     ``prefill_modes`` defaults to ``modes``. ``graph-searched`` is planned for 2:4 only (dense
@@ -100,7 +101,7 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
         for v in values:
             _require_int(name, v)
     for name, v, low in (("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
-                         ("decode_steps", decode_steps, 1)):
+                         ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)):
         _require_int(name, v, low)
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
@@ -112,7 +113,7 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
         for P in prompt_lens:
             items += [Item("prefill", dtype, w, m, 1, P) for w in weights for m in prefill_modes if _applies(w, m)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
-                decode_steps=decode_steps, seed=seed)
+                decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
 
 
 def _applies(weights: str, mode: str) -> bool:
@@ -173,7 +174,8 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
 def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: dict) -> None:
     try:
         model = models.get(item.dtype, item.weights)
-        kw = dict(mode=item.mode, ops=ops, warmup=plan.warmup, repeats=plan.repeats, seed=plan.seed)
+        kw = dict(mode=item.mode, ops=ops, warmup=plan.warmup, repeats=plan.repeats, seed=plan.seed,
+                  profiled_calls=plan.profiled_calls)
         if item.phase == "decode":
             record.update(measure_decode(model, batch=item.batch, context=item.prompt_len, steps=plan.decode_steps, **kw))
         else:
@@ -279,6 +281,7 @@ def _settings(plan: Plan, ops: Ops) -> dict:
         "hidden": plan.cfg.hidden, "intermediate": plan.cfg.intermediate, "heads": plan.cfg.heads,
         "kv_heads": plan.cfg.kv_heads, "vocab": plan.cfg.vocab,
         "decode_steps": plan.decode_steps, "warmup": plan.warmup, "repeats": plan.repeats, "seed": plan.seed,
+        "profiled_calls": plan.profiled_calls,
         "ops": ops.name, "weights_note": WEIGHTS_NOTE,
         "timer": ("CUDA events around back-to-back steps" if ops.device.type == "cuda" and not ops.rehearsal
                   else "time.perf_counter around back-to-back steps"),

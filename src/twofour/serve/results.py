@@ -22,7 +22,7 @@ Example:
     >>> res.save(path, inputs=[path])
     Traceback (most recent call last):
     ...
-    ValueError: output ... is also an input of this run; choose another file name
+    twofour.serve.results.OutputRefused: output ... is also an input of this run; choose another file name
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..bench import DATA_DIR, REQUIRED_PROVENANCE, provenance
 from .measure import MODES, PHASES
 
 __all__ = ["SCHEMA", "DECODE_SCHEMA", "WEIGHTS", "DecodeResults", "load_decode_results", "recorded_decode_results",
-           "write_atomic"]
+           "write_atomic", "OutputRefused"]
 
 SCHEMA = "twofour-decode/1"
 WEIGHTS = ("dense", "2:4")
@@ -74,6 +74,10 @@ DECODE_SCHEMA = {
             {"required": ["rel_err", "top1_match", "tol", "passed"]}, {"required": ["error"]}]}},
     },
 }
+
+
+class OutputRefused(ValueError):
+    """The output path is one of the run's inputs, or exists and is not a regular file."""
 
 
 @dataclass
@@ -144,20 +148,20 @@ def _label(m: dict) -> str:
 def write_atomic(path, text: str, *, inputs=()) -> Path:
     """Write ``text`` to ``path`` through a temporary file beside it, renamed on success.
 
-    Refuses (``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
+    Refuses (:class:`OutputRefused`, a ``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
     file (a FIFO would block the writer, a device or directory cannot be replaced). A failed
     write leaves any previous file untouched and no temporary file behind.
     """
     path = Path(path)
     for source in inputs:
         if _same_file(path, Path(source)):
-            raise ValueError(f"output {str(path)!r} is also an input of this run; choose another file name")
+            raise OutputRefused(f"output {str(path)!r} is also an input of this run; choose another file name")
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        raise ValueError(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
+        raise OutputRefused(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
                          "give the path of a regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
