@@ -81,7 +81,7 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
         pos.fill_(context)
 
     record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
-                      repeats=repeats, profiled_calls=profiled_calls)
+                      repeats=repeats, profiled_calls=profiled_calls, static=[tokens, pos, *cache.k, *cache.v])
     record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -102,7 +102,7 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
         first_token.copy_(logits[:, -1].argmax(-1, keepdim=True))
 
     record = _measure(model, mode, ops, step_logits, advance, None, M=batch * prompt_len, calls=1, warmup=warmup,
-                      repeats=repeats, profiled_calls=profiled_calls)
+                      repeats=repeats, profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
     record["tokens_per_s"] = batch * prompt_len * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -112,7 +112,8 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
-def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls) -> dict:
+def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,
+             static) -> dict:
     record: dict = {}
     searched = None
     with torch.inference_mode():
@@ -121,7 +122,7 @@ def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup,
                 searched = search_algorithms(model, M, ops)
                 record["algorithms"] = searched
             if mode == "compile":
-                compiled = ops.compile(step_logits)
+                compiled = ops.compile(step_logits, static)
                 step = lambda: advance(compiled())  # noqa: E731
             else:
                 step = lambda: advance(step_logits())  # noqa: E731
@@ -149,10 +150,12 @@ def _profile(model, mode, ops, step, reset, step_ms: float, calls: int) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
     finally:
         model.label_linears = False
+    on_gpu = any(r.device == "cuda" for r in records)
+    if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
+        return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
     # A GPU kernel takes as long with the profiler on as off, so its share is of the step as
     # timed. On the CPU the profiler slows every operator it records: there numerator and
     # denominator both come from the profiled run.
-    on_gpu = any(r.device == "cuda" for r in records)
     share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share

@@ -304,9 +304,9 @@ class Decoder:
         for i, block in enumerate(self.blocks):
             h = rms_norm(x, block.attn_norm)
             W = block.linears
-            q = self._linear(h, W["q_proj"]).view(B, T, H, d).transpose(1, 2)
-            k = self._linear(h, W["k_proj"]).view(B, T, KVH, d).transpose(1, 2)
-            v = self._linear(h, W["v_proj"]).view(B, T, KVH, d).transpose(1, 2)
+            q = self._linear(h, W["q_proj"]).reshape(B, T, H, d).transpose(1, 2)
+            k = self._linear(h, W["k_proj"]).reshape(B, T, KVH, d).transpose(1, 2)
+            v = self._linear(h, W["v_proj"]).reshape(B, T, KVH, d).transpose(1, 2)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
             # Grouped-query attention: each of the KVH key/value heads serves H / KVH query heads.
             a = attend(i, q, k, v).transpose(1, 2).reshape(B, T, H * d)
@@ -321,7 +321,8 @@ class Decoder:
                  else contextlib.nullcontext())
         with label:
             y = F.linear(x.reshape(-1, x.shape[-1]), W)
-        return y.view(*x.shape[:-1], y.shape[-1])
+        # reshape, not view: a 2:4 matmul may hand back its result transposed in memory
+        return y.reshape(*x.shape[:-1], y.shape[-1])
 
 
 def _seed(seed: int, *key) -> int:

@@ -81,8 +81,15 @@ class Ops:
         """``fn`` captured as a CUDA graph; returns the replay."""
         raise NotSupported("CUDA graphs need a CUDA GPU")
 
-    def compile(self, fn: Callable[[], object]) -> Callable[[], object]:
-        """``torch.compile(fn, mode="reduce-overhead")`` (CUDA graphs inside, on a GPU)."""
+    def compile(self, fn: Callable[[], object], static_inputs=()) -> Callable[[], object]:
+        """``torch.compile(fn, mode="reduce-overhead")`` (CUDA graphs inside, on a GPU).
+
+        ``static_inputs`` (the KV cache, the token and position buffers) keep their addresses
+        for the whole run: marked so, the compiled graph may update them in place instead of
+        copying them in and out on every call, as a module's buffers would be treated.
+        """
+        for t in static_inputs:
+            torch._dynamo.mark_static_address(t)
         return torch.compile(fn, mode="reduce-overhead", dynamic=False)
 
     def synchronize(self) -> None:
@@ -301,7 +308,7 @@ class RehearsalOps(Ops):
         self._maybe_fail("capture")
         return fn
 
-    def compile(self, fn):
+    def compile(self, fn, static_inputs=()):
         self._maybe_fail("compile")
         return fn
 

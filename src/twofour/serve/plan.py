@@ -186,7 +186,8 @@ def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: d
         for k in ("t_ms", "tokens_per_s", "profile", "algorithms"):
             record.pop(k, None)
         record["error"] = _one_line(exc)
-        ops.free()
+    finally:
+        ops.free()  # the item's cache and graphs are gone; give their memory back before the next
 
 
 def _fill_eligible(record: dict, eager_eligible: dict) -> None:
