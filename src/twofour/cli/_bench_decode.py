@@ -161,7 +161,10 @@ def _print_summary(res) -> None:
     rows = res.speedups()
     if not rows:
         return
-    print(f"\n{'phase':8} {'dtype':9} {'mode':15} {'batch':>5} {'P':>5} {'dense ms':>9} {'2:4 ms':>9} {'speedup':>8}")
+    print(f"\n{'phase':8} {'dtype':9} {'mode':15} {'batch':>5} {'P':>5} {'dense ms':>9} {'2:4 ms':>9} {'speedup':>8}"
+          f" {'predicted':>9}")
     for r in rows:
+        predicted = "-" if r["predicted_speedup"] is None else f"{r['predicted_speedup']:.2f}"
         print(f"{r['phase']:8} {r['dtype']:9} {r['mode']:15} {r['batch']:>5} {r['prompt_len']:>5} "
-              f"{r['dense_ms']:>9.3f} {r['sparse_ms']:>9.3f} {r['speedup']:>8.2f}")
+              f"{r['dense_ms']:>9.3f} {r['sparse_ms']:>9.3f} {r['speedup']:>8.2f} {predicted:>9}")
+    print("(P: the cached context for decode, the prompt for prefill; predicted: twofour.request's model)")

@@ -33,8 +33,8 @@ import torch
 from ..bench import provenance
 from ..hardware import match_device_name
 from ..models import TransformerConfig
-from .measure import DECODE_STEPS, MODES, PHASES, PROFILED_CALLS, measure_decode, measure_prefill
-from .model import TINY, Decoder, weight_bytes
+from .measure import DECODE_STEPS, MODES, PROFILED_CALLS, measure_decode, measure_prefill
+from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module docstring's example)
 from .ops import NotSupported, Ops, ops_for
 from .predict import predict
 from .results import WEIGHTS, DecodeResults
@@ -159,7 +159,10 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
                 _measure_item(item, plan, ops, models, record)
             _fill_eligible(record, eager_eligible)
             if gpu is not None and "t_ms" in record:
-                record["prediction"] = predict(models.cfg, gpu=gpu, **asdict(item))
+                try:
+                    record["prediction"] = predict(models.cfg, gpu=gpu, **asdict(item))
+                except Exception as exc:  # a model that cannot predict this case must not lose the measurement
+                    record["prediction"] = {"error": _one_line(exc)}
             results.measurements.append(record)
             if out is not None:
                 results.save(out, inputs=inputs)
@@ -183,8 +186,6 @@ def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: d
     except NotSupported as exc:
         record["skipped"] = str(exc)
     except Exception as exc:  # recorded, never raised: one failing mode must not end the run
-        for k in ("t_ms", "tokens_per_s", "profile", "algorithms"):
-            record.pop(k, None)
         record["error"] = _one_line(exc)
     finally:
         ops.free()  # the item's cache and graphs are gone; give their memory back before the next
@@ -321,7 +322,7 @@ def _line(r: dict, elapsed: float) -> str:
         text += f", p_gemm {prof['p_gemm']:.2f}"
     if prof.get("p_eligible") is not None:
         text += f", p_eligible {prof['p_eligible']:.2f}"
-    if r.get("prediction"):
+    if r.get("prediction") and "t_ms" in r["prediction"]:
         text += f" (predicted {r['prediction']['t_ms']:.3f} ms, p {r['prediction']['p']:.2f})"
     return text + f" [{elapsed:.0f}s]"
 

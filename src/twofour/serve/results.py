@@ -108,6 +108,8 @@ class DecodeResults:
     def speedups(self) -> list[dict]:
         """Dense time / 2:4 time for every case measured both ways (same phase, dtype, mode, batch, prompt).
 
+        ``predicted_speedup`` is the request model's for the same case (None where nothing was predicted).
+
         Example:
             >>> rec = lambda w, ms: {"phase": "decode", "dtype": "float16", "weights": w, "mode": "graph",
             ...                      "batch": 1, "prompt_len": 512, "t_ms": {"median_ms": ms}}
@@ -126,7 +128,8 @@ class DecodeResults:
                 d = dense[k]["t_ms"]["median_ms"]
                 rows.append({"phase": m["phase"], "dtype": m["dtype"], "mode": m["mode"], "batch": m["batch"],
                              "prompt_len": m["prompt_len"], "dense_ms": d, "sparse_ms": m["t_ms"]["median_ms"],
-                             "speedup": d / m["t_ms"]["median_ms"]})
+                             "speedup": d / m["t_ms"]["median_ms"],
+                             "predicted_speedup": (m.get("prediction") or {}).get("speedup")})
         return rows
 
     def problems(self) -> list[str]:
