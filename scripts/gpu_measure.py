@@ -280,15 +280,13 @@ def traces(out: Path, *, rehearse: bool) -> None:
             _log(f"traces: {label} {how}: {raw.name}.gz ({(out / (raw.name + '.gz')).stat().st_size:,} bytes)")
 
 
-def decode(out: Path, *, rehearse: bool, budget_s: float | None) -> int:
-    """Whole decode steps and prefill, dense vs 2:4 (twofour.serve.run_plan); 1 if nothing was measured."""
+def decode_plan(rehearse: bool):
+    """The decode step's plan: Llama-3-8B on the GPU; the same order and modes on the tiny model to rehearse."""
     from dataclasses import replace
 
     from twofour.models import LLAMA_3_8B
-    from twofour.serve import TINY, RehearsalOps, make_plan, ops_for, run_plan
+    from twofour.serve import TINY, make_plan
 
-    if rehearse:
-        torch.set_num_threads(1)  # tiny matmuls: a second thread only waits on a busy machine
     cfg = TINY if rehearse else LLAMA_3_8B
     # The rehearsal keeps the plan's order and modes and shrinks every count: it checks the flow, not speed.
     common = {"dtypes": ["float16", "bfloat16"], "context": 8 if rehearse else 512, "decode_steps": 4 if rehearse else 16,
@@ -296,10 +294,19 @@ def decode(out: Path, *, rehearse: bool, budget_s: float | None) -> int:
     plan = make_plan(cfg, batches=[1, 32], prompt_lens=[16, 32] if rehearse else [512, 4096],
                      modes=["eager", "graph", "graph-searched"], prefill_modes=["eager", "graph"], **common)
     compiled = make_plan(cfg, batches=[1], prompt_lens=[], modes=["compile"], **dict(common, dtypes=["float16"]))
-    plan = replace(plan, items=plan.items + compiled.items)  # last: it compiles for a minute and is optional
+    return replace(plan, items=plan.items + compiled.items)  # last: it compiles for a minute and is optional
+
+
+def decode(out: Path, *, rehearse: bool, budget_s: float | None, plan=None) -> int:
+    """Whole decode steps and prefill, dense vs 2:4 (twofour.serve.run_plan); 1 if nothing was measured."""
+    from twofour.serve import RehearsalOps, ops_for, run_plan
+
+    if rehearse:
+        torch.set_num_threads(1)  # tiny matmuls: a second thread only waits on a busy machine
+    plan = plan if plan is not None else decode_plan(rehearse)
     command = ("scripts/gpu_measure.py decode (twofour.serve.run_plan: Llama-3-8B all layers, fp16 and bf16, decode "
                "batch 1/32 at context 512 eager/graph/graph-searched, TTFT 512/4096 eager/graph, compile fp16 batch 1; "
-               f"warmup {common['warmup']} repeats {common['repeats']}, budget {budget_s} s)")
+               f"warmup {plan.warmup} repeats {plan.repeats}, budget {budget_s} s)")
     res = run_plan(plan, RehearsalOps() if rehearse else ops_for("cuda"),
                    out=out / ("decode-rehearsal.json" if rehearse else "decode-llama-3-8b.json"),
                    command=command, budget_s=budget_s, log=_log)

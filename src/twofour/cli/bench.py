@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "graph (CUDA-graph replay: plans cached), stream (back-to-back calls), "
                              "kernel (profiler kernel time only); eager is always first. With --decode: eager, "
                              "graph, graph-searched, compile (default on GPU: eager graph graph-searched)")
-    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here)")
+    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here, "
+                                                      "decode-<device>-<time>.json with --decode)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     _bench_decode.add_arguments(parser)
 
