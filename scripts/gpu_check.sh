@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_check.sh — every GPU code path of the project in one run (`make gpu-check`).
 #
-# On a machine with a CUDA GPU it runs, each step under its own time limit (14 minutes at
+# On a machine with a CUDA GPU it runs, each step under its own time limit (14.5 minutes at
 # most in all; much less when every step runs normally), most valuable measurement first:
 #   1. decode       whole steps of Llama-3-8B, dense vs 2:4: fp16/bf16 decode at batch 1 and 32
 #                   eager / graph / graph + searched cuSPARSELt algorithm, TTFT at 512 and 4096,
