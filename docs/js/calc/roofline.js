@@ -11,6 +11,7 @@
 //   sat       = mem_bw_gbs * mem_eff;  per_sm = per_sm_gbs * (1 + fill_gain * min(Mp, tile_m) / tile_m)
 //   bw_gbs    = sat * busy / (busy + sat / per_sm)
 //   dirty     = min(n_bytes * flush_dirty_frac, flush_dirty_mb * 1e6) if l2 === "flushed", else 0
+//               (l2: "clean" by default, kernels back to back; "flushed" as twofour bench measured)
 //   t_memory  = max(n_bytes / (bw_gbs * 1e3), (n_bytes + dirty) / (mem_bw_gbs * dram_eff * 1e3))
 //   cta_flops = 2 * tile_n * min(tile_m, Mp) * ceil(K / split)
 //   cta_rate  = min(peak * 1e6 / sms * sm_compute_eff, peak * 1e6 * compute_eff / busy)
@@ -291,7 +292,7 @@ function checkOptions(algorithm, l2, backend) {
  * @example predict(1, 4096, 4096, "fp16", "H100", null, null, { scenario: "eager" }).bound_sparse === "host"
  */
 export function predict(M, N, K, d = "fp16", gpu = "H100", backend = null, params = null,
-  { scenario = DEFAULT_SCENARIO, algorithm = "default", l2 = "flushed" } = {}) {
+  { scenario = DEFAULT_SCENARIO, algorithm = "default", l2 = "clean" } = {}) {
   for (const [name, v] of [["M", M], ["N", N], ["K", K]]) requirePositiveInt(name, v);
   if (K % 4) throw new InputError("K", `K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K=${K}`);
   const spec = getGpu(gpu);

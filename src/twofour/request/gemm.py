@@ -38,7 +38,7 @@ def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
 
 
 def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None,
-                        scenario: str = "cached", algorithm: str = "default", l2: str = "flushed") -> GemmModel:
+                        scenario: str = "cached", algorithm: str = "default", l2: str = "clean") -> GemmModel:
     """GEMM times predicted by :func:`twofour.roofline.predict`: each side from the kernel it runs.
 
     Args:
@@ -49,7 +49,8 @@ def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=N
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"``
             (:data:`twofour.roofline.SCENARIOS`): how each GEMM call is run.
         algorithm: ``"default"`` (cuSPARSELt algorithm 0, PyTorch's default) or ``"searched"``.
-        l2: ``"flushed"`` (as ``twofour bench`` measured) or ``"clean"``.
+        l2: ``"clean"`` (default: the GEMMs of a step run back to back, nothing flushes L2 between
+            them) or ``"flushed"`` (as ``twofour bench`` measured each call alone).
 
     Example:
         >>> gemm = roofline_gemm_model("H100", "fp16")

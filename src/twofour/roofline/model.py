@@ -38,6 +38,10 @@ the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``two
 flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
 which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
 
+``l2`` is ``"clean"`` by default (kernels back to back in a decode step, as the traces recorded
+them); ``"flushed"`` is how ``twofour bench`` measured, and what a comparison with its results
+files needs.
+
 Then the scenario (:mod:`twofour.roofline.scenarios`): ``kernel`` is ``kernel_us``; ``cached``
 adds the CUDA-graph replay's cost (``graph_dense_us`` / ``graph_sparse_us``); ``eager`` is
 ``max(kernel_us, host_us)``, cuSPARSELt paying ``host_sparse_us`` (a plan per call) and cuBLAS
@@ -267,7 +271,7 @@ def _params(params, spec: GPUSpec, backend: str) -> KernelParams:
 
 
 def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = "cublas",
-                params: KernelParams | None = None, *, l2: str = "flushed") -> KernelTime:
+                params: KernelParams | None = None, *, l2: str = "clean") -> KernelTime:
     """One family's kernel for one GEMM (the module docstring's arithmetic).
 
     ``family`` is one of :data:`twofour.roofline.FAMILIES`; ``M`` is the GEMM's (the 2:4
@@ -347,7 +351,7 @@ def _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult) -
 
 def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
             params: KernelParams | None = None, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
-            l2: str = "flushed") -> Prediction:
+            l2: str = "clean") -> Prediction:
     """Predict dense and 2:4 time of ``y = x @ W.T`` with ``x: [M, K]``, ``W: [N, K]``.
 
     Args:
@@ -359,8 +363,10 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
         algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
             otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
-        l2: ``"flushed"`` (as ``twofour bench`` measures: each call after an L2 flush that
-            writes) or ``"clean"`` (calls back to back, as in a decode step).
+        l2: ``"clean"`` (default: calls back to back, as in a decode step, with no flush between
+            them) or ``"flushed"`` (as ``twofour bench`` measures: each call after an L2 flush that
+            writes, whose dirty lines the kernel writes back; pass it to compare with the bench's
+            results files).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
@@ -378,7 +384,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
 
 def gemm_speedup(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
                  params: KernelParams | None = None, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
-                 l2: str = "flushed") -> float:
+                 l2: str = "clean") -> float:
     """Predicted ``t_dense / t_2:4`` for one GEMM (what :mod:`twofour.amdahl` calls ``s``).
 
     Example:
@@ -391,7 +397,7 @@ def gemm_speedup(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str 
 
 
 def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None, *,
-                  scenario: str = DEFAULT_SCENARIO, algorithm: str = "default", l2: str = "flushed") -> list[Prediction]:
+                  scenario: str = DEFAULT_SCENARIO, algorithm: str = "default", l2: str = "clean") -> list[Prediction]:
     """:func:`predict` for every M in ``Ms`` (for plots).
 
     Example:
@@ -404,7 +410,7 @@ def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, pa
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
                 m_max: int = 16384, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
-                l2: str = "flushed") -> int | None:
+                l2: str = "clean") -> int | None:
     """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense (speedup > 1), or None.
 
     Tile choices and waves make the curve saw-toothed, so a win at this M does not promise a

@@ -77,12 +77,13 @@ def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
     tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
     target = fam.cta_target or sms
     literal = {"target 0 taken literally": tiles * max(1, min(fam.max_split, 0, K // (64 * fam.min_k_iters)))}
+    floor_tiles = max(1, (N // tile[0]) * (M // tile[1]))
     return {
         **(literal if fam.cta_target == 0 else {}),
         "no split": tiles,
-        "split always max": tiles * fam.max_split,
         "no K limit": tiles * max(1, min(fam.max_split, target // tiles)),
-        "tiles without ceil": max(1, (N // tile[0]) * (M // tile[1])),
+        "split always max": tiles * fam.max_split,
+        "tiles without ceil": floor_tiles * max(1, min(fam.max_split, target // floor_tiles, K // (64 * fam.min_k_iters))),
     }
 
 
