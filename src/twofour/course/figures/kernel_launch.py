@@ -74,7 +74,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="", label="recorded launch grid (trace)")
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['layer']}\n[{r['N']}, {r['K']}]" for r in rows], fontsize=8)
+    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows], fontsize=8)
     ax.set_ylabel("CTAs launched")
     ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {get_gpu(gpu).name}: the default 2:4 kernel leaves SMs idle",
                  fontsize=9)
@@ -140,7 +140,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
         ax.plot([r["N"] for r in rows], [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="",
                 color=color(role), markersize=7, label=f"{side} measured")
         ax.plot([r["N"] for r in rows], [r[f"{side} model"] for r in rows], marker="x", linestyle="", color=color("predicted"),
-                markersize=8, label=f"{side} model" if side == "dense" else None)
+                markersize=8)
     for r in rows:
         ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(4, -10), fontsize=6,
                     color=color("neutral"))
@@ -262,11 +262,12 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
         elif p.fit_ok:
             key = "H200, in the fit"
         else:
-            key = "H200, other (bf16)"
+            key = "H200, not fitted (bf16; eager back to back)"
         groups.setdefault(key, []).append((pred, p.speedup))
     styles = {
         "H200, in the fit": dict(s=12, marker="o", facecolors=color("measured"), edgecolors=color("measured"), alpha=0.6),
-        "H200, other (bf16)": dict(s=12, marker="o", facecolors="none", edgecolors=color("measured"), alpha=0.6),
+        "H200, not fitted (bf16; eager back to back)": dict(s=12, marker="o", facecolors="none", edgecolors=color("measured"),
+                                                            alpha=0.6),
         "H200, held-out shapes": dict(s=28, marker="D", facecolors=color("dense"), edgecolors=color("dense"), alpha=0.9),
         "H200, flagged (kept out of the fit)": dict(s=40, marker="x", color="#000000", linewidths=1.4),
         "published, fitted per GPU": dict(s=40, marker="s", facecolors=color("published"), edgecolors=color("published")),
