@@ -542,7 +542,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
         est = _estimate(workload, "A100", backend="CUTLASS", scenario=sc, assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
         for key in ("speedup_ttft", "speedup_tpot", "speedup_request"):
             assert shown[f"range_{sc}_{key}"] == speedup_text(est.summary()[key]), (sc, key)
-    assert fitted_subset()["per_gpu"]["A100/CUTLASS"]["note"] in shown["fit"]
+    assert fitted_subset()["per_gpu"]["A100"]["note"] in shown["fit"]  # one set per GPU, its backends together
 
     # A chapter-6 scenario from the list.
     root.get_by_label("start from a workload").select_option("high throughput, batch 64, 8K context")
@@ -766,12 +766,12 @@ def test_prefill_chunk_makes_the_mixed_decode_step_and_lives_in_the_link(watched
     assert "M = 264 (one row per sequence plus 256 prompt-chunk rows" in shown["measure"]
     assert "256-token prefill chunk" in shown["establish"]
     # A bigger chunk makes the decode GEMMs compute-bound; the verdict says why 2:4 still loses there.
-    field.fill("600")
-    bigger = estimate(Workload(models.LLAMA_3_8B, 8, 512, 256, prefill_chunk_tokens=600), "H100")
+    field.fill("400")
+    bigger = estimate(Workload(models.LLAMA_3_8B, 8, 512, 256, prefill_chunk_tokens=400), "H100")
     assert bigger.decode.gemm_speedup < 1
-    assert roofline.predict(608, 4096, 4096, "bf16", "H100").bound_sparse == "compute"
+    assert roofline.predict(408, 4096, 4096, "bf16", "H100").bound_sparse == "compute"
     _assert_shows(root, _expected_request(bigger, "decode", request.BLOCK_LINEARS))
-    assert "at M = 608 rows the GEMMs are compute-bound" in _outputs(root)["establish"]
+    assert "at M = 408 rows the GEMMs are compute-bound" in _outputs(root)["establish"]
     field.fill("256")
 
     _wait_for_url(page, "chunk=256")
