@@ -161,7 +161,7 @@ function phaseSpeedups(gemmSpeedup) {
  * Workload + GPU + assumptions -> the flat numbers evaluate() needs (twofour.request.build_inputs
  * with the roofline GEMM model, roofline_gemm_model). `gemmSpeedup`: null (predicted by the
  * roofline), one measured number for every pruned GEMM, or {prefill, decode}. `scenario`: how
- * the GEMM calls run ("eager", "cached", "ideal"); `backend` and `params`: passed to predict
+ * the GEMM calls run ("eager", "cached", "kernel"); `backend` and `params`: passed to predict
  * (null: the GPU's preferred backend and its fitted parameters). Throws InputError naming the field.
  */
 export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSUMPTIONS, gemmSpeedup = null, backend = null, params = null, scenario = DEFAULT_SCENARIO } = {}) {

@@ -234,7 +234,9 @@ def build_inputs(
             predicted; ``sparse_s = dense_s / speedup``.
         scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
             GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
-            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"ideal"``.
+            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"kernel"`` (the kernels'
+            own time, as the profiler records it). For the searched cuSPARSELt algorithm pass
+            ``gemm=roofline_gemm_model(gpu, dtype, scenario=..., algorithm="searched")``.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
@@ -561,7 +563,7 @@ def estimate(
 ) -> RequestEstimate:
     """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
 
-    ``scenario`` (``"cached"``, ``"eager"``, ``"ideal"``) says how the GEMM calls run; see
+    ``scenario`` (``"cached"``, ``"eager"``, ``"kernel"``) says how the GEMM calls run; see
     :func:`build_inputs`.
 
     Example:
