@@ -195,8 +195,9 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
     (TOOLKIT, "Stage 4: quality", "What pruning cost a small language model, and what recovery gives back.",
      ["twofour.quality"]),
-    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel.",
-     ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel"]),
+    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel, "
+     "and whole decode steps measured dense vs 2:4.",
+     ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel", "twofour.serve"]),
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",

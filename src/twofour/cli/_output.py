@@ -9,7 +9,7 @@ a full disk or a vanished folder while writing becomes one line naming the optio
 >>> check_output_file(folder, "--out")
 Traceback (most recent call last):
 ...
-twofour.cli.UserError: --out ... is a directory; give a file name such as .../results.json
+twofour.cli.main.UserError: --out ... is a directory; give a file name such as .../results.json
 """
 
 from __future__ import annotations

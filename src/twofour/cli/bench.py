@@ -6,6 +6,7 @@ GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a 
 
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
+    twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 
 from .main import UserError
 from .._common.text import printable
+from . import _bench_decode
 from ._output import check_output_file, show, write_error
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
@@ -40,15 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, help="untimed calls before timing (default 3)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--no-flush", action="store_true", help="do not flush L2 between timed calls (GPU)")
-    parser.add_argument("--modes", nargs="+", metavar="MODE", default=["eager"],
+    parser.add_argument("--modes", nargs="+", metavar="MODE",
                         help="timings per point (GPU): eager (default; a lone eager call, host set-up included), "
                              "graph (CUDA-graph replay: plans cached), stream (back-to-back calls), "
-                             "kernel (profiler kernel time only); eager is always first")
-    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here)")
+                             "kernel (profiler kernel time only); eager is always first. With --decode: eager, "
+                             "graph, graph-searched, compile (default on GPU: eager graph graph-searched)")
+    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here, "
+                                                      "decode-<device>-<time>.json with --decode)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _bench_decode.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    _bench_decode.check_flags(args)
+    if args.decode:
+        return _bench_decode.run(args)
     from ..bench import default_out_path, parse_shape, sweep
     from ..device import environment
 
@@ -92,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bench import MODES
 
-    modes = ["eager"] + [m for m in args.modes if m != "eager"]
+    modes = ["eager"] + [m for m in (args.modes or []) if m != "eager"]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
