@@ -51,7 +51,7 @@ def test_names_and_errors():
         decode_tokens_per_s(1e9, "A100", efficiency=1.5)
     with pytest.raises(ValueError, match="batch"):
         decode_step_bytes(LLAMA_3_8B, "bf16", batch=-1, context=1)
-    with pytest.raises(ValueError, match="memory_gb"):
+    with pytest.raises(ValueError, match="memory_bytes"):
         capacity_at_tpot(LLAMA_3_8B, "B200", "bf16", context=8, tpot_target_s=0.1)
     with pytest.raises(ValueError, match="tpot_target_s"):
         capacity_at_tpot(LLAMA_3_8B, "H200", "bf16", context=8, tpot_target_s=0)
