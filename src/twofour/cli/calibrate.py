@@ -27,8 +27,10 @@ def run(args: argparse.Namespace) -> int:
     from ..roofline import calibration as cal_mod
     from ..roofline.published import FIT_RULES, points
 
-    if args.out is not None and args.out.is_dir():
-        raise UserError(f"--out must be a file path, but {args.out} is a directory")
+    from ._output import check_output_file, show
+
+    if args.out is not None:  # before the fit: a directory, a FIFO or one of the fit's inputs is refused now
+        check_output_file(args.out, "--out", "kernel-fit.json", inputs=cal_mod.fit_inputs())
     pts = points()
     usable = [p for p in pts if p.fit_ok]
     print(f"{len(pts)} points ({sum(p.origin == 'published' for p in pts)} published, "
@@ -63,9 +65,14 @@ def run(args: argparse.Namespace) -> int:
         for r in errors["published_leave_one_source_out"]["points"]:
             print(f"  {r['id'][:58]:58} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}")
     if args.out is not None:
+        from .._common.atomic import OutputError
+        from ._output import write_error
+
         try:
             path = cal_mod.save(args.out)
+        except OutputError as exc:
+            raise UserError(f"--out {exc}") from None
         except OSError as exc:
-            raise UserError(f"--out {args.out}: cannot write: {exc.strerror or exc}") from None
-        print(f"\nfit written to {path}")
+            raise write_error("--out", args.out, exc) from None
+        print(f"\nfit written to {show(path)}")
     return 0

@@ -70,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._output import check_output_dir, check_output_file, write_error
+    from .._common.atomic import OutputError
+    from ..roofline._fitfile import FIT_PATH
+    from ._output import check_output_dir, check_output_file, show, write_error, write_output
 
     if args.out is None and args.fitted_js is None:
         raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
@@ -81,22 +83,22 @@ def run(args: argparse.Namespace) -> int:
     out = None if args.out is None else check_output_dir(args.out, "--out")
     if args.fitted_js is not None:
         if Path(args.fitted_js).is_dir():
-            raise UserError(f"--fitted-js must be a file path, but {args.fitted_js} is a directory")
-        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js")  # FIFOs, devices
-        try:
-            text = fitted_js()
-            target.write_text(text)
-        except OSError as exc:
-            raise write_error("--fitted-js", target, exc) from None
-        print(f"wrote {target} ({len(text)} characters)")
+            raise UserError(f"--fitted-js must be a file path, but {show(args.fitted_js)} is a directory")
+        # FIFOs, devices, and the fit file it is made from are refused
+        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js", inputs=[FIT_PATH])
+        text = fitted_js()
+        write_output(target, text, "--fitted-js", inputs=[FIT_PATH])
+        print(f"wrote {show(target)} ({len(text)} characters)")
     if out is None:
         return 0
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     for path, count in paths.items():
-        print(f"wrote {path} ({count} cases)")
+        print(f"wrote {show(path)} ({count} cases)")
     return 0
 
 
@@ -482,7 +484,16 @@ def funnel_table(request_cases: list[dict]) -> list[dict]:
 
 
 def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[Path, int]:
-    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``."""
+    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``.
+
+    Each file is written atomically (:mod:`twofour._common.atomic`): a failed run leaves the previous vectors.
+    """
+    from .._common.atomic import check_output, write_text
+    from ..roofline._fitfile import FIT_PATH
+
+    names = ("amdahl.json", "request.json", "funnel.json", "roofline.json")
+    for name in names:  # every output checked before any work: a FIFO or the fit file it reads is refused
+        check_output(out / name, [FIT_PATH])
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
@@ -501,7 +512,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
-        path.write_text(json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n")
+        write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH])
     return {path: count for path, (_, count) in files.items()}
 
 

@@ -306,10 +306,24 @@ def evaluate(pts: list[Point] | None = None) -> dict:
     }
 
 
+def fit_inputs() -> list[Path]:
+    """The files a fit reads: the published measurements and the GPU results files (never its output)."""
+    from ..bench.results import DATA_DIR
+    from .published import PUBLISHED_PATH
+
+    return [PUBLISHED_PATH, *sorted(DATA_DIR.glob("bench-*.json"))]
+
+
 def save(path=None) -> Path:
-    """Fit everything, evaluate leave-one-source-out, and write the JSON (default: package data)."""
+    """Fit everything, evaluate leave-one-source-out, and write the JSON (default: package data).
+
+    Written atomically and never over one of :func:`fit_inputs` (:mod:`twofour._common.atomic`).
+    """
+    from .._common.atomic import check_output, write_text
+
+    path = Path(path) if path is not None else FIT_PATH
+    check_output(path, fit_inputs())  # before minutes of fitting
     pts = points()
     cal = fit_all(pts)
-    path = Path(path) if path is not None else FIT_PATH
-    path.write_text(json.dumps(_to_json(cal, evaluate(pts)), indent=1) + "\n")
+    write_text(path, json.dumps(_to_json(cal, evaluate(pts)), indent=1) + "\n", fit_inputs())
     return path
