@@ -19,12 +19,14 @@ import numpy as np
 
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import ELIGIBLE, UNCLASSIFIED, _BACKEND, _dtype_bits, _is_attention_op, trace_class
-from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, load
+from . import validate
+from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, _shown, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
 _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 _PHASE_RE = re.compile(r"prefill|decode", re.IGNORECASE)
+_BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
 
 
 class _Index:
@@ -145,7 +147,7 @@ class _Index:
 
 
 def _steps(ix: _Index):
-    """(name, phase, cpu_start, cpu_end) of every step, in time order."""
+    """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
     tr = ix.tr
     cand = np.flatnonzero((tr.kind == ANNOTATION) | (tr.kind == OP))
     names = tr.names
@@ -161,19 +163,21 @@ def _steps(ix: _Index):
         out = []
         for i in leaves:
             n = names[tr.name[i]]
-            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i])))
+            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i]),
+                        int(tr.thread[i])))
         return out
     picked = [int(i) for i in cand if tr.name[i] in step_ids]
     if picked:
         picked.sort(key=lambda i: tr.ts[i])
-        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i])) for i in picked]
+        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i])) for i in picked]
     keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
     if not len(keep):
         return []
-    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()))]
+    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
 
 
-def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None) -> TraceReport:
+def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None,
+            exclude_invalid: bool = False) -> TraceReport:
     """Measure a trace: per step, per phase, the funnel and the verdicts.
 
     Args:
@@ -183,9 +187,14 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         baseline: the dense run of the same workload (a :class:`Trace` or a path): adds the
             measured GEMM and end-to-end speedups and a measured funnel.
         progress: passed to :func:`load` for paths.
+        exclude_invalid: leave invalid events (:mod:`.validate`: NaN or negative times,
+            duplicates, durations beyond their step ...) out and say so in the report's first
+            lines; by default a trace with any is refused.
 
     Raises:
-        TraceError: no events, no steps of the requested phase, nothing comparable.
+        TraceError: no events, no steps of the requested phase, nothing comparable, invalid
+            events (unless ``exclude_invalid``), numbers that contradict each other (GEMM time
+            above busy or wall time), a GPU trace without its kernels.
 
     >>> from twofour.dispatch.trace import recorded
     >>> r = analyze(recorded("dense-eager"))
@@ -197,13 +206,16 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
     """
     if phase is not None and phase not in ("prefill", "decode"):
         raise TraceError(f"phase must be 'prefill' or 'decode' (or None for every phase), got {phase!r}")
+    if not isinstance(exclude_invalid, bool):
+        raise TypeError(f"exclude_invalid must be True or False, got {exclude_invalid!r}")
     tr = trace if isinstance(trace, Trace) else load(trace, progress=progress)
-    phases, ix = _analyze(tr, phase)
-    base_path = None
+    phases, ix, excluded = _analyze(tr, phase, exclude=exclude_invalid)
+    base_path, base_excluded = None, {}
     if baseline is not None:
         btr = baseline if isinstance(baseline, Trace) else load(baseline, progress=progress)
         base_path = btr.path
-        bphases = {p.phase: p for p in _analyze(btr, phase, what="the baseline")[0]}
+        bphases_list, _, base_excluded = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
+        bphases = {p.phase: p for p in bphases_list}
         matched = False
         for ph in phases:
             b = bphases.get(ph.phase)
@@ -217,28 +229,95 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
             )
         if not matched:
             raise TraceError(
-                f"{btr.path}: no phase in common with {tr.path} (baseline has {sorted(bphases)}, "
+                f"{_shown(btr.path)}: no phase in common with {_shown(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
-    report = TraceReport(path=tr.path, trace=tr, phases=phases, baseline_path=base_path)
+    report = TraceReport(path=tr.path, trace=tr, phases=phases, baseline_path=base_path, excluded=excluded,
+                         baseline_excluded=base_excluded)
     report._index = ix
     return report
 
 
-def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list[PhaseReport], _Index]:
+def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
+    raise TraceError(
+        f"{_shown(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
+        "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
+    )
+
+
+def _refuse_gpu_trace_without_kernels(tr: Trace, ix: _Index, what: str) -> None:
+    if len(ix.gpu):
+        return
+    n_runtime = int((tr.kind == RUNTIME).sum())
+    device = tr.device_name
+    if not (n_runtime or device):
+        return
+    on = f"on {device}" if device else f"with {n_runtime:,} CUDA runtime calls"
+    left = sum(i.count for i in tr.invalid.values())
+    left_out = f" ({left:,} invalid events left out)" if left else ""
+    raise TraceError(
+        f"{_shown(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not recorded or were "
+        "removed, and its CPU times are launch times, not the work; no verdict (a CPU analysis would promise a "
+        "speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
+    )
+
+
+def _windows(steps, order, by_step, ix) -> dict:
+    """Step windows, in time order: from the CPU start (or the previous step's end) to the end of
+    the last GPU activity (or the CPU end)."""
+    windows = {}
+    prev_end = -math.inf
+    for si in order.tolist():
+        _, _, cs, ce, _ = steps[si]
+        gpos = by_step.get(si, [])
+        gend = float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf
+        a = max(cs, prev_end)
+        b = max(ce, gend, a)
+        windows[si] = (a, b)
+        prev_end = b
+    return windows
+
+
+def _beyond_steps(ix, tr, steps, windows, by_step, op_order, op_ts, invalid: dict) -> set:
+    """GPU positions that start before their step's window, and count operators on a step's own
+    thread that start inside it and end after it (durations beyond the step that holds them)."""
+    bad = set()
+    for si, gpos in by_step.items():
+        a = windows[si][0]
+        g = ix.gpu[gpos]
+        early = np.flatnonzero(tr.ts[g] < a - _BEYOND_US)
+        for k in early.tolist():
+            bad.add(gpos[k])
+            validate.add(invalid, "beyond step", int(tr.index[g[k]]), tr.names[tr.name[g[k]]])
+    for name, _, cs, ce, thread in steps:
+        if thread < 0:
+            continue
+        lo, hi = np.searchsorted(op_ts, [cs, ce])
+        ops = op_order[lo:hi]
+        over = ops[(tr.thread[ops] == thread) & (ix.end[ops] > ce + _BEYOND_US)]
+        for i in over.tolist():
+            validate.add(invalid, "beyond step", int(tr.index[i]), tr.names[tr.name[i]])
+    return bad
+
+
+def _analyze(tr: Trace, want: str | None, what: str = "the trace",
+             exclude: bool = False) -> tuple[list[PhaseReport], _Index, dict]:
+    if tr.invalid and not exclude:
+        _refuse_invalid(tr, tr.invalid, what)
     if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
         raise TraceError(
-            f"{tr.path}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
+            f"{_shown(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
             "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
         )
     ix = _Index(tr)
+    _refuse_gpu_trace_without_kernels(tr, ix, what)
     steps = _steps(ix)
-    found = sorted({p for _, p, _, _ in steps})
+    found = sorted({s[1] for s in steps})
     if want is not None:
         steps = [s for s in steps if s[1] == want]
         if not steps:
             raise TraceError(
-                f"{tr.path}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
+                f"{_shown(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
                 f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
             )
     device = "cuda" if len(ix.gpu) else "cpu"
@@ -261,19 +340,14 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
             by_step[s].append(pos)
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
     op_ts = tr.ts[op_order]
-
-    # Windows, in time order: from the CPU start (or the previous step's end) to the end of
-    # the last GPU activity (or the CPU end).
-    windows = {}
-    prev_end = -math.inf
-    for si in order.tolist():
-        name, ph, cs, ce = steps[si]
-        gpos = by_step.get(si, [])
-        gend = float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf
-        a = max(cs, prev_end)
-        b = max(ce, gend, a)
-        windows[si] = (a, b)
-        prev_end = b
+    windows = _windows(steps, order, by_step, ix)
+    invalid = dict(tr.invalid)
+    beyond = _beyond_steps(ix, tr, steps, windows, by_step, op_order, op_ts, invalid)
+    if len(invalid) > len(tr.invalid) and not exclude:
+        _refuse_invalid(tr, invalid, what)
+    if beyond:  # left out: they count in no step, and the windows are drawn without them
+        by_step = defaultdict(list, {si: [p for p in gpos if p not in beyond] for si, gpos in by_step.items()})
+        windows = _windows(steps, order, by_step, ix)
 
     reports: dict[str, PhaseReport] = {}
     per_phase_steps = defaultdict(list)
@@ -286,7 +360,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
         summarized_set = set(summarized)
         backends = set()
         for j, si in enumerate(sis):
-            name, _, cs, ce = steps[si]
+            name, _, cs, ce, _ = steps[si]
             a, b = windows[si]
             st, gemms, sparse, cls_backends, kt, uncl = _step_stats(ix, tr, name, ph, si, a, b, cs, ce,
                                                                    by_step.get(si, []), op_order, op_ts)
@@ -307,7 +381,9 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
         rep.largest_gaps.sort(key=lambda g: -g.dur_us)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
-    return [reports[k] for k in sorted(reports, key=rank.get)], ix
+    phases = [reports[k] for k in sorted(reports, key=rank.get)]
+    validate.check_consistency(phases, _shown(tr.path), what)
+    return phases, ix, invalid
 
 
 def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
