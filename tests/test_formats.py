@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from twofour import packing, roofline
 from twofour.course.practice import published_speedup
@@ -24,8 +25,8 @@ from twofour.roofline.formats import (
 
 
 def test_two_four_bits_match_packing_for_8_and_16_bit():
-    assert bits_per_weight("bf16+2:4") / bits_per_weight("bf16") == packing.packed_ratio(packing.torch.bfloat16)
-    assert bits_per_weight("fp8+2:4") / bits_per_weight("fp8") == packing.packed_ratio(packing.torch.int8)
+    assert bits_per_weight("bf16+2:4") / bits_per_weight("bf16") == packing.packed_ratio(torch.bfloat16)
+    assert bits_per_weight("fp8+2:4") / bits_per_weight("fp8") == packing.packed_ratio(torch.int8)
     assert bits_per_weight("int8+2:4") == 5.0
 
 
@@ -99,7 +100,7 @@ def test_fp8_two_four_vs_fp8_dense_is_below_the_bytes_ceiling(M, record):
     t = ideal_gemm_model(Machine.from_gpu("H100", "fp8"), "fp8")(M, 8192, 8192)
     ceiling = t.dense_s / t.sparse_s
     measured = published_speedup(record)
-    assert ceiling < 1 / packing.packed_ratio(packing.torch.int8)  # activations do not shrink
+    assert ceiling < 1 / packing.packed_ratio(torch.int8)  # activations do not shrink
     assert 0.8 < measured / ceiling < 1.0
 
 
