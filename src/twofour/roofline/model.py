@@ -257,8 +257,19 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
     return spec, d, backend
 
 
+# A GEMM dimension beyond an int64 is no GEMM (a request's prefill M = batch x prompt can pass
+# 2^31), and it keeps 2 * M * N * K a finite float: 10**400 rows overflowed into a traceback.
+MAX_DIM = 2**63 - 1
+# crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
+# smallest winning M); beyond this a GEMM is a batch of smaller ones.
+MAX_CROSSOVER_M = 1 << 16
+
+
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+            shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+            raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
         require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
@@ -334,6 +345,7 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
                 m_max: int = 16384, *, scenario: str = DEFAULT_SCENARIO) -> int | None:
     """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense, or None.
 
+    ``m_max`` is at most :data:`MAX_CROSSOVER_M` (65,536): every M is predicted, in order.
     "Faster" means speedup > 1. Wave quantization can make the curve saw-toothed, so a
     win at this M does not promise a win at every larger M: plot :func:`speedup_curve`.
 
@@ -343,9 +355,13 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
         True
     """
     require_positive_int("m_max", m_max)
+    if m_max > MAX_CROSSOVER_M:
+        raise ValueError(f"m_max must be at most {MAX_CROSSOVER_M:,} (every M up to it is predicted: the curve is "
+                         f"saw-toothed, so no bisection finds the smallest winning M), got {m_max:,}")
     _check_shape(1, N, K)
-    _resolve(gpu, dtype, backend)
+    spec, _, backend = _resolve(gpu, dtype, backend)
     check_scenario(scenario)
+    params = params if params is not None else default_params(spec.name, backend)  # once, not per M
     for M in range(1, m_max + 1):
         if predict(M, N, K, dtype, gpu, backend, params, scenario=scenario).speedup > 1:
             return M
