@@ -146,7 +146,7 @@ def amdahl_table(rng: random.Random) -> dict:
 
     nan, inf = math.nan, math.inf
     errors = [_error_case(speedup, {"p": p, "s": 2.0}) for p in (-0.1, 1.5, nan, inf, -inf)]
-    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf)]
+    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf, 1e-320, 5e-324)]
     errors += [_error_case(combined_speedup, {"fractions": [0.7, 0.4], "speedups": [2.0, 2.0]}),
                _error_case(combined_speedup, {"fractions": [0.5], "speedups": [2.0, 3.0]})]
     return {
