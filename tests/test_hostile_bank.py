@@ -230,6 +230,22 @@ def test_invalid_yaml_and_python_tags_are_one_line(tmp_path):
     _one_line_bank_error(bank, "not valid YAML")
 
 
+@pytest.mark.parametrize("text, fragment", [
+    ("questions: [" + "9" * 5000 + "]\n", "a value cannot be read: Exceeds the limit (4300 digits)"),
+    ("questions: !!set {a, b}\n", "is not of type 'array', got set"),  # braces in jsonschema's message
+])
+def test_values_yaml_builds_but_a_bank_cannot_hold_are_one_line(tmp_path, text, fragment):
+    bank = tmp_path / "odd.yaml"
+    bank.write_text(text, encoding="utf-8")
+    _one_line_bank_error(bank, fragment)
+
+
+def test_a_regular_file_that_cannot_be_read_is_one_line():
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("needs /proc")
+    _one_line_bank_error("/proc/self/mem", "cannot be read")
+
+
 def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
     bank = tmp_path / "huge.yaml"
     with open(bank, "wb") as f:

@@ -14,8 +14,8 @@ A bank is data someone may share, so its expressions are data too. What one may 
 Everything else is refused before anything runs, with a :class:`BankError` that names the
 expression and the offending part (the question id is added by the caller). Work is bounded:
 an expression is at most 1,000 characters and 40 levels deep, an integer power whose result
-would pass 128 bits (``9**9**9``) is refused before it is computed, and each registered
-function bounds its own inputs.
+would pass 128 bits (``9**9**9``) is refused before it is computed, each registered function
+bounds its own inputs, and no registered call starts after 10 s of work on one expression.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import ast
 import math
 import re
 import string
+import time
 
 from .registry import NAMESPACE, RESULT_TYPES, STR_METHODS, Function, Namespace
 from .terms import BankError
@@ -31,7 +32,7 @@ from .terms import BankError
 __all__ = ["NAMESPACE", "evaluate_expression", "check_expression", "format_value", "check_format", "LIMITS"]
 
 # The bounds, in one place (the error messages quote them).
-LIMITS = {"chars": 1000, "depth": 40, "int_bits": 128, "items": 1000, "str_chars": 10_000, "nesting": 8}
+LIMITS = {"chars": 1000, "depth": 40, "int_bits": 128, "items": 1000, "str_chars": 10_000, "nesting": 8, "seconds": 10.0}
 
 _NODES = (
     ast.Expression, ast.Call, ast.Name, ast.Load, ast.Attribute, ast.Constant, ast.keyword,
@@ -146,6 +147,8 @@ def _static_checks(tree, scope) -> None:
 class _Interpreter:
     def __init__(self, scope):
         self.scope = scope
+        # Each registered call bounds its own work; this bounds how many an expression chains.
+        self.deadline = time.monotonic() + LIMITS["seconds"]
 
     def eval(self, node):
         method = getattr(self, "_" + type(node).__name__, None)
@@ -190,6 +193,9 @@ class _Interpreter:
             raise _Refused(node, "unpacks arguments (*); write each argument")
         args = [self.value(a) for a in node.args]
         kwargs = {k.arg: self.value(k.value) for k in node.keywords}
+        if time.monotonic() > self.deadline:
+            raise _Refused(node, f"is reached after more than {LIMITS['seconds']:g} s of work; a bank expression "
+                                 "is computed in seconds (split it into earlier numbers)")
         if isinstance(func, Function):
             result = func.fn(*args, **kwargs)
         elif type(func.obj) is str:

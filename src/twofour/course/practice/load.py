@@ -103,8 +103,11 @@ def _bank_text(path) -> tuple[str, str]:
         raise FileNotFoundError(f"path {shown!r} is not a file; expected a practice bank in YAML")
     if st.st_size > MAX_BANK_BYTES:
         raise BankError(f"{shown}: {st.st_size:,} bytes; a practice bank is at most {MAX_BANK_BYTES:,} bytes")
-    with open(path, "rb") as f:
-        data = f.read(MAX_BANK_BYTES + 1)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BANK_BYTES + 1)
+    except OSError as err:  # /proc/self/mem is a "regular file" that cannot be read
+        raise BankError(f"{shown}: cannot be read ({err.strerror or err}); expected a practice bank in YAML") from None
     if len(data) > MAX_BANK_BYTES:
         raise BankError(f"{shown}: more than {MAX_BANK_BYTES:,} bytes; a practice bank is at most that")
     return _decode(data, shown), shown
@@ -151,6 +154,10 @@ def _parse_yaml(text: str, source: str):
         raise BankError(f"{source}: not valid YAML{at}: {printable(str(problem), 200)}") from None
     except RecursionError:
         raise BankError(f"{source}: nested too deeply to read; not a practice bank") from None
+    except BankError:
+        raise
+    except (ValueError, OverflowError) as err:  # e.g. an integer of 5,000 digits (Python's int-from-string limit)
+        raise BankError(f"{source}: a value cannot be read: {printable(str(err), 200)}") from None
 
 
 def load_bank(path=None) -> Bank:
