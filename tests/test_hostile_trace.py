@@ -163,6 +163,30 @@ def test_a_kernel_beyond_its_step_is_invalid(tmp_path, capsys, sparse):
     assert "reaching beyond the step that holds them" in err
 
 
+def test_a_runtime_call_beyond_its_step_is_invalid(tmp_path, capsys, sparse):
+    """A cudaLaunchKernel of 11 days would swallow every idle gap (the culprit verdict)."""
+    def change(d):
+        i = next(i for i, e in enumerate(d["traceEvents"]) if e.get("cat") == "cuda_runtime"
+                 and e["ts"] > d["traceEvents"][_step(d)]["ts"])
+        d["traceEvents"][i]["dur"] = 1e12
+    path = _write(tmp_path, _mutated(sparse, change))
+    err = _one_line_error(capsys, path)
+    assert "reaching beyond the step that holds them" in err
+    report = analyze(path, exclude_invalid=True)
+    assert report.excluded["beyond step"].count == 1
+    assert report.phase("decode").culprit == analyze(recorded("sparse-eager")).phase("decode").culprit
+
+
+def test_a_kernel_that_starts_before_its_launch_is_invalid(tmp_path, capsys, sparse):
+    def change(d):
+        ev = d["traceEvents"]
+        k = next(e for e in ev if e.get("cat") == "kernel" and e["ts"] > ev[_step(d, "decode_step_1")]["ts"] + 3000)
+        k["ts"] -= 3000.0  # still inside its step, 3 ms before the call that launched it
+        k["tid"] = 77
+    err = _one_line_error(capsys, _write(tmp_path, _mutated(sparse, change)))
+    assert "reaching beyond the step that holds them" in err
+
+
 def test_gemms_overlapping_on_two_streams_are_refused_by_the_consistency_check(tmp_path, capsys, sparse):
     """Valid events, impossible accounting: GEMM time above GPU busy time. No verdict, one line."""
     def change(d):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import defaultdict
@@ -27,6 +28,7 @@ _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 _PHASE_RE = re.compile(r"prefill|decode", re.IGNORECASE)
 _BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
+_LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
 
 
 class _Index:
@@ -232,7 +234,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 f"{_shown(btr.path)}: no phase in common with {_shown(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
-    report = TraceReport(path=tr.path, trace=tr, phases=phases, baseline_path=base_path, excluded=excluded,
+    report = TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
                          baseline_excluded=base_excluded)
     report._index = ix
     return report
@@ -278,37 +280,53 @@ def _windows(steps, order, by_step, ix) -> dict:
     return windows
 
 
-def _beyond_steps(ix, tr, steps, windows, by_step, op_order, op_ts, invalid: dict) -> set:
-    """GPU positions that start before their step's window, and count operators on a step's own
-    thread that start inside it and end after it (durations beyond the step that holds them)."""
+def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
+    """Rows (event indices into the columns) whose times contradict their step, counted in ``invalid``.
+
+    * a GPU event that starts before the window of the step that launched it, or more than
+      :data:`_LAUNCH_SKEW_US` before the call that launched it (impossible on one clock);
+    * an operator or runtime call on a step's own thread that starts inside the step and ends
+      after it (the step's annotation encloses everything its thread runs).
+    """
     bad = set()
     for si, gpos in by_step.items():
         a = windows[si][0]
         g = ix.gpu[gpos]
-        early = np.flatnonzero(tr.ts[g] < a - _BEYOND_US)
-        for k in early.tolist():
-            bad.add(gpos[k])
-            validate.add(invalid, "beyond step", int(tr.index[g[k]]), tr.names[tr.name[g[k]]])
-    for name, _, cs, ce, thread in steps:
+        early = (tr.ts[g] < a - _BEYOND_US) | (tr.ts[g] < ix.launch_ts[gpos] - _LAUNCH_SKEW_US)
+        for k in np.flatnonzero(early).tolist():
+            bad.add(int(g[k]))
+            validate.add(invalid, "beyond step", _event_no(tr, g[k]), tr.names[tr.name[g[k]]])
+    cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
+    cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
+    cpu_ts = tr.ts[cpu]
+    for _, _, cs, ce, thread in steps:
         if thread < 0:
             continue
-        lo, hi = np.searchsorted(op_ts, [cs, ce])
-        ops = op_order[lo:hi]
-        over = ops[(tr.thread[ops] == thread) & (ix.end[ops] > ce + _BEYOND_US)]
+        lo, hi = np.searchsorted(cpu_ts, [cs, ce])
+        rows = cpu[lo:hi]
+        over = rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)]
         for i in over.tolist():
-            validate.add(invalid, "beyond step", int(tr.index[i]), tr.names[tr.name[i]])
+            bad.add(int(i))
+            validate.add(invalid, "beyond step", _event_no(tr, i), tr.names[tr.name[i]])
     return bad
 
 
-def _analyze(tr: Trace, want: str | None, what: str = "the trace",
-             exclude: bool = False) -> tuple[list[PhaseReport], _Index, dict]:
-    if tr.invalid and not exclude:
-        _refuse_invalid(tr, tr.invalid, what)
-    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
-        raise TraceError(
-            f"{_shown(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
-            "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
-        )
+def _event_no(tr: Trace, row) -> int:
+    """The row's position in traceEvents (the row itself for a Trace built without ``index``)."""
+    return int(tr.index[row]) if tr.index is not None else int(row)
+
+
+def _without_rows(tr: Trace, rows) -> Trace:
+    """``tr`` without the given rows (the columns copied once; the names and threads shared)."""
+    keep = np.ones(len(tr), dtype=bool)
+    keep[np.fromiter(rows, dtype=np.int64)] = False
+    cols = {name: np.ascontiguousarray(getattr(tr, name)[keep])
+            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index") if getattr(tr, name) is not None}
+    return dataclasses.replace(tr, **cols)
+
+
+def _layout(tr: Trace, want: str | None, what: str):
+    """The index, the steps (of phase ``want``), which step launched each GPU event, and the windows."""
     ix = _Index(tr)
     _refuse_gpu_trace_without_kernels(tr, ix, what)
     steps = _steps(ix)
@@ -320,8 +338,6 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                 f"{_shown(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
                 f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
             )
-    device = "cuda" if len(ix.gpu) else "cpu"
-    dtype_bits = _dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     # GPU event -> step, by its launch time inside the step's CPU window.
     starts = np.array([s[2] for s in steps])
     ends = np.array([s[3] for s in steps])
@@ -338,16 +354,30 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     for pos, s in enumerate(gstep.tolist()):
         if s >= 0:
             by_step[s].append(pos)
+    return ix, steps, order, by_step, _windows(steps, order, by_step, ix)
+
+
+def _analyze(tr: Trace, want: str | None, what: str = "the trace",
+             exclude: bool = False) -> tuple[list[PhaseReport], _Index, dict]:
+    if tr.invalid and not exclude:
+        _refuse_invalid(tr, tr.invalid, what)
+    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
+        raise TraceError(
+            f"{_shown(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
+            "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
+        )
+    ix, steps, order, by_step, windows = _layout(tr, want, what)
+    invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
+    bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
+    if bad:
+        if not exclude:
+            _refuse_invalid(tr, invalid, what)
+        tr = _without_rows(tr, bad)  # left out, and everything measured again without them
+        ix, steps, order, by_step, windows = _layout(tr, want, what)
+    device = "cuda" if len(ix.gpu) else "cpu"
+    dtype_bits = _dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
     op_ts = tr.ts[op_order]
-    windows = _windows(steps, order, by_step, ix)
-    invalid = dict(tr.invalid)
-    beyond = _beyond_steps(ix, tr, steps, windows, by_step, op_order, op_ts, invalid)
-    if len(invalid) > len(tr.invalid) and not exclude:
-        _refuse_invalid(tr, invalid, what)
-    if beyond:  # left out: they count in no step, and the windows are drawn without them
-        by_step = defaultdict(list, {si: [p for p in gpos if p not in beyond] for si, gpos in by_step.items()})
-        windows = _windows(steps, order, by_step, ix)
 
     reports: dict[str, PhaseReport] = {}
     per_phase_steps = defaultdict(list)

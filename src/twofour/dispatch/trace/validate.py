@@ -15,9 +15,10 @@ An event is *invalid* when its numbers cannot be true of a recorded run:
 * ``stream overlap``: a GPU event that overlaps the one before it on the same stream by more
   than 2 us and 10% of the shorter one (a stream runs one kernel after another; real traces
   overlap by under a microsecond of clock skew);
-* ``beyond step``: a GPU event that starts before the window of the step that launched it,
-  or an operator on a step's own thread that starts inside the step and ends after it
-  (durations beyond the step that holds them).
+* ``beyond step``: a GPU event that starts before the window of the step that launched it or
+  more than 5 us before the call that launched it, or an operator or runtime call on a step's
+  own thread that starts inside the step and ends after it (durations beyond the step that
+  holds them); left out, the trace is measured again without them.
 
 Nothing invalid is ever read as 0. :func:`~.analyze.analyze` refuses a verdict from a trace
 with invalid events (a :class:`~.read.TraceError` naming how many, which kind, and the first
