@@ -63,6 +63,27 @@ def test_nested_tensors_are_refused_by_name(fn, layout):
         fn(nt)
 
 
+def test_tensor_subclasses_with_their_own_dispatch_are_refused_by_name():
+    from torch.masked import masked_tensor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "MaskedTensor is a prototype"
+        W = masked_tensor(torch.zeros(4, 8), torch.ones(4, 8, dtype=torch.bool))
+        with pytest.raises(TypeError, match=r"W is a MaskedTensor \(a tensor subclass with its own dispatch\)"):
+            twofour.check(W)
+        nested = torch.nested.nested_tensor([torch.randn(4, 8)])
+    with pytest.raises(TypeError, match="scores must be a dense"):
+        twofour.prune(torch.randn(4, 8), scores=nested)
+    assert twofour.check(torch.nn.Parameter(torch.zeros(4, 8))).valid
+
+
+def test_wave_efficiency_and_amdahl_refuse_what_would_divide_by_zero_or_overflow():
+    with pytest.raises(ValueError, match="sms must be a positive number"):
+        roofline.wave_efficiency(1, 1, 0)
+    with pytest.raises(ValueError, match="s must be a positive finite speedup"):
+        amdahl.speedup(0.5, 2**1024)
+
+
 # ---- 6. to_cutlass ---------------------------------------------------------------------------
 
 

@@ -40,7 +40,10 @@ __all__ = [
 def _require_fraction(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number in [0, 1] (a fraction of time), got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the doubles
+        value = math.inf
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a fraction of time in [0, 1], got {value!r}")
     return value
@@ -54,7 +57,10 @@ MIN_SPEEDUP = 2.2250738585072014e-308
 def _require_speedup(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a positive finite number (a speedup), got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the doubles, e.g. 2**1024
+        value = math.inf
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(
             f"{name} must be a positive finite speedup (1 = no change, 2 = twice as fast, 0.5 = twice as slow), got {value!r}"

@@ -96,6 +96,12 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     weight) its scatter runs out of range and raises an index error; this function refuses such
     shapes clearly.
     """
+    return _to_cutlass(packed, check_meta=True)
+
+
+def _to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`to_cutlass`; ``check_meta=False`` only for :mod:`twofour.course.meta_layout`, which moves
+    label words (not 2:4 codes) through the same reordering to draw where each word lands."""
     if not isinstance(packed, Packed):
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
     if packed.dtype not in _CUTLASS:
@@ -116,7 +122,7 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
             f"rows must be a multiple of {rows_mult} and columns a multiple of {max(cols_mult, 2 * per_meta)} "
             f"(columns a multiple of {cols_mult}, and an even number of metadata columns of {per_meta} each)"
         )
-    if (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
+    if check_meta and (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
         _corrupt(packed)  # unpack's error, word for word
     with one_thread():
         raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()

@@ -182,6 +182,10 @@ def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 1
         >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
         1.0
     """
+    for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
+        _require_size(name, v)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"{name} must be a positive number (SMs and tile sizes: ints >= 1), got {v!r}")
     tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
     waves = math.ceil(tiles / sms)
     return tiles / (waves * sms)
@@ -265,11 +269,16 @@ MAX_DIM = 2**63 - 1
 MAX_CROSSOVER_M = 1 << 16
 
 
+def _require_size(name: str, v) -> None:
+    """Refuse an int beyond :data:`MAX_DIM` by name (it would overflow a float into a traceback)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+        shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+        raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+
+
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
-        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
-            shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
-            raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+        _require_size(name, v)
         require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
