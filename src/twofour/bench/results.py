@@ -268,6 +268,7 @@ def cpu_roofline(results: Results) -> dict:
     The "ceilings" are the best this run achieved, not the CPU's data-sheet peaks.
 
     Example:
+        >>> from twofour.bench import sweep
         >>> res = sweep([("toy", 64, 64)], Ms=[1, 64], dtypes=["float32"], device="cpu",
         ...             warmup=1, repeats=3, progress=False)
         >>> r = cpu_roofline(res)

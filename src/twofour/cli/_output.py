@@ -16,7 +16,7 @@ which the toolkit's own ``save`` methods use):
 >>> check_output_file(folder, "--out")
 Traceback (most recent call last):
 ...
-twofour.cli.UserError: --out ... is a directory; give a file name such as .../results.json
+twofour.cli.main.UserError: --out ... is a directory; give a file name such as .../results.json
 """
 
 from __future__ import annotations
