@@ -60,8 +60,8 @@ def require_weight(W, m: int, *, arg: str = "W") -> torch.Tensor:
         )
     if type(W).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__ and not getattr(W, "is_nested", False):
         # a wrapper subclass (MaskedTensor, ...): its own dispatch answers with multi-line errors
-        raise TypeError(f"{arg} is a {type(W).__name__} (a tensor subclass with its own dispatch); pass the plain "
-                        f"dense tensor it holds, e.g. {arg}.get_data() for a MaskedTensor")
+        raise TypeError(f"{arg} is a {type(W).__name__} (a tensor subclass with its own dispatch); pass a plain dense "
+                        f"tensor: {arg}.to_dense() for a packed 2:4 weight, {arg}.get_data() for a MaskedTensor")
     if getattr(W, "is_nested", False):  # torch.nested: its strided form even fails on .shape
         raise TypeError(f"{arg} is a nested tensor (torch.nested: components of different shapes); a weight is one "
                         f"dense 2-D tensor: pass each component, or {arg}.to_padded_tensor(0)")
