@@ -199,13 +199,28 @@ def test_billion_laughs_is_refused_before_it_expands(tmp_path):
     lines.append("questions: [*j]")
     bank = tmp_path / "laughs.yaml"
     bank.write_text("\n".join(lines), encoding="utf-8")
-    _one_line_bank_error(bank, "anchor or alias")
+    _one_line_bank_error(bank, "expands to more than 1,000,000 YAML nodes")
 
 
-def test_a_single_alias_is_refused_too(tmp_path):
+def test_aliases_are_bounded_in_number_and_may_not_recurse(tmp_path):
     bank = tmp_path / "alias.yaml"
-    bank.write_text("x: &x [1]\nquestions: *x\n", encoding="utf-8")
-    _one_line_bank_error(bank, "(line 1, column 4)")
+    bank.write_text("x: &x [1]\nquestions: [" + ", ".join(["*x"] * 1001) + "]\n", encoding="utf-8")
+    _one_line_bank_error(bank, "more than 1,000 YAML aliases")
+    bank.write_text("questions: &q [*q]\n", encoding="utf-8")
+    _one_line_bank_error(bank, "refers to a node that contains it")
+
+
+def test_a_bank_written_by_yaml_safe_dump_with_shared_objects_loads(tmp_path):
+    """yaml.safe_dump writes an anchor and aliases for objects shared between questions: a few are fine."""
+    import yaml
+
+    shared = {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]}
+    q = {"id": "q-one", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P", "rubric": ["a", "b", "c"],
+         "answer": "A", "mistakes": ["m"], "follow_ups": ["f"], "connects": "c", "signals": shared}
+    bank = tmp_path / "dumped.yaml"
+    bank.write_text(yaml.safe_dump({"questions": [q, dict(q, id="q-two")]}), encoding="utf-8")
+    assert "&id001" in bank.read_text()
+    assert [x.id for x in load_bank(bank)] == ["q-one", "q-two"]
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "a:\n" + "".join(" " * i + "- \n" for i in range(1, 60)),

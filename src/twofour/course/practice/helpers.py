@@ -156,7 +156,7 @@ def compute_bound_m(N: int, K: int, dtype: str = "bf16", gpu: str = "H200") -> i
     ridge = roofline.ridge_point(gpu, dtype)
     lo, hi = 1, 1 << 20
     if roofline.arithmetic_intensity(hi, N, K, dtype) < ridge:
-        raise ValueError(f"N={N}, K={K} never reaches the ridge point {ridge:.0f} FLOP/byte (up to M = {hi:,})")
+        raise ValueError(f"N={N}, K={K} never reaches the ridge point {ridge:.0f} FLOP/byte")
     while lo < hi:  # the intensity grows with M: bisect (a scan took a million steps for a thin GEMM)
         mid = (lo + hi) // 2
         if roofline.arithmetic_intensity(mid, N, K, dtype) >= ridge:

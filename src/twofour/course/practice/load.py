@@ -66,10 +66,13 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     return q
 
 
-# A bank is shared data: bounded before it is parsed. The shipped bank is about 0.2 MB, nests 6
-# deep and uses no YAML anchors or aliases (an alias can expand a small file into gigabytes).
+# A bank is shared data: bounded before it is parsed. The shipped bank is about 0.2 MB, nests 5
+# deep, holds about 7,000 YAML nodes and uses no anchors; yaml.safe_dump writes aliases for shared
+# objects, so a few are allowed, but no file may expand (billion laughs) past MAX_BANK_NODES.
 MAX_BANK_BYTES = 4 << 20
 MAX_BANK_DEPTH = 16
+MAX_BANK_ALIASES = 1_000
+MAX_BANK_NODES = 1_000_000
 
 
 def _fmt(n, i: int, where: str) -> str:
@@ -122,10 +125,12 @@ def _decode(data: bytes, source: str) -> str:
 
 
 def _parse_yaml(text: str, source: str):
-    """The YAML's data, refusing anchors and aliases and nesting deeper than :data:`MAX_BANK_DEPTH`.
+    """The YAML's data, refusing nesting deeper than :data:`MAX_BANK_DEPTH`, more than
+    :data:`MAX_BANK_ALIASES` aliases, and documents that would expand past :data:`MAX_BANK_NODES`.
 
     The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so
-    a hostile file is refused before any object is built.
+    a hostile file is refused before any object is built: each node counts 1 plus its children,
+    an alias counts as much as the node it names (a billion laughs counts a billion).
     """
     import yaml
 
@@ -134,18 +139,36 @@ def _parse_yaml(text: str, source: str):
         return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
 
     try:
-        depth = 0
+        sizes: dict[str, int] = {}  # anchor -> expanded node count
+        open_nodes: list[list] = [[None, 0]]  # [anchor, count] per open collection; the bottom one is the stream
+        aliases = 0
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                raise BankError(f"{source}: uses a YAML anchor or alias{where(event)}; a practice bank writes every "
-                                "value out (aliases can expand a small file into gigabytes)")
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > MAX_BANK_DEPTH:
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_BANK_ALIASES:
+                    raise BankError(f"{source}: more than {MAX_BANK_ALIASES:,} YAML aliases{where(event)}; "
+                                    "write the values out")
+                if event.anchor not in sizes:  # names a node still open: a recursive structure
+                    raise BankError(f"{source}: the alias *{printable(event.anchor, 40)} refers to a node that "
+                                    f"contains it{where(event)}; not a practice bank")
+                open_nodes[-1][1] += sizes[event.anchor]
+            elif isinstance(event, yaml.ScalarEvent):
+                open_nodes[-1][1] += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                open_nodes.append([event.anchor, 1])
+                if len(open_nodes) - 1 > MAX_BANK_DEPTH:
                     raise BankError(f"{source}: nested deeper than {MAX_BANK_DEPTH} levels{where(event)}; "
                                     "not a practice bank")
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
+                anchor, count = open_nodes.pop()
+                if anchor is not None:
+                    sizes[anchor] = count
+                open_nodes[-1][1] += count
+            if open_nodes[-1][1] > MAX_BANK_NODES or sum(n for _, n in open_nodes) > MAX_BANK_NODES:
+                raise BankError(f"{source}: expands to more than {MAX_BANK_NODES:,} YAML nodes{where(event)} "
+                                "(aliases repeating aliases?); not a practice bank")
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
