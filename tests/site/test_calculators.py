@@ -343,7 +343,7 @@ def test_js_tables_equal_the_python_tables(watched, base_url):
         assert sorted(g["unconfirmed"]) == sorted(f for gpu, f in unconfirmed if gpu == name)
     assert js["eff"] == roofline.DEFAULT_EFFICIENCY.to_dict()
     assert js["pad"] == {f"{b}/{d}": m for (b, d), m in roofline.model._PAD_MULTIPLE.items()}
-    for backend, d in roofline._PAD_MULTIPLE:  # the installed torch's live rule agrees too
+    for backend, d in roofline.model._PAD_MULTIPLE:  # the installed torch's live rule agrees too
         assert roofline.pad_multiple(backend, d) == js["pad"][f"{backend}/{d}"]
     fields = ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")
     assert set(js["presets"]) == set(models.PRESETS)
