@@ -13,7 +13,24 @@ import pytest
 from twofour import request
 from twofour.models import LLAMA_3_8B
 
-from test_calculators import CALC, _import, _open  # noqa: I001 - the sibling test module's page helpers
+CALC = "/calculator/"
+MODULES = "/js/calc/"
+
+
+def _open(watched, base_url: str, path: str):
+    """The page at ``path`` once every calculator on it is ready (as tests/site/test_calculators.py opens it)."""
+    page = watched.page
+    page.goto(base_url + path, wait_until="load")
+    page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path.split("?")[0])
+    page.wait_for_function("() => [...document.querySelectorAll('[data-calc]')].every(e => e.dataset.calcReady === 'true')")
+    return page
+
+
+def _import(page, module: str) -> None:
+    page.evaluate(
+        "async ([base, name]) => { window.__m = window.__m || {}; window.__m[name] = await import(base + name + '.js'); }",
+        [MODULES, module],
+    )
 
 KEYS = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "__defineGetter__"]
 
