@@ -243,7 +243,6 @@ def test_bench_alg_id_on_cpu_says_why(capsys):
 
 def test_bench_alg_id_gpu_path_control_flow(monkeypatch, capsys):
     """With a fake GPU environment: the range check against the library's maximum, and what reaches sweep()."""
-    from twofour.cli import bench as cli_bench
 
     env = types.SimpleNamespace(cuda_available=True, backends=("cuSPARSELt",), gpu_name="NVIDIA H200",
                                 capability_str="9.0", reason="ok")

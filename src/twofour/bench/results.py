@@ -179,10 +179,13 @@ class Results:
         return flagged_keys(self.points)
 
     def save(self, path) -> Path:
-        """Write JSON to ``path`` (parent folders are created)."""
+        """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
+        from .._common.atomic import check_output, write_text
+
         path = Path(path)
+        check_output(path)  # a FIFO or a device: refused before the folder is made
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
     def gpu_points(self, mode: str = "eager") -> list[dict]:

@@ -21,6 +21,7 @@ import argparse
 import sys
 
 from .main import UserError
+from .._common.atomic import OutputError
 from .._common.text import printable
 from . import _bench_decode
 from ._output import check_output_file, show, write_error
@@ -142,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or default_out_path(res.provenance)
     try:
         out = res.save(out)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     print(f"results written to {show(out)}")

@@ -35,12 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from ..roofline import calibration as cal_mod
     from ..roofline.published import FIT_RULES, points
 
-    if args.out is not None and args.out.is_dir():
-        raise UserError(f"--out must be a file path, but {args.out} is a directory")
-    if args.out is not None:
-        from ._output import check_output_file
+    from ._output import check_output_file, show
 
-        check_output_file(args.out, "--out")
+    if args.out is not None:  # before the fit: a directory, a FIFO or one of the fit's inputs is refused now
+        check_output_file(args.out, "--out", "kernel-fit.json", inputs=cal_mod.fit_inputs())
     pts = points()
     print(f"{len(pts)} points ({sum(p.origin == 'published' for p in pts)} published, "
           f"{sum(p.origin == 'measured' for p in pts)} measured here); the fit uses a point when it is:")
@@ -78,9 +76,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {r['id'][-66:]:66} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}"
                   + ("  (flagged)" if r.get("flagged") else ""))
     if args.out is not None:
+        from .._common.atomic import OutputError
+        from ._output import write_error
+
         try:
             path = cal_mod.save(args.out, pts=pts, cal=cal, errors=errors)
+        except OutputError as exc:
+            raise UserError(f"--out {exc}") from None
         except OSError as exc:
-            raise UserError(f"--out {args.out}: cannot write: {exc.strerror or exc}") from None
-        print(f"\nfit written to {path}; refresh the calculators with `twofour golden --fitted-js docs/js/calc/fitted.js`")
+            raise write_error("--out", args.out, exc) from None
+        print(f"\nfit written to {show(path)}; refresh the calculators with `twofour golden --fitted-js docs/js/calc/fitted.js`")
     return 0

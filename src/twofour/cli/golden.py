@@ -45,20 +45,21 @@ import random
 from pathlib import Path
 
 from .. import __version__
-from .._common.dtypes import DTYPES, SPARSE_24_DTYPES
+from .._common.dtypes import SPARSE_24_DTYPES
 from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
 from ..funnel import SCOPES, funnel, funnel_dict
 from ..hardware import GPUS
 from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
 from ..roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES, SCENARIOS as GEMM_SCENARIOS,
                         KernelParams, default_params, pad_multiple, predict)
-from ..roofline._fitfile import FIT_PATH, load_fit
+from ..roofline._fitfile import FIT_PATH
 from ..request import (BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
+from ._fitted_js import FITTED_JS, dtype_table, fitted_js, fitted_subset
 from .main import UserError
 
 __all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
-           "gpu_table", "dtype_table", "fitted_js", "write_golden", "FITTED_JS"]
+           "gpu_table", "dtype_table", "fitted_js", "fitted_subset", "write_golden", "FITTED_JS"]
 
 FORMAT_VERSION = 1
 
@@ -74,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._output import check_output_dir, check_output_file, write_error
+    from .._common.atomic import OutputError
+    from ._output import check_output_dir, check_output_file, show, write_error, write_output
 
     if args.out is None and args.fitted_js is None:
         raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
@@ -85,22 +87,22 @@ def run(args: argparse.Namespace) -> int:
     out = None if args.out is None else check_output_dir(args.out, "--out")
     if args.fitted_js is not None:
         if Path(args.fitted_js).is_dir():
-            raise UserError(f"--fitted-js must be a file path, but {args.fitted_js} is a directory")
-        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js")  # FIFOs, devices
-        try:
-            text = fitted_js()
-            target.write_text(text)
-        except OSError as exc:
-            raise write_error("--fitted-js", target, exc) from None
-        print(f"wrote {target} ({len(text)} characters)")
+            raise UserError(f"--fitted-js must be a file path, but {show(args.fitted_js)} is a directory")
+        # FIFOs, devices, and the fit file it is made from are refused
+        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js", inputs=[FIT_PATH])
+        text = fitted_js()
+        write_output(target, text, "--fitted-js", inputs=[FIT_PATH])
+        print(f"wrote {show(target)} ({len(text)} characters)")
     if out is None:
         return 0
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     for path, count in paths.items():
-        print(f"wrote {path} ({count} cases)")
+        print(f"wrote {show(path)} ({count} cases)")
     return 0
 
 
@@ -148,7 +150,7 @@ def amdahl_table(rng: random.Random) -> dict:
 
     nan, inf = math.nan, math.inf
     errors = [_error_case(speedup, {"p": p, "s": 2.0}) for p in (-0.1, 1.5, nan, inf, -inf)]
-    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf)]
+    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf, 1e-320, 5e-324)]
     errors += [_error_case(combined_speedup, {"fractions": [0.7, 0.4], "speedups": [2.0, 2.0]}),
                _error_case(combined_speedup, {"fractions": [0.5], "speedups": [2.0, 3.0]})]
     return {
@@ -507,7 +509,15 @@ def funnel_table(request_cases: list[dict]) -> list[dict]:
 
 
 def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[Path, int]:
-    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``."""
+    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``.
+
+    Each file is written atomically (:mod:`twofour._common.atomic`): a failed run leaves the previous vectors.
+    """
+    from .._common.atomic import check_output, write_text
+
+    names = ("amdahl.json", "request.json", "funnel.json", "roofline.json")
+    for name in names:  # every output checked before any work: a FIFO or the fit file it reads is refused
+        check_output(out / name, [FIT_PATH])
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
@@ -526,72 +536,5 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
-        path.write_text(json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n")
+        write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH])
     return {path: count for path, (_, count) in files.items()}
-
-
-# ---------------------------------------------------------------------------------------------
-# The calculators' copy of the fitted kernel parameters
-
-FITTED_JS = "docs/js/calc/fitted.js"
-
-# What the calculators need from kernel-fit.json: the parameter sets and the lookup keys, what
-# each set was fitted to, and the held-out errors (the fit line under every prediction). The
-# per-point lists (fitted_on, errors.*.points) stay in the JSON file.
-_FIT_KEYS = {
-    "provenance": ("date", "n_points", "sources", "held_out_model"),
-    "base": ("params", "source"),
-}
-_ERROR_KEYS = {
-    "held_out": ("label", "by_mode"),
-    "published_leave_one_source_out": ("by_regime", "by_gpu", "n_sources"),
-}
-
-
-def fitted_subset(fit: dict | None = None) -> dict:
-    """The part of ``kernel-fit.json`` the calculators use (see :data:`FITTED_JS`)."""
-    fit = load_fit(FIT_PATH) if fit is None else fit
-    out = {"schema": fit["schema"]}
-    for key, names in _FIT_KEYS.items():
-        out[key] = {n: fit[key][n] for n in names}
-    out["per_gpu"] = {name: {"params": entry["params"], "note": entry["note"]} for name, entry in fit["per_gpu"].items()}
-    out["errors"] = {key: {n: fit["errors"][key][n] for n in names} for key, names in _ERROR_KEYS.items()}
-    return out
-
-
-def dtype_table() -> dict:
-    """The one dtype table (:data:`twofour._common.dtypes.DTYPES`) as the calculators read it from ``fitted.js``."""
-    return {key: facts.to_dict() for key, facts in DTYPES.items()}
-
-
-def fitted_js(fit: dict | None = None) -> str:
-    """The text of ``docs/js/calc/fitted.js``: :func:`fitted_subset` and :func:`dtype_table` as frozen ES-module constants.
-
-    A committed copy rather than a file made at build time, like ``hardware.js``: the calculators
-    stay plain static files that any server (or ``mkdocs serve``) delivers, and
-    ``tests/site/test_calculators.py`` fails, naming this command, when the copy and
-    ``kernel-fit.json`` differ.
-    """
-    body = json.dumps(fitted_subset(fit), indent=1, ensure_ascii=False, allow_nan=False)
-    dtypes = json.dumps(dtype_table(), indent=1, ensure_ascii=False, allow_nan=False)
-    assumed = json.dumps(ASSUMED_PARAMS.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
-    return (
-        "// GENERATED by `twofour golden --fitted-js docs/js/calc/fitted.js` from src/twofour/data/kernel-fit.json\n"
-        "// (written by `twofour calibrate`). Do not edit: rerun the command after a new fit; the site tests\n"
-        "// fail while this copy and the JSON differ.\n"
-        "//\n"
-        "// Why a committed copy and not a build step: the calculators are plain static ES modules, served\n"
-        "// as they are by mkdocs (build and serve) and by any file server; a copy checked against its\n"
-        "// source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.\n"
-        "// Holds the fitted parameter sets (base, and per \"GPU\" or \"GPU/backend\"), what each was fitted\n"
-        "// to, and the held-out errors; the per-point lists stay in the JSON. ASSUMED is the model before any\n"
-        "// fit (twofour.roofline.ASSUMED_PARAMS). DTYPES is the one dtype table\n"
-        "// (src/twofour/_common/dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.\n\n"
-        "function deepFreeze(o) {\n"
-        "  for (const v of Object.values(o)) if (v && typeof v === \"object\") deepFreeze(v);\n"
-        "  return Object.freeze(o);\n"
-        "}\n\n"
-        f"export const FIT = deepFreeze({body});\n\n"
-        f"export const ASSUMED = deepFreeze({assumed});\n\n"
-        f"export const DTYPES = deepFreeze({dtypes});\n"
-    )

@@ -330,15 +330,27 @@ def _to_json(cal: Calibration, errors: dict, checks: dict) -> dict:
     }
 
 
+def fit_inputs() -> list[Path]:
+    """The files a fit reads: the published measurements and the GPU results files (never its output)."""
+    from ..bench.results import DATA_DIR
+    from .published import PUBLISHED_PATH
+
+    return [PUBLISHED_PATH, *sorted(DATA_DIR.glob("bench-*.json"))]
+
+
 def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None = None,
          errors: dict | None = None) -> Path:
-    """Fit everything (unless ``cal`` is given), evaluate, check the ceilings, and write the JSON (default: the package data)."""
+    """Fit everything (unless ``cal`` is given), evaluate, check the ceilings, and write the JSON (default: the package data).
+
+    Written atomically and never over one of :func:`fit_inputs` (:mod:`twofour._common.atomic`).
+    """
+    from .._common.atomic import check_output, write_text
+
+    path = Path(path) if path is not None else FIT_PATH
+    check_output(path, fit_inputs())  # before the fit
     pts = points() if pts is None else pts
     cal = cal or fit_all(pts)
     errors = errors or evaluate(pts, cal)
     checks = {"ceilings": ceiling_check(lambda gpu: cal.params_for(gpu))}
-    path = Path(path) if path is not None else FIT_PATH
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_to_json(cal, errors, checks), indent=1) + "\n")
-    tmp.replace(path)
+    write_text(path, json.dumps(_to_json(cal, errors, checks), indent=1) + "\n", fit_inputs())
     return path

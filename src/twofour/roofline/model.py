@@ -223,8 +223,24 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
                       t_compute, t_memory, gemm, helpers, gemm + helpers)
 
 
+# A GEMM dimension beyond an int64 is no GEMM (a request's prefill M = batch x prompt can pass
+# 2^31), and it keeps 2 * M * N * K a finite float: 10**400 rows overflowed into a traceback.
+MAX_DIM = 2**63 - 1
+# crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
+# smallest winning M); beyond this a GEMM is a batch of smaller ones.
+MAX_CROSSOVER_M = 1 << 16
+
+
+def _require_size(name: str, v) -> None:
+    """Refuse an int beyond :data:`MAX_DIM` by name (it would overflow a float into a traceback)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+        shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+        raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+
+
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
+        _require_size(name, v)
         require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
@@ -414,7 +430,8 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
     """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense (speedup > 1), or None.
 
     Tile choices and waves make the curve saw-toothed, so a win at this M does not promise a
-    win at every larger M: plot :func:`speedup_curve`.
+    win at every larger M: plot :func:`speedup_curve`. ``m_max`` is at most
+    :data:`MAX_CROSSOVER_M` (65,536): every M up to it is predicted, in order.
 
     Example:
         >>> m = crossover_m(4096, 4096, "fp16", "H100")
@@ -422,6 +439,9 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
         True
     """
     require_positive_int("m_max", m_max)
+    if m_max > MAX_CROSSOVER_M:
+        raise ValueError(f"m_max must be at most {MAX_CROSSOVER_M:,} (every M up to it is predicted: the curve is "
+                         f"saw-toothed, so no bisection finds the smallest winning M), got {m_max:,}")
     _check_shape(1, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)
     scenario = check_scenario(scenario)

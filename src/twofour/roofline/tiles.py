@@ -152,6 +152,10 @@ def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 1
         >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
         1.0
     """
+    for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 2**63:
+            raise ValueError(f"{name} must be a positive number below 2**63 (SMs and tile sizes: ints >= 1), got "
+                             f"{v if not isinstance(v, int) or v < 10**30 else 'an int of ' + str(len(str(v))) + ' digits'}")
     tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
     waves = math.ceil(tiles / sms)
     return tiles / (waves * sms)

@@ -13,6 +13,7 @@ inputs or not a regular file, writes a temporary file beside it and renames it o
 
 Example:
     >>> import tempfile, pathlib
+    >>> from twofour.bench import provenance
     >>> res = DecodeResults(provenance=provenance("doctest", device="cpu"), settings=_example_settings(),
     ...                     measurements=[{"phase": "decode", "dtype": "float32", "weights": "dense", "mode": "eager",
     ...                                    "batch": 1, "prompt_len": 8, "skipped": "example"}])
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import jsonschema
 
-from ..bench import DATA_DIR, REQUIRED_PROVENANCE, provenance
+from ..bench import DATA_DIR, REQUIRED_PROVENANCE
 from .measure import MODES, PHASES
 
 __all__ = ["SCHEMA", "DECODE_SCHEMA", "WEIGHTS", "DecodeResults", "load_decode_results", "recorded_decode_results",
