@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # gpu_check.sh — every GPU code path of the project in one run (`make gpu-check`).
 #
-# On a machine with a CUDA GPU it runs, each step under its own time limit (9 minutes at
+# On a machine with a CUDA GPU it runs, each step under its own time limit (14.5 minutes at
 # most in all; much less when every step runs normally), most valuable measurement first:
-#   1. bench-8b     dense vs 2:4, Llama-3-8B shapes, M = 1 ... 16384: fp16 with timing modes
+#   1. decode       whole steps of Llama-3-8B, dense vs 2:4: fp16/bf16 decode at batch 1 and 32
+#                   eager / graph / graph + searched cuSPARSELt algorithm, TTFT at 512 and 4096,
+#                   then torch.compile if time is left       scripts/gpu_measure.py (limit 300 s)
+#   2. bench-8b     dense vs 2:4, Llama-3-8B shapes, M = 1 ... 16384: fp16 with timing modes
 #                   eager / graph / stream / kernel, bf16 eager / graph
 #                                                              scripts/gpu_measure.py (limit 180 s)
-#   2. bench-ref    the shapes of published measurements       scripts/gpu_measure.py (limit 45 s)
-#   3. kernels      probe + profiler kernel tables             scripts/gpu_measure.py (limit 40 s)
-#   4. traces       Chrome traces of a decode step, dense/2:4  scripts/gpu_measure.py (limit 30 s)
-#   5. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
-#   6. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
-#   7. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
+#   3. bench-ref    the shapes of published measurements       scripts/gpu_measure.py (limit 45 s)
+#   4. kernels      probe + profiler kernel tables             scripts/gpu_measure.py (limit 40 s)
+#   5. traces       Chrome traces of a decode step, dense/2:4  scripts/gpu_measure.py (limit 30 s)
+#   6. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
+#   7. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
+#   8. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
 #   (alg-search, not in the default list: every cuSPARSELt algorithm and split-K at small M,
 #    scripts/gpu_measure.py, limit 120 s; run it with --steps alg-search)
 # It writes to the output folder: one log per step, environment.txt, bench-*.json (with
-# provenance), kernels.json and trace-*.json.gz. DEADLINE=SECONDS (environment) caps all
+# provenance), decode-*.json (whole steps), kernels.json and trace-*.json.gz. DEADLINE=SECONDS (environment) caps all
 # steps together: a later step gets what is left. With --pack FILE the folder is also packed into
 # one .tgz after every step, so a run cut short still returns what it measured. Commit the
 # JSON files under src/twofour/data/ to ship them with the package; never edit their numbers.
@@ -36,12 +39,12 @@
 # Without a CUDA GPU the script says what it skipped and exits 3; with --rehearse it instead
 # runs every step on the CPU (GPU tests are collected and skipped, notebooks take their CPU
 # branches, the sweep measures the CPU's dense float32 GEMM) to prove the plumbing, and
-# exits 0 if those steps pass.
+# exits 0 if those steps pass (decode runs its plan on the tiny model with a fake CUDA device).
 #
 # Usage: scripts/gpu_check.sh [--out DIR] [--pack FILE] [--rehearse] [--python PY] [--steps "S1 S2 ..."]
 #   --out DIR     output folder (default: $OUT if set, else ./gpu-check-out)
 #   --pack FILE   also pack the output folder into FILE (.tgz) after every step
-#   --steps LIST  run only these steps (default: all seven, in the order above)
+#   --steps LIST  run only these steps (default: all eight, in the order above)
 #   WHEELS_DIR    environment variable: where the wheels are (default .whl)
 #   --python PY   interpreter with torch (default: $PYTHON, else .venv/bin/python if it exists, else python3)
 
@@ -52,7 +55,7 @@ REPO=$(pwd)
 OUT_DIR="${OUT:-$REPO/gpu-check-out}"
 REHEARSE=0
 PACK=""
-STEPS="bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b"
+STEPS="decode bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b"
 WHEELS_DIR="${WHEELS_DIR:-$REPO/.whl}"
 PY="${PYTHON:-}"
 while [ $# -gt 0 ]; do
@@ -159,6 +162,8 @@ T0=$SECONDS
 pack
 for step in $STEPS; do
     case "$step" in
+        # decode: its own budget stops starting items 30 s before the limit, so the file is whole
+        decode)    run_step decode 300 "${MEASURE[@]}" decode --out "$OUT_DIR" --budget 270 ;;
         bench-8b)  run_step bench-8b 180 "${MEASURE[@]}" bench-8b --out "$OUT_DIR" ;;
         bench-ref) run_step bench-ref 45 "${MEASURE[@]}" bench-ref --out "$OUT_DIR" ;;
         kernels)   run_step kernels 40 "${MEASURE[@]}" kernels --out "$OUT_DIR" ;;
@@ -167,7 +172,7 @@ for step in $STEPS; do
         notebooks) run_step notebooks 140 "$PY" -m pytest -n 4 --dist loadfile --nbval-lax notebooks labs -q -p no:cacheprovider ;;
         bench-70b) run_step bench-70b 50 "${MEASURE[@]}" bench-70b --out "$OUT_DIR" ;;
         alg-search) run_step alg-search 120 "${MEASURE[@]}" alg-search --out "$OUT_DIR" ;;
-        *) echo "gpu_check.sh: unknown step '$step' (valid: bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b alg-search)" >&2; exit 2 ;;
+        *) echo "gpu_check.sh: unknown step '$step' (valid: decode bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b alg-search)" >&2; exit 2 ;;
     esac
     pack
 done

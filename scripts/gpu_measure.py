@@ -16,11 +16,18 @@ time limit keeps what it measured):
               for dense and 2:4 F.linear at Llama-3-8B gate_proj, M = 1, 16, 4096, fp16 and bf16
   traces      Chrome traces (torch.profiler, gzipped) of one decode step of the linear layers
               of two Llama-3-8B blocks at M = 16: dense and 2:4, eager and CUDA-graph replay
+  decode      whole steps of Llama-3-8B (twofour.serve): fp16 then bf16 decode at batch 1 and 32
+              (context 512) eager / graph / graph with searched cuSPARSELt algorithms, dense and
+              2:4; then TTFT at 512 and 4096 eager / graph; then torch.compile at batch 1 if time
+              is left (--budget seconds in all). The results file is rewritten after every item;
+              a mode that fails (a torch without cuSPARSELt, a graph that does not capture) is
+              recorded as an error and the run goes on
 
 On a CPU, --rehearse runs each step on tiny float32 shapes (no GPU number is produced) to
-prove the plumbing.
+prove the plumbing; for decode it runs the same plan on the tiny model with a fake CUDA device
+(twofour.serve.RehearsalOps: packing, graph capture and the algorithm search stand in on the CPU).
 
-Usage: python scripts/gpu_measure.py STEP --out DIR [--rehearse]
+Usage: python scripts/gpu_measure.py STEP --out DIR [--rehearse] [--budget SECONDS]
 """
 
 from __future__ import annotations
@@ -273,11 +280,50 @@ def traces(out: Path, *, rehearse: bool) -> None:
             _log(f"traces: {label} {how}: {raw.name}.gz ({(out / (raw.name + '.gz')).stat().st_size:,} bytes)")
 
 
+def decode_plan(rehearse: bool):
+    """The decode step's plan: Llama-3-8B on the GPU; the same order and modes on the tiny model to rehearse."""
+    from dataclasses import replace
+
+    from twofour.models import LLAMA_3_8B
+    from twofour.serve import TINY, make_plan
+
+    cfg = TINY if rehearse else LLAMA_3_8B
+    # The rehearsal keeps the plan's order and modes and shrinks every count: it checks the flow, not speed.
+    common = {"dtypes": ["float16", "bfloat16"], "context": 8 if rehearse else 512, "decode_steps": 4 if rehearse else 16,
+              "warmup": 0 if rehearse else 3, "repeats": 1 if rehearse else 10, "profiled_calls": 1 if rehearse else 3}
+    plan = make_plan(cfg, batches=[1, 32], prompt_lens=[16, 32] if rehearse else [512, 4096],
+                     modes=["eager", "graph", "graph-searched"], prefill_modes=["eager", "graph"], **common)
+    compiled = make_plan(cfg, batches=[1], prompt_lens=[], modes=["compile"], **dict(common, dtypes=["float16"]))
+    return replace(plan, items=plan.items + compiled.items)  # last: it compiles for a minute and is optional
+
+
+def decode(out: Path, *, rehearse: bool, budget_s: float | None, plan=None) -> int:
+    """Whole decode steps and prefill, dense vs 2:4 (twofour.serve.run_plan); 1 if nothing was measured."""
+    from twofour.serve import RehearsalOps, ops_for, run_plan
+
+    if rehearse:
+        torch.set_num_threads(1)  # tiny matmuls: a second thread only waits on a busy machine
+    plan = plan if plan is not None else decode_plan(rehearse)
+    command = ("scripts/gpu_measure.py decode (twofour.serve.run_plan: Llama-3-8B all layers, fp16 and bf16, decode "
+               "batch 1/32 at context 512 eager/graph/graph-searched, TTFT 512/4096 eager/graph, compile fp16 batch 1; "
+               f"warmup {plan.warmup} repeats {plan.repeats}, budget {budget_s} s)")
+    res = run_plan(plan, RehearsalOps() if rehearse else ops_for("cuda"),
+                   out=out / ("decode-rehearsal.json" if rehearse else "decode-llama-3-8b.json"),
+                   command=command, budget_s=budget_s, log=_log)
+    for line in res.problems():
+        _log(f"problem: {line}")
+    for row in res.speedups():
+        _log(f"{row['phase']} {row['dtype']} {row['mode']} batch {row['batch']} P {row['prompt_len']}: "
+             f"dense {row['dense_ms']:.3f} ms, 2:4 {row['sparse_ms']:.3f} ms, speedup {row['speedup']:.2f}")
+    return 0 if res.measured() else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces", "alg-search"])
+    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces", "alg-search", "decode"])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--rehearse", action="store_true", help="tiny CPU versions of each step (no GPU numbers)")
+    ap.add_argument("--budget", type=float, help="decode: seconds for the whole step; items not started by then are skipped")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.rehearse and not torch.cuda.is_available():
@@ -294,6 +340,8 @@ def main(argv=None) -> int:
         bench_reference(args.out, rehearse=args.rehearse)
     elif args.step == "alg-search":
         alg_search(args.out, rehearse=args.rehearse)
+    elif args.step == "decode":
+        return decode(args.out, rehearse=args.rehearse, budget_s=args.budget)
     elif args.step == "kernels":
         kernel_tables(args.out, rehearse=args.rehearse)
     else:

@@ -42,7 +42,7 @@ EQUIVALENT_FILE = ROOT / "tests" / "mutants-equivalent.toml"
 MODULES: dict[str, tuple[str, ...]] = {
     "structure": ("src/twofour/structure.py",),
     "packing": tuple(f"src/twofour/packing/{m}.py" for m in ("packed", "nbytes", "cutlass", "explain")),
-    "roofline": tuple(f"src/twofour/roofline/{m}.py" for m in ("model", "params", "scenarios", "fitting")),
+    "roofline": tuple(f"src/twofour/roofline/{m}.py" for m in ("model", "params", "scenarios", "fitting", "tiles")),
     "amdahl": ("src/twofour/amdahl.py",),
     "request": tuple(f"src/twofour/request/{m}.py" for m in ("workload", "gemm", "measured", "evaluate", "sensitivity")),
     "explain": ("src/twofour/dispatch/explain.py",),

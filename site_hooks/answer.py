@@ -1,9 +1,11 @@
-"""MkDocs hook: ``<!-- bottom-line -->`` becomes the verdict as a range, computed while the page is built.
+"""MkDocs hook: the verdict and the checklist, computed while the page is built.
 
-The home page opens with the answer. Its numbers are chapter 7's verdict table
-(:func:`twofour.course.answer.verdicts`), computed by the toolkit at build time, so the home page
-and the chapter cannot drift apart, and a change to the kernel model or the recorded GPU results
-moves both.
+``<!-- bottom-line -->`` becomes the verdict as a range (the home page's first lines). Prose on
+any page, chapter notebooks included, quotes the verdict's numbers between markers
+(``<!-- verdict:range -->...<!-- /verdict -->``) and the diagnosis checklist between
+``<!-- checklist -->`` and ``<!-- /checklist -->``; the build puts the computed values there. All
+come from :mod:`twofour.course.answer`, the module chapter 7's table reads too, so no page can
+drift from it, and a change to the recorded GPU results or the kernel model moves all of them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import functools
 import posixpath
 import re
 
-_MARKER = re.compile(r"<!--\s*bottom-line\s*-->")
+_BOTTOM_LINE = re.compile(r"<!--\s*bottom-line\s*-->")
+_ANY_QUOTE = re.compile(r"<!--\s*(verdict:[a-z-]+|checklist)\s*-->")
 CHAPTER = "notebooks/07-the-answer.ipynb"
 
 
@@ -24,6 +27,11 @@ def bottom_line(page_src: str) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if not _MARKER.search(markdown):
-        return markdown
-    return _MARKER.sub(lambda m: bottom_line(page.file.src_uri), markdown)
+    src = page.file.src_uri
+    if _BOTTOM_LINE.search(markdown):
+        markdown = _BOTTOM_LINE.sub(lambda m: bottom_line(src), markdown)
+    if _ANY_QUOTE.search(markdown):
+        from twofour.course.answer import fill_quotes
+
+        markdown = fill_quotes(markdown, src)
+    return markdown

@@ -191,12 +191,13 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did (in a profile you take or a trace "
      "someone recorded), and a whole checkpoint audited.",
      ["twofour.dispatch"]),
-    (TOOLKIT, "Kernel speed", "GPU peaks, the roofline model of one GEMM, and measuring it.",
+    (TOOLKIT, "Kernel speed", "GPU peaks, the kernel model of one GEMM (tiles, split-K, busy SMs), and measuring it.",
      ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
     (TOOLKIT, "Stage 4: quality", "What pruning cost a small language model, and what recovery gives back.",
      ["twofour.quality"]),
-    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel.",
-     ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel"]),
+    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel, "
+     "and whole decode steps measured dense vs 2:4.",
+     ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel", "twofour.serve"]),
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
@@ -206,7 +207,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      "The chapters' figures and tables in one house style; they show numbers the toolkit computed.",
      ["twofour.course.plotting", "twofour.course.tables", "twofour.course.figures.layouts",
       "twofour.course.figures.dispatch_path",
-      "twofour.course.figures.kernel_speed", "twofour.course.figures.quality", "twofour.course.figures.funnel"]),
+      "twofour.course.figures.kernel_speed", "twofour.course.figures.kernel_launch", "twofour.course.figures.quality",
+      "twofour.course.figures.funnel"]),
     (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
      "deployment and verdict range, and the dated status box.",
      ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.answer",

@@ -162,26 +162,44 @@ def test_gpu_point_times_dense_and_sparse_with_check():
 
 
 @pytest.mark.gpu
-def test_gpu_sweep_provenance_and_fit(tmp_path):
+def test_gpu_sweep_provenance_clocks_and_flags(tmp_path):
     from twofour.device import environment
-    from twofour.roofline import fit
 
     env = environment()
     if not env.sparse_ok:
         pytest.skip(env.reason)
     res = sweep([("q", 4096, 4096)], Ms=[1, 64, 1024, 4096], dtypes=["float16"], device="cuda",
-                warmup=2, repeats=5, progress=False, command="pytest gpu")
+                warmup=2, repeats=5, progress=False, command="pytest gpu", modes=("eager", "graph", "kernel"))
     p = res.provenance
     assert p["gpu_name"] and p["capability"] and p["cuda"] and p["device"] == "cuda"
-    assert res.settings["flush_l2"] is True
+    assert res.settings["flush_l2"] is True and res.settings["alg_id"] is None
     assert res.problems() == []
     back = load_results(res.save(tmp_path / "g.json"))
-    assert len(back.gpu_points()) == 4 * len(env.backends)
-    from twofour.hardware import match_device_name
+    assert back.schema == "twofour-bench/3" and len(back.gpu_points()) == 4 * len(env.backends)
+    assert back.flags() == res.flags() == json.loads((tmp_path / "g.json").read_text())["flags"]
+    # the clocks, where this machine exposes them (nvidia-smi is part of every NVIDIA driver install)
+    readings = [c for pt in back.points for c in (pt.get("clocks") or {}).values()]
+    if readings:
+        assert all(r["before"] is None or r["before"]["sm_clock_mhz"] > 0 for r in readings)
 
-    if match_device_name(p["gpu_name"]) is not None:
-        rep = fit(back)
-        assert rep.n_points == len(back.gpu_points())
+
+@pytest.mark.gpu
+def test_gpu_alg_id_through_pytorchs_path():
+    from twofour.bench import sparse_weight
+    from twofour.device import environment
+    from twofour.structure import prune
+
+    env = environment()
+    if not env.sparse_ok or "cuSPARSELt" not in env.backends:
+        pytest.skip(env.reason)
+    W = prune(torch.randn(1024, 4096, device="cuda", dtype=torch.float16))[0]
+    Ws = sparse_weight(W, alg_id=1)
+    assert Ws.alg_id_cusparselt == 1
+    x = torch.randn(8, 4096, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(torch.nn.functional.linear(x, Ws), torch.nn.functional.linear(x, W), rtol=1e-2, atol=1e-2)
+    res = sweep([("k", 1024, 4096)], Ms=[1, 16], dtypes=["float16"], device="cuda", warmup=2, repeats=5,
+                progress=False, alg_id=1)
+    assert res.settings["alg_id"] == 1 and all(p["sparse"]["cuSPARSELt"]["alg_id"] == 1 for p in res.points)
 
 
 def test_modes_beyond_eager_need_a_gpu_and_are_validated():

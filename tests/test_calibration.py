@@ -13,10 +13,9 @@ from twofour.hardware import GPUS
 from twofour.packing import packed_ratio
 from twofour.request import Workload, estimate, measured_gemm_speedup, sensitivity
 from twofour.models import LLAMA_3_8B, LLAMA_3_70B
-from twofour.roofline import (ASSUMED_EFFICIENCY, SCENARIOS, Efficiency, check_scenario, default_params, fit_summary,
-                              predict)
+from twofour.roofline import ASSUMED_PARAMS, SCENARIOS, KernelParams, check_scenario, default_params, fit_summary, predict
 from twofour.roofline import calibration as cal
-from twofour.roofline.published import FIT_RULES, KNOWN_IMMATURE, points, published_records
+from twofour.roofline.published import FIT_RULES, HELD_OUT_MODEL, KNOWN_IMMATURE, points, published_records
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +26,12 @@ def pts():
 @pytest.fixture(scope="module")
 def stored():
     return cal.load_fit()
+
+
+@pytest.fixture(scope="module")
+def fresh(pts):
+    """The whole fit, run once (a few seconds: the loss is vectorised, tests/test_roofline.py checks it is the model's)."""
+    return cal.fit_all(pts)
 
 
 # --- the data -------------------------------------------------------------------------------
@@ -46,55 +51,75 @@ def test_every_excluded_point_says_which_rule(pts):
     assert excluded and all(p.excluded for p in excluded)
     reasons = " ".join(p.excluded for p in excluded)
     for needle in ("not a single forward GEMM", "reliability 'low'", "not described in twofour.hardware",
-                   "known immature kernel", "kept as evidence"):
+                   "known immature kernel", "kept as evidence", "flagged by twofour.bench.flags", "held out",
+                   "the fit uses the fp16 kernels", "set the host time"):
         assert needle in reasons, needle
     assert all(pid in {p.id for p in pts} for pid in KNOWN_IMMATURE)
-    assert len(FIT_RULES) >= 5
+    assert len(FIT_RULES) >= 7
 
 
-def test_measured_points_map_bench_modes_to_scenarios(pts):
+def test_measured_points_map_bench_modes_to_scenarios_and_hold_out_a_model(pts):
     measured = [p for p in pts if p.origin == "measured"]
-    assert {p.scenario for p in measured} == {"eager", "cached", "lone", "graph"}
-    assert all(p.fit_ok == (p.scenario in ("eager", "cached")) for p in measured)
+    assert {p.scenario for p in measured} == {"eager", "cached", "lone", "kernel"}
     assert all(p.gpu == "H200" and p.dense_us > 0 and p.sparse_us > 0 for p in measured)
+    fitted = [p for p in measured if p.fit_ok]
+    assert fitted and {p.scenario for p in fitted} == {"kernel", "cached"} and {p.dtype for p in fitted} == {"fp16"}
+    assert not any(p.extra["shape"].startswith(HELD_OUT_MODEL) for p in fitted)
+    held = {(p.N, p.K) for p in measured if p.extra["held_out"]}
+    assert held == {(8192, 8192), (1024, 8192), (28672, 8192), (8192, 28672)}
+    assert not {(p.N, p.K) for p in fitted} & held  # held out by shape, whichever file measured it
+    assert sum(1 for p in measured if p.extra["flagged"] and p.scenario in ("kernel", "cached", "eager")) == 23
 
 
 # --- the stored fit -------------------------------------------------------------------------
 
-def test_stored_fit_is_what_the_code_fits_today(pts, stored):
-    fresh = cal.fit_all(pts)
-    assert stored["base"]["params"] == fresh.base.to_dict()
-    assert {g: e["params"] for g, e in stored["per_gpu"].items()} == {g: e.to_dict() for g, e in fresh.per_gpu.items()}
+def test_stored_fit_is_what_the_code_fits_today(fresh, stored):
+    def same(a, b):
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, float):
+            return b == pytest.approx(a, rel=1e-9)
+        return a == b
+
+    assert same(fresh.base.to_dict(), stored["base"]["params"])
+    assert same({g: e.to_dict() for g, e in fresh.per_gpu.items()}, {g: e["params"] for g, e in stored["per_gpu"].items()})
     assert stored["provenance"]["n_points"] == fresh.n_points
-    assert default_params("H200") == fresh.base == roofline.DEFAULT_EFFICIENCY
-
-
-def test_fitted_parameters_respect_the_ceiling_order(stored):
-    for entry in [stored["base"], *stored["per_gpu"].values()]:
-        e = Efficiency.from_dict(entry["params"])
-        assert e.sparse_compute <= e.dense_compute and e.sparse_memory <= e.dense_memory
-        assert e.sparse_overhead_us >= e.dense_overhead_us and e.sparse_host_us >= e.dense_host_us
+    assert default_params("H200") == KernelParams.from_dict(stored["base"]["params"]) == roofline.DEFAULT_PARAMS
+    assert stored["provenance"]["fit"]["searched_tile_trials"][0] == fresh.info["searched_tile_trials"][0]
 
 
 def test_held_out_errors_meet_the_targets(stored):
+    """Issue 26: on the held-out Llama-3-70B shapes, median error <= 15% per M regime, kernel time and graph
+    replay; leave-one-source-out on the published A100/H100 points <= 15%."""
+    held = stored["errors"]["held_out"]
+    for mode in ("kernel", "graph"):
+        rows = {r["regime"]: r for r in held["by_mode"][mode]}
+        assert set(rows) == {"M<=16", "16<M<=256", "M>256", "all"}
+        for regime, r in rows.items():
+            assert r["median"] <= 0.15 and r["n"] >= 2, (mode, regime, r)
+    assert len(held["flagged"]) == 6 and all(r["flagged"] for r in held["flagged"])  # 5 of the 70B file, 1 reference
     loso = stored["errors"]["published_leave_one_source_out"]
-    big = [r for r in loso["points"] if r["gpu"] in ("A100", "H100") and r["regime"] == "M>256"]
-    assert len(big) >= 5 and len({r["source"] for r in big}) >= 4
-    errs = sorted(r["rel_err"] for r in big)
-    median = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
-    assert median <= 0.20
-    shape = {r["regime"]: r for r in stored["errors"]["measured_leave_one_shape_out"]["by_regime"]}
-    assert shape["M>256"]["median"] <= 0.20 and shape["M<=16"]["median"] <= 0.30
-    before = {r["regime"]: r for r in stored["errors"]["measured_before_refit"]["by_regime"]}
-    assert before["M<=16"]["median"] > 2 * shape["M<=16"]["median"]  # the refit is what made small M right
+    assert loso["n_sources"] == 5 and {r["gpu"] for r in loso["points"]} == {"A100", "H100"}
+    errs = sorted(r["rel_err"] for r in loso["points"])
+    assert (errs[2] + errs[3]) / 2 == pytest.approx(loso["by_regime"][-1]["median"], abs=1e-4) and errs[2] <= 0.15
 
 
-@pytest.mark.parametrize("pid, scenario, measured", [("pt177866-before", "eager", 0.412), ("pt177866-after", "cached", 1.148)])
+def test_the_evaluation_recomputes_the_stored_errors(pts, fresh, stored):
+    fresh_errors = cal.evaluate(pts, fresh)
+    for mode in ("kernel", "graph"):
+        assert fresh_errors["held_out"]["by_mode"][mode] == stored["errors"]["held_out"]["by_mode"][mode]
+    assert fresh_errors["published_leave_one_source_out"]["by_regime"] == \
+        stored["errors"]["published_leave_one_source_out"]["by_regime"]
+
+
+@pytest.mark.parametrize("pid, scenario, measured", [("pt177866-before", "eager", 0.412), ("pt177866-after", "kernel", 1.148)])
 def test_scenarios_reproduce_pytorch_177866(pts, pid, scenario, measured):
     p = next(p for p in pts if p.id == pid)
     assert p.scenario == scenario and p.speedup == pytest.approx(measured, abs=0.001)
     pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=scenario).speedup
-    assert abs(pred / measured - 1) < 0.25
+    assert abs(pred / measured - 1) < 0.6 if scenario == "eager" else abs(pred / measured - 1) < 0.05
 
 
 def test_error_table_is_a_median_and_p90():
@@ -103,13 +128,8 @@ def test_error_table_is_a_median_and_p90():
     assert table["a"]["median"] == 0.3 and table["a"]["n"] == 5
     assert 0.4 < table["a"]["p90"] < 1.0
     assert table["all"]["n"] == 5
-
-
-def test_fit_without_measurements_falls_back_to_the_assumptions(pts):
-    published_only = [p for p in pts if p.origin == "published"]
-    c = cal.fit_all(published_only)
-    assert c.base == ASSUMED_EFFICIENCY and "assumed" in c.base_source
-    assert set(c.per_gpu) >= {"A100", "H100"}
+    ordered = cal.error_table([{"regime": r, "rel_err": 0.1} for r in ("M>256", "M<=16", "16<M<=256")])
+    assert [r["regime"] for r in ordered] == ["M<=16", "16<M<=256", "M>256", "all"]
 
 
 def test_fit_summary_names_what_a_gpu_rests_on():
@@ -123,40 +143,24 @@ def test_fit_summary_names_what_a_gpu_rests_on():
 def test_scenario_order_and_errors():
     for M in (1, 16, 4096):
         s = {sc: predict(M, 4096, 4096, "fp16", "H200", scenario=sc) for sc in SCENARIOS}
-        assert s["eager"].sparse_us >= s["cached"].sparse_us >= s["ideal"].sparse_us
-        assert s["eager"].dense_us >= s["cached"].dense_us >= s["ideal"].dense_us
-    with pytest.raises(ValueError, match="scenario must be one of .*eager.*cached.*ideal"):
+        assert s["eager"].sparse_us >= s["cached"].sparse_us >= s["kernel"].sparse_us
+        assert s["eager"].dense_us >= s["kernel"].dense_us and s["cached"].dense_us > s["kernel"].dense_us
+    with pytest.raises(ValueError, match="scenario must be one of .*eager.*cached.*kernel"):
         predict(1, 4096, 4096, scenario="fast")
     with pytest.raises(ValueError, match="scenario must be one of"):
         check_scenario("Eager")
     with pytest.raises(ValueError, match="scenario must be one of"):
         estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100", scenario="graph")
+    with pytest.raises(ValueError, match="'ideal' was renamed"):
+        estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100", scenario="ideal")
 
 
 def test_backend_names_any_case():
     a = predict(64, 4096, 4096, "fp16", "A100", "cutlass")
     b = predict(64, 4096, 4096, "fp16", "A100", "CUTLASS")
-    assert a == b and a.backend == "CUTLASS"
+    assert a == b and a.backend == "CUTLASS" and a.sparse.family == "cutlass"
     with pytest.raises(ValueError, match="backend 'cutlass' is not available on H100"):
         predict(64, 4096, 4096, "fp16", "H100", "cutlass")
-
-
-def test_efficiency_refuses_sets_that_would_break_a_ceiling():
-    with pytest.raises(ValueError, match="sparse_compute=0.9 exceeds dense_compute"):
-        Efficiency(sparse_compute=0.9)
-    with pytest.raises(ValueError, match="sparse_memory=0.9 exceeds dense_memory"):
-        Efficiency(dense_memory=0.8, sparse_memory=0.9)
-    with pytest.raises(ValueError, match="sparse_overhead_us=1 is below dense_overhead_us"):
-        Efficiency(sparse_overhead_us=1)
-    with pytest.raises(ValueError, match="sparse_host_us=0.0 is below dense_host_us"):
-        Efficiency(dense_host_us=10)
-    with pytest.raises(ValueError, match="dense_host_us must be a finite number"):
-        Efficiency(dense_host_us=float("nan"))
-
-
-def test_cutlass_pays_the_dense_host_cost_not_the_plan():
-    e = Efficiency(dense_host_us=20, sparse_host_us=500)
-    assert e.host_us("sparse", "eager", "CUTLASS") == 20 and e.host_us("sparse", "eager", "cuSPARSELt") == 500
 
 
 # --- ceilings (issue 14 item 3): a grid over every accepted input ---------------------------
@@ -176,8 +180,8 @@ def _gpu_dtypes():
 
 @pytest.mark.parametrize("gpu, dtype", list(_gpu_dtypes()))
 def test_no_prediction_above_a_ceiling(gpu, dtype):
-    """2x always; 1/packed_ratio wherever the GEMM is bound by bytes (which, with the fitted sets,
-    is every M <= 16). Over the fitted sets, the same with zero per-call costs, and the assumptions."""
+    """2x always; 1/packed_ratio wherever the dense kernel is bound by bytes. Over the fitted sets, the
+    same with no cost outside the kernels, and the assumptions; both algorithms, both L2 states."""
     from dataclasses import replace
 
     ceil = roofline.ceilings(dtype)
@@ -186,17 +190,18 @@ def test_no_prediction_above_a_ceiling(gpu, dtype):
         if backend == "CUTLASS" and dtype == "fp8":
             continue
         fitted = default_params(gpu, backend)
-        zero = replace(fitted, dense_overhead_us=0, sparse_overhead_us=0, dense_host_us=0, sparse_host_us=0)
-        for (N, K), M, scenario in itertools.product(_GRID_SHAPES, _GRID_MS, SCENARIOS):
-            for name, params in (("fitted", fitted), ("zero per-call cost", zero), ("assumed", ASSUMED_EFFICIENCY)):
-                p = predict(M, N, K, dtype, gpu, backend, params, scenario=scenario)
-                where = (gpu, dtype, backend, N, K, M, scenario, name)
-                assert p.speedup <= ceil["compute"] + 1e-12, where
-                if p.bound_dense == "memory" and p.bound_sparse in ("memory", "host"):
-                    assert p.speedup <= ceil["memory"] + 1e-12, where
-                if M <= 16 and name != "assumed" and N >= 1024:
-                    assert p.bound_dense in ("memory", "host") and p.bound_sparse in ("memory", "host"), where
-                    assert p.speedup <= ceil["memory"] + 1e-12, where
+        zero = replace(fitted, graph_dense_us=0.0, graph_sparse_us=0.0, host_dense_us=0.0, host_sparse_us=0.0, pad_us=0.0)
+        algorithms = ("default",) if backend == "CUTLASS" else ("default", "searched")
+        for (N, K), M, scenario, alg in itertools.product(_GRID_SHAPES, _GRID_MS, SCENARIOS, algorithms):
+            for name, params in (("fitted", fitted), ("no cost outside the kernels", zero), ("assumed", ASSUMED_PARAMS)):
+                p = predict(M, N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=alg,
+                            l2="flushed" if M % 2 else "clean")
+                where = (gpu, dtype, backend, N, K, M, scenario, alg, name)
+                assert p.speedup <= ceil["compute"] * (1 + 1e-12), where
+                if p.dense.bound == "memory":
+                    assert p.speedup <= ceil["memory"] * (1 + 1e-12), where
+                if M <= 16 and N >= 1024:
+                    assert p.dense.bound == "memory", where  # decode: the weight's bytes decide
                 count += 1
     assert count > 100
 
@@ -235,28 +240,38 @@ def test_measured_gemm_speedup_uses_exact_shapes_only():
 
 
 def test_sensitivity_moves_the_right_way():
+    from twofour.request import kernel_bandwidth_ratio
+
     chat = Workload(LLAMA_3_8B, 1, 512, 16)
-    rows = sensitivity(chat, "H200", per_call_us=[0, 20, 400], memory_ratio=[0.5, 1.0])
+    ratio = kernel_bandwidth_ratio(chat, "H200")
+    assert 0.1 < ratio < 0.7  # the default 2:4 kernel streams at a fraction of cuBLAS's rate at decode
+    rows = sensitivity(chat, "H200", per_call_us=[0, 20, 400], memory_ratio=[ratio, 0.5, 1.0])
     by = {(r["per_call_us"], r["memory_ratio"]): r["speedup"] for r in rows}
-    floor = default_params("H200").dense_overhead_us
-    assert (floor, 1.0) in by  # 0 us is raised to the dense call's own cost
-    assert by[(floor, 1.0)] > by[(20, 1.0)] > by[(400, 1.0)]
-    assert by[(20, 1.0)] > by[(20, 0.5)]
+    assert by[(0, 1.0)] > by[(20, 1.0)] > by[(400, 1.0)]
+    assert by[(20, 1.0)] > by[(20, 0.5)] > by[(20, ratio)]
+    assert by[(0, 1.0)] == by[(0.0, 1.0)]  # below the dense call's own cost, a cost changes nothing more
     assert max(by.values()) < roofline.ceilings("bf16")["memory"]
     with pytest.raises(ValueError, match="memory_ratio must be a finite number"):
         sensitivity(chat, "H200", per_call_us=[10], memory_ratio=[1.5])
 
 
-@pytest.mark.slow
-def test_calibrate_command(tmp_path, capsys):
+def test_calibrate_command(tmp_path, capsys, stored, fresh, monkeypatch):
+    """The command's wiring and report; the fit itself is the module's (run once above), the ceiling grid cut short."""
     from twofour.cli import main
 
+    monkeypatch.setattr(cal, "fit_all", lambda pts=None, **kw: fresh)
+    small = cal.ceiling_check
+    monkeypatch.setattr(cal, "ceiling_check", lambda params_for: small(params_for, Ms=[1, 4096], shapes=[(4096, 4096)]))
     out = tmp_path / "fit.json"
-    assert main(["calibrate", "--out", str(out)]) == 0
+    assert main(["calibrate", "--out", str(out), "--points"]) == 0
     text = capsys.readouterr().out
-    assert "usable by these rules" in text and "published points, each source left out" in text
+    for needle in ("the fit uses a point when it is", "Llama-3-70B shapes on the H200", "each of 5 sources left out",
+                   "searched algorithm, tile candidates", "flagged, not counted: 6", "fit written to"):
+        assert needle in text, needle
     written = json.loads(out.read_text())
-    assert written["base"] == cal.load_fit()["base"] and written["per_gpu"] == cal.load_fit()["per_gpu"]
+    assert written["schema"] == "twofour-kernel-fit/2"
+    assert written["errors"]["held_out"]["by_mode"] == stored["errors"]["held_out"]["by_mode"]
+    assert written["base"] == stored["base"] and written["checks"]["ceilings"]["max_speedup_over_ceiling"] <= 1 + 1e-12
     assert main(["calibrate", "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
 

@@ -111,15 +111,17 @@ def test_home_page_opens_with_the_bottom_line_and_the_checklist():
     assert "<!-- bottom-line -->" in first_screen
     assert first_screen.index("<!-- bottom-line -->") < first_screen.index("Diagnose your own deployment")
     checklist = first_screen.split("Diagnose your own deployment", 1)[1]
-    found = re.findall(r"^(\d)\. \*\*(\w+)\*\*", checklist, re.M)
-    assert found == [(str(i + 1), s) for i, s in enumerate(STAGES)], found
+    found = re.findall(r"^(\d)\. \*\*([\w ]+)\*\*", checklist, re.M)
+    # the five stages in order, with the kernel's own speed between dispatch and quality
+    steps = [*STAGES[:3], "Kernel speed", *STAGES[3:]]
+    assert found == [(str(i + 1), s) for i, s in enumerate(steps)], found
     assert "--8<--" not in first_screen, "the status box belongs below the answer"
 
 
 def test_bottom_line_is_chapter_7s_verdict_range():
-    from twofour.course.answer import bottom_line_markdown, verdicts
+    from twofour.course.answer import bottom_line_markdown, verdict_table
 
-    per_token = sorted(e.speedup("tpot") for e in verdicts().values())
+    per_token = sorted(r.per_token for r in verdict_table().rows)
     text = bottom_line_markdown("notebooks/07-the-answer.ipynb")
     assert f"{per_token[0]:.2f}x to {per_token[-1]:.2f}x" in text
     assert "[chapter 7](notebooks/07-the-answer.ipynb)" in text

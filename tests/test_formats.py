@@ -10,7 +10,9 @@ from twofour.course.practice import published_speedup
 from twofour.models import LLAMA_3_8B, LLAMA_3_70B
 from twofour.request import Machine, ideal_gemm_model
 from twofour.roofline.formats import (
+    GPU_MEMORY_BYTES,
     GPU_MEMORY_GB,
+    break_even_bandwidth_ratio,
     TORCHAO_LLAMA3_8B_A100,
     WEIGHT_FORMATS,
     WeightFormat,
@@ -51,7 +53,7 @@ def test_names_and_errors():
         decode_tokens_per_s(1e9, "A100", efficiency=1.5)
     with pytest.raises(ValueError, match="batch"):
         decode_step_bytes(LLAMA_3_8B, "bf16", batch=-1, context=1)
-    with pytest.raises(ValueError, match="memory_gb"):
+    with pytest.raises(ValueError, match="memory_bytes"):
         capacity_at_tpot(LLAMA_3_8B, "B200", "bf16", context=8, tpot_target_s=0.1)
     with pytest.raises(ValueError, match="tpot_target_s"):
         capacity_at_tpot(LLAMA_3_8B, "H200", "bf16", context=8, tpot_target_s=0)
@@ -124,9 +126,26 @@ def test_capacity_freed_weights_become_batch():
     kv_seq_gb = 4096 * kv_bytes_per_token(LLAMA_3_70B) / 1e9
     assert sparse.batch - dense.batch == pytest.approx(freed_gb / kv_seq_gb, abs=1)
     assert dense.tpot_s <= 0.05 and sparse.tpot_s <= 0.05
-    # on an 80 GB H100 the fp8 70B leaves no room for a 4K cache; fp8 + 2:4 does
-    assert capacity_at_tpot(LLAMA_3_70B, "H100", "fp8", **kw).batch == 0
-    assert capacity_at_tpot(LLAMA_3_70B, "H100", "fp8+2:4", **kw).batch > 0
+    # an 80 GB H100 reports 81,559 MiB: the fp8 70B leaves room for a few 4K caches, fp8 + 2:4 for several times as many
+    h100 = [capacity_at_tpot(LLAMA_3_70B, "H100", f, **kw).batch for f in ("fp8", "fp8+2:4")]
+    assert 0 < h100[0] and h100[1] >= 3 * h100[0]
+    # the device's bytes, not the data sheet's decimal GB: 141e9 bytes would hold fewer sequences
+    assert capacity_at_tpot(LLAMA_3_70B, "H200", "fp8", memory_bytes=141e9, **kw).batch < dense.batch
+    assert GPU_MEMORY_BYTES["H200"] == 143_771 * 2**20
+
+
+def test_break_even_bandwidth_ratio():
+    kw = dict(context=4096, tpot_target_s=0.05)
+    r = break_even_bandwidth_ratio(LLAMA_3_70B, "H200", "fp8+2:4", "fp8", **kw)
+    dense = capacity_at_tpot(LLAMA_3_70B, "H200", "fp8", **kw).tokens_per_s
+    above = capacity_at_tpot(LLAMA_3_70B, "H200", "fp8+2:4", sparse_bandwidth_ratio=min(1.0, r * 1.01), **kw).tokens_per_s
+    below = capacity_at_tpot(LLAMA_3_70B, "H200", "fp8+2:4", sparse_bandwidth_ratio=r * 0.97, **kw).tokens_per_s
+    assert below <= dense < above
+    # a tighter target needs a faster kernel; a format that cannot win at all gives None
+    assert break_even_bandwidth_ratio(LLAMA_3_70B, "H200", "fp8+2:4", "fp8", context=4096, tpot_target_s=0.03) > r
+    assert break_even_bandwidth_ratio(LLAMA_3_8B, "H200", "bf16+2:4", "fp8", context=128, tpot_target_s=1.0) is None
+    with pytest.raises(ValueError, match="fmt must be a 2:4 format"):
+        break_even_bandwidth_ratio(LLAMA_3_70B, "H200", "fp8", "fp8", **kw)
 
 
 def test_capacity_tpot_bound_and_a_slow_sparse_kernel():

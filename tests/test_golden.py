@@ -9,7 +9,7 @@ import pytest
 from twofour.amdahl import speedup
 from twofour.cli import main
 from twofour.cli.golden import fitted_js
-from twofour.roofline import DEFAULT_EFFICIENCY, SCENARIOS, Efficiency, default_params, predict
+from twofour.roofline import DEFAULT_PARAMS, SCENARIOS, KernelParams, default_params, predict
 from twofour.roofline._fitfile import load_fit
 from twofour.request import COMPONENTS, RequestInputs, evaluate
 
@@ -84,7 +84,7 @@ def test_gpu_table_holds_what_the_cases_used(golden):
 def test_random_cases_cover_the_input_space(golden):
     ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] == "random"]
     assert {c["gemm_source"] for c in ctx} == {"roofline", "measured"}
-    assert {c["scenario"] for c in ctx} == {"eager", "cached", "ideal"}
+    assert {c["scenario"] for c in ctx} == {"eager", "cached", "kernel"}
     assert {c["backend"] for c in ctx} >= {None, "cuSPARSELt", "CUTLASS"}
     assert len({c["gpu"] for c in ctx}) >= 3 and len({c["dtype"] for c in ctx}) >= 3
     assert max(c["prompt_len"] for c in ctx) > 10_000 and min(c["batch"] for c in ctx) < 10
@@ -149,7 +149,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
 
 def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
     ctx = [c["context"] for c in golden["request"]["cases"] if c["label"] != "random"]
-    assert {c["scenario"] for c in ctx} == {"eager", "cached", "ideal"}
+    assert {c["scenario"] for c in ctx} == {"eager", "cached", "kernel"}
     pairs = {(c["gpu"], c["roofline_backend"], c["scenario"]) for c in ctx}
     assert {("A100", "CUTLASS", "eager"), ("A100", "cuSPARSELt", "eager"), ("H200", "cuSPARSELt", "eager")} <= pairs
     assert "L4" in {c["gpu"] for c in ctx}  # a GPU without a fitted set of its own: the base set
@@ -160,20 +160,32 @@ def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
 
 def test_roofline_cases_reproduce_predict(golden):
     """A round-trip lock, not an oracle (predict() wrote the file): the golden cases must reload
-    into the same predictions. The formula's values are checked by hand in tests/test_oracles.py
-    and tests/test_roofline.py."""
+    into the same predictions. The formula's values are checked by hand in tests/test_roofline.py
+    and tests/test_mutants_roofline.py."""
     data = golden["roofline"]
-    assert data["scenarios"] == list(SCENARIOS) and len(data["cases"]) > 400
-    assert {(c["gpu"], c["backend"]) for c in data["cases"]} >= {("A100", "CUTLASS"), ("A100", "cuSPARSELt"), ("L4", None)}
-    for c in data["cases"]:
-        params = None if c["params"] is None else Efficiency.from_dict(c["params"])
-        p = predict(c["M"], c["N"], c["K"], c["dtype"], c["gpu"], c["backend"], params, scenario=c["scenario"])
-        assert (p.dense_us, p.sparse_us, p.bound_sparse, p.scenario) == (
-            c["output"]["dense_us"], c["output"]["sparse_us"], c["output"]["bound_sparse"], c["scenario"])
-    assert any(c["output"]["bound_sparse"] == "host" for c in data["cases"])
-    assert data["default_params"]["A100/CUTLASS"] != data["default_params"]["A100/cuSPARSELt"]
-    assert data["default_params"]["L4"] == DEFAULT_EFFICIENCY.to_dict()
-    assert all(e["message"] for e in data["errors"] + data["efficiency_errors"])
+    assert data["scenarios"] == list(SCENARIOS) and data["algorithms"] == ["default", "searched"] and len(data["cases"]) > 1000
+    cases = data["cases"]
+    assert {(c["gpu"], c["backend"]) for c in cases} >= {("A100", "CUTLASS"), ("A100", "cuSPARSELt"), ("L4", None)}
+    assert {(c["scenario"], c["algorithm"], c["l2"]) for c in cases} == {
+        (s, a, l) for s in SCENARIOS for a in ("default", "searched") for l in ("flushed", "clean")}
+    for c in cases:
+        params = None if c["params"] is None else KernelParams.from_dict(c["params"])
+        p = predict(c["M"], c["N"], c["K"], c["dtype"], c["gpu"], c["backend"], params, scenario=c["scenario"],
+                    algorithm=c["algorithm"], l2=c["l2"])
+        assert p.to_dict() == c["output"]
+    outs = [c["output"] for c in cases]
+    # the vectors exercise every branch the JS must follow: host-bound, guard, split-K, several waves,
+    # padding with its pad kernels, each family, tile tables of several rows
+    assert any(o["bound_sparse"] == "host" for o in outs) and any(o["ceiling_guard"] for o in outs)
+    assert any(o["sparse"]["split"] > 1 for o in outs) and any(o["dense"]["split"] > 1 for o in outs)
+    assert any(o["sparse"]["waves"] > 1 for o in outs) and any(o["sparse"]["helpers_us"] > 0 for o in outs)
+    assert {o["sparse"]["family"] for o in outs} == {"cusparselt", "cusparselt_searched", "cutlass"}
+    assert len({(o["dense"]["tile_n"], o["dense"]["tile_m"]) for o in outs}) >= 8
+    assert data["default_params"]["L4"] == DEFAULT_PARAMS.to_dict()
+    assert data["default_params"]["A100/CUTLASS"] == data["default_params"]["A100"] != DEFAULT_PARAMS.to_dict()
+    assert len(data["errors"]) >= 11 and len(data["params_errors"]) >= 14
+    assert any("'ideal' was renamed" in e["message"] for e in data["errors"])
+    assert all(e["message"] for e in data["errors"] + data["params_errors"])
 
 
 def test_fitted_js_is_the_fit_file(tmp_path, capsys):
@@ -186,6 +198,8 @@ def test_fitted_js_is_the_fit_file(tmp_path, capsys):
     fit = load_fit()
     assert body["base"]["params"] == fit["base"]["params"]
     assert set(body["per_gpu"]) == set(fit["per_gpu"])
+    assert body["errors"]["held_out"]["by_mode"] == fit["errors"]["held_out"]["by_mode"]
+    assert "export const ASSUMED = deepFreeze(" in text
     assert main(["golden", "--fitted-js", str(tmp_path)]) == 2
     assert "must be a file path" in capsys.readouterr().err
     assert main(["golden"]) == 2

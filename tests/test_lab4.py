@@ -1,26 +1,29 @@
 """Lab 4 checkers: right answers pass, typical mistakes get the matching hint, stubs say 'not done yet'."""
 
-import pytest
-import torch
+import math
 
-from twofour.bench import Results, summarize
-from twofour.hardware import get_gpu
+import pytest
+
+from twofour.bench import Results, recorded_alg_search, summarize
 from twofour.course.labs import lab4
 from twofour.course.labs._common import CheckFailed
-from twofour.packing import packed_bytes
-from twofour.roofline import DEFAULT_EFFICIENCY, crossover_m
+from twofour.roofline import crossover_m
 
 
-def decode_speedup(N, K, gpu, *, overhead=True, pad=8, activations=True, packed=True):
-    e = DEFAULT_EFFICIENCY
-    bw = get_gpu(gpu).mem_bw_gbs * 1e9
+def ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters, *, split=True, k_limit=True, target0=True, ceil=True):
+    if ceil:
+        tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
+    else:
+        tiles = max(1, (N // tile[0]) * (M // tile[1]))
+    if not split:
+        return tiles
+    target = (cta_target or sms) if target0 else cta_target
+    return tiles * max(1, min(max_split, target // tiles, K // (64 * min_k_iters) if k_limit else max_split))
 
-    def t(weight, rows, eff, oh):
-        io = (rows * K * 2 + rows * N * 2) if activations else 0
-        return (weight + io) / (bw * eff) + (oh * 1e-6 if overhead else 0)
 
-    sparse_w = packed_bytes((N, K), torch.float16) if packed else N * K
-    return t(N * K * 2, 1, e.dense_memory, e.dense_overhead_us) / t(sparse_w, pad, e.sparse_memory, e.sparse_overhead_us)
+def fastest_algorithm(configs):
+    ok = [c for c in configs if "error" not in c and c["rel_err"] < 1e-2]
+    return min(ok, key=lambda c: c["ms"])["alg_id"]
 
 
 def find_crossover(speedup, m_max):
@@ -33,28 +36,53 @@ def measured_crossover(rows):
 
 
 def test_solutions_pass(capsys):
-    assert lab4.check_decode_speedup(decode_speedup).passed is True
+    assert lab4.check_ctas(ctas).passed is True
     assert lab4.check_find_crossover(find_crossover).passed is True
     assert lab4.check_measured_crossover(measured_crossover).passed is True
-    assert capsys.readouterr().out.count("passed:") == 3
+    assert lab4.check_fastest_algorithm(fastest_algorithm, recorded_alg_search()).passed is True
+    assert capsys.readouterr().out.count("passed:") == 4
 
 
 @pytest.mark.parametrize(
     "kwargs, hint",
     [
-        ({"overhead": False}, "per-call overheads are missing"),
-        ({"pad": 1}, "pads x to a multiple of 8"),
-        ({"activations": False}, "only the weight bytes"),
-        ({"packed": False}, "2-bit metadata"),
+        ({"split": False}, "that is the number of tiles"),
+        ({"k_limit": False}, "min_k_iters steps of 64"),
+        ({"target0": False}, "cta_target 0 means the GPU's SM count"),
+        ({"ceil": False}, "a partial tile is still a tile"),
     ],
 )
-def test_decode_mistakes_get_specific_hints(kwargs, hint):
+def test_cta_mistakes_get_specific_hints(kwargs, hint):
     with pytest.raises(CheckFailed, match=hint):
-        lab4.check_decode_speedup(lambda N, K, gpu: decode_speedup(N, K, gpu, **kwargs))
-    with pytest.raises(CheckFailed, match="upside down"):
-        lab4.check_decode_speedup(lambda N, K, gpu: 1 / decode_speedup(N, K, gpu))
-    with pytest.raises(CheckFailed, match="return a float"):
-        lab4.check_decode_speedup(lambda N, K, gpu: "fast")
+        lab4.check_ctas(lambda *a: ctas(*a, **kwargs))
+    with pytest.raises(CheckFailed, match="not always max_split"):
+        lab4.check_ctas(lambda M, N, K, tile, sms, t, ms, it: math.ceil(N / tile[0]) * math.ceil(M / tile[1]) * ms)
+    with pytest.raises(CheckFailed, match="return an int"):
+        lab4.check_ctas(lambda *a: float(ctas(*a)))
+
+
+def test_the_cta_cases_are_what_the_model_launches():
+    from twofour.roofline import kernel_time
+
+    for M, N, K, family, gpu in lab4.CTA_CASES:
+        Mp, tile, sms, fam = lab4._case_args(M, N, K, family, gpu)
+        assert ctas(Mp, N, K, tile, sms, fam.cta_target, fam.max_split, fam.min_k_iters) == kernel_time(
+            M, N, K, "fp16", gpu, family).ctas
+
+
+def test_fastest_algorithm_mistakes():
+    with pytest.raises(CheckFailed, match="did not run"):
+        lab4.check_fastest_algorithm(lambda cs: min((c for c in cs if "ms" in c or c["alg_id"] == 1),
+                                                    key=lambda c: c.get("ms", 0.0))["alg_id"])
+    with pytest.raises(CheckFailed, match="a wrong answer is not a speedup"):
+        lab4.check_fastest_algorithm(lambda cs: min((c for c in cs if "error" not in c), key=lambda c: c["ms"])["alg_id"])
+    with pytest.raises(CheckFailed, match="recorded sweep"):
+        calls = {"n": 0}
+
+        def wrong_on_data(cs):
+            calls["n"] += 1
+            return fastest_algorithm(cs) if calls["n"] <= 3 else 7
+        lab4.check_fastest_algorithm(wrong_on_data, recorded_alg_search())
 
 
 def test_find_crossover_mistakes():
@@ -97,10 +125,11 @@ def test_stubs_are_not_done_yet(capsys):
     def stub(*a):
         raise NotImplementedError
 
-    assert lab4.check_decode_speedup(stub).passed is False
+    assert lab4.check_ctas(stub).passed is False
     assert lab4.check_find_crossover(stub).passed is False
     assert lab4.check_measured_crossover(stub).passed is False
-    assert capsys.readouterr().out.count("not done yet") == 3
+    assert lab4.check_fastest_algorithm(stub).passed is False
+    assert capsys.readouterr().out.count("not done yet") == 4
 
 
 def test_check_prediction():

@@ -21,7 +21,8 @@ REPO = PACKAGE.parent.parent
 ROOMS = ("twofour.cli", "twofour.course")  # what the toolkit must not import
 # ``python -m twofour`` is the command line's second door, so it belongs to the cli room.
 ENTRY_POINTS = ("twofour.__main__",)
-MAX_PUBLIC_TOP_LEVEL = 14
+# 15 since twofour.serve (issue 31: whole decode steps, dense vs 2:4), which no existing stage module holds.
+MAX_PUBLIC_TOP_LEVEL = 15
 
 
 def _module_name(path: Path) -> str:
@@ -129,7 +130,7 @@ def test_relative_imports_resolve_like_python():
     assert _resolve("twofour.cli.golden", False, 2, None) == "twofour"
 
 
-def test_the_top_level_holds_at_most_14_public_modules():
+def test_the_top_level_holds_few_public_modules():
     public = sorted(info.name for info in pkgutil.iter_modules(twofour.__path__) if not info.name.startswith("_"))
     assert {"cli", "course"} <= set(public)
     assert len(public) <= MAX_PUBLIC_TOP_LEVEL, (

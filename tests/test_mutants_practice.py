@@ -129,7 +129,7 @@ def test_numbers_table_leaves_out_objects():
     from twofour.course.practice import render_markdown
 
     numbers = [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"},
-               {"name": "obj", "expr": "request.Workload(models.LLAMA_3_8B, 1, 8, 2)", "fmt": "{}", "label": "workload"}]
+               {"name": "obj", "expr": "Workload(LLAMA_3_8B, 1, 8, 2)", "fmt": "{}", "label": "workload"}]
     md = render_markdown(parse_question(_question(numbers=numbers), 0))
     assert "| a | 1.33 |" in md and "| workload |" not in md
 

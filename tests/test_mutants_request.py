@@ -229,16 +229,21 @@ def test_helper_errors_name_the_argument():
 
 def test_sensitivity_uses_its_cost_and_ratio():
     from twofour.request import sensitivity
-    from twofour.roofline import default_params
+    from twofour.roofline import predict
 
     w = Workload(LLAMA_3_8B, 1, 128, 8)
     rows = sensitivity(w, "H100", per_call_us=[0, 200.0], memory_ratio=[1.0, 0.5])
-    base = default_params("H100")
-    # A cost of 0 is taken up to the dense call's own; the grid is cost-major.
-    assert [(r["per_call_us"], r["memory_ratio"]) for r in rows] == [
-        (base.dense_overhead_us, 1.0), (base.dense_overhead_us, 0.5), (200.0, 1.0), (200.0, 0.5)]
+    # The grid is cost-major, the values as given.
+    assert [(r["per_call_us"], r["memory_ratio"]) for r in rows] == [(0.0, 1.0), (0.0, 0.5), (200.0, 1.0), (200.0, 0.5)]
     assert rows[0]["speedup"] > rows[1]["speedup"] > rows[3]["speedup"]
     assert rows[0]["speedup"] > rows[2]["speedup"]
+    # At ratio 1 and no cost beyond the dense call's own, a memory-bound GEMM gains its byte ratio:
+    # one decode GEMM, checked through the what-if kernel the function builds.
+    one = Workload(LLAMA_3_8B, 1, 1, 2, pruned=("gate_proj",))
+    p = predict(1, 14336, 4096, "bf16", "H100", scenario="cached")
+    assert p.dense.bound == "memory"
+    assert sensitivity(one, "H100", per_call_us=[0.0], memory_ratio=[1.0])[0]["speedup"] > \
+        sensitivity(one, "H100", per_call_us=[0.0], memory_ratio=[0.9])[0]["speedup"]
     with pytest.raises(ValueError, match="per_call_us must be a finite number >= 0"):
         sensitivity(w, "H100", per_call_us=[-1], memory_ratio=[1.0])
 

@@ -27,6 +27,12 @@ def test_shipped_files_pass_their_schemas():
     assert published.published_records() and _fitfile.load_fit()
 
 
+def test_shipped_decode_results_pass_their_schema():
+    from twofour.serve import recorded_decode_results  # twofour-decode/1, none until a GPU run is recorded
+
+    assert all(r.provenance["device"] == "cuda" for r in recorded_decode_results())
+
+
 def test_kernel_table_names_the_case_and_row(tmp_path):
     src = next(DATA.glob("kernels-*.json"))
 

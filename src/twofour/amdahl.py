@@ -40,20 +40,34 @@ __all__ = [
 def _require_fraction(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number in [0, 1] (a fraction of time), got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the doubles
+        value = math.inf
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a fraction of time in [0, 1], got {value!r}")
     return value
 
 
+# The smallest normal double. A speedup below it (a denormal such as 1e-320) makes p / s overflow:
+# speedup(1, 1e-320) would be 0.0 and a request's 2:4 time infinite. The JS mirror refuses the same.
+MIN_SPEEDUP = 2.2250738585072014e-308
+
+
 def _require_speedup(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a positive finite number (a speedup), got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the doubles, e.g. 2**1024
+        value = math.inf
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(
             f"{name} must be a positive finite speedup (1 = no change, 2 = twice as fast, 0.5 = twice as slow), got {value!r}"
         )
+    if value < MIN_SPEEDUP:
+        raise ValueError(f"{name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller "
+                         f"speedup makes the arithmetic overflow), got {value!r}")
     return value
 
 
@@ -62,7 +76,8 @@ def speedup(p: float, s: float) -> float:
 
     Args:
         p: fraction of the *original* time spent in the part that changes, in [0, 1].
-        s: speedup of that part, > 0 and finite (below 1 means the part got slower).
+        s: speedup of that part, finite and at least :data:`MIN_SPEEDUP` (the smallest normal
+            double, about 2.2e-308; below 1 means the part got slower).
 
     Returns:
         ``1 / ((1 - p) + p / s)``; 1.0 when ``p == 0`` or ``s == 1``; ``s`` (to rounding) when ``p == 1``.

@@ -388,6 +388,9 @@ def prune(
     if scores is not None:
         if not isinstance(scores, torch.Tensor):
             raise TypeError(f"scores must be a torch.Tensor of W's shape {tuple(W.shape)}, got {type(scores).__name__}")
+        if getattr(scores, "is_nested", False) or scores.layout != torch.strided:
+            raise TypeError(f"scores must be a dense (strided) tensor of W's shape {tuple(W.shape)}, got "
+                            f"{'a nested tensor' if getattr(scores, 'is_nested', False) else f'layout {scores.layout}'}")
         if scores.shape != W.shape:
             raise ValueError(
                 f"scores must have W's shape {tuple(W.shape)} (one score per weight), got {tuple(scores.shape)}"

@@ -8,6 +8,9 @@
 
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
 
+/** The smallest normal double (twofour.amdahl.MIN_SPEEDUP); Number.MIN_VALUE is the smallest denormal. */
+export const MIN_SPEEDUP = 2.2250738585072014e-308;
+
 function requireFraction(name, value) {
   if (typeof value !== "number") {
     throw new InputError(name, `${name} must be a number in [0, 1] (a fraction of time), got ${JSON.stringify(value)}`);
@@ -26,6 +29,13 @@ function requireSpeedup(name, value) {
     throw new InputError(
       name,
       `${name} must be a positive finite speedup (1 = no change, 2 = twice as fast, 0.5 = twice as slow), got ${pyRepr(value)}`,
+    );
+  }
+  // A denormal (1e-320) makes p / s overflow: speedup(1, 1e-320) would be 0. Python refuses the same.
+  if (value < MIN_SPEEDUP) {
+    throw new InputError(
+      name,
+      `${name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller speedup makes the arithmetic overflow), got ${pyRepr(value)}`,
     );
   }
   return value;

@@ -6,7 +6,8 @@
 // as they are by mkdocs (build and serve) and by any file server; a copy checked against its
 // source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.
 // Holds the fitted parameter sets (base, and per "GPU" or "GPU/backend"), what each was fitted
-// to, and the held-out errors; the per-point lists stay in the JSON. DTYPES is the one dtype table
+// to, and the held-out errors; the per-point lists stay in the JSON. ASSUMED is the model before any
+// fit (twofour.roofline.ASSUMED_PARAMS). DTYPES is the one dtype table
 // (src/twofour/_common/dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.
 
 function deepFreeze(o) {
@@ -15,204 +16,1337 @@ function deepFreeze(o) {
 }
 
 export const FIT = deepFreeze({
- "schema": "twofour-kernel-fit/1",
+ "schema": "twofour-kernel-fit/2",
  "provenance": {
-  "date": "2026-11-30",
-  "n_points": 160,
+  "date": "2026-12-01",
+  "n_points": 136,
   "sources": [
+   "decode-step traces, NVIDIA H200",
    "https://github.com/NVIDIA/CUDALibrarySamples/issues/203",
    "https://github.com/NVIDIA/CUDALibrarySamples/issues/57",
    "https://github.com/pytorch/pytorch/pull/177866",
    "https://github.com/pytorch/tutorials/blob/main/prototype_source/semi_structured_sparse.rst (PR #2574); same line in advanced_source/semi_structured_sparse.py (PR #2833)",
    "https://pytorch.org/blog/accelerating-neural-network-training/ (repo file pytorch/pytorch.github.io _posts/2024-06-20-accelerating-neural-network-training.md)",
    "twofour bench, NVIDIA H200, torch 2.11.0+cu130, 2026-11-30"
-  ]
+  ],
+  "held_out_model": "Llama-3-70B"
  },
  "base": {
   "params": {
-   "dense_compute": 0.7928,
-   "sparse_compute": 0.5307,
-   "dense_memory": 0.7268,
-   "sparse_memory": 0.4289,
-   "dense_overhead_us": 4.56,
-   "sparse_overhead_us": 18.02,
-   "tile_m": 64,
-   "tile_n": 64,
-   "pad_to": null,
-   "dense_host_us": 22.39,
-   "sparse_host_us": 509.92
+   "cublas": {
+    "tiles": [
+     [
+      8,
+      1024,
+      64,
+      8
+     ],
+     [
+      8,
+      null,
+      128,
+      8
+     ],
+     [
+      16,
+      4096,
+      64,
+      16
+     ],
+     [
+      16,
+      null,
+      128,
+      16
+     ],
+     [
+      32,
+      4096,
+      64,
+      32
+     ],
+     [
+      32,
+      null,
+      128,
+      32
+     ],
+     [
+      64,
+      4096,
+      64,
+      32
+     ],
+     [
+      64,
+      null,
+      128,
+      64
+     ],
+     [
+      128,
+      4096,
+      64,
+      64
+     ],
+     [
+      128,
+      null,
+      112,
+      128
+     ],
+     [
+      256,
+      1024,
+      64,
+      64
+     ],
+     [
+      256,
+      4096,
+      128,
+      64
+     ],
+     [
+      256,
+      null,
+      256,
+      128
+     ],
+     [
+      512,
+      1024,
+      64,
+      64
+     ],
+     [
+      512,
+      4096,
+      128,
+      128
+     ],
+     [
+      512,
+      null,
+      256,
+      128
+     ],
+     [
+      1024,
+      1024,
+      128,
+      64
+     ],
+     [
+      1024,
+      4096,
+      256,
+      128
+     ],
+     [
+      1024,
+      null,
+      176,
+      128
+     ],
+     [
+      2048,
+      1024,
+      128,
+      128
+     ],
+     [
+      2048,
+      null,
+      256,
+      128
+     ],
+     [
+      8192,
+      4096,
+      256,
+      128
+     ],
+     [
+      8192,
+      null,
+      320,
+      128
+     ],
+     [
+      null,
+      1024,
+      256,
+      128
+     ],
+     [
+      null,
+      4096,
+      320,
+      128
+     ],
+     [
+      null,
+      null,
+      192,
+      192
+     ]
+    ],
+    "cta_target": 0,
+    "max_split": 16,
+    "min_k_iters": 20,
+    "compute_eff": 0.9421790029487414,
+    "sm_compute_eff": 0.8311683816269924,
+    "mem_eff": 0.9933186042773274,
+    "per_sm_gbs": 1230.9853564755795,
+    "fill_gain": 5.324887794012169e-05,
+    "latency_us": 3.363814877050025,
+    "helper_split_us": 1.76
+   },
+   "cusparselt": {
+    "tiles": [
+     [
+      null,
+      null,
+      128,
+      256
+     ]
+    ],
+    "cta_target": 120,
+    "max_split": 4,
+    "min_k_iters": 16,
+    "compute_eff": 0.5239115934738743,
+    "sm_compute_eff": 0.8938635801509144,
+    "mem_eff": 0.6532458670128525,
+    "per_sm_gbs": 39.63596979600527,
+    "fill_gain": 0.9421805822830862,
+    "latency_us": 10.768895443680593,
+    "helper_split_us": 0.832
+   },
+   "cusparselt_searched": {
+    "tiles": [
+     [
+      null,
+      null,
+      64,
+      256
+     ]
+    ],
+    "cta_target": 120,
+    "max_split": 4,
+    "min_k_iters": 16,
+    "compute_eff": 0.6041799366831565,
+    "sm_compute_eff": 0.8425940858953449,
+    "mem_eff": 0.9999999999999425,
+    "per_sm_gbs": 117.39747766382781,
+    "fill_gain": 1.0096667151941206e-08,
+    "latency_us": 5.252858629251959,
+    "helper_split_us": 0.832
+   },
+   "cutlass": {
+    "tiles": [
+     [
+      null,
+      null,
+      128,
+      128
+     ]
+    ],
+    "cta_target": 0,
+    "max_split": 1,
+    "min_k_iters": 16,
+    "compute_eff": 0.5239115934738743,
+    "sm_compute_eff": 0.8938635801509144,
+    "mem_eff": 0.6532458670128525,
+    "per_sm_gbs": 39.63596979600527,
+    "fill_gain": 0.9421805822830862,
+    "latency_us": 10.768895443680593,
+    "helper_split_us": 0.0
+   },
+   "pad_us": 1.9675999999998113,
+   "graph_dense_us": 8.345000092178793,
+   "graph_sparse_us": 7.320499274849681,
+   "host_dense_us": 22.964999079704285,
+   "host_sparse_us": 520.1504230499268,
+   "dram_eff": 0.9118164196028868,
+   "flush_dirty_mb": 33.951811836586565,
+   "flush_dirty_frac": 0.3829333496328587,
+   "pad_to": null
   },
   "source": "twofour bench, NVIDIA H200, torch 2.11.0+cu130, 2026-11-30"
  },
  "per_gpu": {
+  "H200": {
+   "params": {
+    "cublas": {
+     "tiles": [
+      [
+       8,
+       1024,
+       64,
+       8
+      ],
+      [
+       8,
+       null,
+       128,
+       8
+      ],
+      [
+       16,
+       4096,
+       64,
+       16
+      ],
+      [
+       16,
+       null,
+       128,
+       16
+      ],
+      [
+       32,
+       4096,
+       64,
+       32
+      ],
+      [
+       32,
+       null,
+       128,
+       32
+      ],
+      [
+       64,
+       4096,
+       64,
+       32
+      ],
+      [
+       64,
+       null,
+       128,
+       64
+      ],
+      [
+       128,
+       4096,
+       64,
+       64
+      ],
+      [
+       128,
+       null,
+       112,
+       128
+      ],
+      [
+       256,
+       1024,
+       64,
+       64
+      ],
+      [
+       256,
+       4096,
+       128,
+       64
+      ],
+      [
+       256,
+       null,
+       256,
+       128
+      ],
+      [
+       512,
+       1024,
+       64,
+       64
+      ],
+      [
+       512,
+       4096,
+       128,
+       128
+      ],
+      [
+       512,
+       null,
+       256,
+       128
+      ],
+      [
+       1024,
+       1024,
+       128,
+       64
+      ],
+      [
+       1024,
+       4096,
+       256,
+       128
+      ],
+      [
+       1024,
+       null,
+       176,
+       128
+      ],
+      [
+       2048,
+       1024,
+       128,
+       128
+      ],
+      [
+       2048,
+       null,
+       256,
+       128
+      ],
+      [
+       8192,
+       4096,
+       256,
+       128
+      ],
+      [
+       8192,
+       null,
+       320,
+       128
+      ],
+      [
+       null,
+       1024,
+       256,
+       128
+      ],
+      [
+       null,
+       4096,
+       320,
+       128
+      ],
+      [
+       null,
+       null,
+       192,
+       192
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 16,
+     "min_k_iters": 20,
+     "compute_eff": 0.9421790029487414,
+     "sm_compute_eff": 0.8311683816269924,
+     "mem_eff": 0.9933186042773274,
+     "per_sm_gbs": 1230.9853564755795,
+     "fill_gain": 5.324887794012169e-05,
+     "latency_us": 3.363814877050025,
+     "helper_split_us": 1.76
+    },
+    "cusparselt": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.5239115934738743,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.6041799366831565,
+     "sm_compute_eff": 0.8425940858953449,
+     "mem_eff": 0.9999999999999425,
+     "per_sm_gbs": 117.39747766382781,
+     "fill_gain": 1.0096667151941206e-08,
+     "latency_us": 5.252858629251959,
+     "helper_split_us": 0.832
+    },
+    "cutlass": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       128
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.5239115934738743,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.0
+    },
+    "pad_us": 1.9675999999998113,
+    "graph_dense_us": 8.345000092178793,
+    "graph_sparse_us": 7.320499274849681,
+    "host_dense_us": 22.964999079704285,
+    "host_sparse_us": 520.1504230499268,
+    "dram_eff": 0.9118164196028868,
+    "flush_dirty_mb": 33.951811836586565,
+    "flush_dirty_frac": 0.3829333496328587,
+    "pad_to": null
+   },
+   "note": "measured here: twofour bench, NVIDIA H200, torch 2.11.0+cu130, 2026-11-30"
+  },
   "A100": {
    "params": {
-    "dense_compute": 0.7928,
-    "sparse_compute": 0.5074,
-    "dense_memory": 0.7268,
-    "sparse_memory": 0.4289,
-    "dense_overhead_us": 4.56,
-    "sparse_overhead_us": 18.02,
-    "tile_m": 64,
-    "tile_n": 64,
-    "pad_to": null,
-    "dense_host_us": 22.39,
-    "sparse_host_us": 509.92
+    "cublas": {
+     "tiles": [
+      [
+       8,
+       1024,
+       64,
+       8
+      ],
+      [
+       8,
+       null,
+       128,
+       8
+      ],
+      [
+       16,
+       4096,
+       64,
+       16
+      ],
+      [
+       16,
+       null,
+       128,
+       16
+      ],
+      [
+       32,
+       4096,
+       64,
+       32
+      ],
+      [
+       32,
+       null,
+       128,
+       32
+      ],
+      [
+       64,
+       4096,
+       64,
+       32
+      ],
+      [
+       64,
+       null,
+       128,
+       64
+      ],
+      [
+       128,
+       4096,
+       64,
+       64
+      ],
+      [
+       128,
+       null,
+       112,
+       128
+      ],
+      [
+       256,
+       1024,
+       64,
+       64
+      ],
+      [
+       256,
+       4096,
+       128,
+       64
+      ],
+      [
+       256,
+       null,
+       256,
+       128
+      ],
+      [
+       512,
+       1024,
+       64,
+       64
+      ],
+      [
+       512,
+       4096,
+       128,
+       128
+      ],
+      [
+       512,
+       null,
+       256,
+       128
+      ],
+      [
+       1024,
+       1024,
+       128,
+       64
+      ],
+      [
+       1024,
+       4096,
+       256,
+       128
+      ],
+      [
+       1024,
+       null,
+       176,
+       128
+      ],
+      [
+       2048,
+       1024,
+       128,
+       128
+      ],
+      [
+       2048,
+       null,
+       256,
+       128
+      ],
+      [
+       8192,
+       4096,
+       256,
+       128
+      ],
+      [
+       8192,
+       null,
+       320,
+       128
+      ],
+      [
+       null,
+       1024,
+       256,
+       128
+      ],
+      [
+       null,
+       4096,
+       320,
+       128
+      ],
+      [
+       null,
+       null,
+       192,
+       192
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 16,
+     "min_k_iters": 20,
+     "compute_eff": 0.9421790029487414,
+     "sm_compute_eff": 0.8311683816269924,
+     "mem_eff": 0.9933186042773274,
+     "per_sm_gbs": 1230.9853564755795,
+     "fill_gain": 5.324887794012169e-05,
+     "latency_us": 3.363814877050025,
+     "helper_split_us": 1.76
+    },
+    "cusparselt": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.5418,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.6041799366831565,
+     "sm_compute_eff": 0.8425940858953449,
+     "mem_eff": 0.9999999999999425,
+     "per_sm_gbs": 117.39747766382781,
+     "fill_gain": 1.0096667151941206e-08,
+     "latency_us": 5.252858629251959,
+     "helper_split_us": 0.832
+    },
+    "cutlass": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       128
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.5418,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.0
+    },
+    "pad_us": 1.9675999999998113,
+    "graph_dense_us": 8.345000092178793,
+    "graph_sparse_us": 7.320499274849681,
+    "host_dense_us": 22.964999079704285,
+    "host_sparse_us": 520.1504230499268,
+    "dram_eff": 0.9118164196028868,
+    "flush_dirty_mb": 33.951811836586565,
+    "flush_dirty_frac": 0.3829333496328587,
+    "pad_to": null
    },
-   "note": "base set with sparse_compute refitted to 3 published point(s) from 3 source(s)"
-  },
-  "A100/CUTLASS": {
-   "params": {
-    "dense_compute": 0.7928,
-    "sparse_compute": 0.5629,
-    "dense_memory": 0.7268,
-    "sparse_memory": 0.4289,
-    "dense_overhead_us": 4.56,
-    "sparse_overhead_us": 18.02,
-    "tile_m": 64,
-    "tile_n": 64,
-    "pad_to": null,
-    "dense_host_us": 22.39,
-    "sparse_host_us": 509.92
-   },
-   "note": "base set with sparse_compute refitted to 1 published CUTLASS point(s) from 1 source(s)"
-  },
-  "A100/cuSPARSELt": {
-   "params": {
-    "dense_compute": 0.7928,
-    "sparse_compute": 0.4559,
-    "dense_memory": 0.7268,
-    "sparse_memory": 0.4289,
-    "dense_overhead_us": 4.56,
-    "sparse_overhead_us": 18.02,
-    "tile_m": 64,
-    "tile_n": 64,
-    "pad_to": null,
-    "dense_host_us": 22.39,
-    "sparse_host_us": 509.92
-   },
-   "note": "base set with sparse_compute refitted to 2 published cuSPARSELt point(s) from 2 source(s)"
+   "note": "base set with the 2:4 compute_eff refitted to 3 published point(s) from 3 source(s)"
   },
   "H100": {
    "params": {
-    "dense_compute": 0.7928,
-    "sparse_compute": 0.4836,
-    "dense_memory": 0.7268,
-    "sparse_memory": 0.4289,
-    "dense_overhead_us": 4.56,
-    "sparse_overhead_us": 18.02,
-    "tile_m": 64,
-    "tile_n": 64,
-    "pad_to": null,
-    "dense_host_us": 22.39,
-    "sparse_host_us": 509.92
+    "cublas": {
+     "tiles": [
+      [
+       8,
+       1024,
+       64,
+       8
+      ],
+      [
+       8,
+       null,
+       128,
+       8
+      ],
+      [
+       16,
+       4096,
+       64,
+       16
+      ],
+      [
+       16,
+       null,
+       128,
+       16
+      ],
+      [
+       32,
+       4096,
+       64,
+       32
+      ],
+      [
+       32,
+       null,
+       128,
+       32
+      ],
+      [
+       64,
+       4096,
+       64,
+       32
+      ],
+      [
+       64,
+       null,
+       128,
+       64
+      ],
+      [
+       128,
+       4096,
+       64,
+       64
+      ],
+      [
+       128,
+       null,
+       112,
+       128
+      ],
+      [
+       256,
+       1024,
+       64,
+       64
+      ],
+      [
+       256,
+       4096,
+       128,
+       64
+      ],
+      [
+       256,
+       null,
+       256,
+       128
+      ],
+      [
+       512,
+       1024,
+       64,
+       64
+      ],
+      [
+       512,
+       4096,
+       128,
+       128
+      ],
+      [
+       512,
+       null,
+       256,
+       128
+      ],
+      [
+       1024,
+       1024,
+       128,
+       64
+      ],
+      [
+       1024,
+       4096,
+       256,
+       128
+      ],
+      [
+       1024,
+       null,
+       176,
+       128
+      ],
+      [
+       2048,
+       1024,
+       128,
+       128
+      ],
+      [
+       2048,
+       null,
+       256,
+       128
+      ],
+      [
+       8192,
+       4096,
+       256,
+       128
+      ],
+      [
+       8192,
+       null,
+       320,
+       128
+      ],
+      [
+       null,
+       1024,
+       256,
+       128
+      ],
+      [
+       null,
+       4096,
+       320,
+       128
+      ],
+      [
+       null,
+       null,
+       192,
+       192
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 16,
+     "min_k_iters": 20,
+     "compute_eff": 0.9421790029487414,
+     "sm_compute_eff": 0.8311683816269924,
+     "mem_eff": 0.9933186042773274,
+     "per_sm_gbs": 1230.9853564755795,
+     "fill_gain": 5.324887794012169e-05,
+     "latency_us": 3.363814877050025,
+     "helper_split_us": 1.76
+    },
+    "cusparselt": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.4946,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       256
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 4,
+     "min_k_iters": 16,
+     "compute_eff": 0.6041799366831565,
+     "sm_compute_eff": 0.8425940858953449,
+     "mem_eff": 0.9999999999999425,
+     "per_sm_gbs": 117.39747766382781,
+     "fill_gain": 1.0096667151941206e-08,
+     "latency_us": 5.252858629251959,
+     "helper_split_us": 0.832
+    },
+    "cutlass": {
+     "tiles": [
+      [
+       null,
+       null,
+       128,
+       128
+      ]
+     ],
+     "cta_target": 0,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.4946,
+     "sm_compute_eff": 0.8938635801509144,
+     "mem_eff": 0.6532458670128525,
+     "per_sm_gbs": 39.63596979600527,
+     "fill_gain": 0.9421805822830862,
+     "latency_us": 10.768895443680593,
+     "helper_split_us": 0.0
+    },
+    "pad_us": 1.9675999999998113,
+    "graph_dense_us": 8.345000092178793,
+    "graph_sparse_us": 7.320499274849681,
+    "host_dense_us": 22.964999079704285,
+    "host_sparse_us": 520.1504230499268,
+    "dram_eff": 0.9118164196028868,
+    "flush_dirty_mb": 33.951811836586565,
+    "flush_dirty_frac": 0.3829333496328587,
+    "pad_to": null
    },
-   "note": "base set with sparse_compute refitted to 3 published point(s) from 2 source(s)"
-  },
-  "H200": {
-   "params": {
-    "dense_compute": 0.7928,
-    "sparse_compute": 0.5307,
-    "dense_memory": 0.7268,
-    "sparse_memory": 0.4289,
-    "dense_overhead_us": 4.56,
-    "sparse_overhead_us": 18.02,
-    "tile_m": 64,
-    "tile_n": 64,
-    "pad_to": null,
-    "dense_host_us": 22.39,
-    "sparse_host_us": 509.92
-   },
-   "note": "measured here: twofour bench, NVIDIA H200, torch 2.11.0+cu130, 2026-11-30"
+   "note": "base set with the 2:4 compute_eff refitted to 3 published point(s) from 2 source(s)"
   }
  },
  "errors": {
-  "measured_leave_one_shape_out": {
-   "by_regime": [
-    {
-     "regime": "M>256",
-     "n": 69,
-     "median": 0.0924,
-     "p90": 0.3134
-    },
-    {
-     "regime": "M<=16",
-     "n": 49,
-     "median": 0.1609,
-     "p90": 0.3919
-    },
-    {
-     "regime": "16<M<=256",
-     "n": 36,
-     "median": 0.1918,
-     "p90": 0.375
-    },
-    {
-     "regime": "all",
-     "n": 154,
-     "median": 0.1367,
-     "p90": 0.3654
-    }
-   ],
-   "by_scenario": [
-    {
-     "scenario": "cached",
-     "n": 94,
-     "median": 0.1316,
-     "p90": 0.3174
-    },
-    {
-     "scenario": "eager",
-     "n": 60,
-     "median": 0.1451,
-     "p90": 0.4372
-    },
-    {
-     "scenario": "all",
-     "n": 154,
-     "median": 0.1367,
-     "p90": 0.3654
-    }
-   ]
+  "held_out": {
+   "label": "Llama-3-70B shapes on the H200 (never in the fit)",
+   "by_mode": {
+    "kernel": [
+     {
+      "regime": "M<=16",
+      "n": 8,
+      "median": 0.1302,
+      "p90": 0.1821
+     },
+     {
+      "regime": "16<M<=256",
+      "n": 4,
+      "median": 0.0193,
+      "p90": 0.1208
+     },
+     {
+      "regime": "M>256",
+      "n": 5,
+      "median": 0.1275,
+      "p90": 0.2395
+     },
+     {
+      "regime": "all",
+      "n": 17,
+      "median": 0.1275,
+      "p90": 0.1836
+     }
+    ],
+    "graph": [
+     {
+      "regime": "M<=16",
+      "n": 8,
+      "median": 0.1191,
+      "p90": 0.1605
+     },
+     {
+      "regime": "16<M<=256",
+      "n": 2,
+      "median": 0.1003,
+      "p90": 0.1637
+     },
+     {
+      "regime": "M>256",
+      "n": 9,
+      "median": 0.0571,
+      "p90": 0.1616
+     },
+     {
+      "regime": "all",
+      "n": 19,
+      "median": 0.1143,
+      "p90": 0.1717
+     }
+    ]
+   }
   },
   "published_leave_one_source_out": {
    "by_regime": [
     {
      "regime": "M>256",
      "n": 6,
-     "median": 0.1959,
-     "p90": 0.3019
+     "median": 0.1005,
+     "p90": 0.3811
     },
     {
      "regime": "all",
      "n": 6,
-     "median": 0.1959,
-     "p90": 0.3019
+     "median": 0.1005,
+     "p90": 0.3811
     }
    ],
    "by_gpu": [
     {
-     "gpu": "H100",
-     "n": 3,
-     "median": 0.0125,
-     "p90": 0.189
-    },
-    {
      "gpu": "A100",
      "n": 3,
-     "median": 0.2084,
-     "p90": 0.3382
+     "median": 0.1012,
+     "p90": 0.2091
+    },
+    {
+     "gpu": "H100",
+     "n": 3,
+     "median": 0.009,
+     "p90": 0.4227
     },
     {
      "gpu": "all",
      "n": 6,
-     "median": 0.1959,
-     "p90": 0.3019
+     "median": 0.1005,
+     "p90": 0.3811
     }
    ],
    "n_sources": 5
   }
  }
+});
+
+export const ASSUMED = deepFreeze({
+ "cublas": {
+  "tiles": [
+   [
+    8,
+    1024,
+    64,
+    8
+   ],
+   [
+    8,
+    null,
+    128,
+    8
+   ],
+   [
+    16,
+    4096,
+    64,
+    16
+   ],
+   [
+    16,
+    null,
+    128,
+    16
+   ],
+   [
+    32,
+    4096,
+    64,
+    32
+   ],
+   [
+    32,
+    null,
+    128,
+    32
+   ],
+   [
+    64,
+    4096,
+    64,
+    32
+   ],
+   [
+    64,
+    null,
+    128,
+    64
+   ],
+   [
+    128,
+    4096,
+    64,
+    64
+   ],
+   [
+    128,
+    null,
+    112,
+    128
+   ],
+   [
+    256,
+    1024,
+    64,
+    64
+   ],
+   [
+    256,
+    4096,
+    128,
+    64
+   ],
+   [
+    256,
+    null,
+    256,
+    128
+   ],
+   [
+    512,
+    1024,
+    64,
+    64
+   ],
+   [
+    512,
+    4096,
+    128,
+    128
+   ],
+   [
+    512,
+    null,
+    256,
+    128
+   ],
+   [
+    1024,
+    1024,
+    128,
+    64
+   ],
+   [
+    1024,
+    4096,
+    256,
+    128
+   ],
+   [
+    1024,
+    null,
+    176,
+    128
+   ],
+   [
+    2048,
+    1024,
+    128,
+    128
+   ],
+   [
+    2048,
+    null,
+    256,
+    128
+   ],
+   [
+    8192,
+    4096,
+    256,
+    128
+   ],
+   [
+    8192,
+    null,
+    320,
+    128
+   ],
+   [
+    null,
+    1024,
+    256,
+    128
+   ],
+   [
+    null,
+    4096,
+    320,
+    128
+   ],
+   [
+    null,
+    null,
+    192,
+    192
+   ]
+  ],
+  "cta_target": 0,
+  "max_split": 16,
+  "min_k_iters": 20,
+  "compute_eff": 0.8,
+  "sm_compute_eff": 0.8,
+  "mem_eff": 0.9,
+  "per_sm_gbs": 1000.0,
+  "fill_gain": 0.0,
+  "latency_us": 3.0,
+  "helper_split_us": 1.8
+ },
+ "cusparselt": {
+  "tiles": [
+   [
+    null,
+    null,
+    128,
+    256
+   ]
+  ],
+  "cta_target": 120,
+  "max_split": 4,
+  "min_k_iters": 16,
+  "compute_eff": 0.5,
+  "sm_compute_eff": 0.8,
+  "mem_eff": 0.7,
+  "per_sm_gbs": 40.0,
+  "fill_gain": 1.0,
+  "latency_us": 10.0,
+  "helper_split_us": 0.8
+ },
+ "cusparselt_searched": {
+  "tiles": [
+   [
+    null,
+    null,
+    64,
+    256
+   ]
+  ],
+  "cta_target": 120,
+  "max_split": 4,
+  "min_k_iters": 16,
+  "compute_eff": 0.6,
+  "sm_compute_eff": 0.8,
+  "mem_eff": 0.9,
+  "per_sm_gbs": 120.0,
+  "fill_gain": 0.0,
+  "latency_us": 5.0,
+  "helper_split_us": 0.8
+ },
+ "cutlass": {
+  "tiles": [
+   [
+    null,
+    null,
+    128,
+    128
+   ]
+  ],
+  "cta_target": 0,
+  "max_split": 1,
+  "min_k_iters": 16,
+  "compute_eff": 0.5,
+  "sm_compute_eff": 0.8,
+  "mem_eff": 0.7,
+  "per_sm_gbs": 40.0,
+  "fill_gain": 1.0,
+  "latency_us": 10.0,
+  "helper_split_us": 0.0
+ },
+ "pad_us": 2.0,
+ "graph_dense_us": 8.0,
+ "graph_sparse_us": 8.0,
+ "host_dense_us": 20.0,
+ "host_sparse_us": 500.0,
+ "dram_eff": 0.9,
+ "flush_dirty_mb": 32.0,
+ "flush_dirty_frac": 0.4,
+ "pad_to": null
 });
 
 export const DTYPES = deepFreeze({

@@ -68,8 +68,8 @@ export function getGpu(name) {
 /** Peak TFLOP/s of `spec` for dtype `d`; InputError (field "dtype") where the GPU has no such mode. */
 export function peakTflops(spec, d, sparse = false) {
   const table = sparse ? spec.sparse_tflops : spec.dense_tflops;
-  const value = table[d];
-  if (value === undefined || value === null) {
+  const value = typeof d === "string" && Object.hasOwn(table, d) ? table[d] : null;  // never an inherited "constructor"
+  if (typeof value !== "number") {
     const kind = sparse ? "2:4 sparse" : "dense";
     const have = Object.keys(table);
     throw new InputError(

@@ -28,7 +28,8 @@ export function indexBits(m) {
 }
 
 function format(key) {
-  const f = FORMATS[key];
+  // Own properties only: "__proto__" or "constructor" is not a format (it was NaN before).
+  const f = typeof key === "string" && Object.hasOwn(FORMATS, key) ? FORMATS[key] : null;
   if (!f) throw new InputError("dtype", `dtype must be one of ${Object.keys(FORMATS).join(", ")}, got ${JSON.stringify(key)}`);
   return f;
 }

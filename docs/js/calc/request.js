@@ -5,6 +5,7 @@
 // the same order, with the same names (snake_case keys, so a result compares key by key with
 // the Python's RequestEstimate.to_dict() in the golden vectors).
 
+import { MIN_SPEEDUP } from "./amdahl.js";
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
 import { DTYPES } from "./fitted.js";
 import { getGpu, peakTflops } from "./hardware.js";
@@ -100,6 +101,10 @@ export function checkWorkload(w) {
 }
 
 function checkAssumptions(a) {
+  const unknown = Object.keys(a).filter((k) => !Object.hasOwn(DEFAULT_ASSUMPTIONS, k)).sort();
+  if (unknown.length) {
+    throw new InputError(unknown[0], `assumptions has unknown fields ${unknown.join(", ")}; valid: ${Object.keys(DEFAULT_ASSUMPTIONS).join(", ")}`);
+  }
   requireNumber("attention_efficiency", a.attention_efficiency, { high: 1.0 });
   requireNumber("memory_efficiency", a.memory_efficiency, { high: 1.0 });
   if (a.kv_bytes_per_element !== null) requireNumber("kv_bytes_per_element", a.kv_bytes_per_element);
@@ -146,22 +151,47 @@ function idealTimes(M, N, K, b, bOut, packedRatio, machine) {
 function phaseSpeedups(gemmSpeedup) {
   if (gemmSpeedup === null || gemmSpeedup === undefined) return { prefill: null, decode: null };
   if (typeof gemmSpeedup === "object") {
+    const unknown = Object.keys(gemmSpeedup).filter((k) => !PHASES.includes(k)).sort();
+    if (unknown.length) {
+      throw new InputError("gemm_speedup", `gemm_speedup keys must be among ('prefill', 'decode'), got [${unknown.map((k) => `'${k}'`).join(", ")}]`);
+    }
     const out = {};
     for (const p of PHASES) {
       const v = gemmSpeedup[p];
-      out[p] = v === null || v === undefined ? null : requireNumber(`gemm_speedup_${p}`, v);
+      out[p] = v === null || v === undefined ? null : requireGemmSpeedup(`gemm_speedup_${p}`, v);
     }
     return out;
   }
-  const s = requireNumber("gemm_speedup", gemmSpeedup);
+  const s = requireGemmSpeedup("gemm_speedup", gemmSpeedup);
   return { prefill: s, decode: s };
+}
+
+// A measured GEMM speedup: no smaller than the smallest normal double (a denormal makes the 2:4
+// times infinite), as twofour.request's _require_gemm_speedup.
+function requireGemmSpeedup(name, value) {
+  value = requireNumber(name, value);
+  if (value < MIN_SPEEDUP) {
+    throw new InputError(name, `${name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller speedup makes the arithmetic overflow), got ${pyRepr(value)}`);
+  }
+  return value;
+}
+
+/** Extreme inputs together can overflow a time: refuse the estimate (field "inputs"), never show Infinity seconds. */
+function requireFiniteTimes(est) {
+  for (const name of ["ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s", "total_sparse_s"]) {
+    const value = est[name];
+    if (!isFiniteNumber(value)) {
+      throw new InputError("inputs", `these inputs together are out of range: ${name} would be ${pyRepr(value)}, not a finite number; bring the largest or smallest inputs nearer the usual ones`);
+    }
+  }
+  return est;
 }
 
 /**
  * Workload + GPU + assumptions -> the flat numbers evaluate() needs (twofour.request.build_inputs
  * with the roofline GEMM model, roofline_gemm_model). `gemmSpeedup`: null (predicted by the
  * roofline), one measured number for every pruned GEMM, or {prefill, decode}. `scenario`: how
- * the GEMM calls run ("eager", "cached", "ideal"); `backend` and `params`: passed to predict
+ * the GEMM calls run ("eager", "cached", "kernel"); `backend` and `params`: passed to predict
  * (null: the GPU's preferred backend and its fitted parameters). Throws InputError naming the field.
  */
 export function buildInputs(workload, gpu = "H100", { assumptions = DEFAULT_ASSUMPTIONS, gemmSpeedup = null, backend = null, params = null, scenario = DEFAULT_SCENARIO } = {}) {
@@ -327,7 +357,7 @@ export function evaluate(r) {
   const eligibleDense = prefill.eligible_dense_s + decode.eligible_dense_s;
   const eligibleSparse = prefill.eligible_sparse_s + decode.eligible_sparse_s;
   const eligibleIdeal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s;
-  return {
+  return requireFiniteTimes({
     inputs: r,
     prefill,
     decode,
@@ -340,7 +370,7 @@ export function evaluate(r) {
     p_request: eligibleDense / totalDense,
     gemm_speedup_request: eligibleDense > 0.0 ? eligibleDense / eligibleSparse : 1.0,
     ceiling_speedup_request: eligibleDense > 0.0 ? eligibleDense / eligibleIdeal : 1.0,
-  };
+  });
 }
 
 /** The headline numbers (RequestEstimate.summary). */

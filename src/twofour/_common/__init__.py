@@ -1,6 +1,7 @@
 """Private utilities that many modules of the toolkit share, written once so they behave alike.
 
 * :mod:`.args`: argument checks with one wording for every message;
+* :mod:`.atomic`: every file written: never over an input or a FIFO, renamed into place when complete;
 * :mod:`.dtypes`: the one table of dtype facts (bytes, packed form, PyTorch's padding);
 * :mod:`.jsonfile`: reading the shipped JSON data files with errors that say where;
 * :mod:`.text`: strings from files made safe to print on a terminal.

@@ -58,6 +58,13 @@ def require_weight(W, m: int, *, arg: str = "W") -> torch.Tensor:
             f"{arg} must be a torch.Tensor of shape [out_features, in_features], "
             f"got {type(W).__name__}; wrap arrays with torch.as_tensor(...)"
         )
+    if type(W).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__ and not getattr(W, "is_nested", False):
+        # a wrapper subclass (MaskedTensor, ...): its own dispatch answers with multi-line errors
+        raise TypeError(f"{arg} is a {type(W).__name__} (a tensor subclass with its own dispatch); pass a plain dense "
+                        f"tensor: {arg}.to_dense() for a packed 2:4 weight, {arg}.get_data() for a MaskedTensor")
+    if getattr(W, "is_nested", False):  # torch.nested: its strided form even fails on .shape
+        raise TypeError(f"{arg} is a nested tensor (torch.nested: components of different shapes); a weight is one "
+                        f"dense 2-D tensor: pass each component, or {arg}.to_padded_tensor(0)")
     if W.is_sparse or W.layout != torch.strided:
         raise TypeError(f"{arg} must be a dense (strided) tensor, got layout {W.layout}; call .to_dense() first")
     if W.device.type == "meta":

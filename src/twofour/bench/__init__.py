@@ -1,10 +1,11 @@
 """Timing harness for ``y = x @ W.T``: dense vs every available 2:4 backend, with provenance.
 
 One file per stage: :mod:`.timing` (one call timed: warm-up, L2 flush, repeats, summary;
-:mod:`.gpu_timing` for graph, stream and kernel-only timing) -> :mod:`.measure` (a point,
-dense vs 2:4 with a numerical check; sweeps over a model's shapes) -> :mod:`.results` (the
-results file with provenance, its schema, the files shipped in ``twofour/data``). This package
-re-exports their public names.
+:mod:`.gpu_timing` for graph, stream and kernel-only timing; :mod:`.clocks` the GPU's clocks
+and power around it) -> :mod:`.measure` (a point, dense vs 2:4 with a numerical check, any
+cuSPARSELt algorithm; sweeps over a model's shapes) -> :mod:`.results` (the results file with
+provenance, its schema, the files shipped in ``twofour/data``) and :mod:`.flags` (suspect
+points, by rule). This package re-exports their public names.
 
 Example (CPU, tiny shape):
     >>> from twofour.bench import sweep
@@ -16,7 +17,9 @@ Example (CPU, tiny shape):
     3
 """
 
-from .measure import DEFAULT_MS, TOLERANCE, measure_point, model_shapes, parse_shape, sweep
+from .clocks import read_gpu_state
+from .flags import flag_points
+from .measure import DEFAULT_MS, TOLERANCE, measure_point, model_shapes, parse_shape, sparse_weight, sweep
 from .results import (
     ALG_SEARCH_SCHEMA,
     DATA_DIR,
@@ -45,6 +48,9 @@ __all__ = [
     "summarize",
     "time_callable",
     "measure_point",
+    "sparse_weight",
+    "read_gpu_state",
+    "flag_points",
     "sweep",
     "model_shapes",
     "parse_shape",

@@ -5,10 +5,19 @@ absolute difference divided by the largest ``|y|`` must stay below a per-dtype t
 (:data:`TOLERANCE`). A failed check is recorded with the point, never dropped. Only dense
 float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
 capability >= 8.0.
+
+On a GPU each timing mode of a point is bracketed by readings of the SM and memory clocks,
+power and temperature (:func:`twofour.bench.clocks.read_gpu_state`, where the GPU exposes them),
+kept under ``record["clocks"][mode]``; the sweep then flags suspect points
+(:mod:`twofour.bench.flags`) and prints them.
+
+``alg_id`` picks the cuSPARSELt algorithm through PyTorch's own path (:func:`sparse_weight`):
+the weight is converted with that algorithm, and ``F.linear`` then runs it on every call.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import warnings
@@ -29,18 +38,49 @@ from .timing import MODES, summarize, time_callable
 TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 
 
-def _sparse_linear(W24: torch.Tensor, backend: str):
-    """Convert a 2:4 weight with the requested PyTorch backend; returns the sparse tensor."""
+def sparse_weight(W24: torch.Tensor, backend: str = "cuSPARSELt", alg_id: int | None = None):
+    """Convert a 2:4 weight with PyTorch's ``backend``, and for cuSPARSELt with algorithm ``alg_id``.
+
+    Every ``F.linear(x, W)`` on the result runs the kernel of that algorithm: PyTorch passes the
+    tensor's ``alg_id_cusparselt`` to cuSPARSELt on each call. The argument moved between
+    releases, so both ways are used, and the result is checked:
+
+    * torch with ``to_sparse_semi_structured(W, alg_id=...)`` (2.13 has it): passed there;
+    * older torch: the class attribute ``SparseSemiStructuredTensor._DEFAULT_ALG_ID``, read at
+      conversion, set for this one conversion and restored.
+
+    Both are PyTorch internals (the class is a prototype API; ``_DEFAULT_ALG_ID`` is private);
+    the tensor's ``alg_id_cusparselt`` after conversion is what counts, and a mismatch raises.
+    ``alg_id=None`` leaves PyTorch's default (algorithm 0). Which algorithm is fastest for a
+    shape is what ``torch._cslt_sparse_mm_search`` or a timed sweep (``twofour bench --alg-id``)
+    finds out.
+    """
     from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
 
-    saved = SparseSemiStructuredTensor._FORCE_CUTLASS
+    if alg_id is not None:
+        if isinstance(alg_id, bool) or not isinstance(alg_id, int) or alg_id < 0:
+            raise ValueError(f"alg_id must be an int >= 0 (a cuSPARSELt algorithm number), got {alg_id!r}")
+        if backend != "cuSPARSELt":
+            raise ValueError(f"alg_id picks a cuSPARSELt algorithm; backend {backend!r} has none (use backend='cuSPARSELt')")
+    saved = SparseSemiStructuredTensor._FORCE_CUTLASS, SparseSemiStructuredTensor._DEFAULT_ALG_ID
     SparseSemiStructuredTensor._FORCE_CUTLASS = backend == "CUTLASS"
+    kwargs = {}
+    if alg_id is not None:
+        if "alg_id" in inspect.signature(to_sparse_semi_structured).parameters:
+            kwargs["alg_id"] = alg_id
+        else:
+            SparseSemiStructuredTensor._DEFAULT_ALG_ID = alg_id
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*prototype.*", category=UserWarning)
-            return to_sparse_semi_structured(W24)
+            Ws = to_sparse_semi_structured(W24, **kwargs)
     finally:
-        SparseSemiStructuredTensor._FORCE_CUTLASS = saved
+        SparseSemiStructuredTensor._FORCE_CUTLASS, SparseSemiStructuredTensor._DEFAULT_ALG_ID = saved
+    if alg_id is not None and getattr(Ws, "alg_id_cusparselt", None) != alg_id:
+        raise RuntimeError(f"this torch ({torch.__version__}) built the 2:4 tensor with alg_id_cusparselt="
+                           f"{getattr(Ws, 'alg_id_cusparselt', None)!r}, not {alg_id}: it does not take the algorithm "
+                           "through either known path")
+    return Ws
 
 
 def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
@@ -61,9 +101,18 @@ def _modes(modes, device: torch.device) -> tuple[str, ...]:
     return modes
 
 
+def _gpu_state(device: torch.device) -> dict | None:
+    if device.type != "cuda":
+        return None
+    from .clocks import read_gpu_state
+
+    return read_gpu_state(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[str] = (),
                   warmup: int = 3, repeats: int = 10, flush_l2: bool = True, seed: int = 0,
-                  W24: torch.Tensor | None = None, modes: Iterable[str] = ("eager",)) -> dict:
+                  W24: torch.Tensor | None = None, modes: Iterable[str] = ("eager",),
+                  alg_id: int | None = None) -> dict:
     """Time dense and each 2:4 backend for one (M, N, K, dtype); returns one result record.
 
     ``W24`` (an already pruned ``[N, K]`` weight on ``device``) can be passed to reuse it
@@ -73,6 +122,9 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`MODES` under
     ``record["modes"][mode]``; see :mod:`twofour.bench.gpu_timing`. A mode that fails for a
     backend records the error there and the other modes still run.
+
+    ``alg_id``: the cuSPARSELt algorithm (:func:`sparse_weight`); recorded with each 2:4 entry.
+    On a GPU, ``record["clocks"][mode]`` holds the readings before and after that mode.
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
         require_positive_int(name, v)
@@ -86,6 +138,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
+    clocks = {"eager": {"before": _gpu_state(device)}}
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
     backends = tuple(backends)
     if not backends:
@@ -94,23 +147,32 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             f"this run is on {device.type}, so only the dense GEMM was timed"
         )
         return record
+    if alg_id is not None:
+        backends = tuple(b for b in backends if b == "cuSPARSELt")
+        if not backends:
+            raise ValueError("alg_id picks a cuSPARSELt algorithm, but cuSPARSELt is not among the backends to time")
     ref = dense_fn()
     record["sparse"] = {}
     sparse_weights = {}
     for backend in backends:
         try:
-            Ws = _sparse_linear(W24, backend)
+            Ws = sparse_weight(W24, backend, alg_id)
             sparse_fn = lambda Ws=Ws: torch.nn.functional.linear(x, Ws)  # noqa: E731
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
+            if alg_id is not None:
+                entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
         except (RuntimeError, NotImplementedError, ValueError, TypeError) as exc:
             entry = {"error": _one_line(exc)}
         record["sparse"][backend] = entry
+    clocks["eager"]["after"] = _gpu_state(device)
     if len(modes) > 1:
         record["modes"] = _other_modes(modes[1:], x, W24, sparse_weights, device=device, warmup=warmup,
-                                       repeats=repeats, flush_l2=flush_l2)
+                                       repeats=repeats, flush_l2=flush_l2, clocks=clocks, alg_id=alg_id)
+    if any(v is not None for c in clocks.values() for v in c.values()):
+        record["clocks"] = clocks
     return record
 
 
@@ -119,14 +181,17 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool) -> dict:
+def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,
+                 clocks: dict | None = None, alg_id: int | None = None) -> dict:
     """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`)."""
     from . import gpu_timing as gt
 
     linear = torch.nn.functional.linear
     weights = {"dense": W24, **sparse_weights}
     out: dict = {}
+    clocks = {} if clocks is None else clocks
     for mode in modes:
+        clocks[mode] = {"before": _gpu_state(device)}
         out[mode] = {"dense": None, "sparse": {}}
         for name, W in weights.items():
             try:
@@ -135,7 +200,7 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                                                     repeats=repeats, flush_l2=flush_l2))
                 elif mode == "stream":
                     n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt._l2_bytes(device))
-                    copies = [W] + [_copy_weight(W24, name) for _ in range(n_copies - 1)]
+                    copies = [W] + [_copy_weight(W24, name, alg_id) for _ in range(n_copies - 1)]
                     entry = summarize(gt.time_stream([lambda c=c: linear(x, c) for c in copies], device=device,
                                                      warmup=warmup, repeats=repeats))
                     entry["copies"] = n_copies
@@ -151,13 +216,14 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                 out[mode]["dense"] = entry
             else:
                 out[mode]["sparse"][name] = entry
+        clocks[mode]["after"] = _gpu_state(device)
     return out
 
 
-def _copy_weight(W24: torch.Tensor, name: str):
+def _copy_weight(W24: torch.Tensor, name: str, alg_id: int | None = None):
     """A distinct copy of the weight in the form ``name`` uses (dense, or packed by a backend)."""
     W = W24.clone()
-    return W if name == "dense" else _sparse_linear(W, name)
+    return W if name == "dense" else sparse_weight(W, name, alg_id)
 
 
 def model_shapes(models: Iterable[str] = ("Llama-3-8B",), *, include_lm_head: bool = False) -> list[tuple[str, int, int]]:
@@ -211,7 +277,7 @@ DEFAULT_MS = [2**i for i in range(15)]  # 1 .. 16384
 def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS, dtypes=("float16", "bfloat16"),
           *, device=None, backends: Iterable[str] | None = None, warmup: int = 3, repeats: int = 10,
           flush_l2: bool = True, progress: bool = True, command: str | None = None, seed: int = 0,
-          modes: Iterable[str] = ("eager",)) -> "Results":
+          modes: Iterable[str] = ("eager",), alg_id: int | None = None) -> "Results":
     """Measure every (shape, M, dtype): dense and every available 2:4 backend.
 
     Args:
@@ -222,6 +288,8 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
             reports usable (none on CPU).
         progress: show a tqdm progress bar (stderr).
         modes: ``("eager",)`` or, on a GPU, any of :data:`MODES` starting with ``"eager"``.
+        alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
+            instead of PyTorch's default; GPU with cuSPARSELt only.
     """
     env = environment()
     device = torch.device(device) if device is not None else env.device
@@ -239,6 +307,10 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
                          "would measure the emulation, not the CPU's roofline")
     if not shapes or not Ms:
         raise ValueError("shapes and Ms must each hold at least one entry")
+    if alg_id is not None and (device.type != "cuda" or "cuSPARSELt" not in backends):
+        raise ValueError(f"alg_id={alg_id!r} picks a cuSPARSELt algorithm for the 2:4 kernel: that needs an NVIDIA GPU "
+                         "with compute capability >= 8.0 and cuSPARSELt among the backends "
+                         f"(device {device.type}, backends {list(backends)})")
     total = len(shapes) * len(Ms) * len(dtypes)
     bar = None
     if progress:
@@ -255,7 +327,8 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
                 del W
                 for M in Ms:
                     rec = measure_point(M, N, K, dtype, device=device, backends=backends, warmup=warmup,
-                                        repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24, modes=modes)
+                                        repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24, modes=modes,
+                                        alg_id=alg_id)
                     rec["shape"] = label
                     points.append(rec)
                     if bar is not None:
@@ -275,5 +348,8 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         "modes": list(modes),
         "cache_note": ("L2 flushed before every timed call" if device.type == "cuda" and flush_l2
                        else "caches not flushed between repeats"),
+        "alg_id": alg_id,
+        "alg_note": ("PyTorch's default cuSPARSELt algorithm (alg_id_cusparselt 0)" if alg_id is None
+                     else f"cuSPARSELt algorithm {alg_id}, set through PyTorch's own path (twofour.bench.sparse_weight)"),
     }
     return Results(provenance=provenance(command, device=device), settings=settings, points=points)

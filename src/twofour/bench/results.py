@@ -1,9 +1,12 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON (``schema`` ``twofour-bench/2``) with a provenance block
+:class:`Results` is written as JSON (``schema`` ``twofour-bench/3``) with a provenance block
 (GPU name, compute capability, driver, CUDA, torch, cuSPARSELt, date, command, ...), the
-settings, and one record per point with raw timings. :func:`load_results` reads it back and
-checks it; :func:`recorded_results` lists the files shipped in ``twofour/data/``.
+settings, and one record per point with raw timings and, where the GPU exposes them, its clocks,
+power and temperature before and after each timing mode (:mod:`.clocks`). :func:`load_results`
+reads it back and checks it (older schemas too); :func:`recorded_results` lists the files shipped
+in ``twofour/data/``. Suspect points are flagged by :mod:`.flags`, computed from the file's own
+numbers whenever it is read (:meth:`Results.flags`), never by editing it.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from .._common.jsonfile import check_schema, read_json
 from ..device import environment
 from .timing import MODES
 
-SCHEMA = "twofour-bench/2"
-# Files written before the timing modes existed; /2 only adds the optional "modes" block.
-READABLE_SCHEMAS = ("twofour-bench/1", SCHEMA)
+SCHEMA = "twofour-bench/3"
+# /2 added the optional "modes" block; /3 the optional per-point "clocks" (before and after each
+# timing mode) and the top-level "flags" written for readers of the JSON (this package recomputes
+# them, so the files of /1 and /2 read the same way).
+READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", SCHEMA)
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -45,7 +50,7 @@ RESULTS_SCHEMA = {
                 "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
                 "K": {"type": "integer", "minimum": 1}, "dtype": {"type": "string"},
                 "dense": {"anyOf": [_TIMING, {"type": "object", "required": ["error"]}]},
-                "sparse": {"type": "object"}, "modes": {"type": "object"},
+                "sparse": {"type": "object"}, "modes": {"type": "object"}, "clocks": {"type": "object"},
             },
         }},
     },
@@ -153,24 +158,49 @@ class Results:
         return f"{where}, torch {p.get('torch')}, {str(p.get('date', ''))[:10]}"
 
     def to_dict(self) -> dict:
-        return {"schema": self.schema, "provenance": self.provenance, "settings": self.settings, "points": self.points}
+        return {"schema": self.schema, "provenance": self.provenance, "settings": self.settings, "points": self.points,
+                "flags": self.flags()}
+
+    def flags(self) -> list[dict]:
+        """Every rule of :mod:`twofour.bench.flags` that fires on this run's points, with its evidence.
+
+        Example:
+            >>> Results(provenance={}, points=[]).flags()
+            []
+        """
+        from .flags import flag_points
+
+        return flag_points(self.points)
+
+    def flagged(self) -> dict[tuple, list[str]]:
+        """``{(shape, M, N, K, dtype, mode): [reasons]}`` of the suspect (point, mode) pairs."""
+        from .flags import flagged_keys
+
+        return flagged_keys(self.points)
 
     def save(self, path) -> Path:
-        """Write JSON to ``path`` (parent folders are created)."""
+        """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
+        from .._common.atomic import check_output, write_text
+
         path = Path(path)
+        check_output(path)  # a FIFO or a device: refused before the folder is made
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
     def gpu_points(self, mode: str = "eager") -> list[dict]:
-        """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms`` for every sparse time.
+        """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged`` for every sparse time.
 
         ``mode`` picks the timing (:data:`MODES`); points measured without it give no rows.
         Points whose check failed or whose backend raised are not timing rows; they are
-        listed by :meth:`problems` instead.
+        listed by :meth:`problems` instead. ``flagged`` is None, or the reasons
+        (:mod:`twofour.bench.flags`) to distrust this row's speedup.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        from .flags import point_key
+
+        suspect = self.flagged()
         rows = []
         for p in self.points:
             if mode == "eager":
@@ -189,6 +219,7 @@ class Results:
                     "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"), "mode": mode,
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
                     "check_passed": eager_check.get("passed"),
+                    "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
                 })
         return rows
 

@@ -1,8 +1,15 @@
-"""Where the commands write: output paths checked before any work, write errors as one line.
+"""Where the commands write: outputs checked before any work, written atomically, errors as one line.
 
-An ``--out`` that is a directory, a FIFO or a device is refused before a sweep starts (writing
-a FIFO would wait for a reader; a directory fails only at the end, after minutes of work), and
-a full disk or a vanished folder while writing becomes one line naming the option.
+Every command that writes a file goes through here (and through :mod:`twofour._common.atomic`,
+which the toolkit's own ``save`` methods use):
+
+* an output that is one of the command's inputs (the same file, through symlinks and hard
+  links) is refused: ``twofour audit m.safetensors --json m.safetensors`` keeps the checkpoint;
+* a directory, a FIFO or a device is refused before a sweep starts (writing a FIFO would wait
+  for a reader; a directory fails only at the end, after minutes of work);
+* the file is written to a temporary file beside it and renamed into place when complete, so a
+  full disk or an interrupt leaves the previous file intact, and the error is one line naming
+  the option.
 
 >>> import tempfile
 >>> folder = tempfile.mkdtemp()
@@ -18,18 +25,11 @@ import os
 import stat
 from pathlib import Path
 
+from .._common.atomic import OutputError, check_output, write_text
 from .._common.text import printable
 from .main import UserError
 
-__all__ = ["check_output_file", "check_output_dir", "write_error", "show"]
-
-_KINDS = (
-    (stat.S_ISDIR, "is a directory"),
-    (stat.S_ISFIFO, "is a FIFO (named pipe); writing it would wait for a reader"),
-    (stat.S_ISCHR, "is a character device"),
-    (stat.S_ISBLK, "is a block device"),
-    (stat.S_ISSOCK, "is a socket"),
-)
+__all__ = ["check_output_file", "check_output_dir", "write_output", "write_error", "show"]
 
 
 def show(path) -> str:
@@ -37,44 +37,49 @@ def show(path) -> str:
     return printable(os.fspath(path), 200)
 
 
-def _kind(path: Path) -> str | None:
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"cannot be inspected ({exc.strerror or exc})"
-    for test, why in _KINDS:
-        if test(mode):
-            return why
-    return None
+def check_output_file(path, option: str, example: str = "results.json", inputs=()) -> Path:
+    """``path`` as a Path if a file can be written there, else a :class:`UserError` naming ``option``.
 
-
-def check_output_file(path, option: str, example: str = "results.json") -> Path:
-    """``path`` as a Path if a file can be written there, else a :class:`UserError` naming ``option``."""
+    ``inputs`` are the files the command reads: the output may not be one of them.
+    """
     path = Path(path)
-    why = _kind(path)
-    if why == "is a directory":
-        raise UserError(f"{option} {show(path)} is a directory; give a file name such as {show(path / example)}")
-    if why:
-        raise UserError(f"{option} {show(path)} {why}; give the path of a regular file")
-    parent = path.parent
-    if parent.exists() and not parent.is_dir():
-        raise UserError(f"{option} {show(path)}: {show(parent)} is not a directory")
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise UserError(f"{option} {show(path)} is a directory; give a file name such as {show(path / example)}")
+    except OSError:
+        pass
+    try:
+        check_output(path, inputs)
+    except OutputError as exc:
+        raise UserError(f"{option} {exc}") from None
     return path
 
 
 def check_output_dir(path, option: str) -> Path:
     """``path`` as a Path if it is a directory or can be made one, else a :class:`UserError`."""
     path = Path(path)
-    why = _kind(path)
-    if why and why != "is a directory":
-        raise UserError(f"{option} must be a directory, but {show(path)} {why}")
-    if path.exists() and not path.is_dir():
-        raise UserError(f"{option} must be a directory, but {show(path)} is a file")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise UserError(f"{option} {show(path)} cannot be inspected ({exc.strerror or exc})") from None
+    if not stat.S_ISDIR(mode):
+        what = "is a file" if stat.S_ISREG(mode) else "is not a directory (a FIFO, device or socket)"
+        raise UserError(f"{option} must be a directory, but {show(path)} {what}")
     return path
+
+
+def write_output(path, text: str, option: str, inputs=()) -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`twofour._common.atomic.write_text`); errors name ``option``."""
+    try:
+        return write_text(path, text, inputs)
+    except OutputError as exc:
+        raise UserError(f"{option} {exc}") from None
+    except OSError as exc:
+        raise write_error(option, path, exc) from None
 
 
 def write_error(option: str, path, exc: OSError) -> UserError:
     """The one-line error for a failed write (full disk, permission, vanished folder)."""
-    return UserError(f"{option} {show(path)}: cannot write ({exc.strerror or exc})")
+    return UserError(f"{option} {show(path)}: cannot write ({exc.strerror or exc}); the previous file, if any, is unchanged")

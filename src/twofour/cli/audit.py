@@ -19,7 +19,7 @@ import os
 import sys
 
 from .main import UserError
-from ._output import check_output_file, show, write_error
+from ._output import check_output_file, show, write_output
 
 _EPILOG = """examples:
   twofour audit model.safetensors
@@ -97,10 +97,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tokens must be a positive number of tokens (batch x seq_len), got {args.tokens}")
     if args.max_rows is not None and args.max_rows < 0:
         raise UserError(f"--max-rows must be >= 0, got {args.max_rows}")
+    inputs = [args.model_file]
     if args.json:
-        check_output_file(args.json, "--json", "audit.json")
+        check_output_file(args.json, "--json", "audit.json", inputs=inputs)
     if args.html:
-        check_output_file(args.html, "--html", "audit.html")
+        check_output_file(args.html, "--html", "audit.html", inputs=inputs)
+    if args.json and args.html and os.path.realpath(args.json) == os.path.realpath(args.html):
+        raise UserError(f"--json and --html are the same file {show(args.json)}; the second would replace the first")
     target = _target(args)
     try:
         with open_checkpoint(args.model_file) as ckpt:
@@ -118,18 +121,11 @@ def run(args: argparse.Namespace) -> int:
     text = str(report) if args.max_rows is None else _limited(report, args.max_rows)
     print(text)
     if args.json:
-        try:
-            with open(args.json, "w") as f:
-                f.write(report.to_json())
-        except OSError as exc:
-            raise write_error("--json", args.json, exc) from None
+        write_output(args.json, report.to_json(), "--json", inputs=inputs)
         print(f"wrote {show(args.json)}", file=sys.stderr)
     if args.html:
-        try:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(report.to_html(title=f"twofour audit: {printable(os.path.basename(args.model_file), 120)}"))
-        except OSError as exc:
-            raise write_error("--html", args.html, exc) from None
+        title = f"twofour audit: {printable(os.path.basename(args.model_file), 120)}"
+        write_output(args.html, report.to_html(title=title), "--html", inputs=inputs)
         print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0
 

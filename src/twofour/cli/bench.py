@@ -6,6 +6,13 @@ GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a 
 
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
+    twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes eager graph kernel   # cuSPARSELt algorithm 1
+    twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
+
+Where the GPU exposes them, the SM and memory clocks, power and temperature are read before and
+after each timing mode of each point and kept in the results file; suspect points (a kernel time
+above its own event-timed call, repeats drifting upward, graph-replay outliers, a clock that
+fell) are flagged and listed (:mod:`twofour.bench.flags`).
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import argparse
 import sys
 
 from .main import UserError
+from .._common.atomic import OutputError
 from .._common.text import printable
+from . import _bench_decode
 from ._output import check_output_file, show, write_error
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
@@ -40,15 +49,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, help="untimed calls before timing (default 3)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--no-flush", action="store_true", help="do not flush L2 between timed calls (GPU)")
-    parser.add_argument("--modes", nargs="+", metavar="MODE", default=["eager"],
+    parser.add_argument("--modes", nargs="+", metavar="MODE",
                         help="timings per point (GPU): eager (default; a lone eager call, host set-up included), "
                              "graph (CUDA-graph replay: plans cached), stream (back-to-back calls), "
-                             "kernel (profiler kernel time only); eager is always first")
-    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here)")
+                             "kernel (profiler kernel time only); eager is always first. With --decode: eager, "
+                             "graph, graph-searched, compile (default on GPU: eager graph graph-searched)")
+    parser.add_argument("--alg-id", type=int, metavar="N", dest="alg_id",
+                        help="time cuSPARSELt algorithm N for the 2:4 kernel instead of PyTorch's default 0, set through "
+                             "PyTorch's own path (to_sparse_semi_structured(..., alg_id=N), or "
+                             "SparseSemiStructuredTensor._DEFAULT_ALG_ID on older torch): GPU with cuSPARSELt only")
+    parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here, "
+                                                      "decode-<device>-<time>.json with --decode)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _bench_decode.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.decode and args.alg_id is not None:
+        raise UserError("--alg-id: a GEMM-sweep option, not used with --decode (its graph-searched mode searches the "
+                        "algorithm per GEMM); drop one of them")
+    _bench_decode.check_flags(args)
+    if args.decode:
+        return _bench_decode.run(args)
     from ..bench import default_out_path, parse_shape, sweep
     from ..device import environment
 
@@ -76,11 +98,15 @@ def run(args: argparse.Namespace) -> int:
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
     if args.out is not None:
         check_output_file(args.out, "--out")
+    if args.alg_id is not None:
+        _check_alg_id(args.alg_id, on_gpu, env)
 
     if on_gpu:
         dtypes = args.dtypes or (["float16"] if args.quick else ["float16", "bfloat16"])
         print(f"GPU: {env.gpu_name} (compute capability {env.capability_str}); 2:4 backends: "
               f"{', '.join(env.backends) or 'none'}. {env.reason}")
+        print("2:4 kernel: " + ("PyTorch's default cuSPARSELt algorithm (0)" if args.alg_id is None else
+                                f"cuSPARSELt algorithm {args.alg_id}, set through PyTorch's own path"))
     else:
         if args.dtypes and any(d not in ("float32", "fp32") for d in args.dtypes):
             print(f"note: --dtypes {' '.join(args.dtypes)} ignored on CPU: only float32 is timed here", file=sys.stderr)
@@ -92,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bench import MODES
 
-    modes = ["eager"] + [m for m in args.modes if m != "eager"]
+    modes = ["eager"] + [m for m in (args.modes or []) if m != "eager"]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
@@ -100,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only eager timing runs")
     kwargs = {} if Ms is None else {"Ms": Ms}
     kwargs["modes"] = tuple(modes)
+    if args.alg_id is not None:
+        kwargs["alg_id"] = args.alg_id
+        kwargs["backends"] = ("cuSPARSELt",)
     command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
@@ -110,9 +139,12 @@ def run(args: argparse.Namespace) -> int:
     _print_table(res, on_gpu)
     for mode in modes[1:]:
         _print_mode(res, mode)
+    _print_flags(res)
     out = args.out or default_out_path(res.provenance)
     try:
         out = res.save(out)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     print(f"results written to {show(out)}")
@@ -120,6 +152,37 @@ def run(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
+    """Refuse an algorithm number this machine cannot time, saying why."""
+    if alg_id < 0:
+        raise UserError(f"--alg-id must be a cuSPARSELt algorithm number >= 0, got {alg_id}")
+    if not on_gpu:
+        raise UserError(f"--alg-id {alg_id}: picks the cuSPARSELt algorithm of the 2:4 kernel, and 2:4 kernels need an "
+                        f"NVIDIA GPU with compute capability >= 8.0; this run has none ({env.reason.split('; ')[0]}). The recorded "
+                        "sweep of every algorithm on an H200 is twofour.bench.recorded_alg_search()")
+    if "cuSPARSELt" not in env.backends:
+        raise UserError(f"--alg-id {alg_id}: needs PyTorch's cuSPARSELt backend, which is not usable here "
+                        f"(backends: {', '.join(env.backends) or 'none'})")
+    import torch
+
+    try:
+        top = getattr(getattr(torch.backends, "cusparselt", None), "get_max_alg_id", lambda: None)()
+    except (RuntimeError, AttributeError):  # an older torch, or the library not loaded yet: no upper bound known
+        top = None
+    if top is not None and alg_id > int(top):
+        raise UserError(f"--alg-id {alg_id}: this cuSPARSELt offers algorithms 0 to {int(top)} for its default "
+                        "configuration (torch.backends.cusparselt.get_max_alg_id())")
+
+
+def _print_flags(res) -> None:
+    flags = res.flags()
+    if not flags:
+        return
+    print(f"\nflagged ({len(flags)}; kept out of any fit, see twofour.bench.flags):")
+    for f in flags:
+        print(f"  {f['rule']:13} [{f['mode']}] {str(f['shape'] or '')[:34]} M={f['M']} {f['dtype']} {f['side']}: {f['evidence']}")
 
 
 def _check_sizes(shapes, Ms) -> None:

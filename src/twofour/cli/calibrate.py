@@ -1,12 +1,16 @@
-"""``twofour calibrate``: fit the kernel model to every usable measurement and report its error.
+"""``twofour calibrate``: fit the kernel model to the GPU run and report its error where it was not fitted.
 
-Reads the published measurements (``twofour/data/published-gemm.json``) and the GPU results
-files ``twofour bench`` wrote (``twofour/data/bench-*.json``), fits the model's parameters
-(:mod:`twofour.roofline.calibration`), evaluates it leave-one-source-out, prints the fitted
-parameters and the error by M regime, GPU and origin, and writes the fit as JSON.
+Reads the GPU results files ``twofour bench`` wrote (``twofour/data/bench-*.json``), the kernel
+tables, the decode-step traces, the cuSPARSELt algorithm sweep and the published measurements
+(``twofour/data/published-gemm.json``); fits the tile model (:mod:`twofour.roofline.calibration`:
+tiles from kernel names, per-call costs from medians, each kernel family's constants on the
+Llama-3-8B and reference shapes, flagged points left out); reports the median error of the
+predicted speedup per M regime on the held-out Llama-3-70B shapes and on the published points
+with their source left out; checks the ceilings; and with ``--out`` writes the fit as JSON.
 
-    twofour calibrate                                   # report only
+    twofour calibrate                                          # report only (~20 s on 2 cores)
     twofour calibrate --out src/twofour/data/kernel-fit.json   # refresh the package's defaults
+    twofour golden --fitted-js docs/js/calc/fitted.js          # then the calculators' copy
 """
 
 from __future__ import annotations
@@ -20,52 +24,66 @@ from .main import UserError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the fit as JSON (the package default: "
                         "src/twofour/data/kernel-fit.json)")
-    parser.add_argument("--points", action="store_true", help="also list every usable point with its error")
+    parser.add_argument("--points", action="store_true", help="also list every held-out and published point with its error")
+
+
+def _regimes(rows) -> str:
+    return "  ".join(f"{r['regime']:>10} {r['median']:6.1%} (n={r['n']})" for r in rows)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..roofline import calibration as cal_mod
     from ..roofline.published import FIT_RULES, points
 
-    if args.out is not None and args.out.is_dir():
-        raise UserError(f"--out must be a file path, but {args.out} is a directory")
+    from ._output import check_output_file, show
+
+    if args.out is not None:  # before the fit: a directory, a FIFO or one of the fit's inputs is refused now
+        check_output_file(args.out, "--out", "kernel-fit.json", inputs=cal_mod.fit_inputs())
     pts = points()
-    usable = [p for p in pts if p.fit_ok]
     print(f"{len(pts)} points ({sum(p.origin == 'published' for p in pts)} published, "
-          f"{sum(p.origin == 'measured' for p in pts)} measured here); {len(usable)} usable by these rules:")
+          f"{sum(p.origin == 'measured' for p in pts)} measured here); the fit uses a point when it is:")
     for rule in FIT_RULES:
         print(f"  - {rule}")
     cal = cal_mod.fit_all(pts)
-    print(f"\nbase set ({cal.base_source}):")
-    for k, v in cal.base.to_dict().items():
-        print(f"  {k:20} {v}")
+    info = cal.info
+    print(f"\nbase set, fitted on {info['n_fit_points']} points ({info['n_trace_points']} of them decode-step traces); "
+          f"rms log error dense {info['dense_rms_log']:.3f}, 2:4 {info['sparse_rms_log']:.3f}:")
+    for name, value in cal.base.to_dict().items():
+        if isinstance(value, dict):
+            tiles = value["tiles"]
+            shown = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in value.items() if k != "tiles"}
+            print(f"  {name:20} {len(tiles)} tile row(s), last {tiles[-1][2]}x{tiles[-1][3]}; {shown}")
+        else:
+            print(f"  {name:20} {round(value, 4) if isinstance(value, float) else value}")
+    print("searched algorithm, tile candidates (best first): " + "; ".join(
+        f"{t['tile_n']}x{t['tile_m']} split<={t['max_split']}: {t['rms_log']:.3f}" for t in info["searched_tile_trials"]))
     for gpu, params in cal.per_gpu.items():
-        changed = {k: v for k, v in params.to_dict().items() if v != cal.base.to_dict()[k]}
-        print(f"{gpu:16} {cal.notes[gpu]}" + (f": {changed}" if changed else ""))
-    for line in cal.clamps:
-        print(f"clamped: {line}")
-    errors = cal_mod.evaluate(pts)
-    titles = {
-        "published_leave_one_source_out": "published points, each source left out of the fit in turn",
-        "measured_leave_one_shape_out": "points measured here, each weight shape left out of the fit in turn",
-        "measured_before_refit": "points measured here, predicted by the assumed parameters (the model before the refit)",
-        "measured_in_sample": "points measured here, predicted by the fit that saw them",
-    }
-    print("\nerror of the predicted speedup, |predicted / measured - 1|:")
-    for key, title in titles.items():
-        print(f"  {title}:")
-        for table in ("by_regime", "by_gpu", "by_scenario"):
-            for row in errors[key].get(table, []):
-                label = row.get("regime") or row.get("gpu") or row.get("scenario")
-                print(f"    {label:12} n={row['n']:4}  median {row['median']:7.1%}  p90 {row['p90']:8.1%}")
+        print(f"{gpu:8} {cal.notes[gpu]} (2:4 compute_eff {params.cusparselt.compute_eff:.4f})")
+    errors = cal_mod.evaluate(pts, cal)
+    held = errors["held_out"]
+    print(f"\nerror of the predicted speedup, median |predicted / measured - 1|, on {held['label']}:")
+    for mode, rows in held["by_mode"].items():
+        print(f"  {mode:7} {_regimes(rows)}")
+    print(f"  flagged, not counted: {len(held['flagged'])} point(s)")
+    pub = errors["published_leave_one_source_out"]
+    print(f"published points, each of {pub['n_sources']} sources left out in turn:\n  {_regimes(pub['by_regime'])}")
+    print("in the fit set (for comparison, not held out):")
+    for mode, rows in errors["in_sample"]["by_mode"].items():
+        print(f"  {mode:7} {_regimes(rows)}")
     if args.points:
-        print("\npublished point (its source left out)                        measured  predicted  error")
-        for r in errors["published_leave_one_source_out"]["points"]:
-            print(f"  {r['id'][:58]:58} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}")
+        print("\npoint                                                                 measured  predicted  error")
+        for r in held["points"] + held["flagged"] + pub["points"]:
+            print(f"  {r['id'][-66:]:66} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}"
+                  + ("  (flagged)" if r.get("flagged") else ""))
     if args.out is not None:
+        from .._common.atomic import OutputError
+        from ._output import write_error
+
         try:
-            path = cal_mod.save(args.out, fitted=cal, errors=errors)  # what was printed, not a second fit
+            path = cal_mod.save(args.out, pts=pts, cal=cal, errors=errors)
+        except OutputError as exc:
+            raise UserError(f"--out {exc}") from None
         except OSError as exc:
-            raise UserError(f"--out {args.out}: cannot write: {exc.strerror or exc}") from None
-        print(f"\nfit written to {path}")
+            raise write_error("--out", args.out, exc) from None
+        print(f"\nfit written to {show(path)}; refresh the calculators with `twofour golden --fitted-js docs/js/calc/fitted.js`")
     return 0

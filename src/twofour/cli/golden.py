@@ -21,11 +21,15 @@ written here and demands agreement to 1e-12 relative. Four files:
     step is :func:`twofour.funnel.funnel_dict`'s row plus its ``step`` number and ``title``.
 
 ``roofline.json``
-    ``cases[i] = {"M", "N", "K", "dtype", "gpu", "backend", "scenario", "params", "output"}``: one
-    :func:`twofour.roofline.predict` each, over every scenario, several GPUs and both backends;
-    ``params`` is ``null`` for the fitted default set, else an :class:`~twofour.roofline.Efficiency`
-    dict. ``default_params`` gives the fitted set per ``"GPU/backend"`` (the lookup the JS repeats),
-    ``errors`` inputs every implementation must reject, with the Python message.
+    ``cases[i] = {"M", "N", "K", "dtype", "gpu", "backend", "scenario", "algorithm", "l2", "params",
+    "output"}``: one :func:`twofour.roofline.predict` each (``output`` is
+    :meth:`~twofour.roofline.Prediction.to_dict`: both kernels' tile, split-K, CTAs, waves, busy
+    SMs, bytes, bandwidth and times, the guard), over every scenario, both algorithms, both L2
+    states, several GPUs and both backends; ``params`` is ``null`` for the fitted default set,
+    else a :class:`~twofour.roofline.KernelParams` dict (the assumed set, one with its own tile
+    tables and padding, one that makes the ceiling guard bind). ``default_params`` gives the
+    fitted set per ``"GPU"`` and ``"GPU/backend"`` (the lookup the JS repeats); ``errors`` and
+    ``params_errors``: inputs every implementation must reject, with the Python message.
 
 Non-finite numbers cannot be written in JSON; they appear as the strings ``"NaN"``,
 ``"Infinity"`` and ``"-Infinity"`` (only in ``errors`` inputs and ``max_speedup(1)``).
@@ -41,20 +45,21 @@ import random
 from pathlib import Path
 
 from .. import __version__
-from .._common.dtypes import DTYPES, SPARSE_24_DTYPES
+from .._common.dtypes import SPARSE_24_DTYPES
 from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
 from ..funnel import SCOPES, funnel, funnel_dict
 from ..hardware import GPUS
 from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
-from ..roofline import (ASSUMED_EFFICIENCY, DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, Efficiency, default_params,
-                        pad_multiple, predict)
-from ..roofline._fitfile import FIT_PATH, load_fit
+from ..roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES, SCENARIOS as GEMM_SCENARIOS,
+                        KernelParams, default_params, pad_multiple, predict)
+from ..roofline._fitfile import FIT_PATH
 from ..request import (BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
+from ._fitted_js import FITTED_JS, dtype_table, fitted_js, fitted_subset
 from .main import UserError
 
 __all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
-           "gpu_table", "dtype_table", "fitted_js", "write_golden", "FITTED_JS"]
+           "gpu_table", "dtype_table", "fitted_js", "fitted_subset", "write_golden", "FITTED_JS"]
 
 FORMAT_VERSION = 1
 
@@ -70,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._output import check_output_dir, check_output_file, write_error
+    from .._common.atomic import OutputError
+    from ._output import check_output_dir, check_output_file, show, write_error, write_output
 
     if args.out is None and args.fitted_js is None:
         raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
@@ -81,22 +87,22 @@ def run(args: argparse.Namespace) -> int:
     out = None if args.out is None else check_output_dir(args.out, "--out")
     if args.fitted_js is not None:
         if Path(args.fitted_js).is_dir():
-            raise UserError(f"--fitted-js must be a file path, but {args.fitted_js} is a directory")
-        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js")  # FIFOs, devices
-        try:
-            text = fitted_js()
-            target.write_text(text)
-        except OSError as exc:
-            raise write_error("--fitted-js", target, exc) from None
-        print(f"wrote {target} ({len(text)} characters)")
+            raise UserError(f"--fitted-js must be a file path, but {show(args.fitted_js)} is a directory")
+        # FIFOs, devices, and the fit file it is made from are refused
+        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js", inputs=[FIT_PATH])
+        text = fitted_js()
+        write_output(target, text, "--fitted-js", inputs=[FIT_PATH])
+        print(f"wrote {show(target)} ({len(text)} characters)")
     if out is None:
         return 0
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     for path, count in paths.items():
-        print(f"wrote {path} ({count} cases)")
+        print(f"wrote {show(path)} ({count} cases)")
     return 0
 
 
@@ -144,7 +150,7 @@ def amdahl_table(rng: random.Random) -> dict:
 
     nan, inf = math.nan, math.inf
     errors = [_error_case(speedup, {"p": p, "s": 2.0}) for p in (-0.1, 1.5, nan, inf, -inf)]
-    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf)]
+    errors += [_error_case(speedup, {"p": 0.5, "s": s}) for s in (0.0, -1.0, nan, inf, 1e-320, 5e-324)]
     errors += [_error_case(combined_speedup, {"fractions": [0.7, 0.4], "speedups": [2.0, 2.0]}),
                _error_case(combined_speedup, {"fractions": [0.5], "speedups": [2.0, 3.0]})]
     return {
@@ -245,7 +251,7 @@ def request_table(rng: random.Random, random_cases: int, chunk_rng: random.Rando
     edge = [
         ("chat decode bs1, Llama-3-8B, H100", chat, "H100", Assumptions(), None, "cached", None),
         ("chat decode bs1, H100, eager PyTorch", chat, "H100", Assumptions(), None, "eager", None),
-        ("chat decode bs1, H100, kernel only", chat, "H100", Assumptions(), None, "ideal", None),
+        ("chat decode bs1, H100, kernel only", chat, "H100", Assumptions(), None, "kernel", None),
         ("chat decode bs1, H200 (the fitted base set), eager", chat, "H200", Assumptions(), None, "eager", None),
         ("chat decode bs1, measured 1.6x", chat, "H100", Assumptions(), 1.6, "cached", None),
         ("measured speedups, eager (dense times from the eager model)", chat, "H100", Assumptions(),
@@ -254,7 +260,7 @@ def request_table(rng: random.Random, random_cases: int, chunk_rng: random.Rando
         ("A100 fp16 batch 8, CUTLASS, eager (no plan per call)", batch8, "A100", Assumptions(), None, "eager", "CUTLASS"),
         ("A100 fp16 batch 8, cuSPARSELt, cached", batch8, "A100", Assumptions(), None, "cached", "cuSPARSELt"),
         ("A100 fp16 batch 8, CUTLASS, cached", batch8, "A100", Assumptions(), None, "cached", "CUTLASS"),
-        ("A100 fp16 batch 8, backend in lower case", batch8, "A100", Assumptions(), None, "ideal", "cutlass"),
+        ("A100 fp16 batch 8, backend in lower case", batch8, "A100", Assumptions(), None, "kernel", "cutlass"),
         ("L4 (no fitted set of its own), eager", Workload(LLAMA_3_8B, 4, 2048, 256, dtype="fp8"), "L4", Assumptions(),
          None, "eager", None),
         ("batch 64, 8K context", Workload(LLAMA_3_8B, 64, 8192, 512), "H100", Assumptions(), None, "cached", None),
@@ -263,7 +269,7 @@ def request_table(rng: random.Random, random_cases: int, chunk_rng: random.Rando
         ("nothing pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=()), "H100", Assumptions(), None, "eager", None),
         ("MLP only pruned", Workload(LLAMA_3_8B, 8, 256, 64, pruned=mlp), "L4", Assumptions(), None, "cached", None),
         ("LM head pruned too", Workload(LLAMA_3_8B, 8, 256, 64, pruned=LINEAR_KINDS), "H100", Assumptions(), None,
-         "ideal", None),
+         "kernel", None),
         ("huge context 10M", Workload(LLAMA_3_8B, 64, 10_000_000, 4), "B200", Assumptions(), None, "cached", None),
         ("prompt of 1 token", Workload(LLAMA_3_8B, 1, 1, 2), "H100", Assumptions(), None, "eager", None),
         ("gemm speedup 1 (no change)", Workload(LLAMA_3_8B, 2, 64, 16), "H100", Assumptions(), 1.0, "cached", None),
@@ -282,7 +288,7 @@ def request_table(rng: random.Random, random_cases: int, chunk_rng: random.Rando
          Workload(LLAMA_3_8B, 8, 1024, 128, dtype="fp16", prefill_chunk_tokens=512), "A100", Assumptions(), None, "eager",
          "CUTLASS"),
         ("mixed step: batch 64, 8K context + 2048 chunk, H200, kernel only",
-         Workload(LLAMA_3_8B, 64, 8192, 512, prefill_chunk_tokens=2048), "H200", Assumptions(), None, "ideal", None),
+         Workload(LLAMA_3_8B, 64, 8192, 512, prefill_chunk_tokens=2048), "H200", Assumptions(), None, "kernel", None),
         ("mixed step: chunk longer than the prompt, L4 fp8",
          Workload(LLAMA_3_8B, 4, 128, 64, dtype="fp8", prefill_chunk_tokens=1024), "L4", Assumptions(), None, "cached",
          None),
@@ -337,29 +343,40 @@ _ROOFLINE_TARGETS = [("fp16", "H100", None), ("bf16", "H200", None), ("fp16", "A
                      ("tf32", "A100", "cuSPARSELt")]
 
 
+def _custom_params() -> list[KernelParams]:
+    """Parameter sets beyond the fitted ones: the assumed set, one with its own tables, one where the guard binds."""
+    from dataclasses import replace
+
+    custom = replace(
+        ASSUMED_PARAMS.with_family("cublas", tiles=((4, 2048, 32, 4), (64, None, 96, 64), (None, None, 256, 128)),
+                                   cta_target=100, max_split=3, min_k_iters=8, fill_gain=0.25),
+        cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((32, None, 64, 32), (None, None, 128, 256)), cta_target=0,
+                           max_split=8, min_k_iters=4, mem_eff=0.55, per_sm_gbs=25.5),
+        pad_to=32, pad_us=3.25, graph_dense_us=6.5, graph_sparse_us=11.0, host_dense_us=40.0, host_sparse_us=35.0,
+        dram_eff=0.75, flush_dirty_mb=12.5, flush_dirty_frac=0.0)
+    slow_dense = ASSUMED_PARAMS.with_family("cublas", latency_us=400.0)  # the 2:4 side would pass the ceilings
+    return [ASSUMED_PARAMS, custom, slow_dense]
+
+
 def roofline_table(rng: random.Random) -> dict:
-    """:func:`twofour.roofline.predict` over shapes x GPUs/backends x scenarios, the fitted sets, and errors."""
-    zero = Efficiency(**{**ASSUMED_EFFICIENCY.to_dict(), "dense_overhead_us": 0.0, "sparse_overhead_us": 0.0})
-    custom = Efficiency(dense_compute=0.6, sparse_compute=0.4, dense_memory=0.9, sparse_memory=0.5,
-                        dense_overhead_us=3.0, sparse_overhead_us=9.5, tile_m=128, tile_n=256, pad_to=32,
-                        dense_host_us=12.5, sparse_host_us=40.0)
-    points = [(shape, d, g, b, sc, None) for shape in _ROOFLINE_SHAPES for d, g, b in _ROOFLINE_TARGETS
-              for sc in GEMM_SCENARIOS]
-    points += [(shape, "fp16", "H100", None, sc, p) for shape in _ROOFLINE_SHAPES for sc in GEMM_SCENARIOS
-               for p in (zero, custom)]
+    """:func:`twofour.roofline.predict` over shapes x GPUs/backends x scenarios x algorithms x L2, the fitted sets, and errors."""
+    def options(backend, gpu):
+        algs = ["default"] if (backend or GPUS[gpu].backends[0]).lower() == "cutlass" else list(ALGORITHMS)
+        return [(sc, a, l2) for sc in GEMM_SCENARIOS for a in algs for l2 in L2_STATES]
+
+    points = [(shape, d, g, b, opt, None) for shape in _ROOFLINE_SHAPES for d, g, b in _ROOFLINE_TARGETS
+              for opt in options(b, g)]
+    points += [(shape, "fp16", "H100", None, opt, p) for shape in _ROOFLINE_SHAPES for opt in options(None, "H100")
+               for p in _custom_params()]
     for _ in range(150):  # random shapes: M log-uniform over 1..65536
         d, g, b = rng.choice(_ROOFLINE_TARGETS)
         K = 4 * _log_int(rng, 1, 8192)
-        points.append(((_log_int(rng, 1, 65536), _log_int(rng, 1, 50000), K), d, g, b, rng.choice(GEMM_SCENARIOS), None))
+        points.append(((_log_int(rng, 1, 65536), _log_int(rng, 1, 50000), K), d, g, b, rng.choice(options(b, g)), None))
     cases = []
-    for (M, N, K), d, g, b, sc, params in points:
-        p = predict(M, N, K, d, g, b, params, scenario=sc)
-        cases.append({"M": M, "N": N, "K": K, "dtype": d, "gpu": g, "backend": b, "scenario": sc,
-                      "params": None if params is None else params.to_dict(),
-                      "output": {"M_padded": p.M_padded, "backend": p.backend, "dense_us": p.dense_us,
-                                 "sparse_us": p.sparse_us, "bound_dense": p.bound_dense, "bound_sparse": p.bound_sparse,
-                                 "wave_eff_dense": p.wave_eff_dense, "wave_eff_sparse": p.wave_eff_sparse,
-                                 "speedup": p.speedup, "scenario": p.scenario}})
+    for (M, N, K), d, g, b, (sc, alg, l2), params in points:
+        p = predict(M, N, K, d, g, b, params, scenario=sc, algorithm=alg, l2=l2)
+        cases.append({"M": M, "N": N, "K": K, "dtype": d, "gpu": g, "backend": b, "scenario": sc, "algorithm": alg, "l2": l2,
+                      "params": None if params is None else params.to_dict(), "output": p.to_dict()})
 
     defaults = {}
     for name in _SPARSE_GPUS:
@@ -378,30 +395,40 @@ def roofline_table(rng: random.Random) -> dict:
     errors = [
         err({**base, "gpu": "H100"}, scenario="fast"),
         err({**base, "gpu": "H100"}, scenario="Eager"),
+        err({**base, "gpu": "H100"}, scenario="ideal"),
         err({**base, "gpu": "H100", "backend": "CUTLASS"}),
         err({**base, "gpu": "A100", "backend": "cusparse"}),
         err({**base, "dtype": "fp8", "gpu": "L4", "backend": "CUTLASS"}),
         err({**base, "K": 4098, "gpu": "H100"}),
         err({**base, "M": 0, "gpu": "H100"}),
+        err({**base, "gpu": "A100", "backend": "CUTLASS"}, algorithm="searched"),
+        err({**base, "gpu": "H100"}, algorithm="alg1"),
+        err({**base, "gpu": "H100"}, l2="warm"),
     ]
-    efficiency_errors = []
-    for bad in ({"sparse_compute": 0.9, "dense_compute": 0.8}, {"sparse_memory": 0.85, "dense_memory": 0.8},
-                {"sparse_overhead_us": 4.5, "dense_overhead_us": 5.0}, {"sparse_host_us": 1.5, "dense_host_us": 2.5},
-                {"dense_compute": 1.5}, {"sparse_memory": 0.0}, {"dense_host_us": -1.5}, {"tile_m": 0}):
+    good = ASSUMED_PARAMS.to_dict()
+    params_errors = []
+    for family, bad in (("cusparselt", {"mem_eff": 1.5}), ("cublas", {"compute_eff": 0.0}), ("cutlass", {"per_sm_gbs": 0.0}),
+                        ("cublas", {"latency_us": -1.5}), ("cusparselt", {"max_split": 0}), ("cublas", {"cta_target": -1}),
+                        ("cusparselt", {"tiles": [[8, None, 64, 8]]}), ("cublas", {"tiles": [[None, None, 0, 8]]}),
+                        ("cublas", {"bogus": 1.0}), (None, {"dram_eff": 1.25}), (None, {"flush_dirty_frac": -0.5}),
+                        (None, {"host_sparse_us": -2.5}), (None, {"pad_to": 0}), (None, {"bogus": 1.0})):
+        data = {**good, family: {**good[family], **bad}} if family else {**good, **bad}
         try:
-            Efficiency(**{**ASSUMED_EFFICIENCY.to_dict(), **bad})
+            KernelParams.from_dict(data)
         except ValueError as exc:
-            efficiency_errors.append({"input": bad, "error": "ValueError", "message": str(exc)})
+            params_errors.append({"input": data, "error": "ValueError", "message": str(exc)})
         else:
-            raise AssertionError(f"Efficiency({bad}) was expected to raise")
+            raise AssertionError(f"KernelParams with {family} {bad} was expected to raise")
     return {
-        "formula": "twofour.roofline.gemm_time_s: max(max(t_compute, t_memory) + device_us * 1e-6, host_us * 1e-6)",
+        "formula": "twofour.roofline.model module docstring: tile and split-K -> CTAs, busy SMs -> bandwidth; "
+                   "kernel_us = latency + max(t_compute, t_memory) + helpers; the scenario; the ceiling guard",
         "scenarios": list(GEMM_SCENARIOS),
         "default_scenario": DEFAULT_SCENARIO,
+        "algorithms": list(ALGORITHMS),
         "default_params": defaults,
         "cases": cases,
         "errors": errors,
-        "efficiency_errors": efficiency_errors,
+        "params_errors": params_errors,
     }
 
 
@@ -482,7 +509,15 @@ def funnel_table(request_cases: list[dict]) -> list[dict]:
 
 
 def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[Path, int]:
-    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``."""
+    """Write the four golden files into ``out`` (created if missing); return ``{path: case count}``.
+
+    Each file is written atomically (:mod:`twofour._common.atomic`): a failed run leaves the previous vectors.
+    """
+    from .._common.atomic import check_output, write_text
+
+    names = ("amdahl.json", "request.json", "funnel.json", "roofline.json")
+    for name in names:  # every output checked before any work: a FIFO or the fit file it reads is refused
+        check_output(out / name, [FIT_PATH])
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
@@ -493,77 +528,13 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     gemms = roofline_table(rng)
     files = {
         out / "amdahl.json": ({**header, **amdahl}, len(amdahl["speedup"]) + len(amdahl["parts"]) + len(amdahl["max_speedup"])),
-        out / "request.json": ({**header, "spec": "module docstring of twofour.request", "defaults": calculator_defaults(),
+        out / "request.json": ({**header, "spec": "module docstring of twofour.request.evaluate", "defaults": calculator_defaults(),
                                 "gpus": gpu_table(),
                                 "cases": requests}, len(requests)),
         out / "funnel.json": ({**header, "spec": "twofour.funnel.funnel docstring", "cases": funnels}, len(funnels)),
-        out / "roofline.json": ({**header, "spec": "twofour.roofline module docstring", **gemms}, len(gemms["cases"])),
+        out / "roofline.json": ({**header, "spec": "twofour.roofline.model module docstring", **gemms}, len(gemms["cases"])),
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
-        path.write_text(json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n")
+        write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH])
     return {path: count for path, (_, count) in files.items()}
-
-
-# ---------------------------------------------------------------------------------------------
-# The calculators' copy of the fitted kernel parameters
-
-FITTED_JS = "docs/js/calc/fitted.js"
-
-# What the calculators need from kernel-fit.json: the parameter sets and the lookup keys, what
-# each set was fitted to, and the held-out errors (the fit line under every prediction). The
-# per-point lists (fitted_on, errors.*.points) stay in the JSON file.
-_FIT_KEYS = {
-    "provenance": ("date", "n_points", "sources"),
-    "base": ("params", "source"),
-}
-_ERROR_KEYS = {
-    "measured_leave_one_shape_out": ("by_regime", "by_scenario"),
-    "published_leave_one_source_out": ("by_regime", "by_gpu", "n_sources"),
-}
-
-
-def fitted_subset(fit: dict | None = None) -> dict:
-    """The part of ``kernel-fit.json`` the calculators use (see :data:`FITTED_JS`)."""
-    fit = load_fit(FIT_PATH) if fit is None else fit
-    out = {"schema": fit["schema"]}
-    for key, names in _FIT_KEYS.items():
-        out[key] = {n: fit[key][n] for n in names}
-    out["per_gpu"] = {name: {"params": entry["params"], "note": entry["note"]} for name, entry in fit["per_gpu"].items()}
-    out["errors"] = {key: {n: fit["errors"][key][n] for n in names} for key, names in _ERROR_KEYS.items()}
-    return out
-
-
-def dtype_table() -> dict:
-    """The one dtype table (:data:`twofour._common.dtypes.DTYPES`) as the calculators read it from ``fitted.js``."""
-    return {key: facts.to_dict() for key, facts in DTYPES.items()}
-
-
-def fitted_js(fit: dict | None = None) -> str:
-    """The text of ``docs/js/calc/fitted.js``: :func:`fitted_subset` and :func:`dtype_table` as frozen ES-module constants.
-
-    A committed copy rather than a file made at build time, like ``hardware.js``: the calculators
-    stay plain static files that any server (or ``mkdocs serve``) delivers, and
-    ``tests/site/test_calculators.py`` fails, naming this command, when the copy and
-    ``kernel-fit.json`` differ.
-    """
-    body = json.dumps(fitted_subset(fit), indent=1, ensure_ascii=False, allow_nan=False)
-    dtypes = json.dumps(dtype_table(), indent=1, ensure_ascii=False, allow_nan=False)
-    return (
-        "// GENERATED by `twofour golden --fitted-js docs/js/calc/fitted.js` from src/twofour/data/kernel-fit.json\n"
-        "// (written by `twofour calibrate`). Do not edit: rerun the command after a new fit; the site tests\n"
-        "// fail while this copy and the JSON differ.\n"
-        "//\n"
-        "// Why a committed copy and not a build step: the calculators are plain static ES modules, served\n"
-        "// as they are by mkdocs (build and serve) and by any file server; a copy checked against its\n"
-        "// source by a test (as hardware.js is) needs no build machinery and cannot drift unnoticed.\n"
-        "// Holds the fitted parameter sets (base, and per \"GPU\" or \"GPU/backend\"), what each was fitted\n"
-        "// to, and the held-out errors; the per-point lists stay in the JSON. DTYPES is the one dtype table\n"
-        "// (src/twofour/_common/dtypes.py): bytes per element, the packed form and ratio, the 2:4 path's padding.\n\n"
-        "function deepFreeze(o) {\n"
-        "  for (const v of Object.values(o)) if (v && typeof v === \"object\") deepFreeze(v);\n"
-        "  return Object.freeze(o);\n"
-        "}\n\n"
-        f"export const FIT = deepFreeze({body});\n\n"
-        f"export const DTYPES = deepFreeze({dtypes});\n"
-    )

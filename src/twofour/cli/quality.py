@@ -17,6 +17,7 @@ import shlex
 from pathlib import Path
 
 from .main import UserError
+from .._common.atomic import OutputError
 from ._output import check_output_file, show, write_error
 
 __all__ = ["add_arguments", "run"]
@@ -106,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
         bad = [c for c in criteria if c not in CRITERIA]
         if not criteria or bad:
             raise UserError(f"--criteria: unknown criterion {bad or criteria!r}; valid: {', '.join(CRITERIA)}")
-    out = check_output_file(Path(args.out), "--out", "quality.json")
+    from ..quality.corpus import STDLIB_FILES, stdlib_dir
+
+    inputs = [stdlib_dir() / name for name in STDLIB_FILES]  # the corpus it trains on
+    out = check_output_file(Path(args.out), "--out", "quality.json", inputs=inputs)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     for option, value, top in (
@@ -130,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     try:
-        table.save(out)
+        table.save(out, inputs)
+    except OutputError as exc:
+        raise UserError(f"--out {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     print(table)

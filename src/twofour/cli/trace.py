@@ -39,23 +39,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phase", choices=("prefill", "decode"),
                         help="report only steps whose annotation names say prefill / decode (default: every phase)")
     parser.add_argument("--html", metavar="OUT", help="also write the report as a self-contained HTML page to OUT")
+    parser.add_argument("--drop-invalid", action="store_true",
+                        help="leave invalid events (NaN, negative or absurd times, duplicates, durations beyond their "
+                             "step) out and say so at the top of the report; by default such a trace is refused")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar while reading (default: for files over 64 MB on a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..dispatch.trace import TraceError, analyze
+    from ._output import check_output_file, show, write_output
 
+    inputs = [args.trace_file, args.compare]
+    if args.html:  # before the (possibly long) read: an input or a FIFO is refused now
+        check_output_file(args.html, "--html", "report.html", inputs=inputs)
     try:
-        report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress)
+        report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress,
+                         exclude_invalid=args.drop_invalid)
     except TraceError as exc:
         raise UserError(str(exc)) from None
     print(report)
     if args.html:
-        try:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(report.to_html())
-        except OSError as exc:
-            raise UserError(f"--html {args.html}: cannot write ({exc.strerror or exc})") from None
-        print(f"wrote {args.html}", file=sys.stderr)
+        write_output(args.html, report.to_html(), "--html", inputs=inputs)
+        print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0

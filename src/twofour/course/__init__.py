@@ -7,7 +7,7 @@ Nothing here is needed to use the toolkit on your own model; the toolkit (the to
   figures' alt text and captions.
 * :mod:`.tables`: tabular results as HTML tables in notebooks and aligned text elsewhere.
 * :mod:`.figures`: each chapter's figures, one module per chapter or topic
-  (``layouts`` for chapters 1-2, ``dispatch_path`` 3, ``kernel_speed`` 4, ``quality`` 5,
+  (``layouts`` for chapters 1-2, ``dispatch_path`` 3, ``kernel_speed`` and ``kernel_launch`` 4, ``quality`` 5,
   ``funnel`` 6-7).
 * :mod:`.examples`: the reproducible weights the chapters prune (one really trained).
 * :mod:`.damage`: what a lossy step did to a weight (mass kept, PyTorch's silent drop).

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from ..packing import Packed, cutlass_constraints, to_cutlass
+from ..packing import Packed, cutlass_constraints
+from ..packing.cutlass import _to_cutlass
 
 __all__ = ["cutlass_meta_slots"]
 
@@ -35,8 +36,9 @@ def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16)
         reordered metadata tensor, of the word that describes row ``r``, columns
         ``c * columns_per_word ...`` of the weight.
 
-    The labels pass through :func:`twofour.to_cutlass` itself (which is bit-identical to
-    PyTorch's conversion), so this is the layout the kernel reads, not a re-derivation.
+    The labels pass through :func:`twofour.to_cutlass`'s own code (whose metadata is
+    bit-identical to PyTorch's conversion), less its check that each nibble is a valid 2:4 code,
+    which labels are not; so this is the layout the kernel reads, not a re-derivation.
     """
     rules = cutlass_constraints(dtype)
     if rules["pattern"] != "2:4":
@@ -55,7 +57,7 @@ def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16)
     meta_bytes = labels.to(meta_dtype).view(rows, words).view(torch.uint8).contiguous()
     values = torch.zeros((rows, cols // 2), dtype=dtype)
     traced = Packed(values=values, meta=meta_bytes, shape=(rows, cols), dtype=dtype)
-    _, reordered = to_cutlass(traced)
+    _, reordered = _to_cutlass(traced, check_meta=False)  # to_cutlass, less the 2:4 code check labels fail
     slots = torch.empty(rows * words, dtype=torch.int64)
     slots[reordered.flatten().to(torch.int64)] = torch.arange(rows * words)
     return slots.view(rows, words)

@@ -27,7 +27,7 @@ from ..amdahl import averaged_speedup_mistake, max_speedup, speedup
 from ..funnel import funnel
 from ..hardware import GPUS
 from ..models import PRESETS, LLAMA_3_8B, TransformerConfig
-from ..request import BLOCK_LINEARS, DTYPE_BYTES, Assumptions, Workload, estimate
+from ..request import DTYPE_BYTES, Assumptions, Workload, estimate
 from .figures.funnel import plot_funnel
 
 __all__ = ["AmdahlCalculator", "RequestCalculator", "amdahl_calculator", "request_calculator"]

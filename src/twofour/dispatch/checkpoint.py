@@ -216,6 +216,10 @@ class Checkpoint:
         except Exception as exc:  # safetensors raises its own error type for every kind of damage
             raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
         self._ranges = _safetensors_ranges(self._read_path)
+        # safe_open lists names sorted; file order is the order of the tensors' data in the file.
+        # (The safetensors writer itself sorts by dtype alignment, then name: l0, l1, l10, l2 ...)
+        end = len(self._names)
+        self._names.sort(key=lambda name: self._ranges.get(name, (end,))[0])
 
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
@@ -244,7 +248,9 @@ class Checkpoint:
 
     # -- access ----------------------------------------------------------------------------------
     def names(self) -> list[str]:
-        """Tensor names, in file order."""
+        """Tensor names, in file order: a PyTorch checkpoint's own order; for safetensors the order of
+        the tensors' data in the file (which the safetensors writer sorts by dtype, then by name, so
+        ``l10`` comes before ``l2``). The audit's rows follow this order."""
         return list(self._names)
 
     def shape(self, name: str) -> tuple[int, ...]:

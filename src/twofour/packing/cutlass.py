@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 import torch
 
 from .._passes.tensors import dtype_name
 from .._passes.threads import one_thread
-from .packed import Packed
+from .packed import Packed, _corrupt
 
 # Per dense dtype: (pattern n, m), metadata dtype, rows multiple, cols multiple, row block and
 # interleave of the metadata reordering. Read off torch.sparse._semi_structured_conversions.
@@ -71,7 +72,13 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     The result is bit-identical to
     ``torch.sparse._semi_structured_conversions.sparse_semi_structured_from_dense_cutlass(unpack(packed))``
     (tested on every shape up to 128 x 256 that PyTorch converts, many dtypes, and groups with
-    0, 1 or 2 non-zeros).
+    0, 1 or 2 non-zeros) whenever no kept value is a NaN. ``meta`` is always identical; for NaNs
+    the values differ in their payload bits only: PyTorch's conversion rewrites every bfloat16 NaN
+    to ``0xffff`` and quiets a float16 signalling NaN (``0x7c01`` -> ``0x7e01``), while this
+    function keeps the bits :func:`pack` stored (float32 and int8 are identical in every case).
+
+    Corrupt metadata (a position repeated or out of order in a group, which :func:`unpack`
+    refuses) is refused here too, with the same error: the hardware's result would be undefined.
 
     * float16 / bfloat16: 2:4, ``meta`` int16 ``[N, K/16]`` (4 groups per element).
     * int8: 2:4, ``meta`` int32 ``[N, K/32]`` (8 groups per element).
@@ -89,6 +96,12 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     weight) its scatter runs out of range and raises an index error; this function refuses such
     shapes clearly.
     """
+    return _to_cutlass(packed, check_meta=True)
+
+
+def _to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`to_cutlass`; ``check_meta=False`` only for :mod:`twofour.course.meta_layout`, which moves
+    label words (not 2:4 codes) through the same reordering to draw where each word lands."""
     if not isinstance(packed, Packed):
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
     if packed.dtype not in _CUTLASS:
@@ -109,11 +122,29 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
             f"rows must be a multiple of {rows_mult} and columns a multiple of {max(cols_mult, 2 * per_meta)} "
             f"(columns a multiple of {cols_mult}, and an even number of metadata columns of {per_meta} each)"
         )
+    if check_meta and (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
+        _corrupt(packed)  # unpack's error, word for word
     with one_thread():
         raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
         meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
         values = packed.values.contiguous()
     return values, meta
+
+
+def _has_corrupt_groups(meta: torch.Tensor) -> bool:
+    """2:4 metadata: each nibble is one group, ``idx0 | idx1 << 2``; valid only when ``idx0 < idx1``.
+
+    Byte-wide operations on the packed bytes (no int64 copy): cheap next to the reordering.
+    (1:2 metadata cannot be corrupt: each bit names position 0 or 1.)
+    """
+    if meta.device.type == "cpu":  # one table lookup per byte
+        return not bool(_VALID_24_BYTE[meta.contiguous().numpy()].all())
+    lo, hi = meta & 0xF, meta >> 4
+    return bool((((lo & 3) >= (lo >> 2)) | ((hi & 3) >= (hi >> 2))).any())
+
+
+# byte -> both of its 2:4 groups name two positions in increasing order
+_VALID_24_BYTE = np.array([(b & 3) < (b >> 2 & 3) and (b >> 4 & 3) < (b >> 6) for b in range(256)])
 
 
 @lru_cache(maxsize=None)

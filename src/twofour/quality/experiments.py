@@ -247,10 +247,14 @@ class QualityTable:
             "rows": [asdict(r) for r in self.rows],
         }
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, inputs=()) -> Path:
+        """Write the table as JSON, atomically and never over one of ``inputs`` (:mod:`twofour._common.atomic`)."""
+        from .._common.atomic import check_output, write_text
+
         path = Path(path)
+        check_output(path, inputs)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        write_text(path, json.dumps(self.to_json(), indent=1) + "\n", inputs)
         return path
 
     @classmethod

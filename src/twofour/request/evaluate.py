@@ -105,9 +105,11 @@ predicted 2:4 speedup with a measured one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from ..amdahl import MIN_SPEEDUP
 from ..models import TransformerConfig
 from .gemm import _ideal_times, ideal_gemm_model, roofline_gemm_model
 from .workload import (COMPONENTS, DTYPE_BYTES, LINEAR_KINDS, OUT_BYTES, PHASES, _PACKED_RATIO, Assumptions, GemmModel,
@@ -234,7 +236,9 @@ def build_inputs(
             predicted; ``sparse_s = dense_s / speedup``.
         scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
             GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
-            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"ideal"``.
+            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"kernel"`` (the kernels'
+            own time, as the profiler records it). For the searched cuSPARSELt algorithm pass
+            ``gemm=roofline_gemm_model(gpu, dtype, scenario=..., algorithm="searched")``.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
@@ -304,11 +308,30 @@ def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
         if unknown:
             raise ValueError(f"gemm_speedup keys must be among {PHASES}, got {unknown}")
         return {
-            p: (None if gemm_speedup.get(p) is None else _require_number(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
+            p: (None if gemm_speedup.get(p) is None else _require_gemm_speedup(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
             for p in PHASES
         }
-    s = _require_number("gemm_speedup", gemm_speedup)
+    s = _require_gemm_speedup("gemm_speedup", gemm_speedup)
     return {p: s for p in PHASES}
+
+
+def _require_gemm_speedup(name: str, value) -> float:
+    """A measured GEMM speedup: a finite number no smaller than the smallest normal double (as amdahl's s)."""
+    value = _require_number(name, value)
+    if value < MIN_SPEEDUP:  # a denormal: the 2:4 times would be infinite
+        raise ValueError(f"{name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller "
+                         f"speedup makes the arithmetic overflow), got {value!r}")
+    return value
+
+
+def _require_finite_times(est: "RequestEstimate") -> "RequestEstimate":
+    """Refuse an estimate whose times overflowed (extreme inputs together), never show ``inf`` seconds."""
+    for name in ("ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s", "total_sparse_s"):
+        value = getattr(est, name)
+        if not math.isfinite(value):
+            raise ValueError(f"these inputs together are out of range: {name} would be {value!r}, not a finite number; "
+                             "bring the largest or smallest inputs nearer the usual ones")
+    return est
 
 
 @dataclass(frozen=True)
@@ -534,7 +557,7 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
     eligible_dense = prefill.eligible_dense_s + decode.eligible_dense_s
     eligible_sparse = prefill.eligible_sparse_s + decode.eligible_sparse_s
     eligible_ideal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s
-    return RequestEstimate(
+    return _require_finite_times(RequestEstimate(
         inputs=r,
         prefill=prefill,
         decode=decode,
@@ -547,7 +570,7 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
         p_request=eligible_dense / total_dense,
         gemm_speedup_request=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
         ceiling_speedup_request=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
-    )
+    ))
 
 
 def estimate(
@@ -561,7 +584,7 @@ def estimate(
 ) -> RequestEstimate:
     """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
 
-    ``scenario`` (``"cached"``, ``"eager"``, ``"ideal"``) says how the GEMM calls run; see
+    ``scenario`` (``"cached"``, ``"eager"``, ``"kernel"``) says how the GEMM calls run; see
     :func:`build_inputs`.
 
     Example:

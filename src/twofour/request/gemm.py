@@ -1,4 +1,4 @@
-"""The predicted time of each GEMM of a request: the ideal roofline, or the fitted GEMM model."""
+"""The predicted time of each GEMM of a request: the ideal roofline, or the fitted kernel model."""
 
 from __future__ import annotations
 
@@ -38,16 +38,19 @@ def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
 
 
 def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=None,
-                        scenario: str = "cached") -> GemmModel:
-    """GEMM times predicted by :func:`twofour.roofline.predict`: padding, efficiencies, waves, per-call costs.
+                        scenario: str = "cached", algorithm: str = "default", l2: str = "clean") -> GemmModel:
+    """GEMM times predicted by :func:`twofour.roofline.predict`: each side from the kernel it runs.
 
     Args:
         gpu: name or spec from :mod:`twofour.hardware`.
         dtype: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
         backend, params: passed to :func:`twofour.roofline.predict` (``params`` is a
-            :class:`twofour.roofline.Efficiency`; default: the fitted set for the GPU).
-        scenario: ``"eager"``, ``"cached"`` (default) or ``"ideal"``
+            :class:`twofour.roofline.KernelParams`; default: the fitted set for the GPU).
+        scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"``
             (:data:`twofour.roofline.SCENARIOS`): how each GEMM call is run.
+        algorithm: ``"default"`` (cuSPARSELt algorithm 0, PyTorch's default) or ``"searched"``.
+        l2: ``"clean"`` (default: the GEMMs of a step run back to back, nothing flushes L2 between
+            them) or ``"flushed"`` (as ``twofour bench`` measured each call alone).
 
     Example:
         >>> gemm = roofline_gemm_model("H100", "fp16")
@@ -61,7 +64,7 @@ def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=N
     roofline.check_scenario(scenario)
 
     def gemm(M: int, N: int, K: int) -> GemmTime:
-        pred = roofline.predict(M, N, K, dtype, gpu, backend, params, scenario=scenario)
+        pred = roofline.predict(M, N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
         return GemmTime(pred.dense_us * 1e-6, pred.sparse_us * 1e-6)
 
     return gemm

@@ -1,22 +1,65 @@
-"""What would change the verdict: the request's speedup as one assumption moves."""
+"""What would change the verdict: the request's speedup as the 2:4 kernel's two weak points move."""
 
 from __future__ import annotations
 
 from .evaluate import estimate
-from .gemm import roofline_gemm_model
-from .workload import Workload, _require_number
+from .workload import GemmTime, Workload, _require_number
+
+
+def _sides(pred, dtype: str):
+    """Bytes each side must stream (no split-K partials), and each side's time beyond streaming and math (µs)."""
+    from .._common.dtypes import DTYPES
+    from ..packing import packed_bytes
+
+    f = DTYPES[dtype]
+    act = pred.M * pred.K * f.in_bytes + pred.M * pred.N * f.out_bytes
+    dense_bytes = pred.N * pred.K * f.in_bytes + act
+    sparse_bytes = (packed_bytes((pred.N, pred.K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits)
+                    + (pred.M_padded - pred.M) * pred.K * f.in_bytes + act)
+    d = pred.dense
+    dense_fixed = pred.dense_us - max(d.t_compute_us, d.t_memory_us)
+    return dense_bytes, sparse_bytes, dense_fixed
+
+
+def kernel_bandwidth_ratio(workload: Workload, gpu, *, params=None) -> float:
+    """The default 2:4 kernel's achieved bandwidth over cuBLAS's, on the workload's pruned decode GEMMs (model).
+
+    Bytes streamed over memory time, summed over the decode step's pruned GEMMs on each side:
+    where the 2:4 kernel keeps few SMs busy, this is far below 1 (the starting point of
+    :func:`sensitivity`).
+
+    Example:
+        >>> from twofour.models import LLAMA_3_8B
+        >>> 0.2 < kernel_bandwidth_ratio(Workload(LLAMA_3_8B, 1, 512, 256, dtype="fp16"), "H200") < 0.7
+        True
+    """
+    from .. import roofline
+    from ..models import linear_shapes
+
+    M = workload.batch + workload.prefill_chunk_tokens
+    dense = sparse = dense_t = sparse_t = 0.0
+    for s in linear_shapes(workload.model, include_lm_head=True):
+        if s.name not in workload.pruned:
+            continue
+        p = roofline.predict(M, s.out_features, s.in_features, workload.dtype, gpu, None, params, scenario="kernel")
+        db, sb, _ = _sides(p, workload.dtype)
+        dense, sparse = dense + db * s.count, sparse + sb * s.count
+        dense_t, sparse_t = dense_t + p.dense.t_memory_us * s.count, sparse_t + p.sparse.t_memory_us * s.count
+    return (sparse / sparse_t) / (dense / dense_t)
 
 
 def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
-    """How the verdict moves with the 2:4 path's per-call cost and its kernel's efficiency.
+    """How the verdict moves with the 2:4 path's per-call cost and its kernel's bandwidth.
 
-    For every ``per_call_us`` (the 2:4 call's whole cost beyond its kernel time: device and
-    host, in µs; never taken below the dense call's own) and every ``memory_ratio`` (the 2:4
-    kernel's bandwidth efficiency relative to dense: 1.0 is as good as dense), the request model
-    runs with the GPU's fitted parameters changed in exactly those two places, every GEMM in the
-    ``cached`` scenario with that cost per call. Returns rows ``{per_call_us, memory_ratio,
-    speedup}`` (``per_call_us`` as used) where ``speedup`` is :meth:`RequestEstimate.speedup` of
-    ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
+    Every GEMM runs in the ``cached`` scenario; the dense side is the fitted model's
+    (:func:`twofour.roofline.predict`). The 2:4 side is a what-if kernel: it streams its bytes
+    (packed weight, padded ``x``, ``y``) at ``memory_ratio`` times the bandwidth cuBLAS achieves
+    on the same GEMM (1.0: as fast as dense; the default 2:4 kernel's own ratio is
+    :func:`kernel_bandwidth_ratio`), does its math as the fitted 2:4 kernel does, and costs
+    ``per_call_us`` per call beyond that (kernel latency, helper kernels, the graph replay:
+    device and host; never taken below the dense call's own). Returns rows ``{per_call_us,
+    memory_ratio, speedup}`` (``per_call_us`` as given) where ``speedup`` is
+    :meth:`RequestEstimate.speedup` of ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -24,19 +67,21 @@ def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: st
         >>> rows[0]["speedup"] > 1 > rows[1]["speedup"]     # free calls win; a plan per call loses
         True
     """
-    from dataclasses import replace
-
     from .. import roofline
 
-    base = params if params is not None else roofline.default_params(gpu)
     rows = []
     for cost in per_call_us:
+        cost_f = _require_number("per_call_us", cost, low_open=False)
         for ratio in memory_ratio:
-            # never cheaper per call than the dense path (the ceilings depend on it)
-            cost_f = max(base.dense_overhead_us, _require_number("per_call_us", cost, low_open=False))
             ratio_f = _require_number("memory_ratio", ratio, high=1.0)
-            q = replace(base, sparse_memory=base.dense_memory * ratio_f, sparse_host_us=base.dense_host_us,
-                        sparse_overhead_us=cost_f)
-            est = estimate(workload, gpu, gemm=roofline_gemm_model(gpu, workload.dtype, params=q, scenario="cached"))
+
+            def gemm(M: int, N: int, K: int, cost_f=cost_f, ratio_f=ratio_f) -> GemmTime:
+                p = roofline.predict(M, N, K, workload.dtype, gpu, None, params, scenario="cached")
+                dense_bytes, sparse_bytes, dense_fixed = _sides(p, workload.dtype)
+                bw = dense_bytes / p.dense.t_memory_us  # bytes per µs cuBLAS achieves here
+                sparse_us = max(p.sparse.t_compute_us, sparse_bytes / (ratio_f * bw)) + max(cost_f, dense_fixed)
+                return GemmTime(p.dense_us * 1e-6, sparse_us * 1e-6)
+
+            est = estimate(workload, gpu, gemm=gemm)
             rows.append({"per_call_us": cost_f, "memory_ratio": ratio_f, "speedup": est.speedup(scope)})
     return rows

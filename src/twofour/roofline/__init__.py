@@ -1,23 +1,27 @@
-"""The GEMM model: predicted time of ``y = x @ W.T``, dense vs 2:4, for one shape on one GPU.
+"""The GEMM model: predicted time of ``y = x @ W.T``, dense vs 2:4, from the kernel each side runs.
 
 One file per concern; this package only re-exports their public names:
 
-* :mod:`.model`: the roofline with its corrections (padding, per-call costs, waves) and what
-  it predicts (:func:`predict`, :func:`gemm_speedup`, :func:`crossover_m`, the ceilings);
-* :mod:`.scenarios`: how a call is run (``eager``, ``cached``, ``ideal``);
-* :mod:`.params`: the free parameters (:class:`Efficiency`) and the fitted sets;
-* :mod:`.fitting`: fitting them to measurements, under the ceilings;
-* :mod:`.published`: the published measurements; :mod:`.calibration`: the fit over them and
-  the GPU results files, with its held-out error;
+* :mod:`.tiles`: the kernel's tile and split-K (tables read off recorded kernel names), the
+  CTAs it launches and the SMs they keep busy;
+* :mod:`.model`: the time of each side from its kernel, and what it predicts
+  (:func:`predict`, :func:`gemm_speedup`, :func:`crossover_m`, the ceilings);
+* :mod:`.scenarios`: how a call is run (``eager``, ``cached``, ``kernel``);
+* :mod:`.params`: the free parameters per kernel family (:class:`KernelFamily`,
+  :class:`KernelParams`) and the fitted sets;
+* :mod:`.fitting`: fitting a family to measured times; :mod:`.evidence`: what the H200 run
+  recorded beyond the timings (traces, helper kernels, kernel names);
+* :mod:`.published`: every measurement, published or ours, with its fit eligibility;
+  :mod:`.calibration`: the fit and its held-out error;
 * :mod:`.formats`: 2:4 next to quantization (bits per weight, capacity at a TPOT target).
 
 Example:
     >>> from twofour.roofline import predict
-    >>> predict(1, 4096, 4096, "fp16", "H200").bound_sparse     # decode: bytes, not FLOPs
-    'memory'
+    >>> p = predict(1, 4096, 4096, "fp16", "H200")     # decode, plans cached
+    >>> p.bound_sparse, p.sparse.ctas, p.dense.ctas
+    ('memory', 96, 96)
 """
 
-from .fitting import FitReport, ceiling_order, fit
 from .formats import (
     WEIGHT_FORMATS,
     Capacity,
@@ -31,44 +35,53 @@ from .formats import (
     weight_format,
 )
 from .model import (
+    ALGORITHMS,
+    L2_STATES,
+    KernelTime,
     Prediction,
     arithmetic_intensity,
     ceilings,
     crossover_m,
     gemm_speedup,
-    gemm_time_s,
+    kernel_time,
     pad_multiple,
     predict,
     ridge_point,
     speedup_curve,
-    wave_efficiency,
 )
-from .params import ASSUMED_EFFICIENCY, DEFAULT_EFFICIENCY, Efficiency, default_params, fit_summary
+from .params import (ASSUMED_PARAMS, DEFAULT_PARAMS, DEFAULT_TILE_TABLES, FAMILIES, KernelFamily, KernelParams,
+                     default_params, fit_summary)
 from .scenarios import DEFAULT_SCENARIO, SCENARIOS, check_scenario
+from .tiles import Launch, launch, wave_efficiency
 
 __all__ = [
-    "Efficiency",
-    "DEFAULT_EFFICIENCY",
-    "ASSUMED_EFFICIENCY",
+    "KernelFamily",
+    "KernelParams",
+    "FAMILIES",
+    "DEFAULT_TILE_TABLES",
+    "ASSUMED_PARAMS",
+    "DEFAULT_PARAMS",
     "SCENARIOS",
     "DEFAULT_SCENARIO",
+    "ALGORITHMS",
+    "L2_STATES",
     "check_scenario",
     "default_params",
     "fit_summary",
+    "Launch",
+    "launch",
+    "wave_efficiency",
+    "KernelTime",
     "Prediction",
-    "FitReport",
+    "kernel_time",
     "pad_multiple",
-    "gemm_time_s",
     "predict",
     "gemm_speedup",
     "speedup_curve",
     "crossover_m",
     "ceilings",
-    "ceiling_order",
     "arithmetic_intensity",
     "ridge_point",
-    "wave_efficiency",
-    "fit",
     # twofour.roofline.formats: 2:4 next to quantization
     "WeightFormat",
     "WEIGHT_FORMATS",

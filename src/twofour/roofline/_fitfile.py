@@ -8,7 +8,7 @@ from pathlib import Path
 from .._common.jsonfile import check_schema, read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
-FIT_SCHEMA = "twofour-kernel-fit/1"
+FIT_SCHEMA = "twofour-kernel-fit/2"  # /2: the tile model (KernelParams); /1 held the old Efficiency sets
 # The parts of the file the model and the calibration report read.
 FIT_FILE_SCHEMA = {
     "type": "object",
@@ -17,15 +17,15 @@ FIT_FILE_SCHEMA = {
         "base": {"type": "object", "required": ["params"], "properties": {"params": {"type": "object"}}},
         "per_gpu": {"type": "object", "additionalProperties": {"type": "object"}},
         "provenance": {"type": "object"},
-        "errors": {"type": "object"},
-        "clamps": {"type": "array"},
+        "errors": {"type": "object", "required": ["held_out", "published_leave_one_source_out"]},
+        "checks": {"type": "object"},
         "fitted_on": {"type": "array"},
     },
 }
 
 
 def load_fit(path=None) -> dict:
-    """The stored fit (schema ``twofour-kernel-fit/1``), checked."""
+    """The stored fit (schema ``twofour-kernel-fit/2``), checked."""
     path = Path(path) if path is not None else FIT_PATH
     data = read_json(path, "kernel fit file", "; write it with `twofour calibrate --out`")
     if not isinstance(data, dict) or data.get("schema") != FIT_SCHEMA:

@@ -1,33 +1,33 @@
-"""Fit the kernel model to measurements, and say how well it predicts the ones it did not see.
+"""Fit the kernel model to this project's GPU run, and say how well it predicts what it never saw.
 
-The model's free numbers (:class:`twofour.roofline.Efficiency`) are fitted, not assumed:
+What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`):
 
-1. **Base set, from this project's own GPU measurements** (``twofour bench`` results shipped in
-   ``twofour/data``; today one NVIDIA H200 run). Per kernel family (dense, 2:4):
-   compute and memory efficiency and the device per-call cost are fitted to the ``cached``
-   points (profiler kernel time); the host time per call to the ``eager`` points (eager calls
-   issued back to back, where a call costs ``max(cached time, host time)``). The tile shape of the wave model is the candidate that fits both families best.
-2. **Per GPU**, the base set with the 2:4 compute efficiency refitted to that GPU's usable
-   published points (:data:`twofour.roofline.published.FIT_RULES`), which are almost all large
-   GEMMs, where that efficiency is what decides the speedup. A GPU without usable published
-   points keeps the base set, and says so.
-3. **Ceilings hold by construction**: a fitted 2:4 efficiency never exceeds the dense one, and
-   the 2:4 per-call costs are never below the dense ones, so no prediction passes 2x, nor
-   ``1 / packed_ratio`` where the weight's bytes decide. A fit that wanted otherwise is clamped
-   and the clamp is recorded.
+1. **Tiles** from the recorded kernel names (:func:`twofour.roofline.tiles.tile_table_from_names`
+   on the Llama-3-8B fp16 cuBLAS names; cuSPARSELt algorithm 0 ran one tile everywhere).
+2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels (split-K reduce,
+   workspace memset, the 2:4 path's pad fill and copy), the CUDA-graph replay's own cost (graph
+   minus kernel time, per side), the host time of back-to-back eager calls that the host bounds.
+3. **The families' constants**, fitted (:func:`twofour.roofline.fitting.fit_family`) to the fit
+   set: the H200 points that :data:`twofour.roofline.published.FIT_RULES` allow (fp16, kernel and
+   graph modes, unflagged, no Llama-3-70B shape: Llama-3-8B and reference shapes) and the
+   decode-step traces (L2 not flushed). cuBLAS first, with the GPU-wide DRAM and L2-flush
+   numbers; then cuSPARSELt algorithm 0. CUTLASS takes cuSPARSELt's constants with its own
+   tile and no split (an assumption: no CUTLASS 2:4 kernel runs on the H200).
+4. **The searched algorithm**: the sweep (every cuSPARSELt algorithm, graph replays on padded
+   ``x``) recorded times, not names; each candidate tile is fitted to the fastest times and the
+   best explaining one is kept.
+5. **Per GPU** with usable published points (A100, H100): the base set with the 2:4 families'
+   ``compute_eff`` refitted to that GPU's points, every backend together (large GEMMs, where it
+   decides the speedup). GPUs without any keep the base set.
 
-:func:`leave_one_source_out` refits everything without one source at a time and predicts that
-source's points: the error a reader should expect on a GPU, shape or software the fit has
-not seen. Without the project's own run the base set falls back to the assumed defaults
-(:data:`twofour.roofline.ASSUMED_EFFICIENCY`), which is also "the model before the refit".
+:func:`evaluate` then reports the median ``|predicted speedup / measured - 1|`` per M regime on
+the **held-out Llama-3-70B shapes** (kernel time and graph replay), **leave-one-source-out** on
+the published points, in-sample on the fit set, and checks the ceilings on a grid.
 
 Example:
     >>> cal = fit_all()
-    >>> cal.base_source.startswith("twofour bench, NVIDIA H200")
-    True
-    >>> p = cal.params_for("H200")
-    >>> p.sparse_compute <= p.dense_compute and p.sparse_overhead_us >= p.dense_overhead_us
-    True
+    >>> cal.base.cusparselt.tiles, cal.base_source.startswith("twofour bench, NVIDIA H200")
+    (((None, None, 128, 256),), True)
 """
 
 from __future__ import annotations
@@ -39,204 +39,190 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .fitting import _fit_side, _side_terms, ceiling_order
-from .model import predict
-from .params import ASSUMED_EFFICIENCY, Efficiency
 from ._fitfile import FIT_PATH, FIT_SCHEMA, load_fit
-from .published import FIT_RULES, Point, points
+from .evidence import helper_costs, tile_observations, trace_points
+from .fitting import fit_family
+from .model import predict
+from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
+from .published import FIT_RULES, HELD_OUT_MODEL, Point, points
+from .tiles import tile_table_from_names
 
-__all__ = ["Calibration", "fit_all", "leave_one_source_out", "leave_one_shape_out", "in_sample", "with_params",
-           "evaluate", "error_table", "FIT_PATH", "TILE_CANDIDATES", "save", "load_fit"]
+__all__ = ["Calibration", "fit_all", "fit_base", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
+           "error_table", "ceiling_check", "save", "load_fit", "FIT_PATH", "SEARCH_TILES", "TRACE_WEIGHT"]
 
-# Wave-model tiles tried for the base fit; the one with the smallest summed error wins.
-TILE_CANDIDATES = ((128, 128), (64, 128), (64, 64))
+TRACE_WEIGHT = 5.0  # one decode-step trace point counts as five bench points (four of them pin the L2 flush)
+# Candidate tiles of the searched cuSPARSELt algorithm: (tile_n, tile_m, max_split).
+SEARCH_TILES = tuple((tn, tm, ms) for tn in (64, 128, 256) for tm in (16, 32, 64, 128, 256) for ms in (1, 4))
+REGIMES = ("M<=16", "16<M<=256", "M>256")
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fitted parameters: one base set and one set per GPU, with what each was fitted to."""
+    """Fitted parameters: one base set and one set per GPU (or GPU/backend), with what each rests on."""
 
-    base: Efficiency
-    base_source: str  # which measurements the base set comes from
-    per_gpu: dict  # GPU name -> Efficiency
-    notes: dict  # GPU name -> one line: what its set was fitted to
-    clamps: tuple[str, ...] = ()
+    base: KernelParams
+    base_source: str
+    per_gpu: dict  # "H200", "A100", "A100/CUTLASS", ... -> KernelParams
+    notes: dict  # the same keys -> one line: what the set was fitted to
     n_points: int = 0
     sources: tuple[str, ...] = ()
-    fitted_on: tuple[str, ...] = field(default=(), repr=False)  # ids of the points used
+    fitted_on: tuple[str, ...] = field(default=(), repr=False)
+    info: dict = field(default_factory=dict, repr=False)
 
-    def params_for(self, gpu: str | None, backend: str | None = None) -> Efficiency:
+    def params_for(self, gpu: str | None, backend: str | None = None) -> KernelParams:
         """The set for ``gpu`` and ``backend``, else for ``gpu``, else the base set."""
         return self.per_gpu.get(f"{gpu}/{backend}", self.per_gpu.get(gpu, self.base))
 
 
-def _time_points(pts: list[Point], scenario: str) -> list[dict]:
-    return [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, backend=p.backend, gpu=p.gpu,
-                 dense_ms=p.dense_us / 1e3, sparse_ms=p.sparse_us / 1e3)
-            for p in pts if p.scenario == scenario and p.dense_us and p.sparse_us]
+def fit_points(pts: list[Point] | None = None) -> list[Point]:
+    """The measured points the base set is fitted to (:data:`FIT_RULES`), and the decode-step traces."""
+    pts = points() if pts is None else pts
+    return [p for p in pts if p.origin == "measured" and p.fit_ok] + trace_points(TRACE_WEIGHT)
 
 
-def _fit_base(pts: list[Point]) -> tuple[Efficiency, list[str]]:
-    """Efficiencies and device cost on ``cached`` points, host cost on ``eager`` points."""
-    import numpy as np
-
-    from ..hardware import get_gpu
-
-    cached = _time_points(pts, "cached")
-    eager = _time_points(pts, "eager")
-    if len(cached) < 3:
-        raise ValueError(f"the base fit needs at least 3 measured 'cached' points with times, got {len(cached)}")
-    best = None
-    for tile_m, tile_n in TILE_CANDIDATES:
-        sides = {}
-        total = 0.0
-        for kind in ("dense", "sparse"):
-            F, B, T = _side_terms(cached, lambda p: get_gpu(p["gpu"]), kind, tile_m, tile_n, None)
-            ce, me, o, rms, _ = _fit_side(F, B, T)
-            sides[kind] = (ce, me, o)
-            total += rms
-        if best is None or total < best[0]:
-            best = (total, tile_m, tile_n, sides)
-    _, tile_m, tile_n, sides = best
-    values = {"tile_m": tile_m, "tile_n": tile_n}
-    for kind, (ce, me, o) in sides.items():
-        values.update({f"{kind}_compute": ce, f"{kind}_memory": me, f"{kind}_overhead_us": o * 1e6})
-    # Host time per call: eager calls cost max(cached time, host); least squares in relative error.
-    for kind in ("dense", "sparse"):
-        if not eager:
-            values[f"{kind}_host_us"] = 0.0
-            continue
-        F, B, T = _side_terms(eager, lambda p: get_gpu(p["gpu"]), kind, tile_m, tile_n, None)
-        ce, me, o = sides[kind]
-        cached_t = np.maximum(F / ce, B / me) + o
-        grid = np.concatenate([[0.0], np.geomspace(1e-7, 1e-2, 2001)])
-        errs = [float((((np.maximum(cached_t, h) - T) / T) ** 2).sum()) for h in grid]
-        values[f"{kind}_host_us"] = float(grid[int(np.argmin(errs))]) * 1e6
-    return _clamped(values)
+def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = False) -> list[Point]:
+    """The held-out test set: fp16 points of the :data:`HELD_OUT_MODEL` shapes, kernel time and graph replay."""
+    pts = points() if pts is None else pts
+    return [p for p in pts if p.origin == "measured" and p.extra.get("held_out") and p.dtype == "fp16"
+            and p.scenario in ("kernel", "cached") and (include_flagged or not p.extra.get("flagged"))]
 
 
-def _clamped(values: dict) -> tuple[Efficiency, list[str]]:
-    """Enforce the ceilings (:func:`twofour.roofline.ceiling_order`) and round for storage."""
-    values, clamps = ceiling_order(values)
-    rounded = {k: (round(v, 4) if k.endswith(("compute", "memory")) else round(v, 2)) if isinstance(v, float) else v
-               for k, v in values.items()}
-    return Efficiency(**rounded), clamps
+def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
+    graph = params.graph_dense_us if side == "dense" else params.graph_sparse_us
+    return [graph if p.scenario == "cached" else 0.0 for p in pts]
 
 
-def _speedup(p: Point, params: Efficiency) -> float:
-    return predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, params, scenario=p.scenario).speedup
+def _structure_points(pts) -> list[dict]:
+    return [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
 
 
-def _refit_sparse_compute(base: Efficiency, pts: list[Point]) -> Efficiency:
-    """Least squares in log speedup over ``sparse_compute`` alone (never above dense_compute)."""
-    grid = [round(base.dense_compute * i / 200, 6) for i in range(20, 200)] + [base.dense_compute]
+def _call_costs(pts: list[Point]) -> dict:
+    """Graph replay minus kernel time (medians, per side) and the host time of host-bound eager calls."""
+    by = {}
+    for p in pts:
+        if p.origin == "measured" and p.dtype == "fp16" and not p.extra.get("held_out") and p.scenario != "lone":
+            by.setdefault((p.source_url, p.extra.get("shape"), p.M, p.dtype, p.backend), {})[p.scenario] = p
+    graph = {"dense": [], "sparse": []}
+    host = {"dense": [], "sparse": []}
+    for modes in by.values():
+        k, g, e = modes.get("kernel"), modes.get("cached"), modes.get("eager")
+        for side in ("dense", "sparse"):
+            if k and g and not k.extra.get("flagged") and not g.extra.get("flagged"):
+                graph[side].append(getattr(g, f"{side}_us") - getattr(k, f"{side}_us"))
+            if k and e and getattr(k, f"{side}_us") < 0.5 * getattr(e, f"{side}_us"):  # bound by the host, 2x over
+                host[side].append(getattr(e, f"{side}_us"))
+    if not graph["dense"] or not host["sparse"]:
+        raise ValueError("the fit needs measured kernel, graph and stream timings (twofour bench --modes graph stream kernel)")
+    return {"graph_dense_us": statistics.median(graph["dense"]), "graph_sparse_us": statistics.median(graph["sparse"]),
+            "host_dense_us": statistics.median(host["dense"] or [ASSUMED_PARAMS.host_dense_us]),
+            "host_sparse_us": statistics.median(host["sparse"])}
 
-    def err(ce):
-        q = replace(base, sparse_compute=ce)
-        return sum(math.log(_speedup(p, q) / p.speedup) ** 2 for p in pts)
 
-    best = min(grid, key=err)
-    return replace(base, sparse_compute=min(round(best, 4), base.dense_compute))
+def _searched(params: KernelParams) -> tuple:
+    """The searched algorithm's family: each candidate tile fitted to the sweep's fastest times, the best kept."""
+    from ..bench import recorded_alg_search
+
+    cases = recorded_alg_search()
+    pts = [dict(M=c["M_padded"], N=c["N"], K=c["K"], dtype="fp16", gpu="H200", l2="flushed") for c in cases]
+    meas = [c["best"]["ms"] * 1e3 for c in cases]
+    extra = [params.graph_sparse_us] * len(cases)
+    trials = []
+    for tn, tm, ms in SEARCH_TILES:
+        start = replace(params.cusparselt, tiles=((None, None, tn, tm),), max_split=ms)
+        fam, _, rms = fit_family(pts, meas, start, params, sparse=True, extra_us=extra)
+        trials.append((rms, tn, tm, ms, fam))
+    trials.sort(key=lambda t: t[0])
+    summary = [{"tile_n": tn, "tile_m": tm, "max_split": ms, "rms_log": round(rms, 4)} for rms, tn, tm, ms, _ in trials[:6]]
+    return trials[0][4], summary, len(cases)
+
+
+def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
+    """Steps 1-4 of the module doc: the base set fitted on the H200 run; returns it and what the fit saw."""
+    pts = points() if pts is None else pts
+    fit_set = fit_points(pts)
+    helpers = helper_costs()
+    cublas_tiles = tile_table_from_names(tile_observations(shape_prefix="Llama-3-8B"))
+    sparse_tiles = {(o[3], o[4]) for o in tile_observations(library="cuSPARSELt")}
+    if len(sparse_tiles) != 1:
+        raise ValueError(f"cuSPARSELt algorithm 0 ran several tiles {sorted(sparse_tiles)}: its table needs M or N classes")
+    (stn, stm), = sparse_tiles
+    params = replace(
+        ASSUMED_PARAMS, pad_us=helpers["pad_fill_us"] + helpers["pad_copy_us"], **_call_costs(pts),
+        cublas=replace(ASSUMED_PARAMS.cublas, tiles=cublas_tiles, helper_split_us=helpers["splitk_reduce_us"]),
+        cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((None, None, stn, stm),), helper_split_us=helpers["memset_us"]))
+    sp = _structure_points(fit_set)
+    w = [p.extra.get("weight", 1.0) for p in fit_set]
+    fam_d, params, rms_d = fit_family(sp, [p.dense_us for p in fit_set], params.cublas, params, sparse=False,
+                                      extra_us=_extra_us(fit_set, params, "dense"), weights=w, fit_dram=True)
+    fam_s, _, rms_s = fit_family(sp, [p.sparse_us for p in fit_set], params.cusparselt, params, sparse=True,
+                                 extra_us=_extra_us(fit_set, params, "sparse"), weights=w)
+    params = replace(params, cublas=fam_d, cusparselt=fam_s,
+                     cutlass=replace(fam_s, tiles=DEFAULT_TILE_TABLES["cutlass"], cta_target=0, max_split=1,
+                                     helper_split_us=0.0))
+    searched, trials, n_sweep = _searched(params)
+    params = replace(params, cusparselt_searched=searched)
+    info = {"n_fit_points": len(fit_set), "n_trace_points": sum(p.extra.get("mode") == "trace" for p in fit_set),
+            "dense_rms_log": round(rms_d, 4), "sparse_rms_log": round(rms_s, 4), "helpers_us": helpers,
+            "searched_tile_trials": trials, "n_sweep_cases": n_sweep,
+            "fitted_on": [p.id for p in fit_set]}
+    return params, info
+
+
+def _speedup(p: Point, params: KernelParams) -> float:
+    return predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, params, scenario=p.scenario,
+                   l2=p.extra.get("l2", "clean") if p.origin == "measured" else "clean").speedup
+
+
+def _refit_sparse_compute(base: KernelParams, pts: list[Point]) -> KernelParams:
+    """The 2:4 families' ``compute_eff`` (cuSPARSELt default and CUTLASS) refitted to ``pts`` on a grid, least squares in log speedup."""
+    grid = [base.cublas.compute_eff * i / 200 for i in range(10, 201)]
+
+    def with_ce(ce):
+        return replace(base, cusparselt=replace(base.cusparselt, compute_eff=ce), cutlass=replace(base.cutlass, compute_eff=ce))
+
+    best = min(grid, key=lambda ce: sum(math.log(_speedup(p, with_ce(ce)) / p.speedup) ** 2 for p in pts))
+    return with_ce(round(best, 4))
 
 
 def fit_all(pts: list[Point] | None = None, *, exclude_source: str | None = None,
-            exclude_shape: tuple[int, int] | None = None) -> Calibration:
-    """Fit the base set and every GPU's set to the usable points (all of them by default).
-
-    ``exclude_source`` / ``exclude_shape`` (``(N, K)``) leave points out, for cross-validation.
-    """
-    pts = [p for p in (pts if pts is not None else points())
-           if p.fit_ok and p.source != exclude_source and (exclude_shape is None or (p.N, p.K) != exclude_shape)]
-    measured = [p for p in pts if p.origin == "measured"]
-    if measured:
-        base, clamps = _fit_base(measured)
-        base_source = "; ".join(sorted({p.source for p in measured}))
-        base_gpus = sorted({p.gpu for p in measured})
-    else:
-        base, clamps, base_source, base_gpus = ASSUMED_EFFICIENCY, [], "assumed (no measured GPU results)", []
-    per_gpu, notes = {}, {}
-    for gpu in sorted({p.gpu for p in pts}):
-        published = [p for p in pts if p.gpu == gpu and p.origin == "published"]
-        if gpu in base_gpus:
-            per_gpu[gpu] = base
-            notes[gpu] = f"measured here: {base_source}"
-            continue
-        if published:
-            per_gpu[gpu] = _refit_sparse_compute(base, published)
-            notes[gpu] = (f"base set with sparse_compute refitted to {len(published)} published point(s) "
-                          f"from {len({p.source for p in published})} source(s)")
-        for backend in sorted({p.backend for p in published}):
-            mine = [p for p in published if p.backend == backend]
-            if len(mine) < len(published):  # a backend-specific set only where it differs from the GPU's
-                per_gpu[f"{gpu}/{backend}"] = _refit_sparse_compute(base, mine)
-                notes[f"{gpu}/{backend}"] = (f"base set with sparse_compute refitted to {len(mine)} published {backend} "
-                                             f"point(s) from {len({p.source for p in mine})} source(s)")
-    return Calibration(base=base, base_source=base_source, per_gpu=per_gpu, notes=notes, clamps=tuple(clamps),
-                       n_points=len(pts), sources=tuple(sorted({p.source for p in pts})),
-                       fitted_on=tuple(p.id for p in pts))
+            base: KernelParams | None = None, info: dict | None = None) -> Calibration:
+    """The base set (or ``base``, already fitted) and every GPU's set; ``exclude_source`` leaves a published source out."""
+    pts = points() if pts is None else pts
+    if base is None:
+        base, info = fit_base(pts)
+    info = info or {}
+    measured_label = next(p.source for p in pts if p.origin == "measured" and p.fit_ok)
+    published = [p for p in pts if p.origin == "published" and p.fit_ok and p.source != exclude_source]
+    per_gpu, notes = {"H200": base}, {"H200": f"measured here: {measured_label}"}
+    # One set per GPU, all its backends together: a set per backend would rest on one or two
+    # points (the A100 has one CUTLASS point), and leaving one source out would leave it none.
+    for gpu in sorted({p.gpu for p in published} - {"H200"}):
+        mine = [p for p in published if p.gpu == gpu]
+        per_gpu[gpu] = _refit_sparse_compute(base, mine)
+        notes[gpu] = (f"base set with the 2:4 compute_eff refitted to {len(mine)} published point(s) from "
+                      f"{len({p.source for p in mine})} source(s)")
+    fitted = info.get("fitted_on", [])
+    return Calibration(base=base, base_source=measured_label, per_gpu=per_gpu, notes=notes,
+                       n_points=len(fitted) + len(published), sources=tuple(sorted({measured_label, "decode-step traces, NVIDIA H200"}
+                                                                               | {p.source for p in published})),
+                       fitted_on=tuple(fitted) + tuple(p.id for p in published), info=info)
 
 
-def _rel_err(p: Point, cal: Calibration) -> float:
-    return abs(_speedup(p, cal.params_for(p.gpu, p.backend)) / p.speedup - 1)
+def _row(p: Point, pred: float) -> dict:
+    return {"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime, "scenario": p.scenario,
+            "M": p.M, "N": p.N, "K": p.K, "measured": p.speedup, "predicted": pred, "rel_err": abs(pred / p.speedup - 1)}
 
 
-def leave_one_source_out(pts: list[Point] | None = None) -> list[dict]:
-    """For each source: refit without it, predict its points. One row per point.
-
-    Rows: ``id, source, origin, gpu, regime, scenario, measured, predicted, rel_err`` with
-    ``rel_err = |predicted / measured - 1|`` on the speedup.
-    """
-    pts = [p for p in (pts if pts is not None else points()) if p.fit_ok]
-    rows = []
-    for source in sorted({p.source for p in pts}):
-        cal = fit_all(pts, exclude_source=source)
-        for p in pts:
-            if p.source != source:
-                continue
-            pred = _speedup(p, cal.params_for(p.gpu, p.backend))
-            rows.append({"id": p.id, "source": source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime,
-                         "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
-                         "rel_err": abs(pred / p.speedup - 1)})
-    return rows
-
-
-def leave_one_shape_out(pts: list[Point] | None = None) -> list[dict]:
-    """For each weight shape ``(N, K)`` measured here: refit without it, predict its points.
-
-    With one measured source, leaving the source out leaves no measurement of the base set at
-    all; leaving one shape out asks the useful question: does the fit carry to a shape it has
-    not seen, on the same GPU and software? Rows as :func:`leave_one_source_out`.
-    """
-    pts = [p for p in (pts if pts is not None else points()) if p.fit_ok]
-    rows = []
-    for shape in sorted({(p.N, p.K) for p in pts if p.origin == "measured"}):
-        cal = fit_all(pts, exclude_shape=shape)
-        for p in pts:
-            if p.origin != "measured" or (p.N, p.K) != shape:
-                continue
-            pred = _speedup(p, cal.params_for(p.gpu, p.backend))
-            rows.append({"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime,
-                         "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
-                         "rel_err": abs(pred / p.speedup - 1)})
-    return rows
-
-
-def in_sample(pts: list[Point] | None = None, cal: Calibration | None = None) -> list[dict]:
-    """Rows as :func:`leave_one_source_out`, but predicted by the fit that saw every point."""
-    pts = [p for p in (pts if pts is not None else points()) if p.fit_ok]
+def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None = None) -> list[dict]:
+    """For each published source: the per-GPU refit without it, then its points predicted. One row per point."""
+    pts = points() if pts is None else pts
     cal = cal or fit_all(pts)
-    return [{"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime, "scenario": p.scenario,
-             "measured": p.speedup, "predicted": _speedup(p, cal.params_for(p.gpu, p.backend)), "rel_err": _rel_err(p, cal)}
-            for p in pts]
-
-
-def with_params(pts: list[Point], params: Efficiency) -> list[dict]:
-    """Rows predicted by one fixed parameter set (e.g. the assumed defaults: the model before the refit)."""
+    published = [p for p in pts if p.origin == "published" and p.fit_ok]
     rows = []
-    for p in (p for p in pts if p.fit_ok):
-        pred = _speedup(p, params)
-        rows.append({"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime,
-                     "scenario": p.scenario, "measured": p.speedup, "predicted": pred, "rel_err": abs(pred / p.speedup - 1)})
+    for source in sorted({p.source for p in published}):
+        without = fit_all(pts, exclude_source=source, base=cal.base, info=cal.info)
+        for p in (q for q in published if q.source == source):
+            rows.append(_row(p, _speedup(p, without.params_for(p.gpu, p.backend))))
     return rows
 
 
@@ -250,6 +236,8 @@ def error_table(rows: list[dict], by: str = "regime") -> list[dict]:
     groups: dict[str, list[float]] = {}
     for r in rows:
         groups.setdefault(str(r[by]), []).append(r["rel_err"])
+    order = {r: i for i, r in enumerate(REGIMES)}
+    groups = dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     groups["all"] = [r["rel_err"] for r in rows]
     out = []
     for key, errs in groups.items():
@@ -261,60 +249,108 @@ def error_table(rows: list[dict], by: str = "regime") -> list[dict]:
     return out
 
 
-# ------------------------------------------------------------------------------------------
-# The fitted parameters as package data
+def ceiling_check(params_for, *, Ms=None, shapes=None, gpus=("H200", "H100", "A100"), dtypes=("fp16", "bf16", "fp8", "int8")) -> dict:
+    """The largest predicted speedup over a grid against its ceiling, and how often the guard bound.
+
+    ``params_for(gpu)``: the parameter set of a GPU. Returns counts and the worst ratio to the
+    ceiling (2x; ``1 / packed_ratio`` where the dense kernel is memory-bound), which must not pass 1.
+    """
+    from ..hardware import get_gpu
+    from .model import ceilings
+
+    Ms = Ms or [2 ** i for i in range(17)]
+    shapes = shapes or [(n, k) for n in (512, 1024, 2048, 3072, 4096, 5120, 8192, 14336, 16384, 28672)
+                        for k in (1024, 2048, 4096, 8192, 14336, 28672)]
+    n = guarded = 0
+    worst = (0.0, None)
+    for dtype in dtypes:
+        for gpu in gpus:
+            if get_gpu(gpu).dense_tflops.get(dtype) is None:
+                continue
+            cap, params = ceilings(dtype), params_for(gpu)
+            for M in Ms:
+                for N, K in shapes:
+                    for alg in ("default", "searched"):
+                        for sc in ("eager", "cached", "kernel"):
+                            for l2 in ("flushed", "clean"):
+                                p = predict(M, N, K, dtype, gpu, None, params, scenario=sc, algorithm=alg, l2=l2)
+                                n += 1
+                                guarded += p.ceiling_guard
+                                c = cap["compute"] if p.dense.bound == "compute" else cap["memory"]
+                                if p.speedup / c > worst[0]:
+                                    worst = (p.speedup / c, [dtype, gpu, M, N, K, alg, sc, l2])
+    return {"n_predictions": n, "n_guarded": guarded, "guarded_share": round(guarded / n, 5),
+            "max_speedup_over_ceiling": worst[0], "at": worst[1]}
 
 
-def _to_json(cal: Calibration, errors: dict) -> dict:
+def evaluate(pts: list[Point] | None = None, cal: Calibration | None = None) -> dict:
+    """Every error table the site shows, each held out in its own way (see the keys)."""
+    pts = points() if pts is None else pts
+    cal = cal or fit_all(pts)
+    held, flagged = [], []
+    for p in held_out_points(pts, include_flagged=True):
+        (flagged if p.extra.get("flagged") else held).append({**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"],
+                                                              "flagged": p.extra.get("flagged")})
+    fit_set = [p for p in fit_points(pts) if p.extra.get("mode") != "trace"]
+    in_sample = [{**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"]} for p in fit_set]
+    loso = leave_one_source_out(pts, cal)
+    by_mode = {mode: error_table([r for r in held if r["mode"] == mode]) for mode in ("kernel", "graph")}
+    return {
+        "held_out": {"label": f"{HELD_OUT_MODEL} shapes on the H200 (never in the fit)", "by_mode": by_mode,
+                     "points": held, "flagged": flagged},
+        "in_sample": {"label": "the fit set (Llama-3-8B and reference shapes, fp16, unflagged)",
+                      "by_mode": {m: error_table([r for r in in_sample if r["mode"] == m]) for m in ("kernel", "graph")}},
+        "published_leave_one_source_out": {"by_regime": error_table(loso, "regime"), "by_gpu": error_table(loso, "gpu"),
+                                           "points": loso, "n_sources": len({r["source"] for r in loso})},
+    }
+
+
+def _to_json(cal: Calibration, errors: dict, checks: dict) -> dict:
     from .. import __version__
 
+    info = {k: v for k, v in cal.info.items() if k != "fitted_on"}
     return {
         "schema": FIT_SCHEMA,
         "provenance": {
             "date": _dt.date.today().isoformat(),
             "twofour": __version__,
-            "code": "twofour.roofline.calibration.fit_all (twofour calibrate --out)",
+            "code": "twofour.roofline.calibration (twofour calibrate --out)",
+            "model": "tile model: tiles and split-K from kernel names, bandwidth from busy SMs (twofour.roofline.model)",
             "n_points": cal.n_points,
             "sources": list(cal.sources),
             "rules": list(FIT_RULES),
-            "tile_candidates": [list(t) for t in TILE_CANDIDATES],
+            "held_out_model": HELD_OUT_MODEL,
+            "fit": info,
         },
         "base": {"params": cal.base.to_dict(), "source": cal.base_source},
         "per_gpu": {g: {"params": e.to_dict(), "note": cal.notes[g]} for g, e in cal.per_gpu.items()},
-        "clamps": list(cal.clamps),
         "errors": errors,
+        "checks": checks,
         "fitted_on": list(cal.fitted_on),
     }
 
 
-def evaluate(pts: list[Point] | None = None) -> dict:
-    """Every error table the site shows, each held out in its own way (see the keys)."""
-    pts = [p for p in (pts if pts is not None else points()) if p.fit_ok]
-    published = [p for p in pts if p.origin == "published"]
-    loso = [r for r in leave_one_source_out(pts) if r["origin"] == "published"]
-    shapes = leave_one_shape_out(pts)
-    before = with_params([p for p in pts if p.origin == "measured"], ASSUMED_EFFICIENCY)
-    after = [r for r in in_sample(pts) if r["origin"] == "measured"]
-    return {
-        "published_leave_one_source_out": {"by_regime": error_table(loso, "regime"), "by_gpu": error_table(loso, "gpu"),
-                                           "points": loso, "n_sources": len({p.source for p in published})},
-        "measured_leave_one_shape_out": {"by_regime": error_table(shapes, "regime"),
-                                         "by_scenario": error_table(shapes, "scenario")},
-        "measured_before_refit": {"by_regime": error_table(before, "regime"), "by_scenario": error_table(before, "scenario"),
-                                  "params": "ASSUMED_EFFICIENCY (no host cost; 5 / 15 us per call)"},
-        "measured_in_sample": {"by_regime": error_table(after, "regime"), "by_scenario": error_table(after, "scenario")},
-    }
+def fit_inputs() -> list[Path]:
+    """The files a fit reads: the published measurements and the GPU results files (never its output)."""
+    from ..bench.results import DATA_DIR
+    from .published import PUBLISHED_PATH
+
+    return [PUBLISHED_PATH, *sorted(DATA_DIR.glob("bench-*.json"))]
 
 
-def save(path=None, *, fitted: Calibration | None = None, errors: dict | None = None) -> Path:
-    """Fit everything, evaluate leave-one-source-out, and write the JSON (default: package data).
+def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None = None,
+         errors: dict | None = None) -> Path:
+    """Fit everything (unless ``cal`` is given), evaluate, check the ceilings, and write the JSON (default: the package data).
 
-    ``fitted`` and ``errors``: ``fit_all()`` and ``evaluate()`` of every point, when the caller
-    has made them already (``twofour calibrate`` prints them first); each takes seconds.
+    Written atomically and never over one of :func:`fit_inputs` (:mod:`twofour._common.atomic`).
     """
-    pts = points() if fitted is None or errors is None else None
-    cal = fitted if fitted is not None else fit_all(pts)
-    errors = errors if errors is not None else evaluate(pts)
+    from .._common.atomic import check_output, write_text
+
     path = Path(path) if path is not None else FIT_PATH
-    path.write_text(json.dumps(_to_json(cal, errors), indent=1) + "\n")
+    check_output(path, fit_inputs())  # before the fit
+    pts = points() if pts is None else pts
+    cal = cal or fit_all(pts)
+    errors = errors or evaluate(pts, cal)
+    checks = {"ceilings": ceiling_check(lambda gpu: cal.params_for(gpu))}
+    write_text(path, json.dumps(_to_json(cal, errors, checks), indent=1) + "\n", fit_inputs())
     return path

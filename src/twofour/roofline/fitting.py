@@ -1,167 +1,211 @@
-"""Fitting the model's efficiencies and per-call costs to measurements, and keeping a fitted set under its ceilings."""
+"""Fitting a kernel family's constants to measured times (numpy only: a small Nelder-Mead in log space).
+
+Per family the free numbers are ``compute_eff``, ``sm_compute_eff``, ``mem_eff``, ``per_sm_gbs``,
+``fill_gain`` and ``latency_us`` (:class:`~twofour.roofline.KernelFamily`); with ``fit_dram``
+the GPU-wide ``dram_eff``, ``flush_dirty_mb`` and ``flush_dirty_frac`` too (fitted on the dense
+side: its kernels are the ones DRAM limits). Tiles and the split-K rule are not fitted: they are
+read off the kernel names. The loss is the sum of squared ``log(predicted / measured)`` times,
+so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
+
+The model's arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does not
+depend on the fitted numbers: launch, bytes, FLOPs per CTA), so one evaluation of the loss over
+a hundred points costs microseconds and a whole fit runs in well under a second;
+``tests/test_roofline.py`` checks that it gives exactly what :func:`twofour.roofline.kernel_time`
+gives.
+
+Example:
+    >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2
+    >>> [round(float(v), 3) for v in nelder_mead(f, [0.0, 0.0])]
+    [1.0, -2.0]
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..hardware import get_gpu
-from .model import _IN_BYTES, _OUT_BYTES, _packed_weight_bytes, _resolve, pad_multiple, wave_efficiency
-from .params import DEFAULT_EFFICIENCY, Efficiency
+from .model import _IN_BYTES, _OUT_BYTES, _packed_weight_bytes, pad_multiple
+from .params import KernelFamily, KernelParams
+from .tiles import launch
+
+__all__ = ["nelder_mead", "Structure", "structure", "kernel_us", "fit_family", "FREE", "FREE_DRAM"]
+
+FREE = ("compute_eff", "sm_compute_eff", "mem_eff", "per_sm_gbs", "fill_gain", "latency_us")
+FREE_DRAM = ("dram_eff", "flush_dirty_mb", "flush_dirty_frac")
+
+
+def nelder_mead(f, x0, *, step: float = 0.3, iters: int = 3000, tol: float = 1e-10):
+    """Minimise ``f`` from ``x0`` (a list of floats); returns the best point found (a list)."""
+    import numpy as np
+
+    n = len(x0)
+    pts = [np.array(x0, float)] + [np.array(x0, float) + step * np.eye(n)[i] for i in range(n)]
+    vals = [f(p) for p in pts]
+    for _ in range(iters):
+        order = np.argsort(vals)
+        pts = [pts[i] for i in order]
+        vals = [vals[i] for i in order]
+        if abs(vals[-1] - vals[0]) < tol:
+            break
+        c = np.mean(pts[:-1], axis=0)
+        xr = c + (c - pts[-1])
+        fr = f(xr)
+        if fr < vals[0]:
+            xe = c + 2 * (c - pts[-1])
+            fe = f(xe)
+            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = xr, fr
+        else:
+            xc = c + 0.5 * (pts[-1] - c)
+            fc = f(xc)
+            if fc < vals[-1]:
+                pts[-1], vals[-1] = xc, fc
+            else:
+                pts = [pts[0]] + [pts[0] + 0.5 * (p - pts[0]) for p in pts[1:]]
+                vals = [vals[0]] + [f(p) for p in pts[1:]]
+    return [float(v) for v in pts[int(np.argmin(vals))]]
 
 
 @dataclass(frozen=True)
-class FitReport:
-    """Fitted :class:`Efficiency` and how well it reproduces the measurements.
+class Structure:
+    """Per point, everything of :func:`twofour.roofline.kernel_time` that the fitted numbers do not change (numpy arrays)."""
 
-    ``*_rms_rel_err`` is the root-mean-square of ``(predicted - measured) / measured``.
-    ``*_compute_points`` counts points the fitted model calls compute-bound: with none, the
-    compute efficiency is not determined by the data (any value large enough fits).
+    busy: object
+    waves: object
+    fill: object  # min(Mp, tile_m) / tile_m
+    n_bytes: object
+    cta_flops: object
+    split: object  # split > 1
+    pad: object  # M % mult != 0 (2:4 only)
+    flushed: object
+    mem_bw: object
+    sms: object
+    peak: object
+    extra_us: object  # the scenario's cost beyond the kernel (graph replay), added after
+
+
+def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> Structure:
+    """:class:`Structure` of ``points`` (dicts or objects with ``M, N, K, dtype``, optional ``gpu``, ``l2``).
+
+    ``extra_us``: per point, µs added to the kernel time (the graph replay's cost for points
+    timed as CUDA-graph replays); default 0.
     """
-
-    params: Efficiency
-    n_points: int
-    dense_rms_rel_err: float
-    sparse_rms_rel_err: float
-    dense_compute_points: int
-    sparse_compute_points: int
-
-
-def _side_terms(points, spec_of, kind: str, tile_m: int, tile_n: int, pad_to):
-    """Per point: seconds at efficiency 1 for compute (incl. waves) and memory, and t measured."""
     import numpy as np
 
-    F, B, T = [], [], []
+    cols = {k: [] for k in ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms",
+                            "peak")}
     for p in points:
-        spec, d, backend = _resolve(spec_of(p), p["dtype"], p.get("backend"))
-        M, N, K = int(p["M"]), int(p["N"]), int(p["K"])
-        if kind == "sparse":
-            mult = pad_to or pad_multiple(backend, d)
-            M = math.ceil(M / mult) * mult
-            weight = _packed_weight_bytes(N, K, d)
-            peak = spec.peak_tflops(d, sparse=True)
-        else:
-            weight = N * K * _IN_BYTES[d]
-            peak = spec.peak_tflops(d)
-        wave = wave_efficiency(M, N, spec.sms, tile_m, tile_n)
-        F.append(2 * M * N * K / (peak * 1e12 * wave))
-        B.append((weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]) / (spec.mem_bw_gbs * 1e9))
-        T.append(float(p[f"{kind}_ms"]) * 1e-3)
-    return np.array(F), np.array(B), np.array(T)
+        get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
+        M, N, K, d = get("M"), get("N"), get("K"), get("dtype")
+        spec = get_gpu(get("gpu", "H200") or "H200")
+        mult = pad_multiple("cuSPARSELt", d)
+        Mp = -(-M // mult) * mult if sparse else M
+        L = launch(Mp, N, K, family.tiles, spec.sms, cta_target=family.cta_target, max_split=family.max_split,
+                   min_k_iters=family.min_k_iters)
+        weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
+        cols["busy"].append(L.busy_sms)
+        cols["waves"].append(L.waves)
+        cols["fill"].append(min(Mp, L.tile_m) / L.tile_m)
+        cols["n_bytes"].append(weight + Mp * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
+                               + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4)
+        cols["cta_flops"].append(2 * L.tile_n * min(L.tile_m, Mp) * -(-K // L.split))
+        cols["split"].append(L.split > 1)
+        cols["pad"].append(bool(sparse and M % mult))
+        cols["flushed"].append(get("l2", "flushed") == "flushed")
+        cols["mem_bw"].append(spec.mem_bw_gbs)
+        cols["sms"].append(spec.sms)
+        cols["peak"].append(spec.peak_tflops(d, sparse=sparse))
+    arrays = {k: np.array(v, dtype=float) for k, v in cols.items()}
+    extra = np.zeros(len(points)) if extra_us is None else np.array(extra_us, dtype=float)
+    return Structure(**arrays, extra_us=extra)
 
 
-def _fit_side(F, B, T):
-    """Least squares in relative error over (compute_eff, memory_eff) on a refined grid; overhead in closed form."""
+def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
+    """The kernel times (µs, a numpy array) of :func:`structure`'s points plus ``extra_us``: the model's arithmetic."""
     import numpy as np
 
-    w = 1.0 / T**2
-
-    def best_on(ce_grid, me_grid):
-        ce = ce_grid[:, None, None]
-        me = me_grid[None, :, None]
-        r = np.maximum(F / ce, B / me)  # [nce, nme, npts]
-        # minimise sum(w * (r + o - T)^2) over o >= 0: o = sum(w (T - r)) / sum(w), clipped
-        o = np.clip(((T - r) * w).sum(-1) / w.sum(), 0.0, None)
-        err = (((r + o[..., None] - T) ** 2) * w).sum(-1)
-        i, j = np.unravel_index(np.argmin(err), err.shape)
-        return ce_grid[i], me_grid[j], o[i, j]
-
-    ce_grid = np.geomspace(0.01, 1.0, 120)
-    me_grid = np.geomspace(0.01, 1.0, 120)
-    ce, me, o = best_on(ce_grid, me_grid)
-    for _ in range(4):  # zoom in around the best cell
-        ce_grid = np.clip(np.geomspace(ce / 1.1, ce * 1.1, 41), 1e-4, 1.0)
-        me_grid = np.clip(np.geomspace(me / 1.1, me * 1.1, 41), 1e-4, 1.0)
-        ce, me, o = best_on(ce_grid, me_grid)
-    pred = np.maximum(F / ce, B / me) + o
-    rms = float(np.sqrt(np.mean(((pred - T) / T) ** 2)))
-    compute_points = int(np.sum(F / ce >= B / me))
-    return float(ce), float(me), float(o), rms, compute_points
+    sat = s.mem_bw * family.mem_eff
+    per_sm = family.per_sm_gbs * (1 + family.fill_gain * s.fill)
+    bw = sat * s.busy / (s.busy + sat / per_sm)
+    dirty = np.where(s.flushed > 0, np.minimum(s.n_bytes * params.flush_dirty_frac, params.flush_dirty_mb * 1e6), 0.0)
+    t_memory = np.maximum(s.n_bytes / (bw * 1e3), (s.n_bytes + dirty) / (s.mem_bw * params.dram_eff * 1e3))
+    cta_rate = np.minimum(s.peak * 1e6 / s.sms * family.sm_compute_eff, s.peak * 1e6 * family.compute_eff / s.busy)
+    t_compute = s.waves * s.cta_flops / cta_rate
+    gemm = family.latency_us + np.maximum(t_compute, t_memory)
+    helpers = np.where(s.split > 0, family.helper_split_us, 0.0) + np.where(s.pad > 0, params.pad_us, 0.0)
+    return gemm + helpers + s.extra_us
 
 
-def fit(results, gpu=None, *, base: Efficiency | None = None) -> FitReport:
-    """Fit compute/memory efficiencies and per-call overheads (dense and 2:4) to measurements.
-
-    Args:
-        results: a :class:`twofour.bench.Results` or a list of dicts with keys ``M, N, K,
-            dtype, dense_ms, sparse_ms`` (medians) and optionally ``backend`` and ``gpu``.
-        gpu: GPU name or spec for every point; default: each point's ``gpu`` key, else the
-            results' provenance GPU name.
-        base: supplies the fixed parameters (tile shape, ``pad_to``); default the defaults.
-
-    The fit minimises the squared *relative* error, so a 10 µs decode GEMM weighs as much
-    as a 10 ms prefill one. Wave quantization and padding are applied as in :func:`predict`.
-
-    Example:
-        >>> from twofour.roofline import predict, default_params
-        >>> pts = [dict(M=M, N=4096, K=4096, dtype="fp16", gpu="H100",
-        ...             dense_ms=predict(M, 4096, 4096).dense_us / 1e3,
-        ...             sparse_ms=predict(M, 4096, 4096).sparse_us / 1e3) for M in (1, 16, 4096, 16384)]
-        >>> rep = fit(pts)
-        >>> round(rep.params.sparse_overhead_us) == round(default_params("H100").sparse_overhead_us)
-        True
-        >>> rep.dense_rms_rel_err < 1e-2
-        True
-    """
-    base = base or DEFAULT_EFFICIENCY
-    points = results.gpu_points() if hasattr(results, "gpu_points") else list(results)
-    default_gpu = gpu
-    if default_gpu is None and hasattr(results, "provenance"):
-        default_gpu = results.provenance.get("gpu_name")
-    points = [p for p in points if p.get("sparse_ms") is not None and p.get("dense_ms") is not None]
-    if len(points) < 3:
-        raise ValueError(
-            f"results must hold at least 3 points with both dense_ms and sparse_ms to fit 3 "
-            f"parameters per kernel, got {len(points)}"
-        )
-
-    def spec_of(p):
-        name = p.get("gpu", default_gpu)
-        if name is None:
-            raise ValueError("each result point needs a 'gpu' (or pass gpu=...) to know its peaks")
-        from ..hardware import match_device_name
-
-        if isinstance(name, str):
-            matched = match_device_name(name)
-            if matched is not None:
-                return matched
-        return get_gpu(name)
-
-    out = {}
-    rms = {}
-    ncomp = {}
-    for kind in ("dense", "sparse"):
-        F, B, T = _side_terms(points, spec_of, kind, base.tile_m, base.tile_n, base.pad_to)
-        ce, me, o, rms[kind], ncomp[kind] = _fit_side(F, B, T)
-        out[f"{kind}_compute"] = ce
-        out[f"{kind}_memory"] = me
-        out[f"{kind}_overhead_us"] = o * 1e6
-    merged, _ = ceiling_order({**base.to_dict(), **out})
-    return FitReport(Efficiency.from_dict(merged), len(points), rms["dense"], rms["sparse"], ncomp["dense"], ncomp["sparse"])
+def _logit(p):
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
 
 
-def ceiling_order(values: dict) -> tuple[dict, list[str]]:
-    """Make a parameter dict respect the ceilings: 2:4 never more efficient, never cheaper per call.
+def _sigmoid(x):
+    return 1 / (1 + math.exp(-x))
 
-    Returns the corrected copy and one line per value it moved (a fit to noisy points can land
-    a 2:4 efficiency a hair above the dense one; left as it is, the model would predict more
-    than the 2x or bytes ceiling).
+
+def _pack(family: KernelFamily, params: KernelParams, fit_dram: bool) -> list[float]:
+    x = [_logit(family.compute_eff), _logit(family.sm_compute_eff), _logit(family.mem_eff),
+         math.log(family.per_sm_gbs), math.log(max(family.fill_gain, 1e-3)), math.log(max(family.latency_us, 1e-3))]
+    if fit_dram:
+        x += [_logit(params.dram_eff), math.log(max(params.flush_dirty_mb, 1e-3)), _logit(params.flush_dirty_frac)]
+    return x
+
+
+def _unpack(x, family: KernelFamily, params: KernelParams, fit_dram: bool) -> tuple[KernelFamily, KernelParams]:
+    fam = replace(family, compute_eff=_sigmoid(x[0]), sm_compute_eff=_sigmoid(x[1]), mem_eff=_sigmoid(x[2]),
+                  per_sm_gbs=math.exp(x[3]), fill_gain=math.exp(x[4]), latency_us=math.exp(x[5]))
+    if fit_dram:
+        params = replace(params, dram_eff=_sigmoid(x[6]), flush_dirty_mb=math.exp(x[7]), flush_dirty_frac=_sigmoid(x[8]))
+    return fam, params
+
+
+# Starting points (compute_eff, mem_eff, per_sm_gbs, latency_us): the fit keeps the best of the runs.
+_STARTS = ((0.7, 0.8, 30.0, 3.0), (0.5, 0.4, 20.0, 7.0), (0.9, 0.9, 50.0, 1.0))
+
+
+def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, *, sparse: bool, extra_us=None,
+               weights=None, fit_dram: bool = False) -> tuple[KernelFamily, KernelParams, float]:
+    """Fit ``family``'s free numbers (:data:`FREE`, and :data:`FREE_DRAM` of ``params`` with ``fit_dram``).
+
+    ``points`` as :func:`structure` takes them, ``measured_us`` their times (µs, including
+    ``extra_us`` where given), ``weights`` how much each counts (default 1). Returns the fitted
+    family, the (possibly refitted) params, and the weighted root-mean-square log error.
 
     Example:
-        >>> v, moved = ceiling_order({"dense_compute": 0.8, "sparse_compute": 0.9, "dense_memory": 0.7,
-        ...     "sparse_memory": 0.5, "dense_overhead_us": 5, "sparse_overhead_us": 4, "dense_host_us": 0, "sparse_host_us": 0})
-        >>> v["sparse_compute"], v["sparse_overhead_us"], len(moved)
-        (0.8, 5, 2)
+        >>> from twofour.roofline import ASSUMED_PARAMS, kernel_time
+        >>> pts = [dict(M=M, N=N, K=4096, dtype="fp16") for M in (1, 16, 256, 4096) for N in (1024, 4096, 14336)]
+        >>> true = ASSUMED_PARAMS.with_family("cusparselt", latency_us=7.0, mem_eff=0.5)
+        >>> meas = [kernel_time(p["M"], p["N"], 4096, "fp16", "H200", "cusparselt", true).kernel_us for p in pts]
+        >>> fam, _, rms = fit_family(pts, meas, ASSUMED_PARAMS.cusparselt, ASSUMED_PARAMS, sparse=True)
+        >>> rms < 0.01
+        True
     """
-    values, moved = dict(values), []
-    for name in ("compute", "memory"):
-        d, s = values[f"dense_{name}"], values[f"sparse_{name}"]
-        if s > d:
-            moved.append(f"sparse_{name} {s:.4g} > dense_{name} {d:.4g}: set to {d:.4g}")
-            values[f"sparse_{name}"] = d
-    for name in ("overhead_us", "host_us"):
-        d, s = values.get(f"dense_{name}", 0.0), values.get(f"sparse_{name}", 0.0)
-        if s < d:
-            moved.append(f"sparse_{name} {s:.4g} < dense_{name} {d:.4g}: set to {d:.4g}")
-            values[f"sparse_{name}"] = d
-    return values, moved
+    import numpy as np
+
+    s = structure(points, family, sparse=sparse, extra_us=extra_us)
+    meas = np.array(measured_us, dtype=float)
+    w = np.ones(len(meas)) if weights is None else np.array(weights, dtype=float)
+    if len(meas) < len(FREE) + (len(FREE_DRAM) if fit_dram else 0):
+        raise ValueError(f"fitting needs at least as many points as free numbers, got {len(meas)}")
+
+    def loss(x):
+        fam, prm = _unpack(x, family, params, fit_dram)
+        return float(np.sum(w * np.log(kernel_us(s, fam, prm) / meas) ** 2))
+
+    best = None
+    for ce, me, bw, lat in _STARTS:
+        start = replace(family, compute_eff=ce, sm_compute_eff=min(0.95, ce + 0.1), mem_eff=me, per_sm_gbs=bw,
+                        latency_us=lat, fill_gain=1e-3)
+        x0 = _pack(start, replace(params, dram_eff=0.9, flush_dirty_mb=30.0, flush_dirty_frac=0.5) if fit_dram else params,
+                   fit_dram)
+        x = nelder_mead(loss, x0)
+        x = nelder_mead(loss, x)  # restart: Nelder-Mead stalls on ridges
+        v = loss(x)
+        if best is None or v < best[1]:
+            best = (x, v)
+    fam, prm = _unpack(best[0], family, params, fit_dram)
+    return fam, prm, math.sqrt(best[1] / float(np.sum(w)))

@@ -58,7 +58,9 @@ __all__ = [
     "kv_bytes_per_token",
     "Capacity",
     "capacity_at_tpot",
+    "break_even_bandwidth_ratio",
     "GPU_MEMORY_GB",
+    "GPU_MEMORY_BYTES",
     "TORCHAO_LLAMA3_8B_A100",
 ]
 
@@ -122,7 +124,14 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = _formats()
 
 # Memory of the GPUs the chapters use, GB (1e9 bytes), from their data sheets as the hardware
 # table cites them [secondary]: L4 24 GB GDDR6, A100 SXM 80 GB, H100 SXM 80 GB, H200 141 GB.
+# A label, not what a program can allocate: see GPU_MEMORY_BYTES.
 GPU_MEMORY_GB: dict[str, float] = {"L4": 24.0, "A100": 80.0, "H100": 80.0, "H200": 141.0}
+# What the device reports (nvidia-smi's memory.total, MiB), which is what an allocator divides
+# up: the data sheet's "141 GB" H200 reports 143,771 MiB (150.8e9 bytes), measured on this
+# project's H200 (benchmarks/gpu-runs/2026-11-30-nvidia-h200/environment.txt); an H100 80GB HBM3
+# reports 81,559 MiB (nvidia-smi output in NVIDIA/nccl#1264); an A100 80GB 81,920 MiB and an L4
+# 23,034 MiB (nvidia-smi totals listed in modal-labs/modal-client#2797).
+GPU_MEMORY_BYTES: dict[str, int] = {"L4": 23_034 << 20, "A100": 81_920 << 20, "H100": 81_559 << 20, "H200": 143_771 << 20}
 
 # torchao sparsity README (v0.15.0, "LLama3" table): Llama-3-8B on an A100-80GB, batch 1,
 # generate.py with --compile. tokens/s over the whole generate() call; model size in GB (1e9)
@@ -250,7 +259,7 @@ class Capacity:
 
 
 def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_target_s: float,
-                     memory_gb: float | None = None, lm_head="bf16", kv_bytes_per_element: float = 2.0,
+                     memory_bytes: float | None = None, lm_head="bf16", kv_bytes_per_element: float = 2.0,
                      memory_fraction: float = 0.9, bandwidth_efficiency: float = 0.7,
                      sparse_bandwidth_ratio: float = 1.0, step_overhead_s: float = 0.0) -> Capacity:
     """The capacity win: the batch a GPU can serve at ``context`` tokens without missing a TPOT target.
@@ -265,7 +274,9 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
         cfg, gpu, fmt: model, GPU (name from :mod:`twofour.hardware`), format of the block linears.
         context: tokens in each sequence's KV cache (prompt plus output so far).
         tpot_target_s: the service-level target for the time per output token, seconds.
-        memory_gb: the GPU's memory; default :data:`GPU_MEMORY_GB`.
+        memory_bytes: the GPU's memory in bytes; default what the device reports,
+            :data:`GPU_MEMORY_BYTES` (not the data sheet's decimal GB: an H200's "141 GB" is
+            143,771 MiB, about 150.8e9 bytes).
         memory_fraction: share of memory for weights and KV (the rest: activations, the
             allocator, the runtime); 0.9 is an assumption.
         bandwidth_efficiency: share of peak bandwidth a decode step reaches. The default 0.7 is
@@ -283,13 +294,13 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
     """
     form = weight_format(fmt)
     spec = get_gpu(gpu)
-    if memory_gb is None:
-        if spec.name not in GPU_MEMORY_GB:
-            raise ValueError(f"no memory size on file for {spec.name}; pass memory_gb (known: {sorted(GPU_MEMORY_GB)})")
-        memory_gb = GPU_MEMORY_GB[spec.name]
+    if memory_bytes is None:
+        if spec.name not in GPU_MEMORY_BYTES:
+            raise ValueError(f"no memory size on file for {spec.name}; pass memory_bytes (known: {sorted(GPU_MEMORY_BYTES)})")
+        memory_bytes = GPU_MEMORY_BYTES[spec.name]
     if isinstance(context, bool) or not isinstance(context, int) or context < 1:
         raise ValueError(f"context must be an int >= 1, got {context!r}")
-    for name, v, high in (("tpot_target_s", tpot_target_s, None), ("memory_gb", memory_gb, None),
+    for name, v, high in (("tpot_target_s", tpot_target_s, None), ("memory_bytes", memory_bytes, None),
                           ("memory_fraction", memory_fraction, 1.0), ("bandwidth_efficiency", bandwidth_efficiency, 1.0),
                           ("sparse_bandwidth_ratio", sparse_bandwidth_ratio, 1.0)):
         if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and (high is None or v <= high)):
@@ -300,7 +311,7 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
 
     weights = model_weight_bytes(cfg, form, lm_head=lm_head)
     kv_seq = context * kv_bytes_per_token(cfg, kv_bytes_per_element)
-    kv_budget = memory_gb * 1e9 * memory_fraction - weights["resident"]
+    kv_budget = memory_bytes * memory_fraction - weights["resident"]
     by_memory = max(0, math.floor(kv_budget / kv_seq))
 
     rate = spec.mem_bw_gbs * 1e9 * bandwidth_efficiency
@@ -327,3 +338,39 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
         tpot_s=tpot,
         tokens_per_s=batch / tpot,
     )
+
+
+def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, context: int, tpot_target_s: float,
+                               tol: float = 1e-4, **kw) -> float | None:
+    """The slowest 2:4 kernel that still pays: the ``sparse_bandwidth_ratio`` at which ``fmt`` serves as many tokens/s as ``baseline``.
+
+    Below it the packed weights' capacity win is eaten by the slower weight read; above it
+    ``fmt`` serves more tokens per second at the TPOT target. Found by bisection on (0, 1];
+    None when even a kernel as fast as dense (ratio 1) does not beat ``baseline``. Other
+    keyword arguments go to :func:`capacity_at_tpot`.
+
+    Example:
+        >>> from twofour.models import LLAMA_3_70B
+        >>> r = break_even_bandwidth_ratio(LLAMA_3_70B, "H200", "fp8+2:4", "fp8", context=4096, tpot_target_s=0.05)
+        >>> 0.3 < r < 0.6
+        True
+    """
+    if not weight_format(fmt).sparse_24:
+        raise ValueError(f"fmt must be a 2:4 format (its kernel's bandwidth is what varies), got {fmt!r}")
+
+    def gain(ratio: float) -> float:
+        ours = capacity_at_tpot(cfg, gpu, fmt, context=context, tpot_target_s=tpot_target_s,
+                                sparse_bandwidth_ratio=ratio, **kw)
+        theirs = capacity_at_tpot(cfg, gpu, baseline, context=context, tpot_target_s=tpot_target_s, **kw)
+        return ours.tokens_per_s - theirs.tokens_per_s
+
+    if gain(1.0) <= 0:
+        return None
+    low, high = 0.0, 1.0  # gain(high) > 0 >= gain at a ratio near 0 (no batch fits the target)
+    while high - low > tol:
+        mid = (low + high) / 2
+        if gain(mid) > 0:
+            high = mid
+        else:
+            low = mid
+    return high

@@ -1,78 +1,94 @@
-"""Predicted time of ``y = x @ W.T``, dense vs 2:4, for one shape on one GPU.
+"""Predicted time of ``y = x @ W.T``, dense vs 2:4, from the kernel each side runs.
 
 ``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight, out x in), ``y`` is
-``[M, N]``. The model is a roofline with four corrections that explain why measured 2:4 gains
-sit far below the 2x on the data sheet:
+``[M, N]``. The model predicts each side from its kernel: the tile and split-K the library picks
+(:mod:`twofour.roofline.tiles`), so the CTAs it launches and the SMs they keep busy; the bytes it
+moves; the bandwidth that many SMs pull; the math each CTA does; and the fixed costs around it.
+Dense runs cuBLAS; 2:4 runs cuSPARSELt with PyTorch's default algorithm 0 (``algorithm=
+"default"``), cuSPARSELt with the fastest algorithm a search finds (``algorithm="searched"``), or
+PyTorch's CUTLASS kernels (``backend="CUTLASS"``). Each family has its own
+:class:`~twofour.roofline.KernelFamily`; all of them sit in one
+:class:`~twofour.roofline.KernelParams`, fitted by :mod:`twofour.roofline.calibration`.
 
-1. **Compute ceiling.** ``2*M*N*K`` FLOPs at ``peak * compute_eff``; the 2:4 kernel uses the
-   sparse peak (2x dense on every GPU in :mod:`twofour.hardware`), with its own efficiency.
-2. **Memory ceiling.** Bytes moved once each: the weight (dense ``N*K*b``, or
-   :func:`twofour.packing.packed_bytes` for 2:4 — 56.25% of dense for fp16/bf16, 62.5% for
-   8-bit), the activations ``M*K*b`` and the output ``M*N*b_out``, at
-   ``bandwidth * memory_eff``. When the weight dominates (small M), the best 2:4 can do is
-   ``1 / packed_ratio`` (1.78x for fp16), not 2x.
-3. **Padding.** PyTorch's 2:4 path zero-pads the dense operand's rows up to a multiple that
-   depends on backend and dtype (8 for fp16/bf16, 16 for int8/fp8, 4 for tf32; from
-   ``_DTYPE_SHAPE_CONSTRAINTS`` in ``torch/sparse/semi_structured.py``, facts.md §3), and
-   computes on the padded rows. The dense GEMM is not padded.
-4. **Per-call costs**, which depend on how the call is run (the *scenario*, :data:`SCENARIOS`):
-   the device's cost per call (kernel launch and latency; the 2:4 path's extra memset and
-   padding kernels), paid unless the scenario is ``ideal``; and the host's time per call
-   (Python dispatch; cuSPARSELt builds descriptors and a plan on every call in PyTorch eager),
-   which bounds a call from below in the ``eager`` scenario: ``max(kernel + device, host)``.
-5. **Wave quantization.** The output is cut into ``tile_m x tile_n`` tiles, one tile per SM at
-   a time. With ``tiles`` tiles and ``sms`` SMs the GPU runs ``ceil(tiles / sms)`` waves and
-   the last one leaves SMs idle; the achieved fraction ``tiles / (waves * sms)`` divides
-   the compute rate. Small M means few tiles, so most SMs sit idle.
+One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain arithmetic, so
+``docs/js/calc/roofline.js`` repeats it operation for operation)::
 
-Assumptions, stated once (each is a simplification a measurement can contradict):
+    Mp        = ceil(M / mult) * mult on the 2:4 side (PyTorch pads x's rows), M for dense
+    launch    = tile, tiles, split, ctas, waves, busy_sms        (tiles.launch on Mp)
+    n_bytes   = weight + Mp * K * in_bytes + M * N * out_bytes + 2 * (ctas - tiles) * tile_n * tile_m * 4
+                (weight: N * K * in_bytes dense, twofour.packing's packed bytes 2:4; the last term:
+                 the fp32 partial tiles every split but the last writes and the last reads back)
+    sat       = mem_bw_gbs * mem_eff
+    per_sm    = per_sm_gbs * (1 + fill_gain * min(Mp, tile_m) / tile_m)
+    bw_gbs    = sat * busy_sms / (busy_sms + sat / per_sm)       (grows with busy SMs, saturates)
+    dirty     = min(n_bytes * flush_dirty_frac, flush_dirty_mb * 1e6)   if l2 == "flushed", else 0
+    t_memory  = max(n_bytes / (bw_gbs * 1e3), (n_bytes + dirty) / (mem_bw_gbs * dram_eff * 1e3))
+    cta_flops = 2 * tile_n * min(tile_m, Mp) * ceil(K / split)
+    cta_rate  = min(peak * 1e6 / sms * sm_compute_eff, peak * 1e6 * compute_eff / busy_sms)
+    t_compute = waves * cta_flops / cta_rate                      (peak: the side's TFLOP/s)
+    gemm_us   = latency_us + max(t_compute, t_memory)
+    helpers   = helper_split_us if split > 1  +  pad_us if 2:4 and M % mult != 0
+    kernel_us = gemm_us + helpers
 
-* ``kernel = max(t_compute, t_memory)``: perfect overlap of math and memory.
-* Each byte crosses DRAM once (no re-reads of x or W across tiles; L2 is not modelled).
-* Idle SMs in the last wave are the only tile effect charged; dense and 2:4 kernels use the
-  same tile shape (the fit picks it; 64 x 64 fits our H200 kernels best).
-* Memory bandwidth is reached even when few SMs are busy (it is not: the H200 run shows the
-  2:4 decode kernel at 29-40% of the bandwidth the dense one reaches; the fitted 2:4 memory
-  efficiency absorbs that).
-* Output bytes per element: same as the input dtype, except 8-bit GEMMs (int8, fp8), which
-  are assumed to write bf16 (2 bytes), as scaled matmuls usually do.
-* Efficiencies and per-call costs are constants per kernel family (dense, 2:4), not functions
-  of shape. They are **fitted** (:mod:`twofour.roofline.calibration`, stored in
-  ``twofour/data/kernel-fit.json``): to this project's own H200 measurements, and per GPU to
-  published ones (:mod:`twofour.roofline.published`). :func:`fit_summary` says what each GPU's
-  set was fitted to and the held-out error; :data:`ASSUMED_EFFICIENCY` keeps the guesses the
-  model used before it was fitted.
+Why each term: the default 2:4 kernel's 128 x 256 tile wastes 255 of 256 token columns at
+decode and launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the
+data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
+49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/test_roofline.py`` recomputes
+the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench``
+flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
+which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
 
-Every formula is plain arithmetic (``ceil``, ``max``, ``*``, ``/``) so the static site's
-JavaScript calculator can mirror it operation for operation; see :func:`gemm_time_s`.
+``l2`` is ``"clean"`` by default (kernels back to back in a decode step, as the traces recorded
+them); ``"flushed"`` is how ``twofour bench`` measured, and what a comparison with its results
+files needs.
 
-2:4 next to quantization (bits per weight of bf16, fp8, int8 and int4 formats with and
-without 2:4, a decode step as bytes, and the batch a GPU serves at a TPOT target) is in
-:mod:`twofour.roofline.formats`; the parameters and their fitted sets are in
-:mod:`twofour.roofline.params`, the scenarios in :mod:`twofour.roofline.scenarios`, fitting in
-:mod:`twofour.roofline.fitting`. :mod:`twofour.roofline` re-exports the public names of all.
+Then the scenario (:mod:`twofour.roofline.scenarios`): ``kernel`` is ``kernel_us``; ``cached``
+adds the CUDA-graph replay's cost (``graph_dense_us`` / ``graph_sparse_us``); ``eager`` is
+``max(kernel_us, host_us)``, cuSPARSELt paying ``host_sparse_us`` (a plan per call) and cuBLAS
+and CUTLASS ``host_dense_us``.
+
+**Ceiling guard.** A 2:4 GEMM can never beat dense by more than 2x (compute) or
+``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
+raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
+The tables were read on one GPU and a few shapes, and where cuBLAS's table gives a badly
+quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 280 of a
+grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
+65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 128 to
+4096, 228 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
+it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/test_roofline.py`` checks the share).
+
+Assumptions, each a simplification a measurement can contradict:
+
+* tiles, split rule and constants were read and fitted on one H200 with one software stack;
+  other GPUs keep the tables and the H200's constants, with the 2:4 compute efficiency refitted
+  per GPU where published points exist (:func:`fit_summary` says which);
+* ``max(t_compute, t_memory)``: math and memory overlap perfectly inside a kernel;
+* each byte crosses DRAM once (no re-reads of x or W across tiles; L2 reuse is not modelled);
+* 8-bit GEMMs write bf16 (2 bytes per output element), as scaled matmuls usually do.
+
+The error this leaves is measured, not assumed: :func:`fit_summary` states it per M regime on
+shapes the fit never saw and on published points whose source was left out.
+
+2:4 next to quantization is in :mod:`twofour.roofline.formats`.
 
 Example:
-    >>> from twofour.roofline import predict, crossover_m
-    >>> p = predict(1, 4096, 4096, "fp16", "H200")          # decode, plans cached
-    >>> p.bound_dense, p.bound_sparse
-    ('memory', 'memory')
-    >>> p.speedup < 1 / 0.5625            # decode: below the bytes ceiling, here below 1
+    >>> from twofour.roofline import predict
+    >>> p = predict(1, 1024, 4096, "fp16", "H200", scenario="kernel")   # k_proj at decode
+    >>> (p.sparse.tile_n, p.sparse.tile_m, p.sparse.split, p.sparse.ctas), (p.dense.tile_n, p.dense.tile_m, p.dense.ctas)
+    ((128, 256, 4, 32), (64, 8, 48))
+    >>> p.speedup < 0.5          # 32 CTAs, each a 128 x 256 tile with 1 real token column of 256
+    True
+    >>> predict(1, 4096, 4096, "fp16", "H200", algorithm="searched").speedup > 1
     True
     >>> predict(1, 4096, 4096, "fp16", "H200", scenario="eager").bound_sparse   # a plan per call
     'host'
-    >>> big = predict(16384, 4096, 4096, "fp16", "H200", scenario="ideal")
-    >>> round(big.speedup, 2)              # about 2 * sparse_compute / dense_compute
-    1.34
-    >>> crossover_m(4096, 4096, "fp16", "H200") > 1
-    True
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -80,13 +96,18 @@ from .._common.args import require_positive_int
 from .._common.dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
 from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
-from .params import Efficiency, default_params
-from .scenarios import DEFAULT_SCENARIO, check_scenario
+from .params import KernelFamily, KernelParams, default_params, family_for
+from .scenarios import DEFAULT_SCENARIO, check_scenario, scenario_us
+from .tiles import launch
 
-# Row multiple of the 2:4 path's dense operand, bytes per input and output element, and what
-# twofour.packing counts for the packed weight: all from the one dtype table, twofour._common.dtypes
-# (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS, facts.md §3). Older releases padded
-# fp16 activations to 32 rows (pytorch#111339): pass Efficiency(pad_to=32) for them.
+__all__ = ["KernelTime", "Prediction", "ALGORITHMS", "L2_STATES", "kernel_time", "predict", "gemm_speedup",
+           "speedup_curve", "crossover_m", "ceilings", "arithmetic_intensity", "ridge_point", "pad_multiple"]
+
+ALGORITHMS = ("default", "searched")
+L2_STATES = ("flushed", "clean")
+
+# Row multiple of the 2:4 path's dense operand, bytes per input and output element: all from the
+# one dtype table, twofour._common.dtypes (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS).
 _PAD_MULTIPLE = {(backend, d): mult for d, f in DTYPES.items() for backend, mult in f.pad_multiple.items()}
 _IN_BYTES = {d: f.in_bytes for d, f in DTYPES.items()}
 _OUT_BYTES = {d: f.out_bytes for d, f in DTYPES.items()}
@@ -96,31 +117,6 @@ def _packed_weight_bytes(N: int, K: int, d: str) -> int:
     """Bytes of the packed ``[N, K]`` weight in dtype ``d`` (twofour.packing's count, the table's form)."""
     f = DTYPES[d]
     return packed_bytes((N, K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits)
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Predicted dense and 2:4 time of one GEMM, with what bounds each (``compute``/``memory``)."""
-
-    M: int
-    N: int
-    K: int
-    dtype: str
-    gpu: str
-    backend: str
-    M_padded: int
-    dense_us: float
-    sparse_us: float
-    bound_dense: str
-    bound_sparse: str
-    wave_eff_dense: float
-    wave_eff_sparse: float
-    scenario: str = DEFAULT_SCENARIO
-
-    @property
-    def speedup(self) -> float:
-        """``dense_us / sparse_us``: above 1 means 2:4 wins."""
-        return self.dense_us / self.sparse_us
 
 
 def _gemm_dtype(dtype) -> str:
@@ -152,8 +148,7 @@ def pad_multiple(backend: str, dtype) -> int:
     """Row multiple the 2:4 path pads ``x`` to (PyTorch ``_DTYPE_SHAPE_CONSTRAINTS``).
 
     Read from the installed torch through :mod:`twofour.dispatch` when it knows the
-    (backend, dtype) pair, otherwise from the cited table in this module (same values for
-    torch 2.13).
+    (backend, dtype) pair, otherwise from the cited table (same values for torch 2.13).
 
     Example:
         >>> pad_multiple("cuSPARSELt", "fp16"), pad_multiple("CUTLASS", "int8")
@@ -173,68 +168,82 @@ def pad_multiple(backend: str, dtype) -> int:
         ) from None
 
 
-def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> float:
-    """Fraction of SM-slots doing work: ``tiles / (ceil(tiles / sms) * sms)``.
+@dataclass(frozen=True)
+class KernelTime:
+    """One side's kernel as the model sees it: what it launches, the bytes, rates and times (µs)."""
 
-    Example:
-        >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
-        0.24242424242424243
-        >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
-        1.0
-    """
-    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
-    waves = math.ceil(tiles / sms)
-    return tiles / (waves * sms)
+    family: str
+    tile_n: int
+    tile_m: int
+    tiles: int
+    split: int
+    ctas: int
+    waves: int
+    busy_sms: int
+    n_bytes: int
+    bw_gbs: float
+    t_compute_us: float
+    t_memory_us: float
+    gemm_us: float
+    helpers_us: float
+    kernel_us: float
+
+    @property
+    def bound(self) -> str:
+        """``"compute"`` or ``"memory"``: which of the kernel's two times is the larger."""
+        return "compute" if self.t_compute_us >= self.t_memory_us else "memory"
+
+    def to_dict(self) -> dict:
+        """Every field and ``bound``: the form ``docs/js/calc/roofline.js`` returns."""
+        return {**asdict(self), "bound": self.bound}
 
 
-def gemm_time_s(
-    M: int,
-    N: int,
-    K: int,
-    *,
-    peak_tflops: float,
-    mem_bw_gbs: float,
-    sms: int,
-    weight_bytes: float,
-    in_bytes: int,
-    out_bytes: int,
-    compute_eff: float,
-    memory_eff: float,
-    overhead_us: float,
-    tile_m: int,
-    tile_n: int,
-    host_us: float = 0.0,
-) -> tuple[float, str, float]:
-    """Time of one GEMM in seconds, what bounds it, and its wave efficiency.
+def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: KernelFamily, params: KernelParams,
+                 mult: int, l2: str) -> KernelTime:
+    """The model docstring's arithmetic, in its order. ``mult``: the 2:4 path's row multiple."""
+    sparse = name != "cublas"
+    Mp = math.ceil(M / mult) * mult if sparse else M
+    L = launch(Mp, N, K, fam.tiles, spec.sms, cta_target=fam.cta_target, max_split=fam.max_split,
+               min_k_iters=fam.min_k_iters)
+    in_b, out_b = _IN_BYTES[d], _OUT_BYTES[d]
+    weight = _packed_weight_bytes(N, K, d) if sparse else N * K * in_b
+    n_bytes = weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
+    sat = spec.mem_bw_gbs * fam.mem_eff
+    per_sm = fam.per_sm_gbs * (1 + fam.fill_gain * min(Mp, L.tile_m) / L.tile_m)
+    bw = sat * L.busy_sms / (L.busy_sms + sat / per_sm)
+    dirty = min(n_bytes * params.flush_dirty_frac, params.flush_dirty_mb * 1e6) if l2 == "flushed" else 0.0
+    t_memory = max(n_bytes / (bw * 1e3), (n_bytes + dirty) / (spec.mem_bw_gbs * params.dram_eff * 1e3))
+    peak = spec.peak_tflops(d, sparse=sparse)
+    cta_flops = 2 * L.tile_n * min(L.tile_m, Mp) * math.ceil(K / L.split)
+    cta_rate = min(peak * 1e6 / spec.sms * fam.sm_compute_eff, peak * 1e6 * fam.compute_eff / L.busy_sms)
+    t_compute = L.waves * cta_flops / cta_rate
+    gemm = fam.latency_us + max(t_compute, t_memory)
+    helpers = (fam.helper_split_us if L.split > 1 else 0.0) + (params.pad_us if sparse and M % mult else 0.0)
+    return KernelTime(name, L.tile_n, L.tile_m, L.tiles, L.split, L.ctas, L.waves, L.busy_sms, n_bytes, bw,
+                      t_compute, t_memory, gemm, helpers, gemm + helpers)
 
-    This is the whole model; :func:`predict` only chooses the arguments. In order::
 
-        flops     = 2 * M * N * K
-        wave_eff  = tiles / (ceil(tiles / sms) * sms),  tiles = ceil(M/tile_m) * ceil(N/tile_n)
-        t_compute = flops / (peak_tflops * 1e12 * compute_eff * wave_eff)
-        n_bytes   = weight_bytes + M * K * in_bytes + M * N * out_bytes
-        t_memory  = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
-        t         = max(max(t_compute, t_memory) + overhead_us * 1e-6, host_us * 1e-6)
+# A GEMM dimension beyond an int64 is no GEMM (a request's prefill M = batch x prompt can pass
+# 2^31), and it keeps 2 * M * N * K a finite float: 10**400 rows overflowed into a traceback.
+MAX_DIM = 2**63 - 1
+# crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
+# smallest winning M); beyond this a GEMM is a batch of smaller ones.
+MAX_CROSSOVER_M = 1 << 16
 
-    The bound is ``"host"`` when the host's per-call time is the larger.
 
-    Example:
-        >>> t, bound, _ = gemm_time_s(1, 4096, 4096, peak_tflops=989.5, mem_bw_gbs=3350, sms=132,
-        ...     weight_bytes=4096 * 4096 * 2, in_bytes=2, out_bytes=2, compute_eff=1, memory_eff=1,
-        ...     overhead_us=0, tile_m=128, tile_n=128)
-        >>> bound, round(t * 1e6, 2)      # 33.6 MB at 3.35 TB/s
-        ('memory', 10.02)
-    """
-    flops = 2 * M * N * K
-    wave_eff = wave_efficiency(M, N, sms, tile_m, tile_n)
-    t_compute = flops / (peak_tflops * 1e12 * compute_eff * wave_eff)
-    n_bytes = weight_bytes + M * K * in_bytes + M * N * out_bytes
-    t_memory = n_bytes / (mem_bw_gbs * 1e9 * memory_eff)
-    bound = "compute" if t_compute >= t_memory else "memory"
-    t_device = max(t_compute, t_memory) + overhead_us * 1e-6
-    if host_us * 1e-6 > t_device:
-        return host_us * 1e-6, "host", wave_eff
-    return t_device, bound, wave_eff
+def _require_size(name: str, v) -> None:
+    """Refuse an int beyond :data:`MAX_DIM` by name (it would overflow a float into a traceback)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+        shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+        raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+
+
+def _check_shape(M, N, K):
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        _require_size(name, v)
+        require_positive_int(name, v)
+    if K % 4:
+        raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
 
 
 def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
@@ -257,15 +266,108 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
     return spec, d, backend
 
 
-def _check_shape(M, N, K):
-    for name, v in (("M", M), ("N", N), ("K", K)):
-        require_positive_int(name, v)
-    if K % 4:
-        raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
+def _check_options(algorithm, l2, backend) -> None:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS} ('default': cuSPARSELt algorithm 0, what PyTorch "
+                         f"passes unless told otherwise; 'searched': the fastest algorithm a search finds), got {algorithm!r}")
+    if algorithm == "searched" and backend == "CUTLASS":
+        raise ValueError("algorithm='searched' picks a cuSPARSELt algorithm; the CUTLASS backend has none to search, "
+                         "use algorithm='default'")
+    if l2 not in L2_STATES:
+        raise ValueError(f"l2 must be one of {L2_STATES} ('flushed': after an L2 flush that writes, as twofour bench "
+                         f"measures; 'clean': kernels back to back, as in a decode step), got {l2!r}")
+
+
+def _params(params, spec: GPUSpec, backend: str) -> KernelParams:
+    if params is None:
+        return default_params(spec.name, backend)
+    if not isinstance(params, KernelParams):
+        raise TypeError(f"params must be a KernelParams or None, got {type(params).__name__}")
+    return params
+
+
+def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = "cublas",
+                params: KernelParams | None = None, *, l2: str = "clean") -> KernelTime:
+    """One family's kernel for one GEMM (the module docstring's arithmetic).
+
+    ``family`` is one of :data:`twofour.roofline.FAMILIES`; ``M`` is the GEMM's (the 2:4
+    families pad it); ``params`` defaults to the fitted set of the GPU (and backend).
+
+    Example:
+        >>> k = kernel_time(16, 4096, 4096, "fp16", "H200", "cusparselt")     # q_proj, decode step of 16
+        >>> (k.tile_n, k.tile_m, k.tiles, k.split, k.ctas, k.busy_sms, k.bound)
+        (128, 256, 32, 3, 96, 96, 'memory')
+    """
+    from .params import FAMILIES
+
+    _check_shape(M, N, K)
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    backend = "CUTLASS" if family == "cutlass" else None
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    _check_options("default", l2, backend)
+    params = _params(params, spec, backend)
+    mult = params.pad_to or pad_multiple(backend, d)
+    return _kernel_time(M, N, K, d, spec, family, params.family(family), params, mult, l2)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted dense and 2:4 time of one GEMM in one scenario, with each side's kernel (:class:`KernelTime`).
+
+    ``bound_dense`` / ``bound_sparse``: ``"compute"``, ``"memory"`` or ``"host"`` (eager, the
+    host's time per call is the larger). ``ceiling_guard``: the 2:4 time was raised to keep the
+    speedup under its ceiling (module doc).
+    """
+
+    M: int
+    N: int
+    K: int
+    dtype: str
+    gpu: str
+    backend: str
+    algorithm: str
+    scenario: str
+    l2: str
+    M_padded: int
+    dense: KernelTime
+    sparse: KernelTime
+    dense_us: float
+    sparse_us: float
+    bound_dense: str
+    bound_sparse: str
+    ceiling_guard: bool
+
+    @property
+    def speedup(self) -> float:
+        """``dense_us / sparse_us``: above 1 means 2:4 wins."""
+        return self.dense_us / self.sparse_us
+
+    def to_dict(self) -> dict:
+        """Every field, the two kernels as :meth:`KernelTime.to_dict`, and ``speedup``: what the JS mirror returns."""
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out.update(dense=self.dense.to_dict(), sparse=self.sparse.to_dict(), speedup=self.speedup)
+        return out
+
+
+def _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult) -> Prediction:
+    fam = family_for(backend, algorithm, True)
+    kd = _kernel_time(M, N, K, d, spec, "cublas", params.cublas, params, mult, l2)
+    ks = _kernel_time(M, N, K, d, spec, fam, params.family(fam), params, mult, l2)
+    host_sparse = params.host_sparse_us if fam in ("cusparselt", "cusparselt_searched") else params.host_dense_us
+    dense_us, host_d = scenario_us(kd.kernel_us, scenario, graph_us=params.graph_dense_us, host_us=params.host_dense_us)
+    sparse_us, host_s = scenario_us(ks.kernel_us, scenario, graph_us=params.graph_sparse_us, host_us=host_sparse)
+    cap = 2.0 if kd.bound == "compute" else 1 / DTYPES[d].packed_ratio
+    guard = dense_us / sparse_us > cap
+    if guard:
+        sparse_us = dense_us / cap
+    return Prediction(M, N, K, d, spec.name, backend, algorithm, scenario, l2, math.ceil(M / mult) * mult, kd, ks,
+                      dense_us, sparse_us, "host" if host_d else kd.bound, "host" if host_s else ks.bound, guard)
 
 
 def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
-            params: Efficiency | None = None, *, scenario: str = DEFAULT_SCENARIO) -> Prediction:
+            params: KernelParams | None = None, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
+            l2: str = "clean") -> Prediction:
     """Predict dense and 2:4 time of ``y = x @ W.T`` with ``x: [M, K]``, ``W: [N, K]``.
 
     Args:
@@ -273,69 +375,63 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         dtype: ``"fp16"``, ``"bf16"``, ``"fp8"``, ``"int8"``, ``"tf32"`` or a torch dtype.
         gpu: a name from :data:`twofour.hardware.GPUS` or a :class:`~twofour.hardware.GPUSpec`.
         backend: ``"cuSPARSELt"`` or ``"CUTLASS"`` (any case); default: the GPU's preferred one.
-        params: :class:`Efficiency`; default :func:`default_params` of the GPU (fitted).
-        scenario: one of :data:`SCENARIOS`: ``"eager"``, ``"cached"`` (default) or ``"ideal"``;
-            it decides which per-call costs count (:meth:`Efficiency.device_us`,
-            :meth:`Efficiency.host_us`).
+        params: :class:`KernelParams`; default :func:`default_params` of the GPU and backend (fitted).
+        scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
+        algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
+            otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
+        l2: ``"clean"`` (default: calls back to back, as in a decode step, with no flush between
+            them) or ``"flushed"`` (as ``twofour bench`` measures: each call after an L2 flush that
+            writes, whose dirty lines the kernel writes back; pass it to compare with the bench's
+            results files).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
-        >>> p.bound_dense, p.backend, p.M_padded
-        ('compute', 'cuSPARSELt', 4096)
+        >>> p.bound_dense, p.backend, p.M_padded, p.sparse.family
+        ('compute', 'cuSPARSELt', 4096, 'cusparselt')
     """
     _check_shape(M, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)
     scenario = check_scenario(scenario)
-    e = params if params is not None else default_params(spec.name, backend)
-    if not isinstance(e, Efficiency):
-        raise TypeError(f"params must be an Efficiency or None, got {type(e).__name__}")
-    mult = e.pad_to or pad_multiple(backend, d)
-    M_padded = math.ceil(M / mult) * mult
-    common = dict(mem_bw_gbs=spec.mem_bw_gbs, sms=spec.sms, in_bytes=_IN_BYTES[d],
-                  out_bytes=_OUT_BYTES[d], tile_m=e.tile_m, tile_n=e.tile_n)
-    t_dense, bound_dense, wave_dense = gemm_time_s(
-        M, N, K, peak_tflops=spec.peak_tflops(d), weight_bytes=N * K * _IN_BYTES[d],
-        compute_eff=e.dense_compute, memory_eff=e.dense_memory, overhead_us=e.device_us("dense", scenario),
-        host_us=e.host_us("dense", scenario), **common)
-    t_sparse, bound_sparse, wave_sparse = gemm_time_s(
-        M_padded, N, K, peak_tflops=spec.peak_tflops(d, sparse=True),
-        weight_bytes=_packed_weight_bytes(N, K, d),
-        compute_eff=e.sparse_compute, memory_eff=e.sparse_memory, overhead_us=e.device_us("sparse", scenario),
-        host_us=e.host_us("sparse", scenario, backend), **common)
-    return Prediction(M, N, K, d, spec.name, backend, M_padded, t_dense * 1e6, t_sparse * 1e6,
-                      bound_dense, bound_sparse, wave_dense, wave_sparse, scenario)
+    _check_options(algorithm, l2, backend)
+    params = _params(params, spec, backend)
+    mult = params.pad_to or pad_multiple(backend, d)
+    return _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult)
 
 
 def gemm_speedup(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | None = None,
-                 params: Efficiency | None = None, *, scenario: str = DEFAULT_SCENARIO) -> float:
+                 params: KernelParams | None = None, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
+                 l2: str = "clean") -> float:
     """Predicted ``t_dense / t_2:4`` for one GEMM (what :mod:`twofour.amdahl` calls ``s``).
 
     Example:
         >>> gemm_speedup(1, 4096, 4096, "fp16", "H100", scenario="eager") < 0.2   # a plan per call
         True
-        >>> gemm_speedup(16384, 4096, 4096, "fp16", "H100", scenario="ideal") < 2
+        >>> 1 < gemm_speedup(16384, 4096, 4096, "fp16", "H100", scenario="kernel") < 2
         True
     """
-    return predict(M, N, K, dtype, gpu, backend, params, scenario=scenario).speedup
+    return predict(M, N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2).speedup
 
 
 def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None, *,
-                  scenario: str = DEFAULT_SCENARIO) -> list[Prediction]:
+                  scenario: str = DEFAULT_SCENARIO, algorithm: str = "default", l2: str = "clean") -> list[Prediction]:
     """:func:`predict` for every M in ``Ms`` (for plots).
 
     Example:
-        >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="ideal")]
+        >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="kernel")]
         [1, 64]
     """
-    return [predict(int(M), N, K, dtype, gpu, backend, params, scenario=scenario) for M in Ms]
+    return [predict(int(M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
+            for M in Ms]
 
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
-                m_max: int = 16384, *, scenario: str = DEFAULT_SCENARIO) -> int | None:
-    """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense, or None.
+                m_max: int = 16384, *, scenario: str = DEFAULT_SCENARIO, algorithm: str = "default",
+                l2: str = "clean") -> int | None:
+    """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense (speedup > 1), or None.
 
-    "Faster" means speedup > 1. Wave quantization can make the curve saw-toothed, so a
-    win at this M does not promise a win at every larger M: plot :func:`speedup_curve`.
+    Tile choices and waves make the curve saw-toothed, so a win at this M does not promise a
+    win at every larger M: plot :func:`speedup_curve`. ``m_max`` is at most
+    :data:`MAX_CROSSOVER_M` (65,536): every M up to it is predicted, in order.
 
     Example:
         >>> m = crossover_m(4096, 4096, "fp16", "H100")
@@ -343,11 +439,17 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
         True
     """
     require_positive_int("m_max", m_max)
+    if m_max > MAX_CROSSOVER_M:
+        raise ValueError(f"m_max must be at most {MAX_CROSSOVER_M:,} (every M up to it is predicted: the curve is "
+                         f"saw-toothed, so no bisection finds the smallest winning M), got {m_max:,}")
     _check_shape(1, N, K)
-    _resolve(gpu, dtype, backend)
-    check_scenario(scenario)
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    scenario = check_scenario(scenario)
+    _check_options(algorithm, l2, backend)
+    params = _params(params, spec, backend)
+    mult = params.pad_to or pad_multiple(backend, d)
     for M in range(1, m_max + 1):
-        if predict(M, N, K, dtype, gpu, backend, params, scenario=scenario).speedup > 1:
+        if _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult).speedup > 1:
             return M
     return None
 

@@ -1,125 +1,221 @@
-"""The model's free parameters (:class:`Efficiency`), and the fitted sets stored in ``twofour/data/kernel-fit.json``."""
+"""The model's free parameters, per kernel family (:class:`KernelFamily`, :class:`KernelParams`), and the fitted sets in ``twofour/data/kernel-fit.json``."""
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from .._common.args import require_positive_int
 from ..hardware import get_gpu
-from .scenarios import _check_kind, check_scenario
+from .tiles import check_tile_table
+
+__all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "ASSUMED_PARAMS", "DEFAULT_PARAMS",
+           "default_params", "fit_summary", "family_for"]
+
+# The kernel families the model knows, as KernelParams names them, and which one a side runs:
+# cuBLAS for dense; cuSPARSELt with PyTorch's default algorithm 0 or the fastest algorithm a
+# search finds; PyTorch's CUTLASS 2:4 kernels.
+FAMILIES = ("cublas", "cusparselt", "cusparselt_searched", "cutlass")
+
+# Tile tables (twofour.roofline.tiles), as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS
+# 13.1, cuSPARSELt 0.8.0). "cublas" is read off the kernel names of the Llama-3-8B fp16 shapes by
+# tiles.tile_table_from_names (twofour calibrate writes the same rows into kernel-fit.json, and
+# a test checks that the names still give them); "cusparselt" (algorithm 0) ran one tile in every
+# recorded case; "cusparselt_searched" is inferred from the algorithm sweep's times (no names were
+# recorded there); "cutlass" is an assumption. GPUs never measured use these tables.
+DEFAULT_TILE_TABLES = {
+    "cublas": (
+        (8, 1024, 64, 8), (8, None, 128, 8), (16, 4096, 64, 16), (16, None, 128, 16), (32, 4096, 64, 32),
+        (32, None, 128, 32), (64, 4096, 64, 32), (64, None, 128, 64), (128, 4096, 64, 64), (128, None, 112, 128),
+        (256, 1024, 64, 64), (256, 4096, 128, 64), (256, None, 256, 128), (512, 1024, 64, 64), (512, 4096, 128, 128),
+        (512, None, 256, 128), (1024, 1024, 128, 64), (1024, 4096, 256, 128), (1024, None, 176, 128),
+        (2048, 1024, 128, 128), (2048, None, 256, 128), (8192, 4096, 256, 128), (8192, None, 320, 128),
+        (None, 1024, 256, 128), (None, 4096, 320, 128), (None, None, 192, 192),
+    ),
+    "cusparselt": ((None, None, 128, 256),),
+    "cusparselt_searched": ((None, None, 64, 256),),
+    "cutlass": ((None, None, 128, 128),),
+}
+
+
+def _fraction(name, v, *, zero_ok=False):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 1 if zero_ok else 0 < v <= 1):
+        raise ValueError(f"{name} must be a fraction in {'[0, 1]' if zero_ok else '(0, 1]'}, got {v!r}")
+
+
+def _nonneg(name, v, unit="microseconds"):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number of {unit} >= 0, got {v!r}")
 
 
 @dataclass(frozen=True)
-class Efficiency:
-    """The model's free parameters, per kernel family (dense, 2:4).
+class KernelFamily:
+    """One kernel family's tiles, split-K rule and fitted constants (see :mod:`twofour.roofline.model`).
 
     Attributes:
-        dense_compute, sparse_compute: achieved fraction of the dense / 2:4 peak FLOP/s
-            when every SM is busy (0 < x <= 1).
-        dense_memory, sparse_memory: achieved fraction of peak DRAM bandwidth.
-        dense_overhead_us, sparse_overhead_us: device cost per call (kernel launch and
-            latency, extra kernels such as padding): paid in the ``cached`` and ``eager``
-            scenarios.
-        dense_host_us, sparse_host_us: host time per call (Python dispatch; cuSPARSELt
-            descriptor and plan creation). In the ``eager`` scenario a call takes at least this
-            long: ``max(kernel + overhead, host)``.
-        tile_m, tile_n: output tile of one SM, for wave quantization.
-        pad_to: override the backend's row multiple for the 2:4 path (None = the table).
-
-    The 2:4 path does everything the dense one does and more, so a set where 2:4 is more
-    efficient or cheaper per call than dense is refused: it would let a prediction pass the
-    2x compute ceiling or the ``1 / packed_ratio`` bytes ceiling.
-
-    The field defaults are the old assumptions (:data:`ASSUMED_EFFICIENCY`); the model's
-    defaults are fitted (:data:`DEFAULT_EFFICIENCY`, :func:`default_params`).
+        tiles: tile table, rows ``(m_max, n_max, tile_n, tile_m)`` (:mod:`twofour.roofline.tiles`).
+        cta_target, max_split, min_k_iters: the split-K rule (``cta_target`` 0 = the GPU's SMs).
+        compute_eff: GPU-wide cap on the tensor-core rate with every SM busy (clocks, power).
+        sm_compute_eff: fraction of one SM's share of the peak a CTA reaches when few SMs are busy.
+        mem_eff: the kernel's saturated fraction of peak DRAM bandwidth.
+        per_sm_gbs: bandwidth (GB/s) one busy SM pulls when few are busy, times
+            ``1 + fill_gain * filled`` (``filled``: the real share of the tile's token columns).
+        latency_us: fixed time of one GEMM kernel. helper_split_us: the helper kernel a split-K
+            call adds (cuBLAS's reduce, cuSPARSELt's workspace memset).
     """
 
-    dense_compute: float = 0.75
-    sparse_compute: float = 0.55
-    dense_memory: float = 0.80
-    sparse_memory: float = 0.80
-    dense_overhead_us: float = 5.0
-    sparse_overhead_us: float = 15.0
-    tile_m: int = 128
-    tile_n: int = 128
-    pad_to: int | None = None
-    dense_host_us: float = 0.0
-    sparse_host_us: float = 0.0
+    tiles: tuple
+    cta_target: int = 0
+    max_split: int = 1
+    min_k_iters: int = 16
+    compute_eff: float = 0.8
+    sm_compute_eff: float = 0.9
+    mem_eff: float = 0.8
+    per_sm_gbs: float = 40.0
+    fill_gain: float = 0.0
+    latency_us: float = 3.0
+    helper_split_us: float = 0.0
 
     def __post_init__(self):
-        for name in ("dense_compute", "sparse_compute", "dense_memory", "sparse_memory"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        for name in ("dense_overhead_us", "sparse_overhead_us", "dense_host_us", "sparse_host_us"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
-                raise ValueError(f"{name} must be a finite number of microseconds >= 0, got {v!r}")
-        for name in ("tile_m", "tile_n"):
-            require_positive_int(name, getattr(self, name))
-        if self.pad_to is not None:
-            require_positive_int("pad_to", self.pad_to)
-        for name in ("compute", "memory"):
-            if getattr(self, f"sparse_{name}") > getattr(self, f"dense_{name}"):
-                raise ValueError(
-                    f"sparse_{name}={getattr(self, f'sparse_{name}')!r} exceeds dense_{name}="
-                    f"{getattr(self, f'dense_{name}')!r}: a 2:4 kernel more efficient than dense would "
-                    "predict more than the 2x / 1/packed_ratio ceilings; use sparse_<x> <= dense_<x>")
-        for name in ("overhead_us", "host_us"):
-            if getattr(self, f"sparse_{name}") < getattr(self, f"dense_{name}"):
-                raise ValueError(
-                    f"sparse_{name}={getattr(self, f'sparse_{name}')!r} is below dense_{name}="
-                    f"{getattr(self, f'dense_{name}')!r}: the 2:4 call does what the dense one does and "
-                    "more, so its per-call cost cannot be smaller; use sparse_<x> >= dense_<x>")
+        object.__setattr__(self, "tiles", check_tile_table("tiles", self.tiles))
+        if isinstance(self.cta_target, bool) or not isinstance(self.cta_target, int) or self.cta_target < 0:
+            raise ValueError(f"cta_target must be an int >= 0 (0: the GPU's SM count), got {self.cta_target!r}")
+        require_positive_int("max_split", self.max_split)
+        require_positive_int("min_k_iters", self.min_k_iters)
+        for name in ("compute_eff", "sm_compute_eff", "mem_eff"):
+            _fraction(name, getattr(self, name))
+        if isinstance(self.per_sm_gbs, bool) or not isinstance(self.per_sm_gbs, (int, float)) \
+                or not math.isfinite(self.per_sm_gbs) or self.per_sm_gbs <= 0:
+            raise ValueError(f"per_sm_gbs must be a finite number of GB/s > 0, got {self.per_sm_gbs!r}")
+        _nonneg("fill_gain", self.fill_gain, "times")
+        _nonneg("latency_us", self.latency_us)
+        _nonneg("helper_split_us", self.helper_split_us)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["tiles"] = [list(r) for r in self.tiles]
+        return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Efficiency":
+    def from_dict(cls, data: dict) -> "KernelFamily":
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"unknown Efficiency fields {sorted(unknown)}; valid: {sorted(known)}")
+            raise ValueError(f"unknown KernelFamily fields {sorted(unknown)}; valid: {sorted(known)}")
         return cls(**data)
 
-    def device_us(self, kind: str, scenario: str) -> float:
-        """The device per-call cost (µs) of ``kind`` (``"dense"``/``"sparse"``) in ``scenario``.
+
+@dataclass(frozen=True)
+class KernelParams:
+    """Every free number of the model: one :class:`KernelFamily` per family, and the costs outside the GEMM kernel.
+
+    Attributes:
+        cublas, cusparselt, cusparselt_searched, cutlass: the families (:data:`FAMILIES`).
+        pad_us: the 2:4 path's padding of ``x`` (a fill and a device copy) when M is not a
+            multiple of the row multiple (measured kernels).
+        graph_dense_us, graph_sparse_us: a CUDA-graph replay minus its kernels (medians of
+            measured differences): what the ``cached`` scenario adds.
+        host_dense_us, host_sparse_us: host time per eager call, back to back (cuSPARSELt builds
+            descriptors and a plan per call; CUTLASS does not, so it pays the dense one): the
+            ``eager`` scenario's floor.
+        dram_eff, flush_dirty_mb, flush_dirty_frac: DRAM's achievable fraction, shared by a
+            kernel's reads and the write-back of the dirty lines a *writing* L2 flush leaves
+            (``min(n_bytes * frac, mb)``), as ``twofour bench`` flushes before every call.
+        pad_to: the row multiple of the 2:4 path instead of PyTorch's rule (older releases
+            padded fp16 to 32 rows, pytorch#111339); None = :func:`twofour.roofline.pad_multiple`.
+    """
+
+    cublas: KernelFamily
+    cusparselt: KernelFamily
+    cusparselt_searched: KernelFamily
+    cutlass: KernelFamily
+    pad_us: float = 2.0
+    graph_dense_us: float = 8.0
+    graph_sparse_us: float = 8.0
+    host_dense_us: float = 20.0
+    host_sparse_us: float = 500.0
+    dram_eff: float = 0.9
+    flush_dirty_mb: float = 32.0
+    flush_dirty_frac: float = 0.4
+    pad_to: int | None = None
+
+    def __post_init__(self):
+        for name in FAMILIES:
+            if not isinstance(getattr(self, name), KernelFamily):
+                raise TypeError(f"{name} must be a KernelFamily, got {type(getattr(self, name)).__name__}")
+        for name in ("pad_us", "graph_dense_us", "graph_sparse_us", "host_dense_us", "host_sparse_us"):
+            _nonneg(name, getattr(self, name))
+        _nonneg("flush_dirty_mb", self.flush_dirty_mb, "MB")
+        _fraction("dram_eff", self.dram_eff)
+        _fraction("flush_dirty_frac", self.flush_dirty_frac, zero_ok=True)
+        if self.pad_to is not None:
+            require_positive_int("pad_to", self.pad_to)
+
+    def to_dict(self) -> dict:
+        out = {name: getattr(self, name).to_dict() for name in FAMILIES}
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name not in FAMILIES})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "KernelParams":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown KernelParams fields {sorted(unknown)}; valid: {sorted(known)}")
+        values = dict(data)
+        for name in FAMILIES:
+            if name not in values:
+                raise ValueError(f"KernelParams needs the family {name!r}; families: {FAMILIES}")
+            if not isinstance(values[name], KernelFamily):
+                values[name] = KernelFamily.from_dict(values[name])
+        return cls(**values)
+
+    def family(self, name: str) -> KernelFamily:
+        """The family ``name`` (one of :data:`FAMILIES`)."""
+        if name not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, got {name!r}")
+        return getattr(self, name)
+
+    def with_family(self, name: str, **changes) -> "KernelParams":
+        """A copy with family ``name``'s fields changed.
 
         Example:
-            >>> e = Efficiency(dense_overhead_us=5, sparse_overhead_us=15)
-            >>> e.device_us("sparse", "ideal"), e.device_us("sparse", "cached"), e.device_us("sparse", "eager")
-            (0.0, 15, 15)
+            >>> ASSUMED_PARAMS.with_family("cusparselt", latency_us=1.0).cusparselt.latency_us
+            1.0
         """
-        scenario = check_scenario(scenario)
-        _check_kind(kind)
-        return 0.0 if scenario == "ideal" else getattr(self, f"{kind}_overhead_us")
-
-    def host_us(self, kind: str, scenario: str, backend: str | None = None) -> float:
-        """The host time per call (µs) that bounds ``kind`` in ``scenario`` (0 unless ``eager``).
-
-        PyTorch's CUTLASS 2:4 path builds no cuSPARSELt plan, so its host cost is taken to be
-        the dense one's (an assumption: CUTLASS 2:4 does not run on the H200 the host cost was
-        measured on).
-
-        Example:
-            >>> e = Efficiency(dense_host_us=20, sparse_host_us=500)
-            >>> e.host_us("sparse", "eager"), e.host_us("sparse", "eager", "CUTLASS"), e.host_us("sparse", "cached")
-            (500, 20, 0.0)
-        """
-        scenario = check_scenario(scenario)
-        _check_kind(kind)
-        if scenario != "eager":
-            return 0.0
-        if kind == "sparse" and backend is not None and backend.lower() == "cutlass":
-            return self.dense_host_us
-        return getattr(self, f"{kind}_host_us")
+        return replace(self, **{name: replace(self.family(name), **changes)})
 
 
-# The assumptions the model used before it was fitted: kept to show what the fit changed.
-ASSUMED_EFFICIENCY = Efficiency()
+def family_for(backend: str, algorithm: str, sparse: bool) -> str:
+    """The family a side runs: ``cublas`` (dense), ``cutlass``, ``cusparselt`` or ``cusparselt_searched``.
+
+    Example:
+        >>> family_for("cuSPARSELt", "searched", True), family_for("CUTLASS", "default", True)
+        ('cusparselt_searched', 'cutlass')
+    """
+    if not sparse:
+        return "cublas"
+    if backend == "CUTLASS":
+        return "cutlass"
+    return "cusparselt" if algorithm == "default" else "cusparselt_searched"
+
+
+# What the model assumes before any fit (round numbers, the H200's tables): kept for a reader
+# without the fit file, and as the starting point of the fit. The fitted sets are in
+# twofour/data/kernel-fit.json (default_params).
+ASSUMED_PARAMS = KernelParams(
+    cublas=KernelFamily(DEFAULT_TILE_TABLES["cublas"], cta_target=0, max_split=16, min_k_iters=20, compute_eff=0.8,
+                        sm_compute_eff=0.8, mem_eff=0.9, per_sm_gbs=1000.0, latency_us=3.0, helper_split_us=1.8),
+    cusparselt=KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
+                            compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
+                            latency_us=10.0, helper_split_us=0.8),
+    cusparselt_searched=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_searched"], cta_target=120, max_split=4,
+                                     min_k_iters=16, compute_eff=0.6, sm_compute_eff=0.8, mem_eff=0.9,
+                                     per_sm_gbs=120.0, latency_us=5.0, helper_split_us=0.8),
+    cutlass=KernelFamily(DEFAULT_TILE_TABLES["cutlass"], cta_target=0, max_split=1, min_k_iters=16, compute_eff=0.5,
+                         sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0, latency_us=10.0),
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -129,65 +225,74 @@ def _stored_fit() -> dict | None:
     return load_fit(FIT_PATH) if FIT_PATH.exists() else None
 
 
-def default_params(gpu=None, backend: str | None = None) -> Efficiency:
-    """The fitted parameter set for ``gpu`` and ``backend`` (twofour/data/kernel-fit.json).
+@functools.lru_cache(maxsize=None)
+def _params_of(key: str) -> KernelParams:
+    fit = _stored_fit()
+    entry = fit["base"] if key == "" else fit["per_gpu"][key]
+    return KernelParams.from_dict(entry["params"])
 
-    Looked up as ``"GPU/backend"``, then ``"GPU"``, then the base set (the GPU measured here).
+
+def fit_key(gpu=None, backend: str | None = None) -> str | None:
+    """The ``per_gpu`` key of the stored fit for ``gpu``/``backend`` (``"GPU/backend"``, then ``"GPU"``), or None (base set)."""
+    fit = _stored_fit()
+    if fit is None or gpu is None:
+        return None
+    name = get_gpu(gpu).name
+    if backend:
+        for key in fit["per_gpu"]:
+            if key.lower() == f"{name}/{backend}".lower():
+                return key
+    return name if name in fit["per_gpu"] else None
+
+
+def default_params(gpu=None, backend: str | None = None) -> KernelParams:
+    """The fitted parameter set for ``gpu`` and ``backend`` (``twofour/data/kernel-fit.json``).
+
+    Looked up as ``"GPU/backend"``, then ``"GPU"``, then the base set (fitted on the GPU
+    measured here). Without the file: :data:`ASSUMED_PARAMS`.
 
     Example:
-        >>> default_params("H200") == DEFAULT_EFFICIENCY
+        >>> default_params("H200") == DEFAULT_PARAMS
         True
-        >>> default_params("A100", "CUTLASS").sparse_compute <= default_params("A100").dense_compute
+        >>> default_params("L4") == DEFAULT_PARAMS     # never measured: the H200's set
         True
     """
-    fit = _stored_fit()
-    if fit is None:
-        return ASSUMED_EFFICIENCY
-    return Efficiency.from_dict(_fit_entry(fit, gpu, backend)["params"])
+    if _stored_fit() is None:
+        return ASSUMED_PARAMS
+    return _params_of(fit_key(gpu, backend) or "")
 
 
-def _fit_entry(fit: dict, gpu, backend: str | None) -> dict:
-    """The stored entry for ``GPU/backend`` (backend in any case), else ``GPU``, else the base set."""
-    name = get_gpu(gpu).name if gpu is not None else None
-    per_gpu = fit["per_gpu"]
-    if name and backend:
-        for key, entry in per_gpu.items():
-            if key.lower() == f"{name}/{backend}".lower():
-                return entry
-    return per_gpu.get(name) if name and name in per_gpu else fit["base"]
+def _regimes(rows) -> str:
+    by = {r["regime"]: r for r in rows}
+    return ", ".join(f"{r} {by[r]['median']:.0%} (n={by[r]['n']})" for r in ("M<=16", "16<M<=256", "M>256") if r in by)
 
 
 def fit_summary(gpu=None, backend: str | None = None) -> str:
-    """One line a page can print under a prediction: what the parameters were fitted to, and the error.
+    """One line a page can print under a prediction: what the parameters rest on, and the held-out error.
 
     Example:
-        >>> "held out" in fit_summary("H100")
+        >>> s = fit_summary("H100")
+        >>> "held out" in s and "each source left out" in s
         True
-        >>> "CUTLASS" in fit_summary("A100", "cutlass")
+        >>> "no usable measurement" in fit_summary("L4")
         True
     """
     fit = _stored_fit()
     if fit is None:
         return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
+    key = fit_key(gpu, backend)
     name = get_gpu(gpu).name if gpu is not None else None
-    entry = _fit_entry(fit, gpu, backend)
-    if entry is fit["base"] and name not in fit["per_gpu"]:
-        note = f"no usable measurement on this GPU, so the base set, measured on {fit['base']['source']}"
+    if key is None:
+        note = f"no usable measurement on this GPU, so the base set, fitted on {fit['base']['source']}"
     else:
-        note = entry.get("note") or fit["base"]["source"]
+        note = fit["per_gpu"][key]["note"]
     err = fit["errors"]
-
-    def regimes(table):
-        rows = {r["regime"]: r for r in table}
-        return ", ".join(f"{r} {rows[r]['median']:.0%} (n={rows[r]['n']})" for r in ("M<=16", "16<M<=256", "M>256") if r in rows)
-
+    held = err["held_out"]
     pub = err["published_leave_one_source_out"]
-    return (f"fitted to {fit['provenance']['n_points']} measurements from {len(fit['provenance']['sources'])} sources; "
-            f"{name or 'this GPU'}{'/' + backend if backend and entry is not fit['base'] and entry is not fit['per_gpu'].get(name) else ''}: "
-            f"{note}. Median error of the predicted speedup, held out: points measured here, "
-            f"each shape left out: {regimes(err['measured_leave_one_shape_out']['by_regime'])}; published points, "
-            f"each source left out: {regimes(pub['by_regime'])} from {pub['n_sources']} sources (small M: no usable "
-            f"published point)")
+    return (f"{key or name or 'base set'}: {note}. Median error of the predicted speedup on points held out of "
+            f"the fit: {held['label']}: kernel time {_regimes(held['by_mode']['kernel'])}; CUDA-graph replay "
+            f"{_regimes(held['by_mode']['graph'])}; published A100/H100 points, each source left out: "
+            f"{_regimes(pub['by_regime'])} from {pub['n_sources']} sources")
 
 
-DEFAULT_EFFICIENCY = default_params()
+DEFAULT_PARAMS = default_params()

@@ -22,13 +22,17 @@ Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
 * ``eager``: PyTorch eager calls issued back to back, as a model's forward pass issues them:
   ``twofour bench``'s ``stream`` mode, and published timings of ``F.linear`` / ``torch.mm`` on
   a sparse tensor (``torch.utils.benchmark`` and friends time repeated calls);
-* ``cached``: the kernels and their per-call device cost, no host set-up: ``twofour bench``'s
-  ``kernel`` mode (profiler kernel time), library examples and profilers that reuse a plan
-  (cuSPARSELt samples, the CUTLASS profiler), and PyTorch with plans cached (pytorch#177866);
+* ``cached``: a CUDA-graph replay, plans cached: ``twofour bench``'s ``graph`` mode;
+* ``kernel``: the kernels' own time: ``twofour bench``'s ``kernel`` mode (profiler kernel
+  time), library examples and profilers that reuse a plan (cuSPARSELt samples, the CUTLASS
+  profiler), a single GEMM's timing (scope ``gemm_kernel``), and PyTorch with descriptors and
+  plans cached (pytorch#177866, back-to-back calls no longer waiting for the host);
 * measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``eager``
-  mode: one call with the device idle before it, so host and device time add up) and
-  ``graph`` (one call captured in a CUDA graph and replayed: ``cached`` plus the graph's own
-  launch, a few µs).
+  mode: one call with the device idle before it, so host and device time add up).
+
+Measured points are fitted only where :data:`FIT_RULES` allow: fp16 in ``kernel`` or ``graph``
+mode, not flagged by :mod:`twofour.bench.flags`, and not a shape of :data:`HELD_OUT_MODEL` (the
+held-out test set, ``Point.extra["held_out"]``).
 
 Example:
     >>> pts = points()
@@ -49,7 +53,7 @@ from pathlib import Path
 from .._common.dtypes import SPARSE_24_DTYPES, dtype_key
 from .._common.jsonfile import read_json
 
-__all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "points", "published_records", "PUBLISHED_PATH"]
+__all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "HELD_OUT_MODEL", "points", "published_records", "PUBLISHED_PATH"]
 
 PUBLISHED_PATH = Path(__file__).resolve().parent.parent / "data" / "published-gemm.json"
 
@@ -84,8 +88,15 @@ FIT_RULES = (
     "reliability 'high' or 'medium'",
     "a GPU that twofour.hardware describes (its peaks and bandwidth are needed to predict)",
     "a PyTorch backend (cuSPARSELt or CUTLASS), not a kernel its source calls immature (KNOWN_IMMATURE)",
-    "a scenario the model has (eager or cached): CUDA-graph and back-to-back timings are kept as evidence",
+    "a scenario the model has: kernel (kernel time, incl. library examples and single-GEMM timings), cached "
+    "(CUDA-graph replay) or eager (PyTorch calls back to back)",
+    "measured here: fp16, timed as kernel time or CUDA-graph replay (a lone eager call is evidence; back-to-back "
+    "calls set the host time per call), not flagged by twofour.bench.flags (clock, drift, graph outlier), and not "
+    "a shape of the held-out model (Llama-3-70B: the test set)",
 )
+# The model whose shapes no fit sees: its measured points are the held-out test of the fit
+# (twofour.roofline.calibration reports the error on them, per M regime).
+HELD_OUT_MODEL = "Llama-3-70B"
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ class Point:
     speedup: float
     dense_us: float | None
     sparse_us: float | None
-    scenario: str  # "eager" | "cached" (fitted); "lone" | "graph" (measured evidence)
+    scenario: str  # "eager" | "cached" | "kernel"; "lone" (measured evidence)
     reliability: str
     caveats: str
     kind: str
@@ -176,10 +187,11 @@ def _backend(text: str | None) -> str | None:
 
 
 def _published_scenario(r: dict) -> str:
-    """Library examples and profilers reuse their plan; PyTorch calls build it per call."""
+    """Kernel time: library examples, profilers, a single GEMM's timing, PyTorch with plans cached; else eager PyTorch."""
     text = f"{r.get('measurement') or ''} {r.get('backend_detail') or ''}".lower()
-    if r["id"] == "pt177866-after" or any(w in text for w in ("library example", "cutlass profiler")):
-        return "cached"
+    if r["id"] == "pt177866-after" or r.get("scope") == "gemm_kernel" or any(
+            w in text for w in ("library example", "cutlass profiler")):
+        return "kernel"
     return "eager"
 
 
@@ -216,10 +228,29 @@ def _from_published(r: dict) -> Point:
 
 
 # twofour bench timing modes -> scenario (module docstring)
-_MODE_SCENARIO = {"eager": "lone", "kernel": "cached", "graph": "graph", "stream": "eager"}
+_MODE_SCENARIO = {"eager": "lone", "kernel": "kernel", "graph": "cached", "stream": "eager"}
 
 
-def _from_results(res) -> list[Point]:
+def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None:
+    """The first fit rule a measured row breaks (:data:`FIT_RULES`, the last one), or None."""
+    if spec is None:
+        return f"GPU {row.get('gpu')!r} is not described in twofour.hardware"
+    if row.get("check_passed") is False:
+        return "2:4 result failed its numerical check"
+    if row.get("flagged"):
+        return f"flagged by twofour.bench.flags: {row['flagged']}"
+    if mode == "eager":
+        return "timing mode 'eager' (one lone call after an idle device): kept as evidence, not fitted"
+    if mode == "stream":
+        return "timing mode 'stream': back-to-back calls set the host time per call (a median), not fitted point by point"
+    if _dtype_of(row["dtype"]) != "fp16":
+        return f"dtype {row['dtype']}: the fit uses the fp16 kernels (the bf16 2:4 kernel is another kernel)"
+    if held_out:
+        return f"held out: a {HELD_OUT_MODEL} shape, the fit's test set"
+    return None
+
+
+def _from_results(res, held_shapes: set) -> list[Point]:
     from ..bench import MODES
 
     prov = res.provenance
@@ -231,11 +262,8 @@ def _from_results(res) -> list[Point]:
     for mode in MODES:
         for row in res.gpu_points(mode):
             scenario = _MODE_SCENARIO[mode]
-            why = None if scenario in ("eager", "cached") else f"timing mode {mode!r}: kept as evidence, not fitted"
-            if spec is None:
-                why = f"GPU {prov.get('gpu_name')!r} is not described in twofour.hardware"
-            if row.get("check_passed") is False:
-                why = "2:4 result failed its numerical check"
+            held = (row["N"], row["K"]) in held_shapes
+            why = _measured_excluded(mode, row, held, spec)
             out.append(Point(
                 id=f"{Path(res.path or 'results').stem}:{row['shape']}:M{row['M']}:{row['dtype']}:{row['backend']}:{mode}",
                 origin="measured", source=label, source_url=str(res.path or ""),
@@ -243,7 +271,9 @@ def _from_results(res) -> list[Point]:
                 dtype=_dtype_of(row["dtype"]), M=row["M"], N=row["N"], K=row["K"],
                 speedup=row["dense_ms"] / row["sparse_ms"], dense_us=row["dense_ms"] * 1e3, sparse_us=row["sparse_ms"] * 1e3,
                 scenario=scenario, reliability="high", caveats=f"timing mode {mode}; {res.settings.get('cache_note', '')}",
-                kind="gemm", excluded=why, extra={"shape": row["shape"], "mode": mode, "command": prov.get("command")},
+                kind="gemm", excluded=why, extra={"shape": row["shape"], "mode": mode, "command": prov.get("command"),
+                                                  "held_out": held, "flagged": row.get("flagged"), "l2": "flushed"
+                                                  if res.settings.get("flush_l2", True) else "clean"},
             ))
     return out
 
@@ -264,6 +294,8 @@ def points(*, published: bool = True, measured: bool = True, results=None) -> li
             from ..bench import recorded_results
 
             results = recorded_results("gpu")
+        held = {(p["N"], p["K"]) for res in results for p in res.points
+                if str(p.get("shape") or "").startswith(HELD_OUT_MODEL)}
         for res in results:
-            out += _from_results(res)
+            out += _from_results(res, held)
     return out

@@ -1,27 +1,66 @@
-"""How a GEMM call is run, and so which per-call costs it pays: the model's scenarios."""
+"""How a GEMM call is run, and so which costs beyond its kernel it pays: the model's scenarios.
+
+``kernel``
+    The kernels' own time, as the profiler sums it (``twofour bench --modes kernel``): the GEMM
+    kernel with its fixed latency, and the call's helper kernels (split-K reduce, workspace
+    memset, the 2:4 path's padding of ``x``). Nothing of the host or of a launch.
+``cached``
+    Plans cached, the call replayed from a CUDA graph, as a serving engine runs
+    (``twofour bench --modes graph``): kernel time plus the replay's own cost.
+``eager``
+    PyTorch eager calls issued back to back, as a model's forward pass issues them (``twofour
+    bench --modes stream``): the host's work per call (Python dispatch; for cuSPARSELt,
+    descriptors and a plan built on every call) overlaps the previous call's kernels, so a call
+    costs ``max(kernel time, host time)``.
+
+The old ``ideal`` scenario (fitted per-call costs deleted from a fitted kernel) is gone: its label
+said "kernel time only", but the costs it deleted were part of the kernels' own run time, so it
+predicted a kernel faster than any the profiler recorded. ``kernel`` is kernel time as measured.
+"""
 
 from __future__ import annotations
 
-# How a GEMM call is run, and so which per-call costs it pays (see Efficiency):
-#   ideal  : kernel time only, max(t_compute, t_memory): no per-call cost at all
-#   cached : + the device's per-call cost (launch, the 2:4 path's extra memset/padding kernels):
-#            plans cached or CUDA graphs, as serving engines run
-#   eager  : PyTorch eager inside a model, calls issued back to back: the host's per-call work
-#            (Python dispatch; for cuSPARSELt, descriptors and a plan built on every call)
-#            overlaps the previous call's kernels, so a call costs max(cached time, host time)
-SCENARIOS = ("eager", "cached", "ideal")
+SCENARIOS = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
+# twofour bench timing mode -> the scenario it measures (its "eager" mode, one lone call after an
+# idle device, adds host and device time and is kept as evidence only).
+MODE_SCENARIO = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
 
-
-def _check_kind(kind) -> None:
-    if kind not in ("dense", "sparse"):
-        raise ValueError(f"kind must be 'dense' or 'sparse', got {kind!r}")
+_MEANING = ("eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph "
+            "replay, as a serving engine runs; kernel: the kernels' own time, as the profiler records it")
 
 
 def check_scenario(scenario) -> str:
-    """Return ``scenario`` if it is one of :data:`SCENARIOS`, else raise naming the valid ones."""
-    if scenario not in SCENARIOS:
+    """Return ``scenario`` if it is one of :data:`SCENARIOS`, else raise naming the valid ones.
+
+    Example:
+        >>> check_scenario("ideal")
+        Traceback (most recent call last):
+        ...
+        ValueError: scenario 'ideal' was renamed: it deleted fitted per-call costs that are part of the kernels' own time, so its 'kernel time only' was faster than any kernel the profiler recorded; use 'kernel' (kernel time as measured and modelled), or one of ('eager', 'cached', 'kernel')
+    """
+    if scenario == "ideal":
         raise ValueError(
-            f"scenario must be one of {SCENARIOS} (eager: PyTorch eager, plan built per call; cached: plans "
-            f"cached or CUDA graphs, as a serving engine runs; ideal: kernel time only), got {scenario!r}")
+            "scenario 'ideal' was renamed: it deleted fitted per-call costs that are part of the kernels' own time, "
+            "so its 'kernel time only' was faster than any kernel the profiler recorded; use 'kernel' (kernel time "
+            f"as measured and modelled), or one of {SCENARIOS}")
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario must be one of {SCENARIOS} ({_MEANING}), got {scenario!r}")
     return scenario
+
+
+def scenario_us(kernel_us: float, scenario: str, *, graph_us: float, host_us: float) -> tuple[float, bool]:
+    """One call's time in ``scenario`` from its kernel time, and whether the host bounds it.
+
+    Example:
+        >>> scenario_us(30.0, "cached", graph_us=8.0, host_us=500.0)
+        (38.0, False)
+        >>> scenario_us(30.0, "eager", graph_us=8.0, host_us=500.0)
+        (500.0, True)
+    """
+    if scenario == "kernel":
+        return kernel_us, False
+    if scenario == "cached":
+        return kernel_us + graph_us, False
+    check_scenario(scenario)
+    return max(kernel_us, host_us), host_us > kernel_us

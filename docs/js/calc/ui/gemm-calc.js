@@ -1,13 +1,15 @@
-// One GEMM, dense vs 2:4, predicted by the roofline (../roofline.js, a mirror of
-// twofour.roofline.predict): y[M, N] = x[M, K] @ W[N, K]^T on a chosen GPU, dtype, 2:4 backend
-// and scenario (how the call is run), with the fitted parameters of that GPU and backend.
+// One GEMM, dense vs 2:4, predicted from the kernel each side runs (../roofline.js, a mirror of
+// twofour.roofline.predict): y[M, N] = x[M, K] @ W[N, K]^T on a chosen GPU, dtype, 2:4 backend,
+// cuSPARSELt algorithm and scenario (how the call is run), with the fitted parameters of that GPU
+// and backend. It shows each side's tile, split-K and the CTAs it launches against the GPU's SMs.
 // Placeholder: <div data-calc="gemm" data-m="16" data-n="4096" data-k="4096" data-dtype="fp16"
-//   data-gpu="H100" data-backend="cuSPARSELt" data-scenario="cached"></div> (every data-* optional)
+//   data-gpu="H100" data-backend="cuSPARSELt" data-algorithm="default" data-scenario="cached"></div>
+//   (every data-* optional)
 
 import { InputError } from "../errors.js";
-import { fixed, integerText, percentText, speedupText } from "../format.js";
+import { fixed, integerText, speedupText } from "../format.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
-import { DEFAULT_SCENARIO, SCENARIOS, SCENARIO_TEXT, fitLine, predict } from "../roofline.js";
+import { ALGORITHMS, DEFAULT_SCENARIO, SCENARIOS, SCENARIO_TEXT, fitLine, predict } from "../roofline.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, selectField, versusDense } from "./form.js";
 
 export const FIELDS = {
@@ -19,6 +21,18 @@ export const FIELDS = {
 /** Microseconds with 2 decimals (the rounding rule of format.js). */
 export function microsecondsText(us) {
   return `${fixed(us, 2)} µs`;
+}
+
+/** Options of the algorithm choice: [value, label]. */
+export const ALGORITHM_OPTIONS = [
+  ["default", "default (algorithm 0, what PyTorch passes)"],
+  ["searched", "searched (the fastest of a cuSPARSELt search)"],
+];
+
+/** One side's kernel in words: library, tile, split-K, CTAs and the SMs they keep busy. */
+export function kernelText(k, sms) {
+  const lib = { cublas: "cuBLAS", cusparselt: "cuSPARSELt alg 0", cusparselt_searched: "cuSPARSELt searched", cutlass: "CUTLASS" }[k.family];
+  return `${lib} tile ${k.tile_n}×${k.tile_m}, split-K ${k.split}, ${integerText(k.ctas)} CTAs on ${sms} SMs (${integerText(k.busy_sms)} busy, ${k.waves} wave${k.waves > 1 ? "s" : ""})`;
 }
 
 /** Options of the scenario choice: [value, label, one sentence]. Shared with the request calculator. */
@@ -38,9 +52,11 @@ export function refreshBackends(select, gpu) {
   select.value = options.some(([v]) => v === keep) ? keep : options[0][0];
 }
 
-/** The prediction for one state {M, N, K, dtype, gpu, backend, scenario}; pure, no DOM. */
+/** The prediction for one state {M, N, K, dtype, gpu, backend, algorithm, scenario}; pure, no DOM. */
 export function compute(state) {
-  return predict(state.M, state.N, state.K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
+  // CUTLASS has no algorithm to search: the choice applies to cuSPARSELt only.
+  const algorithm = state.backend === "CUTLASS" ? "default" : state.algorithm ?? "default";
+  return predict(state.M, state.N, state.K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario, algorithm });
 }
 
 export function mount(root) {
@@ -54,27 +70,31 @@ export function mount(root) {
     gpu: selectField("gpu", "GPU", SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})`]), gpu0, id),
     dtype: selectField("dtype", "dtype", ["fp16", "bf16", "fp8", "int8", "tf32"].map((x) => [x, x]), d.dtype ?? "fp16", id),
     backend: selectField("backend", "2:4 backend", backendOptions(gpu0), d.backend ?? GPUS[gpu0].backends[0], id),
+    algorithm: selectField("algorithm", "cuSPARSELt algorithm", ALGORITHM_OPTIONS,
+      ALGORITHMS.includes(d.algorithm) ? d.algorithm : "default", id),
   };
   const scenario = radioGroup("scenario", "How the call is run", SCENARIO_OPTIONS,
     SCENARIOS.includes(d.scenario) ? d.scenario : DEFAULT_SCENARIO, id);
   fields.scenario = scenario;
   const out = {};
-  for (const k of ["dense", "sparse", "speedup", "bounds", "padding", "waves", "fit"]) out[k] = el("output", { "data-out": k });
+  for (const k of ["dense", "sparse", "speedup", "bounds", "padding", "kernel_dense", "kernel_sparse", "fit"]) out[k] = el("output", { "data-out": k });
   const stale = el("p", { class: "calc-stale", "data-out": "stale", "aria-live": "polite" });
   const general = el("p", { class: "calc-msg" });
-  const form = el("form", { class: "calc-form", "aria-label": "GEMM shape, GPU, dtype, backend and scenario" }, [
-    el("div", { class: "calc-grid" }, ["M", "N", "K", "gpu", "dtype", "backend"].map((n) => fields[n].wrap)),
+  const form = el("form", { class: "calc-form", "aria-label": "GEMM shape, GPU, dtype, backend, algorithm and scenario" }, [
+    el("div", { class: "calc-grid" }, ["M", "N", "K", "gpu", "dtype", "backend", "algorithm"].map((n) => fields[n].wrap)),
     scenario.wrap,
   ]);
   const results = el("div", { class: "calc-results", "aria-live": "polite" }, [
     el("p", {}, ["dense: ", out.dense, "; 2:4: ", out.sparse]),
     el("p", {}, [el("strong", { text: "predicted 2:4 speedup: " }), out.speedup]),
-    el("p", {}, ["bound by: ", out.bounds, "; ", out.padding, "; ", out.waves]),
+    el("p", {}, ["bound by: ", out.bounds, "; ", out.padding]),
+    el("p", {}, ["dense kernel: ", out.kernel_dense]),
+    el("p", {}, ["2:4 kernel: ", out.kernel_sparse]),
     el("p", { class: "calc-fit" }, [out.fit]),
   ]);
   const head = headline("predicted 2:4 speedup");
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "GEMM speedup calculator" },
-    [el("p", { class: "calc-title", text: "One GEMM, dense vs 2:4 (roofline prediction)" }), el("div", { class: "calc-io" }, [head.wrap, form]),
+    [el("p", { class: "calc-title", text: "One GEMM, dense vs 2:4 (predicted from the kernels' tiles)" }), el("div", { class: "calc-io" }, [head.wrap, form]),
       stale, general, results]));
   form.addEventListener("submit", (e) => e.preventDefault());
   const messages = new Messages(fields, general);
@@ -82,8 +102,9 @@ export function mount(root) {
   function update() {
     messages.clearAll();
     refreshBackends(fields.backend.input, fields.gpu.input.value);
+    fields.algorithm.input.disabled = fields.backend.input.value === "CUTLASS";
     const v = { dtype: fields.dtype.input.value, gpu: fields.gpu.input.value, backend: fields.backend.input.value,
-      scenario: scenario.value() };
+      algorithm: fields.algorithm.input.value, scenario: scenario.value() };
     const errors = [];
     for (const name of ["M", "N", "K"]) {
       try {
@@ -117,7 +138,8 @@ export function mount(root) {
     out.speedup.textContent = speedupText(p.speedup);
     out.bounds.textContent = `dense ${p.bound_dense}, 2:4 ${p.bound_sparse}`;
     out.padding.textContent = p.M_padded === p.M ? "no padding" : `2:4 path pads M to ${integerText(p.M_padded)}`;
-    out.waves.textContent = `SMs busy: ${percentText(p.wave_eff_dense)}`;
+    out.kernel_dense.textContent = kernelText(p.dense, GPUS[p.gpu].sms);
+    out.kernel_sparse.textContent = kernelText(p.sparse, GPUS[p.gpu].sms) + (p.ceiling_guard ? "; held at the ceiling" : "");
     out.fit.textContent = fitLine(p.gpu, p.backend, p.M);
     head.show(out.speedup.textContent, versusDense(out.speedup.textContent),
       `dense ${out.dense.textContent}, 2:4 ${out.sparse.textContent} · ${SCENARIO_TEXT[v.scenario].label}`);

@@ -343,10 +343,21 @@ export function mount(root) {
     let view = null;
     if (!errors.length) {
       try {
-        view = computeScenario(state);
+        try {
+          view = computeScenario(state);
+        } catch (err) {
+          // request.js refuses an estimate whose times overflow (field "inputs"): name the cause instead.
+          if (err instanceof InputError && err.field === "inputs") throw blame(state, numeric);
+          throw err;
+        }
         if (firstNonFinite(shownNumbers(view)) !== null) throw blame(state, numeric);
         if (state.gemm === "roofline") {
-          view.range = scenarioRange(state);
+          try {
+            view.range = scenarioRange(state);
+          } catch (err) {
+            if (err instanceof InputError && err.field === "inputs") throw blame(state, numeric);
+            throw err;
+          }
           if (firstNonFinite(view.range) !== null) throw blame(state, numeric);
         }
       } catch (err) {

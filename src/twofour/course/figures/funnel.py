@@ -64,16 +64,23 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
 def cited_per_call_costs() -> list[tuple[str, float, str]]:
     """The 2:4 per-call costs with a source: the fitted H200 values, and what others measured.
 
+    "H200 cached": what one cuSPARSELt call costs beyond streaming its bytes and doing its math,
+    replayed from a CUDA graph (the kernel's fixed latency, its workspace memset and the padding
+    of ``x``, and the replay); "H200 eager": the host time of one back-to-back eager call (a
+    cuSPARSELt plan built per call).
+
     Example:
         >>> [label for label, _, _ in cited_per_call_costs()][:2]
-        ['H200 cached (fitted)', 'H200 eager (fitted)']
+        ['H200 cached (fitted)', 'H200 eager (measured median)']
     """
     from ...roofline import default_params
 
     h200 = default_params("H200")
+    cached = h200.cusparselt.latency_us + h200.cusparselt.helper_split_us + h200.pad_us + h200.graph_sparse_us
     return [
-        ("H200 cached (fitted)", h200.sparse_overhead_us, "twofour bench kernel timings, make gpu-check 2026-11-30"),
-        ("H200 eager (fitted)", h200.sparse_overhead_us + h200.sparse_host_us,
+        ("H200 cached (fitted)", cached, "twofour calibrate on the twofour bench H200 run (kernel latency fitted; "
+         "helper kernels and graph replay measured)"),
+        ("H200 eager (measured median)", h200.host_sparse_us,
          "twofour bench back-to-back eager timings, make gpu-check 2026-11-30"),
         ("pytorch#177866 gap", 460.0, "pytorch/pytorch#177866: about 0.46 ms of host time between kernels"),
     ]
@@ -84,8 +91,9 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     """Speedup against the 2:4 per-call cost, one line per kernel efficiency ratio.
 
     ``rows`` come from :func:`twofour.request.sensitivity`. Vertical lines mark the cited
-    per-call costs (:func:`cited_per_call_costs`); the line at ``measured_ratio`` (the fitted
-    2:4 / dense bandwidth efficiency) is drawn solid, the others dashed.
+    per-call costs (:func:`cited_per_call_costs`); the line at ``measured_ratio`` (the default 2:4
+    kernel's bandwidth over cuBLAS's, :func:`twofour.request.kernel_bandwidth_ratio`) is drawn
+    solid, the others dashed.
     """
     from ..plotting import color
 
@@ -102,7 +110,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line],
                 color=color("measured") if measured else color("predicted"),
                 linestyle="-" if measured else "--", marker="",
-                label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (fitted, H200)" if measured else ""))
+                label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
     for label, us, _source in (costs if costs is not None else cited_per_call_costs()):
         ax.axvline(us, color=color("published"), linewidth=0.9, linestyle=":")
         ax.annotate(label, (us, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -10), rotation=90,
@@ -114,7 +122,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-    ax.set_xlabel("cost of one 2:4 GEMM call beyond its kernel (µs, device + host)")
+    ax.set_xlabel("cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
     ax.set_ylabel(ylabel)
     ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)
     ax.legend(fontsize=7, loc="lower left")

@@ -3,7 +3,9 @@
 The model lives in :mod:`twofour.roofline`, the measurements in :mod:`twofour.bench` (this
 project's GPU runs) and :mod:`twofour.roofline.published` (everyone else's, each with its
 source, reliability and caveats); this module only draws them, in the house style of
-:mod:`twofour.course.plotting`.
+:mod:`twofour.course.plotting`. The figures of the kernel model itself (tiles, CTAs against
+SMs, bandwidth, error, the points-vs-model scatter with flagged points) are in
+:mod:`.kernel_launch`.
 
 Example:
     >>> from twofour.course.figures.kernel_speed import plot_speedup_vs_M
@@ -15,20 +17,16 @@ from __future__ import annotations
 import math
 
 from ...hardware import get_gpu
-from ...roofline import (DEFAULT_SCENARIO, SCENARIOS, Efficiency, arithmetic_intensity, ceilings, crossover_m,
-                         predict, wave_efficiency)
+from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, new_figure, series
 
 __all__ = [
     "log2_Ms",
     "plot_roofline",
     "plot_speedup_vs_M",
-    "plot_waves",
-    "plot_wave_efficiency",
     "plot_modes_vs_M",
     "mode_table",
     "plot_measured_vs_predicted",
-    "plot_points_vs_model",
     "worst_misses",
     "crossover_table",
     "speedup_widget",
@@ -46,10 +44,6 @@ MODE_LABELS = {
 }
 _MODE_STYLE = {"eager": ("#6E6E6E", "v", ":"), "stream": ("#D55E00", "^", "-."), "graph": ("#0072B2", "s", "--"),
                "kernel": ("#009E73", "o", "-")}
-# Published points: colour by GPU, marker by backend (issue: chapter 4's calibration figure).
-_GPU_COLORS = {"A100": "#0072B2", "H100": "#E69F00", "H200": "#009E73", "L4": "#CC79A7", "A10G": "#56B4E9",
-               "B200": "#D55E00"}
-_BACKEND_MARKERS = {"cuSPARSELt": "o", "CUTLASS": "s", None: "x"}
 
 
 def log2_Ms(m_max: int = 16384) -> list[int]:
@@ -98,8 +92,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
 
 
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
-                      params: Efficiency | None = None, ax=None, title: str | None = None,
-                      scenario: str = DEFAULT_SCENARIO):
+                      params: KernelParams | None = None, ax=None, title: str | None = None,
+                      scenario: str = DEFAULT_SCENARIO, algorithm: str = "default"):
     """Predicted 2:4 speedup vs M for one weight shape on several GPUs, with the two ceilings.
 
     Each GPU is one series of the house palette (:func:`twofour.course.plotting.series`): its
@@ -113,7 +107,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         fig = ax.figure
     ends = []
     for i, gpu in enumerate(gpus):
-        s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario).speedup for M in Ms]
+        s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario, algorithm=algorithm).speedup for M in Ms]
         style = series(i)
         ax.plot(Ms, s, color=style.color, linestyle=style.linestyle, marker=style.marker, markersize=4,
                 label=f"{get_gpu(gpu).name} (predicted)")
@@ -128,7 +122,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")
     ax.set_ylim(0, 2.2)
-    ax.set_title(title or f"Predicted speedup ({scenario}), W = [{N}, {K}], {dtype}")
+    ax.set_title(title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
     ax.legend(fontsize=8, loc="lower right")
     if own_figure and ends:
         low = ", ".join(f"{name} {first:.2f}x" for name, first, _ in ends)
@@ -142,56 +136,6 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
             caption=(f"Predicted 2:4 speedup against M on {len(ends)} GPU{'s' if len(ends) > 1 else ''} "
                      f"(W = [{N}, {K}], {dtype}, {scenario}); dotted lines are the memory and compute ceilings."),
         )
-    return fig, ax
-
-
-def plot_waves(M: int, N: int, gpu="H100", tile_m: int = 128, tile_n: int = 128, ax=None, max_waves: int = 6):
-    """Tiles over SMs: one row per wave, one cell per SM, filled when the SM has a tile."""
-    import numpy as np
-    from matplotlib.colors import ListedColormap
-
-    spec = get_gpu(gpu)
-    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
-    waves = math.ceil(tiles / spec.sms)
-    shown = min(waves, max_waves)
-    grid = np.zeros((shown, spec.sms))
-    for w in range(shown):
-        # the last wave is shown last: with more waves than rows, the middle ones are elided
-        wave_index = w if w < shown - 1 else waves - 1
-        busy = min(spec.sms, tiles - wave_index * spec.sms)
-        grid[w, :busy] = 1
-    if ax is None:
-        fig, ax = new_figure(height=0.6 + 0.35 * shown)
-    else:
-        fig = ax.figure
-    ax.imshow(grid, aspect="auto", cmap=ListedColormap(["#EEEEEE", color("dense")]), vmin=0, vmax=1, interpolation="nearest")
-    ax.set_yticks(range(shown))
-    labels = [f"wave {w + 1}" for w in range(shown)]
-    if waves > shown:
-        labels[-1] = f"wave {waves}"
-        labels[-2] = "…" if shown > 1 else labels[-2]
-    ax.set_yticklabels(labels)
-    ax.set_xlabel(f"SM (0..{spec.sms - 1})")
-    ax.grid(False)
-    eff = wave_efficiency(M, N, spec.sms, tile_m, tile_n)
-    ax.set_title(f"{spec.name}: M={M}, N={N} -> {tiles} tiles of {tile_m}x{tile_n} on {spec.sms} SMs, "
-                 f"{waves} wave(s), {eff:.0%} of SM slots busy", fontsize=9)
-    return fig, ax
-
-
-def plot_wave_efficiency(N: int, gpu="H100", Ms=None, tile_m: int = 128, tile_n: int = 128, ax=None):
-    """Fraction of SM slots busy vs M (the saw-tooth of wave quantization)."""
-    spec = get_gpu(gpu)
-    Ms = Ms or list(range(tile_m, 128 * 80 + 1, tile_m))
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
-    ax.plot(Ms, [wave_efficiency(M, N, spec.sms, tile_m, tile_n) for M in Ms], color=color("predicted"), linestyle="-")
-    ax.set_xlabel("M (tokens)")
-    ax.set_ylabel("SM slots busy")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"Wave quantization, {spec.name}, N={N}, {tile_m}x{tile_n} tiles")
     return fig, ax
 
 
@@ -211,7 +155,9 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     """Measured 2:4 speedup vs M for one shape, one line per timing mode, with the model's scenarios.
 
     Each mode of ``twofour bench`` is one way the same call runs (:data:`MODE_LABELS`); the
-    dashed lines are the fitted model in the ``eager``, ``cached`` and ``ideal`` scenarios.
+    dashed lines are the fitted model in the scenario each mode measures (``eager`` for
+    back-to-back calls, ``cached`` for graph replay, ``kernel`` for the profiler's kernel
+    time). Flagged points (:mod:`twofour.bench.flags`) are circled in black.
     """
     from ...hardware import match_device_name
 
@@ -222,18 +168,23 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
         fig, ax = new_figure()
     else:
         fig = ax.figure
+    flagged = []
     for mode, rows in by_mode.items():
         c, m, ls = _MODE_STYLE[mode]
         ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
                 label=f"measured: {MODE_LABELS[mode]}")
+        flagged += [(r["M"], r["dense_ms"] / r["sparse_ms"]) for r in rows if r.get("flagged")]
+    if flagged:
+        ax.scatter(*zip(*flagged), s=80, facecolors="none", edgecolors="#000000", linewidths=1.2, zorder=4,
+                   label="flagged (kept out of the fit)")
     any_rows = next(iter(by_mode.values()))
     spec = match_device_name(any_rows[0]["gpu"])
     if model and spec is not None:
         N, K = any_rows[0]["N"], any_rows[0]["K"]
         Ms = sorted({r["M"] for rows in by_mode.values() for r in rows})
         d = "fp16" if dtype == "float16" else "bf16"
-        for scenario, lw in (("eager", 0.9), ("cached", 1.4), ("ideal", 0.9)):
-            ys = [predict(M, N, K, d, spec, scenario=scenario).speedup for M in Ms]
+        for scenario, lw in (("eager", 0.9), ("cached", 1.4), ("kernel", 0.9)):
+            ys = [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms]  # as the bench measured
             ax.plot(Ms, ys, color=color("predicted"), linestyle="--", linewidth=lw, marker="")
             # label each model line once, at its left end, where the three lines are furthest apart
             ax.annotate(f"model: {scenario}", (Ms[0], ys[0]), textcoords="offset points", xytext=(2, 3),
@@ -257,10 +208,11 @@ def _times_axis(axis) -> None:
 
 
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
-    """Rows ``{shape, mode, M -> speedup..., crossover}`` of the measured speedups.
+    """Rows ``{shape, mode, M -> speedup..., crossover, flagged}`` of the measured speedups.
 
     ``crossover`` is the smallest measured M from which 2:4 stays faster for every larger
-    measured M (None when it never does); a single lucky M does not count.
+    measured M (None when it never does); a single lucky M does not count. ``flagged``: the
+    Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
     """
     shapes = []
     for res in results_list:
@@ -273,7 +225,8 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
             speedups = {r["M"]: r["dense_ms"] / r["sparse_ms"] for r in rows}
             ordered = sorted(speedups)
             crossover = next((m for i, m in enumerate(ordered) if all(speedups[k] > 1 for k in ordered[i:])), None)
-            out.append({"shape": shape, "mode": mode, **{M: speedups.get(M) for M in Ms}, "crossover": crossover})
+            out.append({"shape": shape, "mode": mode, **{M: speedups.get(M) for M in Ms}, "crossover": crossover,
+                        "flagged": [r["M"] for r in rows if r.get("flagged") and r["M"] in Ms]})
     return out
 
 
@@ -299,7 +252,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                     label=f"measured {shape} {backend} ({mode}) — {res.label}")
             if spec is not None:
                 d = "fp16" if dtype == "float16" else "bf16"
-                ax.plot(Ms, [predict(M, N, K, d, spec, scenario=scenario).speedup for M in Ms],
+                ax.plot(Ms, [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms],
                         **ROLES["predicted"].kw(), label=f"predicted {shape} ({spec.name}, {scenario})")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
@@ -317,51 +270,8 @@ def _predictable(p) -> bool:
     return p.backend is None or p.backend in get_gpu(p.gpu).backends
 
 
-def plot_points_vs_model(pts, ax=None, band: float = 0.2):
-    """Every point the model can predict: measured speedup against predicted, log-log.
-
-    Filled markers were used by the fit, hollow ones were excluded (the reason is in
-    :attr:`twofour.roofline.published.Point.excluded`). Colour by GPU, marker by backend; the
-    ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
-    """
-    import numpy as np
-
-    if ax is None:
-        fig, ax = new_figure(height=4.6)
-    else:
-        fig = ax.figure
-    legend: dict = {}
-    lo, hi = 1.0, 1.0
-    for p in (p for p in pts if _predictable(p)):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario).speedup
-        lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
-        c = _GPU_COLORS.get(p.gpu, "#333333")
-        marker = _BACKEND_MARKERS.get(p.backend, "x")
-        size = 30 if p.origin == "published" else 12
-        face = c if p.fit_ok else "none"
-        ax.scatter([pred], [p.speedup], s=size, marker=marker, facecolors=face, edgecolors=c, linewidths=0.9,
-                   alpha=0.95 if p.origin == "published" else 0.6, zorder=3 if p.origin == "published" else 2)
-        legend.setdefault(("gpu", p.gpu), dict(marker="o", facecolors=c, edgecolors=c))
-        legend.setdefault(("backend", str(p.backend)), dict(marker=marker, facecolors="none", edgecolors="#333333"))
-    for (kind, label), kw in sorted(legend.items()):  # GPUs (colour) first, then backends (marker)
-        ax.scatter([], [], s=25, label=label, **kw)
-    lo, hi = lo / 1.3, hi * 1.3
-    xs = np.geomspace(lo, hi, 50)
-    ax.plot(xs, xs, color=color("neutral"), linewidth=1, label="y = x")
-    ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#DDDDDD", alpha=0.5, linewidth=0,
-                    label=f"±{band:.0%}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    _times_axis(ax.xaxis)
-    _times_axis(ax.yaxis)
-    ax.set_xlabel("predicted speedup (fitted model, the point's scenario)")
-    ax.set_ylabel("measured speedup")
-    ax.set_title("Every measurement the model can predict (large markers: published; hollow: not fitted)",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
-    return fig, ax
+def _l2(p) -> str:
+    return p.extra.get("l2", "flushed") if p.origin == "measured" else "clean"
 
 
 def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
@@ -375,7 +285,7 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     """
     rows = []
     for p in (p for p in pts if _predictable(p) and p.origin == origin):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario).speedup
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
         rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
                      "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
@@ -384,8 +294,8 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     return rows[:n]
 
 
-def crossover_table(shapes, gpus, dtype="fp16", params: Efficiency | None = None, m_max: int = 16384,
-                    scenario: str = DEFAULT_SCENARIO) -> list[dict]:
+def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = None, m_max: int = 16384,
+                    scenario: str = DEFAULT_SCENARIO, algorithm: str = "default") -> list[dict]:
     """Rows ``{shape, N, K, <gpu>: crossover M or None}`` for a table.
 
     Example:
@@ -396,13 +306,14 @@ def crossover_table(shapes, gpus, dtype="fp16", params: Efficiency | None = None
     for label, N, K in shapes:
         row = {"shape": label, "N": N, "K": K}
         for gpu in gpus:
-            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario)
+            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario,
+                                                 algorithm=algorithm)
         rows.append(row)
     return rows
 
 
 def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=("fp16", "bf16", "int8", "fp8")):
-    """An ipywidgets control (shape, GPU, dtype) redrawing the predicted speedup vs M.
+    """An ipywidgets control (shape, GPU, dtype, cuSPARSELt algorithm) redrawing the predicted speedup vs M.
 
     Returns the widget box; display it in Jupyter or Colab. On the static site the cell that
     shows it is hidden (tag ``hide-on-site``).
@@ -413,6 +324,8 @@ def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=(
     shape_dd = w.Dropdown(options=[(label, (N, K)) for label, N, K in shapes], description="shape")
     gpu_dd = w.Dropdown(options=list(gpus), value=gpus[0], description="GPU")
     dtype_dd = w.Dropdown(options=list(dtypes), value=dtypes[0], description="dtype")
+    alg_dd = w.Dropdown(options=[("default (alg 0)", "default"), ("searched", "searched")], value="default",
+                        description="algorithm")
     out = w.Output()
 
     def redraw(*_):
@@ -423,14 +336,14 @@ def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=(
             if spec.sparse_tflops.get(dtype_dd.value) is None:
                 print(f"{spec.name} has no 2:4 tensor-core mode for {dtype_dd.value}.")
                 return
-            fig, ax = plot_speedup_vs_M(N, K, dtype_dd.value, [gpu_dd.value])
-            m = crossover_m(N, K, dtype_dd.value, gpu_dd.value)
+            fig, ax = plot_speedup_vs_M(N, K, dtype_dd.value, [gpu_dd.value], algorithm=alg_dd.value)
+            m = crossover_m(N, K, dtype_dd.value, gpu_dd.value, algorithm=alg_dd.value)
             if m is not None:
                 ax.axvline(m, color=color("2:4"), linewidth=1)
             plt.show()
             print(f"predicted crossover: {'none up to M=16384' if m is None else f'M = {m}'}")
 
-    for dd in (shape_dd, gpu_dd, dtype_dd):
+    for dd in (shape_dd, gpu_dd, dtype_dd, alg_dd):
         dd.observe(redraw, names="value")
     redraw()
-    return w.VBox([w.HBox([shape_dd, gpu_dd, dtype_dd]), out])
+    return w.VBox([w.HBox([shape_dd, gpu_dd, dtype_dd, alg_dd]), out])

@@ -1,18 +1,22 @@
-"""Lab 4, "Find the crossover": checkers for the learner's speedup model and crossover search.
+"""Lab 4, "Find the crossover": checkers for the learner's launch count, crossover searches and algorithm pick.
 
-The learner writes three functions:
+The learner writes four functions:
 
-* ``decode_speedup(N, K, gpu) -> float``: the predicted 2:4 speedup of a one-token fp16 GEMM
-  ``y = x @ W.T`` (``W`` is ``[N, K]``) on ``gpu``, with the model's default efficiencies:
-  bytes over bandwidth plus the per-call overhead, the sparse side on rows padded to 8.
+* ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters) -> int``: how many CTAs a GEMM
+  kernel with one tile shape ``tile = (tile_n, tile_m)`` launches for ``y = x @ W.T`` (``x``
+  ``[M, K]``, ``W`` ``[N, K]``) on a GPU with ``sms`` SMs: tiles times the split-K factor of
+  :mod:`twofour.roofline.tiles` (``cta_target`` 0 means ``sms``).
 * ``find_crossover(speedup, m_max) -> int | None``: the smallest ``M`` in ``1..m_max`` with
   ``speedup(M) > 1``, or None.
 * ``measured_crossover(rows) -> int | None``: from measured rows (dicts with ``M``,
   ``dense_ms``, ``sparse_ms``, in any order), the smallest measured ``M`` at which the 2:4
   time is lower than the dense one, or None.
+* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep (dicts with
+  ``alg_id`` and ``ms``, or ``error``, and ``rel_err``), the ``alg_id`` of the fastest
+  configuration that ran and matched dense (``rel_err`` below :data:`MATCH_TOL`).
 
-The checkers compare with :mod:`twofour.roofline` and explain the first mistake they find
-without printing the expected value.
+The checkers compare with :mod:`twofour.roofline` and the recorded sweep, and explain the first
+mistake they find without printing the expected value.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
@@ -25,80 +29,91 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ...hardware import get_gpu
-from ...packing import packed_bytes
-from ...roofline import DEFAULT_EFFICIENCY, crossover_m, gemm_speedup, pad_multiple, predict
+from ...roofline import crossover_m, default_params, gemm_speedup, pad_multiple
+from ...roofline.tiles import choose_tile, launch
 from ._common import CheckFailed, CheckResult, exercise_check
 
 __all__ = [
-    "DECODE_CASES",
-    "check_decode_speedup",
+    "CTA_CASES",
+    "MATCH_TOL",
+    "check_ctas",
     "check_find_crossover",
     "check_measured_crossover",
+    "check_fastest_algorithm",
     "check_prediction",
     "reference_measured_crossover",
+    "reference_fastest_algorithm",
     "compare_with_data",
 ]
 
-# (N, K, gpu): a Llama-3-8B projection, an MLP matrix, and a GPU of each generation.
-DECODE_CASES = [(4096, 4096, "H100"), (14336, 4096, "A100"), (1024, 4096, "H200"), (4096, 14336, "L4")]
+# (M, N, K, family, gpu): the Llama-3-8B projections at decode with the default 2:4 kernel, the
+# searched one, cuBLAS (cta_target 0 = the GPU's SMs), CUTLASS on an A100, and a prefill GEMM.
+CTA_CASES = [(1, 1024, 4096, "cusparselt", "H200"), (1, 4096, 4096, "cusparselt", "H200"),
+             (16, 14336, 4096, "cusparselt", "H200"), (1, 4096, 14336, "cusparselt", "H200"),
+             (1, 4096, 4096, "cusparselt_searched", "H200"), (1, 1024, 4096, "cutlass", "A100"),
+             (4096, 4096, 4096, "cusparselt", "H200"), (1, 1024, 256, "cusparselt", "H200"),
+             (1, 4096, 4096, "cublas", "H200"), (16, 1024, 4096, "cublas", "A100")]
+MATCH_TOL = 1e-2  # the sweep's tolerance on max |2:4 - dense| / max |dense| (fp16)
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _variants(N: int, K: int, gpu: str) -> dict[str, float]:
+def _case_args(M, N, K, family, gpu):
+    """The padded M the kernel sees, its tile (the family's table), the SMs and the family."""
+    fam = default_params(gpu).family(family)
+    if family == "cublas":
+        Mp = M
+    else:
+        mult = pad_multiple("CUTLASS" if family == "cutlass" else "cuSPARSELt", "fp16")
+        Mp = math.ceil(M / mult) * mult
+    return Mp, choose_tile(fam.tiles, Mp, N), get_gpu(gpu).sms, fam
+
+
+def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
     """Typical wrong answers, to recognise which step the learner missed."""
-    e = DEFAULT_EFFICIENCY
-    spec = get_gpu(gpu)
-    bw = spec.mem_bw_gbs * 1e9
-    mult = pad_multiple(spec.backends[0], "fp16")
-
-    def t(weight, rows, eff, overhead_us):
-        return (weight + rows * K * 2 + rows * N * 2) / (bw * eff) + overhead_us * 1e-6
-
-    dense_w, sparse_w = N * K * 2, packed_bytes((N, K), torch.float16)
+    tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
+    target = fam.cta_target or sms
+    literal = {"target 0 taken literally": tiles * max(1, min(fam.max_split, 0, K // (64 * fam.min_k_iters)))}
+    floor_tiles = max(1, (N // tile[0]) * (M // tile[1]))
     return {
-        "no overhead": t(dense_w, 1, e.dense_memory, 0) / t(sparse_w, mult, e.sparse_memory, 0),
-        "no padding": t(dense_w, 1, e.dense_memory, e.dense_overhead_us) / t(sparse_w, 1, e.sparse_memory, e.sparse_overhead_us),
-        "weight only": (dense_w / (bw * e.dense_memory) + e.dense_overhead_us * 1e-6)
-        / (sparse_w / (bw * e.sparse_memory) + e.sparse_overhead_us * 1e-6),
-        "half the weight": t(dense_w, 1, e.dense_memory, e.dense_overhead_us) / t(dense_w / 2, mult, e.sparse_memory, e.sparse_overhead_us),
-        "inverted": 1 / predict(1, N, K, "fp16", gpu).speedup,
+        **(literal if fam.cta_target == 0 else {}),
+        "no split": tiles,
+        "no K limit": tiles * max(1, min(fam.max_split, target // tiles)),
+        "split always max": tiles * fam.max_split,
+        "tiles without ceil": floor_tiles * max(1, min(fam.max_split, target // floor_tiles, K // (64 * fam.min_k_iters))),
     }
 
 
-@exercise_check("decode_speedup")
-def check_decode_speedup(fn) -> str:
-    """Check ``decode_speedup(N, K, gpu)`` against :func:`twofour.roofline.predict` at M = 1."""
-    for N, K, gpu in DECODE_CASES:
-        got = fn(N, K, gpu)
-        where = f"decode_speedup({N}, {K}, {gpu!r})"
-        if not _is_number(got):
-            raise CheckFailed(f"{where} returned {got!r}; return a float (dense time / 2:4 time)")
-        want = predict(1, N, K, "fp16", gpu).speedup
-        if math.isclose(got, want, rel_tol=1e-6):
+@exercise_check("ctas")
+def check_ctas(fn) -> str:
+    """Check ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters)`` against :func:`twofour.roofline.tiles.launch`."""
+    hints = {
+        "no split": "that is the number of tiles: with fewer tiles than cta_target the kernel splits K to launch more CTAs",
+        "split always max": "the split is not always max_split: it is as many pieces as fill cta_target CTAs, "
+                            "floor(cta_target / tiles), capped by max_split and by K",
+        "no K limit": "each K piece keeps at least min_k_iters steps of 64 along K: cap the split by floor(K / (64 * min_k_iters))",
+        "target 0 taken literally": "cta_target 0 means the GPU's SM count (sms)",
+        "tiles without ceil": "a partial tile is still a tile: count ceil(N / tile_n) * ceil(M / tile_m)",
+    }
+    for M, N, K, family, gpu in CTA_CASES:
+        Mp, tile, sms, fam = _case_args(M, N, K, family, gpu)
+        where = f"ctas({Mp}, {N}, {K}, {tile}, {sms}, {fam.cta_target}, {fam.max_split}, {fam.min_k_iters})"
+        got = fn(Mp, N, K, tile, sms, fam.cta_target, fam.max_split, fam.min_k_iters)
+        if not _is_int(got):
+            raise CheckFailed(f"{where} returned {got!r}; return an int (tiles times the split-K factor)")
+        want = launch(Mp, N, K, ((None, None) + tile,), sms, cta_target=fam.cta_target, max_split=fam.max_split,
+                      min_k_iters=fam.min_k_iters).ctas
+        if got == want:
             continue
-        hints = {
-            "no overhead": "it looks like the per-call overheads are missing: add dense_overhead_us to the dense time and sparse_overhead_us to the 2:4 time",
-            "no padding": "it looks like x and y were counted with 1 row on the 2:4 side: PyTorch pads x to a multiple of 8 rows for fp16 (pad_multiple)",
-            "weight only": "it looks like only the weight bytes were counted: x ([M, K]) and y ([M, N]) cross memory too",
-            "half the weight": "the packed weight is not half the dense bytes: count the 2-bit metadata per kept value (packed_bytes)",
-            "inverted": "the ratio is upside down: speedup = dense time / 2:4 time",
-        }
-        # The variants can lie within 1e-6 of each other (the activations are tiny next to the
-        # weight at M = 1), so recognise a mistake only by an exact (float-rounding) match.
-        for name, value in _variants(N, K, gpu).items():
-            if math.isclose(got, value, rel_tol=1e-9):
+        for name, value in _ctas_variants(Mp, N, K, tile, sms, fam).items():
+            if got == value:
                 raise CheckFailed(f"{where}: {hints[name]}")
-        if got > 1 / 0.5625:
-            raise CheckFailed(f"{where} = {got:.3f} is above the memory-bound ceiling 1/0.5625: a one-token GEMM cannot beat the byte saving")
-        raise CheckFailed(f"{where} = {got:.4f} is off by {abs(got / want - 1):.1%}; use the model's default efficiencies "
-                          "(DEFAULT_EFFICIENCY) and the GPU's mem_bw_gbs in bytes per second")
-    return f"your decode speedups match the model on {len(DECODE_CASES)} shape/GPU cases"
+        raise CheckFailed(f"{where} = {got} is not the number of CTAs: tiles = ceil(N / tile_n) * ceil(M / tile_m), "
+                          "times split = max(1, min(max_split, floor(target / tiles), floor(K / (64 * min_k_iters))))")
+    return f"your CTA counts match the model's launch on {len(CTA_CASES)} kernels"
 
 
 def _curves() -> list[tuple[str, object, int, int | None]]:
@@ -125,13 +140,13 @@ def _curves() -> list[tuple[str, object, int, int | None]]:
         ("never wins", never, 200, None),
         ("saw-tooth", saw, 100, 10),
         ("speedup exactly 1 before M=50", tie, 100, 50),
-        ("roofline, 4096x4096 fp16 on H100", model, 16384, crossover_m(4096, 4096, "fp16", "H100")),
+        ("kernel model, 4096x4096 fp16 on H100", model, 16384, crossover_m(4096, 4096, "fp16", "H100")),
     ]
 
 
 @exercise_check("find_crossover")
 def check_find_crossover(fn) -> str:
-    """Check ``find_crossover(speedup, m_max)`` on synthetic curves and on the roofline model."""
+    """Check ``find_crossover(speedup, m_max)`` on synthetic curves and on the kernel model."""
     for name, curve, m_max, want in _curves():
         got = fn(curve, m_max)
         if got == want and (got is None or isinstance(got, int)):
@@ -202,6 +217,45 @@ def check_measured_crossover(fn, results=None) -> str:
     return f"measured_crossover reads measured rows correctly{extra}"
 
 
+def reference_fastest_algorithm(configs) -> int | None:
+    """The reference pick: the fastest configuration that ran and matched dense (None if none did)."""
+    ok = [c for c in configs if "error" not in c and c.get("rel_err", math.inf) < MATCH_TOL]
+    return min(ok, key=lambda c: c["ms"])["alg_id"] if ok else None
+
+
+def _config_cases() -> list[tuple[str, list[dict]]]:
+    def cfg(alg, ms=None, rel=1e-4, error=None):
+        return {"alg_id": alg, "split_k": 1, "error": error} if error else {"alg_id": alg, "split_k": 1, "ms": ms, "rel_err": rel}
+
+    return [
+        ("plain", [cfg(0, 0.036), cfg(1, 0.0156), cfg(2, 0.02)]),
+        ("a failed configuration", [cfg(0, 0.036), cfg(1, error="RuntimeError: CUDA error: invalid value"), cfg(2, 0.03)]),
+        ("a fast but wrong result", [cfg(0, 0.036), cfg(3, 0.001, rel=0.5), cfg(4, 0.02)]),
+    ]
+
+
+@exercise_check("fastest_algorithm")
+def check_fastest_algorithm(fn, cases=None) -> str:
+    """Check ``fastest_algorithm(configs)`` on prepared sweeps and on the recorded sweep (``cases``)."""
+    for name, configs in _config_cases():
+        got, want = fn([dict(c) for c in configs]), reference_fastest_algorithm(configs)
+        if got == want:
+            continue
+        if any(c.get("alg_id") == got and "error" in c for c in configs):
+            raise CheckFailed(f"sweep {name!r}: algorithm {got} did not run (its entry has an 'error'); skip those")
+        if any(c.get("alg_id") == got and c.get("rel_err", 0) >= MATCH_TOL for c in configs):
+            raise CheckFailed(f"sweep {name!r}: algorithm {got} is fast but its result differs from dense "
+                              f"(rel_err >= {MATCH_TOL}); a wrong answer is not a speedup")
+        raise CheckFailed(f"sweep {name!r}: {got!r} is not the alg_id of the fastest configuration that ran and matched")
+    checked = 0
+    for case in cases or []:
+        if fn(case["configs"]) != case["best"]["alg_id"]:
+            raise CheckFailed(f"recorded sweep, {case['shape']} M={case['M']}: your pick differs from the recorded best")
+        checked += 1
+    extra = f", and agrees with the recorded sweep on {checked} shapes" if checked else ""
+    return f"fastest_algorithm skips failed and wrong configurations{extra}"
+
+
 def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16") -> CheckResult:
     """Compare the learner's predicted crossover for (N, K, gpu, dtype) with the model's."""
     want = crossover_m(N, K, dtype, gpu)
@@ -213,7 +267,7 @@ def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16")
         return CheckResult(False)
     raise CheckFailed(
         f"your prediction M={M_predicted} differs from the model's for W = [{N}, {K}] on {get_gpu(gpu).name}; "
-        "did you pass gemm_speedup for this shape, dtype and GPU, with the default efficiencies?"
+        "did you pass gemm_speedup for this shape, dtype and GPU, with the fitted defaults?"
     )
 
 

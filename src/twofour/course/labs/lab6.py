@@ -62,10 +62,12 @@ CHANGES = {
 }
 # A second set the checker uses, so that an answer must be computed, not remembered.
 _HIDDEN_BASE = Workload(LLAMA_3_8B, 1, 512, 128)
+# Its biggest move is down (bf16 -> fp8), so picking the
+# highest speedup instead of the biggest move gives another answer.
 _HIDDEN_CHANGES = {
-    "batch 1 -> 128": Workload(LLAMA_3_8B, 128, 512, 128),
+    "batch 1 -> 8": Workload(LLAMA_3_8B, 8, 512, 128),
     "output 128 -> 1024": Workload(LLAMA_3_8B, 1, 512, 1024),
-    "attention projections only": Workload(LLAMA_3_8B, 1, 512, 128, pruned=("q_proj", "k_proj", "v_proj", "o_proj")),
+    "bf16 -> fp8": Workload(LLAMA_3_8B, 1, 512, 128, dtype="fp8"),
 }
 
 _LABELS = {"attention": "flash attention (scores and context)", "kv_cache": "KV-cache read/write",

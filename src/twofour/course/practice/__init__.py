@@ -14,14 +14,17 @@ arithmetic, a published measurement, or the project's own GPU measurement, never
 prediction. Its unit is one the site's calculators show (MB and MiB told apart), and its
 tolerance a whole percent, shown the way the page's checker reports it.
 
-Expressions run in a restricted namespace (:data:`NAMESPACE`): the toolkit modules, the number
-names defined earlier in the same question, and a few helpers (:mod:`.helpers`). No builtins,
-no names starting with ``_``, no imports, no lambdas or comprehensions.
+A bank is data, and so are its expressions: they are parsed with :mod:`ast` and interpreted
+(:mod:`.expressions`), never ``eval``-ed, over an explicit registry (:mod:`.registry`): numbers
+and arithmetic, the values and functions registered for banks, namespaces that list each name
+they hold (``amdahl.speedup``, never a module object), and the fields and methods of registered
+result types (``est.decode.p``). Anything else is refused with the question, the expression
+and the offending part. The YAML is bounded too: size, nesting, UTF-8, no anchors or aliases.
 
 One file per stage of the data: :mod:`.terms` (levels, topics, units) -> :mod:`.load` (the
 YAML, validated by :mod:`.schema`) -> :mod:`.questions` (the data model; numbers computed by
-:mod:`.expressions`) -> :mod:`.render` (Markdown for the site). This package re-exports their
-public names.
+:mod:`.expressions` over :mod:`.registry`) -> :mod:`.render` (Markdown for the site). This
+package re-exports their public names.
 
 >>> bank = load_bank()
 >>> len(bank) >= 60
@@ -34,7 +37,7 @@ True
 False
 """
 
-from .expressions import NAMESPACE, evaluate_expression, format_value
+from .expressions import NAMESPACE, check_expression, check_format, evaluate_expression, format_value
 from .helpers import (
     compute_bound_m,
     cost_per_token_ratio,
@@ -69,6 +72,8 @@ __all__ = [
     "parse_question",
     "evaluate_expression",
     "format_value",
+    "check_format",
+    "check_expression",
     "BASES",
     "UNITS",
     "TEXT_FIELDS",

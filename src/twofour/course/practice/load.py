@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from ..._common.text import printable
+from .expressions import check_expression, check_format
 from .questions import Bank, Number, Question, QuickCheck, Signals
 from .schema import _SIGNAL_KEYS, _require, _validate
 from .terms import DEFAULT_BANK, BankError, _ID
@@ -24,9 +28,9 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
     _validate(raw, "question", where)
     numbers = tuple(
-        Number(n["name"], (repr(n["expr"]) if not isinstance(n["expr"], str) else n["expr"]).strip(), n.get("fmt", "{}"),
+        Number(n["name"], _expr(n, i, where, raw["numbers"][:i]), _fmt(n, i, where),
                n["label"].strip(), n["source"].strip() if n.get("source") else None)
-        for n in raw.get("numbers") or []
+        for i, n in enumerate(raw.get("numbers") or [])
     )
     names = [n.name for n in numbers]
     _require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
@@ -62,26 +66,133 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     return q
 
 
+# A bank is shared data: bounded before it is parsed. The shipped bank is about 0.2 MB, nests 5
+# deep, holds about 7,000 YAML nodes and uses no anchors; yaml.safe_dump writes aliases for shared
+# objects, so a few are allowed, but no file may expand (billion laughs) past MAX_BANK_NODES.
+MAX_BANK_BYTES = 4 << 20
+MAX_BANK_DEPTH = 16
+MAX_BANK_ALIASES = 1_000
+MAX_BANK_NODES = 1_000_000
+
+
+def _fmt(n, i: int, where: str) -> str:
+    try:
+        return check_format(n.get("fmt", "{}"))
+    except BankError as err:
+        raise BankError(f"{where} (at numbers[{i}].fmt): number {n['name']!r}: {err}") from None
+
+
+def _expr(n, i: int, where: str, earlier) -> str:
+    """The number's expression, refused now if its syntax or names are not allowed (nothing runs here)."""
+    expr = (repr(n["expr"]) if not isinstance(n["expr"], str) else n["expr"]).strip()
+    try:
+        check_expression(expr, [m["name"] for m in earlier])
+    except BankError as err:
+        raise BankError(f"{where} (at numbers[{i}].expr): number {n['name']!r}: {err}") from None
+    return expr
+
+
 def _bank_text(path) -> tuple[str, str]:
     if path is None:
         ref = resources.files("twofour.course") / "data" / DEFAULT_BANK
-        return ref.read_text(encoding="utf-8"), f"twofour/course/data/{DEFAULT_BANK}"
+        return _decode(ref.read_bytes(), f"twofour/course/data/{DEFAULT_BANK}"), f"twofour/course/data/{DEFAULT_BANK}"
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path {str(path)!r} is not a file; expected a practice bank in YAML")
-    return path.read_text(encoding="utf-8"), str(path)
+    shown = printable(os.fspath(path), 200)
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):  # a FIFO would block, a device never end
+        raise FileNotFoundError(f"path {shown!r} is not a file; expected a practice bank in YAML")
+    if st.st_size > MAX_BANK_BYTES:
+        raise BankError(f"{shown}: {st.st_size:,} bytes; a practice bank is at most {MAX_BANK_BYTES:,} bytes")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BANK_BYTES + 1)
+    except OSError as err:  # /proc/self/mem is a "regular file" that cannot be read
+        raise BankError(f"{shown}: cannot be read ({err.strerror or err}); expected a practice bank in YAML") from None
+    if len(data) > MAX_BANK_BYTES:
+        raise BankError(f"{shown}: more than {MAX_BANK_BYTES:,} bytes; a practice bank is at most that")
+    return _decode(data, shown), shown
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BankError(f"{source}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start:,}); "
+                        "save the bank as UTF-8") from None
+
+
+def _parse_yaml(text: str, source: str):
+    """The YAML's data, refusing nesting deeper than :data:`MAX_BANK_DEPTH`, more than
+    :data:`MAX_BANK_ALIASES` aliases, and documents that would expand past :data:`MAX_BANK_NODES`.
+
+    The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so
+    a hostile file is refused before any object is built: each node counts 1 plus its children,
+    an alias counts as much as the node it names (a billion laughs counts a billion).
+    """
+    import yaml
+
+    def where(event) -> str:
+        mark = getattr(event, "start_mark", None)
+        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+
+    try:
+        sizes: dict[str, int] = {}  # anchor -> expanded node count
+        open_nodes: list[list] = [[None, 0]]  # [anchor, count] per open collection; the bottom one is the stream
+        aliases = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_BANK_ALIASES:
+                    raise BankError(f"{source}: more than {MAX_BANK_ALIASES:,} YAML aliases{where(event)}; "
+                                    "write the values out")
+                if event.anchor not in sizes:  # names a node still open: a recursive structure
+                    raise BankError(f"{source}: the alias *{printable(event.anchor, 40)} refers to a node that "
+                                    f"contains it{where(event)}; not a practice bank")
+                open_nodes[-1][1] += sizes[event.anchor]
+            elif isinstance(event, yaml.ScalarEvent):
+                open_nodes[-1][1] += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                open_nodes.append([event.anchor, 1])
+                if len(open_nodes) - 1 > MAX_BANK_DEPTH:
+                    raise BankError(f"{source}: nested deeper than {MAX_BANK_DEPTH} levels{where(event)}; "
+                                    "not a practice bank")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                anchor, count = open_nodes.pop()
+                if anchor is not None:
+                    sizes[anchor] = count
+                open_nodes[-1][1] += count
+            if open_nodes[-1][1] > MAX_BANK_NODES or sum(n for _, n in open_nodes) > MAX_BANK_NODES:
+                raise BankError(f"{source}: expands to more than {MAX_BANK_NODES:,} YAML nodes{where(event)} "
+                                "(aliases repeating aliases?); not a practice bank")
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise BankError(f"{source}: not valid YAML{at}: {printable(str(problem), 200)}") from None
+    except RecursionError:
+        raise BankError(f"{source}: nested too deeply to read; not a practice bank") from None
+    except BankError:
+        raise
+    except (ValueError, OverflowError) as err:  # e.g. an integer of 5,000 digits (Python's int-from-string limit)
+        raise BankError(f"{source}: a value cannot be read: {printable(str(err), 200)}") from None
 
 
 def load_bank(path=None) -> Bank:
     """Load and validate the bank (default: the one shipped in ``twofour/course/data``).
 
     Validation is structural (fields, levels, topics, placeholders); numbers are computed
-    lazily by :meth:`Question.evaluate`, which the tests call for every question.
+    lazily by :meth:`Question.evaluate`, which the tests call for every question. The file is
+    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, no YAML aliases);
+    every problem is one :class:`BankError` line.
     """
-    import yaml
-
     text, source = _bank_text(path)
-    data = yaml.safe_load(text)
+    data = _parse_yaml(text, source)
     _validate(data, "bank", source)
     questions = tuple(parse_question(raw, i, source) for i, raw in enumerate(data["questions"]))
     ids = [q.id for q in questions]

@@ -12,6 +12,7 @@ import copy
 import functools
 from collections.abc import Mapping
 
+from ..._common.text import printable
 from .terms import BASES, LEVELS, TOPICS, UNITS, BankError, _ID, _NAME
 
 
@@ -146,9 +147,12 @@ def _schema_error(error, where: str, document=None) -> BankError:
     elif error.validator in ("minItems", "maxItems") and "x-count" in schema:
         message = f"{schema['x-count']}, got {len(instance)}"
     else:
-        template = schema.get("x-message") or error.message
-        got = type(instance).__name__ if schema.get("type") in ("array", "object") else repr(instance)
-        message = f"{template.format(**fields)}, got {got}"
+        # jsonschema's own message may hold braces of the document ("{'a', 'b'} is not ..."): only
+        # the schema's x-message is a template; a value from the file is shown escaped and short.
+        template = schema.get("x-message")
+        text = template.format(**fields) if template else printable(error.message, 200)
+        got = type(instance).__name__ if schema.get("type") in ("array", "object") else printable(repr(instance), 200)
+        message = f"{text}, got {got}"
     at = f" (at {_path_text(path)})" if path else ""
     return BankError(f"{where}{at}: {message}")
 

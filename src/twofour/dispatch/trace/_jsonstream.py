@@ -8,7 +8,9 @@ The other top-level keys (``deviceProperties``, ``schemaVersion``, ...) are kept
 The Chrome trace format's other form, a bare array of events, is read too.
 
 Errors are :class:`StreamError` with one sentence saying what is wrong and where (event number,
-character offset): empty file, not JSON, JSON but no ``traceEvents``, truncated, not UTF-8.
+character offset): empty file, not JSON, JSON but no ``traceEvents``, truncated, not UTF-8,
+nested too deeply. Bare ``NaN`` and ``Infinity`` (which Python's decoder accepts) are read as
+floats here and refused as invalid events by :mod:`.validate`, never read as 0.
 
 >>> import io
 >>> s = ChromeTraceStream(io.BytesIO(b'{"schemaVersion": 1, "traceEvents": [{"ph": "X"}, {"ph": "M"}]}'))
@@ -107,6 +109,8 @@ class ChromeTraceStream:
         while True:
             try:
                 obj, end = _DECODER.raw_decode(self.buf, self.pos)
+            except RecursionError:  # [[[[... 100,000 deep: the C decoder gives up; one line, not a traceback
+                raise StreamError(self._where(f"JSON nested too deeply in {context}: not a profiler trace")) from None
             except json.JSONDecodeError as exc:
                 # Cut by the chunk boundary (the error sits at the buffer's end, or a string was
                 # left open) -> read on. Anywhere else it is a real syntax error.
@@ -208,7 +212,7 @@ class ChromeTraceStream:
                 pos = ws(buf, pos).end()
                 try:
                     item, end = decode(buf, pos)
-                except ValueError:
+                except (ValueError, RecursionError):  # the slow path reads on or names the error
                     break
                 if end >= n and not isinstance(item, container):
                     break  # a number cut by the chunk boundary

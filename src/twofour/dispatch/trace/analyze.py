@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import defaultdict
@@ -19,12 +20,15 @@ import numpy as np
 
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import ELIGIBLE, UNCLASSIFIED, _BACKEND, _dtype_bits, _is_attention_op, trace_class
-from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, load
+from . import validate
+from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, _shown, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
 _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 _PHASE_RE = re.compile(r"prefill|decode", re.IGNORECASE)
+_BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
+_LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
 
 
 class _Index:
@@ -145,7 +149,7 @@ class _Index:
 
 
 def _steps(ix: _Index):
-    """(name, phase, cpu_start, cpu_end) of every step, in time order."""
+    """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
     tr = ix.tr
     cand = np.flatnonzero((tr.kind == ANNOTATION) | (tr.kind == OP))
     names = tr.names
@@ -161,19 +165,21 @@ def _steps(ix: _Index):
         out = []
         for i in leaves:
             n = names[tr.name[i]]
-            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i])))
+            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i]),
+                        int(tr.thread[i])))
         return out
     picked = [int(i) for i in cand if tr.name[i] in step_ids]
     if picked:
         picked.sort(key=lambda i: tr.ts[i])
-        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i])) for i in picked]
+        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i])) for i in picked]
     keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
     if not len(keep):
         return []
-    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()))]
+    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
 
 
-def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None) -> TraceReport:
+def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None,
+            exclude_invalid: bool = False) -> TraceReport:
     """Measure a trace: per step, per phase, the funnel and the verdicts.
 
     Args:
@@ -183,9 +189,14 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         baseline: the dense run of the same workload (a :class:`Trace` or a path): adds the
             measured GEMM and end-to-end speedups and a measured funnel.
         progress: passed to :func:`load` for paths.
+        exclude_invalid: leave invalid events (:mod:`.validate`: NaN or negative times,
+            duplicates, durations beyond their step ...) out and say so in the report's first
+            lines; by default a trace with any is refused.
 
     Raises:
-        TraceError: no events, no steps of the requested phase, nothing comparable.
+        TraceError: no events, no steps of the requested phase, nothing comparable, invalid
+            events (unless ``exclude_invalid``), numbers that contradict each other (GEMM time
+            above busy or wall time), a GPU trace without its kernels.
 
     >>> from twofour.dispatch.trace import recorded
     >>> r = analyze(recorded("dense-eager"))
@@ -197,13 +208,16 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
     """
     if phase is not None and phase not in ("prefill", "decode"):
         raise TraceError(f"phase must be 'prefill' or 'decode' (or None for every phase), got {phase!r}")
+    if not isinstance(exclude_invalid, bool):
+        raise TypeError(f"exclude_invalid must be True or False, got {exclude_invalid!r}")
     tr = trace if isinstance(trace, Trace) else load(trace, progress=progress)
-    phases, ix = _analyze(tr, phase)
-    base_path = None
+    phases, ix, excluded = _analyze(tr, phase, exclude=exclude_invalid)
+    base_path, base_excluded = None, {}
     if baseline is not None:
         btr = baseline if isinstance(baseline, Trace) else load(baseline, progress=progress)
         base_path = btr.path
-        bphases = {p.phase: p for p in _analyze(btr, phase, what="the baseline")[0]}
+        bphases_list, _, base_excluded = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
+        bphases = {p.phase: p for p in bphases_list}
         matched = False
         for ph in phases:
             b = bphases.get(ph.phase)
@@ -217,32 +231,113 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
             )
         if not matched:
             raise TraceError(
-                f"{btr.path}: no phase in common with {tr.path} (baseline has {sorted(bphases)}, "
+                f"{_shown(btr.path)}: no phase in common with {_shown(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
-    report = TraceReport(path=tr.path, trace=tr, phases=phases, baseline_path=base_path)
+    report = TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
+                         baseline_excluded=base_excluded)
     report._index = ix
     return report
 
 
-def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list[PhaseReport], _Index]:
-    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
-        raise TraceError(
-            f"{tr.path}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
-            "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
-        )
+def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
+    raise TraceError(
+        f"{_shown(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
+        "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
+    )
+
+
+def _refuse_gpu_trace_without_kernels(tr: Trace, ix: _Index, what: str) -> None:
+    if len(ix.gpu):
+        return
+    n_runtime = int((tr.kind == RUNTIME).sum())
+    device = tr.device_name
+    if not (n_runtime or device):
+        return
+    on = f"on {device}" if device else f"with {n_runtime:,} CUDA runtime calls"
+    left = sum(i.count for i in tr.invalid.values())
+    left_out = f" ({left:,} invalid events left out)" if left else ""
+    raise TraceError(
+        f"{_shown(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not recorded or were "
+        "removed, and its CPU times are launch times, not the work; no verdict (a CPU analysis would promise a "
+        "speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
+    )
+
+
+def _windows(steps, order, by_step, ix) -> dict:
+    """Step windows, in time order: from the CPU start (or the previous step's end) to the end of
+    the last GPU activity (or the CPU end)."""
+    windows = {}
+    prev_end = -math.inf
+    for si in order.tolist():
+        _, _, cs, ce, _ = steps[si]
+        gpos = by_step.get(si, [])
+        gend = float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf
+        a = max(cs, prev_end)
+        b = max(ce, gend, a)
+        windows[si] = (a, b)
+        prev_end = b
+    return windows
+
+
+def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
+    """Rows (event indices into the columns) whose times contradict their step, counted in ``invalid``.
+
+    * a GPU event that starts before the window of the step that launched it, or more than
+      :data:`_LAUNCH_SKEW_US` before the call that launched it (impossible on one clock);
+    * an operator or runtime call on a step's own thread that starts inside the step and ends
+      after it (the step's annotation encloses everything its thread runs).
+    """
+    bad = set()
+    for si, gpos in by_step.items():
+        a = windows[si][0]
+        g = ix.gpu[gpos]
+        early = (tr.ts[g] < a - _BEYOND_US) | (tr.ts[g] < ix.launch_ts[gpos] - _LAUNCH_SKEW_US)
+        for k in np.flatnonzero(early).tolist():
+            bad.add(int(g[k]))
+            validate.add(invalid, "beyond step", _event_no(tr, g[k]), tr.names[tr.name[g[k]]])
+    cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
+    cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
+    cpu_ts = tr.ts[cpu]
+    for _, _, cs, ce, thread in steps:
+        if thread < 0:
+            continue
+        lo, hi = np.searchsorted(cpu_ts, [cs, ce])
+        rows = cpu[lo:hi]
+        over = rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)]
+        for i in over.tolist():
+            bad.add(int(i))
+            validate.add(invalid, "beyond step", _event_no(tr, i), tr.names[tr.name[i]])
+    return bad
+
+
+def _event_no(tr: Trace, row) -> int:
+    """The row's position in traceEvents (the row itself for a Trace built without ``index``)."""
+    return int(tr.index[row]) if tr.index is not None else int(row)
+
+
+def _without_rows(tr: Trace, rows) -> Trace:
+    """``tr`` without the given rows (the columns copied once; the names and threads shared)."""
+    keep = np.ones(len(tr), dtype=bool)
+    keep[np.fromiter(rows, dtype=np.int64)] = False
+    cols = {name: np.ascontiguousarray(getattr(tr, name)[keep])
+            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index") if getattr(tr, name) is not None}
+    return dataclasses.replace(tr, **cols)
+
+
+def _layout(tr: Trace, want: str | None, what: str):
+    """The index, the steps (of phase ``want``), which step launched each GPU event, and the windows."""
     ix = _Index(tr)
+    _refuse_gpu_trace_without_kernels(tr, ix, what)
     steps = _steps(ix)
-    found = sorted({p for _, p, _, _ in steps})
+    found = sorted({s[1] for s in steps})
     if want is not None:
         steps = [s for s in steps if s[1] == want]
         if not steps:
             raise TraceError(
-                f"{tr.path}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
+                f"{_shown(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
                 f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
             )
-    device = "cuda" if len(ix.gpu) else "cpu"
-    dtype_bits = _dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     # GPU event -> step, by its launch time inside the step's CPU window.
     starts = np.array([s[2] for s in steps])
     ends = np.array([s[3] for s in steps])
@@ -259,21 +354,30 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
     for pos, s in enumerate(gstep.tolist()):
         if s >= 0:
             by_step[s].append(pos)
+    return ix, steps, order, by_step, _windows(steps, order, by_step, ix)
+
+
+def _analyze(tr: Trace, want: str | None, what: str = "the trace",
+             exclude: bool = False) -> tuple[list[PhaseReport], _Index, dict]:
+    if tr.invalid and not exclude:
+        _refuse_invalid(tr, tr.invalid, what)
+    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
+        raise TraceError(
+            f"{_shown(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
+            "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
+        )
+    ix, steps, order, by_step, windows = _layout(tr, want, what)
+    invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
+    bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
+    if bad:
+        if not exclude:
+            _refuse_invalid(tr, invalid, what)
+        tr = _without_rows(tr, bad)  # left out, and everything measured again without them
+        ix, steps, order, by_step, windows = _layout(tr, want, what)
+    device = "cuda" if len(ix.gpu) else "cpu"
+    dtype_bits = _dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
     op_ts = tr.ts[op_order]
-
-    # Windows, in time order: from the CPU start (or the previous step's end) to the end of
-    # the last GPU activity (or the CPU end).
-    windows = {}
-    prev_end = -math.inf
-    for si in order.tolist():
-        name, ph, cs, ce = steps[si]
-        gpos = by_step.get(si, [])
-        gend = float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf
-        a = max(cs, prev_end)
-        b = max(ce, gend, a)
-        windows[si] = (a, b)
-        prev_end = b
 
     reports: dict[str, PhaseReport] = {}
     per_phase_steps = defaultdict(list)
@@ -286,7 +390,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
         summarized_set = set(summarized)
         backends = set()
         for j, si in enumerate(sis):
-            name, _, cs, ce = steps[si]
+            name, _, cs, ce, _ = steps[si]
             a, b = windows[si]
             st, gemms, sparse, cls_backends, kt, uncl = _step_stats(ix, tr, name, ph, si, a, b, cs, ce,
                                                                    by_step.get(si, []), op_order, op_ts)
@@ -307,7 +411,9 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace") -> tuple[list
         rep.largest_gaps.sort(key=lambda g: -g.dur_us)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
-    return [reports[k] for k in sorted(reports, key=rank.get)], ix
+    phases = [reports[k] for k in sorted(reports, key=rank.get)]
+    validate.check_consistency(phases, _shown(tr.path), what)
+    return phases, ix, invalid
 
 
 def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):

@@ -13,12 +13,13 @@ import os
 import stat
 import sys
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..._common.text import printable
+from . import validate
 from ._jsonstream import ChromeTraceStream, StreamError
 
 OP, ANNOTATION, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, OVERHEAD = range(8)
@@ -71,7 +72,10 @@ class Trace:
     One row per kept event (CPU operators, annotations, GPU kernels, memcpy/memset, CUDA
     runtime calls, profiler overhead); ``names[name[i]]`` is its name, ``ts``/``dur`` are
     microseconds, ``thread[i]`` indexes ``threads`` (``(pid, tid)``), ``ext`` / ``corr`` are the
-    profiler's "External id" and "correlation" (-1 when absent).
+    profiler's "External id" and "correlation" (-1 when absent), ``index[i]`` its position in
+    ``traceEvents``. Events that failed validation (:mod:`.validate`) are not in the columns; they
+    are counted in ``invalid`` (reason -> :class:`~.validate.Invalid`), which :func:`analyze`
+    refuses or reports.
     """
 
     path: str
@@ -85,8 +89,10 @@ class Trace:
     thread: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
+    index: np.ndarray | None = None  # each row's position in traceEvents
     n_read: int = 0  # every element of traceEvents, kept or not
     size_bytes: int = 0
+    invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -103,7 +109,8 @@ class Trace:
     @property
     def device_name(self) -> str | None:
         """The GPU named in the trace's ``deviceProperties`` (None for a CPU trace)."""
-        props = self.meta.get("deviceProperties") or []
+        props = self.meta.get("deviceProperties")
+        props = props if type(props) is list else []
         names = sorted({printable(p.get("name"), limit=80) for p in props if isinstance(p, dict) and p.get("name")})
         return ", ".join(names) or None
 
@@ -186,11 +193,15 @@ def load(path, *, progress: bool | None = None) -> Trace:
     names: dict[str, int] = {}
     threads: dict[tuple, int] = {}
     kind, name_col, thread_col = array("b"), array("i"), array("i")
-    ts_col, dur_col, ext_col, corr_col = array("d"), array("d"), array("q"), array("q")
+    ts_col, dur_col, ext_col, corr_col, index_col = array("d"), array("d"), array("q"), array("q"), array("I")
+    invalid: dict = {}
     stream = ChromeTraceStream(f, on_read=on_read)
     categories = _CATEGORIES
     kind_append, name_append, thread_append = kind.append, name_col.append, thread_col.append
     ts_append, dur_append, ext_append, corr_append = ts_col.append, dur_col.append, ext_col.append, corr_col.append
+    index_append = index_col.append
+    max_us, max_id = validate.MAX_US, validate.MAX_ID
+    id_types = (int, str)
     try:
         with f:
             for ev in stream.events():
@@ -204,47 +215,81 @@ def load(path, *, progress: bool | None = None) -> Trace:
                     k = categories.get(cat.lower()) if type(cat) is str else None
                     if k is None:
                         continue
-                ts, dur = ev.get("ts"), ev.get("dur", 0.0)
-                if type(ts) not in (float, int) or type(dur) not in (float, int):
-                    continue  # an event without a usable time cannot be placed
-                nm = ev.get("name")
-                i = names.get(nm)
-                if i is None:
-                    nm = nm if type(nm) is str else str(nm)
-                    i = names.setdefault(nm, len(names))
-                key = (ev.get("pid"), ev.get("tid"))
-                t = threads.get(key)
-                if t is None:
-                    t = threads[key] = len(threads)
+                # Validated before it is kept: a NaN, an Infinity, a negative or absurd time, a name that is
+                # not a string is counted as invalid (validate.py), never read as 0 or skipped in silence.
+                ts, dur, nm = ev.get("ts"), ev.get("dur"), ev.get("name")
+                pid, tid = ev.get("pid"), ev.get("tid")
+                tts, tdur = type(ts), type(dur)
+                if not ((tts is float or tts is int) and (tdur is float or tdur is int) and 0 <= ts <= max_us
+                        and 0 <= dur <= max_us and type(nm) is str and type(pid) in id_types and type(tid) in id_types):
+                    validate.add(invalid, validate.field_problem(ev), stream.n_events - 1, nm)
+                    continue
                 args = ev.get("args")
                 if type(args) is dict:
                     e = args.get("External id", -1)
                     c = args.get("correlation", -1)
-                    if type(e) is not int:
-                        e = -1
-                    if type(c) is not int:
-                        c = -1
+                    if not ((type(e) is int and -1 <= e < max_id) and (type(c) is int and -1 <= c < max_id)):
+                        validate.add(invalid, "malformed", stream.n_events - 1, nm)
+                        continue
                 else:
                     e = c = -1
+                i = names.get(nm)
+                if i is None:
+                    i = names.setdefault(nm, len(names))
+                key = (pid, tid)
+                t = threads.get(key)
+                if t is None:
+                    t = threads[key] = len(threads)
                 kind_append(k)
                 name_append(i)
                 thread_append(t)
                 ts_append(ts)
-                dur_append(dur if dur > 0 else 0.0)
+                dur_append(dur)
                 ext_append(e)
                 corr_append(c)
+                index_append(stream.n_events - 1)
     except StreamError as exc:
         raise TraceError(f"{_shown(path)}: {exc}") from None
     finally:
         if bar is not None:
             bar.close()
         raw.close()
+    _check_meta(stream.meta, path)
+    cols = _drop_invalid_rows(
+        invalid, names,
+        kind=_column(kind, np.int8), name=_column(name_col, np.int32), ts=_column(ts_col, np.float64),
+        dur=_column(dur_col, np.float64), thread=_column(thread_col, np.int32), ext=_column(ext_col, np.int64),
+        corr=_column(corr_col, np.int64), index=_column(index_col, np.uint32),
+    )
     return Trace(
         # every name reaches a terminal or a page through the report: keep it escaped (a trace
         # file cannot write escape sequences or forge report lines)
         path=str(path), meta=stream.meta, names=[printable(n, limit=400) for n in names], threads=list(threads),
-        # Views on the arrays' own buffers: no copy, so the columns are held once.
-        kind=_column(kind, np.int8), name=_column(name_col, np.int32), ts=_column(ts_col, np.float64),
-        dur=_column(dur_col, np.float64), thread=_column(thread_col, np.int32), ext=_column(ext_col, np.int64),
-        corr=_column(corr_col, np.int64), n_read=stream.n_events, size_bytes=size,
+        n_read=stream.n_events, size_bytes=size, invalid=invalid, **cols,
     )
+
+
+def _check_meta(meta: dict, path) -> None:
+    props = meta.get("deviceProperties")
+    if props is not None and not (type(props) is list and all(type(p) is dict for p in props)):
+        raise TraceError(f"{_shown(path)}: \"deviceProperties\" must be a list of objects (one per GPU), got "
+                         f"{printable(repr(props), 60)}: not a profiler trace")
+
+
+def _drop_invalid_rows(invalid: dict, names: dict, **cols) -> dict:
+    """The columns without exact duplicates and stream overlaps, which are counted in ``invalid``."""
+    bad = validate.duplicate_rows(cols["kind"], cols["name"], cols["thread"], cols["ts"], cols["dur"], cols["ext"],
+                                  cols["corr"])
+    by_name = list(names)
+    for r in np.flatnonzero(bad)[:1].tolist():
+        validate.add(invalid, "duplicate", int(cols["index"][r]), by_name[cols["name"][r]], int(bad.sum()))
+    gpu = np.flatnonzero(np.isin(cols["kind"], _GPU_KINDS) & ~bad)
+    over = validate.stream_overlaps(gpu, cols["thread"], cols["ts"], cols["dur"])
+    if len(over):
+        first = over[np.argmin(cols["index"][over])]
+        validate.add(invalid, "stream overlap", int(cols["index"][first]), by_name[cols["name"][first]], len(over))
+        bad[over] = True
+    if not bad.any():
+        return cols
+    keep = ~bad
+    return {k: np.ascontiguousarray(v[keep]) for k, v in cols.items()}

@@ -5,11 +5,13 @@ from __future__ import annotations
 import html
 import os
 
-from ...amdahl import max_speedup, speedup
+from ..._common.text import printable
+from ...amdahl import speedup
 from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL
+from . import validate
 from .analyze import _Index
 from .classify import ATTENTION, LABELS, TRACE_CLASSES, UNCLASSIFIED, _kernel_base, trace_class
-from .report import PhaseReport, TraceReport, _ms
+from .report import PhaseReport, TraceReport, _bound, _ms, _x
 
 
 def _short(name: str, width: int = 60) -> str:
@@ -23,10 +25,20 @@ def _header(r: TraceReport) -> list[str]:
                 f"{tr.count('gpu_memcpy') + tr.count('gpu_memset'):,} memcpy/memset, {tr.count('cpu_op'):,} CPU operators")
     else:
         what = f"CPU trace (no GPU activity recorded): {tr.count('cpu_op'):,} CPU operators"
-    lines = [f"twofour trace: {os.path.basename(r.path)}", f"  {what}"]
+    lines = [f"twofour trace: {_name(r.path)}"]
+    # Left-out events come first: every number below is computed without them.
+    for excluded, which in ((r.excluded, "the trace"), (r.baseline_excluded, "the baseline")):
+        if excluded:
+            lines.append(f"  EXCLUDED (--drop-invalid): {validate.summary(excluded, which)}; every number below leaves "
+                         "them out")
+    lines.append(f"  {what}")
     if r.baseline_path:
-        lines.append(f"  dense baseline: {os.path.basename(r.baseline_path)}")
+        lines.append(f"  dense baseline: {_name(r.baseline_path)}")
     return lines
+
+
+def _name(path) -> str:
+    return printable(os.path.basename(path), 200)
 
 
 def _phase_text(ph: PhaseReport) -> list[str]:
@@ -98,18 +110,18 @@ def _phase_text(ph: PhaseReport) -> list[str]:
         L.append("")
         L.append(f"  against the dense baseline ({ph.phase}, mean per summarized step)")
         L.append(f"    GEMM time   dense {_ms(cmp.dense_gemm_us):>10}   2:4 {_ms(cmp.sparse_gemm_us):>10}   "
-                 f"GEMM speedup {cmp.gemm_speedup:.2f}x")
+                 f"GEMM speedup {_x(cmp.gemm_speedup)}")
         L.append(f"    step time   dense {_ms(cmp.dense_wall_us):>10}   2:4 {_ms(cmp.sparse_wall_us):>10}   "
-                 f"end to end   {cmp.end_to_end:.2f}x")
+                 f"end to end   {_x(cmp.end_to_end)}")
     L.append("")
     L.append(f"  funnel ({ph.phase})")
     for s in ph.funnel():
-        L.append(f"    {s.label:<20}{s.speedup:>7.2f}x  {s.how:<10} {s.note}")
+        L.append(f"    {s.label:<20}{_x(s.speedup):>8}  {s.how:<10} {s.note}")
     p = min(ph.comparison.dense_p if ph.comparison else ph.p, 1.0)
     src = "the dense baseline" if ph.comparison else "this trace"
     at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
     L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x GEMMs, "
-             f"{max_speedup(p):.2f}x with infinitely fast GEMMs")
+             f"{_bound(p)} with infinitely fast GEMMs")
     L.append("")
     L.append("  verdicts")
     for v in ph.verdicts():
@@ -171,7 +183,7 @@ def _html(r: TraceReport) -> str:
         body.append("<h3>verdicts</h3><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in ph.verdicts()) + "</ul>")
         body.append("<h3>funnel</h3><table><tr><th>stage</th><th>speedup</th><th>how</th><th>note</th></tr>")
         for s in ph.funnel():
-            body.append(f"<tr><td>{html.escape(s.label)}</td><td>{s.speedup:.2f}x</td><td>{html.escape(s.how)}</td>"
+            body.append(f"<tr><td>{html.escape(s.label)}</td><td>{_x(s.speedup)}</td><td>{html.escape(s.how)}</td>"
                         f"<td>{html.escape(s.note)}</td></tr>")
         body.append("</table>")
         body.append("<h3>full report</h3><pre>" + html.escape("\n".join(_phase_text(ph))) + "</pre>")
@@ -179,7 +191,7 @@ def _html(r: TraceReport) -> str:
                       for c in TRACE_CLASSES)
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>twofour trace: {html.escape(os.path.basename(r.path))}</title>"
+        f"<title>twofour trace: {html.escape(_name(r.path))}</title>"
         "<style>body{font-family:system-ui,sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;color:#222;"
         "background:#fff}pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.8rem}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left}</style>"

@@ -278,7 +278,7 @@ class PhaseReport:
                 out.append(f"GEMMs {s:.2f}x against the baseline, but no 2:4 kernel ran: this compares dense with dense")
             elif s >= 1.0:
                 out.append(f"sparse GEMMs {s:.2f}x faster but only {p:.0%} of step time is GEMM: Amdahl caps the step "
-                           f"at {cmp.amdahl:.2f}x (at most {max_speedup(min(p, 1.0)):.2f}x with infinitely fast GEMMs)")
+                           f"at {cmp.amdahl:.2f}x (at most {_bound(p)} with infinitely fast GEMMs)")
             else:
                 out.append(f"sparse GEMMs are slower than dense ({s:.2f}x): at this size the 2:4 kernel loses "
                            "(padding of a few tokens, per-call set-up, tile shapes; chapter 4)")
@@ -296,7 +296,7 @@ class PhaseReport:
             p = min(self.p, 1.0)
             at_ceiling = f"{speedup(p, self.ceiling):.2f}x at the {self.ceiling:.2f}x ceiling; " if self.ceiling < 2.0 else ""
             out.append(f"GEMMs are {p:.0%} of step time: 2x faster GEMMs give at most {speedup(p, 2.0):.2f}x end to end "
-                       f"({at_ceiling}{max_speedup(p):.2f}x with infinitely fast GEMMs)")
+                       f"({at_ceiling}{_bound(p)} with infinitely fast GEMMs)")
         if self.unclassified:
             total = sum(self.unclassified.values()) / self.n
             out.append(f"{len(self.unclassified)} kernel name{'s' if len(self.unclassified) != 1 else ''} unclassified "
@@ -361,6 +361,8 @@ class TraceReport:
     trace: Trace
     phases: list
     baseline_path: str | None = None
+    excluded: dict = field(default_factory=dict)  # reason -> validate.Invalid, left out with exclude_invalid
+    baseline_excluded: dict = field(default_factory=dict)
 
     def phase(self, name: str) -> PhaseReport:
         for ph in self.phases:
@@ -378,6 +380,17 @@ class TraceReport:
         from .render import _html
 
         return _html(self)
+
+
+def _x(s: float) -> str:
+    """A speedup as shown: ``1.23x``; ``n/a`` when it cannot be measured (never ``nanx`` or ``infx``)."""
+    return f"{s:.2f}x" if math.isfinite(s) else "n/a"
+
+
+def _bound(p: float) -> str:
+    """Amdahl's bound ``1 / (1 - p)`` as shown; ``no limit`` at p = 1 (never ``infx``)."""
+    bound = max_speedup(min(max(p, 0.0), 1.0))
+    return f"{bound:.2f}x" if math.isfinite(bound) else "no limit (p = 1)"
 
 
 def _ms(us: float) -> str:

@@ -1,0 +1,125 @@
+"""Writers never destroy: every file the toolkit writes goes through :func:`write_text`.
+
+* The output is refused when it is one of the inputs (same device and inode, so through
+  symlinks and hard links: ``twofour audit m.safetensors --json m.safetensors`` cannot replace
+  the checkpoint with its report).
+* It is refused when it exists and is not a regular file (a FIFO would block forever waiting
+  for a reader, a device or socket would have effects); checked with ``stat``, before anything
+  is opened.
+* The text goes to a temporary file in the same directory and is renamed into place only when
+  complete (``os.replace``, atomic on POSIX), so a failed write (a full disk, an interrupt)
+  leaves the previous file as it was and no truncated one. A symlinked output is written
+  through: its target is replaced, the link stays.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> src = d / "model.bin"; _ = src.write_bytes(b"weights")
+    >>> write_text(d / "report.json", "{}", inputs=[src]).name
+    'report.json'
+    >>> write_text(src, "{}", inputs=[src])
+    Traceback (most recent call last):
+    ...
+    twofour._common.atomic.OutputError: ...model.bin is an input of this command (the same file); writing the output there would destroy it: give another path
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .text import printable
+
+__all__ = ["OutputError", "check_output", "write_text", "write_bytes"]
+
+_KINDS = (
+    (stat.S_ISDIR, "is a directory"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe); writing it would wait for a reader"),
+    (stat.S_ISCHR, "is a character device"),
+    (stat.S_ISBLK, "is a block device"),
+    (stat.S_ISSOCK, "is a socket"),
+)
+
+
+class OutputError(ValueError):
+    """An output path that must not be written (an input, not a regular file); one sentence."""
+
+
+def _show(path) -> str:
+    return printable(os.fspath(path), 200)
+
+
+def _identity(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_output(path, inputs=()) -> Path:
+    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`.
+
+    Refused: a path that is one of ``inputs`` (the same file by device and inode), one that
+    exists and is not a regular file, one whose folder is not a folder. A missing folder is
+    left to the writer (some create it).
+    """
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{_show(path)} cannot be inspected ({exc.strerror or exc})") from None
+    if st is not None:
+        for test, why in _KINDS:
+            if test(st.st_mode):
+                raise OutputError(f"{_show(path)} {why}; give the path of a regular file")
+        me = (st.st_dev, st.st_ino)
+        for src in inputs:
+            if src is not None and _identity(src) == me:
+                raise OutputError(f"{_show(path)} is an input of this command (the same file); writing the output "
+                                  "there would destroy it: give another path")
+    real = Path(os.path.realpath(path))
+    if real.parent.exists() and not real.parent.is_dir():
+        raise OutputError(f"{_show(path)}: {_show(real.parent)} is not a directory")
+    return real
+
+
+def write_bytes(path, data: bytes, inputs=()) -> Path:
+    """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
+
+    A temporary file beside the target (same directory, so the rename cannot cross file
+    systems) takes the data, is flushed to disk, then replaces the target in one rename. On any
+    error the temporary file is removed and the previous target is untouched. A new file gets
+    the usual permissions (0666 less the umask); a replaced one keeps its own.
+    """
+    real = check_output(path, inputs)
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        check_output(path, inputs)  # again: the target may have changed during a long run
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return Path(path)
+
+
+def write_text(path, text: str, inputs=(), encoding: str = "utf-8") -> Path:
+    """:func:`write_bytes` of ``text`` encoded (UTF-8 by default)."""
+    return write_bytes(path, text.encode(encoding), inputs)

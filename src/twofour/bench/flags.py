@@ -1,0 +1,121 @@
+"""Which measured points to distrust, by one written rule computed from a results file's own numbers.
+
+A point is one (shape, M, dtype) of a results file, timed in one mode; its speedup in that mode
+is suspect when either side (dense, or a 2:4 backend) is flagged. The rules compare what one file
+holds; they never edit it, and they run both when ``twofour bench`` measures and whenever a
+results file is read (:meth:`twofour.bench.Results.flags`), so files recorded before the rules
+existed are judged the same way.
+
+``clock`` (kernel mode)
+    The profiler's summed kernel time exceeds the same call's own event-timed time, CUDA-graph
+    replay or lone eager call, by more than 2% (``kernel > 1.02 * min(graph, eager)``). The
+    kernels are part of both, so at a fixed clock this cannot happen: the GPU ran slower during
+    the kernel-mode pass (clock or power throttling, or profiler overhead).
+``drift`` (any mode)
+    Five or more raw repeats, each above the one before, the last at least 5% above the first:
+    the state of the GPU changed while it was measured.
+``graph-outlier`` (graph mode)
+    The replay takes more than 15 µs *and* more than 25% longer than its own kernel time (the
+    replay's own cost elsewhere is 2-13 µs), or, where no kernel time exists, the dense replay
+    takes more than 25% and 10 µs longer than the fastest dense replay at a larger M of the same
+    weight (cuBLAS never got slower with fewer rows in any recorded fp16 kernel-mode series). The
+    2:4 side has no such check: its times fall with M at decode (a real change of kernel).
+``clock-drop`` (any mode, files with clocks)
+    The SM clock read after the mode's timings is more than 5% below the one read before it.
+
+Flagged points are shown (chapter 4 marks them) and kept out of every fit.
+
+Example:
+    >>> drifts([1.0, 1.01, 1.02, 1.04, 1.06]), drifts([1.0, 1.2, 1.1, 1.3, 1.4])
+    (True, False)
+"""
+
+from __future__ import annotations
+
+__all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
+
+RULES = ("clock", "drift", "graph-outlier", "clock-drop")
+TOL_CLOCK = 1.02
+DRIFT_MIN_N = 5
+DRIFT_RISE = 1.05
+GRAPH_ABS_US = 15.0
+GRAPH_REL = 1.25
+MONO_ABS_US = 10.0
+CLOCK_DROP = 0.95
+MODES = ("eager", "graph", "stream", "kernel")
+
+
+def drifts(raw) -> bool:
+    """True when ``raw`` (5 or more repeats) rises at every step and ends at least 5% above its start."""
+    raw = list(raw or [])
+    return (len(raw) >= DRIFT_MIN_N and all(b > a for a, b in zip(raw, raw[1:]))
+            and raw[-1] >= DRIFT_RISE * raw[0])
+
+
+def timing_entry(point: dict, mode: str, side: str) -> dict | None:
+    """The timing of ``side`` (``"dense"`` or a 2:4 backend) in ``mode``, if it has a median."""
+    if mode == "eager":
+        entry = point.get("dense") if side == "dense" else (point.get("sparse") or {}).get(side)
+    else:
+        block = (point.get("modes") or {}).get(mode) or {}
+        entry = block.get("dense") if side == "dense" else (block.get("sparse") or {}).get(side)
+    return entry if isinstance(entry, dict) and "median_ms" in entry else None
+
+
+def _us(point, mode, side):
+    e = timing_entry(point, mode, side)
+    return None if e is None else e["median_ms"] * 1e3
+
+
+def point_key(point: dict, mode: str) -> tuple:
+    """``(shape, M, N, K, dtype, mode)``: what a flag marks."""
+    return (point.get("shape"), point["M"], point["N"], point["K"], point["dtype"], mode)
+
+
+def flag_points(points) -> list[dict]:
+    """One dict per (point, mode, side, rule) that fires, with the evidence in words."""
+    series: dict = {}
+    for p in points:
+        series.setdefault((p.get("shape"), p["N"], p["K"], p["dtype"]), []).append(p)
+    out = []
+    for p in points:
+        base = {"shape": p.get("shape"), "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"]}
+        sides = ["dense"] + sorted((p.get("sparse") or {}).keys())
+        for side in sides:
+            k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "eager", side)
+            others = [x for x in (g, e) if x is not None]
+            if k is not None and others and k > TOL_CLOCK * min(others):
+                out.append({**base, "mode": "kernel", "side": side, "rule": "clock",
+                            "evidence": f"kernel {k:.1f} µs > " + " / ".join(
+                                f"{n} {x:.1f}" for n, x in (("graph", g), ("eager", e)) if x is not None) + " µs"})
+            for mode in MODES:
+                entry = timing_entry(p, mode, side)
+                if entry is not None and drifts(entry.get("raw_ms")):
+                    out.append({**base, "mode": mode, "side": side, "rule": "drift",
+                                "evidence": "repeats " + ", ".join(f"{x * 1e3:.1f}" for x in entry["raw_ms"]) + " µs"})
+            if g is not None and k is not None:
+                if g - k > GRAPH_ABS_US and g > GRAPH_REL * k:
+                    out.append({**base, "mode": "graph", "side": side, "rule": "graph-outlier",
+                                "evidence": f"graph {g:.1f} µs vs its kernel time {k:.1f} µs"})
+            elif g is not None and side == "dense":
+                later = [x for x in (_us(q, "graph", "dense") for q in series[(p.get("shape"), p["N"], p["K"], p["dtype"])]
+                                     if q["M"] > p["M"]) if x is not None]
+                if later and g > GRAPH_REL * min(later) and g - min(later) > MONO_ABS_US:
+                    out.append({**base, "mode": "graph", "side": side, "rule": "graph-outlier",
+                                "evidence": f"graph {g:.1f} µs vs {min(later):.1f} µs at a larger M"})
+        for mode, reading in (p.get("clocks") or {}).items():
+            before, after = (reading or {}).get("before") or {}, (reading or {}).get("after") or {}
+            b, a = before.get("sm_clock_mhz"), after.get("sm_clock_mhz")
+            if b and a and a < CLOCK_DROP * b:
+                out.append({**base, "mode": mode, "side": "all", "rule": "clock-drop",
+                            "evidence": f"SM clock {b:.0f} MHz before, {a:.0f} MHz after"})
+    return out
+
+
+def flagged_keys(points) -> dict[tuple, list[str]]:
+    """``{point_key: [reasons]}`` of every (point, mode) whose speedup is suspect."""
+    out: dict[tuple, list[str]] = {}
+    for f in flag_points(points):
+        key = (f["shape"], f["M"], f["N"], f["K"], f["dtype"], f["mode"])
+        out.setdefault(key, []).append(f"{f['rule']} ({f['side']}): {f['evidence']}")
+    return out

@@ -1,0 +1,299 @@
+"""Chapter 4's figures and tables of the kernel model: tiles, CTAs against SMs, bandwidth, error, flags.
+
+The model is :mod:`twofour.roofline` (each side predicted from the kernel it runs); the
+measurements are the H200 results files (:mod:`twofour.bench`, flagged by
+:mod:`twofour.bench.flags`), the decode-step traces and the algorithm sweep. This module only
+arranges them for the chapter, in the house style of :mod:`twofour.course.plotting`.
+
+Example:
+    >>> rows = launch_rows([("k_proj/v_proj", 1024, 4096)], M=1)
+    >>> rows[0]["2:4 CTAs"], rows[0]["dense CTAs"], rows[0]["SMs"]
+    (32, 48, 132)
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ...hardware import get_gpu
+from ...roofline import kernel_time, predict
+from ..plotting import ROLES, color, describe, new_figure
+
+__all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
+           "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
+
+FAMILY_LABELS = {"cublas": "dense (cuBLAS)", "cusparselt": "2:4, algorithm 0 (PyTorch's default)",
+                 "cusparselt_searched": "2:4, searched algorithm", "cutlass": "2:4, CUTLASS"}
+_FAMILY_COLORS = {"cublas": color("dense"), "cusparselt": color("2:4"), "cusparselt_searched": "#009E73",
+                  "cutlass": "#CC79A7"}
+
+
+def launch_rows(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200") -> list[dict]:
+    """Per shape ``(label, N, K)``: each side's tile, split-K and CTAs at ``M`` tokens (the model's launch)."""
+    sms = get_gpu(gpu).sms
+    out = []
+    for label, N, K in shapes:
+        d = kernel_time(M, N, K, dtype, gpu, "cublas")
+        s = kernel_time(M, N, K, dtype, gpu, "cusparselt")
+        q = kernel_time(M, N, K, dtype, gpu, "cusparselt_searched")
+        out.append({"layer": label, "N": N, "K": K, "dense tile": f"{d.tile_n}x{d.tile_m}", "dense split": d.split,
+                    "dense CTAs": d.ctas, "2:4 tile": f"{s.tile_n}x{s.tile_m}", "2:4 split": s.split, "2:4 CTAs": s.ctas,
+                    "searched CTAs": q.ctas, "SMs": sms})
+    return out
+
+
+def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200", recorded=None, ax=None):
+    """CTAs each kernel launches per layer at ``M`` tokens, against the GPU's SM count (the model's launch).
+
+    ``recorded``: optional ``[(label, family, ctas)]`` launch grids read from a trace, drawn as
+    black ticks over the bars they check.
+    """
+    import numpy as np
+
+    rows = launch_rows(shapes, M, dtype, gpu)
+    if ax is None:
+        fig, ax = new_figure(height=3.8)
+    else:
+        fig = ax.figure
+    x = np.arange(len(rows))
+    width = 0.27
+    for i, (key, fam) in enumerate((("dense CTAs", "cublas"), ("2:4 CTAs", "cusparselt"), ("searched CTAs", "cusparselt_searched"))):
+        vals = [r[key] for r in rows]
+        bars = ax.bar(x + (i - 1) * width, vals, width, color=_FAMILY_COLORS[fam], label=FAMILY_LABELS[fam],
+                      hatch=("", "//", "..")[i], edgecolor="white")
+        for b, v in zip(bars, vals):
+            ax.annotate(str(v), (b.get_x() + b.get_width() / 2, v), textcoords="offset points", xytext=(0, 2),
+                        ha="center", fontsize=7)
+    sms = rows[0]["SMs"]
+    ax.axhline(sms, color=color("neutral"), linestyle="--", linewidth=1)
+    ax.text(len(rows) - 0.5, sms, f"{sms} SMs ({get_gpu(gpu).name})", ha="right", va="bottom", fontsize=8, color=color("neutral"))
+    offsets = {"cublas": -width, "cusparselt": 0.0, "cusparselt_searched": width}
+    for label, fam, ctas in recorded or []:
+        i = next(k for k, r in enumerate(rows) if r["layer"] == label)
+        ax.plot([x[i] + offsets[fam]], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
+    if recorded:
+        ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="", label="recorded launch grid (trace)")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows], fontsize=8)
+    ax.set_ylabel("CTAs launched")
+    ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {get_gpu(gpu).name}: the default 2:4 kernel leaves SMs idle",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    describe(fig, alt=("Bar chart of the CTAs each kernel launches per Llama-3-8B layer at M = " + str(M) + ": " + "; ".join(
+        f"{r['layer']}: dense {r['dense CTAs']} ({r['dense tile']}, split {r['dense split']}), 2:4 {r['2:4 CTAs']} "
+        f"({r['2:4 tile']}, split {r['2:4 split']}), searched {r['searched CTAs']}" for r in rows)
+        + f"; a dashed line marks the {sms} SMs."),
+        caption=f"CTAs launched per layer at M = {M} against the {sms} SMs of the {get_gpu(gpu).name} (model; ticks: "
+                "the launch grids recorded in the decode-step trace).")
+    return fig, ax
+
+
+def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dict]:
+    """Weight bytes over kernel-mode time at ``M``, dense and 2:4 (packed bytes), measured and modelled (TB/s)."""
+    from ...packing import packed_bytes
+
+    d = {"float16": "fp16", "bfloat16": "bf16"}[dtype]
+    out = []
+    for res in results_list:
+        for r in res.gpu_points("kernel"):
+            if r["M"] != M or r["dtype"] != dtype:
+                continue
+            p = predict(M, r["N"], r["K"], d, "H200", scenario="kernel", l2="flushed")  # as the bench measured
+            wd = r["N"] * r["K"] * 2
+            ws = packed_bytes((r["N"], r["K"]), 16, 2, 4, meta_bits_per_value=2)
+            out.append({"shape": r["shape"], "N": r["N"], "K": r["K"], "dense measured": wd / r["dense_ms"] / 1e9,
+                        "dense model": wd / p.dense_us / 1e6, "2:4 measured": ws / r["sparse_ms"] / 1e9,
+                        "2:4 model": ws / p.sparse_us / 1e6, "2:4 CTAs": p.sparse.ctas, "dense CTAs": p.dense.ctas,
+                        "flagged": r["flagged"]})
+    return sorted(out, key=lambda r: (r["N"], r["K"]))
+
+
+def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16) -> tuple[float, float]:
+    """Lowest and highest measured 2:4 / dense achieved bandwidth (weight bytes over kernel time), unflagged, M <= ``m_max``.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> lo, hi = decode_bandwidth_range(recorded_results("gpu"))
+        >>> f"{lo:.1%} to {hi:.1%}"
+        '16.7% to 49.5%'
+    """
+    from ..._common.dtypes import DTYPES, dtype_key
+
+    packed = DTYPES[dtype_key(dtype)].packed_ratio
+    ratios = []
+    for res in results_list:
+        for r in res.gpu_points("kernel"):
+            if r["M"] <= m_max and r["dtype"] == dtype and not r["flagged"]:
+                ratios.append(packed * r["dense_ms"] / r["sparse_ms"])  # (packed bytes / t_s) / (dense bytes / t_d)
+    if not ratios:
+        raise ValueError(f"no unflagged {dtype} kernel-mode points with M <= {m_max} in the results given")
+    return min(ratios), max(ratios)
+
+
+def plot_bandwidth_vs_N(rows: list[dict], ax=None):
+    """Achieved bandwidth at decode against N, dense and 2:4, measured (markers) and modelled (crosses)."""
+    if ax is None:
+        fig, ax = new_figure(height=3.8)
+    else:
+        fig = ax.figure
+    for side, role in (("dense", "dense"), ("2:4", "2:4")):
+        ax.plot([r["N"] for r in rows], [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="",
+                color=color(role), markersize=7, label=f"{side} measured")
+        ax.plot([r["N"] for r in rows], [r[f"{side} model"] for r in rows], marker="x", linestyle="", color=color("predicted"),
+                markersize=8)
+    for r in rows:
+        ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(4, -10), fontsize=6,
+                    color=color("neutral"))
+    ax.plot([], [], marker="x", linestyle="", color=color("predicted"), label="model (kernel-fit.json)")
+    ax.set_xscale("log")
+    ax.set_xlabel("N (out_features)")
+    ax.set_ylabel("weight bytes / kernel time (TB/s)")
+    ax.set_title("Decode (M = 1): the 2:4 kernel's bandwidth grows with the CTAs it can launch", fontsize=9)
+    handles, labels = ax.get_legend_handles_labels()
+    keep = [(h, lab) for h, lab in zip(handles, labels) if lab and not lab.startswith("_")]
+    ax.legend(*zip(*keep), fontsize=7, loc="upper left")
+    describe(fig, alt="Scatter of achieved bandwidth at M = 1 against N: " + "; ".join(
+        f"N={r['N']}, K={r['K']}: dense {r['dense measured']:.2f} TB/s measured, {r['dense model']:.2f} modelled; 2:4 "
+        f"{r['2:4 measured']:.2f} measured, {r['2:4 model']:.2f} modelled" for r in rows),
+        caption="Weight bytes over kernel time at decode, measured on the H200 (markers) and predicted (crosses).")
+    return fig, ax
+
+
+def first_wins(results_list, dtype: str = "float16", modes=("graph", "kernel")) -> list[dict]:
+    """Per shape and mode: the first measured M where 2:4 beats dense (unflagged), and the speedup there."""
+    out = []
+    for res in results_list:
+        for mode in modes:
+            by: dict[str, list[dict]] = {}
+            for r in res.gpu_points(mode):
+                if r["dtype"] == dtype and not r["flagged"]:
+                    by.setdefault(r["shape"], []).append(r)
+            for shape, rows in by.items():
+                rows.sort(key=lambda r: r["M"])
+                win = next((r for r in rows if r["dense_ms"] > r["sparse_ms"]), None)
+                out.append({"shape": shape, "mode": mode, "first M": None if win is None else win["M"],
+                            "speedup there": None if win is None else win["dense_ms"] / win["sparse_ms"]})
+    return out
+
+
+def helper_cost_rows() -> list[dict]:
+    """The helper kernels of one 2:4 ``F.linear`` call next to its GEMM kernel (µs), from the traces and kernel tables."""
+    from ...dispatch.kernels import recorded_reports
+    from ...roofline.evidence import helper_costs
+
+    h = helper_costs()
+    other = [r.report.time_us.get("other", 0.0) / r.report.calls for r in recorded_reports()
+             if r.M == 1 and r.dtype == "float16" and r.weight == "to_sparse_semi_structured"]
+    gemm = [r.report.time_us["sparse-cusparselt"] / r.report.calls for r in recorded_reports()
+            if r.M == 1 and r.dtype == "float16" and r.weight == "to_sparse_semi_structured"]
+    return [
+        {"kernel": "padding x to 8 rows: fill", "µs per call": h["pad_fill_us"], "source": "kernel tables (median)"},
+        {"kernel": "padding x to 8 rows: device copy", "µs per call": h["pad_copy_us"], "source": "kernel tables (median)"},
+        {"kernel": "F.linear's device work besides the GEMM", "µs per call": statistics.median(other),
+         "source": "kernel table, class 'other', M = 1"},
+        {"kernel": "segment-K workspace memset", "µs per call": h["memset_us"], "source": "decode-step trace (median)"},
+        {"kernel": "the 2:4 GEMM kernel itself", "µs per call": statistics.median(gemm),
+         "source": "kernel table, M = 1, N = 14336, K = 4096"},
+    ]
+
+
+def algorithm_rows(cases) -> list[dict]:
+    """The algorithm sweep (graph replays, ``x`` pre-padded) next to the model, algorithm 0 and searched."""
+    from ...roofline import default_params
+
+    prm = default_params("H200")
+    out = []
+    for c in cases:
+        row = {"layer": c["shape"], "M": c["M"], "measured alg 0": c["dense_ms"] / c["default_ms"],
+               "measured best": c["dense_ms"] / c["best"]["ms"], "best alg_id": c["best"]["alg_id"]}
+        d = kernel_time(c["M"], c["N"], c["K"], "fp16", "H200", "cublas", l2="flushed")  # the sweep flushed L2
+        for fam, key in (("cusparselt", "model alg 0"), ("cusparselt_searched", "model searched")):
+            s = kernel_time(c["M_padded"], c["N"], c["K"], "fp16", "H200", fam, l2="flushed")  # x pre-padded: no pad kernels
+            row[key] = (d.kernel_us + prm.graph_dense_us) / (s.kernel_us + prm.graph_sparse_us)
+        out.append(row)
+    return out
+
+
+def error_rows(fit: dict) -> list[dict]:
+    """The stored fit's median error per M regime: held-out shapes (kernel, graph), published (source left out), in-sample."""
+    regimes = ("M<=16", "16<M<=256", "M>256", "all")
+
+    def row(label, table):
+        by = {r["regime"]: r for r in table}
+        return {"points": label, **{reg: (f"{by[reg]['median']:.1%} (n={by[reg]['n']})" if reg in by else "none")
+                                     for reg in regimes}}
+
+    e = fit["errors"]
+    held = e["held_out"]
+    return [row(f"held out: {held['label']}, kernel time", held["by_mode"]["kernel"]),
+            row(f"held out: {held['label']}, CUDA-graph replay", held["by_mode"]["graph"]),
+            row("published A100/H100, each source left out", e["published_leave_one_source_out"]["by_regime"]),
+            row("in the fit set (not held out), kernel time", e["in_sample"]["by_mode"]["kernel"]),
+            row("in the fit set (not held out), CUDA-graph replay", e["in_sample"]["by_mode"]["graph"])]
+
+
+def plot_points_vs_model(pts, ax=None, band: float = 0.2):
+    """Every point the model can predict: measured speedup against predicted, log-log.
+
+    Small markers: measured on the H200 (filled: in the fit; diamonds: held-out shapes; black
+    crosses: flagged, kept out of the fit); large: published (filled when fitted per GPU).
+    The ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
+    """
+    import numpy as np
+
+    from .kernel_speed import _predictable
+
+    if ax is None:
+        fig, ax = new_figure(height=4.6)
+    else:
+        fig = ax.figure
+    lo, hi = 1.0, 1.0
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for p in (p for p in pts if _predictable(p)):
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
+                       l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
+        lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
+        if p.origin == "published":
+            key = "published, fitted per GPU" if p.fit_ok else "published, not fitted"
+        elif p.extra.get("flagged"):
+            key = "H200, flagged (kept out of the fit)"
+        elif p.extra.get("held_out"):
+            key = "H200, held-out shapes"
+        elif p.fit_ok:
+            key = "H200, in the fit"
+        else:
+            key = "H200, not fitted (bf16; eager back to back)"
+        groups.setdefault(key, []).append((pred, p.speedup))
+    styles = {
+        "H200, in the fit": dict(s=12, marker="o", facecolors=color("measured"), edgecolors=color("measured"), alpha=0.6),
+        "H200, not fitted (bf16; eager back to back)": dict(s=12, marker="o", facecolors="none", edgecolors=color("measured"),
+                                                            alpha=0.6),
+        "H200, held-out shapes": dict(s=28, marker="D", facecolors=color("dense"), edgecolors=color("dense"), alpha=0.9),
+        "H200, flagged (kept out of the fit)": dict(s=40, marker="x", color="#000000", linewidths=1.4),
+        "published, fitted per GPU": dict(s=40, marker="s", facecolors=color("published"), edgecolors=color("published")),
+        "published, not fitted": dict(s=40, marker="s", facecolors="none", edgecolors=color("published")),
+    }
+    for key, style in styles.items():
+        if key in groups:
+            xs, ys = zip(*groups[key])
+            ax.scatter(xs, ys, label=f"{key} ({len(xs)})", zorder=3, **style)
+    lo, hi = lo / 1.3, hi * 1.3
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, color=color("neutral"), linewidth=1, label="y = x")
+    ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#DDDDDD", alpha=0.5, linewidth=0, label=f"±{band:.0%}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    from matplotlib.ticker import FuncFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
+    ax.set_ylabel("measured speedup")
+    ax.set_title("Every measurement the model can predict", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    describe(fig, alt="Log-log scatter of measured against predicted 2:4 speedup; " + "; ".join(
+        f"{k}: {len(v)} points" for k, v in groups.items()) + f"; a grey corridor marks ±{band:.0%} around y = x.",
+        caption="Measured against predicted speedup: H200 points in the fit, held out and flagged, and published points.")
+    return fig, ax

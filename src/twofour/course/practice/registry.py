@@ -1,0 +1,145 @@
+"""What a bank expression may name: values, functions, namespaces and the result types it may read.
+
+Everything is listed here, by name; nothing is reached through a module object. A *namespace*
+(``amdahl``, ``roofline`` ...) is an explicit mapping of the names a bank uses from that part of
+the toolkit, so ``roofline.crossover_m`` is allowed and ``roofline.os`` does not exist. A value a
+registered function returns is read only through :data:`RESULT_TYPES`: its exact type, and the
+fields and methods an expression may use on it (``est.decode.p``, ``est.speedup('tpot')``).
+
+To let the bank use something new, register it here (and say in the question why).
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+import torch
+
+from ... import amdahl, hardware, models, packing, request, roofline
+from ...dispatch import rules as dispatch_rules
+from ...quality import published as quality_published
+from ...roofline import formats
+from .helpers import (compute_bound_m, cost_per_token_ratio, first_torch_pinning, funnel_step, measured_crossover_m,
+                      measured_gemm, measured_phase_speedup, published_speedup, published_value, tokens_per_second,
+                      transposable_patterns, wave_count)
+
+__all__ = ["Namespace", "Function", "NAMESPACE", "RESULT_TYPES", "STR_METHODS"]
+
+
+class Namespace:
+    """A named, read-only mapping of what an expression may reach as ``name.attr``."""
+
+    __slots__ = ("name", "members")
+
+    def __init__(self, name: str, members: dict):
+        self.name = name
+        self.members = MappingProxyType(dict(members))
+
+    def __repr__(self) -> str:
+        return f"<bank namespace {self.name}: {', '.join(sorted(self.members))}>"
+
+
+class Function:
+    """A function registered for banks: it may be called, never passed around or inspected."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn):
+        self.name = name
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<bank function {self.name}>"
+
+
+_COMB_MAX_N = 1024
+
+
+def _comb(n, k):
+    """``math.comb`` for the small counts a bank asks about (``n <= 1024``), so it cannot run for minutes."""
+    for name, v in (("n", n), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _COMB_MAX_N:
+            raise ValueError(f"math.comb: {name} must be an int in [0, {_COMB_MAX_N}], got {v!r}")
+    return math.comb(n, k)
+
+
+def _ns(name: str, **members) -> Namespace:
+    return Namespace(name, {k: Function(f"{name}.{k}", v) if callable(v) else v for k, v in members.items()})
+
+
+def _fn(name: str, fn) -> Function:
+    return Function(name, fn)
+
+
+# The top-level names. Exactly what the shipped bank uses (survey: every `expr:` of
+# twofour/course/data/practice.yaml), plus the bank helpers of .helpers and the dtypes.
+NAMESPACE: dict[str, object] = {
+    "amdahl": _ns("amdahl", speedup=amdahl.speedup, max_speedup=amdahl.max_speedup,
+                  combined_speedup=amdahl.combined_speedup, averaged_speedup_mistake=amdahl.averaged_speedup_mistake),
+    "packing": _ns("packing", dense_bytes=packing.dense_bytes, packed_bytes=packing.packed_bytes,
+                   packed_ratio=packing.packed_ratio, index_bits=packing.index_bits),
+    "roofline": _ns("roofline", arithmetic_intensity=roofline.arithmetic_intensity, ridge_point=roofline.ridge_point,
+                    ceilings=roofline.ceilings, crossover_m=roofline.crossover_m, predict=roofline.predict,
+                    wave_efficiency=roofline.wave_efficiency),
+    "hardware": _ns("hardware", get_gpu=hardware.get_gpu),
+    "models": _ns("models", parameter_counts=models.parameter_counts),
+    "request": _ns("request", SCENARIOS=request.SCENARIOS, kernel_bandwidth_ratio=request.kernel_bandwidth_ratio),
+    "published": _ns("published", WANDA_LLAMA2=quality_published.WANDA_LLAMA2,
+                     MASKLLM_LLAMA2_7B=quality_published.MASKLLM_LLAMA2_7B, ratio=quality_published.ratio),
+    "math": _ns("math", ceil=math.ceil, comb=_comb),
+    "formats": _ns("formats", GPU_MEMORY_GB=formats.GPU_MEMORY_GB, GPU_MEMORY_BYTES=formats.GPU_MEMORY_BYTES,
+                   TORCHAO_LLAMA3_8B_A100=formats.TORCHAO_LLAMA3_8B_A100,
+                   break_even_bandwidth_ratio=formats.break_even_bandwidth_ratio,
+                   bits_per_weight=formats.bits_per_weight, capacity_at_tpot=formats.capacity_at_tpot,
+                   decode_step_bytes=formats.decode_step_bytes, kv_bytes_per_token=formats.kv_bytes_per_token,
+                   model_weight_bytes=formats.model_weight_bytes),
+    "rules": _ns("rules", TORCH_CUSPARSELT_PINS=dispatch_rules.TORCH_CUSPARSELT_PINS,
+                 MIN_CUSPARSELT_FOR_BLACKWELL=dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL,
+                 MIN_CUSPARSELT_FOR_FP8_SM89=dispatch_rules.MIN_CUSPARSELT_FOR_FP8_SM89,
+                 cusparselt_version_str=dispatch_rules.cusparselt_version_str),
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "int8": torch.int8,
+    "fp32": torch.float32,
+    "fp8": torch.float8_e4m3fn,
+    "LLAMA_3_8B": models.LLAMA_3_8B,
+    "LLAMA_3_70B": models.LLAMA_3_70B,
+    **{name: _fn(name, fn) for name, fn in {
+        "Workload": request.Workload,
+        "estimate": request.estimate,
+        "decode_gemm_m": request.decode_gemm_m,
+        "expert_gemm_m": request.expert_gemm_m,
+        "tensor_parallel_shape": request.tensor_parallel_shape,
+        "funnel_step": funnel_step,
+        "wave_count": wave_count,
+        "tokens_per_second": tokens_per_second,
+        "cost_per_token_ratio": cost_per_token_ratio,
+        "published_speedup": published_speedup,
+        "published_value": published_value,
+        "measured_gemm": measured_gemm,
+        "measured_crossover_m": measured_crossover_m,
+        "measured_phase_speedup": measured_phase_speedup,
+        "compute_bound_m": compute_bound_m,
+        "transposable_patterns": transposable_patterns,
+        "first_torch_pinning": first_torch_pinning,
+        "min": min,
+        "max": max,
+    }.items()},
+}
+
+# Values registered functions return, by exact type: (fields, methods) an expression may use.
+# A type not listed can be held and passed back to a registered function, never looked into.
+RESULT_TYPES: dict[type, tuple[frozenset, frozenset]] = {
+    models.TransformerConfig: (frozenset({"hidden", "intermediate", "layers", "kv_dim"}), frozenset()),
+    hardware.GPUSpec: (frozenset({"backends", "capability", "mem_bw_gbs", "sms"}), frozenset({"peak_tflops"})),
+    request.RequestEstimate: (frozenset({"prefill", "decode", "ttft_dense_s", "ttft_sparse_s", "tpot_dense_s",
+                                         "tpot_sparse_s", "total_dense_s", "total_sparse_s"}), frozenset({"speedup"})),
+    request.PhaseTime: (frozenset({"p", "gemm_speedup"}), frozenset()),
+    formats.Capacity: (frozenset({"batch", "resident_gb", "tokens_per_s"}), frozenset()),
+    roofline.Prediction: (frozenset({"M_padded"}), frozenset()),
+    request.Workload: (frozenset(), frozenset()),
+    torch.dtype: (frozenset(), frozenset()),
+}
+# Methods of a string an expression may call: ', '.join(names).
+STR_METHODS = frozenset({"join"})

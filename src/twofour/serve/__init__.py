@@ -1,0 +1,40 @@
+"""Whole decode steps, dense vs 2:4: a minimal Llama-3-style decoder and the plan that times it.
+
+The GEMM benchmark (:mod:`twofour.bench`) times one matmul; a user waits for whole steps. This
+package times them: a decoder in plain PyTorch with a real model's shapes and random weights
+(:class:`Decoder`), its block linears pruned to 2:4 and packed (:func:`pack_blocks`), run in
+the modes PyTorch offers (eager, CUDA graph, graph with searched cuSPARSELt algorithms,
+``torch.compile``), each step profiled for its GEMM share ``p`` and set beside the request
+model's prediction. ``twofour bench --decode`` and ``make gpu-check`` (step ``decode``) run it.
+
+On a CPU the same code runs the tiny config in float32, dense only: 2:4 kernels need an NVIDIA
+GPU with compute capability >= 8.0.
+
+>>> from twofour.serve import TINY, make_plan, run_plan, ops_for
+>>> plan = make_plan(TINY, dtypes=["float32"], batches=[2], context=8, prompt_lens=[16], modes=["eager"],
+...                  weights=["dense"], warmup=0, repeats=1)
+>>> res = run_plan(plan, ops_for("cpu"), log=None)
+>>> [m["phase"] for m in res.measured()], res.settings["sparse_note"][:23]
+(['decode', 'prefill'], '2:4 needs an NVIDIA GPU')
+"""
+
+from .measure import DECODE_STEPS, MODES, PHASES, gemm_share, measure_decode, measure_prefill
+from .model import BLOCK_LINEARS, ELIGIBLE_LABEL, TINY, Decoder, KVCache, apply_rope, rms_norm, rope_tables, weight_bytes
+from .ops import NEEDS_GPU, CpuOps, CudaOps, NotSupported, Ops, RehearsalOps, ops_for
+from .plan import DTYPES, Item, Plan, make_plan, run_plan
+from .predict import predict
+from .results import (DECODE_SCHEMA, WEIGHTS, DecodeResults, OutputRefused, load_decode_results, recorded_decode_results,
+                      write_atomic)
+from .sparse import AGREEMENT_TOL, Agreement, check_agreement, pack_blocks, prune_blocks, search_algorithms, set_algorithms
+
+__all__ = [
+    "Decoder", "KVCache", "TINY", "BLOCK_LINEARS", "ELIGIBLE_LABEL", "rms_norm", "rope_tables", "apply_rope",
+    "weight_bytes",
+    "prune_blocks", "pack_blocks", "search_algorithms", "set_algorithms", "check_agreement", "Agreement",
+    "AGREEMENT_TOL",
+    "Ops", "CpuOps", "CudaOps", "RehearsalOps", "NotSupported", "ops_for", "NEEDS_GPU",
+    "MODES", "PHASES", "DECODE_STEPS", "measure_decode", "measure_prefill", "gemm_share",
+    "Item", "Plan", "make_plan", "run_plan", "DTYPES", "predict",
+    "DecodeResults", "DECODE_SCHEMA", "WEIGHTS", "load_decode_results", "recorded_decode_results", "write_atomic",
+    "OutputRefused",
+]

@@ -1,0 +1,226 @@
+"""Time one decode step or one prefill of a :class:`~twofour.serve.Decoder`, in one mode, and profile it.
+
+Modes (:data:`MODES`), each a way a practitioner can run a 2:4 model in PyTorch today:
+
+``eager``
+    Python calls every operator; for a 2:4 weight PyTorch builds cuSPARSELt descriptors and a
+    plan on every call. What ``model.generate`` in eager PyTorch does.
+``graph``
+    The whole step captured once in a CUDA graph and replayed: no Python, no per-call set-up.
+``graph-searched``
+    The graph, after each 2:4 weight shape's cuSPARSELt algorithm was chosen by timing
+    (:func:`twofour.serve.search_algorithms`; PyTorch always uses algorithm 0). 2:4 only.
+``compile``
+    ``torch.compile(mode="reduce-overhead")``: fused element-wise kernels, CUDA graphs inside.
+
+A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: the step
+picks the next token (greedy) and advances the position on the device, so ``steps`` steps run
+back to back with no host work between them, as a serving loop would. The time per step is
+the time of ``steps`` steps divided by ``steps``; tokens/s is ``batch`` per step. The prefill
+(time to first token, TTFT) is one forward pass over a ``prompt_len``-token prompt that ends
+with the first token chosen.
+
+The profile (:func:`gemm_share`) runs a few more steps under ``torch.profiler`` and sorts the
+kernels with :func:`twofour.dispatch.kernels.classify_records`: ``p_gemm`` is the share of the
+measured step time spent in GEMM kernels (dense or sparse; attention kernels named after
+CUTLASS count as GEMMs too), ``p_eligible`` the share in the block linears' kernels, the only
+ones 2:4 can speed up: Amdahl's ``p``.
+
+Example (CPU, the tiny config):
+    >>> from twofour.serve import Decoder, TINY, ops_for
+    >>> rec = measure_decode(Decoder.random(TINY), batch=2, context=8, mode="eager", ops=ops_for("cpu"),
+    ...                      warmup=1, repeats=2, steps=4)
+    >>> sorted(rec), rec["t_ms"]["n"]
+    (['profile', 't_ms', 'tokens_per_s'], 2)
+    >>> 0 < rec["profile"]["p_eligible"] < 1
+    True
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..bench import summarize
+from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
+from .model import ELIGIBLE_LABEL, Decoder
+from .ops import Ops
+from .sparse import search_algorithms, set_algorithms
+
+__all__ = ["MODES", "PHASES", "DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share"]
+
+MODES = ("eager", "graph", "graph-searched", "compile")
+PHASES = ("decode", "prefill")
+# Steps per timed run: enough that the two timing events cost nothing beside them, few enough
+# that the context barely grows (16 tokens on top of hundreds).
+DECODE_STEPS = 16
+PROFILED_CALLS = 3
+
+
+def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: Ops, warmup: int = 3,
+                   repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0,
+                   profiled_calls: int = PROFILED_CALLS) -> dict:
+    """``{"t_ms": summary per step, "tokens_per_s", "profile", ["algorithms"]}`` of a decode step (see the module doc).
+
+    ``profiled_calls`` steps run under the profiler after the timing (0: no profile).
+    """
+    _check_mode(mode)
+    cache = model.new_cache(batch, context + steps)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    first = torch.randint(0, model.cfg.vocab, (batch, 1), generator=gen).to(model.device)
+    tokens, pos = first.clone(), torch.tensor([context], device=model.device)
+
+    def step_logits():
+        return model.decode(tokens, pos, cache)
+
+    def advance(logits):
+        tokens.copy_(logits[:, -1].argmax(-1, keepdim=True))
+        pos.add_(1)
+
+    def reset():
+        tokens.copy_(first)
+        pos.fill_(context)
+
+    record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
+                      repeats=repeats, profiled_calls=profiled_calls, static=[tokens, pos, *cache.k, *cache.v])
+    record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
+    return record
+
+
+def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, batch: int = 1, warmup: int = 3,
+                    repeats: int = 10, seed: int = 0, profiled_calls: int = PROFILED_CALLS) -> dict:
+    """Like :func:`measure_decode` for the prefill of a ``prompt_len``-token prompt: ``t_ms`` is the TTFT."""
+    _check_mode(mode)
+    cache = model.new_cache(batch, prompt_len)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    prompt = torch.randint(0, model.cfg.vocab, (batch, prompt_len), generator=gen).to(model.device)
+    first_token = torch.zeros(batch, 1, dtype=torch.long, device=model.device)
+
+    def step_logits():
+        return model.prefill(prompt, cache)
+
+    def advance(logits):
+        first_token.copy_(logits[:, -1].argmax(-1, keepdim=True))
+
+    record = _measure(model, mode, ops, step_logits, advance, None, M=batch * prompt_len, calls=1, warmup=warmup,
+                      repeats=repeats, profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
+    record["tokens_per_s"] = batch * prompt_len * 1e3 / record["t_ms"]["median_ms"]
+    return record
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,
+             static) -> dict:
+    record: dict = {}
+    searched = None
+    with torch.inference_mode():
+        try:
+            if mode == "graph-searched":
+                searched = search_algorithms(model, M, ops)
+                record["algorithms"] = searched
+            if mode == "compile":
+                compiled = ops.compile(step_logits, static)
+                step = lambda: advance(compiled())  # noqa: E731
+            else:
+                step = lambda: advance(step_logits())  # noqa: E731
+            if mode in ("graph", "graph-searched"):
+                if reset is not None:
+                    reset()
+                step = ops.capture(step)
+            record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats))
+            if profiled_calls:
+                record["profile"] = _profile(model, mode, ops, step, reset, record["t_ms"]["median_ms"], profiled_calls)
+        finally:
+            if searched is not None:  # back to PyTorch's default for the next measurement
+                set_algorithms(model, {n: 0 for s in searched.values() for n in s["linears"]}, ops)
+    return record
+
+
+def _profile(model, mode, ops, step, reset, step_ms: float, calls: int) -> dict:
+    """The step's GEMM share; a profiler failure is recorded, the timing is kept."""
+    if reset is not None:
+        reset()
+    model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
+    try:
+        records, profiled_ms = ops.profile(step, calls=calls)
+    except Exception as exc:  # a profiler that cannot start must not cost the measurement
+        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+    finally:
+        model.label_linears = False
+    on_gpu = any(r.device == "cuda" for r in records)
+    if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
+        return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
+    # A GPU kernel takes as long with the profiler on as off, so its share is of the step as
+    # timed. On the CPU the profiler slows every operator it records: there numerator and
+    # denominator both come from the profiled run.
+    share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms)
+    share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
+    return share
+
+
+def gemm_share(records, *, calls: int, step_ms: float) -> dict:
+    """GEMM and eligible shares of a step from profiler records (:class:`twofour.dispatch.kernels.OpRecord`).
+
+    Kernel (GPU) or operator self (CPU) times are summed per class and divided by ``calls``.
+    Eligible time is that of the kernels run under the :data:`~twofour.serve.ELIGIBLE_LABEL`
+    label (eager runs); in a graph replay the profiler cannot see which operator launched a
+    kernel, so there the eligible time is that of the 2:4 kernels when any ran, else unknown
+    (``None``): the plan then takes it from the eager profile of the same model.
+
+    Example:
+        >>> from twofour.dispatch.kernels import OpRecord
+        >>> recs = [OpRecord("twofour.serve.block_linear", "cpu", 1.0), OpRecord("aten::mm", "cpu", 600.0, parent=0),
+        ...         OpRecord("aten::mm", "cpu", 200.0), OpRecord("aten::softmax", "cpu", 199.0)]
+        >>> s = gemm_share(recs, calls=1, step_ms=2.0)
+        >>> s["gemm_ms"], s["eligible_ms"], s["p_gemm"], s["p_eligible"]
+        (0.8, 0.601, 0.4, 0.3005)
+    """
+    records = list(records)
+    classes = classify_records(records)
+    device = "cuda" if any(r.device == "cuda" for r in records) else "cpu"
+    by_class: dict[str, float] = {}
+    eligible_us = sparse_us = 0.0
+    labelled = False
+    for i, (r, cls) in enumerate(zip(records, classes)):
+        if r.device != device:
+            continue
+        by_class[cls] = by_class.get(cls, 0.0) + r.self_us
+        if cls in SPARSE_CLASSES:
+            sparse_us += r.self_us
+        if _under_label(records, i):
+            labelled = True
+            eligible_us += r.self_us
+    per_step = 1e-3 / calls
+    gemm_ms = sum(t for c, t in by_class.items() if c != OTHER) * per_step
+    if labelled:
+        eligible_ms, source = eligible_us * per_step, "kernels under the block-linear label"
+    elif sparse_us > 0:
+        eligible_ms, source = sparse_us * per_step, "2:4 kernels by name (graph replay: no operator labels)"
+    else:
+        eligible_ms, source = None, None
+    return {
+        "device": device,
+        "kernel_ms": {c: t * per_step for c, t in sorted(by_class.items())},
+        "busy_ms": sum(by_class.values()) * per_step,
+        "gemm_ms": gemm_ms,
+        "eligible_ms": eligible_ms,
+        "eligible_from": source,
+        "share_of_ms": step_ms,
+        "p_gemm": gemm_ms / step_ms,
+        "p_eligible": None if eligible_ms is None else eligible_ms / step_ms,
+    }
+
+
+def _under_label(records, i: int) -> bool:
+    """True when record ``i`` or one of its ancestors (launching operator, enclosing operators) is the label."""
+    seen = 0
+    j = i
+    while j is not None and seen < 64:  # a profile's nesting is shallow; the bound guards a cycle
+        if records[j].name == ELIGIBLE_LABEL:
+            return True
+        j = records[j].parent
+        seen += 1
+    return False

@@ -1,0 +1,359 @@
+"""What a device does for the decode measurements: pack, capture, compile, time, profile.
+
+The measurement plan (:mod:`twofour.serve.plan`) never calls CUDA itself; it asks one of
+these objects, so the same control flow runs in three places:
+
+``CudaOps``
+    The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured``
+    (cuSPARSELt), decode steps captured in CUDA graphs, CUDA-event timing, cuSPARSELt
+    algorithms chosen per weight shape (:func:`twofour.serve.search_algorithms`).
+``CpuOps``
+    Dense float32 on the CPU. Packing, graphs and the algorithm search raise
+    :class:`NotSupported` with the reason, which the plan records as *skipped*, not failed.
+``RehearsalOps``
+    A fake CUDA device on the CPU, for rehearsing the GPU control flow (``make gpu-check
+    GPU_CHECK_ARGS=--rehearse``, and the tests): "packing" keeps the dense pruned weight,
+    "capture" and "compile" return the step itself, the "search" picks algorithm 0. ``fail``
+    makes chosen operations raise, to rehearse how failures are recorded. No number it produces
+    is a GPU number.
+
+Example:
+    >>> ops = ops_for("cpu")
+    >>> ops.name, ops.supports_2to4
+    ('cpu', False)
+    >>> ops.pack(torch.zeros(16, 16))
+    Traceback (most recent call last):
+    ...
+    twofour.serve.ops.NotSupported: 2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0 ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+import warnings
+from typing import Callable
+
+import torch
+
+from ..device import environment
+
+__all__ = ["NotSupported", "Ops", "CpuOps", "CudaOps", "RehearsalOps", "ops_for", "NEEDS_GPU"]
+
+NEEDS_GPU = ("2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0 (sparse tensor cores) "
+             "and a torch with cuSPARSELt; this run has none, so only the dense model runs")
+
+
+class NotSupported(RuntimeError):
+    """This device cannot do that at all (not a failure of the attempt): recorded as *skipped*."""
+
+
+class Ops:
+    """The CPU's operations; the base of the others. See the module docstring."""
+
+    name = "cpu"
+    supports_2to4 = False
+    supports_graphs = False
+    rehearsal = False
+
+    def __init__(self):
+        self.device = torch.device("cpu")
+
+    def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        """The dtype tensors really get for a plan's ``dtype`` (a rehearsal computes in float32)."""
+        return dtype
+
+    def pack(self, W: torch.Tensor) -> torch.Tensor:
+        """``W`` (already 2:4) as the device's packed 2:4 tensor."""
+        raise NotSupported(NEEDS_GPU)
+
+    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
+        """The fastest cuSPARSELt algorithm for ``F.linear(x, Ws)``: ``{"alg_id", "method", ...}``."""
+        raise NotSupported("the cuSPARSELt algorithm search needs a CUDA GPU with cuSPARSELt")
+
+    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
+        raise NotSupported("cuSPARSELt algorithms exist only on a CUDA GPU")
+
+    def capture(self, fn: Callable[[], object]) -> Callable[[], None]:
+        """``fn`` captured as a CUDA graph; returns the replay."""
+        raise NotSupported("CUDA graphs need a CUDA GPU")
+
+    def compile(self, fn: Callable[[], object], static_inputs=()) -> Callable[[], object]:
+        """``torch.compile(fn, mode="reduce-overhead")`` (CUDA graphs inside, on a GPU).
+
+        ``static_inputs`` (the KV cache, the token and position buffers) keep their addresses
+        for the whole run: marked so, the compiled graph may update them in place instead of
+        copying them in and out on every call, as a module's buffers would be treated.
+        """
+        for t in static_inputs:
+            torch._dynamo.mark_static_address(t)
+        return torch.compile(fn, mode="reduce-overhead", dynamic=False)
+
+    def synchronize(self) -> None:
+        pass
+
+    def free(self) -> None:
+        """Give cached device memory back between measurements."""
+
+    def time_calls(self, fn: Callable[[], object], *, reset: Callable[[], object] | None = None,
+                   calls: int = 1, warmup: int = 1, repeats: int = 5) -> list[float]:
+        """Milliseconds per call of ``fn``, one value per repeat of ``calls`` back-to-back calls.
+
+        ``reset`` runs before the warm-up and before every repeat, outside the timed window
+        (a decode loop puts its position back to the start of the context there).
+        """
+        for _ in range(warmup):
+            if reset is not None:
+                reset()
+            fn()
+        out = []
+        for _ in range(repeats):
+            if reset is not None:
+                reset()
+            self.synchronize()
+            out.append(self._timed(fn, calls) / calls)
+        return out
+
+    def _timed(self, fn, calls: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t0) * 1e3
+
+    def profile(self, fn: Callable[[], object], *, calls: int = 3):
+        """``(records, wall_ms)`` of ``calls`` calls under ``torch.profiler``.
+
+        ``records`` are :class:`twofour.dispatch.kernels.OpRecord`; ``wall_ms`` is the profiled
+        run's wall time per call (the profiler's own overhead included).
+        """
+        from torch.profiler import ProfilerActivity, profile
+
+        from ..dispatch.kernels import records_from_profiler
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+        self.synchronize()
+        with _quiet_profiler(), profile(activities=activities) as prof:
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            self.synchronize()
+            wall_ms = (time.perf_counter() - t0) * 1e3 / calls
+        return records_from_profiler(prof), wall_ms
+
+
+class CpuOps(Ops):
+    """Dense float32 on the CPU: no 2:4 kernels, no CUDA graphs (see the module docstring)."""
+
+
+class CudaOps(Ops):
+    """The GPU's operations (see the module docstring)."""
+
+    name = "cuda"
+    supports_graphs = True
+
+    def __init__(self, device="cuda"):
+        env = environment()
+        if not env.cuda_available:
+            raise NotSupported("CudaOps needs a CUDA GPU; torch sees none here")
+        self.device = torch.device(device)
+        self.env = env
+        self.supports_2to4 = env.sparse_ok and "cuSPARSELt" in env.backends
+        self.why_not_2to4 = None if self.supports_2to4 else env.reason
+
+    def pack(self, W: torch.Tensor) -> torch.Tensor:
+        if not self.supports_2to4:
+            raise NotSupported(f"2:4 cannot run here: {self.why_not_2to4}")
+        from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
+
+        # cuSPARSELt explicitly: the plan's algorithm search is a cuSPARSELt knob.
+        saved = SparseSemiStructuredTensor._FORCE_CUTLASS
+        SparseSemiStructuredTensor._FORCE_CUTLASS = False
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*prototype.*", category=UserWarning)
+                return to_sparse_semi_structured(W)
+        finally:
+            SparseSemiStructuredTensor._FORCE_CUTLASS = saved
+
+    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
+        # PyTorch reads the attribute on every matmul (SparseSemiStructuredTensorCUSPARSELT._mm).
+        Ws.alg_id_cusparselt = int(alg_id)
+
+    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
+        """Time ``F.linear(x, Ws)`` as CUDA-graph replays for each candidate ``alg_id``; keep the fastest that matches.
+
+        The candidates are 0 (PyTorch's default), ``0 .. get_max_alg_id()`` (7 when torch does
+        not know the library's maximum: the range the project's sweep found valid) and what
+        ``torch._cslt_sparse_mm_search`` proposes for the padded shape (recorded, and tried,
+        when the call exists; it is deprecated in some releases).
+        """
+        linear = torch.nn.functional.linear
+        saved = Ws.alg_id_cusparselt
+        found: dict = {"candidates": {}}
+        try:
+            found["torch_search"] = int(torch._cslt_sparse_mm_search(Ws.packed, _padded(x).t()))
+        except Exception as exc:  # absent, deprecated or failing: the timed search still runs
+            found["torch_search"] = _one_line(exc)
+        top = torch.backends.cusparselt.get_max_alg_id()
+        candidates = sorted(set(range((top if top is not None else 7) + 1))
+                            | ({found["torch_search"]} if isinstance(found["torch_search"], int) else set()))
+        Ws.alg_id_cusparselt = 0
+        ref = linear(x, Ws).float()
+        scale = ref.abs().max().item() or 1.0
+        try:
+            for alg in candidates:
+                Ws.alg_id_cusparselt = alg
+                try:
+                    err = (linear(x, Ws).float() - ref).abs().max().item() / scale
+                    if not err <= 1e-2:
+                        found["candidates"][str(alg)] = {"error": f"result differs from algorithm 0 (rel_err {err:.3g})"}
+                        continue
+                    replay = self.capture(lambda: linear(x, Ws))
+                    found["candidates"][str(alg)] = {"ms": min(self.time_calls(replay, calls=20, warmup=2, repeats=3))}
+                    del replay
+                except Exception as exc:  # an id the library does not have for this shape
+                    found["candidates"][str(alg)] = {"error": _one_line(exc)}
+        finally:
+            Ws.alg_id_cusparselt = saved
+        timed = {int(a): c["ms"] for a, c in found["candidates"].items() if "ms" in c}
+        if not timed:
+            raise RuntimeError(f"no cuSPARSELt algorithm ran for this shape: {found['candidates']}")
+        found["alg_id"] = min(timed, key=lambda a: (timed[a], a))
+        found["method"] = "fastest CUDA-graph replay among the candidates, result checked against algorithm 0"
+        return found
+
+    def capture(self, fn: Callable[[], object]) -> Callable[[], None]:
+        # CUDA graphs want their first runs on a side stream (library handles, workspaces).
+        side = torch.cuda.Stream(device=self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return graph.replay
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def free(self) -> None:
+        torch.cuda.empty_cache()
+
+    def _timed(self, fn, calls: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+
+class RehearsalOps(Ops):
+    """A fake CUDA device on the CPU: the GPU control flow without a GPU (see the module docstring).
+
+    Args:
+        fail: ``{operation: message}`` for operations that should raise ``RuntimeError(message)``
+            (``"pack"``, ``"search_algorithm"``, ``"capture"``, ``"compile"``), e.g.
+            ``{"pack": "torch lacks cuSPARSELt"}``.
+
+    Example:
+        >>> ops = RehearsalOps(fail={"capture": "graph capture failed"})
+        >>> ops.compute_dtype(torch.float16), ops.supports_2to4
+        (torch.float32, True)
+        >>> ops.capture(lambda: None)
+        Traceback (most recent call last):
+        ...
+        RuntimeError: graph capture failed (rehearsed failure)
+    """
+
+    name = "rehearsal"
+    supports_2to4 = True
+    supports_graphs = True
+    rehearsal = True
+    _OPERATIONS = ("pack", "search_algorithm", "capture", "compile")
+
+    def __init__(self, fail: dict[str, str] | None = None):
+        super().__init__()
+        fail = dict(fail or {})
+        unknown = sorted(set(fail) - set(self._OPERATIONS))
+        if unknown:
+            raise ValueError(f"fail names unknown operations {unknown}; valid: {list(self._OPERATIONS)}")
+        self.fail = fail
+
+    def _maybe_fail(self, operation: str) -> None:
+        if operation in self.fail:
+            raise RuntimeError(f"{self.fail[operation]} (rehearsed failure)")
+
+    def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        return torch.float32  # half precision on these CPUs is emulated and very slow
+
+    def pack(self, W: torch.Tensor) -> torch.Tensor:
+        self._maybe_fail("pack")
+        return W.clone()
+
+    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
+        self._maybe_fail("search_algorithm")
+        return {"alg_id": 0, "method": "rehearsal: no cuSPARSELt here, algorithm 0", "candidates": {}}
+
+    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
+        pass
+
+    def capture(self, fn):
+        self._maybe_fail("capture")
+        return fn
+
+    def compile(self, fn, static_inputs=()):
+        self._maybe_fail("compile")
+        return fn
+
+
+def ops_for(device) -> Ops:
+    """:class:`CudaOps` for ``"cuda"``, :class:`CpuOps` for ``"cpu"``, ``"rehearsal"`` for :class:`RehearsalOps`."""
+    name = str(device)
+    if name == "rehearsal":
+        return RehearsalOps()
+    kind = torch.device(name).type
+    if kind == "cuda":
+        return CudaOps(name)
+    if kind == "cpu":
+        return CpuOps()
+    raise ValueError(f"device must be 'cuda', 'cpu' or 'rehearsal', got {device!r}")
+
+
+@contextlib.contextmanager
+def _quiet_profiler():
+    """Drop the "USDT: ... profiler_start/stop" lines some profiler builds print to fd 2 (as twofour.dispatch.kernels does)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr: nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile(mode="w+b") as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode(errors="replace").splitlines(keepends=True):
+                if not line.startswith("USDT:"):
+                    sys.stderr.write(line)
+
+
+def _padded(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with rows padded to a multiple of 8, as PyTorch pads a cuSPARSELt operand."""
+    pad = (-x.shape[0]) % 8
+    return torch.nn.functional.pad(x, (0, 0, 0, pad)) if pad else x
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

@@ -1,0 +1,67 @@
+"""What the request model (:mod:`twofour.request`) predicts for one measured step, to set beside it.
+
+A measured decode step at batch ``B`` after ``C`` cached tokens is the request model's decode
+phase of a request with ``prompt_len = C`` and ``output_len = 2`` (exactly one decode step, at
+context ``C + 1``); a measured prefill of ``P`` tokens is its prefill phase (TTFT). The model is
+the one the chapters and the calculator use: GEMMs from the kernel model fitted to measured
+GEMMs (:func:`twofour.request.roofline_gemm_model`), everything else (attention, KV cache,
+norms) at the data sheet's peaks with no per-step overhead. Its rest is therefore optimistic,
+and the gap to a measurement is the point of setting them side by side.
+
+Example:
+    >>> from twofour.models import LLAMA_3_8B
+    >>> p = predict(LLAMA_3_8B, phase="decode", dtype="float16", weights="2:4", mode="graph", batch=1,
+    ...             prompt_len=512, gpu="H200")
+    >>> p["scenario"], p["t_ms"] == p["sparse_ms"], 0.5 < p["p"] < 1
+    ('cached', True, True)
+"""
+
+from __future__ import annotations
+
+from ..bench import recorded_alg_search
+from ..hardware import get_gpu
+from ..models import TransformerConfig
+from ..request import Workload, estimate, searched_gemm_speedup
+
+__all__ = ["predict", "PREDICTED_DTYPES"]
+
+PREDICTED_DTYPES = {"float16": "fp16", "bfloat16": "bf16"}  # the 2:4 tensor-core dtypes measured here
+
+
+def predict(cfg: TransformerConfig, *, phase: str, dtype: str, weights: str, mode: str, batch: int,
+            prompt_len: int, gpu) -> dict | None:
+    """The predicted step for one measurement: ``{"t_ms", "dense_ms", "sparse_ms", "p", "speedup", ...}``.
+
+    ``t_ms`` is the time of the measured weights (dense or 2:4); ``p`` the share of that step
+    in the pruned block linears. Returns None for a dtype without 2:4 tensor cores (the CPU's
+    float32). ``mode`` picks the GEMM scenario: ``eager`` pays a cuSPARSELt plan per call,
+    the others run with plans cached; for ``graph-searched`` in fp16 the 2:4 GEMM speedup of
+    the recorded algorithm sweep is used where it covers the shapes.
+    """
+    key = PREDICTED_DTYPES.get(dtype)
+    if key is None:
+        return None
+    spec = get_gpu(gpu)
+    scenario = "eager" if mode == "eager" else "cached"
+    workload = Workload(cfg, batch=batch, prompt_len=prompt_len, output_len=2, dtype=key)
+    source = (f"twofour.request.estimate on {spec.name}, {scenario} GEMM scenario (fitted kernel model); "
+              "attention, KV cache and element-wise passes at peak, no step overhead")
+    gemm_speedup = None
+    if mode == "graph-searched" and key == "fp16":
+        searched = searched_gemm_speedup(recorded_alg_search(), workload)
+        if searched[phase] is not None:
+            gemm_speedup = searched
+            source += "; 2:4 GEMMs at the recorded algorithm sweep's best algorithm"
+    est = estimate(workload, spec.name, scenario=scenario, gemm_speedup=gemm_speedup)
+    ph = est.decode if phase == "decode" else est.prefill
+    sparse = weights == "2:4"
+    return {
+        "gpu": spec.name,
+        "scenario": scenario,
+        "t_ms": (ph.sparse_s if sparse else ph.dense_s) * 1e3,
+        "dense_ms": ph.dense_s * 1e3,
+        "sparse_ms": ph.sparse_s * 1e3,
+        "p": (ph.eligible_sparse_s / ph.sparse_s) if sparse else ph.p,
+        "speedup": ph.speedup,
+        "source": source,
+    }
