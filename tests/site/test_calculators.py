@@ -33,12 +33,28 @@ import torch
 
 from twofour import amdahl, hardware, models, packing, request, roofline
 from twofour.cli.golden import FITTED_JS, fitted_js, fitted_subset
+from twofour.course import answer
 from twofour.funnel import funnel
 from twofour.request import Assumptions, Workload, build_inputs, evaluate, estimate, roofline_gemm_model
 
 pytestmark = pytest.mark.browser
 
 CALC = "/calculator/"
+# The calculator opens on chapter 7's worked deployment with the H200 run's measured GEMM speedups
+# (docs/js/calc/verdict.js); the roofline's own prediction is one link away.
+VERDICT = answer.calculator_verdict()
+MEASURED = {"prefill": round(VERDICT["speedup_prefill"], 3), "decode": round(VERDICT["speedup_decode"], 3)}
+ROOFLINE = CALC + "?gemm=roofline"  # the defaults with the GEMM speedups predicted
+
+
+def _worked(batch: int = 1, prompt_len: int = 512, output_len: int = 256, **kw) -> Workload:
+    """The calculator's default workload (chapter 7's), with the given changes."""
+    return Workload(models.LLAMA_3_8B, batch, prompt_len, output_len, dtype=VERDICT["dtype"], **kw)
+
+
+def _default_estimate():
+    """What the calculator shows on opening: the worked deployment with the measured GEMM speedups."""
+    return estimate(_worked(), VERDICT["gpu"], gemm_speedup=MEASURED)
 CHAPTER_6 = "/notebooks/06-amdahl/"
 MODULES = "/js/calc/"
 
@@ -374,12 +390,15 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
     text = (Path(__file__).resolve().parents[2] / "docs/calculator/index.md").read_text()
     row = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
     assert "fitted roofline" in row["predicted GEMM speedup"] and "kernel-fit.json" in row["predicted GEMM speedup"]
+    # The GEMM speedups start at the H200 run's measurement, said as such, with its software.
+    assert defaults["gemm"] == "measured"
+    assert (float(defaults["speedup_prefill"]), float(defaults["speedup_decode"])) == (MEASURED["prefill"], MEASURED["decode"])
+    assert "| typed in from a measurement" in row["2:4 GEMM speedup"] and VERDICT["software"] in row["2:4 GEMM speedup"]
+    assert f"{MEASURED['decode']:.3f}x" in row["2:4 GEMM speedup"] and f"{MEASURED['prefill']:.3f}x" in row["2:4 GEMM speedup"]
+    assert defaults["dtype"] == VERDICT["dtype"] and f"| {VERDICT['dtype']} |" in row["dtype"]
     assert f"| {labels[defaults['scenario']]['label']} |" in row["how the GEMMs are run"]
     assert defaults["scenario"] == roofline.DEFAULT_SCENARIO
     assert defaults["backend"] is None and "first PyTorch backend" in row["2:4 backend"]
-    # No measured field starts at a value, least of all a ceiling.
-    assert defaults["speedup_prefill"] == defaults["speedup_decode"] == ""
-    assert "| none:" in row["measured GEMM speedups"]
     cfg = models.PRESETS[defaults["model"]]
     assert (f"{cfg.name} ({cfg.layers} layers, hidden {cfg.hidden}, MLP {cfg.intermediate}, {cfg.heads} heads, "
             f"{cfg.kv_heads} KV heads)") in row["model shapes"]
@@ -397,8 +416,7 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
     assert defaults["prefill_chunk_tokens"] == 0 and "| 0: each decode step runs alone |" in row["prefill chunk tokens"]
     # The funnel has steps (the answer has stages), titled as twofour.funnel titles them.
     assert "one loss per step" in text and "per stage" not in text
-    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
-    for s in funnel(est, "request"):
+    for s in funnel(_default_estimate(), "request"):
         assert f"**{s.title.split(': ', 1)[1]}**" in text, s.title
     # Measuring instead of modelling: the note points at chapter 3's section on reading a trace.
     note = page.get_by_text("Measure it instead:").locator("xpath=..")
@@ -470,9 +488,14 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     page = _open(watched, base_url, CALC)
     root = _request_calc(page)
 
-    # The defaults: Llama-3-8B on H100 in bf16, chat workload, predicted GEMM speedups.
-    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256, dtype="bf16"), "H100")
-    _assert_shows(root, _expected_request(default, "request", request.BLOCK_LINEARS))
+    # The defaults: chapter 7's worked deployment (Llama-3-8B fp16 on the H200, chat workload) with
+    # the GEMM speedups measured there; its headline is the verdict table's number, worded as a ratio.
+    _assert_shows(root, _expected_request(_default_estimate(), "request", request.BLOCK_LINEARS))
+    head = root.locator("[data-headline='box']")
+    assert head.locator("[data-headline='value']").inner_text() == answer.quoted_numbers()["graph-request"]
+    assert head.locator("[data-headline='note']").inner_text() == "the dense speed (slower)"
+    assert answer.quoted_numbers()["graph"] in head.locator("[data-headline='detail']").inner_text()  # per token
+    assert "measured on the H200" in _outputs(root)["gemm_line"]
 
     # A user's scenario: A100, fp16, batch 8, 1024 in / 128 out, LM head pruned too, measured
     # GEMM speedups, a fixed cost per step, the decode funnel.
@@ -565,10 +588,10 @@ def _significant(x: float, digits: int = 3) -> str:
 
 
 def test_measured_fields_start_at_the_prediction_never_at_a_ceiling(watched, base_url):
-    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4")
+    page = _open(watched, base_url, CALC + "?gpu=H200&dtype=bf16&scenario=eager&batch=4&gemm=roofline")
     root = _request_calc(page)
-    for label in ("measured prefill GEMM speedup", "measured decode GEMM speedup"):
-        assert root.get_by_label(label).input_value() == ""  # hidden, and empty until chosen
+    # The fields hold the H200 run's measurement of the worked deployment (batch 1, fp16); this is
+    # another workload, so choosing "typed in" starts them at this workload's prediction instead.
     root.get_by_label("typed in from a measurement").check()
     est = estimate(Workload(models.LLAMA_3_8B, 4, 512, 256, dtype="bf16"), "H200", scenario="eager")
     s_prefill, s_decode = _significant(est.prefill.gemm_speedup), _significant(est.decode.gemm_speedup)
@@ -582,12 +605,12 @@ def test_measured_fields_start_at_the_prediction_never_at_a_ceiling(watched, bas
     _wait_for_url(page, "gemm=measured")
     assert f"s_decode={s_decode}" in page.url
     # A link that asks for measured speedups without giving them starts them at the prediction too.
-    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4&gemm=measured")
+    page = _open(watched, base_url, CALC + "?gpu=H200&dtype=bf16&scenario=eager&batch=4&gemm=measured")
     root = _request_calc(page)
     assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
     assert root.locator(".calc-msg:not(:empty)").count() == 0
     # A bad value that does not change the GEMM speedups (an efficiency) does not stop that.
-    page = _open(watched, base_url, CALC + "?gpu=H200&scenario=eager&batch=4&gemm=measured&attn_eff=1e-320")
+    page = _open(watched, base_url, CALC + "?gpu=H200&dtype=bf16&scenario=eager&batch=4&gemm=measured&attn_eff=1e-320")
     root = _request_calc(page)
     assert root.get_by_label("measured decode GEMM speedup").input_value() == s_decode
     assert root.locator(".calc-msg:not(:empty)").count() == 1
@@ -604,13 +627,12 @@ def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched,
     assert "negative" in root.locator("[data-field='batch'] .calc-msg").inner_text()
     assert "attn" in root.inner_text()
     # The defaults' result is what stays on screen.
-    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
-    assert _outputs(root)["speedup_request"] == speedup_text(default.speedup("request"))
+    assert _outputs(root)["speedup_request"] == speedup_text(_default_estimate().speedup("request"))
 
 
 def _default_decode():
     """The Amdahl card's start: decode share and predicted decode GEMM speedup of the default workload."""
-    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256, dtype="bf16"), "H100", scenario=roofline.DEFAULT_SCENARIO)
+    est = estimate(_worked(), VERDICT["gpu"], scenario=roofline.DEFAULT_SCENARIO)
     return str(float(fixed(est.decode.p, 3))), str(float(fixed(est.decode.gemm_speedup, 3)))
 
 
@@ -620,11 +642,11 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
     p, s = _default_decode()
     assert calc.get_by_label("eligible fraction p").input_value() == p
     assert calc.get_by_label("GEMM speedup s").input_value() == s
-    ceilings = roofline.ceilings("bf16")
+    ceilings = roofline.ceilings(VERDICT["dtype"])
     assert float(s) < ceilings["memory"] and float(s) not in (ceilings["memory"], round(ceilings["memory"], 2), 2.0)
     shown = _outputs(calc)
     assert shown["speedup"] == speedup_text(amdahl.speedup(float(p), float(s)))
-    assert "decode phase" in shown["origin"] and "Fitted model, H100 with cuSPARSELt" in shown["origin"]
+    assert "decode phase" in shown["origin"] and f"Fitted model, {VERDICT['gpu']} with cuSPARSELt" in shown["origin"]
     assert f"at this M (M ≤ 16)" in shown["origin"]
     calc.get_by_label("eligible fraction p").fill("0.6")
     calc.get_by_label("GEMM speedup s").fill("1.5")
@@ -733,15 +755,14 @@ def test_reset_restores_the_defaults_and_the_link(watched, base_url):
     root = _request_calc(page)
     assert root.get_by_label("GPU", exact=True).input_value() == "L4"
     root.get_by_role("button", name="Reset to the defaults").click()
-    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
-    _assert_shows(root, _expected_request(default, "request", request.BLOCK_LINEARS))
-    _wait_for_url(page, "gpu=H100")
-    assert "s_decode" not in page.url and "scope" not in page.url
+    _assert_shows(root, _expected_request(_default_estimate(), "request", request.BLOCK_LINEARS))
+    _wait_for_url(page, "gpu=H200")
+    assert f"s_decode={MEASURED['decode']}" in page.url and "scope" not in page.url
 
 
 def test_prefill_chunk_makes_the_mixed_decode_step_and_lives_in_the_link(watched, base_url, browser):
     """Chunked prefill: M = batch + chunk in decode, the chunk's work added; typed, linked, reset, preset."""
-    page = _open(watched, base_url, CALC)
+    page = _open(watched, base_url, CALC + "?gpu=H100&dtype=bf16&gemm=roofline")
     root = _request_calc(page)
     field = root.get_by_label("prefill chunk tokens", exact=True)
     assert field.input_value() == "0"
@@ -788,9 +809,8 @@ def test_prefill_chunk_makes_the_mixed_decode_step_and_lives_in_the_link(watched
     field.fill("64")
     root.get_by_role("button", name="Reset to the defaults").click()
     assert field.input_value() == "0"
-    _assert_shows(root, _expected_request(estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100"), "request",
-                                          request.BLOCK_LINEARS))
-    _wait_for_url(page, "gpu=H100")
+    _assert_shows(root, _expected_request(_default_estimate(), "request", request.BLOCK_LINEARS))
+    _wait_for_url(page, "gpu=H200")
     page.wait_for_function("() => !location.search.includes('chunk=')", timeout=5_000)
     assert not watched.console_errors
 
@@ -799,7 +819,7 @@ def test_funnel_steps_carry_the_python_titles(watched, base_url):
     """The card says 'step N: ... speedup' as twofour.funnel does, and its text description lists them."""
     page = _open(watched, base_url, CALC)
     root = _request_calc(page)
-    est = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
+    est = _default_estimate()
     for scope, label in (("request", "whole request"), ("prefill", "prefill (TTFT)"), ("decode", "decode (per token)")):
         root.get_by_role("radio", name=label, exact=True).check()
         titles = root.evaluate("r => [...r.querySelectorAll('svg [data-title]')].map(e => e.textContent)")
@@ -980,8 +1000,7 @@ def test_a_link_with_a_value_that_breaks_finiteness_still_mounts_and_says_out_of
     root = _request_calc(page)
     message = root.locator(f"[data-field='{field}'] .calc-msg").inner_text()
     assert "out of range" in message.lower() or (field == "batch" and "whole number" in message.lower()), message
-    default = estimate(Workload(models.LLAMA_3_8B, 1, 512, 256), "H100")
-    assert _outputs(root)["speedup_request"] == speedup_text(default.speedup("request"))  # the defaults' result stays
+    assert _outputs(root)["speedup_request"] == speedup_text(_default_estimate().speedup("request"))  # the defaults' result stays
     _assert_no_nan_in_results(root)
     assert page.evaluate("() => [...document.querySelectorAll('[data-calc]')].map(e => e.dataset.calcReady)") == ["true"] * 4
     assert not watched.console_errors

@@ -3,6 +3,7 @@
 // Rule: round the exact binary value half away from zero to a fixed number of decimals
 // (Number.prototype.toFixed; in Python Decimal(x).quantize(Decimal("0.001"), ROUND_HALF_UP)).
 //   speedups     3 decimals and "x"            1.542x
+//   headlines    2 decimals and "x"            1.54x   (as the verdict table and the prose round)
 //   fractions    as percent, 2 decimals        93.73 %  (the double x * 100, then rounded)
 //   times        ms below 1 s, else s; 3 decimals   31.245 ms, 1.322 s
 //   byte counts  exact integers with thousands separators; MiB with 1 decimal
@@ -19,6 +20,10 @@ export function fixed(x, digits) {
 
 export function speedupText(x) {
   return `${fixed(x, 3)}x`;
+}
+
+export function headlineSpeedupText(x) {
+  return `${fixed(x, 2)}x`;
 }
 
 export function percentText(fraction) {

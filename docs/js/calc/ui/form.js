@@ -252,10 +252,11 @@ export function scrollBox(table, name, extraClass = "") {
 }
 
 /**
- * "faster than dense", "slower than dense" or "same as dense" for a speedup as shown
- * ("0.723x"): read from the rounded text, so the words never contradict the figure.
+ * What a shown speedup means, read from the rounded text so the words never contradict the figure:
+ * "0.62x" -> "the dense speed (slower)", "1.20x" -> "the dense speed (faster)". The number is
+ * already the ratio of speeds, so the words never say "0.62x slower".
  */
 export function versusDense(shown) {
   const x = Number.parseFloat(shown);
-  return x > 1 ? "faster than dense" : x < 1 ? "slower than dense" : "same as dense";
+  return x > 1 ? "the dense speed (faster)" : x < 1 ? "the dense speed (slower)" : "the dense speed (no change)";
 }

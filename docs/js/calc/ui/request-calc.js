@@ -9,11 +9,12 @@
 // page's URL must not change, e.g. a copy embedded in a chapter).
 
 import { InputError } from "../errors.js";
-import { integerText, percentText, speedupText, timeText } from "../format.js";
+import { headlineSpeedupText, integerText, percentText, speedupText, timeText } from "../format.js";
 import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
 import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
+import { VERDICT } from "../verdict.js";
 import { drawFunnel } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
 import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
@@ -38,9 +39,9 @@ export const FIELDS = {
   kv_heads: { label: "KV heads", integer: true, min: 1, max: 100_000, example: "8" },
   vocab: { label: "vocabulary size", integer: true, min: 1, max: 10_000_000, example: "128256" },
   speedup_prefill: { label: "measured prefill GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
-    example: "1.2", help: "dense time / 2:4 time you measured for the pruned GEMMs at M = batch × prompt tokens (starts at the prediction)" },
+    example: "1.2", help: "dense time / 2:4 time you measured for the pruned GEMMs at M = batch × prompt tokens (starts at the H200 run's measurement; empty, it starts at the prediction)" },
   speedup_decode: { label: "measured decode GEMM speedup", integer: false, min: 0, minOpen: true, max: 100,
-    example: "0.9", help: "the same at the decode M = batch + prefill chunk tokens (starts at the prediction)" },
+    example: "0.9", help: "the same at the decode M = batch + prefill chunk tokens (starts at the H200 run's measurement; empty, it starts at the prediction)" },
   step_overhead_ms: { label: "fixed cost per step", unit: "ms", integer: false, min: 0, max: 1_000_000, example: "0.5",
     help: "launches, sampling, scheduling" },
   request_overhead_ms: { label: "fixed cost per request", unit: "ms", integer: false, min: 0, max: 1_000_000,
@@ -51,17 +52,34 @@ export const FIELDS = {
     help: "fraction of bandwidth for KV cache, norms, embedding" },
 };
 
-// Starting values (see the Defaults table on the page for their sources). The measured GEMM
-// speedups have none: a measurement is the reader's to type (switching to "typed in" fills
-// them with the current prediction, never with a ceiling). backend null: the GPU's preferred one.
+// Starting values (see the Defaults table on the page for their sources): chapter 7's worked
+// deployment (../verdict.js, generated from twofour.course.answer), with the GEMM speedups the
+// project's H200 run measured in CUDA graphs, so the calculator opens on the number the home page
+// and chapter 7 quote. backend null: the GPU's preferred one.
 export const DEFAULTS = {
-  gpu: "H100", backend: null, dtype: "bf16", model: "Llama-3-8B", ...PRESETS["Llama-3-8B"],
-  batch: 1, prompt_len: 512, output_len: 256, prefill_chunk_tokens: 0, scenario: DEFAULT_SCENARIO,
-  gemm: "roofline", speedup_prefill: "", speedup_decode: "",
-  pruned: [...BLOCK_LINEARS],
+  gpu: VERDICT.gpu, backend: null, dtype: VERDICT.dtype, model: VERDICT.model, ...PRESETS[VERDICT.model],
+  batch: VERDICT.batch, prompt_len: VERDICT.prompt_len, output_len: VERDICT.output_len, prefill_chunk_tokens: 0,
+  scenario: DEFAULT_SCENARIO,
+  gemm: "measured", speedup_prefill: String(VERDICT.speedup_prefill), speedup_decode: String(VERDICT.speedup_decode),
+  pruned: [...VERDICT.pruned],
   step_overhead_ms: 0, request_overhead_ms: 0, attention_efficiency: 1, memory_efficiency: 1,
   scope: "request",
 };
+
+/** True when the inputs the measured GEMM speedups depend on are the worked deployment's. */
+export function isWorkedWorkload(state) {
+  const same = (a, b) => a.length === b.length && a.every((k) => b.includes(k));
+  return state.gpu === VERDICT.gpu && state.dtype === VERDICT.dtype && state.model === VERDICT.model
+    && state.batch === VERDICT.batch && state.prompt_len === VERDICT.prompt_len && state.output_len === VERDICT.output_len
+    && state.prefill_chunk_tokens === 0 && same(state.pruned, VERDICT.pruned)
+    && (state.backend ?? GPUS[state.gpu].backends[0]) === GPUS[VERDICT.gpu].backends[0];
+}
+
+/** True when the form holds the worked deployment with the H200 run's measured GEMM speedups. */
+export function isWorkedDeployment(state) {
+  return state.gemm === "measured" && isWorkedWorkload(state)
+    && state.speedup_prefill === VERDICT.speedup_prefill && state.speedup_decode === VERDICT.speedup_decode;
+}
 
 // Query-string names of the inputs (short, readable in a shared link).
 export const URL_KEYS = {
@@ -207,6 +225,8 @@ export function mount(root) {
 
   const customBox = el("div", { class: "calc-grid calc-custom" }, MODEL_FIELDS.map((n) => f[n].wrap));
   const measuredBox = el("div", { class: "calc-grid" }, [f.speedup_prefill.wrap, f.speedup_decode.wrap]);
+  // Says why the GEMM source moved to the prediction when the inputs left the worked deployment.
+  const gemmNote = el("p", { class: "calc-help", "data-out": "gemm_note", "aria-live": "polite" });
   const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
     el("fieldset", {}, [el("legend", { text: "Workload" }),
       el("div", { class: "calc-grid" }, [f.preset.wrap, f.model.wrap]), customBox,
@@ -218,7 +238,7 @@ export function mount(root) {
       el("p", { class: "calc-help" }, ["share of all linear-layer weights that are 2:4: ", prunedShare]), f.pruned.message]),
     el("fieldset", {}, [el("legend", { text: "2:4 GEMM speedup" }),
       el("div", { class: "calc-radios" }, gemmRadios.flatMap((r) => [el("span", { class: "calc-check" }, [r.input, r.label])])),
-      measuredBox, f.gemm.message]),
+      measuredBox, gemmNote, f.gemm.message]),
     el("details", { class: "calc-more" }, [el("summary", { text: "More assumptions: fixed costs and efficiencies" }),
       el("div", { class: "calc-grid" }, [f.step_overhead_ms.wrap, f.request_overhead_ms.wrap, f.attention_efficiency.wrap, f.memory_efficiency.wrap])]),
   ]);
@@ -323,7 +343,7 @@ export function mount(root) {
   /** The field whose value makes a result non-finite: the first suspect that, set back to its default, fixes it. */
   function blame(state, numeric) {
     for (const name of SUSPECTS.filter((n) => numeric.includes(n))) {
-      const fallback = DEFAULTS[name] === "" ? 1 : DEFAULTS[name];
+      const fallback = DEFAULTS[name] === "" ? 1 : Number(DEFAULTS[name]);
       if (state[name] === fallback) continue;
       try {
         const view = computeScenario({ ...state, [name]: fallback });
@@ -393,7 +413,9 @@ export function mount(root) {
     for (const key of ["p_prefill", "p_decode", "p_request"]) o[key].textContent = percentText(s[key]);
     prunedShare.textContent = percentText(view.prunedShare);
     const scenarioLabel = SCENARIO_TEXT[state.scenario].label;
-    const source = state.gemm === "measured" ? "typed in as measured" : `predicted by the fitted roofline, ${scenarioLabel}`;
+    const worked = isWorkedDeployment(state);
+    const source = worked ? `measured on the ${VERDICT.gpu} in CUDA graphs, ${VERDICT.software.split("measured ")[1] ?? ""}; chapter 7's verdict`
+      : state.gemm === "measured" ? "typed in as measured" : `predicted by the fitted roofline, ${scenarioLabel}`;
     gemmLine.textContent = `2:4 GEMM speedup used (${source}): prefill ${speedupText(s.gemm_speedup_prefill)}, decode ${speedupText(s.gemm_speedup_decode)}. `
       + `Roofline ceiling with perfect kernels: prefill ${speedupText(s.ceiling_speedup_prefill)}, decode ${speedupText(s.ceiling_speedup_decode)}.`;
     rangeTable.hidden = !view.range;
@@ -411,9 +433,11 @@ export function mount(root) {
     drawFunnel(svg, view.stages, { kernelRole: state.gemm === "measured" ? "measured" : "predicted",
       title: `The funnel for ${scopeLabel}: from the data sheet's 2:4 speedup to what this workload gets` });
     writeVerdict(state, view);
-    const whole = speedupText(s.speedup_request);
-    const how = state.gemm === "measured" ? "with the GEMM speedups typed in" : SCENARIO_TEXT[state.scenario].label;
-    head.show(whole, versusDense(whole), `TTFT ${speedupText(s.speedup_ttft)} · per output token ${speedupText(s.speedup_tpot)} · ${how}`);
+    // The headline rounds as the verdict table does (2 decimals); the tables keep 3.
+    const whole = headlineSpeedupText(s.speedup_request);
+    const how = worked ? `GEMMs measured on the ${VERDICT.gpu} (CUDA graphs)`
+      : state.gemm === "measured" ? "with the GEMM speedups typed in" : SCENARIO_TEXT[state.scenario].label;
+    head.show(whole, versusDense(whole), `TTFT ${headlineSpeedupText(s.speedup_ttft)} · per output token ${headlineSpeedupText(s.speedup_tpot)} · ${how}`);
     tableScroll.refresh();
     rangeScroll.refresh();
   }
@@ -454,7 +478,9 @@ export function mount(root) {
     measure.replaceChildren(
       el("li", {}, [`Does a sparse kernel run at all at these shapes? Decode multiplies M = ${integerText(mDecode)} (${chunk ? `one row per sequence plus ${integerText(chunk)} prompt-chunk rows` : "one row per sequence"}; the ${backend} path pads them to a multiple of ${pad}), prefill M = ${integerText(mPrefill)}. Prove which kernel ran with a profiler (`,
         link("notebooks/03-dispatch/", "chapter 3"), ").", ]),
-      el("li", {}, [state.gemm === "measured"
+      el("li", {}, [isWorkedDeployment(state)
+        ? `These GEMM speedups are the project's ${VERDICT.gpu} measurements of this workload (${VERDICT.software}); on your GPU and software they will differ. `
+        : state.gemm === "measured"
         ? "The GEMM speedups you typed: were they measured at these M, on this GPU, dtype and library version? "
         : `The achieved 2:4 GEMM speedup on your GPU and software: the predicted one comes from a model fitted to ${facts.n_points} measurements (the line under the table says which, and its held-out error), in the "${SCENARIO_TEXT[state.scenario].label}" scenario. `,
       "Time dense and 2:4 at both M with ", el("code", { text: "twofour bench" }), " and type the results in."]),
@@ -552,15 +578,40 @@ export function mount(root) {
     f.scenario.set(DEFAULTS.scenario);
     for (const r of gemmRadios) r.input.checked = r.value === DEFAULTS.gemm;
     for (const r of scopeRadios) r.input.checked = r.value === DEFAULTS.scope;
+    gemmNote.textContent = "";
     update();
+  }
+
+  /** The measured fields still hold the H200 run's values they opened with. */
+  function measuredAreDefaults() {
+    return f.speedup_prefill.input.value.trim() === DEFAULTS.speedup_prefill
+      && f.speedup_decode.input.value.trim() === DEFAULTS.speedup_decode;
+  }
+
+  /**
+   * The opening speedups were measured for the worked deployment only. When the inputs leave it
+   * (another GPU, dtype, workload...) while the fields still hold them, the GEMM speedups switch to
+   * the prediction and a line says why; typing a speedup, or choosing "typed in", is the reader's
+   * own claim and stays.
+   */
+  function leaveWorkedDeployment() {
+    if (gemmSource() !== "measured" || !measuredAreDefaults()) return;
+    const { state, errors } = readState();
+    if (errors.length || isWorkedWorkload(state)) return;
+    for (const r of gemmRadios) r.input.checked = r.value === "roofline";
+    gemmNote.textContent = `The measured speedups belong to the worked deployment (${VERDICT.model} ${VERDICT.dtype} on the ${VERDICT.gpu}, `
+      + `batch ${VERDICT.batch}, ${VERDICT.prompt_len} + ${VERDICT.output_len} tokens): for these inputs the GEMM speedups are predicted. `
+      + `Choose "typed in from a measurement" to enter your own.`;
   }
 
   /**
    * Empty measured-speedup fields start at what the model predicts for the inputs on screen
    * (3 significant digits), so that choosing "typed in" changes nothing until a measurement is typed.
+   * Fields still holding the worked deployment's measurement count as empty for any other inputs.
    */
   function fillMeasured() {
-    const empty = ["speedup_prefill", "speedup_decode"].filter((n) => f[n].input.value.trim() === "");
+    const other = measuredAreDefaults() && !isWorkedWorkload(readState().state);
+    const empty = ["speedup_prefill", "speedup_decode"].filter((n) => other || f[n].input.value.trim() === "");
     if (!empty.length) return;
     const { state, errors } = readState();
     // The GEMM speedups depend on the workload, GPU, dtype, backend, scenario and pruned layers,
@@ -609,6 +660,7 @@ export function mount(root) {
     f.output_len.input.value = sc.output_len;
     f.prefill_chunk_tokens.input.value = sc.prefill_chunk_tokens;
     f.dtype.input.value = sc.dtype;
+    leaveWorkedDeployment();
     update();
   });
   f.model.input.addEventListener("change", () => {
@@ -618,7 +670,9 @@ export function mount(root) {
   });
   form.addEventListener("input", (e) => {
     if (e.target !== f.preset.input && e.target !== f.model.input) f.preset.input.value = "";
+    if (gemmRadios.some((r) => r.input === e.target)) gemmNote.textContent = "";
     if (e.target === gemmRadios[1].input) fillMeasured();
+    else if (!gemmRadios.some((r) => r.input === e.target)) leaveWorkedDeployment();
     update();
   });
   scopeGroup.addEventListener("input", update);
@@ -628,6 +682,9 @@ export function mount(root) {
   update(); // the defaults: always valid, so there is a last valid result to keep
   if (syncUrl) {
     const problems = readUrl();
+    // A link that names its GEMM source keeps it (an empty measured field starts at the prediction);
+    // one that does not gets the opening measurement only for the worked deployment.
+    if (!new URLSearchParams(sharedQuery).has(URL_KEYS.gemm)) leaveWorkedDeployment();
     if (gemmSource() === "measured") fillMeasured();
     update();
     for (const [name, text] of problems) {
