@@ -647,7 +647,7 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
     shown = _outputs(calc)
     assert shown["speedup"] == speedup_text(amdahl.speedup(float(p), float(s)))
     assert "decode phase" in shown["origin"] and f"Fitted model, {VERDICT['gpu']} with cuSPARSELt" in shown["origin"]
-    assert f"at this M (M ≤ 16)" in shown["origin"]
+    assert "at this M (M ≤ 16)" in shown["origin"]
     calc.get_by_label("eligible fraction p").fill("0.6")
     calc.get_by_label("GEMM speedup s").fill("1.5")
     shown = _outputs(calc)

@@ -53,7 +53,7 @@ from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
 from ..roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES, SCENARIOS as GEMM_SCENARIOS,
                         KernelParams, default_params, pad_multiple, predict)
 from ..roofline._fitfile import FIT_PATH
-from ..request import (BLOCK_LINEARS, LINEAR_KINDS, SCENARIOS, Assumptions, Workload, build_inputs, evaluate,
+from ..request import (BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
 from ._fitted_js import FITTED_JS, dtype_table, fitted_js, fitted_subset
 from .main import UserError
