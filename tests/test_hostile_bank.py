@@ -79,16 +79,19 @@ def _bank_yaml(expr: str) -> str:
   - id: q-one
     level: fundamentals
     topic: amdahl
+    kind: calculation
+    skill: edge
+    setting: hostile
     title: T
     prompt: "P {{{{a}}}}"
-    rubric: [one, two, three]
+    rubric: {{must: [one, two], strong: [s], red_flags: [r]}}
+    levels: {{mid: m, senior: s, staff: t}}
     answer: A
     mistakes: [m]
     follow_ups: [f]
     connects: c
     numbers:
       - {{name: a, expr: "{expr}", fmt: "{{}}", label: a}}
-    signals: {{strong: [s], acceptable: [a], weak: [w]}}
 """
 
 
@@ -168,11 +171,12 @@ def test_formats_are_one_plain_field(fmt):
 
 def test_a_format_reading_attributes_is_refused_when_the_bank_loads():
     raw = {
-        "id": "q-one", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P {{a}}",
-        "rubric": ["one", "two", "three"], "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
+        "id": "q-one", "level": "fundamentals", "topic": "amdahl", "kind": "calculation", "skill": "edge",
+        "setting": "hostile", "title": "T", "prompt": "P {{a}}",
+        "rubric": {"must": ["one", "two"], "strong": ["s"], "red_flags": ["r"]},
+        "levels": {"mid": "m", "senior": "s", "staff": "t"}, "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
         "connects": "c", "numbers": [{"name": "a", "expr": "1", "fmt": "{0.__class__.__init__.__globals__}",
                                       "label": "a"}],
-        "signals": {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]},
     }
     with pytest.raises(BankError, match=r"question 'q-one' \(at numbers\[0\]\.fmt\): number 'a': format"):
         parse_question(raw, 0)
@@ -214,11 +218,12 @@ def test_a_bank_written_by_yaml_safe_dump_with_shared_objects_loads(tmp_path):
     """yaml.safe_dump writes an anchor and aliases for objects shared between questions: a few are fine."""
     import yaml
 
-    shared = {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]}
-    q = {"id": "q-one", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P", "rubric": ["a", "b", "c"],
-         "answer": "A", "mistakes": ["m"], "follow_ups": ["f"], "connects": "c", "signals": shared}
+    shared = {"must": ["a", "b"], "strong": ["s"], "red_flags": ["r"]}
+    q = {"id": "q-one", "level": "fundamentals", "topic": "amdahl", "kind": "concept", "skill": "edge", "setting": "one",
+         "title": "T", "prompt": "P", "rubric": shared, "levels": {"mid": "m", "senior": "s", "staff": "t"},
+         "answer": "A", "mistakes": ["m"], "follow_ups": ["f"], "connects": "c"}
     bank = tmp_path / "dumped.yaml"
-    bank.write_text(yaml.safe_dump({"questions": [q, dict(q, id="q-two")]}), encoding="utf-8")
+    bank.write_text(yaml.safe_dump({"questions": [q, dict(q, id="q-two", setting="two")]}), encoding="utf-8")
     assert "&id001" in bank.read_text()
     assert [x.id for x in load_bank(bank)] == ["q-one", "q-two"]
 

@@ -14,17 +14,23 @@ from twofour.course.practice import BankError, parse_question
 
 def _question(**changes):
     raw = {
-        "id": "q-edge", "level": "fundamentals", "topic": "amdahl", "title": "T", "prompt": "P {{a}}",
-        "rubric": ["one", "two", "three"], "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
+        "id": "q-edge", "level": "fundamentals", "topic": "amdahl", "kind": "calculation", "skill": "edge",
+        "setting": "edges", "title": "T", "prompt": "P {{a}}",
+        "rubric": {"must": ["one", "two"], "strong": ["s"], "red_flags": ["r"]},
+        "levels": {"mid": "m", "senior": "s", "staff": "t"},
+        "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
         "connects": "c", "numbers": [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"}],
-        "signals": {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]},
     }
     raw.update(changes)
     return raw
 
 
 def _check(**fields):
-    return {"quick_check": {"ask": "q", "answer": "a", "derivation": "d", "basis": "first principles", **fields}}
+    check = {"ask": "q", "answer": "a", "derivation": "d", "basis": "first principles", **fields}
+    tol = fields.get("tolerance")
+    if isinstance(tol, float) and not isinstance(tol, bool) and tol >= 0.02:  # a wide tolerance names its approximation
+        check.setdefault("accepts", [{"number": "a", "why": "an approximation"}])
+    return {"quick_check": check}
 
 
 # 0.07 * 100 and 0.29 * 100 are not whole in binary floating point (7.000000000000001,
@@ -58,7 +64,7 @@ def test_scale_must_be_positive(scale):
         parse_question(_question(**_check(scale=scale)), 0)
 
 
-@pytest.mark.parametrize("key, low, high", [("rubric", 3, 6), ("mistakes", 1, 5), ("follow_ups", 1, 3)])
+@pytest.mark.parametrize("key, low, high", [("mistakes", 1, 5), ("follow_ups", 1, 3)])
 def test_list_lengths_at_both_edges(key, low, high):
     for n in (low, high):
         q = parse_question(_question(**{key: [f"item {i}" for i in range(n)]}), 0)
@@ -68,23 +74,41 @@ def test_list_lengths_at_both_edges(key, low, high):
             parse_question(_question(**{key: [f"item {i}" for i in range(n)]}), 0)
 
 
-@pytest.mark.parametrize("kind", ["strong", "acceptable", "weak"])
-def test_signal_lists_hold_one_to_four(kind):
-    signals = {"strong": ["s"], "acceptable": ["a"], "weak": ["w"]}
-    q = parse_question(_question(signals={**signals, kind: ["1", "2", "3", "4"]}), 0)
-    assert len(getattr(q.signals, kind)) == 4
-    for bad in ([], ["1", "2", "3", "4", "5"]):
-        with pytest.raises(BankError, match=rf"question 'q-edge' \(at signals\.{kind}\): '{kind}' must have 1-4 entries, got {len(bad)}"):
-            parse_question(_question(signals={**signals, kind: bad}), 0)
+@pytest.mark.parametrize("kind, low, high", [("must", 2, 5), ("strong", 1, 4), ("red_flags", 1, 4)])
+def test_rubric_lists_at_both_edges(kind, low, high):
+    rubric = {"must": ["m1", "m2"], "strong": ["s"], "red_flags": ["r"]}
+    for n in (low, high):
+        q = parse_question(_question(rubric={**rubric, kind: [str(i) for i in range(n)]}), 0)
+        assert len(getattr(q.rubric, kind)) == n
+    for bad in (low - 1, high + 1):
+        with pytest.raises(BankError, match=rf"question 'q-edge' \(at rubric\.{kind}\): '{kind}' must have {low}-{high} entries, got {bad}"):
+            parse_question(_question(rubric={**rubric, kind: [str(i) for i in range(bad)]}), 0)
+
+
+@pytest.mark.parametrize("key", ["assumptions", "changes"])
+def test_design_lists_hold_two_to_five(key):
+    design = {"assumptions": ["a1", "a2"], "changes": ["c1", "c2"]}
+    q = parse_question(_question(level="deep", kind="design", design={**design, key: list("abcde")}), 0)
+    assert len(getattr(q.design, key)) == 5
+    for bad in (["only"], list("abcdef")):
+        with pytest.raises(BankError, match=rf"\(at design\.{key}\): '{key}' must have 2-5 entries, got {len(bad)}"):
+            parse_question(_question(level="deep", kind="design", design={**design, key: bad}), 0)
 
 
 def test_list_items_must_be_non_empty_text():
-    with pytest.raises(BankError, match=r"rubric\[1\] must be non-empty text"):
-        parse_question(_question(rubric=["one", "  ", "three"]), 0)
-    with pytest.raises(BankError, match=r"'rubric' must be a list of 3-6 texts, got str"):
-        parse_question(_question(rubric="one"), 0)
-    q = parse_question(_question(rubric=[" one ", "two", "three"]), 0)
-    assert q.rubric[0] == "one"
+    with pytest.raises(BankError, match=r"must\[1\] must be non-empty text"):
+        parse_question(_question(rubric={"must": ["one", "  "], "strong": ["s"], "red_flags": ["r"]}), 0)
+    with pytest.raises(BankError, match=r"'must' must be a list of 2-5 texts, got str"):
+        parse_question(_question(rubric={"must": "one", "strong": ["s"], "red_flags": ["r"]}), 0)
+    q = parse_question(_question(rubric={"must": [" one ", "two"], "strong": ["s"], "red_flags": ["r"]}), 0)
+    assert q.rubric.must[0] == "one"
+
+
+def test_a_tolerance_of_two_percent_is_the_first_that_must_name_its_approximation():
+    check = {"ask": "q", "answer": "a", "derivation": "d", "basis": "first principles"}
+    assert parse_question(_question(quick_check={**check, "tolerance": 0.01}), 0).quick_check.accepts == ()
+    with pytest.raises(BankError, match=r"\(at quick_check\.accepts\): a quick check with a tolerance of 2% or more"):
+        parse_question(_question(quick_check={**check, "tolerance": 0.02}), 0)
 
 
 def test_errors_name_the_question_by_position_before_its_id_is_known():
@@ -120,7 +144,7 @@ def test_rendered_card_keeps_its_blank_lines_and_headings():
     assert "\nRead more: [the chapter](../notebooks/06-amdahl.ipynb).\n\nSources: ref one; ref two\n\n</details>\n" in md
     assert "graded against first-principles arithmetic)</p>\n\n<details class=\"practice-derivation\" markdown=\"1\">\n" in md
     assert "<summary>Derivation</summary>\n\nd\n\n</details>\n\n</div>\n\n</article>\n" in md
-    assert "within ±2% of the computed value; graded against" in md
+    assert "within ±2% of the computed value; accepts 1.33 (an approximation); graded against" in md
     # The numbers table shows each number with how it is obtained.
     assert "| a | 1.33 | `amdahl.speedup(0.5, 2.0)` |" in md
 
@@ -146,7 +170,7 @@ def test_load_bank_reads_a_file_and_names_the_bad_question(tmp_path):
 
     good = _question()
     path = tmp_path / "bank.yaml"
-    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two")]}))
+    path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two", setting="two")]}))
     bank = load_bank(path)
     assert [q.id for q in bank] == ["q-edge", "q-two"]
     path.write_text(yaml.safe_dump({"questions": [good, dict(good, id="q-two", level="easy")]}))
@@ -185,11 +209,11 @@ def test_a_unit_outside_the_table_is_shown_as_written():
     assert "(within ±2% of the computed value;" in render_markdown(plain)
 
 
-def test_an_empty_signal_text_names_its_list_and_position():
-    # The path is signals.strong[1]: the message's index is the path's last part, not its second.
-    signals = {"strong": ["s", " "], "acceptable": ["a"], "weak": ["w"]}
-    with pytest.raises(BankError, match=r"^question 'q-edge' \(at signals\.strong\[1\]\): strong\[1\] must be non-empty text, got ' '$"):
-        parse_question(_question(signals=signals), 0)
+def test_an_empty_rubric_text_names_its_list_and_position():
+    # The path is rubric.strong[1]: the message's index is the path's last int, not its second part.
+    rubric = {"must": ["a", "b"], "strong": ["s", " "], "red_flags": ["r"]}
+    with pytest.raises(BankError, match=r"^question 'q-edge' \(at rubric\.strong\[1\]\): strong\[1\] must be non-empty text, got ' '$"):
+        parse_question(_question(rubric=rubric), 0)
 
 
 def test_parsing_a_quick_check_leaves_the_published_schema_alone():
@@ -226,12 +250,12 @@ def test_text_schema_messages():
     title = _text_schema("'title' must be non-empty text")
     assert QUESTION_SCHEMA["properties"]["title"] == title
     assert _schema_message(title, "  ") == "here: 'title' must be non-empty text, got '  '"
-    rubric = _texts_schema("rubric", 3, 6)
-    assert QUESTION_SCHEMA["properties"]["rubric"] == rubric
-    assert _schema_message(rubric, "one") == "here: 'rubric' must be a list of 3-6 texts, got str"
-    assert _schema_message(rubric, ["a", " ", "c"]) == "here (at [1]): rubric[1] must be non-empty text, got ' '"
-    assert _schema_message(rubric, ["a"] * 2) == "here: 'rubric' must have 3-6 entries, got 2"
-    assert _schema_message(rubric, ["a"] * 7) == "here: 'rubric' must have 3-6 entries, got 7"
+    must = _texts_schema("must", 2, 5)
+    assert QUESTION_SCHEMA["properties"]["rubric"]["properties"]["must"] == must
+    assert _schema_message(must, "one") == "here: 'must' must be a list of 2-5 texts, got str"
+    assert _schema_message(must, ["a", " ", "c"]) == "here (at [1]): must[1] must be non-empty text, got ' '"
+    assert _schema_message(must, ["a"] * 1) == "here: 'must' must have 2-5 entries, got 1"
+    assert _schema_message(must, ["a"] * 6) == "here: 'must' must have 2-5 entries, got 6"
 
 
 def test_compute_bound_m_searches_up_to_2_to_the_20_inclusive():

@@ -78,7 +78,7 @@ def test_self_grade_and_notes_persist_across_a_reload(watched, base_url):
     card.locator("details.practice-rubric > summary").click()
     boxes = card.locator(".practice-point input[type=checkbox]")
     boxes.nth(0).check()
-    boxes.nth(2).check()
+    boxes.nth(1).check()
     card.get_by_label("Your notes (kept in this browser)").fill("add times, then divide")
     assert "2 of" in card.locator(".practice-score").inner_text()
 
@@ -87,7 +87,7 @@ def test_self_grade_and_notes_persist_across_a_reload(watched, base_url):
     card = _visible_cards(page).first
     assert card.get_attribute("data-qid") == "averaging-mistake"
     boxes = card.locator(".practice-point input[type=checkbox]")
-    assert [boxes.nth(i).is_checked() for i in range(boxes.count())][:3] == [True, False, True]
+    assert [boxes.nth(i).is_checked() for i in range(boxes.count())][:2] == [True, True]
     assert card.get_by_label("Your notes (kept in this browser)").input_value() == "add times, then divide"
     assert "2 of" in card.locator(".practice-score").inner_text()
     assert not watched.console_errors
@@ -179,8 +179,8 @@ def test_progress_by_level_and_topic_and_review_my_weak_ones(watched, base_url):
     assert summary.inner_text() == f"Your progress: 0 of {len(bank)} graded, 0 weak"
     review = page.get_by_role("button", name="Review my weak ones")
     card = _visible_cards(page).first
-    points = _grade(card, [0])  # one point of several: weak
-    assert points >= 3
+    points = _grade(card, [0])  # one must-have of several: weak (an answer without any one fails)
+    assert points >= 2
     assert summary.inner_text() == f"Your progress: 1 of {len(bank)} graded, 1 weak"
     summary.click()
     q = bank.get("averaging-mistake")
@@ -264,17 +264,29 @@ def test_no_scroll_jump_on_load(watched, base_url, path):
     assert re.search(r"#q-[\w-]+$", page.url), "the question is still named in the URL"
 
 
-def test_grader_signals_sit_inside_the_worked_answer(watched, base_url):
-    page = _open(watched, base_url, MODE + "#q-capacity-at-slo")
+def test_the_rubric_grades_by_must_haves_and_shows_signals_flags_and_levels(watched, base_url):
+    page = _open(watched, base_url, MODE + "#q-compute-bound-m")
     card = _visible_cards(page).first
-    assert card.get_attribute("data-qid") == "capacity-at-slo"
-    signals = card.locator("details.practice-signals")
-    assert signals.is_hidden(), "the grader's signals wait inside the worked answer"
+    assert card.get_attribute("data-qid") == "compute-bound-m"
+    rubric = card.locator("details.practice-rubric")
+    rubric.locator("summary").click()
+    must = load_bank().get("compute-bound-m").rubric.must
+    assert card.locator(".practice-point input[type=checkbox]").count() == len(must), "one box per must-have"
+    for label in ("Strong signals", "Red flags", "What a pass looks like"):
+        assert rubric.get_by_text(label, exact=True).is_visible()
+    assert rubric.get_by_text("Staff engineer:", exact=False).first.is_visible()
+    assert f"0 of {len(must)} must-haves" in card.locator(".practice-score").inner_text()
+    ask = card.locator(".practice-check-ask").inner_text()
+    assert "in tokens" in ask and "within ±15% of the computed value; accepts 206 tokens" in ask and "graded against" in ask
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_a_design_question_shows_its_assumptions_and_what_would_change_it(watched, base_url):
+    page = _open(watched, base_url, MODE + "#q-would-you-invest")
+    card = _visible_cards(page).first
     card.locator("details.practice-rubric > summary").click()
     card.locator("details.practice-answer").locator("summary", has_text="Worked answer").click()
-    signals.locator("summary").click()
-    for label in ("Strong", "Acceptable", "Weak"):
-        assert signals.get_by_text(label, exact=True).is_visible()
-    ask = card.locator(".practice-check-ask").inner_text()
-    assert "in sequences" in ask and "within ±2% of the computed value" in ask and "graded against" in ask
-    assert not watched.console_errors and not watched.external_requests
+    design = card.locator(".practice-design")
+    assert design.get_by_text("Assumptions", exact=True).is_visible()
+    assert design.get_by_text("What would change the decision", exact=True).is_visible()
+    assert not watched.console_errors

@@ -12,8 +12,13 @@
 // (#q-<id>), so a reload or a shared link returns to it, without the browser jumping down
 // the page to it.
 //
+// The mock loop (./mock.js) runs inside practice mode: a mixed set under one timer, graded per
+// must-have, with a score sheet that prints and travels as a link (#mock&...).
+//
 // Loaded once as an ES module. Material's `document$` emits on the first load and after every
 // instant navigation; set-up is idempotent (each element is marked when done).
+
+import { createMockLoop, isMockHash } from "./mock.js";
 
 const STORE_KEY = "htw-practice-v1";
 
@@ -31,16 +36,15 @@ export function loadState(storage = globalThis.localStorage) {
 
 // ---- progress -------------------------------------------------------------------------------
 
-// A question is graded once its self-grade has been touched, and weak when fewer than half of
-// its rubric points were ticked or its quick check was last answered wrong.
-export const WEAK_BELOW = 0.5;
-
+// A question is graded once its self-grade has been touched, and weak when a must-have was not
+// ticked (an answer without any one of them fails) or its quick check was last answered wrong.
 export function questionStatus(qid, points, state) {
   const ticks = state.grades[qid];
   const check = state.checks[qid];
   const graded = Array.isArray(ticks);
-  const score = graded && points ? ticks.filter(Boolean).length / points : null;
-  const weak = (graded && score < WEAK_BELOW) || (check && check.verdict === "wrong") || false;
+  const met = graded ? ticks.slice(0, points).filter(Boolean).length : 0;
+  const score = graded && points ? met / points : null;
+  const weak = (graded && met < points) || (check && check.verdict === "wrong") || false;
   return { graded, score, weak: Boolean(weak) };
 }
 
@@ -184,14 +188,15 @@ function setUpCard(card, state) {
 
   const rubric = card.querySelector(".practice-rubric");
   if (rubric) {
-    const points = [...rubric.querySelectorAll(":scope > ol > li, :scope > ul > li")];
+    // Self-grading is per must-have: the strong signals and red flags are for reading.
+    const points = [...rubric.querySelectorAll(".practice-must li")];
     const saved = state.grades[qid] || [];
     const score = document.createElement("p");
     score.className = "practice-score";
     score.setAttribute("aria-live", "polite");
     const update = () => {
       const ticks = points.map((li) => li.querySelector("input[type=checkbox]").checked);
-      score.textContent = `Self-grade: ${ticks.filter(Boolean).length} of ${points.length} points.`;
+      score.textContent = `Self-grade: ${ticks.filter(Boolean).length} of ${points.length} must-haves.`;
       return ticks;
     };
     points.forEach((li, i) => {
@@ -324,6 +329,7 @@ function makeTimer(announce) {
 }
 
 let progressListener = null;
+let hashListener = null;
 
 // The cards live on the level pages (site_hooks/practice.py: data-sources); practice mode
 // fetches them (same site, no other host) into its deck. Links in a card are made absolute
@@ -372,7 +378,7 @@ async function setUpMode(root) {
   if (!cards.length) return;
   const levels = JSON.parse(root.dataset.levels || "[]");
   const topics = JSON.parse(root.dataset.topics || "{}");
-  const points = (card) => card.querySelectorAll(".practice-rubric > ol > li, .practice-rubric > ul > li").length;
+  const points = (card) => card.querySelectorAll(".practice-rubric .practice-must li").length;
   const facts = cards.map((c) => ({ qid: c.dataset.qid, level: c.dataset.level, topic: c.dataset.topic, points: points(c) }));
 
   const [levelField, levelSelect] = select("Level", [["", "all levels"], ...levels.map((l) => [l, l])]);
@@ -474,7 +480,7 @@ async function setUpMode(root) {
     const note = document.createElement("p");
     note.className = "practice-progress__note";
     note.textContent =
-      "Graded: you ticked the rubric of that question. Weak: fewer than half of its points ticked, or its quick check last answered wrong.";
+      "Graded: you ticked the must-haves of that question. Weak: a must-have not ticked, or its quick check last answered wrong.";
     body.append(note, review);
     review.disabled = p.all.weak === 0;
   }
@@ -569,6 +575,33 @@ async function setUpMode(root) {
     if (title) title.tabIndex = -1; // focus target when moving between questions
   }
   renderProgress();
+
+  // The mock loop takes the page over while it runs; practice mode's own controls wait.
+  const chrome = [bar, timer.element, panel, status, bottom];
+  const mock = createMockLoop(root, cards, {
+    topics,
+    pause() {
+      timer.reset();
+      for (const part of chrome) part.hidden = true;
+    },
+    resume() {
+      for (const part of chrome) part.hidden = false;
+      bottom.hidden = !current;
+      show(current || cards[0], { focus: true });
+    },
+  });
+  bar.after(root.querySelector(".practice-mock-setup"));
+  if (hashListener) window.removeEventListener("hashchange", hashListener);
+  hashListener = () => {
+    if (isMockHash(location.hash) && !mock.active) mock.resumeFrom(location.hash);
+  };
+  window.addEventListener("hashchange", hashListener);
+
+  if (isMockHash(location.hash) && mock.resumeFrom(location.hash)) {
+    root.dataset.practiceReady = "true";
+    window.scrollTo({ top: 0, left: 0, behavior: "instant" });
+    return;
+  }
   const fromHash = location.hash ? document.getElementById(location.hash.slice(1)) : null;
   show(fromHash && cards.includes(fromHash) ? fromHash : cards[0]);
   // A #q-<id> in the URL names the question, not a place to scroll to: the browser (or

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ... import request, roofline
+from ... import models, request, roofline
 from ..._common.args import require_positive_int
 from ...dispatch import rules as dispatch_rules
 from ...funnel import funnel as _funnel
@@ -232,3 +232,137 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
     for s, c in zip(shares, relative_costs):
         cost += s * c
     return round(cost, 12)
+
+
+def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str = "kernel", what: str = "ratio") -> float:
+    """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200.
+
+    Over the block linears of ``cfg`` (each shape as often as the model has it) at ``M`` tokens:
+    each side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, 2:4
+    over dense (``what="ratio"``), or the lowest / highest single GEMM's ratio (``"min"``, ``"max"``).
+    Measured, not modelled: ``twofour.bench.recorded_results("gpu")`` in timing ``mode``.
+
+    >>> 0.2 < measured_bandwidth_ratio(models.LLAMA_3_70B) < 0.5
+    True
+    """
+    from ... import packing
+    from ..._common.dtypes import DTYPES
+    from ...models import linear_shapes
+
+    if what not in ("ratio", "min", "max"):
+        raise ValueError(f"what must be 'ratio', 'min' or 'max', got {what!r}")
+    table = _measured_table(mode)
+    f = DTYPES["fp16" if dtype == "float16" else "bf16" if dtype == "bfloat16" else dtype]
+    dense_bytes = sparse_bytes = dense_s = sparse_s = 0.0
+    ratios = []
+    for s in linear_shapes(cfg, include_lm_head=False):
+        N, K = s.out_features, s.in_features
+        row = table.get((M, N, K, dtype))
+        if row is None:
+            raise ValueError(f"no H200 measurement of M={M}, N={N}, K={K}, {dtype} in mode {mode!r} ({cfg.name} {s.name})")
+        d_ms, s_ms = row
+        act = M * K * f.in_bytes + M * N * f.out_bytes
+        db = N * K * f.in_bytes + act
+        sb = packing.packed_bytes((N, K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits) + act
+        ratios.append((sb / s_ms) / (db / d_ms))
+        dense_bytes, sparse_bytes = dense_bytes + db * s.count, sparse_bytes + sb * s.count
+        dense_s, sparse_s = dense_s + d_ms * s.count, sparse_s + s_ms * s.count
+    return {"ratio": (sparse_bytes / sparse_s) / (dense_bytes / dense_s), "min": min(ratios), "max": max(ratios)}[what]
+
+
+def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") -> int:
+    """One field of the kernel launch the H200's decode-step trace recorded for ``layer``.
+
+    The traces are Llama-3-8B's seven block linears at M = 16, fp16, replayed in a CUDA graph
+    (:func:`twofour.roofline.evidence.trace_grids`): ``tile_n``, ``tile_m``, ``tiles``, ``split``
+    (CTAs per output tile, i.e. the split-K factor) or ``ctas``, of the 2:4 (``"sparse"``) or the
+    cuBLAS (``"dense"``) kernel.
+
+    >>> recorded_launch("down_proj", "sparse", "ctas"), recorded_launch("down_proj", "dense", "ctas")
+    (96, 128)
+    """
+    from ...roofline.evidence import trace_grids
+
+    if side not in ("sparse", "dense"):
+        raise ValueError(f"side must be 'sparse' or 'dense', got {side!r}")
+    grids = [g for g in trace_grids(f"{side}-graph") if g["layer"] == layer]
+    if not grids:
+        raise ValueError(f"layer must be one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; got {layer!r}")
+    if field_name not in ("tile_n", "tile_m", "tiles", "split", "ctas"):
+        raise ValueError(f"field_name must be one of tile_n, tile_m, tiles, split, ctas; got {field_name!r}")
+    values = {g[field_name] for g in grids}
+    if len(values) != 1:  # every replay launched the same grid; say so if one day they do not
+        raise ValueError(f"the trace's {side} {layer} launches differ in {field_name}: {sorted(values)}")
+    return values.pop()
+
+
+def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
+    """Speculative decoding's walltime gain: expected tokens per target pass over the pass's cost.
+
+    ``alpha``: the chance the target accepts a drafted token (independent per token); ``k``:
+    drafted tokens per pass; ``draft_cost``: one draft step's time over one target step's. A
+    pass yields ``(1 - alpha**(k + 1)) / (1 - alpha)`` tokens on average and costs
+    ``k * draft_cost + 1`` target steps (Leviathan et al., "Fast Inference from Transformers via
+    Speculative Decoding", arXiv 2211.17192; the verification pass is taken to cost one decode
+    step, which holds while it is bytes-bound).
+
+    >>> round(speculative_speedup(0.8, 4, 0.1), 3)
+    2.401
+    """
+    if not 0 <= alpha < 1:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    require_positive_int("k", k)
+    if not draft_cost > 0:
+        raise ValueError(f"draft_cost must be > 0, got {draft_cost!r}")
+    tokens = (1 - alpha ** (k + 1)) / (1 - alpha)
+    return tokens / (k * draft_cost + 1)
+
+
+def slo_goodput(loads, latencies, slo: float) -> float:
+    """The highest offered load of a load sweep whose latency still meets ``slo`` (goodput at the SLO).
+
+    ``loads`` (increasing) and ``latencies`` (a percentile measured at each load, same unit as
+    ``slo``) are the sweep; the sweep stops counting at the first load that misses the target, as
+    a service would. Returns 0 when even the lowest load misses it. No interpolation: goodput is
+    what was measured to hold.
+
+    >>> slo_goodput([2, 4, 6, 8], [30, 34, 52, 48], 50)
+    4
+    """
+    loads, latencies = list(loads), list(latencies)
+    if not loads or len(loads) != len(latencies):
+        raise ValueError("loads and latencies must be non-empty and of the same length")
+    if any(b <= a for a, b in zip(loads, loads[1:])):
+        raise ValueError(f"loads must increase, got {loads!r}")
+    best = 0
+    for load, latency in zip(loads, latencies):
+        if latency > slo:
+            break
+        best = load
+    return best
+
+
+def searched_gemm(M: int, N: int, K: int, what: str = "best_us") -> float:
+    """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded, the library's kernels only).
+
+    ``what``: ``"best_us"`` (the fastest algorithm whose result matched dense), ``"default_us"``
+    (algorithm 0, what PyTorch's ``F.linear`` runs), ``"dense_us"`` (cuBLAS in the same sweep) or
+    ``"best_alg"`` (the fastest algorithm's id). From ``twofour.bench.recorded_alg_search()``.
+
+    >>> searched_gemm(1, 4096, 14336, "best_us") < searched_gemm(1, 4096, 14336, "dense_us")
+    True
+    """
+    from ...bench import recorded_alg_search
+
+    hits = [c for c in recorded_alg_search() if (c["M"], c["N"], c["K"]) == (M, N, K)]
+    if not hits:
+        shapes = sorted({(c["M"], c["N"], c["K"]) for c in recorded_alg_search()})
+        raise ValueError(f"no sweep case M={M}, N={N}, K={K}; swept: {shapes}")
+    c = hits[0]
+    values = {"dense_us": c["dense_ms"] * 1e3, "default_us": c["default_ms"] * 1e3}
+    if c.get("best"):
+        values["best_us"] = c["best"]["ms"] * 1e3
+        values["best_alg"] = c["best"]["alg_id"]
+    if what not in values:
+        raise ValueError(f"what must be one of {sorted(values)}, got {what!r}")
+    return values[what]

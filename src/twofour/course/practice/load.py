@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ..._common.text import printable
 from .expressions import check_expression, check_format
-from .questions import Bank, Number, Question, QuickCheck, Signals
-from .schema import _SIGNAL_KEYS, _require, _validate
-from .terms import DEFAULT_BANK, BankError, _ID
+from .questions import Accept, Bank, Design, Levels, Number, Question, QuickCheck, Rubric
+from .schema import _require, _validate
+from .terms import DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, _ID
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
@@ -41,16 +41,22 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
         # The page's checker reports the tolerance in whole percent; a finer one would read "within 0%".
         _require(abs(tol * 100 - round(tol * 100)) < 1e-9, where + " (at quick_check.tolerance)",
                  f"quick_check.tolerance must be a whole percent (0.01, 0.02, ...), as the page reports it, got {tol!r}")
+        accepts = tuple(Accept(a["number"], a["why"].strip()) for a in qc.get("accepts") or [])
         quick_check = QuickCheck(qc["ask"].strip(), answer, qc.get("unit", ""), float(tol), qc["derivation"].strip(),
-                                 float(qc.get("scale", 1.0)), qc["basis"])
-    signals = raw["signals"]
+                                 float(qc.get("scale", 1.0)), qc["basis"], accepts)
+    rubric, levels = raw["rubric"], raw["levels"]
+    design = raw.get("design")
     q = Question(
         id=qid,
         level=raw["level"],
         topic=raw["topic"],
+        kind=raw["kind"],
+        skill=raw["skill"],
+        setting=raw["setting"],
         title=raw["title"].strip(),
         prompt=raw["prompt"].strip(),
-        rubric=tuple(t.strip() for t in raw["rubric"]),
+        rubric=Rubric(*(tuple(t.strip() for t in rubric[key]) for key in RUBRIC_FIELDS)),
+        levels=Levels(*(levels[grade].strip() for grade in GRADES)),
         answer=raw["answer"].strip(),
         mistakes=tuple(t.strip() for t in raw["mistakes"]),
         follow_ups=tuple(t.strip() for t in raw["follow_ups"]),
@@ -59,7 +65,9 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
         quick_check=quick_check,
         chapter=raw.get("chapter"),
         sources=tuple(s.strip() for s in raw.get("sources") or []),
-        signals=Signals(*(tuple(t.strip() for t in signals[key]) for key in _SIGNAL_KEYS)),
+        design=Design(tuple(t.strip() for t in design["assumptions"]), tuple(t.strip() for t in design["changes"]))
+        if design else None,
+        drills=tuple(raw.get("drills") or ()),
     )
     missing = q.placeholders() - set(names)
     _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
@@ -199,4 +207,18 @@ def load_bank(path=None) -> Bank:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise BankError(f"{source}: question ids must be unique, repeated: {dupes}")
+    # Two questions that test the same skill in the same setting are one question asked twice.
+    seen: dict[tuple[str, str], str] = {}
+    for q in questions:
+        key = (q.skill, q.setting)
+        if key in seen:
+            raise BankError(f"{source}: questions {seen[key]!r} and {q.id!r} both test skill {q.skill!r} in setting "
+                            f"{q.setting!r}; merge them or change what one asks")
+        seen[key] = q.id
+    # No formula is drilled by more than MAX_DRILLS questions.
+    for formula in sorted({f for q in questions for f in q.drills}):
+        drilling = [q.id for q in questions if formula in q.drills]
+        if len(drilling) > MAX_DRILLS:
+            raise BankError(f"{source}: {len(drilling)} questions drill {formula!r} ({', '.join(drilling)}); at most "
+                            f"{MAX_DRILLS} may")
     return Bank(questions, source)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .expressions import evaluate_expression, format_value
-from .terms import LEVELS, TEXT_FIELDS, TOPICS, BankError, _PLACEHOLDER
+from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, _PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,22 @@ class Number:
 
 
 @dataclass(frozen=True)
+class Accept:
+    """An approximation a quick check accepts: ``number`` (one of the question's numbers, in the
+    quick check's unit before ``scale``) and ``why`` (which standard approximation it is)."""
+
+    number: str
+    why: str
+
+
+@dataclass(frozen=True)
 class QuickCheck:
     """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
 
     ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
     (100 for a percentage); ``derivation`` is shown after an attempt; ``basis`` (a key of
-    :data:`BASES`) says what the answer key is; ``unit`` is a key of :data:`UNITS`.
+    :data:`BASES`) says what the answer key is; ``unit`` is a key of :data:`UNITS`; ``accepts``
+    lists the standard approximations the tolerance is wide enough for (tested to be).
     """
 
     ask: str
@@ -46,18 +56,44 @@ class QuickCheck:
     derivation: str
     scale: float = 1.0
     basis: str = "first principles"
+    accepts: tuple[Accept, ...] = ()
 
 
 @dataclass(frozen=True)
-class Signals:
-    """What a grader listens for: signs of a strong, an acceptable and a weak answer."""
+class Rubric:
+    """How two interviewers grade an answer alike.
 
+    ``must``: an answer without any one of these fails; ``strong``: signals of a strong answer
+    (recall of a PR or a version may be one, never a must-have); ``red_flags``: what, heard,
+    fails the answer or needs a follow-up.
+    """
+
+    must: tuple[str, ...]
     strong: tuple[str, ...]
-    acceptable: tuple[str, ...]
-    weak: tuple[str, ...]
+    red_flags: tuple[str, ...]
 
     def texts(self) -> list[str]:
-        return [*self.strong, *self.acceptable, *self.weak]
+        return [*self.must, *self.strong, *self.red_flags]
+
+
+@dataclass(frozen=True)
+class Levels:
+    """What a pass looks like for a mid-level, a senior and a staff engineer (keys of :data:`GRADES`)."""
+
+    mid: str
+    senior: str
+    staff: str
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(grade, getattr(self, grade)) for grade in GRADES]
+
+
+@dataclass(frozen=True)
+class Design:
+    """An open-ended question's frame: what the worked answer assumes, and what would change the decision."""
+
+    assumptions: tuple[str, ...]
+    changes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -67,9 +103,13 @@ class Question:
     id: str
     level: str
     topic: str
+    kind: str
+    skill: str
+    setting: str
     title: str
     prompt: str
-    rubric: tuple[str, ...]
+    rubric: Rubric
+    levels: Levels
     answer: str
     mistakes: tuple[str, ...]
     follow_ups: tuple[str, ...]
@@ -78,7 +118,8 @@ class Question:
     quick_check: QuickCheck | None = None
     chapter: str | None = None
     sources: tuple[str, ...] = field(default_factory=tuple)
-    signals: Signals | None = None
+    design: Design | None = None
+    drills: tuple[str, ...] = ()
 
     def evaluate(self) -> dict[str, object]:
         """Every number of the question, in order (each may use the ones before it)."""
@@ -96,12 +137,17 @@ class Question:
             used.update(_PLACEHOLDER.findall(text))
         return used
 
+    def grading_texts(self) -> list[str]:
+        """What a grader reads: the rubric and the level expectations."""
+        return [*self.rubric.texts(), *(text for _, text in self.levels.items())]
+
     def _texts(self) -> list[str]:
-        texts = [self.title, self.prompt, self.answer, self.connects, *self.rubric, *self.mistakes, *self.follow_ups]
+        texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,
+                 *self.follow_ups]
         if self.quick_check:
-            texts += [self.quick_check.ask, self.quick_check.derivation]
-        if self.signals:
-            texts += self.signals.texts()
+            texts += [self.quick_check.ask, self.quick_check.derivation, *(a.why for a in self.quick_check.accepts)]
+        if self.design:
+            texts += [*self.design.assumptions, *self.design.changes]
         return texts
 
     def render(self, field_name: str) -> str:
@@ -126,6 +172,13 @@ class Question:
         if self.quick_check is None:
             raise BankError(f"question {self.id!r} has no quick check")
         return float(self.evaluate()[self.quick_check.answer]) * self.quick_check.scale
+
+    def quick_check_accepted(self) -> list[tuple[float, str]]:
+        """Each approximation the quick check accepts, in the unit asked for, with why."""
+        if self.quick_check is None:
+            raise BankError(f"question {self.id!r} has no quick check")
+        values = self.evaluate()
+        return [(float(values[a.number]) * self.quick_check.scale, a.why) for a in self.quick_check.accepts]
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,6 +221,11 @@ class Bank:
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
         return [q for q in self.questions if q.level == level]
+
+    def by_kind(self, kind: str) -> list[Question]:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+        return [q for q in self.questions if q.kind == kind]
 
     def by_topic(self, topic: str) -> list[Question]:
         if topic not in TOPICS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from .questions import Question
-from .terms import BASES, LEVELS, TOPICS, UNITS
+from .terms import BASES, GRADES, KINDS, LEVELS, TOPICS, UNITS
 
 
 def _attr(text: str) -> str:
@@ -40,40 +40,63 @@ def _tolerance_phrase(tol: float) -> str:
     return f"within ±{round(tol * 100)}% of the computed value"
 
 
+def _accepts_phrase(q: Question) -> str:
+    """``; accepts 1.78 (1/0.5625 from memory)`` for each approximation the tolerance admits."""
+    parts = [f"{_number_text(value, q.quick_check.unit)} ({q.fill(why)})" for value, why in q.quick_check_accepted()]
+    return f"; accepts {' or '.join(parts)}" if parts else ""
+
+
+def _number_text(value: float, unit: str) -> str:
+    text = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{text}{'' if unit in ('', 'x', '%') else ' '}{unit}" if unit else text
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
     The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
-    readable page: the rubric and the worked answer are collapsible ``<details>``.
+    readable page: the rubric (must-haves, strong signals, red flags, what a pass looks like at
+    each level) and the worked answer are collapsible ``<details>``.
     """
     h = "#" * heading_level
     lines = [
         f'<article class="practice-q" id="q-{q.id}" data-qid="{q.id}" data-level="{q.level}" '
-        f'data-topic="{q.topic}" markdown="1">',
+        f'data-topic="{q.topic}" data-kind="{q.kind}" markdown="1">',
         "",
         f"{h} {q.fill(q.title)} {{: .practice-title }}",
         "",
         f'<p class="practice-meta"><span class="practice-tag">{LEVELS.index(q.level) + 1} · {q.level}</span> '
-        f'<span class="practice-tag">{_attr(TOPICS[q.topic])}</span></p>',
+        f'<span class="practice-tag">{_attr(TOPICS[q.topic])}</span> '
+        f'<span class="practice-tag practice-tag--kind">{_attr(KINDS[q.kind])}</span></p>',
         "",
         q.fill(q.prompt),
         "",
         f'<div class="practice-notes" data-qid="{q.id}"></div>',
         "",
         '<details class="practice-rubric" markdown="1">',
-        "<summary>What a strong answer contains</summary>",
+        "<summary>How it is graded: must-haves, signals, levels</summary>",
+        "",
+        '<div class="practice-must" markdown="1">',
+        "",
+        "**Must-haves.** An answer without any one of these fails.",
         "",
     ]
-    lines += [f"1. {q.fill(point)}" for point in q.rubric]
-    lines += ["", "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
+    lines += [f"1. {q.fill(point)}" for point in q.rubric.must]
+    lines += ["", "</div>", "", '<div class="practice-strong" markdown="1">', "", "**Strong signals**", ""]
+    lines += [f"- {q.fill(point)}" for point in q.rubric.strong]
+    lines += ["", "</div>", "", '<div class="practice-flags" markdown="1">', "", "**Red flags**", ""]
+    lines += [f"- {q.fill(point)}" for point in q.rubric.red_flags]
+    lines += ["", "</div>", "", '<div class="practice-levels" markdown="1">', "", "**What a pass looks like**", ""]
+    lines += [f"- **{GRADES[grade]}:** {q.fill(text)}" for grade, text in q.levels.items()]
+    lines += ["", "</div>", "", "</details>", "",
+              '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
     lines += [q.fill(q.answer), ""]
-    if q.signals:
-        lines += ['<details class="practice-signals" markdown="1">',
-                  "<summary>For a grader: strong, acceptable and weak signals</summary>", ""]
-        for label, items in (("Strong", q.signals.strong), ("Acceptable", q.signals.acceptable),
-                             ("Weak", q.signals.weak)):
-            lines += [f"**{label}**", ""] + [f"- {q.fill(s)}" for s in items] + [""]
-        lines += ["</details>", ""]
+    if q.design:
+        lines += ['<div class="practice-design" markdown="1">', "", "**Assumptions**", ""]
+        lines += [f"- {q.fill(a)}" for a in q.design.assumptions]
+        lines += ["", "**What would change the decision**", ""]
+        lines += [f"- {q.fill(c)}" for c in q.design.changes]
+        lines += ["", "</div>", ""]
     if q.numbers:
         lines += ["**The numbers**, computed by `twofour` when this page was built:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
@@ -93,7 +116,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'data-unit="{_attr(c.unit)}" markdown="1">',
             "",
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
-            + f" ({_unit_phrase(c.unit)}{_tolerance_phrase(c.tolerance)}; graded against {BASES[c.basis]})"
+            + f" ({_unit_phrase(c.unit)}{_tolerance_phrase(c.tolerance)}{_attr(_accepts_phrase(q))}; "
+            + f"graded against {BASES[c.basis]})"
             + "</p>",
             "",
             '<details class="practice-derivation" markdown="1">',

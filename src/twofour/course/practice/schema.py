@@ -13,7 +13,8 @@ import functools
 from collections.abc import Mapping
 
 from ..._common.text import printable
-from .terms import BASES, LEVELS, TOPICS, UNITS, BankError, _ID, _NAME
+from .terms import (BASES, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, RUBRIC_FIELDS, TOPICS, UNITS, BankError,
+                    _ID, _NAME, _SLUG)
 
 
 def _text_schema(message: str) -> dict:
@@ -32,10 +33,14 @@ def _object_schema(properties: dict, required: list[str], message: str, unknown:
 
 
 _NUMBER_KEYS = ("name", "expr", "fmt", "label", "source")
-_QUICK_CHECK_KEYS = ("ask", "answer", "unit", "tolerance", "derivation", "scale", "basis")
-_SIGNAL_KEYS = ("strong", "acceptable", "weak")
-_QUESTION_KEYS = ("id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects",
-                  "numbers", "quick_check", "chapter", "sources", "signals")
+_ACCEPT_KEYS = ("number", "why")
+_QUICK_CHECK_KEYS = ("ask", "answer", "unit", "tolerance", "accepts", "derivation", "scale", "basis")
+_RUBRIC_KEYS = RUBRIC_FIELDS
+_DESIGN_KEYS = ("assumptions", "changes")
+_QUESTION_KEYS = ("id", "level", "topic", "kind", "skill", "setting", "drills", "title", "prompt", "rubric", "levels",
+                  "answer", "design", "mistakes", "follow_ups", "connects", "numbers", "quick_check", "chapter", "sources")
+# A quick check whose tolerance is this wide or wider says which approximation it accepts.
+ACCEPTS_FROM = 0.02
 
 _NUMBER_SCHEMA = _object_schema(
     {
@@ -50,27 +55,74 @@ _NUMBER_SCHEMA = _object_schema(
     ["name", "expr", "label"], "each number must be a mapping",
     "unknown number keys {unknown}; valid: " + ", ".join(_NUMBER_KEYS),
 )
-_QUICK_CHECK_SCHEMA = _object_schema(
+_ACCEPT_SCHEMA = _object_schema(
     {
-        "ask": _text_schema("'ask' must be non-empty text"),
-        "answer": {"type": "string", "x-message": "quick_check.answer must name one of the question's numbers"},
-        "unit": {"enum": sorted(UNITS), "x-message": f"quick_check.unit must be one of {sorted(UNITS)} "
-                                                     "(bytes as MB/MiB/GB/GiB explicitly)"},
-        "tolerance": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5,
-                      "x-message": "quick_check.tolerance must be a relative tolerance in (0, 0.5)"},
-        "derivation": _text_schema("'derivation' must be non-empty text"),
-        "scale": {"type": "number", "exclusiveMinimum": 0, "x-message": "quick_check.scale must be a positive number"},
-        "basis": {"enum": sorted(BASES), "x-message": f"quick_check.basis must be one of {sorted(BASES)} "
-                                                      "(never a model's prediction)"},
+        "number": {"type": "string", "x-message": "quick_check.accepts[{index}].number must name one of the question's numbers"},
+        "why": _text_schema("quick_check.accepts[{index}].why must say which approximation it is, e.g. '1/0.5625 ~ 1.78 from memory'"),
     },
-    ["ask", "answer", "derivation", "basis"], "quick_check must be a mapping",
-    "unknown quick_check keys {unknown}; valid: " + ", ".join(_QUICK_CHECK_KEYS),
+    ["number", "why"], "each quick_check.accepts entry must be a mapping with number and why",
+    "unknown quick_check.accepts keys {unknown}; valid: " + ", ".join(_ACCEPT_KEYS),
 )
-_SIGNALS_SCHEMA = _object_schema(
-    {key: _texts_schema(key, 1, 4) for key in _SIGNAL_KEYS}, list(_SIGNAL_KEYS),
-    "signals must be a mapping with strong, acceptable and weak lists",
-    "unknown signals keys {unknown}; valid: " + ", ".join(_SIGNAL_KEYS),
+_QUICK_CHECK_SCHEMA = {
+    **_object_schema(
+        {
+            "ask": _text_schema("'ask' must be non-empty text"),
+            "answer": {"type": "string", "x-message": "quick_check.answer must name one of the question's numbers"},
+            "unit": {"enum": sorted(UNITS), "x-message": f"quick_check.unit must be one of {sorted(UNITS)} "
+                                                         "(bytes as MB/MiB/GB/GiB explicitly)"},
+            "tolerance": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5,
+                          "x-message": "quick_check.tolerance must be a relative tolerance in (0, 0.5)"},
+            "accepts": {"type": "array", "minItems": 1, "maxItems": 3, "items": _ACCEPT_SCHEMA,
+                        "x-message": "quick_check.accepts must be a list of 1-3 approximations ({number, why})",
+                        "x-count": "'accepts' must have 1-3 entries"},
+            "derivation": _text_schema("'derivation' must be non-empty text"),
+            "scale": {"type": "number", "exclusiveMinimum": 0, "x-message": "quick_check.scale must be a positive number"},
+            "basis": {"enum": sorted(BASES), "x-message": f"quick_check.basis must be one of {sorted(BASES)} "
+                                                          "(never a model's prediction)"},
+        },
+        ["ask", "answer", "derivation", "basis"], "quick_check must be a mapping",
+        "unknown quick_check keys {unknown}; valid: " + ", ".join(_QUICK_CHECK_KEYS),
+    ),
+    # A tolerance wide enough for an approximation says which one: the standard estimates it
+    # admits are written down and tested to land inside it.
+    "if": {"required": ["tolerance"], "properties": {"tolerance": {"type": "number", "minimum": ACCEPTS_FROM}}},
+    "then": {"required": ["accepts"], "properties": {"accepts": {
+        "x-message": f"a quick check with a tolerance of {ACCEPTS_FROM:.0%} or more must list the approximations it "
+                     "accepts (quick_check.accepts: [{{number, why}}])"}},
+             "x-message": "quick_check.accepts is missing"},
+}
+_RUBRIC_SCHEMA = _object_schema(
+    {
+        "must": _texts_schema("must", 2, 5),
+        "strong": _texts_schema("strong", 1, 4),
+        "red_flags": _texts_schema("red_flags", 1, 4),
+    },
+    list(_RUBRIC_KEYS),
+    "rubric must be a mapping: must (an answer without any of these fails), strong (signals of a strong answer), "
+    "red_flags",
+    "unknown rubric keys {unknown}; valid: " + ", ".join(_RUBRIC_KEYS),
 )
+_LEVELS_SCHEMA = _object_schema(
+    {grade: _text_schema(f"levels.{grade} must say what a pass looks like for a {label.lower()}")
+     for grade, label in GRADES.items()},
+    list(GRADES), f"levels must be a mapping with what a pass looks like at each of {list(GRADES)}",
+    "unknown levels keys {unknown}; valid: " + ", ".join(GRADES),
+)
+_DESIGN_SCHEMA = _object_schema(
+    {"assumptions": _texts_schema("assumptions", 2, 5), "changes": _texts_schema("changes", 2, 5)},
+    list(_DESIGN_KEYS),
+    "design must be a mapping: assumptions (what the worked answer assumes) and changes (what would change the decision)",
+    "unknown design keys {unknown}; valid: " + ", ".join(_DESIGN_KEYS),
+)
+
+
+def _kind_for_level(level: str) -> dict:
+    kinds = list(KINDS_BY_LEVEL[level])
+    return {"if": {"required": ["level"], "properties": {"level": {"const": level}}},
+            "then": {"properties": {"kind": {"enum": kinds, "x-message": f"a {level} question's kind must be one of "
+                                                                         f"{kinds}"}}}}
+
+
 QUESTION_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "one question of the practice bank (twofour/course/data/practice.yaml)",
@@ -79,10 +131,20 @@ QUESTION_SCHEMA: dict = {
             "id": {"type": "string", "pattern": _ID.pattern, "x-message": "id must be lower-case-with-dashes"},
             "level": {"enum": list(LEVELS), "x-message": f"level must be one of {LEVELS}"},
             "topic": {"enum": sorted(TOPICS), "x-message": f"topic must be one of {sorted(TOPICS)}"},
+            "kind": {"enum": list(KINDS), "x-message": f"kind must be one of {list(KINDS)}"},
+            "skill": {"type": "string", "pattern": _SLUG.pattern,
+                      "x-message": "skill must be lower-case-with-dashes: what the question tests"},
+            "setting": {"type": "string", "pattern": _SLUG.pattern,
+                        "x-message": "setting must be lower-case-with-dashes: the scenario it is asked in"},
+            "drills": {"type": "array", "maxItems": 2, "uniqueItems": True,
+                       "items": {"enum": sorted(FORMULAS), "x-message": f"drills[{{index}}] must be one of {sorted(FORMULAS)}"},
+                       "x-message": "drills must be a list of at most 2 formulas", "x-count": "'drills' must have 0-2 entries"},
             "title": _text_schema("'title' must be non-empty text"),
             "prompt": _text_schema("'prompt' must be non-empty text"),
-            "rubric": _texts_schema("rubric", 3, 6),
+            "rubric": _RUBRIC_SCHEMA,
+            "levels": _LEVELS_SCHEMA,
             "answer": _text_schema("'answer' must be non-empty text"),
+            "design": _DESIGN_SCHEMA,
             "mistakes": _texts_schema("mistakes", 1, 5),
             "follow_ups": _texts_schema("follow_ups", 1, 3),
             "connects": _text_schema("'connects' must be non-empty text"),
@@ -93,11 +155,21 @@ QUESTION_SCHEMA: dict = {
             "sources": {"anyOf": [{"type": "null"}, {"type": "array", "items": {
                             "type": "string", "x-message": "sources must be a list of texts"}}],
                         "x-message": "sources must be a list of texts"},
-            "signals": _SIGNALS_SCHEMA,
         },
-        ["id", "level", "topic", "title", "prompt", "rubric", "answer", "mistakes", "follow_ups", "connects", "signals"],
+        ["id", "level", "topic", "kind", "skill", "setting", "title", "prompt", "rubric", "levels", "answer", "mistakes",
+         "follow_ups", "connects"],
         "must be a mapping", "unknown keys {unknown}; valid: " + str(sorted(_QUESTION_KEYS)),
     ),
+    "allOf": [
+        *(_kind_for_level(level) for level in LEVELS),
+        # A design question comes with its assumptions and what would change the decision; any
+        # other kind has none (they would go unrendered as a design).
+        {"if": {"required": ["kind"], "properties": {"kind": {"const": "design"}}},
+         "then": {"required": ["design"], "properties": {"design": {
+             "x-message": "a design question needs design: {{assumptions: [...], changes: [...]}} (what the answer "
+                          "assumes, and what would change the decision)"}}},
+         "else": {"not": {"required": ["design"]}, "x-message": "only a question of kind 'design' has a design block"}},
+    ],
 }
 BANK_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -140,7 +212,8 @@ def _schema_error(error, where: str, document=None) -> BankError:
             break
         if isinstance(node, Mapping) and "name" in node:
             name = node["name"]
-    fields = {"name": name, "index": path[-1] if path and isinstance(path[-1], int) else ""}
+    ints = [part for part in path if isinstance(part, int)]
+    fields = {"name": name, "index": ints[-1] if ints else ""}
     if error.validator == "additionalProperties":
         unknown = sorted(set(instance) - set(schema.get("properties", {})))
         message = schema["x-unknown"].format(unknown=unknown)
@@ -151,8 +224,11 @@ def _schema_error(error, where: str, document=None) -> BankError:
         # the schema's x-message is a template; a value from the file is shown escaped and short.
         template = schema.get("x-message")
         text = template.format(**fields) if template else printable(error.message, 200)
-        got = type(instance).__name__ if schema.get("type") in ("array", "object") else printable(repr(instance), 200)
-        message = f"{text}, got {got}"
+        if error.validator == "not":  # the whole mapping matched what it must not: nothing to quote
+            message = text
+        else:
+            got = type(instance).__name__ if schema.get("type") in ("array", "object") else printable(repr(instance), 200)
+            message = f"{text}, got {got}"
     at = f" (at {_path_text(path)})" if path else ""
     return BankError(f"{where}{at}: {message}")
 
@@ -175,6 +251,8 @@ def _answer_schema(raw) -> dict:
     quick_check = schema["properties"]["quick_check"]["anyOf"][1]
     quick_check["properties"]["answer"] = {
         "enum": names, "x-message": f"quick_check.answer must name one of the question's numbers {names}"}
+    quick_check["properties"]["accepts"]["items"]["properties"]["number"] = {
+        "enum": names, "x-message": f"quick_check.accepts[{{index}}].number must name one of the question's numbers {names}"}
     return schema
 
 

@@ -24,6 +24,41 @@ TOPICS: dict[str, str] = {
     "ecosystem": "2:4 in 2026",
     "latency": "Reasoning budgets and TTFT",
     "cost": "Routing, cascades or compression",
+    "sparsity-kinds": "Other kinds of sparsity",
+    "validation": "Validating at service level",
+    "parallelism": "Sharding, disaggregation, MoE",
+    "hardware": "Sparse tensor cores by generation",
+}
+# What kind of thinking a question asks for. Fundamentals test a concept or one calculation;
+# deep questions need several steps, a diagnosis from evidence, or a design trade-off.
+KINDS: dict[str, str] = {
+    "concept": "a concept, explained",
+    "calculation": "one calculation",
+    "multi-step": "several steps of reasoning with numbers",
+    "diagnosis": "a diagnosis from evidence",
+    "design": "an open-ended design or trade-off",
+}
+KINDS_BY_LEVEL: dict[str, tuple[str, ...]] = {
+    "fundamentals": ("concept", "calculation"),
+    "applied": ("concept", "calculation", "multi-step", "diagnosis", "design"),
+    "deep": ("multi-step", "diagnosis", "design"),
+}
+# Formulas a question may drill (``drills``): no more than MAX_DRILLS questions drill one, so the
+# bank does not become a third packed-byte ratios and Amdahl bookkeeping.
+FORMULAS: dict[str, str] = {
+    "packed-ratio": "packed bytes over dense bytes, and the bytes ceiling 1 / ratio",
+    "format-bits": "bits per weight of a format: kept values, their metadata and the scales",
+    "amdahl": "Amdahl time bookkeeping: new time = (1 - p) + p / s, speedup its inverse",
+    "tiles-and-waves": "tiles, waves and busy SMs of a GEMM launch",
+    "kv-bytes": "KV-cache bytes per token and per sequence",
+    "bandwidth": "achieved bandwidth = bytes / time, as a share of the data sheet",
+}
+MAX_DRILLS = 3
+# The levels a pass is described at, and what each means for the grader.
+GRADES: dict[str, str] = {
+    "mid": "Mid-level engineer",
+    "senior": "Senior engineer",
+    "staff": "Staff engineer",
 }
 # What a quick check is graded against. A model's prediction is never the answer key.
 BASES: dict[str, str] = {
@@ -38,6 +73,7 @@ UNITS: dict[str, str] = {
     "%": "in percent",
     "bits": "in bits",
     "KiB": "in KiB (1 KiB = 1,024 bytes)",
+    "KB": "in KB (1 KB = 10^3 bytes)",
     "MB": "in MB (1 MB = 10^6 bytes)",
     "MiB": "in MiB (1 MiB = 2^20 bytes)",
     "GB": "in GB (1 GB = 10^9 bytes)",
@@ -52,14 +88,24 @@ UNITS: dict[str, str] = {
     "sequences": "in sequences",
     "patterns": "as a count of patterns",
     "tiles": "in tiles",
+    "FLOP/byte": "in FLOP per byte",
+    "runs": "in runs",
+    "requests": "in requests",
+    "experts": "in experts",
+    "GPUs": "in GPUs",
+    "GPU-hours": "in GPU-hours",
+    "req/s": "in requests per second",
+    "MHz": "in MHz",
 }
 
 DEFAULT_BANK = "practice.yaml"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "answer", "connects")
-LIST_FIELDS: tuple[str, ...] = ("rubric", "mistakes", "follow_ups")
+LIST_FIELDS: tuple[str, ...] = ("mistakes", "follow_ups")
+RUBRIC_FIELDS: tuple[str, ...] = ("must", "strong", "red_flags")
 
 
 class BankError(ValueError):

@@ -1,0 +1,476 @@
+// The mock loop of practice mode: a mixed set of questions under one timer, then a score sheet.
+//
+// A loop is drawn from the cards practice mode already loaded (by level and kind: e.g. two
+// fundamentals, two applied, one design question), answered one after another with only the
+// prompt and a notes box showing, graded per must-have once time is up (or the candidate
+// finishes), and summed up in a score sheet: must-haves met per question and per topic, and what
+// to review. The whole loop lives in the URL's fragment (#mock&q=...&g=...), so a reload resumes
+// it and a copied link shows the same sheet in another browser; nothing is sent anywhere. The
+// sheet prints on its own (print styles in practice.css).
+//
+// Pure functions (state in and out of the URL, drawing a loop, scoring it) are exported and
+// tested in a browser (tests/site/test_practice_mock.py); createMockLoop wires them to the page.
+
+export const DEFAULT_PLAN = Object.freeze({ fundamentals: 2, applied: 2, design: 1 });
+export const DEFAULT_MINUTES = 25;
+export const MAX_QUESTIONS = 12;
+const PHASES = ["run", "grade", "sheet"];
+const ID = /^[a-z0-9][a-z0-9-]*$/;
+
+// ---- the URL fragment ------------------------------------------------------------------------
+
+export function isMockHash(hash) {
+  return /^#?mock(&|$)/.test(String(hash || ""));
+}
+
+// {ids, minutes, phase, used, index, grades: {qid: [bool]}, seed} -> "mock&q=a.b&t=25&p=run&u=0&i=0&g=10.11&s=7"
+export function encodeMock(state) {
+  const params = new URLSearchParams();
+  params.set("q", state.ids.join("."));
+  params.set("t", String(state.minutes));
+  params.set("p", state.phase);
+  params.set("u", String(Math.max(0, Math.round(state.used || 0))));
+  if (state.phase === "run") params.set("i", String(state.index || 0));
+  const grades = state.ids.map((id) => {
+    const ticks = state.grades && state.grades[id];
+    return Array.isArray(ticks) ? ticks.map((t) => (t ? "1" : "0")).join("") || "-" : "-";
+  });
+  if (grades.some((g) => g !== "-")) params.set("g", grades.join("."));
+  if (state.seed !== undefined) params.set("s", String(state.seed));
+  return `mock&${params.toString()}`;
+}
+
+// The inverse of encodeMock, or null when the fragment is not a well-formed loop. `known` (a
+// Set of question ids) drops ids the bank no longer has, so an old link still opens.
+export function decodeMock(hash, known = null) {
+  if (!isMockHash(hash)) return null;
+  const params = new URLSearchParams(String(hash).replace(/^#/, "").replace(/^mock&?/, ""));
+  const raw = (params.get("q") || "").split(".").filter((id) => ID.test(id));
+  const ids = [...new Set(raw)].filter((id) => !known || known.has(id)).slice(0, MAX_QUESTIONS);
+  if (!ids.length) return null;
+  const minutes = Number(params.get("t"));
+  const phase = PHASES.includes(params.get("p")) ? params.get("p") : "run";
+  const used = Number(params.get("u"));
+  const gradeParts = (params.get("g") || "").split(".");
+  const grades = {};
+  raw.forEach((id, i) => {
+    const part = gradeParts[i];
+    if (ids.includes(id) && part && /^[01]+$/.test(part)) grades[id] = [...part].map((c) => c === "1");
+  });
+  const seed = Number(params.get("s"));
+  const index = Number(params.get("i"));
+  return {
+    ids,
+    index: Number.isInteger(index) && index >= 0 && index < ids.length ? index : 0,
+    minutes: Number.isFinite(minutes) && minutes >= 1 && minutes <= 180 ? Math.round(minutes) : DEFAULT_MINUTES,
+    phase,
+    used: Number.isFinite(used) && used >= 0 ? Math.min(used, 180 * 60) : 0,
+    grades,
+    seed: Number.isFinite(seed) ? seed : undefined,
+  };
+}
+
+// ---- drawing a loop ---------------------------------------------------------------------------
+
+// A small seeded generator (mulberry32), so a seed in the URL draws the same loop again.
+export function seededRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Which cards a slot of the plan draws from: design questions from any level; the levels'
+// slots take their level's questions that are not design questions.
+export function slotOf(fact) {
+  return fact.kind === "design" ? "design" : fact.level;
+}
+
+// facts: [{qid, level, topic, kind}], plan: {slot: count} -> qids, in the plan's order. Within a
+// slot, topics already drawn are avoided while others remain, so a loop covers more ground.
+export function pickLoop(facts, plan = DEFAULT_PLAN, seed = 1) {
+  const random = seededRandom(seed);
+  const picked = [];
+  const topics = new Set();
+  for (const [slot, count] of Object.entries(plan)) {
+    const pool = facts.filter((f) => slotOf(f) === slot && !picked.includes(f.qid));
+    for (let i = pool.length - 1; i > 0; i -= 1) {
+      const j = Math.floor(random() * (i + 1));
+      [pool[i], pool[j]] = [pool[j], pool[i]];
+    }
+    for (let n = 0; n < count && pool.length; n += 1) {
+      const k = pool.findIndex((f) => !topics.has(f.topic));
+      const [f] = pool.splice(k === -1 ? 0 : k, 1);
+      picked.push(f.qid);
+      topics.add(f.topic);
+    }
+  }
+  return picked.slice(0, MAX_QUESTIONS);
+}
+
+// ---- scoring ----------------------------------------------------------------------------------
+
+// facts: {qid: {title, level, topic, must: [text]}} -> the score sheet's numbers. A question
+// passes when every must-have was met (an answer without any one of them fails).
+export function scoreLoop(state, facts) {
+  const questions = state.ids.filter((id) => facts[id]).map((id) => {
+    const f = facts[id];
+    const ticks = (state.grades[id] || []).slice(0, f.must.length);
+    const met = ticks.filter(Boolean).length;
+    const graded = Array.isArray(state.grades[id]);
+    const missed = f.must.filter((_, i) => !ticks[i]);
+    return { id, title: f.title, level: f.level, topic: f.topic, met, total: f.must.length, graded,
+             pass: graded && met === f.must.length, missed };
+  });
+  const topics = {};
+  for (const q of questions) {
+    const t = (topics[q.topic] ||= { met: 0, total: 0, questions: 0, passed: 0 });
+    t.met += q.met;
+    t.total += q.total;
+    t.questions += 1;
+    if (q.pass) t.passed += 1;
+  }
+  const met = questions.reduce((s, q) => s + q.met, 0);
+  const total = questions.reduce((s, q) => s + q.total, 0);
+  return { questions, topics, met, total, passed: questions.filter((q) => q.pass).length,
+           review: questions.filter((q) => !q.pass) };
+}
+
+// ---- the page ---------------------------------------------------------------------------------
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === "class") node.className = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else if (k in node) node[k] = v;
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+function button(text, action) {
+  return el("button", { type: "button", class: "md-button", dataset: { action } }, text);
+}
+
+function clock(seconds) {
+  const s = Math.max(0, Math.ceil(seconds));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+function numberField(label, value, min, max) {
+  const input = el("input", { type: "number", min: String(min), max: String(max), step: "1", value: String(value),
+                              inputMode: "numeric" });
+  const id = `mock-${label.toLowerCase().replace(/\W+/g, "-")}`;
+  input.id = id;
+  return [el("span", { class: "practice-field" }, el("label", { htmlFor: id }, label), input), input];
+}
+
+function cardFacts(card) {
+  const title = card.querySelector(".practice-title")?.textContent.replace(/¶$/, "").trim() || card.dataset.qid;
+  const must = [...card.querySelectorAll(".practice-must li")].map((li) => li.textContent.trim());
+  const chapter = card.querySelector('.practice-answer a[href*="notebooks/"]');
+  return { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
+           must, chapter: chapter ? chapter.getAttribute("href") : null };
+}
+
+let activeTimer = null;
+
+// root: the practice-mode element; cards: the deck's cards; api: {topics: {key: label},
+// pause(): hide practice mode's own controls, resume(): give the page back to practice mode}.
+export function createMockLoop(root, cards, api) {
+  const byId = Object.fromEntries(cards.map((c) => [c.dataset.qid, c]));
+  const facts = Object.fromEntries(cards.map((c) => [c.dataset.qid, cardFacts(c)]));
+  const known = new Set(Object.keys(facts));
+  const topicLabel = (key) => (api.topics && api.topics[key]) || key;
+  if (activeTimer) clearInterval(activeTimer); // a loop left running by a page instant navigation replaced
+  activeTimer = null;
+
+  // Set-up: composition and time, behind one disclosure in the practice bar's row.
+  const setup = el("details", { class: "practice-mock-setup" });
+  const [fField, fInput] = numberField("Fundamentals", DEFAULT_PLAN.fundamentals, 0, 6);
+  const [aField, aInput] = numberField("Applied", DEFAULT_PLAN.applied, 0, 6);
+  const [dField, dInput] = numberField("Design", DEFAULT_PLAN.design, 0, 4);
+  const [tField, tInput] = numberField("Minutes", DEFAULT_MINUTES, 1, 180);
+  const start = button("Start the mock loop", "mock-start");
+  setup.append(
+    el("summary", {}, "Mock interview loop"),
+    el("p", { class: "practice-mock-note" },
+       "A mixed set under one timer, like one round of an interview loop: answer each question aloud " +
+       "or in the notes, then grade yourself per must-have and get a score sheet you can print or share " +
+       "as a link."),
+    el("div", { class: "practice-mock-fields" }, fField, aField, dField, tField, start),
+  );
+
+  // The loop's own bar and the two later views.
+  const bar = el("div", { class: "practice-mock-bar", hidden: true });
+  const where = el("span", { class: "practice-mock-where" });
+  const left = el("span", { class: "practice-mock-clock", role: "timer", "aria-live": "off" });
+  const prev = button("Previous", "mock-previous");
+  const next = button("Next", "mock-next");
+  const finish = button("Finish and grade", "mock-finish");
+  const quit = button("Leave the loop", "mock-quit");
+  const announce = el("p", { class: "practice-mock-announce", role: "status", "aria-live": "polite" });
+  bar.append(el("strong", {}, "Mock loop"), where, left, el("span", { class: "practice-mock-buttons" }, prev, next, finish, quit),
+             announce);
+  const gradeView = el("section", { class: "practice-mock-grade", hidden: true, "aria-labelledby": "mock-grade-title" });
+  const sheetView = el("section", { class: "practice-mock-sheet", hidden: true, "aria-labelledby": "mock-sheet-title" });
+  root.append(setup, bar, gradeView, sheetView);
+
+  let state = null;
+  let index = 0;
+  let startedAt = 0; // Date.now() when the clock last started; state.used holds time before that
+
+  const usedNow = () => (state.phase === "run" && startedAt ? state.used + (Date.now() - startedAt) / 1000 : state.used);
+  function save() {
+    const hash = `#${encodeMock({ ...state, index, used: usedNow() })}`;
+    if (location.hash !== hash) history.replaceState(history.state, "", hash);
+  }
+
+  function showCard() {
+    const id = state.ids[index];
+    for (const c of cards) c.hidden = c.dataset.qid !== id;
+    const card = byId[id];
+    // Answer first, grade later: the rubric, the worked answer and the quick check stay hidden.
+    for (const part of card.querySelectorAll(".practice-rubric, .practice-answer, .practice-check, .practice-score")) {
+      part.dataset.mockHidden = "true";
+    }
+    where.textContent = `Question ${index + 1} of ${state.ids.length} · ${facts[id].level}${facts[id].kind === "design" ? " · design" : ""}`;
+    prev.disabled = index === 0;
+    next.disabled = index === state.ids.length - 1;
+    const title = card.querySelector(".practice-title");
+    if (title) {
+      title.tabIndex = -1;
+      title.focus({ preventScroll: true });
+    }
+    if (card.getBoundingClientRect().top < 0) card.scrollIntoView({ block: "start" });
+  }
+
+  function tick() {
+    const remaining = state.minutes * 60 - usedNow();
+    left.textContent = `${clock(remaining)} left`;
+    left.dataset.low = remaining <= 60 ? "true" : "false";
+    if (remaining <= 0) toGrade({ timeUp: true });
+  }
+
+  function stopClock() {
+    if (state && startedAt) {
+      state.used = usedNow();
+      startedAt = 0;
+    }
+    if (activeTimer) clearInterval(activeTimer);
+    activeTimer = null;
+  }
+
+  function restoreCards() {
+    for (const c of cards) {
+      c.hidden = true;
+      for (const part of c.querySelectorAll("[data-mock-hidden]")) delete part.dataset.mockHidden;
+    }
+  }
+
+  function enter() {
+    api.pause();
+    setup.hidden = true;
+    root.classList.add("practice-mode--mock");
+    root.dataset.mock = state.phase;
+  }
+
+  function run() {
+    enter();
+    bar.hidden = false;
+    gradeView.hidden = true;
+    sheetView.hidden = true;
+    startedAt = Date.now();
+    tick();
+    if (activeTimer) clearInterval(activeTimer);
+    activeTimer = setInterval(() => {
+      tick();
+      save();
+    }, 1000);
+    showCard();
+    save();
+  }
+
+  function toGrade({ timeUp = false } = {}) {
+    stopClock();
+    state.phase = "grade";
+    root.dataset.mock = "grade";
+    restoreCards();
+    bar.hidden = true;
+    sheetView.hidden = true;
+    const list = el("ol", { class: "practice-mock-grade-list" });
+    state.ids.forEach((id, qi) => {
+      const f = facts[id];
+      const ticks = state.grades[id] || f.must.map(() => false);
+      state.grades[id] = ticks;
+      const points = el("ul", { class: "practice-mock-points" });
+      f.must.forEach((text, i) => {
+        const box = el("input", { type: "checkbox", id: `mock-${qi}-${i}`, checked: Boolean(ticks[i]) });
+        box.addEventListener("change", () => {
+          state.grades[id][i] = box.checked;
+          save();
+        });
+        points.append(el("li", {}, box, el("label", { htmlFor: box.id }, text)));
+      });
+      const answer = byId[id].querySelector(".practice-answer");
+      const peek = answer ? el("details", { class: "practice-mock-peek" }, el("summary", {}, "Worked answer"),
+                                ...[...answer.children].filter((c) => c.tagName !== "SUMMARY").map((c) => c.cloneNode(true)))
+                          : null;
+      list.append(el("li", {}, el("h3", {}, f.title), el("p", { class: "practice-mock-meta" }, `${f.level} · ${topicLabel(f.topic)}`),
+                     el("p", {}, "Tick each must-have your answer contained:"), points, peek));
+    });
+    const heading = el("h2", { id: "mock-grade-title", tabIndex: -1 }, "Grade your answers");
+    const done = button("Show the score sheet", "mock-sheet");
+    done.addEventListener("click", toSheet);
+    gradeView.replaceChildren(
+      heading,
+      el("p", { class: "practice-mock-announce", role: "status", "aria-live": "polite" },
+         timeUp ? "Time is up. Grade each answer against its must-haves." : ""),
+      el("p", {}, `Time used: ${clock(state.used)} of ${state.minutes}:00. An answer without any one of its must-haves fails; ` +
+                  "be as strict as an interviewer would be."),
+      list, done);
+    gradeView.hidden = false;
+    heading.focus({ preventScroll: true });
+    heading.scrollIntoView({ block: "start" });
+    save();
+  }
+
+  function toSheet() {
+    stopClock();
+    state.phase = "sheet";
+    root.dataset.mock = "sheet";
+    restoreCards();
+    bar.hidden = true;
+    gradeView.hidden = true;
+    const s = scoreLoop(state, facts);
+    const heading = el("h2", { id: "mock-sheet-title", tabIndex: -1 }, "Mock loop: score sheet");
+    const summary = el("p", { class: "practice-mock-summary" },
+      `${s.passed} of ${s.questions.length} questions passed (every must-have met) · ${s.met} of ${s.total} must-haves met · ` +
+      `time used ${clock(state.used)} of ${state.minutes}:00`);
+    const table = el("table", { class: "practice-mock-table" },
+      el("caption", {}, "By question"),
+      el("thead", {}, el("tr", {}, ...["Question", "Level", "Topic", "Must-haves met", "Result"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, ...s.questions.map((q) => el("tr", { dataset: { qid: q.id } },
+        el("td", {}, q.title), el("td", {}, q.level), el("td", {}, topicLabel(q.topic)),
+        el("td", { class: "num" }, `${q.met} / ${q.total}`),
+        el("td", { dataset: { result: q.pass ? "pass" : "fail" } }, q.graded ? (q.pass ? "pass" : "fail") : "not graded")))));
+    const topics = el("table", { class: "practice-mock-table" },
+      el("caption", {}, "By topic"),
+      el("thead", {}, el("tr", {}, ...["Topic", "Questions passed", "Must-haves met"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, ...Object.entries(s.topics).map(([key, t]) => el("tr", {},
+        el("td", {}, topicLabel(key)), el("td", { class: "num" }, `${t.passed} / ${t.questions}`),
+        el("td", { class: "num" }, `${t.met} / ${t.total}`)))));
+    const review = el("div", { class: "practice-mock-review" }, el("h3", {}, "What to review"));
+    if (!s.review.length) review.append(el("p", {}, "Every must-have met. Try a longer loop, or more design questions."));
+    for (const q of s.review) {
+      const f = facts[q.id];
+      const links = el("p", {}, el("a", { href: `${f.level}/#q-${q.id}` }, "the question and its worked answer"));
+      if (f.chapter) links.append(" · ", el("a", { href: f.chapter }, "the chapter"));
+      review.append(el("h4", {}, q.title), el("ul", {}, ...q.missed.map((m) => el("li", {}, m))), links);
+    }
+    const link = el("input", { type: "text", readOnly: true, value: "",
+                               class: "practice-mock-link", id: "mock-link" });
+    const copy = button("Copy link", "mock-copy");
+    const print = button("Print", "mock-print");
+    const again = button("New loop", "mock-new");
+    const back = button("Back to practice", "mock-quit");
+    const copied = el("span", { class: "practice-mock-copied", role: "status", "aria-live": "polite" });
+    copy.addEventListener("click", async () => {
+      link.value = location.href;
+      link.select();
+      try {
+        await navigator.clipboard.writeText(link.value);
+        copied.textContent = "Link copied.";
+      } catch (err) {
+        copied.textContent = "Select the link and copy it.";
+      }
+    });
+    print.addEventListener("click", () => window.print());
+    again.addEventListener("click", () => leave({ reopen: true }));
+    back.addEventListener("click", () => leave());
+    sheetView.replaceChildren(heading, summary, table, topics, review,
+      el("div", { class: "practice-mock-share" }, el("label", { htmlFor: "mock-link" }, "This score sheet as a link (nothing leaves your browser; the link holds it):"),
+         link, el("span", { class: "practice-mock-buttons" }, copy, print, again, back), copied));
+    sheetView.hidden = false;
+    save();
+    link.value = location.href;
+    heading.focus({ preventScroll: true });
+    heading.scrollIntoView({ block: "start" });
+  }
+
+  function leave({ reopen = false } = {}) {
+    stopClock();
+    restoreCards();
+    state = null;
+    bar.hidden = true;
+    gradeView.hidden = true;
+    sheetView.hidden = true;
+    setup.hidden = false;
+    setup.open = reopen;
+    root.classList.remove("practice-mode--mock");
+    delete root.dataset.mock;
+    history.replaceState(history.state, "", location.pathname + location.search);
+    api.resume();
+    if (reopen) start.focus();
+  }
+
+  function begin(newState) {
+    state = newState;
+    index = state.index || 0;
+    if (state.phase === "run") run();
+    else {
+      enter();
+      if (state.phase === "grade") toGrade();
+      else toSheet();
+    }
+  }
+
+  start.addEventListener("click", () => {
+    const plan = {
+      fundamentals: Math.max(0, Math.min(6, Math.round(Number(fInput.value) || 0))),
+      applied: Math.max(0, Math.min(6, Math.round(Number(aInput.value) || 0))),
+      design: Math.max(0, Math.min(4, Math.round(Number(dInput.value) || 0))),
+    };
+    const minutes = Math.max(1, Math.min(180, Math.round(Number(tInput.value) || DEFAULT_MINUTES)));
+    const seed = Math.floor(Math.random() * 1e9);
+    const ids = pickLoop(Object.values(facts), plan, seed);
+    if (!ids.length) {
+      announce.textContent = "";
+      start.setCustomValidity?.("Choose at least one question.");
+      start.reportValidity?.();
+      return;
+    }
+    begin({ ids, minutes, phase: "run", used: 0, index: 0, grades: {}, seed });
+  });
+  prev.addEventListener("click", () => {
+    if (index > 0) index -= 1;
+    showCard();
+    save();
+  });
+  next.addEventListener("click", () => {
+    if (index < state.ids.length - 1) index += 1;
+    showCard();
+    save();
+  });
+  finish.addEventListener("click", () => toGrade());
+  quit.addEventListener("click", () => leave());
+
+  return {
+    // Resume the loop a URL fragment describes; false when it does not describe one.
+    resumeFrom(hash) {
+      const decoded = decodeMock(hash, known);
+      if (!decoded) return false;
+      begin(decoded);
+      return true;
+    },
+    get active() {
+      return state !== null;
+    },
+  };
+}

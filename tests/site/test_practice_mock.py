@@ -1,0 +1,272 @@
+"""The mock loop of practice mode (docs/js/practice/mock.js) in a real browser, at 1280 and 390 px.
+
+A mixed set under one timer, graded per must-have, a score sheet by question and topic with what
+to review, printable on its own and shareable as a link whose fragment holds the whole loop.
+Screenshots of each phase go to $TWOFOUR_SHOTS (default: a temporary folder) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from twofour.course.practice import load_bank
+
+pytestmark = pytest.mark.browser
+
+MODE = "/practice/"
+BANK = load_bank()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("TWOFOUR_SHOTS") or tmp_path_factory.mktemp("mock-shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _ready(page):
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
+
+
+def _open(watched, base_url: str, path: str = MODE, *, width: int = 1280):
+    page = watched.page
+    page.set_viewport_size({"width": width, "height": 900 if width > 600 else 844})
+    page.goto(base_url + path, wait_until="load")
+    _ready(page)
+    return page
+
+
+def _start(page, *, minutes: int | None = None):
+    setup = page.locator("details.practice-mock-setup")
+    setup.locator("summary").click()
+    if minutes is not None:
+        page.get_by_label("Minutes", exact=True).fill(str(minutes))
+    page.get_by_role("button", name="Start the mock loop").click()
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.mock === 'run'")
+
+
+def _loop_ids(page) -> list[str]:
+    fragment = unquote(page.evaluate("location.hash"))
+    return re.search(r"[?&]?q=([^&]+)", fragment).group(1).split(".")
+
+
+def _visible(page):
+    return page.locator(".practice-deck .practice-q:not([hidden])")
+
+
+def _no_sideways_scroll(page):
+    assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth + 1"), "the page scrolls sideways"
+
+
+# ---- the pure functions, in the browser that runs them -----------------------------------------
+
+
+def _mock_module(page, base_url):
+    page.goto(base_url + MODE, wait_until="load")
+    return page.evaluate_handle(f"import('{base_url}/js/practice/mock.js')")
+
+
+def test_state_round_trips_through_the_url_and_refuses_junk(watched, base_url):
+    page = watched.page
+    mod = _mock_module(page, base_url)
+    out = page.evaluate("""m => {
+        const s = {ids: ['what-is-two-four', 'packed-bytes'], minutes: 20, phase: 'sheet', used: 61.4, index: 1,
+                   grades: {'what-is-two-four': [true, false]}, seed: 7};
+        const h = m.encodeMock(s);
+        return {h, back: m.decodeMock('#' + h), junk: m.decodeMock('#mock&q=%3Cscript%3E'),
+                other: m.decodeMock('#q-packed-bytes'), stale: m.decodeMock('#' + h, new Set(['packed-bytes'])),
+                clamp: m.decodeMock('#mock&q=a-b&t=99999&p=nope&u=-5&i=9')};
+    }""", mod)
+    assert out["h"].startswith("mock&q=what-is-two-four.packed-bytes&t=20&p=sheet&u=61")
+    back = out["back"]
+    assert back["ids"] == ["what-is-two-four", "packed-bytes"] and back["minutes"] == 20 and back["phase"] == "sheet"
+    assert back["grades"] == {"what-is-two-four": [True, False]} and back["seed"] == 7 and back["used"] == 61
+    assert out["junk"] is None and out["other"] is None
+    assert out["stale"]["ids"] == ["packed-bytes"]  # an id the bank lost is dropped, the link still opens
+    clamp = out["clamp"]
+    assert clamp["minutes"] == 25 and clamp["phase"] == "run" and clamp["used"] == 0 and clamp["index"] == 0
+    assert not watched.console_errors
+
+
+def test_a_loop_is_drawn_by_plan_seeded_and_spread_over_topics(watched, base_url):
+    page = watched.page
+    mod = _mock_module(page, base_url)
+    facts = [{"qid": q.id, "level": q.level, "topic": q.topic, "kind": q.kind} for q in BANK]
+    out = page.evaluate("""([m, facts]) => ({
+        a: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 42),
+        b: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 42),
+        c: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 43),
+        big: m.pickLoop(facts, {fundamentals: 6, applied: 6, design: 4}, 1),
+    })""", [mod, facts])
+    assert out["a"] == out["b"] != out["c"]
+    by_id = {q.id: q for q in BANK}
+    a = [by_id[i] for i in out["a"]]
+    assert [q.level for q in a[:2]] == ["fundamentals"] * 2 and all(q.kind != "design" for q in a[:4])
+    assert [q.level for q in a[2:4]] == ["applied"] * 2 and a[4].kind == "design"
+    assert len({q.topic for q in a}) == len(a), "a short loop spreads over topics"
+    assert len(out["big"]) == 12 and len(set(out["big"])) == 12  # capped, never repeated
+    score = page.evaluate("""m => m.scoreLoop(
+        {ids: ['x', 'y', 'z'], grades: {x: [true, true], y: [true, false]}},
+        {x: {title: 'X', level: 'fundamentals', topic: 't1', must: ['a', 'b']},
+         y: {title: 'Y', level: 'applied', topic: 't1', must: ['c', 'd']},
+         z: {title: 'Z', level: 'deep', topic: 't2', must: ['e', 'f', 'g']}})""", mod)
+    assert (score["passed"], score["met"], score["total"]) == (1, 3, 7)
+    assert [q["pass"] for q in score["questions"]] == [True, False, False]
+    assert [q["missed"] for q in score["review"]] == [["d"], ["e", "f", "g"]]
+    assert score["topics"]["t1"] == {"met": 3, "total": 4, "questions": 2, "passed": 1}
+    assert not watched.console_errors
+
+
+# ---- the loop, driven like a candidate --------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width):
+    page = _open(watched, base_url, width=width)
+    page.screenshot(path=str(shots / f"mock-{width}-0-practice-mode.png"))
+    _start(page)
+    ids = _loop_ids(page)
+    assert len(ids) == 5
+    qs = [BANK.get(i) for i in ids]
+    assert [q.level for q in qs[:4]] == ["fundamentals", "fundamentals", "applied", "applied"] and qs[4].kind == "design"
+    # One question at a time; its rubric, worked answer and quick check wait for the grading.
+    assert _visible(page).count() == 1 and _visible(page).first.get_attribute("data-qid") == ids[0]
+    card = _visible(page).first
+    for part in (".practice-rubric", ".practice-answer", ".practice-check"):
+        if card.locator(part).count():
+            assert card.locator(part).first.is_hidden(), part
+    assert page.locator(".practice-bar").is_hidden() and page.locator(".practice-timer").is_hidden()
+    assert re.fullmatch(r"2[45]:\d\d left", page.locator(".practice-mock-clock").inner_text())
+    assert page.locator(".practice-mock-where").inner_text().startswith("Question 1 of 5")
+    card.get_by_label("Your notes (kept in this browser)").fill("bytes-bound; ceiling is the byte ratio")
+    _no_sideways_scroll(page)
+    page.screenshot(path=str(shots / f"mock-{width}-1-run.png"))
+    # Keyboard: Next with Enter, to the last question.
+    for n in range(2, 6):
+        page.get_by_role("button", name="Next", exact=True).focus()
+        page.keyboard.press("Enter")
+        assert _visible(page).first.get_attribute("data-qid") == ids[n - 1]
+        assert page.locator(".practice-mock-where").inner_text().startswith(f"Question {n} of 5")
+    assert page.get_by_role("button", name="Next", exact=True).is_disabled()
+    page.get_by_role("button", name="Finish and grade").click()
+    grade = page.locator(".practice-mock-grade")
+    grade.wait_for(state="visible")
+    assert page.get_by_role("heading", name="Grade your answers").is_visible()
+    items = grade.locator(".practice-mock-grade-list > li")
+    assert items.count() == 5
+    # First answer met every must-have, the second one of them, the rest none.
+    for box in items.nth(0).locator("input[type=checkbox]").all():
+        box.check()
+    items.nth(1).locator("input[type=checkbox]").first.check()
+    page.screenshot(path=str(shots / f"mock-{width}-2-grade.png"), full_page=True)
+    _no_sideways_scroll(page)
+    page.get_by_role("button", name="Show the score sheet").click()
+    sheet = page.locator(".practice-mock-sheet")
+    sheet.wait_for(state="visible")
+    rows = sheet.locator("table").first.locator("tbody tr")
+    assert rows.count() == 5
+    results = [rows.nth(i).locator("td").last.inner_text() for i in range(5)]
+    assert results == ["pass", "fail", "fail", "fail", "fail"]
+    musts = [len(q.rubric.must) for q in qs]
+    assert rows.nth(0).locator("td").nth(3).inner_text() == f"{musts[0]} / {musts[0]}"
+    assert rows.nth(1).locator("td").nth(3).inner_text() == f"1 / {musts[1]}"
+    summary = sheet.locator(".practice-mock-summary").inner_text()
+    assert summary.startswith(f"1 of 5 questions passed") and f"{musts[0] + 1} of {sum(musts)} must-haves met" in summary
+    topic_rows = sheet.locator("table").nth(1).locator("tbody tr")
+    assert topic_rows.count() == len({q.topic for q in qs})
+    review = sheet.locator(".practice-mock-review")
+    assert review.locator("h4").count() == 4  # every question that did not pass
+    assert review.get_by_text(qs[1].rubric.must[1], exact=False).count() >= 1  # a missed must-have, named
+    link = review.locator("a", has_text="the question and its worked answer").first
+    assert link.get_attribute("href") == f"{qs[1].level}/#q-{qs[1].id}"
+    assert "p=sheet" in unquote(page.url) and "g=" in page.url
+    _no_sideways_scroll(page)
+    page.screenshot(path=str(shots / f"mock-{width}-3-sheet.png"), full_page=True)
+    # Printed, the sheet stands alone.
+    page.emulate_media(media="print")
+    assert sheet.is_visible() and page.locator(".md-header").is_hidden()
+    assert page.locator(".practice-deck").is_hidden() and page.locator("h1").first.is_hidden()
+    assert sheet.locator(".practice-mock-share").is_hidden()
+    page.screenshot(path=str(shots / f"mock-{width}-4-print.png"), full_page=True)
+    page.emulate_media(media="screen")
+    # Back to practice: the page is practice mode again, with no mock left in the URL.
+    sheet.get_by_role("button", name="Back to practice").click()
+    assert page.locator(".practice-bar").is_visible() and _visible(page).count() == 1
+    assert "mock" not in page.url
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_the_score_sheet_link_opens_the_same_sheet_in_a_fresh_browser(watched, browser, base_url):
+    page = _open(watched, base_url)
+    _start(page)
+    ids = _loop_ids(page)
+    page.get_by_role("button", name="Finish and grade").click()
+    items = page.locator(".practice-mock-grade-list > li")
+    for box in items.nth(2).locator("input[type=checkbox]").all():
+        box.check()
+    page.get_by_role("button", name="Show the score sheet").click()
+    sheet = page.locator(".practice-mock-sheet")
+    sheet.wait_for(state="visible")
+    assert sheet.locator("#mock-link").input_value() == page.url
+    expected = sheet.locator("table").first.inner_text()
+
+    # Another browser profile (no shared storage): the link alone carries the loop and the grades.
+    other = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        fresh = other.new_page()
+        errors = []
+        fresh.on("pageerror", lambda exc: errors.append(str(exc)))
+        fresh.goto(page.url, wait_until="load")
+        _ready(fresh)
+        fresh.locator(".practice-mock-sheet").wait_for(state="visible")
+        assert fresh.locator(".practice-mock-sheet table").first.inner_text() == expected
+        assert fresh.locator(".practice-mock-sheet tbody tr").nth(2).locator("td").last.inner_text() == "pass"
+        assert _loop_ids(fresh) == ids and not errors
+    finally:
+        other.close()
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_one_timer_for_the_loop_and_grading_when_time_is_up(watched, base_url):
+    page = watched.page
+    page.clock.install()
+    page = _open(watched, base_url)
+    _start(page, minutes=2)
+    clock = page.locator(".practice-mock-clock")
+    assert clock.inner_text() in ("2:00 left", "1:59 left")
+    page.clock.run_for(30_000)
+    page.get_by_role("button", name="Next", exact=True).click()  # the timer is the loop's, not the question's
+    page.clock.run_for(30_000)
+    assert clock.inner_text() in ("1:00 left", "0:59 left")
+    assert clock.get_attribute("data-low") == "true"
+    # A reload resumes the loop where it was: the same questions, question 2, the time left.
+    ids = _loop_ids(page)
+    page.reload(wait_until="load")
+    _ready(page)
+    assert _loop_ids(page) == ids and page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 5")
+    assert page.locator(".practice-mock-clock").inner_text() in ("1:00 left", "0:59 left", "0:58 left")
+    page.clock.run_for(61_000)
+    grade = page.locator(".practice-mock-grade")
+    grade.wait_for(state="visible")
+    assert "Time is up" in grade.locator(".practice-mock-announce").inner_text()
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_mock_loop_survives_instant_navigation(watched, base_url):
+    page = watched.page
+    page.goto(base_url + "/practice/deep/", wait_until="load")
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/deep/'")
+    page.evaluate("window.__noReload = 'still here'")
+    page.locator(".md-content a", has_text="practice mode").first.click()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/'")
+    _ready(page)
+    assert page.evaluate("window.__noReload") == "still here", "navigation was not instant"
+    assert page.locator("details.practice-mock-setup").count() == 1  # set up once
+    _start(page)
+    assert _visible(page).count() == 1 and page.locator(".practice-mock-bar").is_visible()
+    assert not watched.console_errors and not watched.external_requests
