@@ -10,7 +10,9 @@ the home, labs and API pages).
 The URL is absolute, made from ``site_url`` (``TWOFOUR_SITE_URL``), because a downloaded
 notebook no longer knows where it came from. The wheel is built in ``on_config``, before any
 notebook runs, so a failing build stops the site at once, with pip's output, rather than
-publishing pages that link to a wheel that is not there.
+publishing pages that link to a wheel that is not there; the built site holds only the current
+wheel (``build/wheel/`` keeps only it, and ``on_post_build`` removes any other that an earlier
+``--dirty`` build left).
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def on_files(files: Files, config) -> Files:
     path, _url = site_wheel(config)
     files.append(File.generated(config, f"{toolkit_wheel.DOWNLOADS}/{path.name}", abs_src_path=str(path)))
     return files
+
+
+def on_post_build(config) -> None:
+    # `mkdocs build --dirty` keeps what an earlier build wrote: a previous version's wheel must
+    # not stay in the site beside the current one.
+    current = site_wheel(config)[0].name
+    for stale in (Path(config.site_dir) / toolkit_wheel.DOWNLOADS).glob("twofour-*.whl"):
+        if stale.name != current:
+            log.info("removed %s, left by an earlier build", stale.name)
+            stale.unlink()
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

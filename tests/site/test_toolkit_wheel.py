@@ -121,6 +121,16 @@ def test_a_site_without_site_url_warns_so_the_strict_build_fails(monkeypatch, ca
     assert "site_url is not set" in caplog.text
 
 
+def test_a_dirty_build_loses_the_old_wheel(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolkit_wheel, "build", lambda **kw: Path(f"/x/{WHEEL_NAME}"))
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for name in (WHEEL_NAME, "twofour-0.0.1-py3-none-any.whl", "other.txt"):
+        (downloads / name).write_text("x")
+    toolkit.on_post_build(SimpleNamespace(site_dir=str(tmp_path), site_url="https://example.org/"))
+    assert sorted(p.name for p in downloads.iterdir()) == sorted([WHEEL_NAME, "other.txt"])
+
+
 @pytest.mark.parametrize("site_url, expected", [
     ("https://example.org/twofour/", "https://example.org/twofour/downloads/w.whl"),
     ("https://example.org/twofour", "https://example.org/twofour/downloads/w.whl"),  # no trailing slash
