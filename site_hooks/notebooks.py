@@ -30,6 +30,7 @@ notebooks from GitHub only).
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 from pathlib import Path
@@ -134,15 +135,25 @@ def _serving() -> bool:
     return _command["name"] == "serve"
 
 
-def download_copy(path: Path, wheel_url: str | None) -> str:
-    """The ``.ipynb`` text a page offers for download: its set-up cell names the site's wheel."""
+def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) -> str:
+    """The ``.ipynb`` text a page offers for download: its set-up cell names the site's wheel.
+
+    The committed set-up cell must name ``repo`` (``extra.repo``) too: it is what Colab runs
+    when "Open in Colab" opens the notebook from GitHub.
+    """
     text = path.read_text(encoding="utf-8")
+    where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    cells = json.loads(text).get("cells", [])
+    setup = "".join(next((c["source"] for c in cells if c.get("cell_type") == "code"), []))
+    if f"\nTWOFOUR_REPO = {json.dumps(repo or '')}\n" not in setup:
+        raise PluginError(f"{where}: its set-up cell does not name extra.repo of mkdocs.yml ({repo or 'empty'}); "
+                          "run `.venv/bin/python scripts/install_cell.py` to rewrite it")
     if wheel_url is None:  # no site_url: toolkit.py's warning fails the strict build
         return text
     try:
         return toolkit_wheel.with_wheel_url(text, wheel_url)
     except ValueError as err:
-        raise PluginError(f"{path.relative_to(ROOT).as_posix()}: {err}") from None
+        raise PluginError(f"{where}: {err}") from None
 
 
 def on_files(files: Files, config) -> Files:
@@ -184,7 +195,7 @@ def on_files(files: Files, config) -> Files:
         boost = SEARCH_BOOST.get(rel.split("/", 1)[0] if "/solutions/" not in rel else "solutions", 1)
         front = f"---\nsearch:\n  boost: {boost}\n---\n\n" if boost != 1 else ""
         files.append(NotebookPageFile.generated(config, rel, content=front + rendered.markdown))
-        files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", content=download_copy(item.path, wheel_url)))
+        files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", content=download_copy(item.path, wheel_url, repo)))
         for filename, data in rendered.images.items():
             files.append(File.generated(config, f"{page_dir}/{filename}", content=data))
         state = "pending" if item.path in notes else "cached" if item.from_cache else "executed"

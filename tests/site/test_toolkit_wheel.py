@@ -26,6 +26,16 @@ try:
 finally:
     sys.path.pop(0)
 
+def _mkdocs_extra() -> dict:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import install_cell
+    finally:
+        sys.path.pop(0)
+    repo, branch = install_cell.configured_repo()
+    return {"repo": repo, "branch": branch}
+
+
 VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
 WHEEL_NAME = f"twofour-{VERSION}-py3-none-any.whl"
 
@@ -146,20 +156,30 @@ def test_wheel_url_from_site_url(site_url, expected):
 def test_download_copy_names_the_wheel_in_the_set_up_cell_only():
     lab = ROOT / "labs" / "lab1-find-the-broken-groups.ipynb"
     url = "https://example.org/x/downloads/twofour-0.1.0-py3-none-any.whl"
-    original, copy = json.loads(lab.read_text()), json.loads(notebooks.download_copy(lab, url))
+    repo, _branch = notebooks._repo(SimpleNamespace(extra=_mkdocs_extra()))
+    original, copy = json.loads(lab.read_text()), json.loads(notebooks.download_copy(lab, url, repo))
     first = next(i for i, c in enumerate(original["cells"]) if c["cell_type"] == "code")
     changed = [i for i, (a, b) in enumerate(zip(original["cells"], copy["cells"])) if a != b]
     assert changed == [first]
     assert f'TWOFOUR_WHEEL = "{url}"\n' in copy["cells"][first]["source"]
-    assert notebooks.download_copy(lab, None) == lab.read_text()
+    assert notebooks.download_copy(lab, None, repo) == lab.read_text()
 
 
 def test_a_notebook_without_the_wheel_line_fails_the_build(tmp_path, monkeypatch):
     old = tmp_path / "old.ipynb"
-    old.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["%pip install twofour\n"]}]}))
+    old.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["# set-up\n", 'TWOFOUR_REPO = ""\n']}]}))
     monkeypatch.setattr(notebooks, "ROOT", tmp_path)
     with pytest.raises(PluginError, match=r"old\.ipynb: .*TWOFOUR_WHEEL.*scripts/install_cell\.py"):
         notebooks.download_copy(old, "https://example.org/downloads/w.whl")
+
+
+def test_a_repository_the_notebooks_do_not_name_fails_the_build():
+    # extra.repo set in mkdocs.yml but scripts/install_cell.py not run: Colab would open notebooks
+    # whose set-up cell has nowhere to install from.
+    lab = ROOT / "labs" / "lab1-find-the-broken-groups.ipynb"
+    repo, _branch = notebooks._repo(SimpleNamespace(extra={"repo": "https://github.com/someone/elsewhere"}))
+    with pytest.raises(PluginError, match=r"lab1-find-the-broken-groups\.ipynb: .*extra\.repo.*scripts/install_cell\.py"):
+        notebooks.download_copy(lab, "https://example.org/downloads/w.whl", repo)
 
 
 def test_colab_and_view_source_only_with_a_repository():
@@ -214,3 +234,9 @@ def test_the_wheel_is_served(site, base_url):
 def test_no_page_keeps_a_wheel_marker(site):
     left = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if "twofour-wheel-url" in p.read_text()]
     assert not left, f"<!-- twofour-wheel-url --> was not replaced in {left}"
+
+
+def test_docstring_examples():
+    import doctest
+
+    assert doctest.testmod(toolkit_wheel).failed == 0
