@@ -4,7 +4,8 @@ The notebooks stay where they are in the repository; nothing is copied into ``do
 each ``<folder>/<name>.ipynb`` the build gets
 
 * a page at ``<folder>/<name>/``, whose source path in ``nav`` is ``<folder>/<name>.ipynb``;
-* the notebook itself next to it (``<folder>/<name>/<name>.ipynb``) for the download link;
+* the notebook itself next to it (``<folder>/<name>/<name>.ipynb``) for the download link, its
+  set-up cell naming the site's wheel of ``twofour`` (below);
 * the notebook's figures as PNG files next to it (smaller pages than inline base64).
 
 Execution (with its cache) lives in :mod:`nb_execute`, conversion in :mod:`nb_render`.
@@ -17,14 +18,21 @@ the background (:data:`nb_execute.background`), and because the server watches t
 folder, each finished notebook triggers a rebuild and its page fills in on the live reload.
 A notebook that fails under ``serve`` shows the error on its page instead of stopping the server.
 
-The "Open in Colab" and "Download notebook" links are built from ``extra.repo`` and
-``extra.branch`` in mkdocs.yml, the one place the repository URL is written down.
+Each page offers "Download notebook": the notebook as committed, except that its set-up cell
+names the site's own wheel of ``twofour`` (``TWOFOUR_WHEEL = "<site_url>downloads/twofour-...whl"``,
+see site_hooks/toolkit.py), so the downloaded copy installs the toolkit from the site it came
+from, in Colab (uploaded) or in any Jupyter. "Open in Colab" and "View source" need the
+repository: they are built from ``extra.repo`` and ``extra.branch`` in mkdocs.yml, the one place
+the repository URL is written down, and left out when ``extra.repo`` is empty (Colab opens
+notebooks from GitHub only).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import logging
+import re
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -32,6 +40,7 @@ from mkdocs.structure.files import File, Files
 
 import nb_execute
 import nb_render
+import toolkit_wheel
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
@@ -51,26 +60,35 @@ class NotebookPageFile(File):
         return True
 
 
-def _repo(config) -> tuple[str, str]:
+def _repo(config) -> tuple[str | None, str]:
+    """(``extra.repo`` without a trailing slash, or None when it is empty; ``extra.branch``)."""
     extra = config.extra
-    repo, branch = extra.get("repo"), extra.get("branch", "main")
-    if not repo or not str(repo).startswith("https://github.com/"):
+    repo, branch = extra.get("repo"), extra.get("branch") or "main"
+    if not repo:
+        return None, str(branch)
+    if not isinstance(repo, str) or not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/?", repo):
         raise PluginError(
-            f"extra.repo in mkdocs.yml must be the project's https://github.com/<owner>/<name> URL "
-            f"(used for the Colab links), got {repo!r}"
+            f"extra.repo in mkdocs.yml must be empty or the project's https://github.com/<owner>/<name> URL "
+            f"(Colab opens notebooks from GitHub only), got {repo!r}"
         )
-    return str(repo).rstrip("/"), str(branch)
+    return repo.rstrip("/"), str(branch)
 
 
-def actions_html(rel_path: str, repo: str, branch: str) -> str:
-    """The buttons under a notebook page's title. ``rel_path`` is e.g. ``notebooks/00-x.ipynb``."""
+def actions_html(rel_path: str, repo: str | None, branch: str) -> str:
+    """The buttons under a notebook page's title. ``rel_path`` is e.g. ``notebooks/00-x.ipynb``.
+
+    Without a repository (``repo`` None) there is no "Open in Colab" and no "View source".
+    """
+    name = html.escape(Path(rel_path).name)
+    download = f'<a class="md-button{"" if repo else " md-button--primary"}" href="{name}" download>Download notebook</a>'
+    if not repo:
+        return f'<div class="nb-actions">{download}</div>'
     colab = f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}/blob/{branch}/{rel_path}"
     source = f"{repo}/blob/{branch}/{rel_path}"
-    name = html.escape(Path(rel_path).name)
     return (
         '<div class="nb-actions">'
         f'<a class="md-button md-button--primary" href="{html.escape(colab)}">Open in Colab</a>'
-        f'<a class="md-button" href="{name}" download>Download notebook</a>'
+        f"{download}"
         f'<a class="nb-actions__source" href="{html.escape(source)}">View source</a>'
         "</div>"
     )
@@ -117,8 +135,34 @@ def _serving() -> bool:
     return _command["name"] == "serve"
 
 
+def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) -> str:
+    """The ``.ipynb`` text a page offers for download: its set-up cell names the site's wheel.
+
+    The committed set-up cell must name ``repo`` (``extra.repo``) too: it is what Colab runs
+    when "Open in Colab" opens the notebook from GitHub.
+    """
+    text = path.read_text(encoding="utf-8")
+    where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    cells = json.loads(text).get("cells", [])
+    setup = "".join(next((c["source"] for c in cells if c.get("cell_type") == "code"), []))
+    if f"\nTWOFOUR_REPO = {json.dumps(repo or '')}\n" not in setup:
+        raise PluginError(f"{where}: its set-up cell does not name extra.repo of mkdocs.yml ({repo or 'empty'}); "
+                          "run `.venv/bin/python scripts/install_cell.py` to rewrite it")
+    if wheel_url is None:  # no site_url: toolkit.py's warning fails the strict build
+        return text
+    try:
+        return toolkit_wheel.with_wheel_url(text, wheel_url)
+    except ValueError as err:
+        raise PluginError(f"{where}: {err}") from None
+
+
 def on_files(files: Files, config) -> Files:
     repo, branch = _repo(config)
+    try:
+        wheel = toolkit_wheel.build()  # built (or found) by toolkit.py's on_config already
+    except toolkit_wheel.WheelBuildError as err:
+        raise PluginError(str(err)) from None
+    wheel_url = toolkit_wheel.wheel_url(config.site_url, wheel.name)
     paths = nb_execute.find_notebooks()
     notes: dict = {}
     if _serving():
@@ -151,7 +195,7 @@ def on_files(files: Files, config) -> Files:
         boost = SEARCH_BOOST.get(rel.split("/", 1)[0] if "/solutions/" not in rel else "solutions", 1)
         front = f"---\nsearch:\n  boost: {boost}\n---\n\n" if boost != 1 else ""
         files.append(NotebookPageFile.generated(config, rel, content=front + rendered.markdown))
-        files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", abs_src_path=str(item.path)))
+        files.append(File.generated(config, f"{page_dir}/{stem}.ipynb", content=download_copy(item.path, wheel_url, repo)))
         for filename, data in rendered.images.items():
             files.append(File.generated(config, f"{page_dir}/{filename}", content=data))
         state = "pending" if item.path in notes else "cached" if item.from_cache else "executed"

@@ -270,7 +270,6 @@ MOST_USED: list[tuple[str, str, str]] = [
 # of an API page is a title, so the boost must be small for a chapter's text to win.
 API_SEARCH_BOOST = 0.001
 ROOM_TITLES = {TOOLKIT: "Toolkit", CLI: "Command line", COURSE: "Course helpers"}
-INSTALL_LINE = 'pip install "git+https://github.com/half-the-weights/twofour"'
 
 
 def module_src(name: str) -> str:

@@ -55,17 +55,27 @@ def test_every_notebook_is_in_the_nav_and_solutions_are_not():
     assert not solutions & nav, f"solutions pages must not be in the nav: {sorted(solutions & nav)}"
 
 
-def test_notebook_page_has_colab_and_download_links(site):
+def test_notebook_page_has_a_download_link_and_colab_only_with_a_repository(site):
     page = (site / "notebooks/00-environment/index.html").read_text()
-    colab = "https://colab.research.google.com/github/half-the-weights/twofour/blob/main/notebooks/00-environment.ipynb"
-    assert f'href="{colab}"' in page
     assert 'href="00-environment.ipynb" download' in page
     assert (site / "notebooks/00-environment/00-environment.ipynb").is_file()
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import install_cell
+    finally:
+        sys.path.pop(0)
+    repo, branch = install_cell.configured_repo()  # extra.repo in mkdocs.yml, empty by default
+    if repo:
+        colab = (f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}"
+                 f"/blob/{branch}/notebooks/00-environment.ipynb")
+        assert f'href="{colab}"' in page and f'href="{repo}/blob/{branch}/notebooks/00-environment.ipynb"' in page
+    else:  # Colab opens notebooks from GitHub only: no repository, no button (and no "View source")
+        assert "colab.research.google.com" not in page and "View source" not in page
 
 
 def test_notebook_page_drops_hidden_cells_and_shows_outputs(site):
     page = (site / "notebooks/00-environment/index.html").read_text()
-    assert "google.colab" not in page, "the hide-on-site install cell leaked onto the page"
+    assert "TWOFOUR_WHEEL" not in page, "the hide-on-site set-up cell leaked onto the page"
     assert "nb-output" in page and "twofour-env" in page, "executed outputs are missing"
     assert "In&nbsp;[" not in page and "In [" not in page, "prompts should be hidden"
 
@@ -108,12 +118,14 @@ def test_api_reference_has_one_page_per_module(site):
         assert overview.index(f'href="twofour.{name}/') < min(others)
 
 
-def test_api_install_line_matches_the_readme(site):
-    readme = (ROOT / "README.md").read_text()
-    line = re.search(r'`(pip install "git\+https://github\.com/[^"]+")`', readme).group(1)
+def test_api_install_line_is_the_site_wheel(site, base_url):
+    wheels = sorted((site / "downloads").glob("twofour-*.whl"))
+    assert len(wheels) == 1, wheels
+    line = f'pip install "{base_url}/downloads/{wheels[0].name}"'
     overview = (site / "reference/api/index.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", overview))  # highlighted code is split into spans
     assert line in text, f"API page should show: {line}"
+    assert "twofour-wheel-url" not in text
 
 
 def test_api_pages_rank_below_guides_in_search(site):
