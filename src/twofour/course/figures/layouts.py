@@ -90,6 +90,17 @@ def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: s
     ax.grid(axis="x", visible=False)
     if title:
         ax.set_title(title)
+    groups = [name.replace("\n", " ") for name in table]
+    least = {min(methods, key=lambda m: table[name][m]) for name in table}
+    most = {max(methods, key=lambda m: table[name][m]) for name in table}
+    if len(least) == 1 and len(most) == 1:
+        lo, hi = least.pop(), most.pop()
+        caption = (f"{lo} keeps the least in every group ({', '.join(f'{table[n][lo]:.1%}' for n in table)}) and {hi} the most "
+                   f"({', '.join(f'{table[n][hi]:.1%}' for n in table)}), in the order {', '.join(groups)}")
+    else:
+        caption = "Kept per group: " + "; ".join(
+            f"{g}: " + ", ".join(f"{m} {table[n][m]:.1%}" for m in methods) for g, n in zip(groups, table))
+    describe(fig, caption=caption[0].upper() + caption[1:] + ".")
     return fig
 
 
