@@ -435,7 +435,8 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     sources = results_sources(results_list)
     ax.legend(loc="upper left", title=sources)
     if own_figure:
-        legend_below(fig, ax, ncols=1)
+        legend = legend_below(fig, ax, ncols=1)
+        fig.set_size_inches(fig.get_size_inches()[0], 3.0 + 0.25 * (len(legend.get_texts()) + 1))  # room for the plot too
         first = "; ".join(f"from M = {m} for {shape}" if m else f"never for {shape}" for shape, m in wins)
         err = (f"; the model is off by a median {sorted(errors)[len(errors) // 2]:.0%} of the measured speedup"
                if errors else "")
