@@ -51,6 +51,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     import numpy as np
 
     rows = launch_rows(shapes, M, dtype, gpu)
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure(height=3.8)
     else:
@@ -80,7 +81,8 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     ax.set_ylabel("CTAs launched")
     ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {name} (model)", fontsize=10)
     ax.legend(loc="upper left")
-    legend_below(fig, ax)
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
     idle = [r for r in rows if r["2:4 CTAs"] < sms]
     fewer = [r for r in rows if r["2:4 CTAs"] < r["dense CTAs"]]
     finding = (f"The default 2:4 kernel launches fewer CTAs than the {sms} SMs on {len(idle)} of {len(rows)} layers "
@@ -151,6 +153,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     """
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure(height=4.4)
     else:
@@ -178,7 +181,8 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     ax.set_title("Decode (M = 1): bandwidth each kernel reaches, by layer", fontsize=10)
     sources = "; ".join(dict.fromkeys(r.get("measured on", "measured") for r in rows))
     ax.legend(loc="upper left", title=sources)
-    legend_below(fig, ax)
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
     ratio = [r["2:4 measured"] / r["dense measured"] for r in rows]
     err = sorted(abs(r[f"{side} model"] / r[f"{side} measured"] - 1) for r in rows for side in ("dense", "2:4"))
     describe(fig, alt="Scatter of achieved bandwidth at M = 1 against N: " + "; ".join(
@@ -275,6 +279,7 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
 
     from .kernel_speed import _predictable
 
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure(height=4.6)
     else:
@@ -337,7 +342,8 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     ax.set_title("Every measurement the model can predict", fontsize=10)
     title = "; ".join(measured_where + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
     ax.legend(loc="upper left", title=title or None)
-    legend_below(fig, ax)
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
 
     def inside(key):
         pairs = groups.get(key, [])
