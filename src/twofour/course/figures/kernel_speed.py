@@ -234,9 +234,11 @@ def speedup_grid(shapes, gpus, dtype="fp16", *, scenario: str = DEFAULT_SCENARIO
     legend_below(fig, axes.flat[0], ncols=3)
     won = sorted((m, layer, gpu) for m, layer, gpu in first_wins if m is not None)
     never = [(layer, gpu) for m, layer, gpu in first_wins if m is None]
-    caption = (f"Predicted ({scenario}, {dtype}), 2:4 {'loses at M = ' + str(Ms[0]) + ' on every layer and GPU; ' if lose_at_1 else ''}"
-               f"the first plotted M at which it wins ranges from {won[0][0]} ({won[0][1]}, {won[0][2]}) to "
-               f"{won[-1][0]} ({won[-1][1]}, {won[-1][2]})" if won else f"Predicted ({scenario}, {dtype}), 2:4 never wins")
+    parts = [f"at M = {Ms[0]} 2:4 loses on every layer and GPU"] if lose_at_1 else []
+    if won:
+        parts.append(f"the first plotted M at which 2:4 wins ranges from {won[0][0]} ({won[0][1]} on the {won[0][2]}) to "
+                     f"{won[-1][0]} ({won[-1][1]} on the {won[-1][2]})")
+    caption = f"Predicted ({scenario}, {dtype}): " + ("; ".join(parts) if parts else "2:4 never wins")
     if never:
         caption += f"; {len(never)} layer and GPU pair{'s' if len(never) > 1 else ''} never win up to M = {Ms[-1]}"
     describe(fig, caption=caption + "; no curve reaches the 2x compute ceiling (dotted).")
