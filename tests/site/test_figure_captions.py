@@ -1,4 +1,4 @@
-"""Every figure on a chapter or lab page has a caption that says what to see (issue 30).
+"""Every figure on a chapter or lab page has a caption of its own that says what to see (issue 30).
 
 A caption that only repeats the figure's title (the panel titles drawn in the image) tells the
 reader nothing the picture does not. Read from the built site, without a browser: each
@@ -66,9 +66,13 @@ def test_no_figure_caption_only_repeats_its_title(site, pages):
     failures, counted = [], 0
     for path in (p for p in pages if p.startswith("/notebooks/") or p.startswith("/labs/lab")):
         page_dir = site / path.strip("/")
+        seen: dict[str, int] = {}
         for fig in page_figures((page_dir / "index.html").read_text(encoding="utf-8"), page_dir):
             counted += 1
             if restates(fig["caption"], fig["title"]):
                 failures.append(f"{path} figure {fig['n']}: caption {fig['caption']!r} repeats the title {fig['title']!r}")
+            if fig["caption"] in seen:  # one figure shown twice (a cell whose last line returned the figure)
+                failures.append(f"{path} figures {seen[fig['caption']]} and {fig['n']} share the caption {fig['caption']!r}")
+            seen.setdefault(fig["caption"], fig["n"])
     assert counted >= 15, f"expected the chapters' figures, found {counted}"
     assert not failures, "\n".join(failures)
