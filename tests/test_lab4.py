@@ -7,7 +7,7 @@ import pytest
 from twofour.bench import Results, recorded_alg_search, summarize
 from twofour.course.labs import lab4
 from twofour.course.labs._common import CheckFailed
-from twofour.roofline import crossover_m
+from twofour.roofline import crossover_m, predict
 
 
 def ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters, *, split=True, k_limit=True, target0=True, ceil=True):
@@ -143,3 +143,22 @@ def test_check_prediction():
 def test_compare_with_data():
     assert "never won" in lab4.compare_with_data(10, None, "x")
     assert lab4.compare_with_data(None, 5, "x") == "model: no crossover up to the search limit; x: M = 5."
+    assert lab4.compare_with_data(513, 2048, "x", gpu="H200").startswith("model (H200): M = 513; x: M = 2048")
+
+
+def test_measurements_are_one_per_gpu_run_and_say_so():
+    """Issue 30: the last step printed the same H200 line once per results file; one run is one line."""
+    from twofour.bench import recorded_results
+
+    recorded = recorded_results("gpu")
+    found = lab4.measurements(recorded, 4096, 4096)
+    assert len(found) == 1 and found[0].gpu == "H200"
+    assert "H200, measured 2026-11-30" in found[0].source and "2 results files" in found[0].source
+    fp16_rows = [p for r in recorded for p in r.gpu_points("graph") if (p["N"], p["K"], p["dtype"]) == (4096, 4096, "float16")]
+    assert len(found[0].rows) == len(fp16_rows) and len({p["M"] for p in fp16_rows}) < len(fp16_rows)  # two files, one curve
+    assert lab4.measurements(recorded + recorded, 4096, 4096) == found  # a file given twice adds nothing
+    assert lab4.measurements(recorded, 123, 456) == []
+    # the prediction it is held against is the same GPU's, in the bench's conditions
+    same_gpu = find_crossover(lambda M: predict(M, 4096, 4096, "fp16", found[0].gpu, scenario="cached", l2="flushed").speedup,
+                              16384)
+    assert same_gpu == crossover_m(4096, 4096, "fp16", "H200", scenario="cached", l2="flushed")

@@ -14,9 +14,14 @@ Why these choices:
   the same in CI, Colab and on a laptop and never fetch anything.
 * **Several series of the same kind** (one line per GPU, per model size) take their colours
   from :data:`SERIES`, the rest of the same Okabe–Ito palette, each with its own marker and
-  line style: :func:`series` gives the i-th.
+  line style: :func:`series` gives the i-th. No two series of one plot share both a dash and
+  a marker, so a plot reads in greyscale and for every colour-vision deficiency.
+* **Legends are as large as the axis labels** (:data:`LEGEND_SIZE`); a legend too long for the
+  plot goes under it (:func:`legend_below`), never shrinks. A plot of measured data names the
+  GPU and the day it was measured (:func:`measured_on`).
 * **Alt text and caption** travel with the figure: :func:`describe` (or ``new_figure(alt=...,
-  caption=...)``) attaches them, and in Jupyter, Colab and the site build the figure is shown
+  caption=...)``) attaches them. The caption says what to see (the finding, with its numbers),
+  never the title again (:func:`restates`); and in Jupyter, Colab and the site build the figure is shown
   as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`). The
   site puts the caption under the figure, numbered per chapter, and the alt text on the
   image. A figure without them still gets a specific description from its titles, axis
@@ -48,13 +53,17 @@ import matplotlib.pyplot as plt
 from .._common.args import require_positive_int
 
 __all__ = [
-    "Role", "ROLES", "SERIES", "FIGSIZE", "color", "series", "new_figure", "style",
-    "describe", "figure_text", "figure_png", "install_notebook_display",
+    "Role", "ROLES", "SERIES", "FIGSIZE", "LABEL_SIZE", "LEGEND_SIZE", "color", "series", "new_figure", "style",
+    "legend_below", "measured_on", "describe", "restates", "figure_text", "figure_png", "install_notebook_display",
 ]
 
 # Inches. 7 x 3.6 at 110 dpi is ~770 px wide: the width of Material's content column.
 FIGSIZE: tuple[float, float] = (7.0, 3.6)
 DPI = 110
+# Points. Axis labels and tick labels share one size, and a legend is never smaller: a legend
+# is read as closely as the axes it explains (10 pt is about 15 CSS pixels at this DPI).
+LABEL_SIZE = 10
+LEGEND_SIZE = LABEL_SIZE
 
 
 @dataclass(frozen=True)
@@ -76,10 +85,10 @@ class Role:
 
 
 # Okabe–Ito colours. dense/2:4 are the pair readers compare most, so they get the two most
-# distinct hues (blue vs orange).
+# distinct hues (blue vs orange), and also differ in dash and marker (greyscale, colour blindness).
 ROLES: dict[str, Role] = {
-    "dense": Role("#0072B2", "s", "-"),  # blue
-    "2:4": Role("#E69F00", "o", "-"),  # orange
+    "dense": Role("#0072B2", "s", "-"),  # blue, squares, solid
+    "2:4": Role("#E69F00", "o", "--"),  # orange, circles, dashed
     "measured": Role("#009E73", "o", "-"),  # bluish green, filled markers
     "predicted": Role("#CC79A7", "", "--"),  # reddish purple, dashed model line
     "published": Role("#D55E00", "D", ":"),  # vermillion, diamonds for cited numbers
@@ -134,9 +143,13 @@ _RC: dict[str, Any] = {
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
     "font.family": "DejaVu Sans",
-    "font.size": 10,
+    "font.size": LABEL_SIZE,
     "axes.titlesize": 11,
-    "axes.labelsize": 10,
+    "axes.labelsize": LABEL_SIZE,
+    "xtick.labelsize": LABEL_SIZE,
+    "ytick.labelsize": LABEL_SIZE,
+    "legend.fontsize": LEGEND_SIZE,
+    "legend.title_fontsize": LEGEND_SIZE,
     "axes.edgecolor": "#333333",
     "axes.grid": True,
     "grid.color": "#DDDDDD",
@@ -200,6 +213,60 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
     return fig, ax
 
 
+def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
+    """One legend for the whole figure, under its panels, in the house size; returns it.
+
+    For a figure of several panels that share their series, or a plot whose legend would hide
+    its data. The entries are ``source``'s (an axes), or every panel's, each label once; the
+    panels' own legends are removed. ``title`` defaults to the title of a removed legend (say
+    the GPU and date a panel's legend named).
+
+    Example:
+        >>> fig, (left, right) = new_figure(1, 2)
+        >>> _ = left.plot([1, 2], [1, 2], label="dense"), right.plot([1, 2], [2, 1], label="dense")
+        >>> _ = left.legend(title="H200, measured 2026-11-30")
+        >>> leg = legend_below(fig)
+        >>> [t.get_text() for t in leg.get_texts()], leg.get_title().get_text(), left.get_legend()
+        (['dense'], 'H200, measured 2026-11-30', None)
+        >>> plt.close(fig)
+    """
+    require_positive_int("ncols", ncols)
+    panels = fig.get_axes()
+    handles, labels = [], []
+    for ax in [source] if source is not None else panels:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if not labels:
+        raise ValueError("legend_below found no labelled series (plot them with label=...) to put in the legend")
+    for ax in panels:
+        old = ax.get_legend()
+        if old is not None:
+            if title is None and old.get_title().get_text():
+                title = old.get_title().get_text()
+            old.remove()
+    return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
+
+
+def measured_on(gpu: str, date: str | None = None) -> str:
+    """How a plot of measured data names where and when it was measured: ``"H200, measured 2026-11-30"``.
+
+    ``gpu`` is the device name as recorded (``"NVIDIA H200"``; the vendor prefix is dropped),
+    ``date`` an ISO date or timestamp (only the day is kept).
+
+    Example:
+        >>> measured_on("NVIDIA H200", "2026-11-30T15:07:22+00:00")
+        'H200, measured 2026-11-30'
+    """
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise ValueError(f"gpu must be the device name as recorded (e.g. 'NVIDIA H200'), got {gpu!r}")
+    name = " ".join(gpu.split())
+    name = name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+    day = str(date or "")[:10]
+    return f"{name}, measured {day}" if day else f"{name}, measured"
+
+
 # ---- alt text, captions and the notebook display ---------------------------------------------
 
 _ATTR = "_twofour_text"  # where describe() keeps alt and caption on a Figure
@@ -237,6 +304,33 @@ def describe(fig, *, alt: str | None = None, caption: str | None = None):
         text["caption"] = caption
     setattr(fig, _ATTR, text)
     return fig
+
+
+def _words(text) -> str:
+    """Lower case, punctuation and spacing folded: what is left to compare two sentences by."""
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in str(text).lower()).split())
+
+
+def restates(caption: str, title: str) -> bool:
+    """Whether ``caption`` only says the ``title`` (or a panel title, ``;``-separated) again.
+
+    True when, ignoring case, punctuation and spacing, the caption equals a title, is part of
+    one, or is a title plus fewer than 20 characters. A caption should say what to see.
+
+    Example:
+        >>> restates("Time per call.", "Time per call")
+        True
+        >>> restates("2:4 loses below M = 512 and wins above it.", "Time per call")
+        False
+    """
+    said = _words(caption)
+    if not said:
+        return True
+    for part in [title, *str(title).split(";")]:
+        part = _words(part)
+        if part and (said == part or said in part or (part in said and len(said) - len(part) < 20)):
+            return True
+    return False
 
 
 def _label(text) -> str:

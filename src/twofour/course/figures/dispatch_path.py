@@ -20,7 +20,12 @@ from html import escape
 
 from ..plotting import color
 
-__all__ = ["path_svg", "HIGHLIGHTS", "MIN_WIDTH_PX"]
+__all__ = ["path_svg", "HIGHLIGHTS", "MIN_WIDTH_PX", "CAPTION"]
+
+# What to see in the drawing (its <title> says what it is): the notebook shows it under the figure.
+CAPTION = ("Follow the colours: blue is the road of a dense tensor, zeros or not, to the dense GEMM; orange is the only road "
+           "to a 2:4 kernel, through a packed SparseSemiStructuredTensor and __torch_dispatch__ to cuSPARSELt or CUTLASS; "
+           "the dashed vermillion arrow is the refusal when the GPU, dtype or shape is not supported, never a silent dense fallback.")
 
 MIN_WIDTH_PX = 600  # 720 units wide, smallest label 12 units: 12 * 600 / 720 = 10 px
 

@@ -7,9 +7,9 @@ house style, so the site's hero figure and the notebooks' funnels look the same.
 from __future__ import annotations
 
 from ...funnel import FunnelStep
-from ..plotting import ROLES, new_figure
+from ..plotting import ROLES, describe, legend_below, new_figure, series
 
-__all__ = ["plot_funnel", "plot_sensitivity", "cited_per_call_costs"]
+__all__ = ["plot_funnel", "funnel_caption", "biggest_cut", "plot_sensitivity", "sensitivity_caption", "cited_per_call_costs"]
 
 
 def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
@@ -33,8 +33,9 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         raise ValueError("stages must be a non-empty list of FunnelStep (the steps from twofour.funnel.funnel)")
     if kernel_role not in ROLES:
         raise ValueError(f"kernel_role must be one of {sorted(ROLES)}, got {kernel_role!r}")
+    own_figure = ax is None
     if ax is None:
-        _, ax = new_figure(height=2.8)
+        fig, ax = new_figure(height=2.8)
     n = len(stages)
     values = [s.speedup for s in stages]
     for i, stage in enumerate(stages):
@@ -56,7 +57,47 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
     ax.grid(axis="y", visible=False)
     if title:
         ax.set_title(title)
+    if own_figure:
+        describe(fig, caption=funnel_caption(stages))
     return ax
+
+
+def funnel_caption(stages: list[FunnelStep]) -> str:
+    """The finding of one funnel: where it starts, where it ends, and which step takes the most.
+
+    Example:
+        >>> from twofour.funnel import funnel
+        >>> from twofour.models import LLAMA_3_8B
+        >>> from twofour.request import Workload, estimate
+        >>> funnel_caption(funnel(estimate(Workload(LLAMA_3_8B, 1, 512, 64), "H100")))
+        "The data sheet's 2.00x ends at 0.65x, slower than dense; the biggest cut comes at step 3 (2:4 GEMM), from 1.78x to 0.64x."
+    """
+    if not stages:
+        raise ValueError("stages must be a non-empty list of FunnelStep (the steps from twofour.funnel.funnel)")
+    text = f"The data sheet's {stages[0].speedup:.2f}x ends at {stages[-1].speedup:.2f}x"
+    if stages[-1].speedup < 1:
+        text += ", slower than dense"
+    if len(stages) > 1:
+        before, step = biggest_cut(stages)
+        where = f"step {step.step} ({step.label})" if step.step else step.label
+        text += f"; the biggest cut comes at {where}, from {before.speedup:.2f}x to {step.speedup:.2f}x"
+    return text + "."
+
+
+def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:
+    """The two neighbouring steps between which the funnel loses the largest factor: ``(before, after)``.
+
+    Example:
+        >>> from twofour.funnel import funnel
+        >>> from twofour.models import LLAMA_3_8B
+        >>> from twofour.request import Workload, estimate
+        >>> [s.key for s in biggest_cut(funnel(estimate(Workload(LLAMA_3_8B, 1, 512, 64), "H100")))]
+        ['roofline_ceiling', 'kernel']
+    """
+    if len(stages) < 2:
+        raise ValueError(f"stages must hold at least two FunnelStep to compare, got {len(stages)}")
+    i = max(range(len(stages) - 1), key=lambda i: stages[i].speedup / stages[i + 1].speedup)
+    return stages[i], stages[i + 1]
 
 
 # Per-call costs of the 2:4 path that sources put a number on, for the sensitivity figure:
@@ -93,28 +134,38 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     ``rows`` come from :func:`twofour.request.sensitivity`. Vertical lines mark the cited
     per-call costs (:func:`cited_per_call_costs`); the line at ``measured_ratio`` (the default 2:4
     kernel's bandwidth over cuBLAS's, :func:`twofour.request.kernel_bandwidth_ratio`) is drawn
-    solid, the others dashed.
+    solid in the "measured" colour, each other ratio in a colour, dash and marker of its own.
     """
     from ..plotting import color
 
     if not rows:
         raise ValueError("rows must hold the output of twofour.request.sensitivity")
+    own_figure = ax is None
     if ax is None:
-        fig, ax = new_figure()
+        fig, ax = new_figure(height=4.4)
     else:
         fig = ax.figure
     ratios = sorted({r["memory_ratio"] for r in rows})
+    # What-if ratios take the house series without the measured line's green, so no two lines
+    # share a colour, a dash or a marker.
+    others = [st for st in (series(i) for i in range(7)) if st.color != color("measured") and st.linestyle != "-"]
+    k = 0
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
         measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
-        ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line],
-                color=color("measured") if measured else color("predicted"),
-                linestyle="-" if measured else "--", marker="",
+        if measured:
+            style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
+        else:
+            st = others[k % len(others)]
+            k += 1
+            style = {"color": st.color, "linestyle": st.linestyle, "marker": st.marker, "markersize": 5}
+        ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
-    for label, us, _source in (costs if costs is not None else cited_per_call_costs()):
+    costs = costs if costs is not None else cited_per_call_costs()
+    for label, us, _source in costs:
         ax.axvline(us, color=color("published"), linewidth=0.9, linestyle=":")
         ax.annotate(label, (us, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -10), rotation=90,
-                    va="top", fontsize=7, color=color("published"))
+                    va="top", fontsize=9, color=color("published"))
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -125,5 +176,41 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     ax.set_xlabel("cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
     ax.set_ylabel(ylabel)
     ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(loc="lower left")
+    if own_figure:
+        legend_below(fig, ax, ncols=1)
+        describe(fig, caption=sensitivity_caption(rows, measured_ratio=measured_ratio, costs=costs))
     return fig, ax
+
+
+def sensitivity_caption(rows: list[dict], *, measured_ratio: float | None = None, costs=()) -> str:
+    """The finding of :func:`plot_sensitivity`: up to which per-call cost each kernel still beats dense.
+
+    Example:
+        >>> rows = [{"per_call_us": c, "memory_ratio": r, "speedup": s}
+        ...         for c, r, s in ((0, 0.3, 0.7), (10, 0.3, 0.6), (0, 1.0, 1.3), (10, 1.0, 1.1), (20, 1.0, 0.9))]
+        >>> sensitivity_caption(rows, measured_ratio=0.3, costs=[("cached", 15.0, "")])
+        'The default 2:4 kernel (30% of dense bandwidth) is slower than dense at every per-call cost; a kernel at 100% beats dense only up to 10 µs per call (of the costs computed, 0 to 20 µs); cited costs: cached 15 µs.'
+    """
+    parts, partial = [], False
+    for ratio in sorted({r["memory_ratio"] for r in rows}):
+        line = [r for r in rows if r["memory_ratio"] == ratio]
+        wins = [r["per_call_us"] for r in line if r["speedup"] > 1]
+        measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
+        who = f"the default 2:4 kernel ({ratio:.0%} of dense bandwidth)" if measured else f"a kernel at {ratio:.0%}"
+        if not wins:
+            parts.append(f"{who} is slower than dense at every per-call cost")
+        elif len(wins) == len(line):
+            parts.append(f"{who} beats dense at every per-call cost")
+        else:
+            parts.append(f"{who} beats dense only up to {max(wins):g} µs per call")
+            partial = True
+    parts.sort(key=lambda p: not p.startswith("the default"))
+    text = "; ".join(parts)
+    text = text[0].upper() + text[1:]
+    if partial:
+        costs_computed = sorted({r["per_call_us"] for r in rows})
+        text += f" (of the costs computed, {costs_computed[0]:g} to {costs_computed[-1]:g} µs)"
+    if costs:
+        text += "; cited costs: " + ", ".join(f"{label} {us:.0f} µs" for label, us, _ in costs)
+    return text + "."

@@ -17,7 +17,7 @@ import statistics
 
 from ...hardware import get_gpu
 from ...roofline import kernel_time, predict
-from ..plotting import ROLES, color, describe, new_figure
+from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
            "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
@@ -51,6 +51,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     import numpy as np
 
     rows = launch_rows(shapes, M, dtype, gpu)
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure(height=3.8)
     else:
@@ -71,20 +72,32 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     for label, fam, ctas in recorded or []:
         i = next(k for k, r in enumerate(rows) if r["layer"] == label)
         ax.plot([x[i] + offsets[fam]], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
+    name = get_gpu(gpu).name
     if recorded:
-        ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="", label="recorded launch grid (trace)")
+        ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
+                label=f"recorded launch grid ({name} decode-step trace)")
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows], fontsize=8)
+    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows])
     ax.set_ylabel("CTAs launched")
-    ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {get_gpu(gpu).name}: the default 2:4 kernel leaves SMs idle",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {name} (model)", fontsize=10)
+    ax.legend(loc="upper left")
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
+    idle = [r for r in rows if r["2:4 CTAs"] < sms]
+    fewer = [r for r in rows if r["2:4 CTAs"] < r["dense CTAs"]]
+    finding = (f"The default 2:4 kernel launches fewer CTAs than the {sms} SMs on {len(idle)} of {len(rows)} layers "
+               f"(as few as {min(r['2:4 CTAs'] for r in rows)}), and fewer than cuBLAS on {len(fewer)}, so SMs sit idle "
+               f"at M = {M}; the searched algorithm launches up to {max(r['searched CTAs'] for r in rows)}")
+    if recorded:
+        matches = all(c == rows[next(k for k, r in enumerate(rows) if r["layer"] == label)][
+            {"cublas": "dense CTAs", "cusparselt": "2:4 CTAs", "cusparselt_searched": "searched CTAs"}[fam]]
+            for label, fam, c in recorded)
+        finding += (". Black ticks, the launch grids recorded on the " + name
+                    + (", sit exactly on the model's bars" if matches else ", differ from the model's bars where they sit apart"))
     describe(fig, alt=("Bar chart of the CTAs each kernel launches per Llama-3-8B layer at M = " + str(M) + ": " + "; ".join(
         f"{r['layer']}: dense {r['dense CTAs']} ({r['dense tile']}, split {r['dense split']}), 2:4 {r['2:4 CTAs']} "
         f"({r['2:4 tile']}, split {r['2:4 split']}), searched {r['searched CTAs']}" for r in rows)
-        + f"; a dashed line marks the {sms} SMs."),
-        caption=f"CTAs launched per layer at M = {M} against the {sms} SMs of the {get_gpu(gpu).name} (model; ticks: "
-                "the launch grids recorded in the decode-step trace).")
+        + f"; a dashed line marks the {sms} SMs."), caption=finding + ".")
     return fig, ax
 
 
@@ -102,6 +115,7 @@ def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dic
             wd = r["N"] * r["K"] * 2
             ws = packed_bytes((r["N"], r["K"]), 16, 2, 4, meta_bits_per_value=2)
             out.append({"shape": r["shape"], "N": r["N"], "K": r["K"], "dense measured": wd / r["dense_ms"] / 1e9,
+                        "measured on": measured_on(res.provenance.get("gpu_name") or "unknown GPU", res.provenance.get("date")),
                         "dense model": wd / p.dense_us / 1e6, "2:4 measured": ws / r["sparse_ms"] / 1e9,
                         "2:4 model": ws / p.sparse_us / 1e6, "2:4 CTAs": p.sparse.ctas, "dense CTAs": p.dense.ctas,
                         "flagged": r["flagged"]})
@@ -131,31 +145,53 @@ def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16
 
 
 def plot_bandwidth_vs_N(rows: list[dict], ax=None):
-    """Achieved bandwidth at decode against N, dense and 2:4, measured (markers) and modelled (crosses)."""
+    """Achieved bandwidth at decode against N, dense and 2:4: measured (filled markers) and modelled (crosses).
+
+    Colour and marker tell the side (dense: blue squares and x; 2:4: orange circles and +);
+    the legend's title names the GPU and the day of the measurement (the rows' ``measured on``,
+    from :func:`bandwidth_rows`).
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
+    own_figure = ax is None
     if ax is None:
-        fig, ax = new_figure(height=3.8)
+        fig, ax = new_figure(height=4.4)
     else:
         fig = ax.figure
-    for side, role in (("dense", "dense"), ("2:4", "2:4")):
-        ax.plot([r["N"] for r in rows], [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="",
-                color=color(role), markersize=7, label=f"{side} measured")
-        ax.plot([r["N"] for r in rows], [r[f"{side} model"] for r in rows], marker="x", linestyle="", color=color("predicted"),
-                markersize=8)
-    for r in rows:
-        ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(4, -10), fontsize=6,
-                    color=color("neutral"))
-    ax.plot([], [], marker="x", linestyle="", color=color("predicted"), label="model (kernel-fit.json)")
+    Ns = [r["N"] for r in rows]
+    for side, role, cross in (("dense", "dense", "x"), ("2:4", "2:4", "+")):
+        ax.plot(Ns, [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="", color=color(role),
+                markersize=7, label=f"{side}, measured")
+        ax.plot(Ns, [r[f"{side} model"] for r in rows], marker=cross, linestyle="", color=color(role), markersize=10,
+                markeredgewidth=1.6, label=f"{side}, model (kernel-fit.json)")
+    # One K label per (N, K) point, right of it; where two layers share an N, the lower one's
+    # label goes to the left instead, so the two never overlap.
+    labelled: set = set()
+    for r in sorted(rows, key=lambda r: r["2:4 measured"]):
+        if (r["N"], r["K"]) in labelled:
+            continue
+        left = any(N == r["N"] and K != r["K"] for rr in rows for N, K in [(rr["N"], rr["K"])]) and not any(
+            N == r["N"] for N, _ in labelled)
+        labelled.add((r["N"], r["K"]))
+        ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(-8, -4) if left else (7, -4),
+                    ha="right" if left else "left", fontsize=9, color=color("neutral"))
     ax.set_xscale("log")
     ax.set_xlabel("N (out_features)")
     ax.set_ylabel("weight bytes / kernel time (TB/s)")
-    ax.set_title("Decode (M = 1): the 2:4 kernel's bandwidth grows with the CTAs it can launch", fontsize=9)
-    handles, labels = ax.get_legend_handles_labels()
-    keep = [(h, lab) for h, lab in zip(handles, labels) if lab and not lab.startswith("_")]
-    ax.legend(*zip(*keep), fontsize=7, loc="upper left")
+    ax.set_title("Decode (M = 1): bandwidth each kernel reaches, by layer", fontsize=10)
+    sources = "; ".join(dict.fromkeys(r.get("measured on", "measured") for r in rows))
+    ax.legend(loc="upper left", title=sources)
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
+    ratio = [r["2:4 measured"] / r["dense measured"] for r in rows]
+    err = sorted(abs(r[f"{side} model"] / r[f"{side} measured"] - 1) for r in rows for side in ("dense", "2:4"))
     describe(fig, alt="Scatter of achieved bandwidth at M = 1 against N: " + "; ".join(
         f"N={r['N']}, K={r['K']}: dense {r['dense measured']:.2f} TB/s measured, {r['dense model']:.2f} modelled; 2:4 "
         f"{r['2:4 measured']:.2f} measured, {r['2:4 model']:.2f} modelled" for r in rows),
-        caption="Weight bytes over kernel time at decode, measured on the H200 (markers) and predicted (crosses).")
+        caption=(f"At one token the 2:4 kernel streams its packed weight at only {min(ratio):.0%} to {max(ratio):.0%} of "
+                 f"the bandwidth cuBLAS reaches on the same layer ({min(r['2:4 measured'] for r in rows):.2f} to "
+                 f"{max(r['2:4 measured'] for r in rows):.2f} TB/s), more as N grows and it launches more CTAs; the model's "
+                 f"crosses are within a median {err[len(err) // 2]:.0%} of the measurements ({sources})."))
     return fig, ax
 
 
@@ -243,26 +279,38 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
 
     from .kernel_speed import _predictable
 
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure(height=4.6)
     else:
         fig = ax.figure
+    import re
+
     lo, hi = 1.0, 1.0
     groups: dict[str, list[tuple[float, float]]] = {}
+    measured_where: list[str] = []
+    published_gpus: list[str] = []
     for p in (p for p in pts if _predictable(p)):
         pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
                        l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
         if p.origin == "published":
             key = "published, fitted per GPU" if p.fit_ok else "published, not fitted"
-        elif p.extra.get("flagged"):
-            key = "H200, flagged (kept out of the fit)"
-        elif p.extra.get("held_out"):
-            key = "H200, held-out shapes"
-        elif p.fit_ok:
-            key = "H200, in the fit"
+            if p.gpu not in published_gpus:
+                published_gpus.append(p.gpu)
         else:
-            key = "H200, not fitted (bf16; eager back to back)"
+            day = re.search(r"\d{4}-\d{2}-\d{2}", p.source or "")
+            where = measured_on(p.gpu_as_reported or p.gpu, day.group(0) if day else None)
+            if where not in measured_where:
+                measured_where.append(where)
+            if p.extra.get("flagged"):
+                key = "H200, flagged (kept out of the fit)"
+            elif p.extra.get("held_out"):
+                key = "H200, held-out shapes"
+            elif p.fit_ok:
+                key = "H200, in the fit"
+            else:
+                key = "H200, not fitted (bf16; eager back to back)"
         groups.setdefault(key, []).append((pred, p.speedup))
     styles = {
         "H200, in the fit": dict(s=12, marker="o", facecolors=color("measured"), edgecolors=color("measured"), alpha=0.6),
@@ -291,9 +339,23 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
     ax.set_ylabel("measured speedup")
-    ax.set_title("Every measurement the model can predict", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("Every measurement the model can predict", fontsize=10)
+    title = "; ".join(measured_where + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
+    ax.legend(loc="upper left", title=title or None)
+    if own_figure:  # a figure of its own: the legend under the plot, not over the data
+        legend_below(fig, ax)
+
+    def inside(key):
+        pairs = groups.get(key, [])
+        return sum(abs(m / p - 1) <= band for p, m in pairs) / len(pairs) if pairs else None
+
+    shares = [(what, inside(key)) for what, key in (("in the fit", "H200, in the fit"), ("held out", "H200, held-out shapes"),
+                                                  ("published and fitted", "published, fitted per GPU"))]
+    told = ", ".join(f"{share:.0%} of the points {what}" for what, share in shares if share is not None)
+    flagged = groups.get("H200, flagged (kept out of the fit)", [])
     describe(fig, alt="Log-log scatter of measured against predicted 2:4 speedup; " + "; ".join(
         f"{k}: {len(v)} points" for k, v in groups.items()) + f"; a grey corridor marks ±{band:.0%} around y = x.",
-        caption="Measured against predicted speedup: H200 points in the fit, held out and flagged, and published points.")
+        caption=(f"Inside the ±{band:.0%} corridor around y = x: {told}"
+                 + (f"; the {len(flagged)} flagged points (black crosses) are kept out of the fit" if flagged else "")
+                 + (f" ({title})." if title else ".")))
     return fig, ax

@@ -18,13 +18,18 @@ import math
 
 from ...hardware import get_gpu
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
-from ..plotting import ROLES, color, describe, new_figure, series
+from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
 
 __all__ = [
     "log2_Ms",
     "plot_roofline",
     "plot_speedup_vs_M",
+    "speedup_caption",
+    "speedup_grid",
+    "results_sources",
     "plot_modes_vs_M",
+    "modes_caption",
+    "modes_grid",
     "mode_table",
     "plot_measured_vs_predicted",
     "worst_misses",
@@ -32,9 +37,6 @@ __all__ = [
     "speedup_widget",
 ]
 
-# Line styles that tell GPUs apart where one colour must stay (plot_modes_vs_M and friends).
-_GPU_STYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
-_GPU_MARKERS = ["o", "s", "^", "v", "D", "P"]
 # twofour bench timing modes, in the order a reader meets them, with what each one is.
 MODE_LABELS = {
     "eager": "eager, one lone call (host set-up + kernels)",
@@ -44,6 +46,28 @@ MODE_LABELS = {
 }
 _MODE_STYLE = {"eager": ("#6E6E6E", "v", ":"), "stream": ("#D55E00", "^", "-."), "graph": ("#0072B2", "s", "--"),
                "kernel": ("#009E73", "o", "-")}
+# The model's scenario for each measured mode, each drawn thin in the "predicted" colour with a
+# dash of its own (no marker): the three model lines stay apart from each other and from the
+# measured lines in greyscale too.
+_MODEL_STYLE = {"eager": ("back to back", (0, (1, 1.5))), "cached": ("graph replay", (0, (5, 2))),
+                "kernel": ("kernel time", (0, (8, 2, 1, 2)))}
+
+
+def results_sources(results_list) -> str:
+    """Where and when a list of results files was measured, each distinct run once ("H200, measured 2026-11-30").
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> results_sources(recorded_results("gpu"))
+        'H200, measured 2026-11-30'
+    """
+    names = []
+    for res in results_list:
+        p = res.provenance
+        name = measured_on(p.get("gpu_name") or f"CPU ({p.get('cpu_model', 'unknown')})", p.get("date"))
+        if name not in names:
+            names.append(name)
+    return "; ".join(names)
 
 
 def log2_Ms(m_max: int = 16384) -> list[int]:
@@ -65,6 +89,7 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     import numpy as np
 
     spec = get_gpu(gpu)
+    own_figure = ax is None
     if ax is None:
         fig, ax = new_figure()
     else:
@@ -73,22 +98,43 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     intensity = np.geomspace(0.3, 3e4, 300)
     for kind, role in (("dense", "dense"), ("sparse", "2:4")):
         peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-        ax.plot(intensity, np.minimum(peak, bw * intensity) / 1e12, color=color(role), label=f"{role} roof ({spec.name} data sheet)")
+        ax.plot(intensity, np.minimum(peak, bw * intensity) / 1e12, color=color(role), linestyle=ROLES[role].linestyle,
+                label=f"{role} roof ({spec.name} data sheet)")
+    bound = {}
     for M in Ms:
         for kind, role in (("dense", "dense"), ("sparse", "2:4")):
             ai = arithmetic_intensity(M, N, K, dtype, sparse=kind == "sparse")
             peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-            ax.plot([ai], [min(peak, bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="")
+            ax.plot([ai], [min(peak, bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="",
+                    markersize=7, label=f"{role} GEMM at each M" if M == Ms[0] else None)
         ai = arithmetic_intensity(M, N, K, dtype)
+        bound[M] = "memory" if bw * ai < spec.peak_tflops(dtype) * 1e12 else "compute"
         ax.annotate(f"M={M}", (ai, min(spec.peak_tflops(dtype) * 1e12, bw * ai) / 1e12),
-                    textcoords="offset points", xytext=(4, -12), fontsize=8, color=color("neutral"))
+                    textcoords="offset points", xytext=(4, -14), fontsize=9, color=color("neutral"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     ax.set_ylabel("attainable TFLOP/s")
     ax.set_title(f"Roofline, {spec.name} {dtype}: W = [{N}, {K}]")
     ax.legend(loc="lower right")
+    low = [M for M in Ms if bound[M] == "memory"]
+    high = [M for M in Ms if bound[M] == "compute"]
+    parts = []
+    if low:
+        parts.append(f"at M = {_join(low)} the GEMM sits on the sloped bandwidth roof, where 2:4 can gain only what "
+                     f"its fewer bytes give (at most {ceilings(dtype)['memory']:.2f}x)")
+    if high:
+        parts.append(f"at M = {_join(high)} it reaches the flat compute roof, where the 2:4 roof is "
+                     f"{ceilings(dtype)['compute']:.0f}x higher")
+    if own_figure:
+        describe(fig, caption=f"On the {spec.name} data sheet, " + "; ".join(parts) + ".")
     return fig, ax
+
+
+def _join(values) -> str:
+    """'1, 16 and 256'."""
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
 
 
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
@@ -111,7 +157,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         style = series(i)
         ax.plot(Ms, s, color=style.color, linestyle=style.linestyle, marker=style.marker, markersize=4,
                 label=f"{get_gpu(gpu).name} (predicted)")
-        ends.append((get_gpu(gpu).name, s[0], s[-1]))
+        ends.append((get_gpu(gpu).name, s[0], s[-1], next((M for M, v in zip(Ms, s) if v > 1), None)))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.axhline(c["memory"], color=color("neutral"), linewidth=0.8, linestyle=":")
@@ -123,20 +169,80 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     ax.set_ylabel("speedup of 2:4 over dense")
     ax.set_ylim(0, 2.2)
     ax.set_title(title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(loc="lower right")
     if own_figure and ends:
-        low = ", ".join(f"{name} {first:.2f}x" for name, first, _ in ends)
-        high = ", ".join(f"{name} {last:.2f}x" for name, _, last in ends)
+        low = ", ".join(f"{name} {first:.2f}x" for name, first, _, _ in ends)
+        high = ", ".join(f"{name} {last:.2f}x" for name, _, last, _ in ends)
         describe(
             fig,
             alt=(f"Line chart of the predicted speedup of 2:4 over dense against M (log scale, {Ms[0]} to {Ms[-1]} "
                  f"tokens) for W = [{N}, {K}] in {dtype}, one line per GPU, scenario {scenario}. "
                  f"At M = {Ms[0]}: {low}. At M = {Ms[-1]}: {high}. Dotted lines mark the memory ceiling "
                  f"({c['memory']:.2f}x) and the compute ceiling ({c['compute']:.0f}x)."),
-            caption=(f"Predicted 2:4 speedup against M on {len(ends)} GPU{'s' if len(ends) > 1 else ''} "
-                     f"(W = [{N}, {K}], {dtype}, {scenario}); dotted lines are the memory and compute ceilings."),
+            caption=speedup_caption(ends, Ms, scenario) + f" (W = [{N}, {K}], {dtype}; dotted: the memory and compute ceilings).",
         )
     return fig, ax
+
+
+def speedup_caption(ends, Ms, scenario: str) -> str:
+    """The finding of predicted speedup curves: where 2:4 first wins on each GPU, and that none reaches 2x.
+
+    ``ends``: ``(gpu name, speedup at Ms[0], speedup at Ms[-1], first M that wins or None)`` per GPU.
+
+    Example:
+        >>> speedup_caption([("H100", 0.6, 1.5, 512), ("L4", 0.5, 0.9, None)], [1, 16384], "cached")
+        '2:4 loses to dense at M = 1 on every GPU (predicted, cached); the first plotted M at which it wins is 512 on the H100, and none up to M = 16384 on the L4; no curve reaches the 2x compute ceiling'
+    """
+    by_m: dict[int, list[str]] = {}
+    for name, _, _, m in ends:
+        if m is not None:
+            by_m.setdefault(m, []).append(name)
+    wins = [f"{m} on the {_join(names)}" for m, names in sorted(by_m.items())]
+    never = [name for name, _, _, m in ends if m is None]
+    start = (f"2:4 loses to dense at M = {Ms[0]} on every GPU" if all(first < 1 for _, first, _, _ in ends)
+             else f"at M = {Ms[0]} 2:4 already wins on " + ", ".join(n for n, f, _, _ in ends if f >= 1))
+    parts = [f"{start} (predicted, {scenario})"]
+    if wins:
+        parts.append("the first plotted M at which it wins is " + _join(wins))
+    if never and wins:
+        parts[-1] += f", and none up to M = {Ms[-1]} on the " + ", ".join(never)
+    elif never:
+        parts.append(f"it never wins up to M = {Ms[-1]} on the " + ", ".join(never))
+    if all(last < 2 for _, _, last, _ in ends):
+        parts.append("no curve reaches the 2x compute ceiling")
+    return "; ".join(parts)
+
+
+def speedup_grid(shapes, gpus, dtype="fp16", *, scenario: str = DEFAULT_SCENARIO, Ms=None):
+    """:func:`plot_speedup_vs_M` for up to four ``(label, N, K)`` layers on a 2 x 2 grid, one legend under it.
+
+    Returns ``(fig, axes)``; the caption says, per layer, from which plotted M 2:4 wins on which GPU.
+    """
+    if not 1 <= len(shapes) <= 4:
+        raise ValueError(f"shapes must hold 1 to 4 (label, N, K) layers for a 2 x 2 grid, got {len(shapes)}")
+    Ms = Ms or log2_Ms()
+    fig, axes = new_figure(2, 2, width=9, height=7.4, sharex=True, sharey=True)
+    first_wins, lose_at_1 = [], True
+    for ax, (label, N, K) in zip(axes.flat, shapes):
+        plot_speedup_vs_M(N, K, dtype, gpus, ax=ax, title=f"{label}: W = [{N}, {K}]", scenario=scenario, Ms=Ms)
+        for gpu in gpus:
+            s = [predict(M, N, K, dtype, gpu, scenario=scenario).speedup for M in Ms]
+            lose_at_1 &= s[0] < 1
+            first_wins.append((next((M for M, v in zip(Ms, s) if v > 1), None), label.split(" ")[-1], get_gpu(gpu).name))
+    for ax in list(axes.flat)[len(shapes):]:
+        ax.set_visible(False)
+    legend_below(fig, axes.flat[0], ncols=3)
+    won = sorted((m, layer, gpu) for m, layer, gpu in first_wins if m is not None)
+    never = [(layer, gpu) for m, layer, gpu in first_wins if m is None]
+    parts = [f"at M = {Ms[0]} 2:4 loses on every layer and GPU"] if lose_at_1 else []
+    if won:
+        parts.append(f"the first plotted M at which 2:4 wins ranges from {won[0][0]} ({won[0][1]} on the {won[0][2]}) to "
+                     f"{won[-1][0]} ({won[-1][1]} on the {won[-1][2]})")
+    caption = f"Predicted ({scenario}, {dtype}): " + ("; ".join(parts) if parts else "2:4 never wins")
+    if never:
+        caption += f"; {len(never)} layer and GPU pair{'s' if len(never) > 1 else ''} never win up to M = {Ms[-1]}"
+    describe(fig, caption=caption + "; no curve reaches the 2x compute ceiling (dotted).")
+    return fig, axes
 
 
 def _rows_by_mode(results_list, shape: str, dtype: str) -> dict[str, list[dict]]:
@@ -155,17 +261,20 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     """Measured 2:4 speedup vs M for one shape, one line per timing mode, with the model's scenarios.
 
     Each mode of ``twofour bench`` is one way the same call runs (:data:`MODE_LABELS`); the
-    dashed lines are the fitted model in the scenario each mode measures (``eager`` for
-    back-to-back calls, ``cached`` for graph replay, ``kernel`` for the profiler's kernel
-    time). Flagged points (:mod:`twofour.bench.flags`) are circled in black.
+    thin lines in the "predicted" colour are the fitted model in the scenario each mode
+    measures (``eager`` for back-to-back calls, ``cached`` for graph replay, ``kernel`` for the
+    profiler's kernel time), each with its own dash. Flagged points (:mod:`twofour.bench.flags`)
+    are circled in black. The legend's title names the GPU and the day of the measurement; a
+    figure made here has the legend under the plot (several panels: :func:`modes_grid`).
     """
     from ...hardware import match_device_name
 
     by_mode = _rows_by_mode(results_list, shape, dtype)
     if not by_mode:
         raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
+    own_figure = ax is None
     if ax is None:
-        fig, ax = new_figure()
+        fig, ax = new_figure(height=4.6)
     else:
         fig = ax.figure
     flagged = []
@@ -183,12 +292,10 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
         N, K = any_rows[0]["N"], any_rows[0]["K"]
         Ms = sorted({r["M"] for rows in by_mode.values() for r in rows})
         d = "fp16" if dtype == "float16" else "bf16"
-        for scenario, lw in (("eager", 0.9), ("cached", 1.4), ("kernel", 0.9)):
+        for scenario, (what, dash) in _MODEL_STYLE.items():
             ys = [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms]  # as the bench measured
-            ax.plot(Ms, ys, color=color("predicted"), linestyle="--", linewidth=lw, marker="")
-            # label each model line once, at its left end, where the three lines are furthest apart
-            ax.annotate(f"model: {scenario}", (Ms[0], ys[0]), textcoords="offset points", xytext=(2, 3),
-                        fontsize=7, color=color("predicted"))
+            ax.plot(Ms, ys, color=color("predicted"), linestyle=dash, linewidth=1.3, marker="",
+                    label=f"model: {scenario} ({what})")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
@@ -196,8 +303,61 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense (log)")
     ax.set_title(title or f"{shape}, {dtype}: measured four ways", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    sources = results_sources([res for res in results_list if any(r["shape"] == shape for r in res.gpu_points())])
+    ax.legend(loc="upper left", title=sources)
+    if own_figure:
+        legend_below(fig, ax)
+        describe(fig, caption=modes_caption(results_list, [shape], dtype) + f" ({sources}).")
     return fig, ax
+
+
+def modes_caption(results_list, shapes, dtype: str = "float16") -> str:
+    """The finding of the timing-mode plots: where each mode's 2:4 first wins for good, per shape.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> modes_caption(recorded_results("gpu"), ["Llama-3-8B down_proj"])  # doctest: +ELLIPSIS
+        'At decode (M = 1) 2:4 loses in every timing mode, ...; replayed from a CUDA graph it wins for good from M = ...'
+    """
+    rows = [r for r in mode_table(results_list, dtype, Ms=(1,)) if r["shape"] in shapes]
+    if not rows:
+        raise ValueError(f"no measured {dtype} rows for the shapes {list(shapes)} in the results given")
+    if all(r[1] is not None and r[1] < 1 for r in rows):
+        start = "At decode (M = 1) 2:4 loses in every timing mode"
+    else:
+        start = "At decode (M = 1) 2:4 wins only in " + ", ".join(sorted({r["mode"] for r in rows if (r[1] or 0) >= 1}))
+    eager = [r[1] for r in rows if r["mode"] == "eager" and r[1] is not None]
+    if eager:
+        span = f"{min(eager):.2f}x" if f"{min(eager):.2f}" == f"{max(eager):.2f}" else f"{min(eager):.2f}x to {max(eager):.2f}x"
+        start += f", and a lone eager call runs at {span} of dense (host set-up per call)"
+    wins = []
+    for mode, what in (("graph", "replayed from a CUDA graph"), ("kernel", "in kernel time alone")):
+        froms = [r["crossover"] for r in rows if r["mode"] == mode]
+        if froms and all(m is not None for m in froms):
+            lo, hi = min(froms), max(froms)
+            wins.append(f"{what} it wins for good from M = {lo}" + (f" to {hi}, depending on the layer" if hi != lo else ""))
+        elif froms:
+            wins.append(f"{what} it never wins for good on " + ", ".join(
+                r["shape"] for r in rows if r["mode"] == mode and r["crossover"] is None))
+    return start + ("; " + "; ".join(wins) if wins else "")
+
+
+def modes_grid(results_list, shapes, dtype: str = "float16"):
+    """:func:`plot_modes_vs_M` for up to four ``(label, N, K)`` shapes on a 2 x 2 grid, with one legend under it.
+
+    Returns ``(fig, axes)``; the figure's caption says where each mode first wins for good.
+    """
+    if not 1 <= len(shapes) <= 4:
+        raise ValueError(f"shapes must hold 1 to 4 (label, N, K) layers for a 2 x 2 grid, got {len(shapes)}")
+    fig, axes = new_figure(2, 2, width=9.5, height=8.0, sharex=True, sharey=True)
+    for ax, (label, N, K) in zip(axes.flat, shapes):
+        plot_modes_vs_M(results_list, label, dtype, ax=ax, title=f"{label}: W = [{N}, {K}], {dtype.replace('float', 'fp')}")
+    for ax in list(axes.flat)[len(shapes):]:
+        ax.set_visible(False)
+    legend_below(fig, axes.flat[0])
+    sources = results_sources(results_list)
+    describe(fig, caption=modes_caption(results_list, [label for label, _, _ in shapes], dtype) + f" ({sources}).")
+    return fig, axes
 
 
 def _times_axis(axis) -> None:
@@ -232,13 +392,21 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
 
 def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str = DEFAULT_SCENARIO,
                                mode: str = "eager", ax=None):
-    """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``."""
+    """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``.
+
+    Each measured curve (one per results file and shape) has its own colour and marker
+    (:func:`~twofour.course.plotting.series`): filled on a solid line when measured, hollow on a
+    dotted line for the model's prediction of the same curve. The legend's title names the GPU
+    and the day of the measurement.
+    """
     from ...hardware import match_device_name
 
+    own_figure = ax is None
     if ax is None:
-        fig, ax = new_figure()
+        fig, ax = new_figure(height=4.2)
     else:
         fig = ax.figure
+    i, errors, wins = 0, [], []
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))
         by_shape: dict = {}
@@ -247,19 +415,34 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                 by_shape.setdefault((row["shape"], row["N"], row["K"], row["backend"]), []).append(row)
         for (shape, N, K, backend), rows in by_shape.items():
             rows.sort(key=lambda r: r["M"])
+            st = series(i)
+            i += 1
             Ms = [r["M"] for r in rows]
-            ax.plot(Ms, [r["dense_ms"] / r["sparse_ms"] for r in rows], **ROLES["measured"].kw(),
-                    label=f"measured {shape} {backend} ({mode}) — {res.label}")
+            measured = [r["dense_ms"] / r["sparse_ms"] for r in rows]
+            ax.plot(Ms, measured, color=st.color, marker=st.marker, linestyle="-", label=f"measured: {shape} {backend} ({mode})")
+            wins.append((shape, next((M for M, v in zip(Ms, measured) if v > 1), None)))
             if spec is not None:
                 d = "fp16" if dtype == "float16" else "bf16"
-                ax.plot(Ms, [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms],
-                        **ROLES["predicted"].kw(), label=f"predicted {shape} ({spec.name}, {scenario})")
+                pred = [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms]
+                ax.plot(Ms, pred, color=st.color, marker=st.marker, markerfacecolor="white", linestyle=":",
+                        label=f"model: {shape} ({spec.name}, {scenario})")
+                errors += [abs(p / m - 1) for p, m in zip(pred, measured)]
+    if not i:
+        raise ValueError(f"no measured {dtype} rows in timing mode {mode!r} in the results given")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")
-    ax.set_title("Measured vs predicted", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(f"2:4 speedup, {mode} timing, against the model", fontsize=10)
+    sources = results_sources(results_list)
+    ax.legend(loc="upper left", title=sources)
+    if own_figure:
+        legend = legend_below(fig, ax, ncols=1)
+        fig.set_size_inches(fig.get_size_inches()[0], 3.0 + 0.25 * (len(legend.get_texts()) + 1))  # room for the plot too
+        first = "; ".join(f"from M = {m} for {shape}" if m else f"never for {shape}" for shape, m in wins)
+        err = (f"; the model is off by a median {sorted(errors)[len(errors) // 2]:.0%} of the measured speedup"
+               if errors else "")
+        describe(fig, caption=f"Measured ({mode} timing), 2:4 first beats dense {first}{err} ({sources}).")
     return fig, ax
 
 

@@ -17,7 +17,7 @@ import torch
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from ..._common.args import require_positive_int
-from ..plotting import ROLES, color, new_figure
+from ..plotting import ROLES, color, describe, new_figure
 
 __all__ = ["nonzeros_heatmaps", "kept_bars", "meta_slots_figure"]
 
@@ -38,10 +38,11 @@ def nonzeros_heatmaps(counts: Mapping[str, torch.Tensor], *, n: int = 2, title: 
     cmap = ListedColormap(_COUNT_COLOURS)
     norm = BoundaryNorm([-0.5, 0.5, 1.5, 2.5, 3.5, 4.5], cmap.N)
     image = None
+    bads = {}
     for ax, (name, c) in zip(axes[0], counts.items()):
         c = c.to(torch.int64).cpu()
         image = ax.imshow(c.numpy(), cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
-        bad = int((c > n).sum())
+        bad = bads[name] = int((c > n).sum())
         ax.set_title(f"{name}\n{bad:,} of {c.numel():,} groups > {n}", fontsize=9)
         ax.set_xlabel("group along K")
         ax.grid(False)
@@ -50,6 +51,13 @@ def nonzeros_heatmaps(counts: Mapping[str, torch.Tensor], *, n: int = 2, title: 
     bar.set_label("non-zeros in the group")
     if title:
         fig.suptitle(title)
+    fine = [name for name, bad in bads.items() if bad == 0]
+    broken = [f"{name} {bad:,}" for name, bad in bads.items() if bad]
+    caption = (f"{'Only ' if broken and len(fine) == 1 else ''}{', '.join(fine) or 'No weight'} "
+               f"{'has' if len(fine) <= 1 else 'have'} no group with more than {n} non-zeros")
+    if broken:
+        caption += f"; the warm (vermillion and salmon) cells are the groups that break {n}:4: " + ", ".join(broken)
+    describe(fig, caption=caption + ".")
     return fig
 
 
@@ -63,13 +71,15 @@ def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: s
         raise ValueError("table must have at least one weight")
     methods = list(next(iter(table.values())).keys())
     greys = ["#6E6E6E", "#B0B0B0", "#D0D0D0"]
+    hatches = ["", "//", "..", "xx"]  # each method also has its own fill pattern: bars stay apart in greyscale
     fig, ax = new_figure()
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):
         colour = color("2:4") if method == "2:4" else greys[j % len(greys)]
         xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(table))]
         heights = [table[name][method] for name in table]
-        bars = ax.bar(xs, heights, width=width * 0.95, color=colour, label=method)
+        bars = ax.bar(xs, heights, width=width * 0.95, color=colour, label=method, hatch=hatches[j % len(hatches)],
+                      edgecolor="white")
         ax.bar_label(bars, labels=[f"{h:.1%}" for h in heights], fontsize=8, padding=2)
     ax.set_xticks(range(len(table)), list(table))
     ax.set_ylabel(ylabel)
@@ -80,6 +90,17 @@ def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: s
     ax.grid(axis="x", visible=False)
     if title:
         ax.set_title(title)
+    groups = [name.replace("\n", " ") for name in table]
+    least = {min(methods, key=lambda m: table[name][m]) for name in table}
+    most = {max(methods, key=lambda m: table[name][m]) for name in table}
+    if len(least) == 1 and len(most) == 1:
+        lo, hi = least.pop(), most.pop()
+        caption = (f"{lo} keeps the least in every group ({', '.join(f'{table[n][lo]:.1%}' for n in table)}) and {hi} the most "
+                   f"({', '.join(f'{table[n][hi]:.1%}' for n in table)}), in the order {', '.join(groups)}")
+    else:
+        caption = "Kept per group: " + "; ".join(
+            f"{g}: " + ", ".join(f"{m} {table[n][m]:.1%}" for m in methods) for g, n in zip(groups, table))
+    describe(fig, caption=caption[0].upper() + caption[1:] + ".")
     return fig
 
 
@@ -113,4 +134,17 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
     ax.grid(False)
     if title:
         ax.set_title(title)
+    first = torch.nonzero(slots < words_per_load).tolist()
+    first_rows = sorted({r for r, _ in first})
+    first_words = sorted({w for _, w in first})
+    gaps = {b - a for a, b in zip(first_rows, first_rows[1:])}
+    def join(values):
+        values = [str(v) for v in values]
+        return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+    caption = (f"The first {words_per_load * 2}-byte load (the cells numbered 0 to {words_per_load - 1}) holds words "
+               f"{join(first_words)} of rows {join(first_rows)}")
+    if len(gaps) == 1:
+        caption += f": rows {gaps.pop()} apart sit side by side in memory"
+    describe(fig, caption=caption + ".")
     return fig

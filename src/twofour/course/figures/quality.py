@@ -12,7 +12,7 @@ True
 
 from __future__ import annotations
 
-from ..plotting import ROLES, color, new_figure
+from ..plotting import ROLES, color, describe, new_figure
 from ...quality.experiments import QualityTable
 from ...quality.published import WANDA_LLAMA2
 
@@ -43,6 +43,10 @@ def _one_size(table: QualityTable, size: str | None) -> QualityTable:
     return table.where(size=size)
 
 
+def _sensible(criterion: str) -> bool:
+    return criterion != "random 2:4"
+
+
 def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     """Perplexity per criterion: one-shot (hollow marker) and after masked fine-tuning (filled), joined by an arrow.
 
@@ -51,6 +55,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     lands far above the rest.
     """
     rows = _one_size(table, size).rows
+    own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for x, r in enumerate(rows):
         st = _style(r.criterion)
@@ -70,6 +75,16 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     ax.set_ylabel("validation perplexity per byte")
     ax.set_title(f"{first.size} model ({first.n_params:,} parameters): hollow = one-shot, filled = recovered")
     ax.legend(loc="upper right")
+    if own_figure:
+        shot = sorted(rows, key=lambda r: r.gap_pruned)
+        kept = [r for r in rows if _sensible(r.criterion)] or rows
+        worst = max(r.ppl_recovered / first.ppl_dense_extra - 1 for r in kept)
+        left_out = [r for r in rows if not _sensible(r.criterion)]
+        describe(fig, caption=(
+            f"One-shot, every criterion loses (hollow markers): from {shot[0].gap_pruned:.2f}x the dense perplexity "
+            f"({shot[0].criterion}) to {shot[-1].gap_pruned:.2f}x ({shot[-1].criterion}). After masked fine-tuning "
+            f"(filled), {'every criterion but ' + ', '.join(r.criterion for r in left_out) if left_out else 'every criterion'} "
+            f"ends within {worst:.0%} of the dense model given the same steps (dotted line)."))
     return fig, ax
 
 
@@ -110,6 +125,7 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
     rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
     if not rows:
         raise ValueError(f"nothing left to plot after excluding {exclude}")
+    own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for r in rows:
         ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
@@ -118,7 +134,20 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
     ax.set_ylabel("one-shot perplexity / dense")
     left_out = f" ({', '.join(exclude)} left out)" if exclude else ""
     ax.set_title(f"{rows[0].size} model: |W| kept vs one-shot quality{left_out}")
-    ax.legend(fontsize=8)
+    ax.legend()
+    if own_figure:
+        by_mass = sorted(rows, key=lambda r: -r.mass_kept)
+        most, least = by_mass[0], by_mass[-1]
+        odd = [(a, b) for i, a in enumerate(by_mass) for b in by_mass[i + 1:] if b.gap_pruned < a.gap_pruned]
+        caption = (f"{'Mostly, the' if odd else 'The'} more of sum |W| a criterion keeps, the less it loses one-shot: {most.criterion} keeps "
+                   f"{most.mass_kept:.1%} and ends at {most.gap_pruned:.2f}x dense, {least.criterion} keeps "
+                   f"{least.mass_kept:.1%} and ends at {least.gap_pruned:.2f}x")
+        if odd:
+            a, b = odd[0]
+            caption += (f"; but mass is only a proxy: {b.criterion} keeps less than {a.criterion} "
+                        f"({b.mass_kept:.1%} against {a.mass_kept:.1%}) yet loses less ({b.gap_pruned:.2f}x against "
+                        f"{a.gap_pruned:.2f}x)")
+        describe(fig, caption=caption + ".")
     return fig, ax
 
 
@@ -127,6 +156,7 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
 
     ``exclude`` leaves criteria off the chart (random 2:4 by default: its scale hides the rest).
     """
+    own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
     if not len(table):
@@ -137,7 +167,11 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
         st = _style(crit)
         ax.plot(params, [r.gap_pruned for r in rows], color=st["color"], marker=st["marker"], label=crit)
         if recovered:
-            ax.plot(params, [r.gap_recovered for r in rows], color=st["color"], marker=st["marker"], linestyle="--", alpha=0.7)
+            ax.plot(params, [r.gap_recovered for r in rows], color=st["color"], marker=st["marker"], linestyle="--", alpha=0.7,
+                    markerfacecolor="white")
+    if recovered:  # what solid and dashed mean, in the legend rather than the title
+        ax.plot([], [], color=color("neutral"), linestyle="-", marker="", label="one-shot (solid)")
+        ax.plot([], [], color=color("neutral"), linestyle="--", marker="", label="recovered (dashed, hollow)")
     ax.axhline(1.0, **_line("dense"))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -147,27 +181,53 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
     ax.minorticks_off()
     ax.set_xlabel("model size: parameters (log scale)")
     ax.set_ylabel("perplexity / dense (log scale)")
-    ax.set_title("solid: one-shot vs dense; dashed: recovered vs dense with the same extra steps")
-    ax.legend(fontsize=8)
+    ax.set_title("Perplexity over dense, by model size")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if own_figure:
+        sizes = table.sizes()
+        crits = [c for c in table.criteria() if _sensible(c)] or table.criteria()
+
+        def gap(c, s, attr):
+            return getattr(table.where(size=s, criterion=c).rows[0], attr)
+
+        shrink = [c for c in crits if all(gap(c, a, "gap_pruned") > gap(c, b, "gap_pruned") for a, b in zip(sizes, sizes[1:]))]
+        c0 = crits[0]
+        caption = (f"From the {sizes[0]} to the {sizes[-1]} model the one-shot gap shrinks for "
+                   f"{'every criterion shown' if len(shrink) == len(crits) else ', '.join(shrink) or 'no criterion'} "
+                   f"({c0}: {gap(c0, sizes[0], 'gap_pruned'):.2f}x to {gap(c0, sizes[-1], 'gap_pruned'):.2f}x dense)")
+        if recovered:
+            worst = max(r.gap_recovered for r in table if _sensible(r.criterion)) if any(
+                _sensible(r.criterion) for r in table) else max(r.gap_recovered for r in table)
+            caption += (f"; after recovery (dashed) every gap is at most {worst:.2f}x and no longer falls steadily "
+                        "with size" if not all(all(gap(c, a, "gap_recovered") > gap(c, b, "gap_recovered")
+                                                   for a, b in zip(sizes, sizes[1:])) for c in crits)
+                        else f"; after recovery (dashed) every gap is at most {worst:.2f}x")
+        describe(fig, caption=caption + ".")
     return fig, ax
 
 
 def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 SparseGPT", "2:4 Wanda", "4:8 Wanda", "50% Wanda")):
     """Cited LLaMA-2 WikiText-2 perplexity ratios (pruned / dense) against model size."""
+    own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
     # Colour = method (magnitude and activation-aware match this chapter's own criteria), line
-    # style = pattern (2:4 solid, 4:8 dashed, 50% unstructured dotted); diamonds mark cited data.
+    # style = pattern (2:4 solid, 4:8 dashed, 50% unstructured dotted); the marker also tells the
+    # method (magnitude and activation-aware as in this chapter's own plots), so the three 2:4
+    # lines stay apart in greyscale.
     method_colors = {"magnitude": CRITERION_STYLE["magnitude 2:4"]["color"], "SparseGPT": "#000000",
                      "Wanda": CRITERION_STYLE["activation-aware 2:4"]["color"]}
+    method_markers = {"magnitude": CRITERION_STYLE["magnitude 2:4"]["marker"], "SparseGPT": "s",
+                      "Wanda": CRITERION_STYLE["activation-aware 2:4"]["marker"]}
     pattern_styles = {"2:4": "-", "4:8": "--", "50%": ":"}
     all_ratios = []
     for method in methods:
         pattern, name = method.split(" ", 1)
         ratios = [WANDA_LLAMA2[m][method] / WANDA_LLAMA2[m]["dense"] for m in models]
         all_ratios += ratios
-        ax.plot(sizes_b, ratios, color=method_colors.get(name, color("neutral")), marker=ROLES["published"].marker,
+        ax.plot(sizes_b, ratios, color=method_colors.get(name, color("neutral")),
+                marker=method_markers.get(name, ROLES["published"].marker), markersize=6,
                 linestyle=pattern_styles.get(pattern, "-"), label=method)
     ax.axhline(1.0, **_line("dense"))
     ax.set_xscale("log")
@@ -178,6 +238,20 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
     ax.set_xlabel("LLaMA-2 model size (published, one-shot, no retraining)")
     ax.set_ylabel("WikiText-2 perplexity / dense")
     ax.set_title("Published: locuslab/wanda README")
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_ylim(bottom=0.95)
+    if own_figure:
+        two_four = [m for m in methods if m.startswith("2:4 ")]
+        if two_four:
+            best = [min(WANDA_LLAMA2[m][k] / WANDA_LLAMA2[m]["dense"] for k in two_four) for m in models]
+            caption = (f"Bigger LLaMA-2 models lose less to one-shot 2:4: the best 2:4 method ends at {best[0]:.2f}x the "
+                       f"dense perplexity at {models[0].replace('LLaMA-2-', '')} and {best[-1]:.2f}x at "
+                       f"{models[-1].replace('LLaMA-2-', '')}")
+            if "2:4 magnitude" in two_four:
+                mag = [WANDA_LLAMA2[m]["2:4 magnitude"] / WANDA_LLAMA2[m]["dense"] for m in models]
+                caption += f"; magnitude 2:4 loses most at {models[0].replace('LLaMA-2-', '')} ({mag[0]:.1f}x)"
+            least = {min(methods, key=lambda k: WANDA_LLAMA2[m][k]) for m in models}
+            if len(least) == 1:
+                caption += f"; {least.pop()} loses least at every size"
+            describe(fig, caption=caption + ".")
     return fig, ax

@@ -16,7 +16,10 @@ The learner writes four functions:
   configuration that ran and matched dense (``rel_err`` below :data:`MATCH_TOL`).
 
 The checkers compare with :mod:`twofour.roofline` and the recorded sweep, and explain the first
-mistake they find without printing the expected value.
+mistake they find without printing the expected value. The lab's last step holds the learner's
+crossover search against data: :func:`measurements` gathers one curve per distinct GPU run (a run
+that wrote the same weight into several results files counts once), and :func:`compare_with_data`
+puts each next to the model's prediction for that same GPU.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
@@ -28,8 +31,9 @@ twofour.course.labs._common.CheckFailed: case 'wins from 37': you returned None,
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from ...hardware import get_gpu
+from ...hardware import get_gpu, match_device_name
 from ...roofline import crossover_m, default_params, gemm_speedup, pad_multiple
 from ...roofline.tiles import choose_tile, launch
 from ._common import CheckFailed, CheckResult, exercise_check
@@ -45,6 +49,8 @@ __all__ = [
     "reference_measured_crossover",
     "reference_fastest_algorithm",
     "compare_with_data",
+    "Measurement",
+    "measurements",
 ]
 
 # (M, N, K, family, gpu): the Llama-3-8B projections at decode with the default 2:4 kernel, the
@@ -271,15 +277,72 @@ def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16")
     )
 
 
-def compare_with_data(M_predicted: int | None, M_measured: int | None, source: str) -> str:
+def compare_with_data(M_predicted: int | None, M_measured: int | None, source: str, *, gpu: str | None = None) -> str:
     """One sentence comparing the predicted and the measured crossover, naming the data's source.
+
+    ``gpu``: the GPU the prediction is for, named in the sentence (it should be the one the data
+    was measured on).
 
     Example:
         >>> compare_with_data(512, 1024, "recorded H200 run")
         'model: M = 512; recorded H200 run: M = 1024 (2.0x the prediction).'
+        >>> compare_with_data(513, 2048, "H200, measured 2026-11-30", gpu="H200")
+        'model (H200): M = 513; H200, measured 2026-11-30: M = 2048 (4.0x the prediction).'
     """
     pred = "no crossover up to the search limit" if M_predicted is None else f"M = {M_predicted}"
+    model = f"model ({get_gpu(gpu).name})" if gpu is not None else "model"
     if M_measured is None:
-        return f"model: {pred}; {source}: 2:4 never won at the measured M."
+        return f"{model}: {pred}; {source}: 2:4 never won at the measured M."
     ratio = "" if M_predicted is None else f" ({M_measured / M_predicted:.1f}x the prediction)"
-    return f"model: {pred}; {source}: M = {M_measured}{ratio}."
+    return f"{model}: {pred}; {source}: M = {M_measured}{ratio}."
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One distinct measurement of a weight: every row one GPU run recorded for it, in one timing mode.
+
+    ``gpu`` is the GPU's name in the spec table (``"H200"``), None when the model does not know
+    it; ``source`` says where, when and how it was measured, for :func:`compare_with_data`.
+    """
+
+    source: str
+    gpu: str | None
+    rows: list[dict]
+
+
+def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "graph") -> list[Measurement]:
+    """The distinct measurements of ``W = [N, K]`` in ``results`` (:class:`twofour.bench.Results`), one per GPU run.
+
+    Files from the same run (same GPU, torch and day: one ``make gpu-check`` writes several)
+    merge into one curve, so a run that timed this weight in two files is one line of
+    output, not two; files without rows for the weight give none. Each backend is its own
+    measurement.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> [(m.gpu, len(m.rows), m.source) for m in measurements(recorded_results("gpu"), 4096, 4096)]
+        [('H200', 17, 'H200, measured 2026-11-30, CUDA graph replays (17 timings at 15 values of M, 2 results files)')]
+    """
+    from ..plotting import measured_on
+
+    groups: dict[tuple, dict] = {}
+    for res in results:
+        rows = [r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)]
+        for backend in dict.fromkeys(r["backend"] for r in rows):
+            group = groups.setdefault((res.label, backend), {"res": res, "rows": {}, "files": set()})
+            for r in rows:
+                if r["backend"] == backend:  # a file given twice adds no timing: same M, same times
+                    group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)
+            group["files"].add(str(res.path) if res.path else id(res))
+    how = {"graph": "CUDA graph replays", "kernel": "kernel time", "stream": "eager back to back", "eager": "lone eager calls"}
+    backends = {backend for _, backend in groups}
+    out = []
+    for (_, backend), group in groups.items():
+        p = group["res"].provenance
+        rows = sorted(group["rows"].values(), key=lambda r: r["M"])
+        spec = match_device_name(p.get("gpu_name"))
+        where = measured_on(p.get("gpu_name") or "unknown GPU", p.get("date"))
+        source = (f"{where}, {how.get(mode, mode)}{', ' + backend if len(backends) > 1 else ''} ({len(rows)} timings at "
+                  f"{len({r['M'] for r in rows})} values of M, {len(group['files'])} results file{'s' if len(group['files']) > 1 else ''})")
+        out.append(Measurement(source, spec.name if spec is not None else None, rows))
+    return out
