@@ -24,8 +24,9 @@ def _notebook_pages(pages: list[str]) -> list[str]:
 
 
 # Lines each output <pre> would have without wrapping vs the height it takes: a wrapped line
-# makes the block taller than its line count.
-_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre')].flatMap((pre) => {
+# makes the block taller than its line count. A lab check's message (pre.nb-check) is a sentence
+# and wraps on purpose (tests/site/test_tables.py).
+_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre:not(.nb-check)')].flatMap((pre) => {
   const cs = getComputedStyle(pre);
   const lines = pre.textContent.split('\\n').length;
   const lh = parseFloat(cs.lineHeight);
