@@ -28,15 +28,17 @@ def chapter_and_lab_pages(pages: list[str]) -> list[str]:
     return [p for p in pages if p.startswith("/notebooks/0") or p.startswith("/labs/")]
 
 
-# Every table on the page: its scroll box (the nearest ancestor that clips or scrolls; the
-# table's own overflow is Material's and does not apply to a display:table box), how much wider
-# its content is than the box, whether the box shows the cue, and each header cell.
+# Every table on the page: its scroll box (the widest ancestor that clips or scrolls, or the
+# nearest if none is too narrow; the table's own overflow is Material's and does not apply to a
+# display:table box; a box inside another that scrolls would hide its cue), how much wider its
+# content is than the box, whether the box shows the cue, and each header cell.
 _TABLES = """() => [...document.querySelectorAll('.md-content table')].map((table, index) => {
-  let box = null;
+  const boxes = [];
   for (let e = table.parentElement; e && !e.classList.contains('md-content'); e = e.parentElement) {
-    if (getComputedStyle(e).overflowX !== 'visible') { box = e; break; }
+    if (getComputedStyle(e).overflowX !== 'visible') boxes.push(e);
   }
-  box = box || document.querySelector('.md-content');
+  const box = boxes.find((e) => e.scrollWidth > e.clientWidth + 1) || boxes[0] || document.querySelector('.md-content');
+  const nested = boxes.filter((e) => e.scrollWidth > e.clientWidth + 1).length > 1;
   const cs = getComputedStyle(box);
   const heads = [...table.querySelectorAll('thead th, tr:first-child > th')].map((th) => {
     const s = getComputedStyle(th);
@@ -54,7 +56,7 @@ _TABLES = """() => [...document.querySelectorAll('.md-content table')].map((tabl
   return {index, box: box.className.split(' ')[0] || box.tagName, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
           tableWidth: Math.round(table.getBoundingClientRect().width), overflowX: cs.overflowX,
           cue: cs.backgroundImage.includes('radial-gradient'), focusable: box.getAttribute('tabindex') === '0',
-          heads, stacked, unlabelled};
+          heads, stacked, unlabelled, nested};
 })"""
 
 # Lab check messages ("passed: ...", "not done yet: ...") that run past the edge of their box.
@@ -73,6 +75,8 @@ def _problems(path: str, width: int, tables: list[dict]) -> list[str]:
         elif wide and not (t["overflowX"] in ("auto", "scroll") and t["cue"] and t["focusable"]):
             out.append(f"{where} is cut off without a scroll cue (overflow {t['overflowX']}, cue {t['cue']}, "
                        f"focusable {t['focusable']})")
+        if t["nested"]:
+            out.append(f"{where} scrolls inside another box that scrolls (its cue is clipped)")
         if t["stacked"]:
             if t["unlabelled"]:
                 out.append(f"{where}: stacked cells without their column's label: {t['unlabelled'][:4]}")
