@@ -5,8 +5,9 @@
 * Every lab page (``labs/labN-*.ipynb``) ends with its solutions, the overview and its chapter;
   every solutions page ends with a link back to its exercise. Solutions are not in the nav, so
   the footer's "Next" after a lab is the next lab, never its answers.
+* Solutions pages are left out of the search index (``search: exclude`` in their page meta).
 
-:data:`LABS` is the one place this is written down; ``tests/site/test_labs_overview.py``
+:data:`LABS` is the one place this is written down; ``tests/site/test_hooks.py``
 checks it against the notebooks in ``labs/``.
 """
 
@@ -87,7 +88,8 @@ def _rel(target: str, page_src: str) -> str:
 
 
 def overview_markdown(page_src: str = "labs/index.md") -> str:
-    """The overview table (Markdown), links relative to ``page_src``."""
+    """The overview table (Markdown), links relative to ``page_src``; on a phone each lab is a card
+    whose cells are labelled with their column (``htw-stack``: docs/stylesheets/extra.css)."""
     rows = ["| Lab | What it trains | Time | Before you start | Chapter |", "|---|---|---|---|---|"]
     for lab in LABS:
         title = _title(lab.notebook)
@@ -95,7 +97,7 @@ def overview_markdown(page_src: str = "labs/index.md") -> str:
         solutions = f"<br>(its [solutions]({_rel(lab.solutions, page_src)}))"
         chapter = f"[{lab.chapter_label}]({_rel(lab.chapter, page_src)})"
         rows.append(f"| {lab_link}{solutions} | {lab.trains} | about {lab.minutes} min | {lab.before} | {chapter} |")
-    return "\n".join(rows) + "\n"
+    return '<div class="htw-stack" markdown="1">\n\n' + "\n".join(rows) + "\n\n</div>\n"
 
 
 def footer_markdown(page_src: str) -> str | None:
@@ -120,8 +122,17 @@ def footer_markdown(page_src: str) -> str | None:
     return None
 
 
+def is_solutions(page_src: str) -> bool:
+    """A lab's solutions page (``labs/solutions/...``)."""
+    return any(page_src == lab.solutions for lab in LABS)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     src = page.file.src_uri
+    if is_solutions(src):
+        # Worked answers stay out of search, so that searching a lab's topic finds the exercise
+        # and not its answers (Material's search reads this from the page's meta).
+        page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}
     if _MARKER.search(markdown):
         markdown = _MARKER.sub(lambda m: overview_markdown(src), markdown)
     footer = footer_markdown(src)

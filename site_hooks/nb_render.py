@@ -55,6 +55,9 @@ _GENERIC_ALT = "Figure produced by the code above"  # what pages said before fig
 # Output types shown on a static page, best first. Widget views are left out on purpose:
 # without a kernel they are dead controls (DESIGN: the site uses JS calculators instead).
 _IMAGES = {"image/png": "png", "image/jpeg": "jpg"}
+# A lab check's message (twofour.course.labs._common: "passed: ..." or "not done yet: ...") is a
+# sentence, not output with columns: it is marked so that it wraps on a narrow screen.
+_CHECK_MESSAGE = re.compile(r"^(?:passed|not done yet): ")
 
 
 @dataclass
@@ -247,8 +250,11 @@ class _Renderer:
                 groups.append(_Markdown(_text(data["text/markdown"]).strip()))
                 continue
             if kind == "stream":
+                text = _text(out.get("text", ""))
                 cls = "nb-stream nb-stderr" if out.get("name") == "stderr" else "nb-stream"
-                fragments.append(_pre(_text(out.get("text", "")), cls))
+                if cls == "nb-stream" and _CHECK_MESSAGE.match(text):
+                    cls += " nb-check"
+                fragments.append(_pre(text, cls))
             elif kind == "error":  # only reachable for cells tagged raises-exception
                 fragments.append(_pre("\n".join(out.get("traceback", [])), "nb-error"))
             elif kind in ("display_data", "execute_result"):

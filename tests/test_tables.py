@@ -60,3 +60,13 @@ def test_ipython_shows_html_and_text():
     data, _ = DisplayFormatter().format(table([{"a": 1}]))
     assert data["text/html"].startswith("<table") and data["text/plain"].startswith("a")
     assert isinstance(table([{"a": 1}]), Table) and len(table([{"a": 1}, {"a": 2}])) == 2
+
+
+def test_long_words_may_break_at_separators_so_the_table_fits_its_column():
+    name = "sm90_xmma_sparse_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+    html = table([{"kernel": name, "module": "torch.sparse.to_sparse_semi_structured", "short": "a_b.c"}])._repr_html_()
+    assert "sm90_<wbr>xmma_<wbr>sparse_<wbr>" in html and "tilesize128x128x64</td>" in html
+    assert "torch.<wbr>sparse.<wbr>to_<wbr>sparse_<wbr>semi_<wbr>structured" in html
+    assert "<td>a_b.c</td>" in html, "short words are left alone"
+    assert html.replace("<wbr>", "").count(name) == 1, "the text is unchanged but for the break points"
+    assert name in str(table([{"kernel": name}])), "plain text never gets markup"

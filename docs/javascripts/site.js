@@ -20,6 +20,20 @@ function markScrollBoxes() {
     }
   });
 }
+// Tables marked to stack on a phone (a `<div class="htw-stack">` around them, extra.css) show
+// each cell with its column's header as a label: copy the header text to the cells.
+function labelStackedCells() {
+  document.querySelectorAll(".md-content .htw-stack table").forEach(function (table) {
+    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+      return th.textContent.trim();
+    });
+    table.querySelectorAll("tbody tr").forEach(function (tr) {
+      Array.prototype.forEach.call(tr.children, function (td, i) {
+        if (heads[i]) td.dataset.label = heads[i];
+      });
+    });
+  });
+}
 var resizeTimer = null;
 window.addEventListener("resize", function () {
   clearTimeout(resizeTimer);
@@ -27,6 +41,7 @@ window.addEventListener("resize", function () {
 });
 
 document$.subscribe(function () {
+  labelStackedCells();
   markScrollBoxes();
 
   // Links leaving the site open in a new tab, so a reader keeps their place in a chapter.

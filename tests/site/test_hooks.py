@@ -46,6 +46,19 @@ def test_render_applies_cell_tags_and_escapes_output():
     assert 'src="demo-cell3-0.png"' in r.outputs[2] and "alt=" in r.outputs[2]
 
 
+def test_lab_check_messages_are_marked_to_wrap_and_other_output_is_not():
+    cells = []
+    for text, name in [("passed: all 6 weights judged right\n", "stdout"),
+                       ("not done yet: `prune_2to4` still raises NotImplementedError.\n  Write it ...\n", "stdout"),
+                       ("M      t_ms\npassed: 2\n", "stdout"), ("passed: warned\n", "stderr")]:
+        cell = v4.new_code_cell("check(f)")
+        cell.outputs = [v4.new_output("stream", name=name, text=text)]
+        cells.append(cell)
+    r = nb_render.render(v4.new_notebook(cells=[v4.new_markdown_cell("# T"), *cells]), stem="lab")
+    classes = [out.split('<pre class="', 1)[1].split('"')[0] for out in r.outputs]
+    assert classes == ["nb-stream nb-check", "nb-stream nb-check", "nb-stream", "nb-stream nb-stderr"]
+
+
 def test_fill_outputs_replaces_every_placeholder():
     html = "<p><!-- nb-output 1 --></p><p>text</p>\n<!-- nb-output 0 -->"
     assert nb_render.fill_outputs(html, ["A", "B"]) == "B<p>text</p>\nA"

@@ -24,8 +24,9 @@ def _notebook_pages(pages: list[str]) -> list[str]:
 
 
 # Lines each output <pre> would have without wrapping vs the height it takes: a wrapped line
-# makes the block taller than its line count.
-_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre')].flatMap((pre) => {
+# makes the block taller than its line count. A lab check's message (pre.nb-check) is a sentence
+# and wraps on purpose (tests/site/test_tables.py).
+_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre:not(.nb-check)')].flatMap((pre) => {
   const cs = getComputedStyle(pre);
   const lines = pre.textContent.split('\\n').length;
   const lh = parseFloat(cs.lineHeight);
@@ -243,3 +244,42 @@ def test_home_page_first_screen_has_the_bottom_line_and_the_checklist(browser, b
     boxes = _open(context.new_page(), base_url, "/").evaluate(_ANSWER_BOXES)
     context.close()
     assert boxes["line"]["bottom"] <= PHONE["height"], boxes["line"]
+
+
+# Material's "Back to top" appears when the reader scrolls back up, under the header, over the
+# text. Scroll to a heading, then back up a little, and report the button's box (null when it
+# is not shown) and the text boxes in the content that it overlaps.
+_TOP_BUTTON_AFTER_SCROLLING_UP = """async (target) => {
+  const el = document.querySelectorAll(target)[2];
+  el.scrollIntoView({block: 'start'});
+  window.scrollBy(0, 400);
+  await new Promise((r) => setTimeout(r, 150));
+  window.scrollBy(0, -200);
+  await new Promise((r) => setTimeout(r, 150));
+  window.scrollBy(0, -200);
+  await new Promise((r) => setTimeout(r, 400));
+  const top = document.querySelector('.md-top');
+  const s = top && getComputedStyle(top);
+  if (!top || top.hidden || s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) {
+    return {button: null, covered: []};
+  }
+  const b = top.getBoundingClientRect();
+  const hits = (r) => r.width > 0 && r.height > 0 && r.left < b.right && r.right > b.left && r.top < b.bottom && r.bottom > b.top;
+  const covered = [...document.querySelectorAll('.md-content :is(h1, h2, h3, h4, p, li, summary, td, th, pre, figcaption)')]
+    .filter((t) => hits(t.getBoundingClientRect())).map((t) => t.tagName + ': ' + t.textContent.trim().slice(0, 40));
+  return {button: {top: b.top, bottom: b.bottom, left: b.left, right: b.right}, covered};
+}"""
+
+
+@pytest.mark.parametrize(("path", "target"), [("/practice/fundamentals/", "details.practice-answer > summary"),
+                                               ("/notebooks/07-the-answer/", ".md-content h2")])
+def test_back_to_top_never_covers_text_on_a_phone(browser, base_url, path, target):
+    # On a wide screen the same scrolling brings the button up (so the phone check is not vacuous).
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    wide = _open(context.new_page(), base_url, path).evaluate(_TOP_BUTTON_AFTER_SCROLLING_UP, target)
+    context.close()
+    assert wide["button"], f"{path}: scrolling back up did not show Back to top at 1280 px"
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    phone = _open(context.new_page(), base_url, path).evaluate(_TOP_BUTTON_AFTER_SCROLLING_UP, target)
+    context.close()
+    assert not phone["covered"], f"{path} at 390 px: Back to top {phone['button']} covers {phone['covered'][:3]}"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -53,6 +54,25 @@ def _format(value: Any, fmt: Format | None) -> str:
             return str(value)
         return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
     return str(value)
+
+
+# A word longer than this (a kernel name, a dotted module path) gets places where a narrow
+# column may break it: after each "_", "." and "/", so that the table fits instead of scrolling.
+_LONG_WORD = 20
+_BREAK_AFTER = re.compile(r"(?<=[_./])")
+
+
+def _cell_html(text: str) -> str:
+    """``text`` escaped for HTML, with ``<wbr>`` after each ``_``, ``.``, ``/`` of a long word.
+
+    >>> _cell_html("sm90_xmma_sparse_gemm_bf16_tilesize128 <fast>")
+    'sm90_<wbr>xmma_<wbr>sparse_<wbr>gemm_<wbr>bf16_<wbr>tilesize128 &lt;fast&gt;'
+    """
+    return "".join(
+        "<wbr>".join(html.escape(part) for part in _BREAK_AFTER.split(word) if part)
+        if len(word) > _LONG_WORD else html.escape(word)
+        for word in re.split(r"(\s+)", text)
+    )
 
 
 class Table:
@@ -109,7 +129,7 @@ class Table:
     def _repr_html_(self) -> str:
         def cell(tag: str, text: str, num: bool) -> str:
             cls = ' class="num"' if num else ""
-            return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
+            return f"<{tag}{cls}>{_cell_html(text)}</{tag}>"
 
         parts = ['<table class="twofour-table">']
         if self.caption:
