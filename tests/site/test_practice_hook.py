@@ -29,7 +29,7 @@ def test_level_marker_becomes_that_levels_cards(level):
     ids = [q.id for q in BANK.by_level(level)]
     assert out.count('<article class="practice-q"') == len(ids)
     assert all(f'id="q-{qid}"' in out for qid in ids)
-    assert "{{" not in out and "practice-level" not in out
+    assert "{{" not in out and "<!-- practice-level" not in out  # the marker is gone ("practice-levels" is a rubric class)
 
 
 def test_mode_marker_holds_the_filters_and_loads_cards_from_the_level_pages():
@@ -54,3 +54,15 @@ def test_other_pages_are_left_alone_and_bad_levels_refused():
     assert hook.on_page_markdown(text, _page("index.md"), None, None) == text
     with pytest.raises(ValueError, match="level must be one of"):
         hook.on_page_markdown("<!-- practice-level easy -->", _page("practice/x.md"), None, None)
+
+
+def test_a_card_keeps_a_terms_tooltip_on_its_first_occurrence_only():
+    title = "2:4 structured sparsity: at most 2 of 4"
+    term = f'<abbr title="{title}">2:4</abbr>'
+    card = f'<article class="practice-q" id="q-a"><p>{term} and {term}, <abbr title="g">GEMM</abbr></p></article>'
+    page = f"<p>{term} {term}</p>{card}{card}"
+    out = hook.on_page_content(page, _page("practice/applied.md"), None, None)
+    assert out.startswith(f"<p>{term} {term}</p>")  # outside the cards: untouched
+    cards = out.split('<article class="practice-q"')[1:]
+    assert len(cards) == 2 and all(c.count("<abbr") == 2 and c.count(title) == 1 and "2:4</abbr> and 2:4," in c for c in cards)
+    assert hook.on_page_content(page, _page("notebooks/07-the-answer.ipynb"), None, None) == page  # other pages
