@@ -5,6 +5,8 @@ Written for issue 21's mutation score: each test names the mistake it catches.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -109,3 +111,48 @@ def test_a_wide_row_packs_in_blocks_that_keep_whole_groups():
     W[1, 65_535], W[1, 65_536] = 0.0, 5.0  # the group across column 65,536 keeps its middle element
     p = twofour.pack(W, 1, 3)
     assert torch.equal(twofour.unpack(p), W)
+
+
+def test_corrupt_metadata_in_a_later_column_block_is_located():
+    # 1:3 codes are 2 bits wide (the general decoding path). A 72,000-column row is read in
+    # column blocks of 65,520; group 22,000 (columns 66,000-66,002) lies in the second block, whose
+    # 6,480 / 3 = 2,160 groups must be decoded as that many, not as if the block started at 0.
+    K = 3 * 24_000
+    W = torch.zeros(2, K)
+    W[:, 1::3] = 1.0
+    p = twofour.pack(W, 1, 3)
+    p.meta[1, 22_000 // 4] |= 0b11  # group 22,000: the low 2 bits of its byte; position 3 of 0..2
+    with pytest.raises(ValueError, match=r"^packed.meta is corrupt: 1 groups .*first: row 1, group 22000, positions \[3\]\)$"):
+        twofour.unpack(p)
+
+
+def test_an_unsupported_dtype_lists_the_supported_ones():
+    p = twofour.pack(_two_four(4, 16))
+    with pytest.raises(TypeError) as err:
+        Packed(p.values, p.meta, (4, 16), torch.complex64)
+    message = str(err.value)
+    assert message.startswith("Packed.dtype complex64 has no packed N:M form; supported: float64, float32, float16, bfloat16, ")
+    assert message.endswith(", int8, uint8, int16, int32")
+    assert "float8_e4m3fn, " in message
+
+
+@pytest.mark.gpu
+def test_gpu_to_cutlass_checks_metadata_on_the_device():
+    # On CUDA to_cutlass checks 2:4 metadata with byte arithmetic on the GPU (the CPU uses a
+    # table): valid metadata must pass and give the CPU's result, corrupt metadata the CPU's error.
+    W = torch.zeros(64, 128, dtype=torch.float16)
+    W[:, 0::4], W[:, 3::4] = 1.0, -2.0  # every group keeps positions (0, 3): low and high nibbles
+    cpu = twofour.pack(W)
+    values, meta = twofour.to_cutlass(dataclasses.replace(cpu, values=cpu.values.cuda(), meta=cpu.meta.cuda()))
+    cpu_values, cpu_meta = twofour.to_cutlass(cpu)
+    assert torch.equal(values.cpu(), cpu_values) and torch.equal(meta.cpu(), cpu_meta)
+    for byte in (0x5E, 0xE5):  # the high group, then the low group, names positions (1, 1)
+        bad_meta = cpu.meta.clone()
+        bad_meta[3, 5] = byte
+        bad = dataclasses.replace(cpu, meta=bad_meta)
+        with pytest.raises(ValueError) as on_cpu:
+            twofour.to_cutlass(bad)
+        with pytest.raises(ValueError) as on_gpu:
+            twofour.to_cutlass(dataclasses.replace(bad, values=bad.values.cuda(), meta=bad.meta.cuda()))
+        assert str(on_gpu.value) == str(on_cpu.value)
+        assert "packed.meta is corrupt" in str(on_gpu.value)

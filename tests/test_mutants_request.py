@@ -216,6 +216,13 @@ def test_summary_and_dict_keys():
     assert list(est.to_dict()) == ["summary", "prefill", "decode"]
     assert est.to_dict()["summary"] == s
     assert est.to_dict()["decode"]["steps"] == 2
+    # The keys are what the calculators display and the golden files hold.
+    assert list(s) == ["ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s",
+                       "total_sparse_s", "speedup_ttft", "speedup_tpot", "speedup_request", "p_prefill",
+                       "p_decode", "p_request", "gemm_speedup_prefill", "gemm_speedup_decode",
+                       "gemm_speedup_request", "ceiling_speedup_prefill", "ceiling_speedup_decode",
+                       "ceiling_speedup_request"]
+    assert s["p_request"] == est.p_request and s["p_decode"] == est.decode.p
 
 
 def test_helper_errors_name_the_argument():
@@ -225,6 +232,10 @@ def test_helper_errors_name_the_argument():
         tensor_parallel_shape(1, 0, 64, 2, "row")
     with pytest.raises(ValueError, match=r"top_k must be <= experts, got top_k=9, experts=8"):
         expert_gemm_m(64, 8, 9)
+    with pytest.raises(ValueError, match=r"^batch must be an int in \[1, "):
+        gemm_shapes(LLAMA_3_8B, "decode", batch=0)
+    with pytest.raises(ValueError, match=r"^prompt_len must be an int in \[1, "):
+        gemm_shapes(LLAMA_3_8B, "prefill", batch=1, prompt_len=0)
 
 
 def test_sensitivity_uses_its_cost_and_ratio():
@@ -287,3 +298,22 @@ def test_searched_speedup_refuses_what_the_sweep_did_not_measure():
     fp16 = Workload(LLAMA_3_8B, batch=1, prompt_len=64, output_len=8, dtype="fp16")
     with pytest.raises(ValueError, match=r"^pick must be 'best' or 'default', got 'fastest'$"):
         searched_gemm_speedup(_sweep(), fp16, pick="fastest")
+
+
+def test_kernel_bandwidth_ratio_of_one_gemm_by_hand():
+    # One pruned GEMM, gate_proj at decode (M = 1, N = 14336, K = 4096, bf16): each side's bytes
+    # over its memory time. Dense streams the weight and the activations; 2:4 streams 0.5625 of
+    # the weight, x padded to the kernel's M, and the same y.
+    from twofour.request import kernel_bandwidth_ratio
+    from twofour.roofline import predict
+
+    M, N, K = 1, 14336, 4096
+    p = predict(M, N, K, "bf16", "H200", scenario="kernel")
+    act = (M * K + M * N) * B
+    dense_bytes = N * K * B + act
+    sparse_bytes = N * K * B * 0.5625 + (p.M_padded - M) * K * B + act
+    want = (sparse_bytes / p.sparse.t_memory_us) / (dense_bytes / p.dense.t_memory_us)
+    one = Workload(LLAMA_3_8B, 1, 512, 16, pruned=("gate_proj",))
+    assert kernel_bandwidth_ratio(one, "H200") == pytest.approx(want, rel=1e-12)
+    # Over every pruned GEMM it is still a ratio of two positive bandwidths, below 1 at decode.
+    assert 0.0 < kernel_bandwidth_ratio(Workload(LLAMA_3_8B, 1, 512, 16), "H200") < 1.0

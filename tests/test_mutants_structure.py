@@ -179,3 +179,30 @@ def test_the_report_text_is_the_summary_then_the_examples_then_the_fix():
         "  row 0, group 0 (columns 0-3): 3 non-zeros [1, 2, 3, 0]",
         "fix: twofour.prune(W) keeps the n largest-magnitude values of every group",
     ]
+
+
+def test_prune_nan_message_names_the_tensor_that_holds_it():
+    # The message says which argument to fix: W when ranking by magnitude, scores otherwise.
+    W = torch.tensor([[1.0, float("nan"), 0.0, 2.0]])
+    with pytest.raises(ValueError, match=r"^W contains NaN \(first at row 0, column 1\)"):
+        twofour.prune(W)
+    scores = torch.tensor([[1.0, 1.0, 1.0, float("nan")]])
+    with pytest.raises(ValueError, match=r"^scores contains NaN \(first at row 0, column 3\)"):
+        twofour.prune(torch.ones(1, 4), scores=scores)
+
+
+def test_prune_refuses_nested_and_sparse_scores_by_what_they_are():
+    # A nested tensor reports layout torch.strided, so the message must say "nested", not its layout.
+    nested = torch.nested.nested_tensor([torch.zeros(4), torch.zeros(4)])
+    assert nested.layout == torch.strided
+    with pytest.raises(TypeError, match=r"^scores must be a dense \(strided\) tensor of W's shape \(2, 4\), got a nested tensor$"):
+        twofour.prune(torch.ones(2, 4), scores=nested)
+    with pytest.raises(TypeError, match=r"got layout torch\.sparse_coo$"):
+        twofour.prune(torch.ones(2, 4), scores=torch.ones(2, 4).to_sparse())
+
+
+def test_prune_refuses_scores_on_another_device_and_names_both():
+    # The meta device stands in for a GPU: the check compares devices, whatever they are.
+    scores = torch.ones(2, 4, device="meta")
+    with pytest.raises(ValueError, match=r"^scores is on meta but W is on cpu; move one of them$"):
+        twofour.prune(torch.ones(2, 4), scores=scores)

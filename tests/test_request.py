@@ -134,6 +134,8 @@ def test_no_pruning_means_no_change():
     assert est.p_request == 0.0 and est.prefill.p == 0.0
     assert est.speedup("request") == 1.0
     assert est.gemm_speedup_request == 1.0
+    assert est.ceiling_speedup_request == 1.0  # no eligible GEMM: not even a ceiling above 1
+    assert est.prefill.ceiling_speedup == est.decode.ceiling_speedup == 1.0
 
 
 def test_gemm_speedup_of_one_means_no_change():
