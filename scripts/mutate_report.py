@@ -53,6 +53,13 @@ DEFAULT_SAMPLE = 40
 DEFAULT_BUDGET_S = 1800
 
 
+def _not_mutated(modules: list[str]) -> list[str]:
+    """Files of ``modules`` missing from pyproject's ``[tool.mutmut] only_mutate``: mutmut makes no
+    mutants of them, so every sampled mutant of theirs would be reported as "not run"."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    return [p for m in modules for p in MODULES[m] if p not in config.get("only_mutate", [p])]
+
+
 def _module_mutants(paths: tuple[str, ...]) -> list[str]:
     """Every mutant mutmut makes of one module's files, in file order."""
     return [name for path in paths for name in _mutmut_names(path)]
@@ -235,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--budget must be > 0 seconds, got {args.budget}")
 
     os.chdir(ROOT)  # mutmut reads pyproject.toml and writes mutants/ in the working directory
+    missing = _not_mutated(modules)
+    if missing:
+        raise SystemExit(f"pyproject.toml [tool.mutmut] only_mutate lacks {', '.join(missing)}: mutmut would make no "
+                         "mutants of it and its sampled mutants would all be 'not run'; add it there")
     chosen = selected(modules, size, args.seed)
     if args.command == "run":
         (ROOT / "mutants").mkdir(exist_ok=True)

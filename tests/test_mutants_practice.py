@@ -278,3 +278,113 @@ def test_compute_bound_m_searches_up_to_2_to_the_20_inclusive():
     beyond = dataclasses.replace(h200, dense_tflops={**h200.dense_tflops, "bf16": (at + (at - below) / 2) * h200.mem_bw_gbs * 1e9 / 1e12})
     with pytest.raises(ValueError, match=r"^N=4096, K=4096 never reaches the ridge point 2044 FLOP/byte$"):
         compute_bound_m(4096, 4096, "bf16", beyond)
+
+
+# --- the expression sandbox (twofour.course.practice.expressions) ---------------------------
+
+
+def _nested(opener, closer, levels):
+    return opener * levels + "1" + closer * levels
+
+
+@pytest.mark.parametrize("ok, refused", [
+    (_nested("[", "]", 8), _nested("[", "]", 9)),
+    (_nested("(", ",)", 8), _nested("(", ",)", 9)),
+    (_nested("{0: ", "}", 8), _nested("{0: ", "}", 9)),
+    (_nested("[(", ",)]", 4), _nested("[(", ",)]", 4).replace("1", "[1]")),  # lists and tuples alternating
+])
+def test_values_nest_at_most_8_containers_deep(ok, refused):
+    from twofour.course.practice import evaluate_expression
+
+    assert evaluate_expression(ok) is not None
+    with pytest.raises(BankError, match=r" gives containers nested deeper than 8$"):
+        evaluate_expression(refused)
+
+
+def test_earlier_numbers_nest_at_most_8_containers_deep():
+    from twofour.course.practice import evaluate_expression
+
+    deep = 1
+    for _ in range(8):
+        deep = [deep]
+    assert evaluate_expression("x", {"x": deep}) == deep
+    with pytest.raises(BankError, match=r"^names\['x'\] gives containers nested deeper than 8$"):
+        evaluate_expression("x", {"x": [deep]})
+
+
+def test_a_registered_name_starting_with_an_underscore_is_still_private(monkeypatch):
+    # Private names are refused by their spelling, not only because the registry lacks them: a
+    # helper registered as "_x" by mistake stays out of reach.
+    from twofour.course.practice import evaluate_expression
+    from twofour.course.practice.registry import NAMESPACE
+
+    monkeypatch.setitem(NAMESPACE, "_secret", 42)
+    monkeypatch.setitem(NAMESPACE, "public", 42)
+    assert evaluate_expression("public + 1") == 43
+    with pytest.raises(BankError, match=r"^expr '_secret \+ 1': '_secret' uses the unknown name '_secret'"):
+        evaluate_expression("_secret + 1")
+
+
+@pytest.mark.parametrize("expr, what", [
+    ("(1.5).real", "a float"),
+    ("amdahl.speedup.x", r"(a )?amdahl\.speedup"),
+    ("'ab'.x", "a str"),
+])
+def test_a_refused_attribute_names_what_it_was_read_from(expr, what):
+    from twofour.course.practice import evaluate_expression
+
+    with pytest.raises(BankError, match=rf"reads 'x' of {what}, |reads 'real' of {what}, "):
+        evaluate_expression(expr)
+
+
+@pytest.mark.parametrize("expr, want", [
+    ("3 > 2", True), ("2 > 3", False), ("2 > 2", False), ("3 >= 3", True), ("2 >= 3", False),
+    ("2 < 3", True), ("3 < 2", False), ("3 <= 3", True), ("4 <= 3", False),
+    ("2 == 2.0", True), ("2 != 2", False), ("2 != 3", True),
+    ("3 > 2 > 1", True), ("3 > 2 > 2", False), ("1 < 3 > 2", True),
+])
+def test_comparisons(expr, want):
+    from twofour.course.practice import evaluate_expression
+
+    assert evaluate_expression(expr) is want
+
+
+def test_measured_bandwidth_ratio_per_gemm_is_bytes_per_time_over_dense():
+    # Each GEMM's ratio, by hand: 2:4 bytes over dense bytes times dense time over 2:4 time
+    # (fp16: the packed weight is 9/16 of the dense one; x and y are the same on both sides).
+    from twofour.course.practice.helpers import measured_bandwidth_ratio, measured_gemm
+    from twofour.models import LLAMA_3_8B, linear_shapes
+
+    ratios = []
+    for s in linear_shapes(LLAMA_3_8B, include_lm_head=False):
+        N, K = s.out_features, s.in_features
+        act = 16 * K * 2 + 16 * N * 2
+        speedup = measured_gemm(16, N, K, "float16", "kernel")
+        ratios.append((N * K * 2 * 9 / 16 + act) / (N * K * 2 + act) * speedup)
+    got = {w: measured_bandwidth_ratio(LLAMA_3_8B, 16, "float16", "kernel", w) for w in ("min", "ratio", "max")}
+    assert got["min"] == pytest.approx(min(ratios), rel=1e-12)
+    assert got["max"] == pytest.approx(max(ratios), rel=1e-12)
+    assert got["min"] <= got["ratio"] <= got["max"]
+
+
+def test_a_yaml_anchor_on_a_scalar_may_be_reused(tmp_path):
+    # An alias of a scalar counts as one node: a bank may name a text once and repeat it.
+    from twofour.course.practice import load_bank
+
+    path = tmp_path / "bank.yaml"
+    path.write_text(
+        "questions:\n"
+        "  - {id: q-one, level: fundamentals, topic: amdahl, kind: concept, skill: edge, setting: one, title: T,\n"
+        "     prompt: &p 'The same prompt', answer: A, mistakes: [m], follow_ups: [f], connects: c,\n"
+        "     rubric: {must: [a, b], strong: [s], red_flags: [r]}, levels: {mid: m, senior: s, staff: t}}\n"
+        "  - {id: q-two, level: fundamentals, topic: amdahl, kind: concept, skill: edge, setting: two, title: T,\n"
+        "     prompt: *p, answer: A, mistakes: [m], follow_ups: [f], connects: c,\n"
+        "     rubric: {must: [a, b], strong: [s], red_flags: [r]}, levels: {mid: m, senior: s, staff: t}}\n",
+        encoding="utf-8")
+    bank = load_bank(path)
+    assert [q.prompt for q in bank] == ["The same prompt"] * 2
+    # ... and a billion laughs rooted in a scalar is counted, and refused, like one rooted in a list.
+    lines = ["a: &a lol"] + [f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]" for p, c in zip("abcdefg", "bcdefgh")]
+    path.write_text("\n".join(lines + ["questions: [*h]"]) + "\n", encoding="utf-8")
+    with pytest.raises(BankError, match=r"expands to more than 1,000,000 YAML nodes"):
+        load_bank(path)

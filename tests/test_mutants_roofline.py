@@ -168,3 +168,112 @@ def test_fit_recovers_a_familys_constants():
     assert fam.latency_us == pytest.approx(7.0, rel=0.05) and fam.mem_eff == pytest.approx(0.55, rel=0.05)
     with pytest.raises(ValueError, match="at least as many points"):
         fit_family(pts[:3], meas[:3], ASSUMED_PARAMS.cusparselt, ASSUMED_PARAMS, sparse=True)
+
+
+def test_fit_recovers_the_per_sm_compute_efficiency():
+    """sm_compute_eff is fitted too: compute-bound GEMMs on few SMs (one CTA's rate) pin it, many SMs pin compute_eff."""
+    from twofour.roofline.fitting import fit_family
+
+    truth = ASSUMED_PARAMS.with_family("cusparselt", latency_us=7.0, mem_eff=0.55, per_sm_gbs=33.0, compute_eff=0.45,
+                                       sm_compute_eff=0.55)
+    pts = [dict(M=M, N=N, K=K, dtype="fp16") for M in (1, 16, 256, 4096) for N, K in ((1024, 4096), (14336, 4096))]
+    # 32 to 96 busy SMs, compute-bound: below 132 * 0.45 / 0.55 = 108 busy SMs the per-SM rate binds.
+    pts += [dict(M=M, N=N, K=K, dtype="fp16") for M, N, K in ((512, 512, 16384), (512, 2048, 16384), (2048, 1024, 4096),
+                                                              (1024, 2048, 16384))]
+    assert ASSUMED_PARAMS.cusparselt.sm_compute_eff != 0.55  # the fit starts elsewhere
+    meas = [kernel_time(p["M"], p["N"], p["K"], "fp16", "H200", "cusparselt", truth, l2="flushed").kernel_us for p in pts]
+    fam, _, rms = fit_family(pts, meas, ASSUMED_PARAMS.cusparselt, ASSUMED_PARAMS, sparse=True)
+    assert rms < 0.01
+    assert fam.sm_compute_eff == pytest.approx(0.55, rel=0.01) and fam.compute_eff == pytest.approx(0.45, rel=0.01)
+
+
+def test_fit_points_may_be_objects_with_attributes():
+    """structure() reads M, N, K, dtype, gpu, l2 from a dict or from an object's attributes: the same arrays."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from twofour.roofline.fitting import kernel_us, structure
+
+    dicts = [dict(M=7, N=4096, K=4096, dtype="fp16", gpu="A100", l2="clean"), dict(M=300, N=14336, K=4096, dtype="int8")]
+    objs = [SimpleNamespace(**d) for d in dicts]
+    fam = ASSUMED_PARAMS.cusparselt
+    a, b = structure(dicts, fam, sparse=True), structure(objs, fam, sparse=True)
+    for field in a.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    want = [kernel_time(d["M"], d["N"], d["K"], d["dtype"], d.get("gpu", "H200"), "cusparselt", ASSUMED_PARAMS,
+                        l2=d.get("l2", "flushed")).kernel_us for d in dicts]
+    np.testing.assert_allclose(kernel_us(b, fam, ASSUMED_PARAMS), want, rtol=1e-12)
+
+
+def test_nelder_mead_keeps_the_reflection_when_the_expansion_is_no_better():
+    """On a tie the expansion is refused (Lagarias et al. 1998: expand only if strictly better): on a plateau
+    the search stops at the reflected point instead of stepping further out."""
+    from twofour.roofline.fitting import nelder_mead
+
+    seen = []
+
+    def f(x):
+        seen.append(round(float(x[0]), 9))
+        return -min(float(x[0]), 1.0)  # falls to -1 at x = 1, flat beyond
+
+    # Simplex {0, 0.3}; reflections 0.6 (expanded to 0.9), then 1.5, whose expansion 2.1 is no lower.
+    assert nelder_mead(f, [0.0]) == [pytest.approx(1.5)]
+    assert seen[:6] == [0.0, 0.3, 0.6, 0.9, 1.5, 2.1]
+
+
+def test_nelder_mead_contracts_inside_when_the_reflection_overshoots():
+    """A reflection worse than the worst point is followed by the inside contraction, halfway from the centroid
+    back to the worst point, where a minimum between the two lies (not the outside one, beyond the centroid)."""
+    from twofour.roofline.fitting import nelder_mead
+
+    seen = []
+
+    def f(x):
+        seen.append(round(float(x[0]), 9))
+        return (float(x[0]) - 0.14) ** 2
+
+    # Simplex {0, 0.3}: best 0, reflection of 0.3 through 0 is -0.3, worse than 0.3; contract to 0.15.
+    assert nelder_mead(f, [0.0]) == [pytest.approx(0.14, abs=1e-4)]
+    assert seen[:4] == [0.0, 0.3, -0.3, 0.15]
+
+
+def test_an_oversized_dimension_is_shown_by_its_digits_from_10_to_the_30():
+    # Up to 30 digits the value is shown with separators; from 10**30 on, only how many digits it has.
+    with pytest.raises(ValueError, match=r"^M must be an int from 1 to 9,223,372,036,854,775,807 \(a GEMM dimension\), "
+                                         r"got 999,999,999,999,999,999,999,999,999,999$"):
+        predict(10**30 - 1, 4096, 4096, "fp16", "H100")
+    with pytest.raises(ValueError, match=r"got an int of 31 digits$"):
+        predict(10**30, 4096, 4096, "fp16", "H100")
+    with pytest.raises(ValueError, match=r"^K must be .* got an int of over 4,000 digits$"):
+        predict(1, 4096, 10**4000, "fp16", "H100")
+
+
+def test_crossover_m_refuses_a_search_on_cutlass_like_predict():
+    from twofour.roofline import crossover_m
+
+    message = r"^algorithm='searched' picks a cuSPARSELt algorithm; the CUTLASS backend has none to search"
+    with pytest.raises(ValueError, match=message):
+        predict(64, 4096, 4096, "fp16", "A100", "CUTLASS", algorithm="searched")
+    with pytest.raises(ValueError, match=message):
+        crossover_m(4096, 4096, "fp16", "A100", "CUTLASS", algorithm="searched")
+
+
+def test_gemm_speedup_passes_the_algorithm_on():
+    from twofour.roofline import gemm_speedup
+
+    for M in (1, 256):
+        searched = gemm_speedup(M, 4096, 4096, "fp16", "H100", scenario="kernel", algorithm="searched")
+        assert searched == predict(M, 4096, 4096, "fp16", "H100", scenario="kernel", algorithm="searched").speedup
+        assert searched != gemm_speedup(M, 4096, 4096, "fp16", "H100", scenario="kernel")
+
+
+def test_cached_and_kernel_scenarios_are_never_host_bound():
+    # Only eager calls wait on the host; a cached replay adds its fixed cost to a kernel that still
+    # has its own bound, however large the host's per-call work.
+    prm = replace(PERFECT, graph_dense_us=8.0, graph_sparse_us=7.0, host_dense_us=1e6, host_sparse_us=1e6)
+    for sc in ("cached", "kernel"):
+        p = predict(1, 4096, 4096, "fp16", "H200", params=prm, scenario=sc)
+        assert (p.bound_dense, p.bound_sparse) == ("memory", "memory"), sc
+    p = predict(1, 4096, 4096, "fp16", "H200", params=prm, scenario="eager")
+    assert (p.bound_dense, p.bound_sparse) == ("host", "host")
