@@ -157,3 +157,12 @@ def test_the_calculators_copy_of_the_verdict_is_current_and_rounds_to_the_table(
     r = verdict.row("graph")
     assert f"{est.speedup('request'):.2f}" == f"{r.request:.2f}" and f"{est.speedup('tpot'):.2f}" == f"{r.per_token:.2f}"
     assert c["pruned"] == list(answer.CHAT.pruned)
+
+
+def test_no_quoted_number_starts_a_line():
+    """A line that starts with an HTML comment starts an HTML block in Markdown, which cuts the
+    paragraph in two around the quoted number (the calculator page did, at 1280 and 390 px)."""
+    bad = [f"{site}: {line.strip()[:60]}" for path, site in refresh_quotes.quoting_files()
+           for text in refresh_quotes.markdown_texts(path) for line in text.splitlines()
+           if line.lstrip().startswith("<!-- verdict:")]
+    assert not bad, bad
