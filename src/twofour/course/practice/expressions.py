@@ -181,8 +181,8 @@ class _Interpreter:
         if attr in methods:
             return _Bound(base, attr)
         allowed = sorted(fields | methods) if type(base) in RESULT_TYPES else sorted(STR_METHODS) if type(base) is str else []
-        what = base.name if isinstance(base, (Function, Namespace)) else type(base).__name__
-        raise _Refused(node, f"reads {attr!r} of a {what}, which a bank may not read"
+        what = f"the function {base.name}" if isinstance(base, Function) else f"a {type(base).__name__}"
+        raise _Refused(node, f"reads {attr!r} of {what}, which a bank may not read"
                              + (f"; it may read {allowed}" if allowed else ""))
 
     def _Call(self, node):
