@@ -38,16 +38,14 @@ operator is attributed to the sparse class of its nearest sparse ancestor, becau
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import html
-import os
-import sys
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import torch
+
+from .._common.stderr import without_profiler_chatter
 
 __all__ = [
     "CLASSES",
@@ -343,7 +341,7 @@ def kernels(fn, *args, warmup: int = 1, calls: int = 1, **kwargs) -> KernelRepor
         fn(*args, **kwargs)
     if use_cuda:
         torch.cuda.synchronize()
-    with _without_profiler_chatter():
+    with without_profiler_chatter():
         with profile(activities=activities) as prof:
             for _ in range(calls):
                 fn(*args, **kwargs)
@@ -352,31 +350,6 @@ def kernels(fn, *args, warmup: int = 1, calls: int = 1, **kwargs) -> KernelRepor
     return summarize(records_from_profiler(prof), calls=calls)
 
 
-# Some builds of the profiler library print a "USDT: ... profiler_start/stop" line to the
-# process's stderr on every run; it would clutter every notebook output.
-_CHATTER = ("USDT:",)
-
-
-@contextlib.contextmanager
-def _without_profiler_chatter():
-    """Capture file descriptor 2 while profiling; pass on every line except the start/stop chatter."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no real stderr (some embedded interpreters): nothing to filter
-        yield
-        return
-    with tempfile.TemporaryFile(mode="w+b") as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            for line in capture.read().decode(errors="replace").splitlines(keepends=True):
-                if not line.startswith(_CHATTER):
-                    sys.stderr.write(line)
 
 
 # ------------------------------------------------------------------------------------------

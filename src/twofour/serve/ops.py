@@ -29,16 +29,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import tempfile
 import time
 import warnings
 from typing import Callable
 
 import torch
 
+from .._common.stderr import without_profiler_chatter
 from ..device import environment
 
 __all__ = ["NotSupported", "Ops", "CpuOps", "CudaOps", "RehearsalOps", "ops_for", "NEEDS_GPU"]
@@ -135,7 +132,7 @@ class Ops:
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
         self.synchronize()
-        with _quiet_profiler(), profile(activities=activities) as prof:
+        with without_profiler_chatter(), profile(activities=activities) as prof:
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
@@ -326,26 +323,6 @@ def ops_for(device) -> Ops:
     raise ValueError(f"device must be 'cuda', 'cpu' or 'rehearsal', got {device!r}")
 
 
-@contextlib.contextmanager
-def _quiet_profiler():
-    """Drop the "USDT: ... profiler_start/stop" lines some profiler builds print to fd 2 (as twofour.dispatch.kernels does)."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no real stderr: nothing to filter
-        yield
-        return
-    with tempfile.TemporaryFile(mode="w+b") as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            for line in capture.read().decode(errors="replace").splitlines(keepends=True):
-                if not line.startswith("USDT:"):
-                    sys.stderr.write(line)
 
 
 def _padded(x: torch.Tensor) -> torch.Tensor:

@@ -33,7 +33,7 @@ def record(fn, path=None, *, steps: int = 4, name: str = "decode_step", warmup: 
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from ..kernels import _without_profiler_chatter
+    from ..._common.stderr import without_profiler_chatter
 
     if not callable(fn):
         raise TypeError(f"fn must be callable (one step, e.g. lambda: model(tokens)), got {type(fn).__name__}")
@@ -50,7 +50,7 @@ def record(fn, path=None, *, steps: int = 4, name: str = "decode_step", warmup: 
         fn()
     if cuda:
         torch.cuda.synchronize()
-    with _without_profiler_chatter():
+    with without_profiler_chatter():
         with profile(activities=activities) as prof:
             for i in range(steps):
                 with record_function(f"{name}_{i}"):
