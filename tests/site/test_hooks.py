@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import doctest
+import os
 import sys
 from pathlib import Path
 
 import nbformat.v4 as v4
+
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
@@ -91,6 +93,27 @@ def test_cache_key_follows_notebook_and_package(tmp_path):
     assert key != nb_execute.cache_key(nb, "pkg2")
     nb.write_text('{"changed": 1}')
     assert key != nb_execute.cache_key(nb, "pkg1")
+
+
+@pytest.mark.slow
+def test_a_cell_that_gets_no_answer_reruns_the_notebook_once_then_fails_saying_so(monkeypatch, capfd):
+    """A kernel that stops answering (seen twice in a build's chapter 4) costs one cell timeout and
+    one more run in a new kernel; a notebook that times out again fails with the cell named."""
+    import nbformat
+
+    folder = nb_execute.ROOT / "build" / "test-timeouts"
+    folder.mkdir(parents=True, exist_ok=True)
+    nb = folder / f"sleeps-{os.getpid()}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time; time.sleep(60)")]), nb)
+    monkeypatch.setenv("TWOFOUR_CELL_TIMEOUT_S", "2")
+    try:
+        with pytest.raises(nb_execute.NotebookExecutionError, match=r"(?s)sleeps-.*timed out"):
+            nb_execute._execute_in_subprocess(nb, folder / "out.ipynb")
+    finally:
+        nb.unlink()
+    err = capfd.readouterr().err
+    assert err.count("running the notebook again in a new kernel") == 1, err
+    assert not (folder / "out.ipynb").exists()
 
 
 def test_api_page_follows_the_rooms_toolkit_first():
