@@ -13,7 +13,7 @@ import { headlineSpeedupText, integerText, percentText, speedupText, timeText } 
 import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
-import { BLOCK_LINEARS, DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
+import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
 import { VERDICT } from "../verdict.js";
 import { drawFunnel } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
