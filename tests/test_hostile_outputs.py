@@ -115,6 +115,7 @@ def test_capability_still_reads_real_ones(capsys, checkpoint):
     capsys.readouterr()
 
 
-def test_bench_dtypes_bogus_is_refused_on_cpu(capsys):
+def test_bench_dtypes_bogus_is_refused_on_cpu(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # had it run, the sweep would write its default results file here
     _, err = _err(capsys, ["bench", "--quick", "--no-progress", "--dtypes", "bogus"])
     assert "--dtypes" in err and "bogus" in err
