@@ -175,3 +175,51 @@ def test_fuzz_torch_zips_give_one_line_or_the_true_report(tmp_path):
             raw = t.contiguous().numpy().tobytes() if t.numel() else b""
             assert raw in data, (what, name)
     assert outcomes["refused"] > 20, outcomes
+
+
+def test_a_checkpoint_truncated_between_tensors_is_one_clear_error(tmp_path):
+    path = tmp_path / "m.pt"
+    torch.save({"a.weight": _two_four(), "b.weight": _two_four()}, path)
+    with open_checkpoint(path) as ckpt:
+        ckpt.tensor("a.weight")
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size // 2)
+        with pytest.raises(CheckpointError, match="the file changed while it was read"):
+            ckpt.tensor("b.weight")
+
+
+_TRUNCATE_UNDER_THE_MAP = """
+import sys, torch
+from twofour.cli._sigbus import run_guarded
+from twofour.dispatch.checkpoint import open_checkpoint
+path = sys.argv[1]
+
+def work():
+    with open_checkpoint(path) as ckpt:
+        t = ckpt._tensors["fc.weight"]          # mapped, not yet read
+        with open(path, "r+b") as f:
+            f.truncate(0)                        # what a writer does mid-read
+        print(float(t.float().sum()))            # touches the pages: SIGBUS
+    return 0
+
+sys.exit(run_guarded(work, "audit"))
+"""
+
+
+def test_a_file_truncated_under_its_memory_map_is_one_line_not_a_silent_death(tmp_path):
+    path = tmp_path / "m.pt"
+    torch.save({"fc.weight": torch.ones(1024, 1024)}, path)
+    proc = subprocess.run([sys.executable, "-c", _TRUNCATE_UNDER_THE_MAP, str(path)], capture_output=True, text=True,
+                          timeout=110)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "twofour audit: error: the input file changed while it was read (it shrank under its memory map: SIGBUS); "
+        "no report: run it on a copy that nothing is writing to")
+
+
+def test_the_guarded_audit_program_still_reports(tmp_path):
+    path = tmp_path / "m.pt"
+    torch.save({"fc.weight": _two_four()}, path)
+    proc = subprocess.run([sys.executable, "-m", "twofour", "audit", str(path), "--capability", "9.0"],
+                          capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0 and "100.0%" in proc.stdout, proc.stderr[-2000:]

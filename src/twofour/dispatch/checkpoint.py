@@ -205,6 +205,7 @@ class Checkpoint:
         self._tensors: dict = {}
         self._fd = open_regular(path) if fd is None else fd
         self._closer = weakref.finalize(self, os.close, self._fd)
+        self._stamp = _stamp(self._fd)
         # Every read goes through the file opened (and checked) above, never the path again.
         proc = f"/proc/self/fd/{self._fd}"
         self._read_path = proc if os.path.exists(proc) else path
@@ -291,6 +292,10 @@ class Checkpoint:
                 raise CheckpointError(
                     f"{_show(self.path)}: cannot read tensor {printable(name, 200)!r} ({_one_line(exc)})"
                 ) from None
+        if _stamp(self._fd) != self._stamp:
+            # its storages are memory-mapped: a read past a new, shorter end would die of SIGBUS
+            raise CheckpointError(f"{_show(self.path)}: the file changed while it was read (its size or time is not what "
+                                  "it was when opened); no report: read a copy that nothing is writing to")
         return self._tensors[name]
 
     def nbytes(self, name: str) -> int:
@@ -325,6 +330,12 @@ class Checkpoint:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _stamp(fd: int) -> tuple[int, int]:
+    """(size, modification time in ns) of the open file: what changes when it is rewritten or truncated."""
+    st = os.fstat(fd)
+    return st.st_size, st.st_mtime_ns
 
 
 def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
