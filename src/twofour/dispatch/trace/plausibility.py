@@ -2,8 +2,8 @@
 
 :mod:`.validate` checks each event's own fields; this module checks events against the run:
 
-* a GPU event that ends after a synchronizing call (``cudaDeviceSynchronize``, a stream or
-  event synchronize) that began after its launch had already returned: the CPU cannot come
+* a GPU event that ends after a device-wide synchronize (``cudaDeviceSynchronize``) that began
+  after its launch had already returned: the CPU cannot come
   back from waiting for the GPU before the GPU's work is done. Without such a call, a GPU event
   that ends after the last CPU activity by more than the CPU's whole span (the profiler had
   long stopped). Both are ``beyond step`` (one absurd duration made "GPU busy 100%" out of 4%);
@@ -23,8 +23,9 @@ import numpy as np
 from . import validate
 from .read import ANNOTATION, OP, RUNTIME, Trace, TraceError, _shown
 
-_SYNC_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
-               "cuStreamSynchronize", "cuEventSynchronize")
+# Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on
+# another stream may rightly run on after it returns.
+_SYNC_CALLS = ("cudaDeviceSynchronize", "cuCtxSynchronize")
 _SKEW_US = 5.0  # the clock skew allowed between the CPU and GPU timelines (as in analyze)
 # No 2:4 kernel does less than half the math of dense: past 2x the two runs did different work.
 # A quarter more is allowed for a dense run that was itself slowed (a bad tile, a cold cache).
