@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .text import printable
 
-__all__ = ["OutputError", "check_output", "write_text", "write_bytes"]
+__all__ = ["OutputError", "check_output", "write_text", "write_bytes", "write_with"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory"),
@@ -95,6 +95,12 @@ def write_bytes(path, data: bytes, inputs=()) -> Path:
     error the temporary file is removed and the previous target is untouched. A new file gets
     the usual permissions (0666 less the umask); a replaced one keeps its own.
     """
+    return write_with(path, lambda f: f.write(data), inputs)
+
+
+def write_with(path, fill, inputs=()) -> Path:
+    """:func:`write_bytes`, but ``fill(f)`` writes the content to the open binary file ``f`` (streamed:
+    a large output never has to be in memory at once). Atomic the same way."""
     real = check_output(path, inputs)
     try:
         mode = stat.S_IMODE(os.stat(real).st_mode)
@@ -104,7 +110,7 @@ def write_bytes(path, data: bytes, inputs=()) -> Path:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         if mode is not None:

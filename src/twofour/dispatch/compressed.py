@@ -282,6 +282,14 @@ class Stored:
     scales: tuple[str, ...] = ()
 
 
+def _partial(tail: str, have: set) -> bool:
+    """``tail`` is one of two present parts of a three-part stored form (one alone is an ordinary tensor)."""
+    for parts in (BITMASK_PARTS, MARLIN_PARTS):
+        if tail in parts and len(have & set(parts)) >= 2:
+            return True
+    return False
+
+
 class StoredView:
     """Opened model files seen as logical weights; see :func:`stored_view`."""
 
@@ -312,7 +320,7 @@ class StoredView:
                 parts = tuple(f"{head}.{p}" for p in MARLIN_PARTS)
                 self._add_marlin(head, parts, have)
                 consumed.update(parts)
-            elif tail in BITMASK_PARTS + MARLIN_PARTS and head and (have & set(BITMASK_PARTS + MARLIN_PARTS)):
+            elif head and _partial(tail, have):
                 missing = [p for p in (BITMASK_PARTS if tail in BITMASK_PARTS else MARLIN_PARTS) if p not in have]
                 raise CompressedError(
                     f"{printable(head, 120)}: stored in parts but {', '.join(missing)} is missing (a truncated or "
