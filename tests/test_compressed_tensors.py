@@ -326,3 +326,13 @@ def test_a_safetensors_header_with_a_bom_is_corrupt_not_unknown(capsys, tmp_path
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\x00" * 4)
     line = refused(capsys, "audit", path)
     assert "corrupt safetensors file" in line and "byte-order mark" in line
+
+
+def test_a_checkpoint_with_too_many_tensors_is_refused_at_once(capsys, tmp_path, monkeypatch):
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("twofour.dispatch.audit"), "MAX_TENSORS", 50)
+    path = tmp_path / "many.safetensors"
+    save_file({f"l{i}.weight": torch.zeros(4, 8) for i in range(51)}, str(path))
+    line = refused(capsys, "audit", path)
+    assert "holds 51 tensors, more than 50" in line

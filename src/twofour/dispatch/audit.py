@@ -41,14 +41,18 @@ from .._common.text import printable
 from ..packing import dense_bytes, packed_bytes
 from ..structure import check
 from ._flatten import unique_name
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, CheckpointError
 from ._audit_cells import _NAME_WIDTH, _STORED_HEADER, _TABLE_HEADER, _gb, _table_cells, valid_cell  # noqa: F401
 from .runners import judge_row, marlin_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
 from .rules import BackendRules, default_backend, is_packed
 
-__all__ = ["AuditRow", "AuditReport", "audit", "weight_kind"]
+__all__ = ["AuditRow", "AuditReport", "audit", "weight_kind", "MAX_TENSORS"]
+
+# A safetensors header may list about a million tensors; real checkpoints hold hundreds to tens of
+# thousands (a Llama-3-70B about 720). Past this many the audit refuses at once instead of running for minutes.
+MAX_TENSORS = 200_000
 
 # Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
 # Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
@@ -409,6 +413,12 @@ def audit(
     if isinstance(source, Mapping) and not isinstance(source, Checkpoint):
         source = _unique_keys(source, notes)
     n_bytes_read = 0
+    if _is_reader(source) and len(source.names()) > MAX_TENSORS:
+        raise CheckpointError(
+            f"{printable(getattr(source, 'path', 'the checkpoint'), 200)}: holds {len(source.names()):,} tensors, more than "
+            f"{MAX_TENSORS:,}; at about a millisecond each that audit would take minutes and no published model "
+            "needs it (audit its shards one at a time)"
+        )
     ct = getattr(source, "ct", None)
     stored_of = getattr(source, "stored", None)
     for name, kind, shape, dtype, load in _iter_weights(source):
