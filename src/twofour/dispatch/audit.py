@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -222,7 +223,9 @@ class AuditReport:
         if self.disk_line():
             lines += ["", self.disk_line()]
         if self.runners:
-            lines += ["", "what can load and run it:"] + [f"  {line}" for line in self.runners]
+            lines += ["", "what can load and run it:"]
+            for line in self.runners:  # wrapped: these are sentences, not table rows
+                lines += textwrap.wrap(line, 100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         lines.append("")
         lines.append(self.summary())
         return "\n".join(lines)
