@@ -13,8 +13,9 @@ quantization the folder's ``config.json`` names. The sources, checked in Decembe
   is not implemented").
 * PyTorch core: ``torch.sparse.to_sparse_semi_structured`` packs a dense 2:4 fp16/bf16 (or
   int8) weight on a CUDA GPU of compute capability 8.0 or newer.
-* torchao 0.18.0 (its ``torchao.sparsity`` was deleted later, pytorch/ao#4728) has int8 2:4
-  (``SemiSparseLayout``) and fp8 2:4 for Hopper (``Float8DynamicActivationFloat8SemiSparseWeightConfig``).
+* torchao (the project's Sources page): its int8 2:4 layout went in 0.17.0 (pytorch/ao#4148), and
+  ``torchao.sparsity`` later (pytorch/ao#4728); fp8 2:4 survives as a packing format of
+  ``Float8DynamicActivationFloat8WeightConfig`` (``SPARSE_2D_DATA_2D_METADATA``, CUTLASS, SM 9.0).
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ def who_runs(ct, rows) -> list[str]:
                      "then `torch.sparse.to_sparse_semi_structured(W)` for each 2:4 linear on a CUDA GPU (compute "
                      "capability 8.0+); or `twofour convert --packed` for PyTorch's packed values + metadata")
     if dtypes & {"int8"}:
-        lines.append("int8: `twofour convert` writes the int8 2:4 weights and keeps weight_scale beside them; "
-                     "torchao 0.18.0's Int8DynamicActivationInt8WeightConfig on SemiSparseLayout runs int8 2:4 "
-                     "(it quantizes a float model itself: dequantize W * weight_scale first)")
+        lines.append("int8: `twofour convert` writes the int8 2:4 weights with weight_scale beside them; "
+                     "`to_sparse_semi_structured` packs int8 on a CUDA GPU (cuSPARSELt); torchao's int8 2:4 layout "
+                     "was removed in 0.17.0 (pytorch/ao#4148)")
     if any("float8" in d for d in dtypes):
-        lines.append("fp8 e4m3: `twofour convert` writes the fp8 2:4 weights with weight_scale; PyTorch core has no fp8 "
-                     "2:4 linear (only torch._scaled_mm); torchao 0.18.0's Float8DynamicActivationFloat8SemiSparseWeightConfig "
-                     "runs fp8 2:4 on Hopper (SM 9.0) from a dequantized bf16 model")
+        lines.append("fp8 e4m3: `twofour convert` writes the fp8 2:4 weights with weight_scale; PyTorch core runs fp8 "
+                     "2:4 only through torch._scaled_mm; torchao's Float8DynamicActivationFloat8WeightConfig with "
+                     "packing_format SPARSE_2D_DATA_2D_METADATA runs it on Hopper (SM 9.0), from a dequantized model")
     return lines
 
 
