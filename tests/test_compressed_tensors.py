@@ -336,3 +336,25 @@ def test_a_checkpoint_with_too_many_tensors_is_refused_at_once(capsys, tmp_path,
     save_file({f"l{i}.weight": torch.zeros(4, 8) for i in range(51)}, str(path))
     line = refused(capsys, "audit", path)
     assert "holds 51 tensors, more than 50" in line
+
+
+# -- bench --decode --checkpoint -------------------------------------------------------------------
+def test_bench_decode_times_the_folders_own_model(capsys, tmp_path):
+    from twofour.serve.checkpoint import all_24, from_checkpoint
+
+    model = from_checkpoint(fixture("sparse24-int8"))  # int8 values dequantized with their scales
+    assert all_24(model) and model.cfg.kv_heads == 2 and model.lm_head.shape == (64, 64)
+    out = tmp_path / "decode.json"
+    code, printed, _ = run(capsys, "bench", "--decode", "--checkpoint", fixture("sparse24-fp16"), "--batch", "1",
+                           "--prompt", "8", "--repeats", "1", "--warmup", "0", "--out", out)
+    assert code == 0 and "built sparse24-fp16 float32 dense (the checkpoint's weights)" in printed
+    results = json.loads(out.read_text())
+    assert "sparse24-fp16" in json.dumps(results)
+
+
+def test_bench_decode_checkpoint_refusals(capsys, tmp_path):
+    src = copy("sparse24-fp16", tmp_path)
+    assert "give one" in refused(capsys, "bench", "--decode", "--checkpoint", src, "--model", "tiny")
+    os.remove(os.path.join(src, "config.json"))
+    assert "--checkpoint: the folder has no config.json" in refused(capsys, "bench", "--decode", "--checkpoint", src)
+    assert "only used with --decode" in refused(capsys, "bench", "--checkpoint", src)
