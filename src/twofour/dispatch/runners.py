@@ -54,7 +54,7 @@ def who_runs(ct, rows) -> list[str]:
     if dtypes & {"float16", "bfloat16"}:
         lines.append("PyTorch (fp16/bf16): `twofour convert DIR OUT.safetensors` writes the dense 2:4 weights; load them, "
                      "then `torch.sparse.to_sparse_semi_structured(W)` for each 2:4 linear on a CUDA GPU (compute "
-                     "capability 8.0+); or `twofour convert --packed` for PyTorch's packed values + metadata")
+                     "capability 8.0+); or `twofour convert --layout packed` for twofour.pack's packed values + metadata")
     if dtypes & {"int8"}:
         lines.append("int8: `twofour convert` writes the int8 2:4 weights with weight_scale beside them; "
                      "`to_sparse_semi_structured` packs int8 on a CUDA GPU (cuSPARSELt); torchao's int8 2:4 layout "
