@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .text import printable
 
-__all__ = ["OutputError", "check_output", "write_text", "write_bytes"]
+__all__ = ["OutputError", "check_output", "write_text", "write_bytes", "write_with"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory"),
@@ -104,6 +104,12 @@ def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -
     ``follow_symlinks=False``: a symlink at ``path`` is replaced by the file (its target is never
     opened or replaced), as for files a command writes inside an output folder.
     """
+    return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)
+
+
+def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
+    """:func:`write_bytes`, but ``fill(f)`` writes the content to the open binary file ``f`` (streamed:
+    a large output never has to be in memory at once). Atomic the same way."""
     real = check_output(path, inputs, follow_symlinks=follow_symlinks)
     try:
         st = os.lstat(real)
@@ -114,7 +120,7 @@ def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         if mode is not None:

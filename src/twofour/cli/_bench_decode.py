@@ -22,7 +22,7 @@ _GPU_DEFAULTS = {"model": "llama-3-8b", "modes": ["eager", "graph", "graph-searc
 _CPU_DEFAULTS = {"model": "tiny", "modes": ["eager"], "dtypes": ["float32"]}
 _QUICK = {"batches": [1, 32], "prompts": [512]}
 _GEMM_ONLY = (("shapes", "--shapes"), ("Ms", "--m"), ("no_flush", "--no-flush"))
-_DECODE_ONLY = (("model", "--model"), ("layers", "--layers"), ("batches", "--batch"), ("context", "--context"),
+_DECODE_ONLY = (("model", "--model"), ("checkpoint", "--checkpoint"), ("layers", "--layers"), ("batches", "--batch"), ("context", "--context"),
                 ("prompts", "--prompt"))
 _MAX_BATCH = 4096  # far beyond a real decode batch; past it a typo allocates a huge KV cache
 
@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --decode: decode batch sizes (default 1 8 32 64)")
     group.add_argument("--context", type=int, metavar="C",
                        help="with --decode: tokens already cached when the decode steps run (default 512)")
+    group.add_argument("--checkpoint", metavar="DIR",
+                       help="with --decode: time this Llama-style model folder's own shapes and weights (config.json + "
+                            "safetensors, compressed-tensors 2:4 included) instead of random ones")
     group.add_argument("--prompt", type=int, nargs="+", metavar="P", dest="prompts",
                        help="with --decode: prompt lengths for the time to first token (default 512 4096)")
 
@@ -71,13 +74,19 @@ def run(args: argparse.Namespace) -> int:
     defaults = _GPU_DEFAULTS if on_gpu else _CPU_DEFAULTS
     models = {"tiny": TINY, **{name.lower(): cfg for name, cfg in PRESETS.items()}}
 
-    name = (args.model or defaults["model"]).lower()
-    if name not in models:
-        raise UserError(f"--model: unknown model {show(args.model)}; valid: {', '.join(models)}")
-    if not on_gpu and name != "tiny":
-        raise UserError(f"--model {name}: on the CPU only --model tiny runs (the model's float32 weights would not "
-                        "fit a test machine, and 2:4 needs a GPU anyway); run it on a GPU")
-    cfg = models[name]
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is not None:
+        if args.model is not None:
+            raise UserError("--checkpoint and --model both name the model; give one")
+        cfg = _checkpoint_config(checkpoint, on_gpu)
+    else:
+        name = (args.model or defaults["model"]).lower()
+        if name not in models:
+            raise UserError(f"--model: unknown model {show(args.model)}; valid: {', '.join(models)}")
+        if not on_gpu and name != "tiny":
+            raise UserError(f"--model {name}: on the CPU only --model tiny runs (the model's float32 weights would not "
+                            "fit a test machine, and 2:4 needs a GPU anyway); run it on a GPU")
+        cfg = models[name]
     if args.layers is not None and not 1 <= args.layers <= cfg.layers:
         raise UserError(f"--layers must be from 1 to {cfg.layers} (the blocks of {cfg.name}), got {args.layers}")
 
@@ -114,10 +123,15 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(env.backends) or 'none'}. {env.reason}")
     else:
         print("No CUDA GPU: 2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0, so this run")
-        print("times the tiny model in float32, dense only (eager), to show the measurement; no GPU number.")
+        what = "the checkpoint's model" if checkpoint is not None else "the tiny model"
+        print(f"times {what} in float32, dense only (eager), to show the measurement; no GPU number.")
     plan = make_plan(cfg, dtypes=dtypes, batches=batches, context=context, prompt_lens=prompts, modes=modes,
                      weights=("dense", "2:4") if on_gpu else ("dense",), n_layers=args.layers,
                      warmup=3 if args.warmup is None else args.warmup, repeats=args.repeats or 10)
+    if checkpoint is not None:
+        from dataclasses import replace
+
+        plan = replace(plan, checkpoint=checkpoint)
     command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     ops = ops_for("cuda" if on_gpu else "cpu")
     # The prediction reads the package's data files: the results must never replace one of them.
@@ -140,6 +154,28 @@ def run(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     return 1 if problems else 0
+
+
+_CPU_CHECKPOINT_BYTES = 2 << 30  # float32 weights a CPU run may build from a folder
+
+
+def _checkpoint_config(path: str, on_gpu: bool):
+    """The folder's shapes (config.json read as data), refused with one line when unusable."""
+    from ..dispatch.checkpoint import CheckpointError
+    from ..dispatch.folder import open_model
+    from ..serve.checkpoint import config_from
+
+    try:
+        with open_model(path) as files:
+            cfg = config_from(files.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
+    except (CheckpointError, ValueError) as exc:
+        raise UserError(f"--checkpoint: {exc}") from None
+    params = cfg.layers * (2 * cfg.hidden * cfg.hidden + 2 * cfg.kv_dim * cfg.hidden + 3 * cfg.hidden * cfg.intermediate)
+    params += 2 * cfg.vocab * cfg.hidden
+    if not on_gpu and params * 4 > _CPU_CHECKPOINT_BYTES:
+        raise UserError(f"--checkpoint {show(path)}: {params * 4 / 1e9:.1f} GB of float32 weights; on the CPU at most "
+                        f"{_CPU_CHECKPOINT_BYTES / 1e9:.1f} GB are built (use --layers N, or a GPU)")
+    return cfg
 
 
 def _dtypes(asked, default, on_gpu: bool) -> list[str]:

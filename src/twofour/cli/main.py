@@ -23,6 +23,7 @@ import sys
 # name -> (module path, one-line help)
 _SUBCOMMANDS = {
     "audit": ("twofour.cli.audit", "check every linear weight of a checkpoint: 2:4 valid? packed? which kernel?"),
+    "convert": ("twofour.cli.convert", "turn a compressed-tensors 2:4 checkpoint into plain safetensors (dense 2:4 or packed)"),
     "bench": ("twofour.cli.bench", "time dense vs 2:4 matmuls (GPU) or the CPU dense roofline, with provenance"),
     "quality": ("twofour.cli.quality", "train, prune and recover a small language model; write a results file"),
     "golden": ("twofour.cli.golden", "write golden input/output vectors for the static site's calculators"),

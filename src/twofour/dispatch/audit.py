@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -40,12 +42,18 @@ from .._common.text import printable
 from ..packing import dense_bytes, packed_bytes
 from ..structure import check
 from ._flatten import unique_name
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, CheckpointError
+from ._audit_cells import _NAME_WIDTH, _STORED_HEADER, _TABLE_HEADER, _gb, _table_cells, valid_cell  # noqa: F401
+from .runners import judge_row, marlin_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
 from .rules import BackendRules, default_backend, is_packed
 
-__all__ = ["AuditRow", "AuditReport", "audit", "weight_kind"]
+__all__ = ["AuditRow", "AuditReport", "audit", "weight_kind", "MAX_TENSORS"]
+
+# A safetensors header may list about a million tensors; real checkpoints hold hundreds to tens of
+# thousands (a Llama-3-70B about 720). Past this many the audit refuses at once instead of running for minutes.
+MAX_TENSORS = 200_000
 
 # Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
 # Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
@@ -61,8 +69,11 @@ def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
     ('embedding', None)
     >>> weight_kind("fc.weight#2", (8, 8))  # a second tensor whose name collided keeps its kind
     'linear'
+    >>> weight_kind("notaweight", (8, 8)), weight_kind("weight", (8, 8))  # the last name part must be "weight"
+    (None, 'linear')
     """
-    if len(shape) != 2 or not re.sub(r"#\d+$", "", name).endswith("weight"):
+    base = re.sub(r"#\d+$", "", name)
+    if len(shape) != 2 or not (base == "weight" or base.endswith(".weight")):
         return None
     low = name.lower()
     return "embedding" if any(m in low for m in _EMBEDDING_MARKERS) else "linear"
@@ -75,7 +86,7 @@ def _skip_reason(name: str, shape: tuple[int, ...], dtype) -> str:
         return "scalar"
     if len(shape) > 2:
         return f"{len(shape)}-D (e.g. a conv kernel): reshape to [out, in*kh*kw] to audit it with explain()"
-    return "2-D but not named *weight: not treated as a layer weight"
+    return "2-D but its name does not end in .weight: not treated as a layer weight"
 
 
 @dataclass(frozen=True)
@@ -93,31 +104,15 @@ class AuditRow:
     reasons: tuple[str, ...]
     dense_bytes: int
     packed_bytes: int | None  # bytes once packed, for rows whose verdict is sparse
+    n_groups: int | None = None  # groups of four along K checked (None when not checked)
+    n_bad_groups: int | None = None  # of those, groups holding more than two non-zeros
+    stored: str = "dense"  # how the file stores it: dense, sparse-24-bitmask, marlin-24
+    stored_bytes: int | None = None  # its bytes on disk (every part), when read from a file
+    kept_dense: bool = False  # a layer the recipe (or the file's config) leaves dense: not a problem
 
     @property
     def sparse(self) -> bool:
         return self.verdict.startswith("sparse")
-
-
-# The audit table's columns, shared by the text and the HTML renderings.
-_TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
-
-
-# Names are printed escaped (they come from the file) and at most this long, shortened in the middle.
-_NAME_WIDTH = 60
-
-
-def _table_cells(r) -> tuple[str, ...]:
-    """One audit row as the table's cell strings (the name escaped and shortened)."""
-    return (
-        printable(r.name, _NAME_WIDTH),
-        "x".join(map(str, r.shape)),
-        str(r.dtype),
-        "—" if r.fraction_valid is None else f"{r.fraction_valid:.1%}",
-        "yes" if r.packed else "no",
-        r.verdict if r.kind == "linear" else "embedding",
-        ", ".join(r.topics) or "—",
-    )
 
 
 @dataclass(frozen=True)
@@ -129,10 +124,22 @@ class AuditReport:
     M: int | None
     n_bytes_read: int = 0
     notes: tuple[str, ...] = field(default=())
+    model: str | None = None  # what the folder's config says about how it is stored (compressed-tensors)
+    runners: tuple[str, ...] = field(default=())  # what can load and run it, with the steps
+
+    @property
+    def stored_forms(self) -> bool:
+        """True when the rows came from files (bytes on disk are known)."""
+        return any(r.stored_bytes is not None for r in self.rows)
 
     @property
     def linear(self) -> tuple[AuditRow, ...]:
-        return tuple(r for r in self.rows if r.kind == "linear")
+        """Linear weights the audit judges (layers the recipe keeps dense are listed, not judged)."""
+        return tuple(r for r in self.rows if r.kind == "linear" and not r.kept_dense)
+
+    @property
+    def kept_dense(self) -> tuple[AuditRow, ...]:
+        return tuple(r for r in self.rows if r.kept_dense)
 
     @property
     def n_sparse(self) -> int:
@@ -148,13 +155,13 @@ class AuditReport:
         return sum(r.dense_bytes for r in self.rows)
 
     def reason_counts(self) -> list[tuple[str, int, str]]:
-        """(topic, how many linear layers, one example message), most frequent first."""
+        """(topic, how many linear layers, the first layer's name and its own message), most frequent first."""
         counts: Counter = Counter()
         example: dict[str, str] = {}
         for r in self.linear:
             for topic, message in zip(r.topics, _topic_messages(r)):
                 counts[topic] += 1
-                example.setdefault(topic, message)
+                example.setdefault(topic, f"{printable(r.name, _NAME_WIDTH)}: {message}")
         return [(t, n, example[t]) for t, n in counts.most_common()]
 
     def summary(self) -> str:
@@ -162,16 +169,28 @@ class AuditReport:
         valid = sum(r.fraction_valid == 1.0 for r in lin)
         packed = sum(r.packed for r in lin)
         verdict = "SPARSE-READY" if lin and self.n_sparse == len(lin) else ("PARTLY SPARSE" if self.n_sparse else "NOT SPARSE")
+        kept = len(self.kept_dense)
         return (
             f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
-            f"(2:4 along K: {valid}, already packed: {packed}); packing those saves "
-            f"{_gb(self.bytes_saved)} of {_gb(self.total_bytes)} weight bytes"
+            f"(2:4 along K: {valid}, already packed: {packed}"
+            + (f"; {kept} more kept dense by the recipe" if kept else "")
+            + f"); packing those saves {_gb(self.bytes_saved)} of {_gb(self.total_bytes)} weight bytes"
         )
+
+    def disk_line(self) -> str | None:
+        """Bytes on disk of the weights audited against the same weights stored dense in fp16."""
+        rows = [r for r in self.rows if r.stored_bytes is not None]
+        if not rows:
+            return None
+        disk = sum(r.stored_bytes for r in rows)
+        fp16 = sum(r.shape[0] * r.shape[1] * 2 for r in rows)
+        return f"on disk: {_gb(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {_gb(fp16)} as dense fp16"
 
     def table(self, max_rows: int | None = None) -> str:
         rows = self.rows if max_rows is None else self.rows[:max_rows]
-        header = _TABLE_HEADER
-        body = [_table_cells(r) for r in rows]
+        stored = self.stored_forms
+        header = _TABLE_HEADER[:3] + _STORED_HEADER + _TABLE_HEADER[3:] if stored else _TABLE_HEADER
+        body = [_table_cells(r, stored) for r in rows]
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
         fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
         lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
@@ -180,12 +199,19 @@ class AuditReport:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        lines = [self.table()]
+        lines = ([self.model, ""] if self.model else []) + [self.table()]
         counts = self.reason_counts()
         if counts:
             lines.append("")
-            lines.append("problems (number of linear layers): first example")
-            lines += [f"  {t} ({n}): {msg}" for t, n, msg in counts]
+            lines.append("problems (number of linear layers): the first layer with it, and its message")
+            for t, n, msg in counts:
+                where, _, what = msg.partition(": ")
+                lines += [f"  {t} ({n}): {where}", f"    {what}"]
+        if self.kept_dense:
+            lines.append("")
+            lines.append(f"kept dense by the recipe ({len(self.kept_dense)}): "
+                         + ", ".join(printable(r.name, _NAME_WIDTH) for r in self.kept_dense[:5])
+                         + (" ..." if len(self.kept_dense) > 5 else "") + ": the output head and embeddings stay dense")
         if self.skipped:
             kinds = Counter(why for _, why in self.skipped)
             lines.append("")
@@ -194,14 +220,22 @@ class AuditReport:
                 + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
             )
         lines += [f"note: {printable(n, 400)}" for n in self.notes]
+        if self.disk_line():
+            lines += ["", self.disk_line()]
+        if self.runners:
+            lines += ["", "what can load and run it:"]
+            for line in self.runners:  # wrapped: these are sentences, not table rows
+                lines += textwrap.wrap(line, 100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         lines.append("")
         lines.append(self.summary())
         return "\n".join(lines)
 
     def _table_html(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in _TABLE_HEADER)
+        stored = self.stored_forms
+        header = _TABLE_HEADER[:3] + _STORED_HEADER + _TABLE_HEADER[3:] if stored else _TABLE_HEADER
+        head = "".join(f"<th>{h}</th>" for h in header)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _table_cells(r)) + "</tr>" for r in self.rows
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _table_cells(r, stored)) + "</tr>" for r in self.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -234,6 +268,10 @@ class AuditReport:
             parts.append(f"<h2>Skipped</h2><p>{len(self.skipped)} tensors: "
                          + "; ".join(f"{n} x {e(printable(why, 200))}" for why, n in kinds.most_common()) + "</p>")
         parts += [f"<p>note: {e(printable(n, 400))}</p>" for n in self.notes]
+        if self.disk_line():
+            parts.append(f"<p>{e(self.disk_line())}</p>")
+        if self.runners:
+            parts.append("<h2>What can load and run it</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in self.runners) + "</ul>")
         return (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -256,6 +294,8 @@ class AuditReport:
                 "rows": [asdict(r) for r in self.rows],
                 "skipped": [{"name": n, "why": w} for n, w in self.skipped],
                 "notes": list(self.notes),
+                "model": self.model,
+                "runners": list(self.runners),
             },
             indent=1,
         )
@@ -263,13 +303,6 @@ class AuditReport:
 
 def _topic_messages(r: AuditRow) -> list[str]:
     return list(r.reasons)
-
-
-def _gb(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n} B"
 
 
 def _prefetch_window() -> int:
@@ -282,6 +315,13 @@ def _prefetch_window() -> int:
 
 
 _PREFETCH_BYTES = _prefetch_window()
+
+
+def _is_reader(source) -> bool:
+    """A checkpoint-like reader (Checkpoint, a model folder's files or its compressed-tensors view)."""
+    return isinstance(source, Checkpoint) or all(
+        callable(getattr(source, a, None)) for a in ("names", "shape", "dtype", "tensor", "nbytes", "prefetch")
+    )
 
 
 def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, object]]:
@@ -310,7 +350,7 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
                 seen.add(id(w))
                 yield name, kind, tuple(w.shape), w.dtype, (lambda w=w: w)
         return
-    if isinstance(source, Checkpoint):
+    if _is_reader(source):
         names = source.names()
         ahead = 0  # names[:ahead] have been prefetched
         pending = 0  # bytes of names[i + 1 : ahead]
@@ -376,12 +416,24 @@ def audit(
     if isinstance(source, Mapping) and not isinstance(source, Checkpoint):
         source = _unique_keys(source, notes)
     n_bytes_read = 0
+    if _is_reader(source) and len(source.names()) > MAX_TENSORS:
+        raise CheckpointError(
+            f"{printable(getattr(source, 'path', 'the checkpoint'), 200)}: holds {len(source.names()):,} tensors, more than "
+            f"{MAX_TENSORS:,}; at about a millisecond each that audit would take minutes and no published model "
+            "needs it (audit its shards one at a time)"
+        )
+    ct = getattr(source, "ct", None)
+    stored_of = getattr(source, "stored", None)
     for name, kind, shape, dtype, load in _iter_weights(source):
         if load is None:
             skipped.append((name, f"not a tensor ({dtype})"))
             continue
         if kind is None:
             skipped.append((name, _skip_reason(name, shape, dtype)))
+            continue
+        stored = stored_of(name) if stored_of is not None else None
+        if stored is not None and stored.form == "marlin-24":
+            rows.append(marlin_row(name, kind, shape, stored))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
             skipped.append((name, _dtype_reason(dtype)))
@@ -400,6 +452,9 @@ def audit(
             skipped.append((name, str(exc)))
             continue
         n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
+        on_disk = stored.stored_bytes if stored is not None else (source.nbytes(name) or None if _is_reader(source) else None)
+        row = replace(row, stored=stored.form if stored is not None else "dense", stored_bytes=on_disk)
+        row = judge_row(row, ct, getattr(source, "path", ""))
         rows.append(row)
         del W
     if not env.cuda_available:
@@ -408,7 +463,9 @@ def audit(
             "--capability (CLI) or target=hypothetical_gpu(...) to ask about one"
         )
     notes = tuple(notes)
-    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes)
+    model = ct.describe() if ct is not None else None
+    runners = tuple(who_runs(ct, rows)) if ct is not None else ()
+    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes, model, runners)
 
 
 class _NotChecked(Exception):
@@ -508,6 +565,8 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         shape=shape,
         dtype=dtype,
         fraction_valid=None if structure is None else structure.fraction_valid,
+        n_groups=None if structure is None else structure.num_groups,
+        n_bad_groups=None if structure is None else structure.num_bad_groups,
         packed=packed,
         verdict=path,
         topics=tuple(c.topic for c in problems),

@@ -132,6 +132,11 @@ def _format_of(head: bytes, path: str) -> str:
         header_len = int.from_bytes(head[:8], "little")
         if 0 < header_len <= _MAX_HEADER and head[8:9] == b"{":
             return "safetensors"
+        if 0 < header_len <= _MAX_HEADER and head[8:12] == b"\xef\xbb\xbf{":
+            raise CheckpointError(
+                f"{_show(path)}: corrupt safetensors file: its JSON header starts with a UTF-8 byte-order mark, which "
+                "safetensors does not allow; re-save it with safetensors"
+            )
     if head[:1] == b"\x80":  # pickle protocol 2+ opcode: torch.save's legacy (non-zip) format
         return "torch-pickle"
     raise CheckpointError(f"{_show(path)}: unknown format (first bytes {head[:8]!r}); {_FORMATS_HELP}")

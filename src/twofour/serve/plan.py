@@ -79,6 +79,7 @@ class Plan:
     profiled_calls: int = PROFILED_CALLS  # steps run under the profiler per item (0: none)
     seed: int = 0
     extra: dict = field(default_factory=dict)  # recorded in the settings (e.g. why a layer count)
+    checkpoint: str | None = None  # a model folder whose own weights are timed (twofour.serve.checkpoint)
 
 
 def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches=(1, 8, 32, 64), context: int = 512,
@@ -237,14 +238,26 @@ class _Models:
         torch_dtype = self.ops.compute_dtype(DTYPES[self.dtype])
         n = self.plan.n_layers or self.plan.cfg.layers
         _check_memory(self.ops, self.plan.cfg.with_(layers=n, name=self.plan.cfg.name), torch_dtype)
-        model = Decoder.random(self.plan.cfg, n_layers=n, dtype=torch_dtype, device=self.ops.device,
-                               seed=self.plan.seed, pruned=True)
+        if self.plan.checkpoint is not None:
+            from .checkpoint import from_checkpoint
+
+            model = from_checkpoint(self.plan.checkpoint, dtype=torch_dtype, device=self.ops.device, n_layers=n)
+        else:
+            model = Decoder.random(self.plan.cfg, n_layers=n, dtype=torch_dtype, device=self.ops.device,
+                                   seed=self.plan.seed, pruned=True)
         self.cfg = model.cfg
-        self.say(f"built {model.cfg.name} {self.dtype} dense (2:4-pruned values) in {time.monotonic() - t0:.1f}s")
+        values = "the checkpoint's weights" if self.plan.checkpoint is not None else "2:4-pruned values"
+        self.say(f"built {model.cfg.name} {self.dtype} dense ({values}) in {time.monotonic() - t0:.1f}s")
         return model
 
     def _packed(self) -> Decoder:
         dense = self.built["dense"]
+        if self.plan.checkpoint is not None:
+            from .checkpoint import all_24
+
+            if not all_24(dense):
+                raise ValueError("the checkpoint's block linears are not all 2:4 along K: packing would change the "
+                                 "model, so only its dense arm is timed")
         t0 = time.monotonic()
         packed = pack_blocks(dense, self.ops)
         self.say(f"packed the block linears 2:4 in {time.monotonic() - t0:.1f}s")

@@ -200,3 +200,43 @@ def test_where_hints(wrong, match):
 def test_where_hints_never_give_the_answer():
     for name, hint in lab3._TRACE_HINTS.items():
         assert lab3._TRACE_ANSWERS[name] not in hint.replace("ph.", "")
+
+
+def _rebuild_reference(values, bitmask, shape):
+    N, K = (int(v) for v in shape.flatten())
+    bits = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8)
+    mask = (bitmask.unsqueeze(-1) & bits).ne(0).reshape(N, -1)[:, :K]
+    raw = values.view(torch.uint8) if values.element_size() == 1 else values
+    out = torch.zeros((N, K), dtype=raw.dtype)
+    out[mask] = raw.reshape(-1)
+    return out.view(values.dtype)
+
+
+def test_rebuild_passes_and_its_stub_is_not_done(capsys):
+    assert lab3.check_rebuild(_rebuild_reference).passed is True
+
+    def stub(values, bitmask, shape):
+        raise NotImplementedError
+
+    assert lab3.check_rebuild(stub).passed is False
+
+
+def _big_endian(values, bitmask, shape):
+    N, K = (int(v) for v in shape.flatten())
+    bits = torch.tensor([1 << (7 - i) for i in range(8)], dtype=torch.uint8)
+    mask = (bitmask.unsqueeze(-1) & bits).ne(0).reshape(N, -1)[:, :K]
+    out = torch.zeros((N, K), dtype=values.dtype if values.element_size() > 1 else torch.uint8)
+    if int(mask.sum()) != values.numel():
+        return out.view(values.dtype)
+    out[mask] = (values if values.element_size() > 1 else values.view(torch.uint8)).reshape(-1)
+    return out.view(values.dtype)
+
+
+@pytest.mark.parametrize("wrong, match", [
+    (lambda v, b, s: v, "the dense shape is what the .shape tensor holds"),
+    (lambda v, b, s: _rebuild_reference(v, b, s).float(), "keep the dtype of the stored values"),
+    (_big_endian, "little-endian"),
+])
+def test_rebuild_hints(wrong, match):
+    with pytest.raises(CheckFailed, match=match):
+        lab3.check_rebuild(wrong)

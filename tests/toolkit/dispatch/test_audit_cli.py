@@ -138,7 +138,7 @@ def test_malicious_pickle_in_a_real_process_exits_non_zero_without_traceback(tmp
     "make, match",
     [
         (lambda d: d / "missing.safetensors", "no such file"),
-        (lambda d: d, "is a directory"),
+        (lambda d: d, "a model folder needs model.safetensors.index.json or one model.safetensors"),
         (lambda d: _write(d / "empty.pt", b""), "the file is empty"),
         (lambda d: _write(d / "notes.txt", b"hello world, not weights"), "unknown format"),
         (lambda d: _write(d / "bad.safetensors", struct.pack("<Q", 20) + b'{"a": {"dtype": 1}}x'), "corrupt or unreadable safetensors"),

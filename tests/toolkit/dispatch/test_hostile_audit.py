@@ -58,7 +58,7 @@ def test_a_fifo_is_refused_at_once(tmp_path):
     assert result.returncode == 2 and "is a FIFO (named pipe)" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("path, expected", [(None, "is a directory"), ("/dev/zero", "is a character device")])
+@pytest.mark.parametrize("path, expected", [(None, "a model folder needs model.safetensors.index.json"), ("/dev/zero", "is a character device")])
 def test_directories_and_devices_are_refused(capsys, tmp_path, path, expected):
     err = one_line_error(*run_audit(capsys, path or tmp_path))
     assert expected in err

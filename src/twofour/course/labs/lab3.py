@@ -12,7 +12,11 @@ should be 2x faster". None of them will be. The learner writes:
   the matmul that ran and its time;
 * ``where_did_the_2x_go(ph) -> str``: from a trace someone recorded (the H200 decode traces
   shipped with the package, read by ``twofour.dispatch.trace``), the stage that ate the 2x, one
-  of :data:`STAGES`.
+  of :data:`STAGES`;
+* ``rebuild(compressed, bitmask, shape) -> W``: a published-style 2:4 checkpoint (the
+  compressed-tensors folders shipped with the package, written by compressed-tensors 0.14.0)
+  stores each weight as its kept values and a bitmask; rebuild the dense weight, checked bit
+  for bit against compressed-tensors' own decompression in fp16, bf16, fp8 and int8.
 
 Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
 otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
@@ -49,7 +53,11 @@ __all__ = [
     "check_make_packable",
     "check_proof",
     "reference_diagnose",
+    "check_rebuild",
+    "CHECKPOINTS",
 ]
+
+CHECKPOINTS = ("sparse24-fp16", "sparse24-bf16", "sparse24-fp8", "sparse24-int8")
 
 REASONS = ("not-packed", "dtype", "wrong-axis", "not-2:4", "too-small", "not-contiguous", "padding")
 
@@ -331,3 +339,50 @@ def check_where(where_did_the_2x_go) -> str:
         if got != _TRACE_ANSWERS[name]:
             raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {_TRACE_HINTS[name]}.")
     return f"all {len(_TRACE_PAIRS)} recorded runs traced to the stage that ate the 2x"
+
+
+def _stored_layers(name: str):
+    """(layer, compressed, bitmask, shape, expected dense) for each bitmask-stored weight of a shipped folder."""
+    from importlib.resources import files
+
+    from safetensors.torch import load_file
+
+    from ...dispatch.folder import open_model
+
+    root = files("twofour") / "data" / "compressed-tensors"
+    expected = load_file(str(root / f"{name}.expected.safetensors"))
+    with open_model(str(root / name)) as m:
+        for layer in sorted(n[: -len(".bitmask")] for n in m.names() if n.endswith(".bitmask")):
+            parts = [m.tensor(f"{layer}.{p}").clone() for p in ("compressed", "bitmask", "shape")]
+            yield (layer, *parts, expected[f"{layer}.weight"])
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    as_int = (lambda t: t.contiguous().view(torch.uint8)) if a.element_size() == 1 else (lambda t: t)
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(as_int(a), as_int(b))
+
+
+@exercise_check("rebuild")
+def check_rebuild(rebuild) -> str:
+    """Run ``rebuild`` on every stored weight of the four shipped folders; the first wrong one raises a hint."""
+    n = 0
+    for name in CHECKPOINTS:
+        for layer, values, bits, shape, want in _stored_layers(name):
+            got = rebuild(values.clone(), bits.clone(), shape.clone())
+            where = f"{name}, {layer}"
+            if not isinstance(got, torch.Tensor):
+                raise CheckFailed(f"{where}: rebuild returned {type(got).__name__}; return a torch.Tensor")
+            if tuple(got.shape) != tuple(want.shape):
+                raise CheckFailed(f"{where}: shape {tuple(got.shape)}; the dense shape is what the .shape tensor holds "
+                                  "(it is stored as a column, [[N], [K]])")
+            if got.dtype != want.dtype:
+                raise CheckFailed(f"{where}: dtype {got.dtype}; keep the dtype of the stored values (no casts)")
+            if not _same_bits(got, want):
+                kept = (got.reshape(-1, 4) != 0).sum(-1) if got.element_size() > 1 else None
+                hint = ("each row's bits are little-endian: element k of a row is bit k % 8 of byte k // 8 of that row")
+                if kept is not None and bool((kept > 2).any()):
+                    hint = "some group of four holds more than two values: only the bitmask's set bits get values"
+                raise CheckFailed(f"{where}: the values are not where compressed-tensors puts them. Hint: {hint}")
+            n += 1
+    return f"{n} stored weights rebuilt bit for bit, in fp16, bf16, fp8 and int8"
+

@@ -1,0 +1,441 @@
+"""Read compressed-tensors checkpoints (LLM Compressor's format) as data: the config and the stored 2:4 forms.
+
+A compressed-tensors model folder says in ``config.json`` ``quantization_config`` how its
+weights are stored (``quant_method: "compressed-tensors"``). Its ``sparsity_config`` names the
+format (``dense``, ``sparse-24-bitmask``), the ``sparsity_structure`` (``"2:4"``), and which
+modules it covers (``targets``, e.g. ``["Linear"]``, minus ``ignore``, e.g. ``["lm_head"]``);
+its ``format`` or ``config_groups.*.format`` may be ``marlin-24`` (int4 weights packed for the
+Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
+(``compressors/sparse_compressors/sparse_24_bitmask.py``, ``utils/helpers.py``):
+
+* **sparse-24-bitmask** replaces ``<layer>.weight`` by three tensors: ``<layer>.compressed``
+  (the kept values, ``[N, K/2]``, the weight's dtype: fp16, bf16, fp8 e4m3 or int8),
+  ``<layer>.bitmask`` (uint8 ``[N, ceil(K/8)]``, one bit per dense element, little-endian bit
+  order: element ``k`` of a row is bit ``k % 8`` of byte ``k // 8``, as
+  ``numpy.packbits(bitorder="little")`` writes) and ``<layer>.shape`` (int64 ``[2, 1]``: N, K).
+  The values are in row-major order of the set bits. A quantized weight keeps its
+  ``weight_scale`` (and ``weight_zero_point``, ``input_scale``) beside them.
+* **marlin-24** replaces it by ``weight_packed`` (int32, eight int4 values each),
+  ``scale_packed`` (fp16, ``[K/group, N]``) and ``meta`` (int16, 2 bits per kept value),
+  permuted for the Marlin kernel. compressed-tensors never decompressed it; only a Marlin
+  kernel runs it.
+
+:func:`stored_view` wraps opened :class:`~twofour.dispatch.folder.ModelFiles` so the audit sees
+one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
+when asked) the weight rebuilt from the bitmask, after checking that every group of four
+along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
+this is refused with a :class:`~twofour.dispatch.checkpoint.CheckpointError`; compressed-tensors'
+own writer cannot produce one.
+
+>>> import torch
+>>> mask = torch.tensor([[1, 1, 0, 0, 0, 1, 0, 1]], dtype=torch.bool)
+>>> bits = pack_bitmask(mask); bits
+tensor([[163]], dtype=torch.uint8)
+>>> decompress(torch.tensor([[1., 2., 3., 4.]]), bits, (1, 8), "fc").tolist()
+[[1.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0]]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from .._common.text import printable
+from .checkpoint import CheckpointError
+
+__all__ = [
+    "CompressionConfig", "parse_config", "stored_view", "StoredView", "decompress", "pack_bitmask",
+    "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS",
+]
+
+BITMASK_PARTS = ("compressed", "bitmask", "shape")
+MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
+# Tensors a quantization scheme stores beside a weight: not weights themselves.
+_QUANT_PARAMS = ("weight_scale", "weight_zero_point", "weight_g_idx", "input_scale", "input_zero_point",
+                 "output_scale", "output_zero_point", "weight_global_scale", "input_global_scale")
+_FORMATS = ("dense", "sparse-24-bitmask", "sparse-bitmask", "marlin-24")
+_MAX_PATTERN = 200
+
+
+class CompressedError(CheckpointError):
+    """A compressed-tensors config or stored weight that is inconsistent; the message is one line."""
+
+
+@dataclass(frozen=True)
+class CompressionConfig:
+    """What ``config.json``'s ``quantization_config`` says, as plain data.
+
+    ``sparsity_format`` is None when there is no ``sparsity_config``; ``quant_formats`` the
+    quantization formats named (``float-quantized``, ``int-quantized``, ``marlin-24``...);
+    ``weights`` a short description of the weight quantization (``"int4, group 128"``) or None.
+    """
+
+    version: str | None
+    sparsity_format: str | None
+    sparsity_structure: str | None
+    targets: tuple[str, ...]
+    ignore: tuple[str, ...]
+    quant_formats: tuple[str, ...]
+    weights: str | None
+
+    @property
+    def claims_24(self) -> bool:
+        return self.sparsity_structure == "2:4" or self.sparsity_format == "sparse-24-bitmask" or self.marlin
+
+    @property
+    def marlin(self) -> bool:
+        return "marlin-24" in self.quant_formats or self.sparsity_format == "marlin-24"
+
+    def describe(self) -> str:
+        parts = [f"compressed-tensors {self.version or '(version not stated)'}"]
+        if self.sparsity_format:
+            parts.append(f"sparsity {self.sparsity_format} ({self.sparsity_structure or 'structure not stated'}) on "
+                         f"{', '.join(self.targets) or 'no targets'}"
+                         + (f", ignoring {', '.join(self.ignore)}" if self.ignore else ""))
+        if self.quant_formats:
+            parts.append(f"quantization {', '.join(self.quant_formats)}" + (f" ({self.weights})" if self.weights else ""))
+        return "; ".join(parts)
+
+    def covers(self, layer: str, kind: str) -> bool:
+        """Whether the sparsity config's targets (minus ignore) cover ``layer`` (a module name).
+
+        Targets are matched as data: ``"Linear"`` covers every linear weight, ``"re:<regex>"`` is
+        matched against the name, anything else must equal the name. Class names other than
+        Linear cannot be known without the model's code, so they cover nothing here.
+        """
+        def match(patterns):
+            for p in patterns:
+                if p == "Linear":
+                    if kind == "linear":
+                        return True
+                elif p.startswith("re:"):
+                    if re.match(p[3:], layer):
+                        return True
+                elif p == layer:
+                    return True
+            return False
+
+        return match(self.targets) and not match(self.ignore)
+
+
+def _strings(value, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CompressedError(f"config.json: {where} must be a list of strings, got {printable(repr(value), 80)}")
+    for v in value:
+        if len(v) > _MAX_PATTERN:
+            raise CompressedError(f"config.json: {where} holds a pattern of {len(v)} characters (at most {_MAX_PATTERN})")
+        if v.startswith("re:"):
+            try:
+                re.compile(v[3:])
+            except re.error as exc:
+                raise CompressedError(f"config.json: {where} holds an invalid regex {printable(v, 80)!r} ({exc})") from None
+    return tuple(value)
+
+
+def _opt_str(value, where: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise CompressedError(f"config.json: {where} must be a string, got {printable(repr(value), 80)}")
+
+
+def parse_config(config) -> CompressionConfig | None:
+    """The compressed-tensors part of a parsed ``config.json``, or None when it has none.
+
+    >>> parse_config({"quantization_config": {"quant_method": "compressed-tensors", "version": "0.14.0",
+    ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4",
+    ...                         "targets": ["Linear"], "ignore": ["lm_head"]}}}).describe()
+    'compressed-tensors 0.14.0; sparsity sparse-24-bitmask (2:4) on Linear, ignoring lm_head'
+    """
+    if not isinstance(config, dict):
+        return None
+    q = config.get("quantization_config", config.get("compression_config"))
+    if not isinstance(q, dict) or q.get("quant_method") != "compressed-tensors":
+        return None
+    s = q.get("sparsity_config") or {}
+    if not isinstance(s, dict):
+        raise CompressedError("config.json: quantization_config.sparsity_config must be an object")
+    fmt = _opt_str(s.get("format"), "sparsity_config.format")
+    if fmt is not None and fmt not in _FORMATS:
+        raise CompressedError(
+            f"config.json: sparsity_config.format {printable(fmt, 60)!r} is not one twofour reads ({', '.join(_FORMATS)})"
+        )
+    formats, weights = [], None
+    top = _opt_str(q.get("format"), "quantization_config.format")
+    if top:
+        formats.append(top)
+    groups = q.get("config_groups") or {}
+    if not isinstance(groups, dict):
+        raise CompressedError("config.json: quantization_config.config_groups must be an object")
+    for group in groups.values():
+        if not isinstance(group, dict):
+            continue
+        gf = _opt_str(group.get("format"), "config_groups.*.format")
+        if gf and gf not in formats:
+            formats.append(gf)
+        w = group.get("weights")
+        if isinstance(w, dict) and weights is None:
+            bits, typ, strat, gs = w.get("num_bits"), w.get("type"), w.get("strategy"), w.get("group_size")
+            weights = f"{typ}{bits}" + (f", {strat}" if isinstance(strat, str) else "") + (f" {gs}" if isinstance(gs, int) else "")
+    return CompressionConfig(
+        version=_opt_str(q.get("version"), "quantization_config.version"),
+        sparsity_format=fmt,
+        sparsity_structure=_opt_str(s.get("sparsity_structure"), "sparsity_config.sparsity_structure") if s else None,
+        targets=_strings(s.get("targets"), "sparsity_config.targets"),
+        ignore=_strings(s.get("ignore"), "sparsity_config.ignore"),
+        quant_formats=tuple(formats),
+        weights=weights,
+    )
+
+
+# -- the bitmask ------------------------------------------------------------------------------------
+_BITS = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8)
+
+
+def unpack_bitmask(bits: torch.Tensor, K: int) -> torch.Tensor:
+    """``[N, ceil(K/8)]`` uint8 -> ``[N, K]`` bool, bit ``k % 8`` of byte ``k // 8`` being element ``k``."""
+    full = (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)
+    return full[:, :K]
+
+
+def pack_bitmask(mask: torch.Tensor) -> torch.Tensor:
+    """``[N, K]`` bool -> ``[N, ceil(K/8)]`` uint8, the inverse of :func:`unpack_bitmask` (padding bits 0)."""
+    N, K = mask.shape
+    pad = (-K) % 8
+    m = torch.nn.functional.pad(mask.to(torch.uint8), (0, pad)).reshape(N, -1, 8)
+    return (m * _BITS).sum(-1, dtype=torch.int64).to(torch.uint8)
+
+
+def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
+    if shape_tensor.numel() != 2 or shape_tensor.dtype not in (torch.int64, torch.int32):
+        raise CompressedError(
+            f"{printable(layer, 120)}.shape must hold two integers (N, K), got {shape_tensor.numel()} of "
+            f"{str(shape_tensor.dtype).replace('torch.', '')}"
+        )
+    N, K = (int(v) for v in shape_tensor.flatten().tolist())
+    if N < 1 or K < 1:
+        raise CompressedError(f"{printable(layer, 120)}.shape says {N}x{K}; a weight has positive sizes")
+    return N, K
+
+
+def check_sizes(layer: str, N: int, K: int, values_shape, bits_shape) -> None:
+    """Refuse a stored 2:4 weight whose values or bitmask disagree with its dense shape ``N x K``."""
+    name = printable(layer, 120)
+    if K % 4:
+        raise CompressedError(f"{name}: K = {K} is not a multiple of 4, so it cannot be 2:4 along K")
+    if tuple(bits_shape) != (N, (K + 7) // 8):
+        raise CompressedError(
+            f"{name}: the bitmask is {'x'.join(map(str, bits_shape))}, but a {N}x{K} weight needs {N}x{(K + 7) // 8} "
+            "(one bit per element); the shape and the bitmask disagree"
+        )
+    if tuple(values_shape) != (N, K // 2):
+        raise CompressedError(
+            f"{name}: the values are {'x'.join(map(str, values_shape))}, but 2:4 of a {N}x{K} weight keeps {N}x{K // 2}; "
+            "the shape and the values disagree"
+        )
+
+
+# Each group of four is one nibble of the bitmask (bits 0-3 of a byte: the group at columns 8j..8j+3,
+# bits 4-7: the next). Everything below is elementwise on the nibbles: no index tensors, so a
+# layer of 16M weights is rebuilt in a fraction of a second.
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _nibbles(bits: torch.Tensor, K: int) -> torch.Tensor:
+    """``[N, K/4]`` uint8: the 4-bit mask of each group of four along K."""
+    N = bits.shape[0]
+    return torch.stack((bits & 0x0F, bits >> 4), dim=-1).reshape(N, -1)[:, : K // 4]
+
+
+def check_mask(layer: str, nibbles: torch.Tensor, bits: torch.Tensor, K: int) -> None:
+    """Refuse a bitmask that does not keep exactly two of every four along K (or sets padding bits)."""
+    counts = (nibbles & 1) + (nibbles >> 1 & 1) + (nibbles >> 2 & 1) + (nibbles >> 3)
+    bad = counts.ne(2)
+    if bool(bad.any()):
+        N = nibbles.shape[0]
+        n_bad = int(bad.sum())
+        row, group = (int(v) for v in torch.nonzero(bad)[0])
+        raise CompressedError(
+            f"{printable(layer, 120)}: the bitmask keeps {int(counts[row, group])} of 4 in row {row}, group {group} "
+            f"(columns {4 * group}-{4 * group + 3}); {n_bad:,} of {N * K // 4:,} groups do not keep exactly 2, so it is "
+            "not a 2:4 bitmask"
+        )
+    if K % 8 and bool((bits[:, -1] >> (K % 8)).any()):
+        raise CompressedError(f"{printable(layer, 120)}: the bitmask sets bits past column {K - 1}; it is damaged")
+
+
+def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int], layer: str) -> torch.Tensor:
+    """The dense ``shape`` weight: zeros, with ``values`` (row-major) at the bitmask's set bits.
+
+    Checks sizes and the 2:4 mask first. Byte-exact for every dtype: the values are moved as
+    integers of their size, two per group to the group's two kept positions (lower one first,
+    the order compressed-tensors' ``tensor[mask]`` wrote them in).
+    """
+    N, K = shape
+    check_sizes(layer, N, K, tuple(values.shape), tuple(bits.shape))
+    nib = _nibbles(bits, K)
+    check_mask(layer, nib, bits, K)
+    raw = values.contiguous().view(_INT_VIEW[values.element_size()]).reshape(N, K // 4, 2)
+    first, second = raw[..., 0], raw[..., 1]
+    zero = torch.zeros((), dtype=raw.dtype)
+    columns = []
+    for j in range(4):
+        kept = (nib >> j & 1).bool()
+        is_first = (nib & ((1 << j) - 1)).eq(0)  # no kept position below j: j holds the group's first value
+        columns.append(torch.where(kept, torch.where(is_first, first, second), zero))
+    return torch.stack(columns, dim=-1).reshape(N, K).view(values.dtype)
+
+
+# -- the view the audit reads ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stored:
+    """How one logical weight is stored: ``form`` (``dense``, ``sparse-24-bitmask``, ``marlin-24``), the
+    tensors holding it and their bytes on disk, and its scales (names) when quantized."""
+
+    form: str
+    parts: tuple[str, ...]
+    stored_bytes: int
+    scales: tuple[str, ...] = ()
+
+
+def _partial(tail: str, have: set) -> bool:
+    """``tail`` is one of two present parts of a three-part stored form (one alone is an ordinary tensor)."""
+    for parts in (BITMASK_PARTS, MARLIN_PARTS):
+        if tail in parts and len(have & set(parts)) >= 2:
+            return True
+    return False
+
+
+class StoredView:
+    """Opened model files seen as logical weights; see :func:`stored_view`."""
+
+    def __init__(self, files, config: CompressionConfig | None):
+        self.files, self.ct = files, config
+        self.path, self.format = files.path, "safetensors"
+        self.notes: list[str] = list(files.notes)
+        self.skipped: list[tuple[str, str]] = list(files.skipped)
+        self._logical: dict[str, tuple] = {}  # name -> (shape, dtype, Stored)
+        self._order: list[str] = []
+        names = files.names()
+        present = set(names)
+        prefixes: dict[str, set] = {}
+        for n in names:
+            head, _, tail = n.rpartition(".")
+            prefixes.setdefault(head, set()).add(tail)
+        consumed: set[str] = set()
+        for n in names:
+            if n in consumed:
+                continue
+            head, _, tail = n.rpartition(".")
+            have = prefixes.get(head, set())
+            if tail in BITMASK_PARTS and set(BITMASK_PARTS) <= have:
+                parts = tuple(f"{head}.{p}" for p in BITMASK_PARTS)
+                self._add_bitmask(head, parts, have)
+                consumed.update(parts)
+            elif tail in MARLIN_PARTS and set(MARLIN_PARTS) <= have:
+                parts = tuple(f"{head}.{p}" for p in MARLIN_PARTS)
+                self._add_marlin(head, parts, have)
+                consumed.update(parts)
+            elif head and _partial(tail, have):
+                missing = [p for p in (BITMASK_PARTS if tail in BITMASK_PARTS else MARLIN_PARTS) if p not in have]
+                raise CompressedError(
+                    f"{printable(head, 120)}: stored in parts but {', '.join(missing)} is missing (a truncated or "
+                    "incomplete checkpoint)"
+                )
+            elif tail in _QUANT_PARAMS and head:
+                self.skipped.append((n, "a quantization parameter (scale or zero point) of its layer, not a weight"))
+                consumed.add(n)
+            else:
+                scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
+                st = Stored("dense", (n,), files.nbytes(n), scales)
+                self._logical[n] = (files.shape(n), files.dtype(n), st)
+                self._order.append(n)
+        if config is not None and config.sparsity_format == "sparse-24-bitmask" and not any(
+            s.form == "sparse-24-bitmask" for _, _, s in self._logical.values()
+        ):
+            self.notes.append("config.json names sparse-24-bitmask, but no weight is stored that way")
+
+    def _scales(self, head: str, have: set) -> tuple[str, ...]:
+        return tuple(f"{head}.{p}" for p in _QUANT_PARAMS if p in have)
+
+    def _add_bitmask(self, head, parts, have) -> None:
+        values, bits, shape = parts
+        f = self.files
+        if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2:
+            raise CompressedError(f"{printable(head, 120)}: the bitmask must be 2-D uint8 and the values 2-D")
+        N, K = _dense_shape(f.tensor(shape), head)
+        check_sizes(head, N, K, f.shape(values), f.shape(bits))
+        st = Stored("sparse-24-bitmask", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
+        name = f"{head}.weight"
+        self._logical[name] = ((N, K), f.dtype(values), st)
+        self._order.append(name)
+
+    def _add_marlin(self, head, parts, have) -> None:
+        packed, scales, meta = parts
+        f = self.files
+        ps, ss, ms = f.shape(packed), f.shape(scales), f.shape(meta)
+        if f.dtype(packed) != torch.int32 or f.dtype(meta) != torch.int16 or len(ss) != 2 or len(ps) != 2:
+            raise CompressedError(f"{printable(head, 120)}: marlin-24 needs int32 weight_packed, int16 meta and 2-D scales")
+        N = int(ss[1])
+        kept = ps[0] * ps[1] * 8  # eight int4 values per int32
+        if N < 1 or kept % N or (2 * kept // N) % 128:
+            raise CompressedError(
+                f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} does not fit {N} outputs with K a multiple of 128"
+            )
+        K = 2 * kept // N
+        if ms[0] * ms[1] * 16 != kept * 2:
+            raise CompressedError(
+                f"{printable(head, 120)}: meta holds {ms[0] * ms[1] * 16:,} bits, but {kept:,} kept values need {kept * 2:,} "
+                "(2 bits each); the parts disagree"
+            )
+        st = Stored("marlin-24", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
+        name = f"{head}.weight"
+        self._logical[name] = ((N, K), "int4 (marlin-24)", st)
+        self._order.append(name)
+
+    # -- the reading interface the audit uses ----------------------------------------------------------
+    def names(self) -> list[str]:
+        return list(self._order)
+
+    def shape(self, name: str):
+        return self._logical[name][0]
+
+    def dtype(self, name: str):
+        return self._logical[name][1]
+
+    def stored(self, name: str) -> Stored:
+        return self._logical[name][2]
+
+    def nbytes(self, name: str) -> int:
+        return self.stored(name).stored_bytes
+
+    def prefetch(self, name: str) -> None:
+        for p in self.stored(name).parts:
+            self.files.prefetch(p)
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """The dense weight (rebuilt from its bitmask when stored so; checked on the way)."""
+        st = self.stored(name)
+        if st.form == "dense":
+            return self.files.tensor(name)
+        if st.form == "sparse-24-bitmask":
+            values, bits, _ = st.parts
+            return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")])
+        raise CompressedError(f"{printable(name, 120)} is stored marlin-24; only a Marlin kernel reads it (not unpacked here)")
+
+    def close(self) -> None:
+        self.files.close()
+
+    def __enter__(self) -> StoredView:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def stored_view(files) -> StoredView:
+    """Wrap opened :class:`~twofour.dispatch.folder.ModelFiles` (config read as data) for the audit."""
+    return StoredView(files, parse_config(files.config))

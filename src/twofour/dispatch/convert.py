@@ -1,0 +1,196 @@
+"""Turn a compressed-tensors 2:4 checkpoint into one plain safetensors file PyTorch's 2:4 path can take.
+
+:func:`convert` reads a model folder (or index, or file) through
+:func:`~twofour.dispatch.compressed.stored_view`, one weight at a time (memory-mapped), and
+streams one safetensors file:
+
+* ``layout="dense"``: every ``sparse-24-bitmask`` weight rebuilt as its dense 2:4
+  ``<layer>.weight`` (bit for bit what compressed-tensors 0.14.0 decompresses; fp8 and int8
+  stay fp8 and int8, their ``weight_scale`` copied beside them); every other tensor copied.
+* ``layout="packed"``: each weight that is 2:4 along K stored as ``twofour.pack``'s
+  ``<layer>.weight.values`` and ``<layer>.weight.meta``; ``layout="cutlass"``: as
+  ``to_cutlass`` lays them out for PyTorch's CUTLASS backend. Weights that are not 2:4 (the LM
+  head, embeddings) are copied dense. The dense shape is kept in the file's metadata.
+
+Every stored 2:4 weight is checked on the way (the bitmask keeps two of every four; sizes
+agree with the shape; a config that claims 2:4 for a dense weight is held to it); the output
+is written to a temporary file and renamed into place only when complete, and refused when
+it is one of the inputs. ``marlin-24`` is refused: its int4 packing is not unpacked here.
+
+>>> import os, tempfile
+>>> from importlib.resources import files
+>>> src = str(files("twofour") / "data" / "compressed-tensors" / "sparse24-fp16")
+>>> out = os.path.join(tempfile.mkdtemp(), "dense.safetensors")
+>>> result = convert(src, out)
+>>> result.n_rebuilt, result.n_tensors
+(7, 12)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import torch
+
+from .._common.atomic import OutputError, write_with
+from .._common.text import printable
+from .checkpoint import _SAFETENSORS_DTYPES, CheckpointError
+from .compressed import CompressedError, stored_view
+from .folder import open_model
+from .audit import weight_kind
+from .runners import judge_row
+
+__all__ = ["convert", "ConvertResult", "LAYOUTS"]
+
+LAYOUTS = ("dense", "packed", "cutlass")
+_CODES = {dtype: code for code, dtype in _SAFETENSORS_DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """What :func:`convert` wrote: tensors, weights rebuilt from bitmasks, weights packed, bytes read and written."""
+
+    out: str
+    layout: str
+    n_tensors: int
+    n_rebuilt: int
+    n_packed: int
+    bytes_read: int
+    bytes_written: int
+
+    def __str__(self) -> str:
+        return (f"wrote {printable(self.out, 200)}: {self.n_tensors} tensors ({self.layout}); {self.n_rebuilt} weights "
+                f"rebuilt from their bitmasks, {self.n_packed} packed; {self.bytes_read:,} bytes read, "
+                f"{self.bytes_written:,} written")
+
+
+def _planned(view, layout: str):
+    """(output name, shape, dtype, make) for every output tensor, in input order; validated shapes only."""
+    from ..packing import index_bits
+
+    ct = view.ct
+    plan = []
+    rebuilt = packed = 0
+    for name in view.names():
+        st = view.stored(name)
+        if st.form == "marlin-24":
+            raise CompressedError(
+                f"{printable(name, 120)} is stored marlin-24 (int4 packed for the Marlin kernel); twofour does not "
+                "unpack it, so it cannot convert this checkpoint"
+            )
+        shape, dtype = view.shape(name), view.dtype(name)
+        if not isinstance(dtype, torch.dtype) or dtype not in _CODES:
+            raise CheckpointError(f"{printable(name, 120)}: dtype {printable(str(dtype), 40)} cannot be written to safetensors")
+        rebuilt += st.form == "sparse-24-bitmask"
+        is_24 = st.form == "sparse-24-bitmask"
+        layer = name[: -len(".weight")] if name.endswith(".weight") else name
+        kind = weight_kind(name, tuple(shape))
+        claimed = ct is not None and ct.claims_24 and kind is not None and ct.covers(layer, kind)
+        if layout != "dense" and len(shape) == 2 and shape[1] % 4 == 0 and (is_24 or claimed):
+            N, K = shape
+            meta_cols = -(-(K // 4) * 2 * index_bits(4) // 8)
+            plan.append((f"{name}.values", (N, K // 2), dtype, (name, "values")))
+            known = layout == "packed"  # to_cutlass's metadata shape is read off its first result instead
+            plan.append((f"{name}.meta", (N, meta_cols) if known else None, torch.uint8 if known else None, (name, "meta")))
+            packed += 1
+        else:
+            plan.append((name, tuple(shape), dtype, (name, "tensor", claimed)))
+    for sk_name, _ in view.skipped:  # quantization scales: copied unchanged
+        if sk_name in view.files:
+            plan.append((sk_name, tuple(view.files.shape(sk_name)), view.files.dtype(sk_name), (sk_name, "raw")))
+    return plan, rebuilt, packed
+
+
+def _load(view, name: str, claimed: bool):
+    """The dense weight, checked; a weight the config claims 2:4 must be 2:4."""
+    W = view.tensor(name)
+    if claimed and W.dim() == 2 and W.shape[1] % 4 == 0 and W.dtype != torch.bool:
+        from types import SimpleNamespace
+
+        from ..structure import check
+
+        try:
+            s = check(W, 2, 4, max_examples=0, max_locations=0)
+        except (TypeError, ValueError):
+            return W
+        row = SimpleNamespace(name=name, kind="linear", fraction_valid=s.fraction_valid, n_groups=s.num_groups,
+                              n_bad_groups=s.num_bad_groups)
+        judge_row(row, view.ct, view.path)
+    return W
+
+
+def _as_bytes(t: torch.Tensor) -> memoryview:
+    t = t.contiguous()
+    return memoryview(t.view(torch.uint8).numpy() if t.dim() else t.reshape(1).view(torch.uint8).numpy()).cast("B")
+
+
+def convert(src, out, layout: str = "dense") -> ConvertResult:
+    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``."""
+    from ..packing import pack, to_cutlass
+
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    files = open_model(src)
+    try:
+        view = stored_view(files)
+        inputs = list(files.files) + [os.path.join(files.root, n) for n in ("config.json", "model.safetensors.index.json")]
+        plan, rebuilt, n_packed = _planned(view, layout)
+        cache: dict[str, tuple] = {}
+
+        def produce(key):
+            name, what = key[0], key[1]
+            if what == "raw":
+                return view.files.tensor(name)
+            if what == "tensor":
+                return _load(view, name, key[2])
+            if name not in cache:
+                W = _load(view, name, True)
+                try:
+                    p = pack(W)
+                    parts = to_cutlass(p) if layout == "cutlass" else (p.values, p.meta)
+                except ValueError as exc:
+                    raise CheckpointError(f"{printable(name, 120)}: cannot be packed {layout} ({printable(str(exc), 160)})") from None
+                cache.clear()
+                cache[name] = parts
+            return cache[name][0] if what == "values" else cache[name][1]
+
+        # Shapes of cutlass metadata depend on the backend's layout: computed from the first weight's result.
+        header, order, offset = {}, [], 0
+        for out_name, shape, dtype, key in plan:
+            if shape is None or dtype is None:
+                t = produce(key)
+                shape, dtype = tuple(t.shape), t.dtype
+            n = 1
+            for d in shape:
+                n *= d
+            size = n * torch.empty((), dtype=dtype).element_size()
+            header[out_name] = {"dtype": _CODES[dtype], "shape": list(shape), "data_offsets": [offset, offset + size]}
+            order.append((out_name, key, size))
+            offset += size
+        header["__metadata__"] = {"format": "pt", "twofour_layout": layout,
+                                  "source": printable(os.path.basename(os.path.abspath(src)), 120)}
+        blob = json.dumps(header, separators=(",", ":")).encode()
+        blob += b" " * ((-len(blob)) % 8)
+        def fill(f):
+            f.write(len(blob).to_bytes(8, "little"))
+            f.write(blob)
+            for out_name, key, size in order:
+                t = produce(key)
+                data = _as_bytes(t)
+                if len(data) != size:
+                    raise CheckpointError(f"{printable(out_name, 120)}: produced {len(data)} bytes, planned {size}")
+                f.write(data)
+
+        try:
+            write_with(out, fill, inputs=inputs)
+        except OutputError as exc:
+            raise CheckpointError(f"OUT {exc}") from None
+    finally:
+        files.close()
+    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files_bytes(files), 8 + len(blob) + offset)
+
+
+def files_bytes(files) -> int:
+    return sum(os.path.getsize(p) for p in files.files if os.path.exists(p))

@@ -1,0 +1,94 @@
+"""What can load and run a compressed-tensors 2:4 checkpoint today, with the steps.
+
+The audit of a model folder ends with these lines; they depend on the stored forms and the
+quantization the folder's ``config.json`` names. The sources, checked in December 2026:
+
+* vLLM removed its Sparse24 path and kernels (vllm-project/vllm#36799, merged March 2026;
+  loading raises ``NotImplementedError: Sparse24 models are no longer supported by vLLM``),
+  released in v0.19.0; its 4-bit Sparse-Marlin kernels went in v0.16.0.
+* compressed-tensors after 0.14.0 refuses them: ``ModelCompressor.from_compression_config``
+  raises that the Sparse24 format is no longer supported as of ``compressed-tensors>0.14.0``
+  (0.15.0.1 source, ``compressors/model_compressors/model_compressor.py``); 0.14.0 still
+  decompresses ``sparse-24-bitmask`` (never ``marlin-24``: its compressor says "Decompression
+  is not implemented").
+* PyTorch core: ``torch.sparse.to_sparse_semi_structured`` packs a dense 2:4 fp16/bf16 (or
+  int8) weight on a CUDA GPU of compute capability 8.0 or newer.
+* torchao (the project's Sources page): its int8 2:4 layout went in 0.17.0 (pytorch/ao#4148), and
+  ``torchao.sparsity`` later (pytorch/ao#4728); fp8 2:4 survives as a packing format of
+  ``Float8DynamicActivationFloat8WeightConfig`` (``SPARSE_2D_DATA_2D_METADATA``, CUTLASS, SM 9.0).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .._common.text import printable
+from .compressed import CompressedError
+
+__all__ = ["who_runs", "marlin_row", "judge_row"]
+
+# The output head a pruning recipe leaves dense (Sparse-Llama, the site's recipe): not a problem when not 2:4.
+_KEPT_DENSE = re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$")
+
+_VLLM = "vLLM >= 0.19: refuses (Sparse24 removed, vllm-project/vllm#36799: 'Sparse24 models are no longer supported by vLLM')"
+_CT = ("compressed-tensors > 0.14.0: refuses ('the Sparse24 format is no longer supported as of compressed-tensors>0.14.0'); "
+       "0.14.0 still decompresses sparse-24-bitmask")
+
+
+def who_runs(ct, rows) -> list[str]:
+    """Lines for the audit: each engine's answer, then the steps onto PyTorch's 2:4 path.
+
+    >>> from twofour.dispatch.compressed import parse_config
+    >>> ct = parse_config({"quantization_config": {"quant_method": "compressed-tensors",
+    ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "targets": ["Linear"]}}})
+    >>> who_runs(ct, [])[0].startswith("vLLM >= 0.19: refuses")
+    True
+    """
+    forms = {r.stored for r in rows}
+    dtypes = {r.dtype for r in rows if r.kind == "linear" and not r.kept_dense}
+    lines = [_VLLM, _CT]
+    if "marlin-24" in forms:
+        lines.append("marlin-24 (int4 packed for the Marlin 2:4 kernel): only a Marlin kernel runs it (vLLM 0.15.1 or "
+                     "older); compressed-tensors never decompressed it and twofour does not unpack it")
+    if dtypes & {"float16", "bfloat16"}:
+        lines.append("PyTorch (fp16/bf16): `twofour convert DIR OUT.safetensors` writes the dense 2:4 weights; load them, "
+                     "then `torch.sparse.to_sparse_semi_structured(W)` for each 2:4 linear on a CUDA GPU (compute "
+                     "capability 8.0+); or `twofour convert --layout packed` for twofour.pack's packed values + metadata")
+    if dtypes & {"int8"}:
+        lines.append("int8: `twofour convert` writes the int8 2:4 weights with weight_scale beside them; "
+                     "`to_sparse_semi_structured` packs int8 on a CUDA GPU (cuSPARSELt); torchao's int8 2:4 layout "
+                     "was removed in 0.17.0 (pytorch/ao#4148)")
+    if any("float8" in d for d in dtypes):
+        lines.append("fp8 e4m3: `twofour convert` writes the fp8 2:4 weights with weight_scale; PyTorch core runs fp8 "
+                     "2:4 only through torch._scaled_mm; torchao's Float8DynamicActivationFloat8WeightConfig with "
+                     "packing_format SPARSE_2D_DATA_2D_METADATA runs it on Hopper (SM 9.0), from a dequantized model")
+    return lines
+
+
+def marlin_row(name: str, kind: str, shape, stored):
+    """An audit row for a marlin-24 weight: 2:4 by construction, checked for sizes only, run only by Marlin."""
+    from .audit import AuditRow
+
+    why = ("stored marlin-24: int4, 2:4 by construction and laid out for the Marlin kernel; its part sizes agree "
+           "with the shape (the permuted metadata is not unpacked); only a Marlin kernel runs it")
+    return AuditRow(name, kind, tuple(shape), "int4", None, True, "marlin-24", ("stored",), (why,),
+                    shape[0] * shape[1] * 2, None, stored="marlin-24", stored_bytes=stored.stored_bytes)
+
+
+def judge_row(row, ct, path: str):
+    """Mark a layer the recipe keeps dense; refuse a file whose config claims 2:4 for a weight that is not."""
+    layer = row.name[: -len(".weight")] if row.name.endswith(".weight") else row.name
+    not_24 = row.fraction_valid is not None and row.fraction_valid < 1.0
+    if ct is not None and ct.claims_24 and ct.covers(layer, row.kind) and not_24:
+        raise CompressedError(
+            f"{printable(path, 120)}: config.json claims sparsity_structure 2:4 for "
+            f"{printable(row.name, 120)}, but {row.n_bad_groups:,} of {row.n_groups:,} of its groups of four hold more "
+            "than two non-zeros; the file does not match its config"
+        )
+    ignored = ct is not None and ct.ignore and not ct.covers(layer, row.kind) and any(p == layer for p in ct.ignore)
+    if row.kind == "embedding":
+        return replace(row, kept_dense=True)
+    if (_KEPT_DENSE.search(row.name) or ignored) and not_24:
+        return replace(row, kept_dense=True, verdict="dense", topics=(), reasons=())
+    return row
