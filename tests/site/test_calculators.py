@@ -947,7 +947,7 @@ def test_request_bad_inputs_get_messages_not_nan(watched, base_url):
 
 
 # ---------------------------------------------------------------------------------------------
-# Out of range: values that would make a result non-finite (issue 17)
+# Out of range: values that would make a result non-finite
 
 
 OUT_OF_RANGE_TYPED = [

@@ -2,8 +2,7 @@
 
 Measured first: each row of the verdict is labelled measured (with its file and timing mode) or
 predicted; the stated range contains the measured best and the measured kernel-only figure; the
-home page, chapter 7 and every quoted number in prose read the same table (issue 26 item 1, issue
-30 item 2).
+home page, chapter 7 and every quoted number in prose read the same table.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ def test_measured_rows_are_the_raw_data(verdict):
         assert verdict.row(key).decode_gemm == pytest.approx(_layer_speedup(res.gpu_points(mode)), rel=1e-12)
     best = searched_gemm_speedup(recorded_alg_search(), answer.CHAT)["decode"]
     assert verdict.row("graph-searched").decode_gemm == best
-    # The issue's figures, from the kernel table: 158.7 us dense vs 272.7 us 2:4 at M = 1 (0.58x).
+    # From the kernel table: 158.7 us dense vs 272.7 us 2:4 at M = 1 (0.58x).
     assert verdict.row("kernel").decode_gemm == pytest.approx(0.58, abs=0.005)
     assert verdict.row("graph-searched").decode_gemm == pytest.approx(1.21, abs=0.01)
 

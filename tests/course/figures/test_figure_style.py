@@ -1,4 +1,4 @@
-"""Every figure the course's plotting functions draw, held to the house style (issue 30).
+"""Every figure the course's plotting functions draw, held to the house style.
 
 * no two series of a panel share a style, in colour and in greyscale (dash, marker, fill);
 * a legend's text is at least as large as the axis labels and tick labels it sits beside;

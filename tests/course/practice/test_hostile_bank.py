@@ -1,4 +1,4 @@
-"""A shared question bank is data: no code from it runs, no expression or YAML file can hang or blow up (issue 28).
+"""A shared question bank is data: no code from it runs, no expression or YAML file can hang or blow up.
 
 Every case here was a failure before: an attribute chain reached ``os`` and ran a shell command,
 ``9**9**9`` ran unbounded, a billion-laughs YAML reached gigabytes, deep nesting and non-UTF-8

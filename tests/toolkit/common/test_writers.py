@@ -1,4 +1,4 @@
-"""Writers never destroy (issue 28): no output over an input, no FIFO opened, no truncated file after a failed write.
+"""Writers never destroy: no output over an input, no FIFO opened, no truncated file after a failed write.
 
 Before the fix ``twofour audit m.safetensors --json m.safetensors`` replaced the checkpoint with
 its report, ``twofour trace t.json --html t.json`` the trace, ``trace --html FIFO`` and

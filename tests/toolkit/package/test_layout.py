@@ -148,7 +148,7 @@ def test_every_cli_command_has_its_module():
 
 
 # ---------------------------------------------------------------------------------------------
-# Inside the rooms: one concern per file (issue 25)
+# Inside the rooms: one concern per file
 
 MAX_MODULE_LINES = 600
 # Files exempt from the line limit: data and generated files. None is Python today; a generated

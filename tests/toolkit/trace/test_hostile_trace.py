@@ -1,4 +1,4 @@
-"""A trace is validated before it is believed (issue 28).
+"""A trace is validated before it is believed.
 
 Each case starts from a real H200 trace shipped with the package and breaks it the way the
 hostile round did: NaN and Infinity (Python's JSON reader accepts them bare), negative and
