@@ -446,7 +446,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     return fig, ax
 
 
-def _predictable(p) -> bool:
+def predictable(p) -> bool:
     """A point the model can predict: a described GPU, a known dtype and shape, a backend that GPU has."""
     if p.gpu is None or p.dtype is None or None in (p.M, p.N, p.K) or p.scenario not in SCENARIOS:
         return False
@@ -467,7 +467,7 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
         (3, True, True)
     """
     rows = []
-    for p in (p for p in pts if _predictable(p) and p.origin == origin):
+    for p in (p for p in pts if predictable(p) and p.origin == origin):
         pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
         rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
