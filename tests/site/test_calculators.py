@@ -4,8 +4,9 @@
   the JS modules from the built, served site and evaluates them on every vector (every GEMM
   scenario, the fitted sets of several GPUs and backends). Every number must equal Python's to
   1e-12 relative (in practice they are bit-identical).
-* The JS copies of the tables (GPU peaks, the fitted parameters of kernel-fit.json, padding
-  rule, model presets, workloads, packing formats) equal the Python ones.
+* The tables as the JS modules hold them (GPU peaks, the fitted parameters of kernel-fit.json,
+  padding rule, model presets, workloads, packing formats; most from the generated data.js)
+  equal the Python ones.
 * Ceilings: over a grid of inputs and every scenario, no GEMM prediction passes 2x (or
   1 / packed ratio where the weight dominates), no request passes Amdahl's bound.
 * Each calculator is driven like a user (typing, selecting, clicking, following a shared
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from pathlib import Path
 
@@ -30,16 +32,20 @@ import pytest
 import torch
 
 from twofour import amdahl, hardware, models, packing, request, roofline
-from twofour.cli.golden import FITTED_JS, fitted_js, fitted_subset
 from twofour.course import answer
 from twofour.funnel import funnel
 from twofour.request import Assumptions, Workload, build_inputs, evaluate, estimate, roofline_gemm_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import js_data as js_data  # noqa: E402  (scripts/js_data.py: writes docs/js/calc/data.js)
+
+sys.path.pop(0)
 
 pytestmark = pytest.mark.browser
 
 CALC = "/calculator/"
 # The calculator opens on chapter 7's worked deployment with the H200 run's measured GEMM speedups
-# (docs/js/calc/verdict.js); the roofline's own prediction is one link away.
+# (VERDICT in docs/js/calc/data.js); the roofline's own prediction is one link away.
 VERDICT = answer.calculator_verdict()
 MEASURED = {"prefill": round(VERDICT["speedup_prefill"], 3), "decode": round(VERDICT["speedup_decode"], 3)}
 ROOFLINE = CALC + "?gemm=roofline"  # the defaults with the GEMM speedups predicted
@@ -331,26 +337,18 @@ def test_js_roofline_and_packing_match_python(watched, base_url):
             i += 1
 
 
-def test_the_fitted_parameters_copy_is_kernel_fit_json():
-    """docs/js/calc/fitted.js is generated from twofour/data/kernel-fit.json; a new fit needs a new copy."""
-    committed = (Path(__file__).resolve().parents[2] / FITTED_JS).read_text()
-    assert committed == fitted_js(), (
-        f"{FITTED_JS} differs from src/twofour/data/kernel-fit.json: run "
-        f"`.venv/bin/twofour golden --fitted-js {FITTED_JS}` and commit the result")
-
-
 def test_js_tables_equal_the_python_tables(watched, base_url):
     """GPU peaks, fitted parameters, padding rule, presets and workloads: one source of truth, checked."""
     page = _open(watched, base_url, CALC)
-    for module in ("hardware", "roofline", "request", "fitted"):
+    for module in ("hardware", "roofline", "request", "data"):
         _import(page, module)
     js = page.evaluate(
         """() => ({gpus: window.__m.hardware.GPUS, eff: window.__m.roofline.DEFAULT_PARAMS,
-                   assumed: window.__m.roofline.ASSUMED_PARAMS, fit: window.__m.fitted.FIT,
+                   assumed: window.__m.roofline.ASSUMED_PARAMS, fit: window.__m.data.FIT,
                    pad: window.__m.roofline.PAD_MULTIPLE, presets: window.__m.request.PRESETS,
                    scenarios: window.__m.request.SCENARIOS, dtypes: window.__m.request.DTYPE_BYTES})"""
     )
-    assert js["fit"] == fitted_subset()
+    assert js["fit"] == js_data.fitted_subset()
     assert js["assumed"] == roofline.ASSUMED_PARAMS.to_dict()
     unconfirmed = hardware.unconfirmed_fields()
     assert set(js["gpus"]) == set(hardware.GPUS)

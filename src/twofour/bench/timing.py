@@ -20,10 +20,10 @@ from typing import Callable
 
 import torch
 
-# How a call is timed (GPU only beyond "eager"); each mode stands for one serving scenario:
-# eager = lone eager call, host set-up included; graph = CUDA-graph replay (plans cached);
-# stream = back-to-back eager calls (host overlaps device); kernel = profiler kernel time only.
-MODES = ("eager", "graph", "stream", "kernel")
+from .._common.vocabulary import TIMING_MODES
+
+# How a call is timed (GPU only beyond "eager"): the vocabulary's timing modes, each described there.
+MODES = TIMING_MODES
 
 
 def summarize(raw_ms: list[float]) -> dict:

@@ -20,11 +20,12 @@ predicted a kernel faster than any the profiler recorded. ``kernel`` is kernel t
 
 from __future__ import annotations
 
+from .._common import vocabulary as _vocabulary
+
 SCENARIOS = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# twofour bench timing mode -> the scenario it measures (its "eager" mode, one lone call after an
-# idle device, adds host and device time and is kept as evidence only).
-MODE_SCENARIO = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
+# twofour bench timing mode -> the scenario it measures: the vocabulary's (twofour._common.vocabulary).
+MODE_SCENARIO = _vocabulary.MODE_SCENARIO
 
 _MEANING = ("eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph "
             "replay, as a serving engine runs; kernel: the kernels' own time, as the profiler records it")

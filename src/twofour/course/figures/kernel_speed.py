@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from ..._common.vocabulary import PALETTE
 from ...hardware import get_gpu
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
@@ -44,8 +45,9 @@ MODE_LABELS = {
     "graph": "CUDA graph replay (plans cached)",
     "kernel": "kernels only (profiler)",
 }
-_MODE_STYLE = {"eager": ("#6E6E6E", "v", ":"), "stream": ("#D55E00", "^", "-."), "graph": ("#0072B2", "s", "--"),
-               "kernel": ("#009E73", "o", "-")}
+# One style per timing mode of the vocabulary (a test fails when a mode has none).
+MODE_STYLE = {"eager": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
+              "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
 # The model's scenario for each measured mode, each drawn thin in the "predicted" colour with a
 # dash of its own (no marker): the three model lines stay apart from each other and from the
 # measured lines in greyscale too.
@@ -279,7 +281,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
         fig = ax.figure
     flagged = []
     for mode, rows in by_mode.items():
-        c, m, ls = _MODE_STYLE[mode]
+        c, m, ls = MODE_STYLE[mode]
         ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
                 label=f"measured: {MODE_LABELS[mode]}")
         flagged += [(r["M"], r["dense_ms"] / r["sparse_ms"]) for r in rows if r.get("flagged")]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 
-from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, classify
+from ..._common.vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
+                                   SPARSE_GENERAL, UNCLASSIFIED)
+from ..kernels import classify
 
-ATTENTION, UNCLASSIFIED = "attention", "unclassified"
 TRACE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, ATTENTION, OTHER, UNCLASSIFIED)
 ELIGIBLE: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE)
 LABELS = {
@@ -24,7 +25,7 @@ LABELS = {
     OTHER: "other",
     UNCLASSIFIED: "unclassified",
 }
-BACKEND_NAME = {SPARSE_CUSPARSELT: "cuSPARSELt", SPARSE_CUTLASS: "CUTLASS"}
+BACKEND_NAME = {b.kernel_class: b.name for b in BACKENDS.values()}
 
 # Attention: PyTorch's SDPA kernels (flash: pytorch_flash::flash_fwd_kernel; memory-efficient:
 # fmha_cutlassF_*; cuDNN: cudnn_generated_fort_native_sdpa_*), FlashAttention's flash::, and

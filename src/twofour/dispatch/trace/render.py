@@ -7,10 +7,11 @@ import os
 from typing import TYPE_CHECKING
 
 from ..._common.text import printable
+from ..._common.vocabulary import CLASS_COLORS
 from ...amdahl import speedup
-from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL
+from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT
 from . import validate
-from .classify import ATTENTION, LABELS, TRACE_CLASSES, UNCLASSIFIED, kernel_base, trace_class
+from .classify import ATTENTION, LABELS, TRACE_CLASSES, kernel_base, trace_class
 from .index import Index
 from .numbers import fmt_bound, fmt_ms, fmt_speedup
 
@@ -141,10 +142,7 @@ def report_text(r: TraceReport) -> str:
     return "\n".join(lines)
 
 
-_COLORS = {  # the site's palette (twofour.course.plotting): dense blue, 2:4 orange
-    SPARSE_CUSPARSELT: "#E69F00", SPARSE_CUTLASS: "#E69F00", SPARSE_GENERAL: "#D55E00", DENSE: "#0072B2",
-    ATTENTION: "#009E73", OTHER: "#999999", UNCLASSIFIED: "#CC79A7",
-}
+_COLORS = CLASS_COLORS  # the figures' palette (twofour._common.vocabulary): dense blue, 2:4 orange
 
 
 def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
