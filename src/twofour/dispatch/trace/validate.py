@@ -96,10 +96,6 @@ def field_problem(ev: dict) -> str | None:
     return "malformed"
 
 
-def good_id(v) -> bool:
-    return type(v) is int and 0 <= v < MAX_ID
-
-
 def summary(invalid, what: str = "the trace") -> str:
     """One line: how many invalid events of each kind, and the first of each."""
     items = sorted(invalid.values(), key=lambda i: i.first_event) if isinstance(invalid, dict) else list(invalid)
