@@ -13,9 +13,9 @@
     descriptors and a plan built on every call) overlaps the previous call's kernels, so a call
     costs ``max(kernel time, host time)``.
 
-The old ``ideal`` scenario (fitted per-call costs deleted from a fitted kernel) is gone: its label
-said "kernel time only", but the costs it deleted were part of the kernels' own run time, so it
-predicted a kernel faster than any the profiler recorded. ``kernel`` is kernel time as measured.
+There is no scenario without the fitted per-call costs: they are part of the kernels' own run
+time, so leaving them out predicts a kernel faster than any the profiler records. ``kernel`` is
+kernel time as measured. The name ``ideal``, which once meant that, is refused with this reason.
 """
 
 from __future__ import annotations
