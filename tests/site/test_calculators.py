@@ -557,7 +557,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
         est = _estimate(workload, "A100", backend="CUTLASS", scenario=sc, assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))
         for key in ("speedup_ttft", "speedup_tpot", "speedup_request"):
             assert shown[f"range_{sc}_{key}"] == speedup_text(est.summary()[key]), (sc, key)
-    assert fitted_subset()["per_gpu"]["A100"]["note"] in shown["fit"]  # one set per GPU, its backends together
+    assert js_data.fitted_subset()["per_gpu"]["A100"]["note"] in shown["fit"]  # one set per GPU, its backends together
 
     # A chapter-6 scenario from the list.
     root.get_by_label("start from a workload").select_option("high throughput, batch 64, 8K context")
@@ -670,7 +670,7 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
 
 def _fit_facts_expected(gpu: str, backend: str, M: int) -> list[str]:
     """Pieces the fit line under a GEMM prediction must hold, read from kernel-fit.json in Python."""
-    fit = fitted_subset()
+    fit = js_data.fitted_subset()
     key = f"{gpu}/{backend}" if f"{gpu}/{backend}" in fit["per_gpu"] else gpu if gpu in fit["per_gpu"] else None
     regime = "M<=16" if M <= 16 else "16<M<=256" if M <= 256 else "M>256"
     held = fit["errors"]["held_out"]
