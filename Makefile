@@ -71,8 +71,12 @@ mutate: setup
 	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q -e ".[mutate]"
 	$(BIN)/python scripts/mutate_report.py run --modules $(MUTATE_MODULES) --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) --budget $(MUTATE_BUDGET) $(if $(MUTATE_OUT),--out $(MUTATE_OUT),)
 
+# Speed targets (wall-clock, so never asserted in `make test`): the toolkit core against a copy,
+# then the site's (calculator update under 16 ms, `make serve`'s first page within 15 s; builds
+# the site into build/bench-site first).
 bench: setup
 	$(BIN)/python benchmarks/core.py
+	$(BIN)/python benchmarks/site_speed.py
 
 clean:
 	rm -rf site build .pytest_cache .hypothesis mutants

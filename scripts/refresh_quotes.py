@@ -5,8 +5,8 @@ between markers, ``<!-- verdict:range -->0.05x to 1.19x<!-- /verdict -->``, and 
 checklist between ``<!-- checklist -->`` and ``<!-- /checklist -->``. The site's build fills in
 the computed values anyway; the text in the files is what a reader of the notebook in Jupyter
 or Colab sees, so tests/course/answer/test_answer.py fails when it is stale, and this script brings
-it up to date after new measurements or a refitted model. It also writes the calculator's copy of
-the verdict, ``docs/js/calc/verdict.js`` (:func:`twofour.course.answer.verdict_js`):
+it up to date after new measurements or a refitted model (the calculator's opening values are in
+``docs/js/calc/data.js``: rerun ``scripts/js_data.py`` too):
 
     .venv/bin/python scripts/refresh_quotes.py          # rewrite stale quotes in place
     .venv/bin/python scripts/refresh_quotes.py --check  # list them, exit 1 if any
@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from twofour.course.answer import VERDICT_JS, fill_quotes, stale_quotes, verdict_js
+from twofour.course.answer import fill_quotes, stale_quotes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,18 +68,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only list stale quotes; exit 1 if any")
     args = parser.parse_args(argv)
-    js = ROOT / VERDICT_JS
-    js_current = js.is_file() and js.read_text(encoding="utf-8") == verdict_js()
     if args.check:
         lines = [line for path, site in quoting_files() for line in stale(path, site)]
-        if not js_current:
-            lines.append(f"{VERDICT_JS}: not the current verdict")
         print("\n".join(lines) or "every quoted number is current")
         return 1 if lines else 0
     changed = [str(path.relative_to(ROOT)) for path, site in quoting_files() if refresh(path, site)]
-    if not js_current:
-        js.write_text(verdict_js(), encoding="utf-8")
-        changed.append(VERDICT_JS)
     print("rewrote: " + ", ".join(changed) if changed else "every quoted number was current")
     return 0
 

@@ -131,7 +131,8 @@ _L4_DS = "NVIDIA L4 Tensor Core GPU data sheet, as reproduced by store.sourcecod
 _T4_DS = "NVIDIA T4 data sheet figures (65 FP16 TFLOPS, 130 INT8 TOPS, 8.1 FP32 TFLOPS, 320 GB/s), as reported by geektopia.es and aiminingco.com/gpu/t4/specs"
 _B200_DS = "NVIDIA HGX B200 (1,000 W) per-GPU peaks from NVIDIA's Blackwell data sheet, as tabulated by glennklockwood.com/garden/processors/B200"
 _A10G = "AWS EC2 G5 (A10G) — no NVIDIA data sheet; baseten.co blog 'NVIDIA A10 vs A10G for ML model inference'"
-_DEVICE = "twofour.device rule (facts.md §8: CC >= 8.0 for sparse tensor cores)"
+_DEVICE = "twofour.device rule: sparse tensor cores need CC >= 8.0 (PyTorch's semi-structured sparsity tutorial)"
+_SM_LIST = "the cuSPARSELt documentation's list of supported SM architectures (docs.nvidia.com/cuda/cusparselt)"
 _HALF = "data sheet sparse peak / 2 (data sheets print Tensor Core peaks with sparsity; dense is half)"
 
 
@@ -144,7 +145,7 @@ def _spec(name, arch, cc, sms, bw, dense, sparse, cite, aliases=(), cc_cite=None
     full_dense = {d: dense.get(d) for d in DTYPES}
     full_sparse = {d: sparse.get(d) for d in DTYPES}
     cite = dict(cite)
-    cite.setdefault("capability", cc_cite or _c("project reference notes, facts.md §8 (GPU and backend table)", "secondary"))
+    cite.setdefault("capability", cc_cite or _c(_SM_LIST, "secondary"))
     for kind, table in (("dense", full_dense), ("sparse", full_sparse)):
         for d, v in table.items():
             if v is not None and f"{kind}.{d}" not in cite:
@@ -222,7 +223,7 @@ def _build() -> dict[str, GPUSpec]:
          "mem_bw_gbs": _c(_A100_DS + " (80 GB SXM: 2,039 GB/s)", "secondary"),
          "sms": _c(_AMPERE_WP + ": 108 SMs", "secondary")},
         aliases=("A100 SXM 80GB", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "A100 80GB"),
-        cc_cite=_c("facts.md §8 (pytorch#132928, SM list)", "verified"),
+        cc_cite=_c("pytorch/pytorch#132928 (the CUTLASS 2:4 path is limited to CC 8.x) and " + _SM_LIST, "verified"),
     ))
 
     # H100 SXM (Hopper, 9.0). Data sheet: sparse peaks marked *, "1/2 lower without sparsity".
@@ -235,7 +236,7 @@ def _build() -> dict[str, GPUSpec]:
          "mem_bw_gbs": _c(_H100_DS, "secondary"),
          "sms": _c(_H100_DS + ": 132 SMs", "secondary")},
         aliases=("H100 SXM", "H100 SXM5", "NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),
-        cc_cite=_c("facts.md §8 (pytorch#132009, #132928)", "verified"),
+        cc_cite=_c("pytorch/pytorch#132009 (cuSPARSELt on Hopper) and #132928 (CUTLASS 2:4 limited to CC 8.x)", "verified"),
     ))
 
     # H200 SXM (Hopper, 9.0): the H100's compute with HBM3e.
@@ -251,7 +252,7 @@ def _build() -> dict[str, GPUSpec]:
          "mem_bw_gbs": _c(_H200_DS + ": 4.8 TB/s", "secondary"),
          "sms": _c("132 SMs, same GH100 configuration as H100 SXM (saulelectric.com H200 page)", "secondary")},
         aliases=("H200 SXM", "NVIDIA H200", "H200 SXM 141GB"),
-        cc_cite=_c("facts.md §8 (Hopper 9.0)", "verified"),
+        cc_cite=_c("Hopper is CC 9.0: pytorch/pytorch#132928 and " + _SM_LIST, "verified"),
     ))
 
     # B200 (Blackwell, 10.0), HGX 1,000 W configuration. fp4 peaks exist but fp4 2:4 is a
@@ -265,7 +266,7 @@ def _build() -> dict[str, GPUSpec]:
          "mem_bw_gbs": _c(_B200_DS + ": 8 TB/s (hmc-tech.com lists 7.7 TB/s)", "secondary"),
          "sms": _c("148 SMs (hmc-tech.com B200 spec page); NVIDIA has not published an SM count in a data sheet", "unconfirmed")},
         aliases=("NVIDIA B200", "HGX B200"),
-        cc_cite=_c("facts.md §8 (Blackwell sm100 = 10.0)", "secondary"),
+        cc_cite=_c("Blackwell sm100 is CC 10.0: " + _SM_LIST, "secondary"),
     ))
     return {g.name: g for g in gpus}
 

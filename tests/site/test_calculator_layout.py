@@ -1,4 +1,4 @@
-"""The calculators on a desktop and on a phone (issue 16, item 6), in Debian's chromium.
+"""The calculators on a desktop and on a phone, in Debian's chromium.
 
 * Desktop (1280 x 900): each calculator's headline figure (form.js ``headline()``) stays on
   screen, under the page header and clear of the field, while the reader is at any of its inputs.

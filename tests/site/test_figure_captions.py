@@ -1,4 +1,4 @@
-"""Every figure on a chapter or lab page has a caption of its own that says what to see (issue 30).
+"""Every figure on a chapter or lab page has a caption of its own that says what to see.
 
 A caption that only repeats the figure's title (the panel titles drawn in the image) tells the
 reader nothing the picture does not. Read from the built site, without a browser: each

@@ -1,4 +1,4 @@
-"""The calculators' JS mirror under hostile input, second round (issue 28), in a real browser.
+"""The calculators' JS mirror under hostile input, second round, in a real browser.
 
 ``packedRatio("__proto__")`` returned NaN (a lookup reached Object.prototype), a peak lookup by
 ``"constructor"`` returned a function, unknown ``gemmSpeedup`` keys were ignored where Python

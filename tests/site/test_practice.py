@@ -1,7 +1,7 @@
 """Practice mode (docs/practice, docs/js/practice) in a real browser.
 
 Practice mode loads its cards from the level pages (so its own page stays small). Covers
-issue 16's practice for spoken answers too: the timer, progress by level and topic,
+the practice for spoken answers too: the timer, progress by level and topic,
 "review my weak ones", remembered quick-check answers, Previous/Next under the card, and no
 scroll jump when the page loads.
 

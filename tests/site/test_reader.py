@@ -1,4 +1,4 @@
-"""What a reader sees on the built site (issue 16), in Debian's chromium: outputs that keep their
+"""What a reader sees on the built site, in Debian's chromium: outputs that keep their
 lines, figures with captions and their own alt text, no sideways scrolling on a phone, legible
 diagrams, the labs overview and the lab footers, and search that puts guides first.
 """

@@ -1,4 +1,4 @@
-"""What the built site's search index holds (issue 30): the labs but not their worked solutions,
+"""What the built site's search index holds: the labs but not their worked solutions,
 and chapter 4's prose on choosing the cuSPARSELt algorithm under the name a reader searches for."""
 
 from __future__ import annotations

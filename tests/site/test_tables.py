@@ -1,4 +1,4 @@
-"""Tables that fit (issue 30): every table in a chapter or a lab, measured in Debian's chromium.
+"""Tables that fit: every table in a chapter or a lab, measured in Debian's chromium.
 
 At 1280 px no table scrolls sideways: its scroll box (Material's ``.md-typeset__scrollwrap``
 around a Markdown table, ``.nb-html`` around a table a cell displayed) is no wider inside than

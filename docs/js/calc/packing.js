@@ -4,11 +4,11 @@
 // gives the same integer as Python (no rounding above 2**53).
 
 import { InputError } from "./errors.js";
-import { DTYPES } from "./fitted.js";
+import { DTYPES } from "./data.js";
 
 // The formats sparse tensor cores take, as chapter 2 lists them: element bits, the n:m
 // pattern, and metadata bits per kept value (null = the default, ceil(log2 m)). The tensor-core
-// dtypes come from the one dtype table (twofour._common.dtypes, delivered in fitted.js): fp32 runs as
+// dtypes come from the one dtype table (twofour._common.dtypes, delivered in data.js): fp32 runs as
 // 1:2 with its metadata written as for two 16-bit halves (4 bits per kept value). FP4 on
 // Blackwell is *paired* 4:8 (a 2-bit index per pair: 1 bit per kept value).
 const fromTable = (label, f) => ({ label, bits: f.value_bits, n: f.n, m: f.m, metaBits: f.meta_bits });

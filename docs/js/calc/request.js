@@ -7,11 +7,13 @@
 
 import { MIN_SPEEDUP } from "./amdahl.js";
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
-import { DTYPES } from "./fitted.js";
+import { BLOCK_LINEARS, DTYPES, PRESETS, SCENARIOS } from "./data.js";
 import { getGpu, peakTflops } from "./hardware.js";
 import { DEFAULT_SCENARIO, checkScenario, predict } from "./roofline.js";
 
-export const BLOCK_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
+// The block linears pruned by default, the model presets (Meta's released config.json files) and the
+// three workloads chapter 6 follows: twofour.request and twofour.models, delivered in ./data.js.
+export { BLOCK_LINEARS, PRESETS, SCENARIOS };
 export const LINEAR_KINDS = [...BLOCK_LINEARS, "lm_head"];
 export const COMPONENTS = [
   "pruned_linear", "dense_linear", "attention", "kv_cache", "embedding", "lm_head", "other",
@@ -19,25 +21,12 @@ export const COMPONENTS = [
 ];
 export const PHASES = ["prefill", "decode"];
 // Bytes per element, GEMM output bytes and packed ratio of the 2:4 dtypes: the one dtype table
-// (twofour._common.dtypes), delivered in fitted.js; 2:4 proper is n=2 of m=4 (tf32 runs as 1:2).
+// (twofour._common.dtypes), delivered in data.js; 2:4 proper is n=2 of m=4 (tf32 runs as 1:2).
 const SPARSE_24 = Object.entries(DTYPES).filter(([, f]) => f.n === 2 && f.m === 4);
 export const DTYPE_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.in_bytes]));
 const OUT_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.out_bytes]));
 const PACKED_RATIO = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.packed_ratio]));
 export const MAX_COUNT = 2 ** 31 - 1; // batch and lengths: far beyond any real request
-
-// Model shapes: twofour.models presets (Meta's released config.json files).
-export const PRESETS = {
-  "Llama-3-8B": { name: "Llama-3-8B", layers: 32, hidden: 4096, intermediate: 14336, heads: 32, kv_heads: 8, vocab: 128256 },
-  "Llama-3-70B": { name: "Llama-3-70B", layers: 80, hidden: 8192, intermediate: 28672, heads: 64, kv_heads: 8, vocab: 128256 },
-};
-
-// The three workloads chapter 6 follows (twofour.request.SCENARIOS): decode steps alone, no prefill chunk.
-export const SCENARIOS = {
-  "chat decode, batch 1": { model: "Llama-3-8B", batch: 1, prompt_len: 512, output_len: 256, dtype: "bf16", prefill_chunk_tokens: 0 },
-  "high throughput, batch 64, 8K context": { model: "Llama-3-8B", batch: 64, prompt_len: 7680, output_len: 512, dtype: "bf16", prefill_chunk_tokens: 0 },
-  "long-prompt summarisation": { model: "Llama-3-8B", batch: 1, prompt_len: 7936, output_len: 256, dtype: "bf16", prefill_chunk_tokens: 0 },
-};
 
 // The defaults of twofour.request.Assumptions: an optimistic bound for every part alike.
 export const DEFAULT_ASSUMPTIONS = Object.freeze({

@@ -22,11 +22,11 @@
 // is max(kernel_us, host_us) (cuSPARSELt builds a plan per call; cuBLAS and CUTLASS do not).
 // The ceiling guard raises the 2:4 time to dense / ceiling where the model would pass it.
 // Python computes the byte count as an exact integer; BigInt does the same here, so the two
-// agree to the last bit. The parameters are fitted (./fitted.js, a checked copy of
-// twofour/data/kernel-fit.json).
+// agree to the last bit. The parameters are fitted (FIT in ./data.js, generated from
+// twofour/data/kernel-fit.json by scripts/js_data.py).
 
 import { InputError, pyRepr } from "./errors.js";
-import { ASSUMED, DTYPES, FIT } from "./fitted.js";
+import { ASSUMED, DTYPES, FIT } from "./data.js";
 import { getGpu, peakTflops } from "./hardware.js";
 import { packedBytes } from "./packing.js";
 
@@ -54,7 +54,7 @@ export const SCENARIO_TEXT = Object.freeze({
 
 // Dense-operand row multiple of PyTorch's 2:4 path (torch/sparse/semi_structured.py,
 // _DTYPE_SHAPE_CONSTRAINTS; facts.md §3), bytes per input and output element (8-bit GEMMs are
-// assumed to write bf16): all from the one dtype table (twofour._common.dtypes), delivered in fitted.js.
+// assumed to write bf16): all from the one dtype table (twofour._common.dtypes), delivered in data.js.
 export const PAD_MULTIPLE = Object.fromEntries(Object.entries(DTYPES).flatMap(
   ([d, f]) => Object.entries(f.pad_multiple).map(([backend, mult]) => [`${backend}/${d}`, mult])));
 const IN_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.in_bytes]));

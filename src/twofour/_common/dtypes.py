@@ -1,9 +1,8 @@
 """The one table of dtype facts: bytes, the packed form, and PyTorch's padding, per GEMM dtype.
 
-Before this table the same numbers lived in ``twofour.request``, ``twofour.roofline`` and
-``twofour.packing`` (and again in the JavaScript calculators), with nothing tying them. Now each
-of those reads :data:`DTYPES`, the calculators get it through the generated
-``docs/js/calc/fitted.js`` (``twofour golden --fitted-js``), and ``tests/toolkit/common/test_dtypes.py``
+``twofour.request``, ``twofour.roofline`` and ``twofour.packing`` each read :data:`DTYPES`, so a
+fact about a dtype is written once; the calculators get it through the generated
+``docs/js/calc/data.js`` (``scripts/js_data.py``), and ``tests/toolkit/common/test_dtypes.py``
 checks that every module's view of a dtype agrees with this table.
 
 What a row says, and where each fact comes from:
@@ -89,7 +88,7 @@ class DtypeFacts:
         return nm_ratio(self.value_bits, self.n, self.m, self.meta_bits)
 
     def to_dict(self) -> dict:
-        """Plain JSON-able values, as ``fitted.js`` carries them to the calculators."""
+        """Plain JSON-able values, as ``docs/js/calc/data.js`` carries them to the calculators."""
         return {"torch_name": self.torch_name, "in_bytes": self.in_bytes, "out_bytes": self.out_bytes,
                 "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits,
                 "packed_ratio": self.packed_ratio, "pad_multiple": dict(self.pad_multiple)}

@@ -32,6 +32,8 @@ Example:
 
 from __future__ import annotations
 
+from .._common.vocabulary import TIMING_MODES as MODES
+
 __all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 
 RULES = ("clock", "drift", "graph-outlier", "clock-drop")
@@ -42,7 +44,6 @@ GRAPH_ABS_US = 15.0
 GRAPH_REL = 1.25
 MONO_ABS_US = 10.0
 CLOCK_DROP = 0.95
-MODES = ("eager", "graph", "stream", "kernel")
 
 
 def drifts(raw) -> bool:

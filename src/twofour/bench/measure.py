@@ -30,7 +30,7 @@ from .._passes.tensors import dtype_name
 from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
-from .results import Results, _dtype, provenance
+from .results import Results, provenance, torch_dtype
 from .timing import MODES, summarize, time_callable
 
 # Relative tolerance (max |sparse - dense| / max |dense|) for the 2:4 vs dense check. The two
@@ -128,7 +128,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
         require_positive_int(name, v)
-    dtype = _dtype(dtype)
+    dtype = torch_dtype(dtype)
     device = torch.device(device)
     modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -300,7 +300,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
     backends = tuple(backends)
     shapes = list(shapes)
     Ms = [int(m) for m in Ms]
-    dtypes = [_dtype(d) for d in dtypes]
+    dtypes = [torch_dtype(d) for d in dtypes]
     modes = _modes(modes, device)
     if device.type == "cpu" and any(d != torch.float32 for d in dtypes):
         raise ValueError("on CPU only dtype float32 is timed: half-precision matmuls are emulated and "

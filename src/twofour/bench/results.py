@@ -79,7 +79,12 @@ _DTYPES = {"float16": torch.float16, "fp16": torch.float16, "bfloat16": torch.bf
            "float32": torch.float32, "fp32": torch.float32}
 
 
-def _dtype(dtype) -> torch.dtype:
+def torch_dtype(dtype) -> torch.dtype:
+    """The torch dtype a timing runs in, from its name in a results file or the dtype itself.
+
+    >>> torch_dtype("float16"), torch_dtype(torch.bfloat16)
+    (torch.float16, torch.bfloat16)
+    """
     if isinstance(dtype, torch.dtype):
         if dtype in _DTYPES.values():
             return dtype
@@ -306,7 +311,7 @@ def cpu_roofline(results: Results) -> dict:
     rows = []
     for p in results.points:
         M, N, K = p["M"], p["N"], p["K"]
-        b = torch.empty((), dtype=_dtype(p["dtype"])).element_size()
+        b = torch.empty((), dtype=torch_dtype(p["dtype"])).element_size()
         t = p["dense"]["median_ms"] * 1e-3
         flops = 2 * M * N * K
         n_bytes = (N * K + M * K + M * N) * b

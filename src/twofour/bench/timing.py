@@ -20,10 +20,11 @@ from typing import Callable
 
 import torch
 
-# How a call is timed (GPU only beyond "eager"); each mode stands for one serving scenario:
-# eager = lone eager call, host set-up included; graph = CUDA-graph replay (plans cached);
-# stream = back-to-back eager calls (host overlaps device); kernel = profiler kernel time only.
-MODES = ("eager", "graph", "stream", "kernel")
+from .._common.vocabulary import TIMING_MODES
+from .gpu_timing import flush_buffer
+
+# How a call is timed (GPU only beyond "eager"): the vocabulary's timing modes, each described there.
+MODES = TIMING_MODES
 
 
 def summarize(raw_ms: list[float]) -> dict:
@@ -49,14 +50,6 @@ def summarize(raw_ms: list[float]) -> dict:
     }
 
 
-def _l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
-    """A buffer twice the L2 size; writing it evicts the GEMM's operands from L2."""
-    if device.type != "cuda":
-        return None
-    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
-    return torch.empty(2 * l2, dtype=torch.uint8, device=device)
-
-
 def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats: int = 10,
                   flush_l2: bool = True) -> list[float]:
     """Raw times in ms of ``repeats`` calls of ``fn`` after ``warmup`` calls (see module doc).
@@ -74,7 +67,8 @@ def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats:
         fn()
     times = []
     if device.type == "cuda":
-        flush = _l2_flush_buffer(device) if flush_l2 else None
+        # twice the L2 size: writing it evicts the GEMM's operands from L2 (the graph and stream timings' buffer)
+        flush = flush_buffer(device) if flush_l2 else None
         torch.cuda.synchronize(device)
         for _ in range(repeats):
             if flush is not None:

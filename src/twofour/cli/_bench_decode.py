@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .._common.dtypes import DTYPES
 from .main import UserError
 from ._output import check_output_file, show, write_error
 
@@ -179,7 +180,7 @@ def _checkpoint_config(path: str, on_gpu: bool):
 
 
 def _dtypes(asked, default, on_gpu: bool) -> list[str]:
-    aliases = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+    aliases = {key: facts.torch_name for key, facts in DTYPES.items()}  # fp16 -> float16, ...
     if not asked:
         return list(default)
     dtypes = [aliases.get(d, d) for d in asked]

@@ -234,10 +234,10 @@ def _print_mode(res, mode: str) -> None:
 
 def _check_dtype_names(names) -> None:
     """Refuse a --dtypes name no sweep knows, on every device (on CPU it was ignored in silence)."""
-    from ..bench.measure import _dtype
+    from ..bench.results import torch_dtype
 
     for name in names or ():
         try:
-            _dtype(name)
+            torch_dtype(name)
         except (ValueError, TypeError, KeyError) as exc:
             raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None

@@ -10,7 +10,7 @@ with their source left out; checks the ceilings; and with ``--out`` writes the f
 
     twofour calibrate                                          # report only (~20 s on 2 cores)
     twofour calibrate --out src/twofour/data/kernel-fit.json   # refresh the package's defaults
-    twofour golden --fitted-js docs/js/calc/fitted.js          # then the calculators' copy
+    python scripts/js_data.py                                  # then the calculators' copy
 """
 
 from __future__ import annotations
@@ -85,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--out {exc}") from None
         except OSError as exc:
             raise write_error("--out", args.out, exc) from None
-        print(f"\nfit written to {show(path)}; refresh the calculators with `twofour golden --fitted-js docs/js/calc/fitted.js`")
+        print(f"\nfit written to {show(path)}; refresh the calculators with `python scripts/js_data.py`")
     return 0

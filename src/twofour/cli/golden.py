@@ -55,11 +55,10 @@ from ..roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES,
 from ..roofline._fitfile import FIT_PATH
 from ..request import (BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
-from ._fitted_js import FITTED_JS, dtype_table, fitted_js, fitted_subset
 from .main import UserError
 
 __all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
-           "gpu_table", "dtype_table", "fitted_js", "fitted_subset", "write_golden", "FITTED_JS"]
+           "gpu_table", "write_golden"]
 
 FORMAT_VERSION = 1
 
@@ -69,32 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory to write amdahl.json, request.json, funnel.json, roofline.json")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random cases (default 0)")
     parser.add_argument("--cases", type=int, default=200, help="random request cases on top of the edge cases (default 200)")
-    parser.add_argument("--fitted-js", type=Path, metavar="FILE",
-                        help=f"write the calculators' copy of the fitted kernel parameters (the site's {FITTED_JS}) "
-                             "from twofour/data/kernel-fit.json; run it after `twofour calibrate`")
 
 
 def run(args: argparse.Namespace) -> int:
     from .._common.atomic import OutputError
-    from ._output import check_output_dir, check_output_file, show, write_error, write_output
+    from ._output import check_output_dir, show, write_error
 
-    if args.out is None and args.fitted_js is None:
-        raise UserError("give --out DIR (golden vectors), --fitted-js FILE (the calculators' fit), or both")
+    if args.out is None:
+        raise UserError("give --out DIR (where to write the golden vectors)")
     if args.cases < 0:
         raise UserError(f"--cases must be >= 0, got {args.cases}")
     if args.cases > 100_000:  # each case is a full request model: more would run for hours
         raise UserError(f"--cases must be at most 100,000, got {args.cases:,}")
-    out = None if args.out is None else check_output_dir(args.out, "--out")
-    if args.fitted_js is not None:
-        if Path(args.fitted_js).is_dir():
-            raise UserError(f"--fitted-js must be a file path, but {show(args.fitted_js)} is a directory")
-        # FIFOs, devices, and the fit file it is made from are refused
-        target = check_output_file(args.fitted_js, "--fitted-js", "fitted.js", inputs=[FIT_PATH])
-        text = fitted_js()
-        write_output(target, text, "--fitted-js", inputs=[FIT_PATH])
-        print(f"wrote {show(target)} ({len(text)} characters)")
-    if out is None:
-        return 0
+    out = check_output_dir(args.out, "--out")
     try:
         paths = write_golden(out, seed=args.seed, random_cases=args.cases)
     except OutputError as exc:

@@ -46,12 +46,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"twofour {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_path, help_text) in _SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(module_path)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_path:
-                continue  # that subcommand has not been written yet
-            raise
+        module = importlib.import_module(module_path)
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)

@@ -51,6 +51,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from .._common.args import require_positive_int
+from .._common.vocabulary import PALETTE
 
 __all__ = [
     "Role", "ROLES", "SERIES", "FIGSIZE", "LABEL_SIZE", "LEGEND_SIZE", "color", "series", "new_figure", "style",
@@ -87,12 +88,12 @@ class Role:
 # Okabe–Ito colours. dense/2:4 are the pair readers compare most, so they get the two most
 # distinct hues (blue vs orange), and also differ in dash and marker (greyscale, colour blindness).
 ROLES: dict[str, Role] = {
-    "dense": Role("#0072B2", "s", "-"),  # blue, squares, solid
-    "2:4": Role("#E69F00", "o", "--"),  # orange, circles, dashed
-    "measured": Role("#009E73", "o", "-"),  # bluish green, filled markers
-    "predicted": Role("#CC79A7", "", "--"),  # reddish purple, dashed model line
-    "published": Role("#D55E00", "D", ":"),  # vermillion, diamonds for cited numbers
-    "neutral": Role("#6E6E6E", "", "-"),  # grey for guides and annotations
+    "dense": Role(PALETTE["blue"], "s", "-"),  # blue, squares, solid
+    "2:4": Role(PALETTE["orange"], "o", "--"),  # orange, circles, dashed
+    "measured": Role(PALETTE["green"], "o", "-"),  # bluish green, filled markers
+    "predicted": Role(PALETTE["purple"], "", "--"),  # reddish purple, dashed model line
+    "published": Role(PALETTE["vermillion"], "D", ":"),  # vermillion, diamonds for cited numbers
+    "neutral": Role(PALETTE["grey"], "", "-"),  # grey for guides and annotations
 }
 
 
@@ -101,13 +102,13 @@ ROLES: dict[str, Role] = {
 # in greyscale and for every common colour-vision deficiency. (Okabe–Ito's yellow is left out:
 # it has too little contrast on white.)
 SERIES: tuple[Role, ...] = (
-    Role("#0072B2", "o", "-"),  # blue
-    Role("#E69F00", "s", "--"),  # orange
-    Role("#009E73", "^", "-."),  # bluish green
-    Role("#CC79A7", "D", ":"),  # reddish purple
-    Role("#D55E00", "v", "-"),  # vermillion
-    Role("#56B4E9", "P", "--"),  # sky blue
-    Role("#000000", "X", "-."),  # black
+    Role(PALETTE["blue"], "o", "-"),  # blue
+    Role(PALETTE["orange"], "s", "--"),  # orange
+    Role(PALETTE["green"], "^", "-."),  # bluish green
+    Role(PALETTE["purple"], "D", ":"),  # reddish purple
+    Role(PALETTE["vermillion"], "v", "-"),  # vermillion
+    Role(PALETTE["sky"], "P", "--"),  # sky blue
+    Role(PALETTE["black"], "X", "-."),  # black
 )
 
 

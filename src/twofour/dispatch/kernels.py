@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 import torch
 
 from .._common.stderr import without_profiler_chatter
+from .._common.vocabulary import (DENSE, KERNEL_CLASSES, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
+                                  SPARSE_GENERAL)
 
 __all__ = [
     "CLASSES",
@@ -62,10 +64,8 @@ __all__ = [
     "recorded_reports",
 ]
 
-SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL = "sparse-cusparselt", "sparse-cutlass", "sparse-general"
-DENSE, OTHER = "dense-gemm", "other"
-CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, OTHER)
-SPARSE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL)
+# The class names are the project vocabulary's (twofour._common.vocabulary).
+CLASSES: tuple[str, ...] = KERNEL_CLASSES
 
 # Checked in this order; the first hit wins. Packing ops are not matmuls.
 _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -13,18 +13,19 @@
     descriptors and a plan built on every call) overlaps the previous call's kernels, so a call
     costs ``max(kernel time, host time)``.
 
-The old ``ideal`` scenario (fitted per-call costs deleted from a fitted kernel) is gone: its label
-said "kernel time only", but the costs it deleted were part of the kernels' own run time, so it
-predicted a kernel faster than any the profiler recorded. ``kernel`` is kernel time as measured.
+There is no scenario without the fitted per-call costs: they are part of the kernels' own run
+time, so leaving them out predicts a kernel faster than any the profiler records. ``kernel`` is
+kernel time as measured. The name ``ideal``, which once meant that, is refused with this reason.
 """
 
 from __future__ import annotations
 
+from .._common import vocabulary as _vocabulary
+
 SCENARIOS = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# twofour bench timing mode -> the scenario it measures (its "eager" mode, one lone call after an
-# idle device, adds host and device time and is kept as evidence only).
-MODE_SCENARIO = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
+# twofour bench timing mode -> the scenario it measures: the vocabulary's (twofour._common.vocabulary).
+MODE_SCENARIO = _vocabulary.MODE_SCENARIO
 
 _MEANING = ("eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph "
             "replay, as a serving engine runs; kernel: the kernels' own time, as the profiler records it")

@@ -1,4 +1,4 @@
-"""The answer comes first (issue 16): the home page, every chapter's opening, chapter 7's order.
+"""The answer comes first: the home page, every chapter's opening, chapter 7's order.
 
 These read the committed sources (Markdown and notebook JSON), so they run without a site build;
 ``tests/site/test_reader.py`` checks what the built home page shows in its first screen.
@@ -130,7 +130,7 @@ def test_bottom_line_is_chapter_7s_verdict_range():
     assert sentence.count(". ") == 0 and sentence.endswith("."), sentence
 
 
-# ---- tables are values, not printed text (issue 16.2) -------------------------------------------------------
+# ---- tables are values, not printed text -------------------------------------------------------
 
 _WIDTH = re.compile(r"^(.?[<>=^])?[+\- ]?z?#?0?\d")  # a format spec that pads to a fixed width: >8, <24, 9.1f, 12,
 
@@ -200,7 +200,7 @@ def test_hand_built_table_check_flags_headers_rows_and_rules(source, expected):
 
 
 def test_hand_built_table_check_flags_chapter_1_as_it_was():
-    """Chapter 1's histogram as it was printed before issue 16.2: the header and the rows are both caught."""
+    """Chapter 1's histogram as it was once printed: the header and the rows are both caught."""
     source = (
         'print(f"{\'weight\':<24}" + "".join(f"{f\'{k} nz\':>8}" for k in range(5)) + f"{\'bad\':>9}")\n'
         "for name, w in weights.items():\n"

@@ -1,4 +1,4 @@
-"""Every figure the course's plotting functions draw, held to the house style (issue 30).
+"""Every figure the course's plotting functions draw, held to the house style.
 
 * no two series of a panel share a style, in colour and in greyscale (dash, marker, fill);
 * a legend's text is at least as large as the axis labels and tick labels it sits beside;
@@ -294,3 +294,11 @@ def test_no_notebook_shrinks_a_legend_below_the_axis_labels():
                 if size and float(size.group(1)) < plotting.LEGEND_SIZE:
                     small.append(f"{path.relative_to(ROOT)} cell {cell.get('id')}: {call.group(0)[:80]}")
     assert not small, "legends smaller than the axis labels:\n" + "\n".join(small)
+
+
+def test_every_timing_mode_has_its_style_in_the_kernel_speed_figure():
+    """A mode added to the vocabulary fails here, not as a KeyError while a chapter builds."""
+    from twofour._common.vocabulary import TIMING_MODES
+    from twofour.course.figures.kernel_speed import MODE_STYLE
+
+    assert set(MODE_STYLE) == set(TIMING_MODES)

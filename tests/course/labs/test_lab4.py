@@ -147,7 +147,7 @@ def test_compare_with_data():
 
 
 def test_measurements_are_one_per_gpu_run_and_say_so():
-    """Issue 30: the last step printed the same H200 line once per results file; one run is one line."""
+    """The last step once printed the same H200 line once per results file; one run is one line."""
     from twofour.bench import recorded_results
 
     recorded = recorded_results("gpu")

@@ -1,4 +1,4 @@
-"""What a learner sees in Jupyter when running a lab (issue 16): a wrong answer shows a short hint,
+"""What a learner sees in Jupyter when running a lab: a wrong answer shows a short hint,
 not a traceback through the checker; an untouched exercise prints "not done yet" and nothing else.
 
 Runs lab 1 in a real kernel (the site build's kernel set-up), as Jupyter or Colab would.

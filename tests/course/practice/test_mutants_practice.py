@@ -1,4 +1,4 @@
-"""The practice-bank loader's limits, at their edges (issue 21, mutation testing).
+"""The practice-bank loader's limits, at their edges (mutation testing).
 
 A limit tested only far from its edge lets an off-by-one through (``< 0.5`` read as ``<= 0.5``,
 ``3-6`` entries read as ``3-7``): each test here takes the last accepted and the first refused

@@ -313,7 +313,7 @@ def test_quick_checks_have_a_positive_expected_value(qid):
 
 
 def test_quick_checks_cover_the_named_examples():
-    # The examples: packed bytes of a weight, request speedup for given p and s.
+    # Examples: packed bytes of a weight, request speedup for given p and s.
     answers = {q.id: q.quick_check.answer for q in BANK if q.quick_check}
     assert answers.get("packed-bytes") == "packed_mb" and answers.get("amdahl-bs1-decode") == "bs1_speedup"
     assert len(answers) >= 8

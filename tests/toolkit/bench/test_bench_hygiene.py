@@ -142,7 +142,7 @@ def test_the_clock_drop_rule():
 
 
 def test_flags_of_the_recorded_h200_run():
-    """Computed from the files, never written into them: 23 (point, mode) pairs, the issue's examples among them."""
+    """Computed from the files, never written into them: 23 (point, mode) pairs, the examples below among them."""
     recorded = recorded_results("gpu")
     pairs = {key for res in recorded for key in res.flagged()}
     assert len(pairs) == 23

@@ -15,7 +15,6 @@ import torch
 
 from twofour import packing, request, roofline
 from twofour._common.dtypes import DTYPE_KEYS, DTYPES, SPARSE_24_DTYPES, dtype_key
-from twofour.cli.golden import FITTED_JS, dtype_table
 from twofour.hardware import DTYPES as HARDWARE_DTYPES
 from twofour.roofline import formats
 
@@ -82,13 +81,13 @@ def test_dtype_names_have_one_normaliser():
         dtype_key("fp4")
 
 
-def test_the_calculators_read_the_table_from_fitted_js():
-    text = (REPO / FITTED_JS).read_text(encoding="utf-8")
-    body = re.search(r"export const DTYPES = deepFreeze\((.*)\);\s*$", text, re.S)
-    assert body, f"{FITTED_JS} has no DTYPES table: rerun `twofour golden --fitted-js {FITTED_JS}`"
-    assert json.loads(body.group(1)) == dtype_table() == {k: f.to_dict() for k, f in DTYPES.items()}
+def test_the_calculators_read_the_table_from_the_generated_data_module():
+    text = (REPO / "docs/js/calc/data.js").read_text(encoding="utf-8")
+    body = re.search(r"^export const DTYPES = deepFreeze\((.*?)\);$", text, re.S | re.M)
+    assert body, "docs/js/calc/data.js has no DTYPES table: rerun `python scripts/js_data.py`"
+    assert json.loads(body.group(1)) == {k: f.to_dict() for k, f in DTYPES.items()}
     # and no calculator keeps a private copy of the byte tables
     for name in ("request.js", "roofline.js", "packing.js"):
         js = (REPO / "docs/js/calc" / name).read_text(encoding="utf-8")
         assert "0.5625" not in js and "fp8: 1," not in js and "fp16: 2," not in js, name
-        assert re.search(r'import \{[^}]*\bDTYPES\b[^}]*\} from "\./fitted\.js"', js), name
+        assert re.search(r'import \{[^}]*\bDTYPES\b[^}]*\} from "\./data\.js"', js), name

@@ -1,4 +1,4 @@
-"""Writers never destroy (issue 28): no output over an input, no FIFO opened, no truncated file after a failed write.
+"""Writers never destroy: no output over an input, no FIFO opened, no truncated file after a failed write.
 
 Before the fix ``twofour audit m.safetensors --json m.safetensors`` replaced the checkpoint with
 its report, ``twofour trace t.json --html t.json`` the trace, ``trace --html FIFO`` and
@@ -94,14 +94,6 @@ def test_calibrate_never_writes_over_a_measurement_it_reads(capsys):
         assert target.read_bytes() == before
 
 
-def test_golden_fitted_js_never_writes_over_the_fit_it_reads(capsys):
-    from twofour.roofline._fitfile import FIT_PATH
-
-    before = FIT_PATH.read_bytes()
-    err = _error(capsys, ["golden", "--fitted-js", FIT_PATH])
-    assert "is an input of this command" in err and FIT_PATH.read_bytes() == before
-
-
 def test_quality_never_writes_over_its_corpus(capsys, tmp_path, monkeypatch):
     import twofour.quality as quality
     from twofour.quality import corpus
@@ -156,12 +148,10 @@ def _never_blocks(fn, seconds=120):
         ["trace", "{trace}", "--html", "{fifo}"],
         ["calibrate", "--out", "{fifo}"],
         ["bench", "--m", "1", "--shapes", "64x64", "--repeats", "1", "--warmup", "0", "--no-progress", "--out", "{fifo}"],
-        ["golden", "--fitted-js", "{fifo}"],
         ["golden", "--out", "{dir_with_fifo}", "--cases", "0"],
         ["quality", "--out", "{fifo}", "--sizes", "tiny", "--no-progress"],
     ],
-    ids=["audit --json", "audit --html", "trace --html", "calibrate --out", "bench --out", "golden --fitted-js",
-         "golden --out", "quality --out"],
+    ids=["audit --json", "audit --html", "trace --html", "calibrate --out", "bench --out", "golden --out", "quality --out"],
 )
 def test_a_fifo_output_is_refused_without_blocking(capsys, tmp_path, model, trace_file, args):
     fifo = _fifo(tmp_path)

@@ -1,4 +1,4 @@
-"""Hostile checkpoints and arguments (issue 17, item 3): never a lie, a hang, a flood or a traceback.
+"""Hostile checkpoints and arguments: never a lie, a hang, a flood or a traceback.
 
 Each class found by the adversarial sweep has a test here: what the command now does, and
 that it does it in bounded time and memory. Commands that could hang are run in a real

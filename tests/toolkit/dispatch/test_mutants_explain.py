@@ -1,4 +1,4 @@
-"""twofour.dispatch.explain: each hint shown exactly when it applies (issue 21, mutation testing).
+"""twofour.dispatch.explain: each hint shown exactly when it applies (mutation testing).
 
 A hint with its condition inverted reads plausibly in every report, so each test here takes
 a case where the hint must appear and one where it must not, and compares whole messages

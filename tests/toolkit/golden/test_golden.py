@@ -8,9 +8,7 @@ import pytest
 
 from twofour.amdahl import speedup
 from twofour.cli import main
-from twofour.cli.golden import fitted_js
 from twofour.roofline import DEFAULT_PARAMS, SCENARIOS, KernelParams, default_params, predict
-from twofour.roofline._fitfile import load_fit
 from twofour.request import COMPONENTS, RequestInputs, evaluate
 
 
@@ -188,19 +186,6 @@ def test_roofline_cases_reproduce_predict(golden):
     assert all(e["message"] for e in data["errors"] + data["params_errors"])
 
 
-def test_fitted_js_is_the_fit_file(tmp_path, capsys):
-    target = tmp_path / "fitted.js"
-    assert main(["golden", "--fitted-js", str(target)]) == 0
-    text = target.read_text()
-    assert text == fitted_js() and "export const FIT" in text
-    start = text.index("export const FIT = deepFreeze(") + len("export const FIT = deepFreeze(")
-    body = json.loads(text[start:text.index(");\n", start)])  # the FIT constant; DTYPES follows it
-    fit = load_fit()
-    assert body["base"]["params"] == fit["base"]["params"]
-    assert set(body["per_gpu"]) == set(fit["per_gpu"])
-    assert body["errors"]["held_out"]["by_mode"] == fit["errors"]["held_out"]["by_mode"]
-    assert "export const ASSUMED = deepFreeze(" in text
-    assert main(["golden", "--fitted-js", str(tmp_path)]) == 2
-    assert "must be a file path" in capsys.readouterr().err
+def test_golden_needs_an_out_folder(capsys):
     assert main(["golden"]) == 2
     assert "give --out DIR" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """twofour.pack / unpack / packed bytes: the checks and numbers a one-token bug would break.
 
-Written for issue 21's mutation score: each test names the mistake it catches.
+Written against the mutation score (`make mutate`): each test names the mistake it catches.
 """
 
 from __future__ import annotations

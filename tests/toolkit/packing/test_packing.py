@@ -299,7 +299,7 @@ def test_explain_group_refuses_invalid():
         explain_group([1.0, 2.0])
 
 
-# ---------------------------------------------------------------------------- issue 17: -0.0, shapes, types
+# ---------------------------------------------------------------------------- -0.0, shapes, types
 
 SIGNED_ZERO_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2]
 

@@ -1,4 +1,4 @@
-"""twofour.amdahl at its edges (issue 21, mutation testing): p = 0, p = 1, and bad input."""
+"""twofour.amdahl at its edges (mutation testing): p = 0, p = 1, and bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""twofour.request against numbers derived by hand, not by the model (issue 21, mutation testing).
+"""twofour.request against numbers derived by hand, not by the model (mutation testing).
 
 Each expected value below is worked out from first principles for one Llama-3-8B request on a
 made-up machine with round numbers, so a wrong constant in the model (attention FLOPs, the causal

@@ -91,7 +91,7 @@ def test_stored_fit_is_what_the_code_fits_today(fresh, stored):
 
 
 def test_held_out_errors_meet_the_targets(stored):
-    """Issue 26: on the held-out Llama-3-70B shapes, median error <= 15% per M regime, kernel time and graph
+    """On the held-out Llama-3-70B shapes, median error <= 15% per M regime, kernel time and graph
     replay; leave-one-source-out on the published A100/H100 points <= 15%."""
     held = stored["errors"]["held_out"]
     for mode in ("kernel", "graph"):
@@ -163,7 +163,7 @@ def test_backend_names_any_case():
         predict(64, 4096, 4096, "fp16", "H100", "cutlass")
 
 
-# --- ceilings (issue 14 item 3): a grid over every accepted input ---------------------------
+# --- ceilings: a grid over every accepted input ---------------------------
 
 _GRID_MS = [1, 2, 3, 7, 8, 16, 17, 64, 255, 256, 1024, 4097, 16384, 65536]
 _GRID_SHAPES = [(1024, 4096), (4096, 4096), (14336, 4096), (4096, 14336), (8192, 28672), (256, 128)]

@@ -1,4 +1,4 @@
-"""twofour.roofline against bytes, FLOPs and launches counted by hand (issue 21, mutation testing).
+"""twofour.roofline against bytes, FLOPs and launches counted by hand (mutation testing).
 
 The dtype facts used here, stated once: fp16/bf16 store 2 bytes and write 2; int8/fp8 store 1
 byte and write 2 (8-bit GEMMs are assumed to write bf16); 2:4 keeps half the values plus a

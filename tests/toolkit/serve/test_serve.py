@@ -349,7 +349,7 @@ def _gpu_measure():
     return module
 
 
-def test_gpu_measure_decode_plan_is_the_issues_order():
+def test_gpu_measure_decode_plan_runs_in_its_stated_order():
     labels = [i.label for i in _gpu_measure().decode_plan(rehearse=False).items]
     want_decode = [f"decode {dtype} {w} {mode} batch {b} context 512" for dtype in ("float16", "bfloat16")
                    for b in (1, 32) for w, mode in (("dense", "eager"), ("dense", "graph"), ("2:4", "eager"),

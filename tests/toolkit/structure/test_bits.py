@@ -1,4 +1,4 @@
-"""Zero, NaN and inf by the bits, for every dtype torch has (issue 17, item 2).
+"""Zero, NaN and inf by the bits, for every dtype torch has.
 
 The oracle is torch's own conversion to float32/float64: an element is zero when its value
 converts to 0 (``-0.0`` included) and is not NaN. Every 8-bit float is tested on all 256

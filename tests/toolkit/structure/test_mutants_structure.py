@@ -1,6 +1,6 @@
 """twofour.check and prune: counts and locations that a plausible one-token bug would get wrong.
 
-Written for issue 21's mutation score: each test names the mistake it catches.
+Written against the mutation score (`make mutate`): each test names the mistake it catches.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A trace is validated before it is believed (issue 28).
+"""A trace is validated before it is believed.
 
 Each case starts from a real H200 trace shipped with the package and breaks it the way the
 hostile round did: NaN and Infinity (Python's JSON reader accepts them bare), negative and
@@ -256,10 +256,10 @@ def test_paths_in_trace_messages_are_escaped(tmp_path, capsys, sparse):
 
 
 def test_no_limit_instead_of_infx():
-    from twofour.dispatch.trace.report import _bound, _x
+    from twofour.dispatch.trace.numbers import fmt_bound, fmt_speedup
 
-    assert _bound(1.0) == "no limit (p = 1)" and _bound(0.5) == "2.00x"
-    assert _x(math.nan) == "n/a" and _x(math.inf) == "n/a" and _x(1.234) == "1.23x"
+    assert fmt_bound(1.0) == "no limit (p = 1)" and fmt_bound(0.5) == "2.00x"
+    assert fmt_speedup(math.nan) == "n/a" and fmt_speedup(math.inf) == "n/a" and fmt_speedup(1.234) == "1.23x"
 
 
 def test_a_valid_trace_has_no_invalid_events():

@@ -6,6 +6,7 @@
 //   data-gpu="H100" data-backend="cuSPARSELt" data-algorithm="default" data-scenario="cached"></div>
 //   (every data-* optional)
 
+import { DTYPES } from "../data.js";
 import { InputError } from "../errors.js";
 import { fixed, integerText, speedupText } from "../format.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
@@ -68,7 +69,7 @@ export function mount(root) {
     N: numberField("N", FIELDS.N, d.n ?? "4096", id),
     K: numberField("K", FIELDS.K, d.k ?? "4096", id),
     gpu: selectField("gpu", "GPU", SPARSE_GPUS.map((g) => [g, `${g} (${GPUS[g].arch})`]), gpu0, id),
-    dtype: selectField("dtype", "dtype", ["fp16", "bf16", "fp8", "int8", "tf32"].map((x) => [x, x]), d.dtype ?? "fp16", id),
+    dtype: selectField("dtype", "dtype", Object.keys(DTYPES).map((x) => [x, x]), d.dtype ?? "fp16", id),
     backend: selectField("backend", "2:4 backend", backendOptions(gpu0), d.backend ?? GPUS[gpu0].backends[0], id),
     algorithm: selectField("algorithm", "cuSPARSELt algorithm", ALGORITHM_OPTIONS,
       ALGORITHMS.includes(d.algorithm) ? d.algorithm : "default", id),

@@ -14,7 +14,7 @@ import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
 import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
-import { VERDICT } from "../verdict.js";
+import { VERDICT } from "../data.js";
 import { drawFunnel } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
 import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
@@ -53,7 +53,7 @@ export const FIELDS = {
 };
 
 // Starting values (see the Defaults table on the page for their sources): chapter 7's worked
-// deployment (../verdict.js, generated from twofour.course.answer), with the GEMM speedups the
+// deployment (VERDICT in ../data.js, generated from twofour.course.answer), with the GEMM speedups the
 // project's H200 run measured in CUDA graphs, so the calculator opens on the number the home page
 // and chapter 7 quote. backend null: the GPU's preferred one.
 export const DEFAULTS = {

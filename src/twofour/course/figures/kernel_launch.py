@@ -277,7 +277,7 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     """
     import numpy as np
 
-    from .kernel_speed import _predictable
+    from .kernel_speed import predictable
 
     own_figure = ax is None
     if ax is None:
@@ -290,7 +290,7 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     groups: dict[str, list[tuple[float, float]]] = {}
     measured_where: list[str] = []
     published_gpus: list[str] = []
-    for p in (p for p in pts if _predictable(p)):
+    for p in (p for p in pts if predictable(p)):
         pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
                        l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from ..._common.vocabulary import PALETTE
 from ...hardware import get_gpu
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
@@ -44,8 +45,9 @@ MODE_LABELS = {
     "graph": "CUDA graph replay (plans cached)",
     "kernel": "kernels only (profiler)",
 }
-_MODE_STYLE = {"eager": ("#6E6E6E", "v", ":"), "stream": ("#D55E00", "^", "-."), "graph": ("#0072B2", "s", "--"),
-               "kernel": ("#009E73", "o", "-")}
+# One style per timing mode of the vocabulary (a test fails when a mode has none).
+MODE_STYLE = {"eager": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
+              "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
 # The model's scenario for each measured mode, each drawn thin in the "predicted" colour with a
 # dash of its own (no marker): the three model lines stay apart from each other and from the
 # measured lines in greyscale too.
@@ -279,7 +281,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
         fig = ax.figure
     flagged = []
     for mode, rows in by_mode.items():
-        c, m, ls = _MODE_STYLE[mode]
+        c, m, ls = MODE_STYLE[mode]
         ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
                 label=f"measured: {MODE_LABELS[mode]}")
         flagged += [(r["M"], r["dense_ms"] / r["sparse_ms"]) for r in rows if r.get("flagged")]
@@ -446,7 +448,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     return fig, ax
 
 
-def _predictable(p) -> bool:
+def predictable(p) -> bool:
     """A point the model can predict: a described GPU, a known dtype and shape, a backend that GPU has."""
     if p.gpu is None or p.dtype is None or None in (p.M, p.N, p.K) or p.scenario not in SCENARIOS:
         return False
@@ -467,7 +469,7 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
         (3, True, True)
     """
     rows = []
-    for p in (p for p in pts if _predictable(p) and p.origin == origin):
+    for p in (p for p in pts if predictable(p) and p.origin == origin):
         pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
         rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,

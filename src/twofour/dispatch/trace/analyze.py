@@ -19,9 +19,11 @@ from collections import defaultdict
 import numpy as np
 
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
-from .classify import ELIGIBLE, UNCLASSIFIED, _BACKEND, _dtype_bits, _is_attention_op, trace_class
+from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, kernel_dtype_bits, trace_class
 from . import compare, plausibility, validate
-from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, _shown, load
+from .errors import TraceError, shown_path
+from .index import Index
+from .read import ANNOTATION, GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
 _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
@@ -31,124 +33,7 @@ _BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's windo
 _LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
 
 
-class _Index:
-    """Structures shared by every step of one trace."""
-
-    def __init__(self, tr: Trace):
-        self.tr = tr
-        kind, ts, dur = tr.kind, tr.ts, tr.dur
-        # Indices are int32 and per-event extras small: on a 1 GB trace every byte per event counts.
-        i32 = np.int32
-        self.end = ts + dur
-        gpu = np.flatnonzero(np.isin(kind, _GPU_KINDS)).astype(i32)
-        self.gpu = gpu[np.argsort(ts[gpu], kind="stable")]
-        del gpu
-        self.ops = np.flatnonzero(kind == OP).astype(i32)
-        # Nesting of operators and runtime calls, per thread (a runtime call is a leaf). Walked
-        # in chunks turned into Python lists: fast, and bounded memory on a huge trace.
-        nested = np.flatnonzero((kind == OP) | (kind == RUNTIME)).astype(i32)
-        threads = tr.thread
-        order = nested[np.lexsort((-dur[nested], ts[nested], threads[nested]))]
-        del nested
-        self.parent = np.full(len(tr), -1, dtype=i32)
-        self.self_us = dur.astype(np.float32)  # an operator's own time: float32 is plenty
-        stack: list[tuple[int, float]] = []
-        cur_thread = None
-        for lo in range(0, len(order), 1 << 16):
-            idx = order[lo:lo + (1 << 16)]
-            kids, pars = [], []
-            for i, t, e, th in zip(idx.tolist(), ts[idx].tolist(), self.end[idx].tolist(), threads[idx].tolist()):
-                if th != cur_thread:
-                    stack = []
-                    cur_thread = th
-                while stack and stack[-1][1] <= t + 1e-3:
-                    stack.pop()
-                if stack:
-                    kids.append(i)
-                    pars.append(stack[-1][0])
-                stack.append((i, e))
-            kids_a, pars_a = np.array(kids, dtype=i32), np.array(pars, dtype=i32)
-            self.parent[kids_a] = pars_a
-            is_op = kind[kids_a] == OP
-            np.subtract.at(self.self_us, pars_a[is_op], dur[kids_a[is_op]].astype(np.float32))
-        np.maximum(self.self_us, 0.0, out=self.self_us)
-        # The launching thread: most runtime calls (else most operators). Its events are one
-        # contiguous run of `order` (sorted by thread first).
-        rt = np.flatnonzero(kind == RUNTIME).astype(i32)
-        pool = rt if len(rt) else self.ops
-        self.launch_thread = int(np.bincount(threads[pool]).argmax()) if len(pool) else -1
-        th_sorted = threads[order]
-        lo, hi = np.searchsorted(th_sorted, [self.launch_thread, self.launch_thread + 1])
-        del th_sorted
-        self.lt_events = order[lo:hi].copy()
-        del order
-        self.lt_starts = ts[self.lt_events]
-        self.overhead = np.flatnonzero(kind == OVERHEAD)
-        # External id -> operator; correlation -> runtime call.
-        op_ext = self.ops[tr.ext[self.ops] >= 0]
-        o = np.argsort(tr.ext[op_ext], kind="stable")
-        self.ext_keys, self.ext_ops = tr.ext[op_ext][o], op_ext[o]
-        rt_c = rt[tr.corr[rt] >= 0]
-        o = np.argsort(tr.corr[rt_c], kind="stable")
-        self.corr_keys, self.corr_rt = tr.corr[rt_c][o], rt_c[o]
-        del op_ext, rt_c, o, rt
-        # Each GPU event: launch time and launching operator.
-        g = self.gpu
-        self.launch_ts = ts[g].copy()
-        rt_idx = self._lookup(self.corr_keys, self.corr_rt, tr.corr[g])
-        has_rt = rt_idx >= 0
-        self.launch_ts[has_rt] = ts[rt_idx[has_rt]]
-        ext = tr.ext[g].copy()
-        ext[(ext < 0) & has_rt] = tr.ext[rt_idx[(ext < 0) & has_rt]]
-        op_idx = self._lookup(self.ext_keys, self.ext_ops, ext)
-        self.launch_op = op_idx
-        no_rt = ~has_rt & (op_idx >= 0)
-        self.launch_ts[no_rt] = ts[op_idx[no_rt]]
-        # Merged GPU busy intervals, with the first event of each.
-        if len(g):
-            s, e = ts[g], self.end[g]
-            run_end = np.maximum.accumulate(e)
-            brk = np.flatnonzero(s[1:] > run_end[:-1] + 1e-6) + 1
-            first = np.concatenate(([0], brk))
-            last = np.concatenate((brk - 1, [len(g) - 1]))
-            self.busy_s, self.busy_e, self.busy_first = s[first], run_end[last], first
-        else:
-            self.busy_s = self.busy_e = np.zeros(0)
-            self.busy_first = np.zeros(0, dtype=np.int64)
-
-    @staticmethod
-    def _lookup(keys, values, queries):
-        out = np.full(len(queries), -1, dtype=np.int32)
-        if len(keys) == 0 or len(queries) == 0:
-            return out
-        pos = np.searchsorted(keys, queries)
-        ok = (pos < len(keys)) & (queries >= 0)
-        pos = np.minimum(pos, len(keys) - 1)
-        ok &= keys[pos] == queries
-        out[ok] = values[pos[ok]]
-        return out
-
-    def name(self, i) -> str:
-        return self.tr.names[self.tr.name[i]]
-
-    def stack_at(self, t: float) -> list[int]:
-        """Operators and runtime calls on the launching thread containing time t, outer to inner."""
-        if self.launch_thread < 0:
-            return []
-        j = int(np.searchsorted(self.lt_starts, t, side="right")) - 1
-        if j < 0:
-            return []
-        i = int(self.lt_events[j])
-        while i >= 0 and self.end[i] < t:
-            i = int(self.parent[i])
-        out = []
-        while i >= 0:
-            out.append(i)
-            i = int(self.parent[i])
-        return out[::-1]
-
-
-def _steps(ix: _Index):
+def _steps(ix: Index):
     """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
     tr = ix.tr
     cand = np.flatnonzero((tr.kind == ANNOTATION) | (tr.kind == OP))
@@ -233,24 +118,22 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
             compare.check(tr.path, btr.path, phases, bphases)
         if not matched:
             raise TraceError(
-                f"{_shown(btr.path)}: no phase in common with {_shown(tr.path)} (baseline has {sorted(bphases)}, "
+                f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
-    plausibility.check_speedup(phases, _shown(tr.path))
-    report = TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
-                         baseline_excluded=base_excluded)
-    report._index = ix
-    return report
+    plausibility.check_speedup(phases, shown_path(tr.path))
+    return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
+                       baseline_excluded=base_excluded, index=ix)
 
 
 def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
     raise TraceError(
-        f"{_shown(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
+        f"{shown_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
         "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
     )
 
 
-def _refuse_gpu_trace_without_kernels(tr: Trace, ix: _Index, what: str) -> None:
+def _refuse_gpu_trace_without_kernels(tr: Trace, ix: Index, what: str) -> None:
     if len(ix.gpu):
         return
     n_runtime = int((tr.kind == RUNTIME).sum())
@@ -262,7 +145,7 @@ def _refuse_gpu_trace_without_kernels(tr: Trace, ix: _Index, what: str) -> None:
     left = sum(i.count for i in tr.invalid.values())
     left_out = f" ({left:,} invalid events left out)" if left else ""
     raise TraceError(
-        f"{_shown(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not recorded or were "
+        f"{shown_path(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not recorded or were "
         "removed, and its CPU times are launch times, not the work; no verdict (a CPU analysis would promise a "
         "speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
     )
@@ -331,7 +214,7 @@ def _without_rows(tr: Trace, rows) -> Trace:
 
 def _layout(tr: Trace, want: str | None, what: str):
     """The index, the steps (of phase ``want``), which step launched each GPU event, and the windows."""
-    ix = _Index(tr)
+    ix = Index(tr)
     _refuse_gpu_trace_without_kernels(tr, ix, what)
     steps = _steps(ix)
     found = sorted({s[1] for s in steps})
@@ -339,7 +222,7 @@ def _layout(tr: Trace, want: str | None, what: str):
         steps = [s for s in steps if s[1] == want]
         if not steps:
             raise TraceError(
-                f"{_shown(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
+                f"{shown_path(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
                 f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
             )
     # GPU event -> step, by its launch time inside the step's CPU window.
@@ -362,12 +245,12 @@ def _layout(tr: Trace, want: str | None, what: str):
 
 
 def _analyze(tr: Trace, want: str | None, what: str = "the trace",
-             exclude: bool = False) -> tuple[list[PhaseReport], _Index, dict]:
+             exclude: bool = False) -> tuple[list[PhaseReport], Index, dict]:
     if tr.invalid and not exclude:
         _refuse_invalid(tr, tr.invalid, what)
-    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, _GPU_KINDS).any()):
+    if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, GPU_KINDS).any()):
         raise TraceError(
-            f"{_shown(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
+            f"{shown_path(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
             "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
         )
     ix, steps, order, by_step, windows = _layout(tr, want, what)
@@ -381,7 +264,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         tr = _without_rows(tr, bad)  # left out, and everything measured again without them
         ix, steps, order, by_step, windows = _layout(tr, want, what)
     device = "cuda" if len(ix.gpu) else "cpu"
-    dtype_bits = _dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
+    dtype_bits = kernel_dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
     op_ts = tr.ts[op_order]
 
@@ -413,12 +296,12 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                     rep.unclassified[nm] = rep.unclassified.get(nm, 0.0) + us
                 if device == "cuda":
                     _gaps(ix, rep, name, a, b)
-        rep.all_backends = tuple(_BACKEND[c] for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS) if c in backends)
+        rep.all_backends = tuple(BACKEND_NAME[c] for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS) if c in backends)
         rep.largest_gaps.sort(key=lambda g: -g.dur_us)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]
-    validate.check_consistency(phases, _shown(tr.path), what)
+    validate.check_consistency(phases, shown_path(tr.path), what)
     return phases, ix, invalid
 
 
@@ -443,7 +326,7 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
     in_att = [False] * len(recs)
     for k in range(n_ops):
         p = recs[k].parent
-        in_att[k] = (p is not None and in_att[p]) or _is_attention_op(recs[k].name)
+        in_att[k] = (p is not None and in_att[p]) or is_attention_op(recs[k].name)
     for k in range(n_ops, len(recs)):
         p = recs[k].parent
         in_att[k] = p is not None and in_att[p]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 
-from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, classify
+from ..._common.vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
+                                   SPARSE_GENERAL, UNCLASSIFIED)
+from ..kernels import classify
 
-ATTENTION, UNCLASSIFIED = "attention", "unclassified"
 TRACE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, ATTENTION, OTHER, UNCLASSIFIED)
 ELIGIBLE: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE)
 LABELS = {
@@ -24,7 +25,7 @@ LABELS = {
     OTHER: "other",
     UNCLASSIFIED: "unclassified",
 }
-_BACKEND = {SPARSE_CUSPARSELT: "cuSPARSELt", SPARSE_CUTLASS: "CUTLASS"}
+BACKEND_NAME = {b.kernel_class: b.name for b in BACKENDS.values()}
 
 # Attention: PyTorch's SDPA kernels (flash: pytorch_flash::flash_fwd_kernel; memory-efficient:
 # fmha_cutlassF_*; cuDNN: cudnn_generated_fort_native_sdpa_*), FlashAttention's flash::, and
@@ -46,7 +47,7 @@ def _has_marker(low: str, markers) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _is_attention_op(name: str) -> bool:
+def is_attention_op(name: str) -> bool:
     """An operator whose kernels (and child operators) are attention: SDPA and friends."""
     return _has_marker(name.lower(), ("attention", "sdpa", "flash"))
 
@@ -82,11 +83,11 @@ def _trace_class(name: str, base: str, device: str, in_attention: bool) -> str:
     return OTHER if known else UNCLASSIFIED
 
 
-def _dtype_bits(names) -> int:
+def kernel_dtype_bits(names) -> int:
     low = " ".join(names).lower()
     return 8 if any(m in low for m in ("e4m3", "e5m2", "fp8", "_i8", "s8s8", "int8", "imma")) else 16
 
 
-def _kernel_base(name: str) -> str:
+def kernel_base(name: str) -> str:
     """The class :func:`twofour.dispatch.kernels.classify` gives a kernel name on its own."""
     return classify(name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import filecmp
 import os
 
-from .read import TraceError, _shown
+from .errors import TraceError, shown_path as _shown
 
 
 def same_file(a: str, b: str) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..._common.text import printable
 from . import validate
+from .errors import TraceError, shown_path as _shown
 from ._jsonstream import ChromeTraceStream, StreamError
 
 OP, ANNOTATION, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, OVERHEAD = range(8)
@@ -35,7 +36,7 @@ _CATEGORIES = {
     "cuda_runtime": RUNTIME, "cuda_driver": RUNTIME, "runtime": RUNTIME,
     "overhead": OVERHEAD,
 }
-_GPU_KINDS = (KERNEL, MEMCPY, MEMSET)
+GPU_KINDS = (KERNEL, MEMCPY, MEMSET)
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 RECORDED = {
@@ -43,10 +44,6 @@ RECORDED = {
     for weights in ("dense", "sparse")
     for how in ("eager", "graph")
 }
-
-
-class TraceError(ValueError):
-    """The file is not a usable trace, or the question cannot be answered from it (one sentence)."""
 
 
 def recorded(name: str) -> Path:
@@ -104,7 +101,7 @@ class Trace:
     @property
     def has_gpu(self) -> bool:
         """True when GPU activity (kernels, memcpy, memset) was recorded."""
-        return bool(np.isin(self.kind, _GPU_KINDS).any())
+        return bool(np.isin(self.kind, GPU_KINDS).any())
 
     @property
     def device_name(self) -> str | None:
@@ -118,11 +115,6 @@ class Trace:
         what = f"GPU trace on {self.device_name or 'a GPU'}" if self.has_gpu else "CPU trace"
         return (f"Trace({os.path.basename(self.path)!r}: {what}, {self.count('kernel'):,} kernels, "
                 f"{self.count('cpu_op'):,} CPU operators, {len(self):,} events kept of {self.n_read:,})")
-
-
-def _shown(path) -> str:
-    """A path as it is safe to print in an error (a file name can hold escape sequences)."""
-    return printable(os.fspath(path), 200)
 
 
 def _open(path: Path):
@@ -287,7 +279,7 @@ def _drop_invalid_rows(invalid: dict, names: dict, **cols) -> dict:
     by_name = list(names)
     for r in np.flatnonzero(bad)[:1].tolist():
         validate.add(invalid, "duplicate", int(cols["index"][r]), by_name[cols["name"][r]], int(bad.sum()))
-    gpu = np.flatnonzero(np.isin(cols["kind"], _GPU_KINDS) & ~bad)
+    gpu = np.flatnonzero(np.isin(cols["kind"], GPU_KINDS) & ~bad)
     over = validate.stream_overlaps(gpu, cols["thread"], cols["ts"], cols["dur"])
     if len(over):
         first = over[np.argmin(cols["index"][over])]

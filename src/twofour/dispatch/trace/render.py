@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import html
 import os
+from typing import TYPE_CHECKING
 
 from ..._common.text import printable
+from ..._common.vocabulary import CLASS_COLORS
 from ...amdahl import speedup
-from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL
+from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT
 from . import validate
-from .analyze import _Index
-from .classify import ATTENTION, LABELS, TRACE_CLASSES, UNCLASSIFIED, _kernel_base, trace_class
-from .report import PhaseReport, TraceReport, _bound, _ms, _x
+from .classify import ATTENTION, LABELS, TRACE_CLASSES, kernel_base, trace_class
+from .index import Index
+from .numbers import fmt_bound, fmt_ms, fmt_speedup
+
+if TYPE_CHECKING:  # only for annotations: report imports this module to render itself
+    from .report import PhaseReport, TraceReport
 
 
 def _short(name: str, width: int = 60) -> str:
@@ -59,11 +64,11 @@ def _phase_text(ph: PhaseReport) -> list[str]:
         st = ph.steps[i]
         if n > 12 and i == n - 4:
             walls = sorted(ph.steps[j].wall_us for j in range(4, n - 4))
-            L.append(f"   ... {n - 8} more steps: wall median {_ms(walls[len(walls) // 2])}, "
-                     f"min {_ms(walls[0])}, max {_ms(walls[-1])}")
+            L.append(f"   ... {n - 8} more steps: wall median {fmt_ms(walls[len(walls) // 2])}, "
+                     f"min {fmt_ms(walls[0])}, max {fmt_ms(walls[-1])}")
         mark = " " if i in summarized else "*"
         frac = (st.busy_us / st.wall_us if gpu else (st.outside_ops_us or 0) / st.wall_us) if st.wall_us > 0 else 0.0
-        L.append(f" {mark}{_short(st.name, 21):<22}{_ms(st.wall_us):>11}{frac:>12.0%} {st.p:>8.0%}"
+        L.append(f" {mark}{_short(st.name, 21):<22}{fmt_ms(st.wall_us):>11}{frac:>12.0%} {st.p:>8.0%}"
                  f"{f'{st.sparse_gemms}/{st.gemms}':>12}")
     L.append("")
     L.append(f"  time by class, per step (mean of {ph.n})")
@@ -71,26 +76,26 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     for c in TRACE_CLASSES:
         t = times.get(c, 0.0)
         if t > 0 or c in (DENSE, SPARSE_CUSPARSELT, ATTENTION, OTHER):
-            L.append(f"    {LABELS[c]:<24}{_ms(t):>11}{t / ph.wall_us:>8.1%}")
+            L.append(f"    {LABELS[c]:<24}{fmt_ms(t):>11}{t / ph.wall_us:>8.1%}")
     if gpu:
         idle = ph.wall_us - ph.busy_us
-        L.append(f"    {'GPU idle':<24}{_ms(idle):>11}{idle / ph.wall_us:>8.1%}")
+        L.append(f"    {'GPU idle':<24}{fmt_ms(idle):>11}{idle / ph.wall_us:>8.1%}")
     else:
         out = ph.outside_ops_fraction * ph.wall_us
-        L.append(f"    {'outside any operator':<24}{_ms(out):>11}{ph.outside_ops_fraction:>8.1%}")
-    L.append(f"    {'step (wall)':<24}{_ms(ph.wall_us):>11}")
+        L.append(f"    {'outside any operator':<24}{fmt_ms(out):>11}{ph.outside_ops_fraction:>8.1%}")
+    L.append(f"    {'step (wall)':<24}{fmt_ms(ph.wall_us):>11}")
     L.append(f"  eligible share p = GEMM / step = {ph.p:.3f}")
     top = sorted(ph.kernel_table.items(), key=lambda kv: -kv[1][1])[:6]
     if top:
         L.append("")
         L.append(f"  top {'kernels' if gpu else 'operators (self time)'}, per step")
         for (nm, c), (cnt, us) in top:
-            L.append(f"    {_short(nm, 58):<58} {LABELS[c]:<22}{cnt / ph.n:>6.0f} x{_ms(us / ph.n):>11}")
+            L.append(f"    {_short(nm, 58):<58} {LABELS[c]:<22}{cnt / ph.n:>6.0f} x{fmt_ms(us / ph.n):>11}")
     if ph.unclassified:
         L.append("")
         L.append("  unclassified kernel names (not guessed; counted as not eligible), per step")
         for nm, us in sorted(ph.unclassified.items(), key=lambda kv: -kv[1])[:10]:
-            L.append(f"    {_short(nm, 70):<70}{_ms(us / ph.n):>11}")
+            L.append(f"    {_short(nm, 70):<70}{fmt_ms(us / ph.n):>11}")
     if gpu and ph.largest_gaps:
         L.append("")
         L.append("  largest GPU idle gaps (CPU operators running during each)")
@@ -98,7 +103,7 @@ def _phase_text(ph: PhaseReport) -> list[str]:
             where = " > ".join(g.during[-3:]) if g.during else g.culprit
             setup = " (set-up of the next kernel)" if g.setup else ""
             nxt = f", before {_short(g.next_kernel, 40)}" if g.next_kernel else ""
-            L.append(f"    {g.dur_us:8.1f} us  {g.step} +{_ms(g.at_us)}{nxt}")
+            L.append(f"    {g.dur_us:8.1f} us  {g.step} +{fmt_ms(g.at_us)}{nxt}")
             L.append(f"                CPU in: {where}{setup}")
         L.append("  idle time by what the CPU was doing")
         for lab, us in sorted(ph.culprits.items(), key=lambda kv: -kv[1])[:4]:
@@ -109,19 +114,19 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     if cmp is not None:
         L.append("")
         L.append(f"  against the dense baseline ({ph.phase}, mean per summarized step)")
-        L.append(f"    GEMM time   dense {_ms(cmp.dense_gemm_us):>10}   2:4 {_ms(cmp.sparse_gemm_us):>10}   "
-                 f"GEMM speedup {_x(cmp.gemm_speedup)}")
-        L.append(f"    step time   dense {_ms(cmp.dense_wall_us):>10}   2:4 {_ms(cmp.sparse_wall_us):>10}   "
-                 f"end to end   {_x(cmp.end_to_end)}")
+        L.append(f"    GEMM time   dense {fmt_ms(cmp.dense_gemm_us):>10}   2:4 {fmt_ms(cmp.sparse_gemm_us):>10}   "
+                 f"GEMM speedup {fmt_speedup(cmp.gemm_speedup)}")
+        L.append(f"    step time   dense {fmt_ms(cmp.dense_wall_us):>10}   2:4 {fmt_ms(cmp.sparse_wall_us):>10}   "
+                 f"end to end   {fmt_speedup(cmp.end_to_end)}")
     L.append("")
     L.append(f"  funnel ({ph.phase})")
     for s in ph.funnel():
-        L.append(f"    {s.label:<20}{_x(s.speedup):>8}  {s.how:<10} {s.note}")
+        L.append(f"    {s.label:<20}{fmt_speedup(s.speedup):>8}  {s.how:<10} {s.note}")
     p = min(ph.comparison.dense_p if ph.comparison else ph.p, 1.0)
     src = "the dense baseline" if ph.comparison else "this trace"
     at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
     L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x GEMMs, "
-             f"{_bound(p)} with infinitely fast GEMMs")
+             f"{fmt_bound(p)} with infinitely fast GEMMs")
     L.append("")
     L.append("  verdicts")
     for v in ph.verdicts():
@@ -129,7 +134,7 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     return L
 
 
-def _text(r: TraceReport) -> str:
+def report_text(r: TraceReport) -> str:
     lines = _header(r)
     for ph in r.phases:
         lines.append("")
@@ -137,10 +142,7 @@ def _text(r: TraceReport) -> str:
     return "\n".join(lines)
 
 
-_COLORS = {  # the site's palette (twofour.course.plotting): dense blue, 2:4 orange
-    SPARSE_CUSPARSELT: "#E69F00", SPARSE_CUTLASS: "#E69F00", SPARSE_GENERAL: "#D55E00", DENSE: "#0072B2",
-    ATTENTION: "#009E73", OTHER: "#999999", UNCLASSIFIED: "#CC79A7",
-}
+_COLORS = CLASS_COLORS  # the figures' palette (twofour._common.vocabulary): dense blue, 2:4 orange
 
 
 def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
@@ -149,14 +151,14 @@ def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
         return ""
     st = ph.steps[ph.summarized[0]]
     tr = r.trace
-    ix = getattr(r, "_index", None) or _Index(tr)
+    ix = r.index if r.index is not None else Index(tr)
     a, b = st.start_us, st.start_us + st.wall_us
     sel = ix.gpu[(tr.ts[ix.gpu] < b) & (ix.end[ix.gpu] > a)]
     scale = (width - 20) / max(b - a, 1e-9)
     rects = []
     for g in sel.tolist():
         nm = tr.names[tr.name[g]]
-        c = trace_class(nm, _kernel_base(nm))
+        c = trace_class(nm, kernel_base(nm))
         x = 10 + (max(tr.ts[g], a) - a) * scale
         w = max((min(ix.end[g], b) - max(tr.ts[g], a)) * scale, 0.8)
         rects.append(f'<rect x="{x:.1f}" y="24" width="{w:.1f}" height="26" fill="{_COLORS[c]}">'
@@ -166,14 +168,14 @@ def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
         f'aria-label="GPU timeline of {html.escape(st.name)}">'
         f'<rect x="10" y="24" width="{width - 20}" height="26" fill="#f3f3f3" stroke="#ccc"/>'
         + "".join(rects)
-        + f'<text x="10" y="16" font-size="12">{html.escape(st.name)}: {_ms(st.wall_us)}; '
+        + f'<text x="10" y="16" font-size="12">{html.escape(st.name)}: {fmt_ms(st.wall_us)}; '
         f"coloured = GPU busy, grey = GPU idle</text>"
         f'<text x="10" y="66" font-size="11">0</text><text x="{width - 10}" y="66" font-size="11" '
-        f'text-anchor="end">{_ms(st.wall_us)}</text></svg>'
+        f'text-anchor="end">{fmt_ms(st.wall_us)}</text></svg>'
     )
 
 
-def _html(r: TraceReport) -> str:
+def report_html(r: TraceReport) -> str:
     body = []
     for ph in r.phases:
         body.append(f"<h2>{html.escape(ph.phase)}</h2>")
@@ -183,7 +185,7 @@ def _html(r: TraceReport) -> str:
         body.append("<h3>verdicts</h3><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in ph.verdicts()) + "</ul>")
         body.append("<h3>funnel</h3><table><tr><th>stage</th><th>speedup</th><th>how</th><th>note</th></tr>")
         for s in ph.funnel():
-            body.append(f"<tr><td>{html.escape(s.label)}</td><td>{_x(s.speedup)}</td><td>{html.escape(s.how)}</td>"
+            body.append(f"<tr><td>{html.escape(s.label)}</td><td>{fmt_speedup(s.speedup)}</td><td>{html.escape(s.how)}</td>"
                         f"<td>{html.escape(s.note)}</td></tr>")
         body.append("</table>")
         body.append("<h3>full report</h3><pre>" + html.escape("\n".join(_phase_text(ph))) + "</pre>")

@@ -10,9 +10,11 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ...amdahl import max_speedup, speedup
+from ...amdahl import speedup
 from .classify import ELIGIBLE, TRACE_CLASSES
+from .numbers import fmt_bound, fmt_ms, fmt_speedup
 from .read import Trace
+from .render import report_html, report_text
 
 _RUNTIME_RE = re.compile(r"^(cuda|cu[A-Z]|hip)")
 
@@ -232,11 +234,11 @@ class PhaseReport:
         if cmp is not None and math.isfinite(cmp.gemm_speedup):
             s, p = cmp.gemm_speedup, min(cmp.dense_p, 1.0)
             stages.append(Stage("kernel", "2:4 GEMM", s, "measured",
-                                f"dense {_ms(cmp.dense_gemm_us)} / 2:4 {_ms(cmp.sparse_gemm_us)} of GEMM per step"))
+                                f"dense {fmt_ms(cmp.dense_gemm_us)} / 2:4 {fmt_ms(cmp.sparse_gemm_us)} of GEMM per step"))
             stages.append(Stage("eligible_fraction", "eligible fraction", speedup(p, s), "measured",
                                 f"Amdahl with measured p = {p:.2f} (dense run) and s = {s:.2f}"))
             stages.append(Stage("request", "end to end", cmp.end_to_end, "measured",
-                                f"dense {_ms(cmp.dense_wall_us)} / 2:4 {_ms(cmp.sparse_wall_us)} per step"))
+                                f"dense {fmt_ms(cmp.dense_wall_us)} / 2:4 {fmt_ms(cmp.sparse_wall_us)} per step"))
         else:
             s, p = self.ceiling, min(self.p, 1.0)
             stages.append(Stage("kernel", "2:4 GEMM", s, "predicted",
@@ -283,7 +285,7 @@ class PhaseReport:
                 out.append(f"GEMMs {s:.2f}x against the baseline, but no 2:4 kernel ran: this compares dense with dense")
             elif s >= 1.0:
                 out.append(f"sparse GEMMs {s:.2f}x faster but only {p:.0%} of step time is GEMM: Amdahl caps the step "
-                           f"at {cmp.amdahl:.2f}x (at most {_bound(p)} with infinitely fast GEMMs)")
+                           f"at {cmp.amdahl:.2f}x (at most {fmt_bound(p)} with infinitely fast GEMMs)")
             else:
                 out.append(f"sparse GEMMs are slower than dense ({s:.2f}x): at this size the 2:4 kernel loses "
                            "(padding of a few tokens, per-call set-up, tile shapes; chapter 4)")
@@ -293,7 +295,7 @@ class PhaseReport:
                 out.append(f"end to end {e2e:.2f}x, below the {cmp.amdahl:.2f}x the GEMMs alone explain: the rest is "
                            f"host time{di}")
             elif math.isfinite(e2e):
-                out.append(f"end to end {e2e:.2f}x (dense {_ms(cmp.dense_wall_us)}, 2:4 {_ms(cmp.sparse_wall_us)} per step)")
+                out.append(f"end to end {e2e:.2f}x (dense {fmt_ms(cmp.dense_wall_us)}, 2:4 {fmt_ms(cmp.sparse_wall_us)} per step)")
             if cmp.baseline_sparse_gemms > 0 and self.sparse_gemms == 0:
                 out.append("the baseline ran 2:4 kernels and this trace did not: are the two files swapped? "
                            "(FILE is the 2:4 run, --compare the dense one)")
@@ -301,11 +303,11 @@ class PhaseReport:
             p = min(self.p, 1.0)
             at_ceiling = f"{speedup(p, self.ceiling):.2f}x at the {self.ceiling:.2f}x ceiling; " if self.ceiling < 2.0 else ""
             out.append(f"GEMMs are {p:.0%} of step time: 2x faster GEMMs give at most {speedup(p, 2.0):.2f}x end to end "
-                       f"({at_ceiling}{_bound(p)} with infinitely fast GEMMs)")
+                       f"({at_ceiling}{fmt_bound(p)} with infinitely fast GEMMs)")
         if self.unclassified:
             total = sum(self.unclassified.values()) / self.n
             out.append(f"{len(self.unclassified)} kernel name{'s' if len(self.unclassified) != 1 else ''} unclassified "
-                       f"({_ms(total)} per step, counted as not eligible): listed below, never guessed")
+                       f"({fmt_ms(total)} per step, counted as not eligible): listed below, never guessed")
         where = self.where_it_went()
         if where:
             out.append(where)
@@ -368,6 +370,8 @@ class TraceReport:
     baseline_path: str | None = None
     excluded: dict = field(default_factory=dict)  # reason -> validate.Invalid, left out with exclude_invalid
     baseline_excluded: dict = field(default_factory=dict)
+    # The analysis's index of the trace (twofour.dispatch.trace.index.Index), reused by the timeline.
+    index: object = field(default=None, repr=False, compare=False)
 
     def phase(self, name: str) -> PhaseReport:
         for ph in self.phases:
@@ -376,27 +380,8 @@ class TraceReport:
         raise ValueError(f"phase must be one of {[p.phase for p in self.phases]}, got {name!r}")
 
     def __str__(self) -> str:
-        from .render import _text  # render reads these classes: imported here, not at the top, to avoid a cycle
-
-        return _text(self)
+        return report_text(self)
 
     def to_html(self) -> str:
         """A self-contained HTML page (no external requests) with the report and a timeline."""
-        from .render import _html
-
-        return _html(self)
-
-
-def _x(s: float) -> str:
-    """A speedup as shown: ``1.23x``; ``n/a`` when it cannot be measured (never ``nanx`` or ``infx``)."""
-    return f"{s:.2f}x" if math.isfinite(s) else "n/a"
-
-
-def _bound(p: float) -> str:
-    """Amdahl's bound ``1 / (1 - p)`` as shown; ``no limit`` at p = 1 (never ``infx``)."""
-    bound = max_speedup(min(max(p, 0.0), 1.0))
-    return f"{bound:.2f}x" if math.isfinite(bound) else "no limit (p = 1)"
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1000:.3f} ms" if us < 10_000 else f"{us / 1000:.1f} ms"
+        return report_html(self)

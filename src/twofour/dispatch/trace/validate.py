@@ -21,7 +21,7 @@ An event is *invalid* when its numbers cannot be true of a recorded run:
   holds them); left out, the trace is measured again without them.
 
 Nothing invalid is ever read as 0. :func:`~.analyze.analyze` refuses a verdict from a trace
-with invalid events (a :class:`~.read.TraceError` naming how many, which kind, and the first
+with invalid events (a :class:`~.errors.TraceError` naming how many, which kind, and the first
 one's event number and name) unless ``exclude_invalid=True`` (``--drop-invalid``), which
 leaves them out and says so in the report's first lines. :func:`check_consistency` then
 guards every verdict: GEMM time <= GPU busy time <= wall time, p in [0, 1].
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._common.text import printable
+from .errors import TraceError
 
 MAX_US = float(2**53)
 MAX_ID = 2**63
@@ -98,10 +99,6 @@ def field_problem(ev: dict) -> str | None:
     return "malformed"
 
 
-def good_id(v) -> bool:
-    return type(v) is int and 0 <= v < MAX_ID
-
-
 def summary(invalid, what: str = "the trace") -> str:
     """One line: how many invalid events of each kind, and the first of each."""
     items = sorted(invalid.values(), key=lambda i: i.first_event) if isinstance(invalid, dict) else list(invalid)
@@ -162,11 +159,9 @@ def stream_overlaps(gpu_rows, thread, ts, dur) -> np.ndarray:
 def check_consistency(phases, shown_path: str, what: str = "the trace") -> None:
     """Refuse a verdict whose numbers contradict each other: per step GEMM <= GPU busy <= wall, p in [0, 1].
 
-    Raises :class:`~.read.TraceError` naming the step and the numbers (kernels overlapping on
+    Raises :class:`~.errors.TraceError` naming the step and the numbers (kernels overlapping on
     several streams, or times the analysis cannot reconcile), never prints an impossible number.
     """
-    from .read import TraceError
-
     def fail(step: str, why: str):
         raise TraceError(f"{shown_path}: {what}, step {printable(step, 60)!r}: {why}; the trace's numbers contradict "
                          "each other, so no verdict (were kernels running on several streams at once, or the times edited?)")
