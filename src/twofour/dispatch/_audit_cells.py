@@ -7,14 +7,14 @@ import math
 from .._common.text import printable
 
 # The audit table's columns, shared by the text and the HTML renderings.
-_TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
+TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
 
 
 # Names are printed escaped (they come from the file) and at most this long, shortened in the middle.
-_NAME_WIDTH = 60
+NAME_WIDTH = 60
 
 
-_STORED_HEADER = ("stored", "on disk")
+STORED_HEADER = ("stored", "on disk")
 
 
 def valid_cell(r) -> str:
@@ -38,14 +38,14 @@ def _disk_cell(r) -> str:
     if r.stored_bytes is None:
         return "—"
     fp16 = r.shape[0] * r.shape[1] * 2
-    return f"{_gb(r.stored_bytes)} ({r.stored_bytes / fp16:.2f}x fp16)"
+    return f"{format_bytes(r.stored_bytes)} ({r.stored_bytes / fp16:.2f}x fp16)"
 
 
-def _table_cells(r, stored: bool = False) -> tuple[str, ...]:
+def table_cells(r, stored: bool = False) -> tuple[str, ...]:
     """One audit row as the table's cell strings (the name escaped and shortened)."""
     verdict = r.verdict if r.kind == "linear" else "embedding"
     cells = (
-        printable(r.name, _NAME_WIDTH),
+        printable(r.name, NAME_WIDTH),
         "x".join(map(str, r.shape)),
         str(r.dtype),
         valid_cell(r),
@@ -56,7 +56,7 @@ def _table_cells(r, stored: bool = False) -> tuple[str, ...]:
     return cells[:3] + (r.stored, _disk_cell(r)) + cells[3:] if stored else cells
 
 
-def _gb(n: int) -> str:
+def format_bytes(n: int) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
             return f"{n / scale:.2f} {unit}"

@@ -43,7 +43,8 @@ from ..packing import dense_bytes, packed_bytes
 from ..structure import check
 from ._flatten import unique_name
 from .checkpoint import Checkpoint, CheckpointError
-from ._audit_cells import _NAME_WIDTH, _STORED_HEADER, _TABLE_HEADER, _gb, _table_cells, valid_cell  # noqa: F401
+from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells, valid_cell  # noqa: F401
+from .audit_row import AuditRow
 from .runners import judge_row, marlin_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
@@ -87,32 +88,6 @@ def _skip_reason(name: str, shape: tuple[int, ...], dtype) -> str:
     if len(shape) > 2:
         return f"{len(shape)}-D (e.g. a conv kernel): reshape to [out, in*kh*kw] to audit it with explain()"
     return "2-D but its name does not end in .weight: not treated as a layer weight"
-
-
-@dataclass(frozen=True)
-class AuditRow:
-    """One 2-D weight of the model."""
-
-    name: str
-    kind: str  # "linear" or "embedding" (a lookup: never a sparse GEMM)
-    shape: tuple[int, int]
-    dtype: str
-    fraction_valid: float | None  # fraction of 2:4-valid groups along K; None when not checked
-    packed: bool
-    verdict: str  # sparse-cusparselt / sparse-cutlass / dense / error
-    topics: tuple[str, ...]
-    reasons: tuple[str, ...]
-    dense_bytes: int
-    packed_bytes: int | None  # bytes once packed, for rows whose verdict is sparse
-    n_groups: int | None = None  # groups of four along K checked (None when not checked)
-    n_bad_groups: int | None = None  # of those, groups holding more than two non-zeros
-    stored: str = "dense"  # how the file stores it: dense, sparse-24-bitmask, marlin-24
-    stored_bytes: int | None = None  # its bytes on disk (every part), when read from a file
-    kept_dense: bool = False  # a layer the recipe (or the file's config) leaves dense: not a problem
-
-    @property
-    def sparse(self) -> bool:
-        return self.verdict.startswith("sparse")
 
 
 @dataclass(frozen=True)
@@ -161,7 +136,7 @@ class AuditReport:
         for r in self.linear:
             for topic, message in zip(r.topics, _topic_messages(r)):
                 counts[topic] += 1
-                example.setdefault(topic, f"{printable(r.name, _NAME_WIDTH)}: {message}")
+                example.setdefault(topic, f"{printable(r.name, NAME_WIDTH)}: {message}")
         return [(t, n, example[t]) for t, n in counts.most_common()]
 
     def summary(self) -> str:
@@ -174,7 +149,7 @@ class AuditReport:
             f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
             f"(2:4 along K: {valid}, already packed: {packed}"
             + (f"; {kept} more kept dense by the recipe" if kept else "")
-            + f"); packing those saves {_gb(self.bytes_saved)} of {_gb(self.total_bytes)} weight bytes"
+            + f"); packing those saves {format_bytes(self.bytes_saved)} of {format_bytes(self.total_bytes)} weight bytes"
         )
 
     def disk_line(self) -> str | None:
@@ -184,13 +159,13 @@ class AuditReport:
             return None
         disk = sum(r.stored_bytes for r in rows)
         fp16 = sum(r.shape[0] * r.shape[1] * 2 for r in rows)
-        return f"on disk: {_gb(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {_gb(fp16)} as dense fp16"
+        return f"on disk: {format_bytes(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {format_bytes(fp16)} as dense fp16"
 
     def table(self, max_rows: int | None = None) -> str:
         rows = self.rows if max_rows is None else self.rows[:max_rows]
         stored = self.stored_forms
-        header = _TABLE_HEADER[:3] + _STORED_HEADER + _TABLE_HEADER[3:] if stored else _TABLE_HEADER
-        body = [_table_cells(r, stored) for r in rows]
+        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
+        body = [table_cells(r, stored) for r in rows]
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
         fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
         lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
@@ -210,7 +185,7 @@ class AuditReport:
         if self.kept_dense:
             lines.append("")
             lines.append(f"kept dense by the recipe ({len(self.kept_dense)}): "
-                         + ", ".join(printable(r.name, _NAME_WIDTH) for r in self.kept_dense[:5])
+                         + ", ".join(printable(r.name, NAME_WIDTH) for r in self.kept_dense[:5])
                          + (" ..." if len(self.kept_dense) > 5 else "") + ": the output head and embeddings stay dense")
         if self.skipped:
             kinds = Counter(why for _, why in self.skipped)
@@ -232,10 +207,10 @@ class AuditReport:
 
     def _table_html(self) -> str:
         stored = self.stored_forms
-        header = _TABLE_HEADER[:3] + _STORED_HEADER + _TABLE_HEADER[3:] if stored else _TABLE_HEADER
+        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
         head = "".join(f"<th>{h}</th>" for h in header)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _table_cells(r, stored)) + "</tr>" for r in self.rows
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in table_cells(r, stored)) + "</tr>" for r in self.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

@@ -48,7 +48,7 @@ from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
 
-_SAFETENSORS_DTYPES = {
+SAFETENSORS_DTYPES = {
     "F64": torch.float64,
     "F32": torch.float32,
     "F16": torch.float16,
@@ -62,7 +62,7 @@ _SAFETENSORS_DTYPES = {
 }
 for _code, _attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")):
     if hasattr(torch, _attr):
-        _SAFETENSORS_DTYPES[_code] = getattr(torch, _attr)
+        SAFETENSORS_DTYPES[_code] = getattr(torch, _attr)
 
 # A safetensors header is JSON; its length is the first 8 bytes (little endian). Anything
 # claiming more than this is not a real header.
@@ -234,7 +234,7 @@ class Checkpoint:
             for name in self._names:
                 sl = self._handle.get_slice(name)
                 code = sl.get_dtype()
-                self._meta[name] = (tuple(int(d) for d in sl.get_shape()), _SAFETENSORS_DTYPES.get(code, code))
+                self._meta[name] = (tuple(int(d) for d in sl.get_shape()), SAFETENSORS_DTYPES.get(code, code))
         except Exception as exc:  # safetensors raises its own error type for every kind of damage
             raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
         self._ranges = _safetensors_ranges(self._read_path)

@@ -36,7 +36,7 @@ import torch
 
 from .._common.atomic import OutputError, write_with
 from .._common.text import printable
-from .checkpoint import _SAFETENSORS_DTYPES, CheckpointError
+from .checkpoint import SAFETENSORS_DTYPES, CheckpointError
 from .compressed import CompressedError, stored_view
 from .folder import open_model
 from .audit import weight_kind
@@ -45,7 +45,7 @@ from .runners import judge_row
 __all__ = ["convert", "ConvertResult", "LAYOUTS"]
 
 LAYOUTS = ("dense", "packed", "cutlass")
-_CODES = {dtype: code for code, dtype in _SAFETENSORS_DTYPES.items()}
+_CODES = {dtype: code for code, dtype in SAFETENSORS_DTYPES.items()}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import re
 from dataclasses import replace
 
 from .._common.text import printable
+from .audit_row import AuditRow
 from .compressed import CompressedError
 
 __all__ = ["who_runs", "marlin_row", "judge_row"]
@@ -68,8 +69,6 @@ def who_runs(ct, rows) -> list[str]:
 
 def marlin_row(name: str, kind: str, shape, stored):
     """An audit row for a marlin-24 weight: 2:4 by construction, checked for sizes only, run only by Marlin."""
-    from .audit import AuditRow
-
     why = ("stored marlin-24: int4, 2:4 by construction and laid out for the Marlin kernel; its part sizes agree "
            "with the shape (the permuted metadata is not unpacked); only a Marlin kernel runs it")
     return AuditRow(name, kind, tuple(shape), "int4", None, True, "marlin-24", ("stored",), (why,),
