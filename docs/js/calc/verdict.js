@@ -20,9 +20,9 @@ export const VERDICT = Object.freeze({
   "down_proj"
  ],
  "speedup_prefill": 1.046,
- "speedup_decode": 0.603,
- "per_token": 0.6135,
- "request": 0.6156,
+ "speedup_decode": 0.642,
+ "per_token": 0.6518,
+ "request": 0.6538,
  "row": "graph",
  "source": "bench-nvidia-h200-llama-3-8b-20261130.json, mode graph",
  "software": "NVIDIA H200, torch 2.11.0+cu130, CUDA 13.0, cuSPARSELt 0.8.0, driver 580.159.04, measured 2026-11-30"
