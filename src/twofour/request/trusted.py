@@ -54,7 +54,7 @@ _WATCHERS: list[list] = []
 def watch_uses():
     """Collect every timing a trusted lookup hands out while the block runs (a list of dicts).
 
-    Each entry: ``file, mode, M, N, K, dtype, flagged`` (the reasons, or None), ``rule`` (the
+    Each entry: ``file, mode, M, N, K, shape, dtype, flagged`` (the reasons, or None), ``rule`` (the
     :data:`FLAG_RULES` name that replaced it, or None) and ``raw`` (True when the value handed out
     is the timing as recorded).
     """
@@ -132,7 +132,8 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
             out = {"dense_ms": row["dense_ms"], "sparse_ms": row["sparse_ms"], "raw_dense_ms": row["dense_ms"],
                    "raw_sparse_ms": row["sparse_ms"], "flagged": row["flagged"], "rule": None,
                    "call_path": row["call_path"], "dense_call_path": row["dense_call_path"],
-                   "file": Path(res.path).name if res.path else None, "mode": mode, "shape": row["shape"]}
+                   "file": Path(res.path).name if res.path else None, "mode": mode, "shape": row["shape"],
+                   "dtype": dtype_name}
             if row["flagged"]:
                 sides = {f["side"] for f in q["_flags"] if f["mode"] == mode}
                 sides = {"dense", backend} if "all" in sides else sides
@@ -157,7 +158,7 @@ class _Watched(dict):
     def _note(self, key, row):
         if row is not None:
             _record({"file": row["file"], "mode": row["mode"], "M": key[0], "N": key[1], "K": key[2],
-                     "shape": row["shape"], "flagged": row["flagged"], "rule": row["rule"],
+                     "shape": row["shape"], "dtype": row["dtype"], "flagged": row["flagged"], "rule": row["rule"],
                      "raw": (row["dense_ms"], row["sparse_ms"]) == (row["raw_dense_ms"], row["raw_sparse_ms"])})
         return row
 
