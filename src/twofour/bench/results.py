@@ -59,7 +59,7 @@ ALG_SEARCH_SCHEMA = {
     "type": "object",
     "required": ["schema", "provenance", "cases"],
     "properties": {
-        "schema": {"const": "twofour-cslt-algsearch/1"},
+        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2"]},
         "provenance": {"type": "object"},
         "cases": {"type": "array", "items": {
             "type": "object",
@@ -68,8 +68,8 @@ ALG_SEARCH_SCHEMA = {
                 "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
                 "K": {"type": "integer", "minimum": 1},
                 "dense_ms": {"type": "number", "exclusiveMinimum": 0},
-                "default_ms": {"type": "number", "exclusiveMinimum": 0},
-                "best": {"type": "object", "required": ["ms", "alg_id"]},
+                "default_ms": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]},
+                "best": {"type": "object"},
                 "configs": {"type": "array"},
             },
         }},
@@ -285,6 +285,9 @@ def recorded_alg_search(folder=None) -> list[dict]:
     with its ``alg_id`` and ``split_k``), every ``configs`` entry and the run's ``provenance``.
     Written by ``scripts/gpu_measure.py alg-search``; empty when none is recorded.
 
+    Schema ``/2`` (written since the sweep times every accepted ``alg_id`` both ways) keeps a
+    ``best`` per call path; it is read as ``best_by_path`` and ``best`` is the direct call's.
+
     ``call_path`` (added here, not in the file) says how each 2:4 timing was called: a config
     that names its ``path`` keeps it; one without (the sweep of 2026-11-30) was timed as
     ``torch._cslt_sparse_mm`` called directly on ``x`` padded to ``M_padded`` rows, as that
@@ -303,7 +306,14 @@ def recorded_alg_search(folder=None) -> list[dict]:
         data = read_json(path, "algorithm sweep file", schema=ALG_SEARCH_SCHEMA)
         for case in data["cases"]:
             configs = [dict(c, path=c.get("path", "_cslt_sparse_mm")) for c in case["configs"]]
-            best = dict(case["best"], path=case["best"].get("path", "_cslt_sparse_mm")) if case.get("best") else None
+            if data["schema"].endswith("/1"):
+                best = dict(case["best"], path=case["best"].get("path", "_cslt_sparse_mm")) if case.get("best") else None
+                case = dict(case, best_by_path={"_cslt_sparse_mm": best})
+            else:  # /2: a best per call path; "best" stays the direct call's, as readers of /1 expect
+                best = case["best"].get("_cslt_sparse_mm")
+                case = dict(case, best_by_path=case["best"])
+            if best is None:
+                continue  # no algorithm matched dense on the direct path: nothing to compare
             timed = {c["alg_id"] for c in configs if "ms" in c}
             out.append(dict(case, configs=configs, best=best, provenance=data["provenance"],
                             call_path=best["path"] if best else "_cslt_sparse_mm", dense_call_path="cuBLAS",

@@ -172,8 +172,9 @@ def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
     except (RuntimeError, AttributeError):  # an older torch, or the library not loaded yet: no upper bound known
         top = None
     if top is not None and alg_id > int(top):
-        raise UserError(f"--alg-id {alg_id}: this cuSPARSELt offers algorithms 0 to {int(top)} for its default "
-                        "configuration (torch.backends.cusparselt.get_max_alg_id())")
+        # torch's table of maxima lags the library (the H200 run's search chose IDs above it): the library decides
+        print(f"note: torch.backends.cusparselt.get_max_alg_id() says {int(top)}; trying --alg-id {alg_id} anyway "
+              "(cuSPARSELt refuses an ID it does not have, and the point records its error)", file=sys.stderr)
 
 
 def _print_flags(res) -> None:
