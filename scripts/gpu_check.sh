@@ -15,7 +15,7 @@
 #   6. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
 #   7. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
 #   8. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
-#   (alg-search, not in the default list: every cuSPARSELt algorithm ID the library accepts, tried
+#   (alg-search, not in the default list: each cuSPARSELt algorithm ID the library accepts, tried
 #    upward until it refuses one, at small M, each through F.linear and as a direct _cslt_sparse_mm,
 #    with kernel names, and the ID the library's search returns; scripts/gpu_measure.py, limit 240 s;
 #    run it with --steps alg-search)

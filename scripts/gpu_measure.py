@@ -10,7 +10,7 @@ time limit keeps what it measured):
   bench-ref   the GEMM shapes of published measurements (pytorch#177866's among them), eager,
               graph and kernel timings: the same shape on one more GPU
   bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager/graph/kernel
-  alg-search  every cuSPARSELt algorithm ID the library accepts (tried upward until refused) for the
+  alg-search  each cuSPARSELt algorithm ID the library accepts (tried upward until refused) for the
               Llama-3-8B shapes at M = 1 ... 256, through F.linear and as a direct _cslt_sparse_mm,
               with kernel names, and the ID the library's search returns: is the slow decode
               kernel PyTorch's choice (algorithm 0) or the library's best?
@@ -178,7 +178,7 @@ class CudaCase:
 
 
 def alg_search(out: Path, *, rehearse: bool) -> None:
-    """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Every algorithm the library accepts.
+    """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Each algorithm ID the library accepts.
 
     For the Llama-3-8B shapes at small M (twofour.bench.algsweep.sweep_case): the IDs the library
     accepts, tried upward from 0 until it refuses one (no maximum assumed); each timed as a

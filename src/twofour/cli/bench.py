@@ -161,7 +161,7 @@ def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
     if not on_gpu:
         raise UserError(f"--alg-id {alg_id}: picks the cuSPARSELt algorithm of the 2:4 kernel, and 2:4 kernels need an "
                         f"NVIDIA GPU with compute capability >= 8.0; this run has none ({env.reason.split('; ')[0]}). The recorded "
-                        "sweep of every algorithm on an H200 is twofour.bench.recorded_alg_search()")
+                        "sweep of algorithms 0-7 on an H200 is twofour.bench.recorded_alg_search()")
     if "cuSPARSELt" not in env.backends:
         raise UserError(f"--alg-id {alg_id}: needs PyTorch's cuSPARSELt backend, which is not usable here "
                         f"(backends: {', '.join(env.backends) or 'none'})")

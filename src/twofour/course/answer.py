@@ -3,7 +3,7 @@
 The deployment is Llama-3-8B shapes in fp16, every linear layer inside the transformer blocks
 pruned to 2:4 (the LM head dense), batch 1, 512-token prompts and 256 output tokens, on an
 NVIDIA H200. fp16 because the project's H200 run measured it in every way a GEMM can be called
-(eager, CUDA graph, kernel only, and every cuSPARSELt algorithm); bf16 was measured eager and in
+(eager, CUDA graph, kernel only, and cuSPARSELt algorithms 0-7 called directly); bf16 was measured eager and in
 CUDA graphs only (:func:`bf16_rows`).
 
 The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is labelled
