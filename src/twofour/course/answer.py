@@ -368,7 +368,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
     return {"gpu": t.gpu, "model": w.model.name, "dtype": w.dtype, "batch": w.batch, "prompt_len": w.prompt_len,
             "output_len": w.output_len, "pruned": list(w.pruned), "speedup_prefill": r.prefill_gemm, "speedup_decode": r.decode_gemm,
             "per_token": r.per_token, "request": r.request, "row": r.key, "source": r.source,
-            "software": t.software_line}
+            "software": t.software_line, "decode_loss": decode_loss_explanation()}
 
 
 # The calculator's copy of calculator_verdict(), relative to the repository root.
@@ -405,7 +405,8 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
     >>> q = quoted_numbers()
     >>> sorted(q)  # doctest: +NORMALIZE_WHITESPACE
     ['adjusted', 'decode-loss', 'direct', 'eager', 'graph', 'graph-gemm', 'graph-gemm3', 'graph-prefill-gemm',
-     'graph-request', 'kernel', 'kernel-gemm', 'linear-cost', 'range', 'software', 'step-vs-graph', 'sweep']
+     'graph-request', 'host-costs', 'kernel', 'kernel-gemm', 'kernel-prefill-gemm', 'linear-cost', 'range', 'software',
+     'step-vs-graph', 'sweep']
     """
     t = t or verdict_table()
     x = "{:.2f}x".format
@@ -417,6 +418,7 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
         # the calculator's opening values: the GEMM speedups as its fields hold them, and its headline
         "graph-gemm3": f"{t.row('graph').decode_gemm:.3f}x",
         "graph-prefill-gemm": f"{t.row('graph').prefill_gemm:.3f}x",
+        "kernel-prefill-gemm": f"{t.row('kernel').prefill_gemm:.3f}x",
         "graph-request": x(t.row("graph").request),
         "kernel": x(t.row("kernel").per_token),
         "kernel-gemm": x(t.row("kernel").decode_gemm),
@@ -427,8 +429,24 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
         "sweep": sweep_sentence(),
         "decode-loss": decode_loss_explanation(),
         "step-vs-graph": step_sentence(),
+        "host-costs": host_cost_sentence(),
         "software": t.software_line,
     }
+
+
+def host_cost_sentence() -> str:
+    """The eager scenario's host cost per 2:4 call, as this run's host and the published ones imply it."""
+    from ..roofline.calibration import host_costs
+
+    rows = host_costs()
+    implied = [r for r in rows[1:] if r["host_sparse_us"]]
+    def cite(r):  # https://github.com/pytorch/pytorch/pull/177866 -> pytorch/pytorch#177866
+        m = re.match(r"https://github.com/([^/]+/[^/]+)/(?:pull|issues)/(\d+)", r["source"])
+        where = r["host"].split(" (", 1)[1].split(")", 1)[0]
+        return f"{m.group(1)}#{m.group(2)}'s eager timing of its layer ({where})" if m else r["host"]
+
+    return (f"{rows[0]['host_sparse_us']:.0f} µs per 2:4 call on this run's host (a 2-vCPU VM), "
+            + ", ".join(f"{r['host_sparse_us']:.0f} µs implied by {cite(r)}" for r in implied))
 
 
 def step_sentence() -> str:
@@ -450,7 +468,7 @@ def decode_loss_explanation() -> str:
     return text()
 
 
-_QUOTE = re.compile(r"(<!--\s*verdict:([a-z-]+)\s*-->)(.*?)(<!--\s*/verdict\s*-->)", re.S)
+_QUOTE = re.compile(r"(<!--\s*verdict:([a-z0-9-]+)\s*-->)(.*?)(<!--\s*/verdict\s*-->)", re.S)
 _CHECKLIST = re.compile(r"(<!--\s*checklist\s*-->)(.*?)(<!--\s*/checklist\s*-->)", re.S)
 
 
