@@ -223,3 +223,54 @@ def test_no_quoted_number_starts_a_line():
            for text in refresh_quotes.markdown_texts(path) for line in text.splitlines()
            if line.lstrip().startswith("<!-- verdict:")]
     assert not bad, bad
+
+
+def _markdown(path):
+    return "\n".join(refresh_quotes.markdown_texts(ROOT / path))
+
+
+def test_one_explanation_of_the_decode_loss_stated_in_chapter_4_and_quoted_everywhere():
+    """Chapter 4 states it once; chapter 7, the calculator (page and its JS), and the bank quote the same text."""
+    from twofour.course.decode_loss import decode_loss_explanation
+    from twofour.course.practice import load_bank
+
+    text = decode_loss_explanation()
+    marker = f"<!-- verdict:decode-loss -->{text}<!-- /verdict -->"
+    assert _markdown("notebooks/04-kernel-speed.ipynb").count("<!-- verdict:decode-loss -->") == 1
+    for page in ("notebooks/04-kernel-speed.ipynb", "notebooks/07-the-answer.ipynb", "docs/calculator/index.md"):
+        assert marker in _markdown(page), page
+    assert answer.calculator_verdict()["decode_loss"] == text
+    assert "VERDICT.decode_loss" in (ROOT / "docs/js/calc/ui/request-calc.js").read_text(encoding="utf-8")
+    quoted = [q for q in load_bank() if any(n.expr == "decode_loss_explanation()" for n in q.numbers)]
+    assert quoted and all(text in q.render("answer") for q in quoted)
+    # the three earlier explanations are gone from the pages that gave them
+    for page in ("notebooks/07-the-answer.ipynb", "docs/calculator/index.md", "docs/js/calc/ui/request-calc.js"):
+        body = (ROOT / page).read_text(encoding="utf-8")
+        for old in ("without splitting K", "a tile of 128 padded rows", "per-call cost and padding outweigh"):
+            assert old not in body, (page, old)
+
+
+def test_a_reworded_copy_of_the_explanation_is_caught():
+    reworded = "<!-- verdict:decode-loss -->The default kernel loses because of padding.<!-- /verdict -->"
+    assert answer.stale_quotes(reworded, "notebooks/07-the-answer.ipynb")
+
+
+def test_the_sweep_is_quoted_as_it_was_and_no_page_claims_every_algorithm():
+    sweep = answer.quoted_numbers()["sweep"]
+    assert sweep.startswith("algorithms 0-7 of those the library accepts") and "chose IDs never timed" in sweep
+    for page in ("notebooks/04-kernel-speed.ipynb", "notebooks/07-the-answer.ipynb"):
+        assert f"<!-- verdict:sweep -->{sweep}<!-- /verdict -->" in _markdown(page)
+    hits = []
+    for folder in ("docs", "notebooks", "labs", "src", "scripts", "benchmarks"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".md", ".ipynb", ".py", ".yaml", ".sh", ".js"):
+                if "every algorithm" in path.read_text(encoding="utf-8", errors="replace").lower():
+                    hits.append(str(path.relative_to(ROOT)))
+    assert not hits, hits
+
+
+def test_quote_keys_may_hold_digits():
+    """graph-gemm3 was never filled while the marker pattern took letters and hyphens only."""
+    q = answer.quoted_numbers()
+    assert answer.fill_quotes("<!-- verdict:graph-gemm3 -->old<!-- /verdict -->", "index.md") == (
+        f"<!-- verdict:graph-gemm3 -->{q['graph-gemm3']}<!-- /verdict -->")
