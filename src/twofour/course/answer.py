@@ -307,12 +307,12 @@ def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") ->
         '<div class="htw-bottom-line" markdown="1">\n\n'
         "**The bottom line.** Measured on PyTorch's 2:4 path (`F.linear` on a `to_sparse_semi_structured` "
         "weight), Llama-3-8B at batch 1 on an NVIDIA H200 generates each token at "
-        f"**{t.low:.2f}x to {t.high:.2f}x the dense speed**: {eager.per_token:.2f}x with eager calls, "
-        f"{graph.per_token:.2f}x with CUDA graphs and the default kernel ({kernel.per_token:.2f}x counting its "
-        f"kernel time alone). The fastest of cuSPARSELt's algorithms 0-7 gave {direct.per_token:.2f}x, measured "
-        "on a direct `torch._cslt_sparse_mm` call on pre-padded input, not on `F.linear`; adding `F.linear`'s "
-        f"measured {lo:.1f}-{hi:.1f} µs per call gives {adjusted.per_token:.2f}x (an adjustment, not a "
-        "measurement). The decode GEMMs are measured, the rest of each step is predicted; "
+        f"**{t.low:.2f}x to {t.high:.2f}x the dense speed** ({eager.per_token:.2f}x with eager calls, "
+        f"{graph.per_token:.2f}x with CUDA graphs and the default kernel, {kernel.per_token:.2f}x counting its "
+        "kernel time alone; decode GEMMs measured, the rest of each step predicted), while the fastest of "
+        f"cuSPARSELt's algorithms 0-7 gave {direct.per_token:.2f}x measured on a direct `torch._cslt_sparse_mm` "
+        f"call on pre-padded input, and {adjusted.per_token:.2f}x once `F.linear`'s measured {lo:.1f}-{hi:.1f} µs "
+        "per call is added (an adjustment, not a measurement); "
         f"[chapter 7]({chapter_link}) shows where the 2x went and what would change it.\n\n</div>\n"
     )
 
