@@ -33,7 +33,7 @@ One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain
 Why each term: the default 2:4 kernel's 128 x 256 tile wastes 255 of 256 token columns at
 decode and launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the
 data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
-49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/test_roofline.py`` recomputes
+49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py`` recomputes
 the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench``
 flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
 which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
@@ -55,7 +55,7 @@ quantized tile the raw ratio can pass a ceiling. With the stored fit the guard b
 grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
 65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 128 to
 4096, 228 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
-it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/test_roofline.py`` checks the share).
+it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/toolkit/roofline/test_roofline.py`` checks the share).
 
 Assumptions, each a simplification a measurement can contradict:
 
@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from dataclasses import asdict, dataclass
 
 import torch
@@ -236,6 +237,12 @@ def _require_size(name: str, v) -> None:
     if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
         shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
         raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+
+
+def _require_bool(name: str, v) -> None:
+    """True or False only: ``sparse="no"`` or ``nan`` would count as sparse."""
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be True or False, got {v!r}")
 
 
 def _check_shape(M, N, K):
@@ -420,8 +427,15 @@ def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, pa
         >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="kernel")]
         [1, 64]
     """
-    return [predict(int(M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
-            for M in Ms]
+    return [predict(_m_of(k, M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
+            for k, M in enumerate(Ms)]
+
+
+def _m_of(k: int, M) -> int:
+    """One M of a curve as an int: ints and numpy ints, never a string, a float or a bool."""
+    if isinstance(M, bool) or isinstance(M, str) or not hasattr(M, "__index__"):
+        raise ValueError(f"Ms[{k}] must be an int >= 1 (a token count), got {M!r}")
+    return operator.index(M)
 
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
@@ -477,6 +491,7 @@ def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool =
         True
     """
     _check_shape(M, N, K)
+    _require_bool("sparse", sparse)
     d = _gemm_dtype(dtype)
     weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
     n_bytes = weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
@@ -490,6 +505,7 @@ def ridge_point(gpu, dtype="fp16", *, sparse: bool = False) -> float:
         >>> round(ridge_point("H100", "fp16"))
         295
     """
+    _require_bool("sparse", sparse)
     spec = get_gpu(gpu)
     d = _gemm_dtype(dtype)
     return spec.peak_tflops(d, sparse=sparse) * 1e12 / (spec.mem_bw_gbs * 1e9)

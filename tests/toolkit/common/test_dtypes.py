@@ -1,0 +1,94 @@
+"""One source per fact: every module's view of a dtype agrees with the table in twofour._common.dtypes.
+
+The table's own numbers are checked against hand-derived values in tests/toolkit/request/test_oracles.py; here
+the point is that nobody keeps a private copy that can drift.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from twofour import packing, request, roofline
+from twofour._common.dtypes import DTYPE_KEYS, DTYPES, SPARSE_24_DTYPES, dtype_key
+from twofour.cli.golden import FITTED_JS, dtype_table
+from twofour.hardware import DTYPES as HARDWARE_DTYPES
+from twofour.roofline import formats
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _torch_dtype(facts):
+    return getattr(torch, facts.torch_name)
+
+
+@pytest.mark.parametrize("key", list(DTYPES))
+def test_packing_agrees_with_the_table(key):
+    f = DTYPES[key]
+    dt = _torch_dtype(f)
+    assert packing.packed_ratio(dt, f.n, f.m) == f.packed_ratio
+    assert packing.dense_bytes((64, 128), dt) == 64 * 128 * f.in_bytes
+    # packed bytes: n/m of the values at value_bits plus meta_bits per kept value
+    kept = 64 * 128 * f.n // f.m
+    assert packing.packed_bytes((64, 128), dt, f.n, f.m) == kept * (f.value_bits + f.meta_bits) // 8
+
+
+@pytest.mark.parametrize("key", list(DTYPES))
+def test_roofline_agrees_with_the_table(key):
+    f = DTYPES[key]
+    assert roofline.model._IN_BYTES[key] == f.in_bytes and roofline.model._OUT_BYTES[key] == f.out_bytes
+    assert roofline.ceilings(key) == {"compute": 2.0, "memory": 1 / f.packed_ratio}
+    for backend, mult in f.pad_multiple.items():
+        assert roofline.model._PAD_MULTIPLE[(backend, key)] == mult
+        assert roofline.pad_multiple(backend, key) == mult  # the installed torch's live rule too
+    # the dense intensity of a square GEMM counts in_bytes for W and x and out_bytes for y
+    M = N = K = 256
+    expected = 2 * M * N * K / (N * K * f.in_bytes + M * K * f.in_bytes + M * N * f.out_bytes)
+    assert roofline.arithmetic_intensity(M, N, K, key) == pytest.approx(expected, rel=1e-15)
+
+
+def test_roofline_pad_table_has_no_pairs_outside_the_dtype_table():
+    assert set(roofline.model._PAD_MULTIPLE) == {(b, d) for d, f in DTYPES.items() for b in f.pad_multiple}
+    assert set(roofline.model.GEMM_DTYPES) == set(DTYPES)
+
+
+def test_request_agrees_with_the_table():
+    assert set(request.DTYPE_BYTES) == set(SPARSE_24_DTYPES) == {"fp16", "bf16", "fp8", "int8"}
+    for key in SPARSE_24_DTYPES:
+        f = DTYPES[key]
+        assert request.DTYPE_BYTES[key] == f.in_bytes
+        assert request.OUT_BYTES[key] == f.out_bytes
+        assert request.workload._PACKED_RATIO[key] == f.packed_ratio
+
+
+def test_weight_formats_agree_with_the_table():
+    for key, fmt in (("bf16", "bf16+2:4"), ("fp8", "fp8+2:4"), ("int8", "int8+2:4")):
+        dense = formats.bits_per_weight(key)
+        assert formats.bits_per_weight(fmt) / dense == DTYPES[key].packed_ratio
+
+
+def test_dtype_names_have_one_normaliser():
+    assert HARDWARE_DTYPES == DTYPE_KEYS
+    for key, f in DTYPES.items():
+        # tf32's torch dtype is float32, which names CUDA-core fp32
+        assert dtype_key(_torch_dtype(f)) == (key if key != "tf32" else "fp32")
+        assert dtype_key(key) == key
+        assert request.workload._require_dtype(_torch_dtype(f)) == key if key in SPARSE_24_DTYPES else True
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        dtype_key("fp4")
+
+
+def test_the_calculators_read_the_table_from_fitted_js():
+    text = (REPO / FITTED_JS).read_text(encoding="utf-8")
+    body = re.search(r"export const DTYPES = deepFreeze\((.*)\);\s*$", text, re.S)
+    assert body, f"{FITTED_JS} has no DTYPES table: rerun `twofour golden --fitted-js {FITTED_JS}`"
+    assert json.loads(body.group(1)) == dtype_table() == {k: f.to_dict() for k, f in DTYPES.items()}
+    # and no calculator keeps a private copy of the byte tables
+    for name in ("request.js", "roofline.js", "packing.js"):
+        js = (REPO / "docs/js/calc" / name).read_text(encoding="utf-8")
+        assert "0.5625" not in js and "fp8: 1," not in js and "fp16: 2," not in js, name
+        assert re.search(r'import \{[^}]*\bDTYPES\b[^}]*\} from "\./fitted\.js"', js), name
