@@ -12,7 +12,7 @@ import pytest
 from twofour.bench import recorded_alg_search
 from twofour.bench.algsweep import PATHS, RehearsalCase, accepted_alg_ids, sweep_case
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _library(n_accepted):
