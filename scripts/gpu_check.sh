@@ -15,8 +15,10 @@
 #   6. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
 #   7. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
 #   8. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
-#   (alg-search, not in the default list: every cuSPARSELt algorithm and split-K at small M,
-#    scripts/gpu_measure.py, limit 120 s; run it with --steps alg-search)
+#   (alg-search, not in the default list: each cuSPARSELt algorithm ID the library accepts, tried
+#    upward until it refuses one, at small M, each through F.linear and as a direct _cslt_sparse_mm,
+#    with kernel names, and the ID the library's search returns; scripts/gpu_measure.py, limit 240 s;
+#    run it with --steps alg-search)
 # It writes to the output folder: one log per step, environment.txt, bench-*.json (with
 # provenance), decode-*.json (whole steps), kernels.json and trace-*.json.gz. DEADLINE=SECONDS (environment) caps all
 # steps together: a later step gets what is left. With --pack FILE the folder is also packed into
@@ -171,7 +173,7 @@ for step in $STEPS; do
         gpu-tests) run_step gpu-tests 80 "$PY" -m pytest -m gpu tests --ignore=tests/site -q -p no:cacheprovider -rs ;;
         notebooks) run_step notebooks 140 "$PY" -m pytest -n 4 --dist loadfile --nbval-lax notebooks labs -q -p no:cacheprovider ;;
         bench-70b) run_step bench-70b 50 "${MEASURE[@]}" bench-70b --out "$OUT_DIR" ;;
-        alg-search) run_step alg-search 120 "${MEASURE[@]}" alg-search --out "$OUT_DIR" ;;
+        alg-search) run_step alg-search 240 "${MEASURE[@]}" alg-search --out "$OUT_DIR" ;;
         *) echo "gpu_check.sh: unknown step '$step' (valid: decode bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b alg-search)" >&2; exit 2 ;;
     esac
     pack

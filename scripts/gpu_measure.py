@@ -10,8 +10,10 @@ time limit keeps what it measured):
   bench-ref   the GEMM shapes of published measurements (pytorch#177866's among them), eager,
               graph and kernel timings: the same shape on one more GPU
   bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager/graph/kernel
-  alg-search  every cuSPARSELt algorithm and split-K for the Llama-3-8B shapes at M = 1 ... 256:
-              is the slow decode kernel PyTorch's choice (algorithm 0, no split) or the library's best?
+  alg-search  each cuSPARSELt algorithm ID the library accepts (tried upward until refused) for the
+              Llama-3-8B shapes at M = 1 ... 256, through F.linear and as a direct _cslt_sparse_mm,
+              with kernel names, and the ID the library's search returns: is the slow decode
+              kernel PyTorch's choice (algorithm 0) or the library's best?
   kernels     probe(try_kernels=True) and the profiler's kernel table (twofour.dispatch.kernels)
               for dense and 2:4 F.linear at Llama-3-8B gate_proj, M = 1, 16, 4096, fp16 and bf16
   traces      Chrome traces (torch.profiler, gzipped) of one decode step of the linear layers
@@ -118,68 +120,106 @@ def bench_reference(out: Path, *, rehearse: bool) -> None:
             + (f"; problems: {res.problems()}" if res.problems() else ""))
 
 
-def alg_search(out: Path, *, rehearse: bool) -> None:
-    """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Every algorithm and split-K.
+class CudaCase:
+    """twofour.bench.algsweep.CaseOps on a CUDA GPU for one (W24, M): both call paths, CUDA-graph timings."""
 
-    ``torch._cslt_sparse_mm`` (what ``F.linear`` on a cuSPARSELt tensor calls) takes ``alg_id``
-    and ``split_k``; PyTorch's path uses algorithm 0 and no split. For the Llama-3-8B shapes at
-    small M, time dense and every (alg_id, split_k) as CUDA-graph replays with L2 flushed
-    (twofour.bench.gpu_timing.time_graph), check each result against dense, and record the best.
+    def __init__(self, W24, M: int, device, gen):
+        from twofour.bench import sparse_weight
+
+        self.device, self.M = device, M
+        K = W24.shape[1]
+        self.Mp = -(-M // 8) * 8  # the fp16 row multiple PyTorch pads cuSPARSELt inputs to
+        self.x = torch.randn(M, K, generator=gen).to(device, torch.float16)
+        self.xp = torch.nn.functional.pad(self.x, (0, 0, 0, self.Mp - M))
+        self.W24, self.Wc = W24, torch._cslt_compress(W24)
+        self.ref = torch.nn.functional.linear(self.x, W24).float()
+        self._sparse_weight = sparse_weight
+        self._linear: dict = {}
+
+    def _weight(self, alg_id: int):
+        """A to_sparse_semi_structured weight carrying alg_id: through sparse_weight, else by setting the attribute."""
+        if alg_id not in self._linear:
+            try:
+                Ws, how = self._sparse_weight(self.W24, "cuSPARSELt", alg_id), "twofour.bench.sparse_weight"
+            except RuntimeError:  # a torch that does not take it at conversion: set the attribute F.linear reads
+                Ws, how = self._sparse_weight(self.W24, "cuSPARSELt"), "alg_id_cusparselt set after conversion"
+                Ws.alg_id_cusparselt = alg_id
+            self._linear[alg_id] = (Ws, how)
+        return self._linear[alg_id][0]
+
+    def call(self, path, alg_id):
+        if path == "_cslt_sparse_mm":
+            return lambda: torch._cslt_sparse_mm(self.Wc, self.xp.t(), alg_id=alg_id).t()[: self.M]
+        W = self._weight(alg_id)
+        return lambda: torch.nn.functional.linear(self.x, W)
+
+    def dense(self):
+        return lambda: torch.nn.functional.linear(self.x, self.W24)
+
+    def rel_err(self, y):
+        return float((y.float() - self.ref).abs().max() / self.ref.abs().max())
+
+    def time_ms(self, fn, repeats):
+        from twofour.bench.gpu_timing import time_graph
+
+        return time_graph(fn, device=self.device, warmup=2, repeats=repeats)
+
+    def kernel_names(self, fn):
+        from twofour.bench.gpu_timing import profile_kernels
+
+        return profile_kernels(fn, device=self.device, calls=2)["kernels"]
+
+    def search(self):
+        return torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
+
+    def library_max(self):
+        top = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+        return int(top) if top is not None else None
+
+
+def alg_search(out: Path, *, rehearse: bool) -> None:
+    """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Each algorithm ID the library accepts.
+
+    For the Llama-3-8B shapes at small M (twofour.bench.algsweep.sweep_case): the IDs the library
+    accepts, tried upward from 0 until it refuses one (no maximum assumed); each timed as a
+    CUDA-graph replay with L2 flushed through F.linear (a to_sparse_semi_structured weight with
+    that alg_id, x at its real M) and as a direct torch._cslt_sparse_mm on x padded to 8 rows;
+    the kernel names of each; each result checked against dense; and the ID the library's search
+    returns, timed too. --rehearse runs the same flow on the CPU with dense stand-ins
+    (twofour.bench.algsweep.RehearsalCase): no GPU number is produced.
     """
-    from twofour.bench.gpu_timing import time_graph
-    from twofour.bench import summarize
+    from twofour.bench.algsweep import RehearsalCase, sweep_case
     from twofour.structure import prune
 
-    if rehearse:
-        _log("alg-search: needs cuSPARSELt on a GPU; nothing to rehearse on the CPU")
-        (out / "cslt-algsearch.json").write_text(json.dumps({"schema": "twofour-cslt-algsearch/1", "rehearsal": True}) + "\n")
-        return
-    device = torch.device("cuda")
-    max_alg = None  # known only after the library ran once (torch.backends.cusparselt.get_max_alg_id)
-    record = {"schema": "twofour-cslt-algsearch/1", "provenance": provenance("scripts/gpu_measure.py alg-search", device=device),
-              "max_alg_id": max_alg, "split_k": [1, 2, 4, 8, 16], "timer": "CUDA-graph replay, L2 flushed, median of 10",
+    name = "cslt-algsearch-rehearsal.json" if rehearse else "cslt-algsearch.json"
+    device = torch.device("cpu" if rehearse else "cuda")
+    record = {"schema": "twofour-cslt-algsearch/2",
+              "provenance": provenance("scripts/gpu_measure.py alg-search" + (" --rehearse" if rehearse else ""), device=device),
+              "rehearsal": rehearse, "paths": ["_cslt_sparse_mm", "F.linear"],
+              "timer": "CUDA-graph replay, L2 flushed, median of 10" if not rehearse else "CPU wall clock (rehearsal)",
               "cases": []}
     gen = torch.Generator().manual_seed(0)
     t0 = time.perf_counter()
-    for label, N, K in model_shapes(["Llama-3-8B"]):
-        W24 = prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, torch.float16))[0]
-        Wc = torch._cslt_compress(W24)
-        for M in (1, 16, 64, 256):
-            Mp = -(-M // 8) * 8
-            x = torch.randn(Mp, K, generator=gen).to(device, torch.float16)
-            ref = torch.nn.functional.linear(x, W24)
-            case = {"shape": label, "M": M, "M_padded": Mp, "N": N, "K": K,
-                    "dense_ms": summarize(time_graph(lambda: torch.nn.functional.linear(x, W24), device=device))["median_ms"],
-                    "configs": []}
-            try:
-                case["search_alg_id"] = int(torch._cslt_sparse_mm_search(Wc, x.t()))
-            except Exception as exc:  # deprecated or absent in some releases: record it
-                case["search_alg_id"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if max_alg is None:
-                max_alg = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
-                record["max_alg_id"] = max_alg = int(max_alg) if max_alg is not None else 7
-            for alg in range(max_alg + 1):
-                for split in record["split_k"]:
-                    entry = {"alg_id": alg, "split_k": split}
-                    try:
-                        fn = lambda alg=alg, split=split: torch._cslt_sparse_mm(Wc, x.t(), alg_id=alg, split_k=split)  # noqa: E731
-                        y = fn().t()
-                        entry["rel_err"] = float((y.float() - ref.float()).abs().max() / ref.float().abs().max())
-                        entry["ms"] = summarize(time_graph(fn, device=device, warmup=2, repeats=10))["median_ms"]
-                    except Exception as exc:
-                        entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                    case["configs"].append(entry)
-            ok = [c for c in case["configs"] if "ms" in c and c["rel_err"] < 1e-2]
-            default = next((c for c in ok if c["alg_id"] == 0 and c["split_k"] == 1), None)
-            best = min(ok, key=lambda c: c["ms"]) if ok else None
-            case["default_ms"] = default["ms"] if default else None
-            case["best"] = best
+    shapes = model_shapes(["Llama-3-8B"]) if not rehearse else [("rehearsal 32x64", 32, 64)]
+    for label, N, K in shapes:
+        W24 = None if rehearse else prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, torch.float16))[0]
+        for M in ((1, 16, 64, 256) if not rehearse else (1, 3)):
+            ops = CudaCase(W24, M, device, gen) if not rehearse else RehearsalCase(M, N, K, accepts=3, search_id=5)
+            case = {"shape": label, "M": M, "M_padded": -(-M // 8) * 8, "N": N, "K": K,
+                    **sweep_case(ops, repeats=10 if not rehearse else 2)}
+            direct = case["best"]["_cslt_sparse_mm"]
+            zero = next((c for c in case["configs"] if c["path"] == "_cslt_sparse_mm" and c["alg_id"] == 0 and "ms" in c), None)
+            # the fields readers of schema /1 use: the direct path's algorithm 0 and its best
+            case["default_ms"] = zero["ms"] if zero else None
+            case["best_direct"] = direct
             record["cases"].append(case)
-            (out / "cslt-algsearch.json").write_text(json.dumps(record, indent=1) + "\n")
-            _log(f"alg-search {label} M={M}: dense {case['dense_ms'] * 1e3:.1f} us, default 2:4 "
-                 f"{(case['default_ms'] or float('nan')) * 1e3:.1f} us, best 2:4 "
-                 f"{(best['ms'] if best else float('nan')) * 1e3:.1f} us {('(alg %d, split_k %d)' % (best['alg_id'], best['split_k'])) if best else ''}"
-                 f"; search says alg {case['search_alg_id']}; {time.perf_counter() - t0:.0f}s")
+            (out / name).write_text(json.dumps(record, indent=1) + "\n")
+            lin = case["best"]["F.linear"]
+            _log(f"alg-search {label} M={M}: accepted IDs {case['accepted_alg_ids'][:1]}..{case['accepted_alg_ids'][-1:]} "
+                 f"({case['stopped']}); dense {case['dense_ms'] * 1e3:.1f} us; best direct "
+                 f"{(direct['ms'] * 1e3 if direct else float('nan')):.1f} us (alg {direct and direct['alg_id']}), best F.linear "
+                 f"{(lin['ms'] * 1e3 if lin else float('nan')):.1f} us (alg {lin and lin['alg_id']}); search says "
+                 f"{case['search_alg_id']} (timed: {case['search_timed']}); {time.perf_counter() - t0:.0f}s")
 
 
 def kernel_tables(out: Path, *, rehearse: bool) -> None:

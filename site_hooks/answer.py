@@ -15,7 +15,7 @@ import posixpath
 import re
 
 _BOTTOM_LINE = re.compile(r"<!--\s*bottom-line\s*-->")
-_ANY_QUOTE = re.compile(r"<!--\s*(verdict:[a-z-]+|checklist)\s*-->")
+_ANY_QUOTE = re.compile(r"<!--\s*(verdict:[a-z0-9-]+|checklist)\s*-->")
 CHAPTER = "notebooks/07-the-answer.ipynb"
 
 

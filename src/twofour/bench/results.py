@@ -59,7 +59,7 @@ ALG_SEARCH_SCHEMA = {
     "type": "object",
     "required": ["schema", "provenance", "cases"],
     "properties": {
-        "schema": {"const": "twofour-cslt-algsearch/1"},
+        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2"]},
         "provenance": {"type": "object"},
         "cases": {"type": "array", "items": {
             "type": "object",
@@ -68,8 +68,8 @@ ALG_SEARCH_SCHEMA = {
                 "M": {"type": "integer", "minimum": 1}, "N": {"type": "integer", "minimum": 1},
                 "K": {"type": "integer", "minimum": 1},
                 "dense_ms": {"type": "number", "exclusiveMinimum": 0},
-                "default_ms": {"type": "number", "exclusiveMinimum": 0},
-                "best": {"type": "object", "required": ["ms", "alg_id"]},
+                "default_ms": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]},
+                "best": {"type": "object"},
                 "configs": {"type": "array"},
             },
         }},
@@ -194,12 +194,18 @@ class Results:
         return path
 
     def gpu_points(self, mode: str = "eager") -> list[dict]:
-        """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged`` for every sparse time.
+        """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
         ``mode`` picks the timing (:data:`MODES`); points measured without it give no rows.
         Points whose check failed or whose backend raised are not timing rows; they are
         listed by :meth:`problems` instead. ``flagged`` is None, or the reasons
-        (:mod:`twofour.bench.flags`) to distrust this row's speedup.
+        (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
+        ``dense_call_path`` say how each side was called (keys of
+        :data:`twofour.request.trusted.CALL_PATHS`), derived, not read from the file: every
+        results file is written by :func:`twofour.bench.measure_point`, which times the 2:4 side
+        as ``F.linear(x, W)`` on the weight :func:`twofour.bench.sparse_weight` converted
+        (``to_sparse_semi_structured``, ``x`` as the caller passes it) and the dense side as
+        ``F.linear`` on the dense weight (cuBLAS on a GPU).
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -225,6 +231,8 @@ class Results:
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
                     "check_passed": eager_check.get("passed"),
                     "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
+                    "call_path": "F.linear",
+                    "dense_call_path": "cuBLAS" if self.provenance.get("device") == "cuda" else "F.linear",
                 })
         return rows
 
@@ -282,6 +290,16 @@ def recorded_alg_search(folder=None) -> list[dict]:
     with its ``alg_id`` and ``split_k``), every ``configs`` entry and the run's ``provenance``.
     Written by ``scripts/gpu_measure.py alg-search``; empty when none is recorded.
 
+    Schema ``/2`` (written since the sweep times every accepted ``alg_id`` both ways) keeps a
+    ``best`` per call path; it is read as ``best_by_path`` and ``best`` is the direct call's.
+
+    ``call_path`` (added here, not in the file) says how each 2:4 timing was called: a config
+    that names its ``path`` keeps it; one without (the sweep of 2026-11-30) was timed as
+    ``torch._cslt_sparse_mm`` called directly on ``x`` padded to ``M_padded`` rows, as that
+    version of the script did (``"_cslt_sparse_mm"``); ``dense_call_path`` is ``"cuBLAS"``
+    (``F.linear`` on the dense weight, the same padded ``x``). ``searched_alg_ids_timed`` says
+    whether the ID the library's search chose is among the timed configs.
+
     Example:
         >>> cases = recorded_alg_search()
         >>> all(c["best"]["ms"] <= c["default_ms"] for c in cases)
@@ -291,7 +309,20 @@ def recorded_alg_search(folder=None) -> list[dict]:
     out = []
     for path in sorted(folder.glob("cslt-algsearch-*.json")):
         data = read_json(path, "algorithm sweep file", schema=ALG_SEARCH_SCHEMA)
-        out += [dict(case, provenance=data["provenance"]) for case in data["cases"]]
+        for case in data["cases"]:
+            configs = [dict(c, path=c.get("path", "_cslt_sparse_mm")) for c in case["configs"]]
+            if data["schema"].endswith("/1"):
+                best = dict(case["best"], path=case["best"].get("path", "_cslt_sparse_mm")) if case.get("best") else None
+                case = dict(case, best_by_path={"_cslt_sparse_mm": best})
+            else:  # /2: a best per call path; "best" stays the direct call's, as readers of /1 expect
+                best = case["best"].get("_cslt_sparse_mm")
+                case = dict(case, best_by_path=case["best"])
+            if best is None:
+                continue  # no algorithm matched dense on the direct path: nothing to compare
+            timed = {c["alg_id"] for c in configs if "ms" in c}
+            out.append(dict(case, configs=configs, best=best, provenance=data["provenance"],
+                            call_path=best["path"] if best else "_cslt_sparse_mm", dense_call_path="cuBLAS",
+                            searched_alg_ids_timed=case.get("search_alg_id") in timed))
     return out
 
 

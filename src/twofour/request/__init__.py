@@ -23,7 +23,7 @@ verdict). This package re-exports their public names.
 
 from .evaluate import PhaseTime, RequestEstimate, RequestInputs, build_inputs, estimate, evaluate, gemm_shapes
 from .gemm import ideal_gemm_model, roofline_gemm_model
-from .measured import measured_gemm_speedup, searched_gemm_speedup
+from .measured import measured_gemm_detail, measured_gemm_speedup, searched_gemm_speedup
 from .sensitivity import kernel_bandwidth_ratio, sensitivity
 from .workload import (
     BLOCK_LINEARS,
@@ -62,6 +62,7 @@ __all__ = [
     "tensor_parallel_shape",
     "ideal_gemm_model",
     "roofline_gemm_model",
+    "measured_gemm_detail",
     "measured_gemm_speedup",
     "searched_gemm_speedup",
     "sensitivity",

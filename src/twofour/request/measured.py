@@ -15,8 +15,11 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
     ``"stream"`` or ``"eager"``: PyTorch eager). The phase's speedup is the *time-weighted* one,
     ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
     with any GEMM not measured is None: it is never filled in from another M or shape.
-    Pass the result to :func:`estimate` as ``gemm_speedup`` to get a request with measured GEMMs
-    and a predicted rest.
+    Flagged timings never enter as recorded: :func:`twofour.request.trusted.trusted_gemm_table`
+    replaces them by a named rule or drops them (:func:`measured_gemm_detail` says which).
+    Every timing is PyTorch's own call: ``F.linear`` on a ``to_sparse_semi_structured`` weight
+    against cuBLAS through ``F.linear``. Pass the result to :func:`estimate` as ``gemm_speedup``
+    to get a request with measured GEMMs and a predicted rest.
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -25,20 +28,43 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
         >>> sorted(s), s["decode"] < 1          # one token: the 2:4 GEMMs lost, even with cached plans
         (['decode', 'prefill'], True)
     """
+    return {phase: d["speedup"] for phase, d in measured_gemm_detail(results, workload, mode=mode).items()}
+
+
+def measured_gemm_detail(results, workload: Workload, *, mode: str = "graph") -> dict[str, dict]:
+    """Per phase: ``speedup`` (as :func:`measured_gemm_speedup`), ``rows`` (each GEMM's trusted row,
+    by linear kind) and ``replaced`` (``"kind M=..: rule"`` for each flagged timing a rule replaced).
+
+    Example:
+        >>> from twofour.models import LLAMA_3_8B
+        >>> from twofour.course.answer import verdict_results
+        >>> d = measured_gemm_detail(verdict_results(), Workload(LLAMA_3_8B, 1, 512, 256, dtype="fp16"))
+        >>> d["decode"]["replaced"]
+        ['gate_proj M=1: kernel-plus-graph-cost', 'up_proj M=1: kernel-plus-graph-cost']
+    """
     from ..bench import MODES
+    from .trusted import trusted_gemm_table
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
-    results = list(results) if isinstance(results, (list, tuple)) else [results]
     dtype_name = {"fp16": "float16", "bf16": "bfloat16"}.get(workload.dtype)
-    table: dict[tuple[int, int, int], tuple[float, float]] = {}
-    for res in results:
-        for row in res.gpu_points(mode):
-            if row["dtype"] == dtype_name:
-                table[(row["M"], row["N"], row["K"])] = (row["dense_ms"], row["sparse_ms"])
-    return _layer_speedups(table, workload)
+    if dtype_name is None:
+        return {phase: {"speedup": None, "rows": {}, "replaced": []} for phase in PHASES}
+    table = trusted_gemm_table(results, dtype_name, mode)
+    out = {}
+    for phase in PHASES:
+        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
+                             workload.prefill_chunk_tokens)
+        kinds = [k for k in workload.pruned if k in BLOCK_LINEARS]
+        rows = {k: table.get(shapes[k]) for k in kinds}
+        if not kinds or any(r is None for r in rows.values()):
+            out[phase] = {"speedup": None, "rows": rows, "replaced": []}
+            continue
+        out[phase] = {"speedup": sum(r["dense_ms"] for r in rows.values()) / sum(r["sparse_ms"] for r in rows.values()),
+                      "rows": rows, "replaced": [f"{k} M={shapes[k][0]}: {r['rule']}" for k, r in rows.items() if r["rule"]]}
+    return out
 
 
 def _layer_speedups(table: dict, workload: Workload) -> dict[str, float | None]:

@@ -13,7 +13,7 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
    decode-step traces (L2 not flushed). cuBLAS first, with the GPU-wide DRAM and L2-flush
    numbers; then cuSPARSELt algorithm 0. CUTLASS takes cuSPARSELt's constants with its own
    tile and no split (an assumption: no CUTLASS 2:4 kernel runs on the H200).
-4. **The searched algorithm**: the sweep (every cuSPARSELt algorithm, graph replays on padded
+4. **The searched algorithm**: the sweep (cuSPARSELt algorithms 0-7 called directly, graph replays on padded
    ``x``) recorded times, not names; each candidate tile is fitted to the fastest times and the
    best explaining one is kept.
 5. **Per GPU** with usable published points (A100, H100): the base set with the 2:4 families'
@@ -354,3 +354,82 @@ def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None =
     checks = {"ceilings": ceiling_check(lambda gpu: cal.params_for(gpu))}
     write_text(path, json.dumps(_to_json(cal, errors, checks), indent=1) + "\n", fit_inputs())
     return path
+
+
+def misses(n: int = 3) -> dict:
+    """What the per-regime medians hide: the worst misses in and out of the fit, and the crossovers.
+
+    ``in_sample`` / ``held_out``: the ``n`` largest ``|predicted / measured - 1|`` of the 2:4
+    speedup, in the fit set (the stored fit's base set on its own points) and on the held-out
+    Llama-3-70B shapes (as the fit file records them); ``crossovers``: per Llama-3-8B weight, the
+    predicted first M where 2:4 wins in CUDA-graph replays (``cached``, L2 flushed, as measured)
+    against the measured one (the smallest recorded M from which every larger recorded M wins,
+    flagged timings handled by :mod:`twofour.request.trusted`; None: never within the run).
+
+    Example:
+        >>> m = misses()
+        >>> [len(m["in_sample"]), len(m["held_out"])], m["in_sample"][0]["rel_err"] >= m["in_sample"][-1]["rel_err"]
+        ([3, 3], True)
+    """
+    from ..bench import recorded_results
+    from ..models import LLAMA_3_8B, linear_shapes
+    from ..request.trusted import trusted_gemm_table
+    from .model import crossover_m
+    from .params import default_params
+
+    params = default_params("H200")
+    fit_set = [p for p in fit_points(points()) if p.extra.get("mode") != "trace" and p.origin == "measured"]
+    in_sample = [{**_row(p, _speedup(p, params)), "mode": p.extra["mode"]} for p in fit_set]
+    held = load_fit()["errors"]["held_out"]["points"]
+
+    def worst(rows):
+        return sorted(rows, key=lambda r: -r["rel_err"])[:n]
+
+    table = trusted_gemm_table(recorded_results("gpu"), "float16", "graph")
+    crossovers = []
+    names: dict = {}
+    for s in linear_shapes(LLAMA_3_8B, include_lm_head=False):
+        names.setdefault((s.out_features, s.in_features), []).append(s.name)
+    for (N, K), layer in names.items():
+        series = sorted((M, r["dense_ms"] / r["sparse_ms"]) for (M, n_, k_), r in table.items() if (n_, k_) == (N, K))
+        measured = None
+        for M, speedup in reversed(series):
+            if speedup <= 1:
+                break
+            measured = M
+        predicted = crossover_m(N, K, "fp16", "H200", params=params, scenario="cached", l2="flushed")
+        crossovers.append({"layer": "/".join(layer), "N": N, "K": K, "predicted": predicted, "measured": measured})
+    return {"in_sample": worst(in_sample), "held_out": worst(held), "crossovers": crossovers}
+
+
+def host_costs() -> list[dict]:
+    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
+
+    The eager scenario takes each call as ``max(kernel, host)``, so a host-bound published eager
+    timing implies the host cost: the predicted dense eager time over the measured speedup (its
+    GPU's fitted set). A point that no host cost explains (the 2:4 kernel alone is already
+    slower than the implied time) gets None. Pass a value as
+    ``replace(default_params(gpu), host_sparse_us=...)`` to :func:`twofour.roofline.predict`.
+
+    Example:
+        >>> rows = host_costs()
+        >>> rows[0]["host"].startswith("this run") and rows[1]["source"] == "https://github.com/pytorch/pytorch/pull/177866"
+        True
+        >>> round(rows[0]["host_sparse_us"]), round(rows[1]["host_sparse_us"])
+        (520, 794)
+    """
+    from .params import default_params
+
+    base = default_params("H200")
+    rows = [{"host": "this run: the H200's host, a 2-vCPU Firecracker VM (median of its host-bound eager calls)",
+             "host_sparse_us": base.host_sparse_us, "source": next(p.source for p in points() if p.origin == "measured")}]
+    for p in points():
+        if (p.origin != "published" or p.scenario != "eager" or p.gpu is None or p.N is None
+                or p.backend != "cuSPARSELt" or p.speedup >= 1):  # a 2:4 win is not host-bound: it implies nothing
+            continue
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="eager")
+        implied = pred.dense_us / p.speedup
+        kernel = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="kernel").sparse_us
+        rows.append({"host": f"{p.id} ({p.gpu}, {p.M} x {p.N} x {p.K} {p.dtype}), implied by its {p.speedup:.2f}x eager",
+                     "host_sparse_us": implied if implied > kernel else None, "source": p.source})
+    return rows

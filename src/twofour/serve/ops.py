@@ -182,11 +182,13 @@ class CudaOps(Ops):
     def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
         """Time ``F.linear(x, Ws)`` as CUDA-graph replays for each candidate ``alg_id``; keep the fastest that matches.
 
-        The candidates are 0 (PyTorch's default), ``0 .. get_max_alg_id()`` (7 when torch does
-        not know the library's maximum: the range the project's sweep found valid) and what
-        ``torch._cslt_sparse_mm_search`` proposes for the padded shape (recorded, and tried,
-        when the call exists; it is deprecated in some releases).
+        The candidates are every ID the library accepts for this shape, asked by trying IDs
+        upward from 0 until it refuses one (:func:`twofour.bench.algsweep.accepted_alg_ids`; no
+        maximum assumed), and what ``torch._cslt_sparse_mm_search`` proposes for the padded
+        shape (recorded, and tried, when the call exists; it is deprecated in some releases).
         """
+        from ..bench.algsweep import accepted_alg_ids
+
         linear = torch.nn.functional.linear
         saved = Ws.alg_id_cusparselt
         found: dict = {"candidates": {}}
@@ -194,8 +196,9 @@ class CudaOps(Ops):
             found["torch_search"] = int(torch._cslt_sparse_mm_search(Ws.packed, _padded(x).t()))
         except Exception as exc:  # absent, deprecated or failing: the timed search still runs
             found["torch_search"] = _one_line(exc)
-        top = torch.backends.cusparselt.get_max_alg_id()
-        candidates = sorted(set(range((top if top is not None else 7) + 1))
+        xp = _padded(x).t()
+        ids, found["stopped"] = accepted_alg_ids(lambda alg: torch._cslt_sparse_mm(Ws.packed, xp, alg_id=alg))
+        candidates = sorted(set(ids) | {0}
                             | ({found["torch_search"]} if isinstance(found["torch_search"], int) else set()))
         Ws.alg_id_cusparselt = 0
         ref = linear(x, Ws).float()

@@ -454,7 +454,8 @@ export function mount(root) {
       `With the GEMM speedups above, the model gives ${speedupText(s.speedup_ttft)} on TTFT, ${speedupText(s.speedup_tpot)} per output token and ${speedupText(s.speedup_request)} on the whole request.`,
     ];
     if (s.gemm_speedup_decode < 1) {
-      let why = "the per-call cost and padding outweigh the bytes saved";
+      // The worked deployment's measured loss has one explanation, chapter 4's, carried in data.js (VERDICT).
+      let why = isWorkedDeployment(state) ? `${VERDICT.decode_loss}` : "the typed-in speedups say the 2:4 kernels lost; a profile of your own run says why (chapter 4 shows how to read one)";
       if (state.gemm === "roofline") {
         const [M, N, K] = gemmShapes(view.inputs, "decode").q_proj;
         const q = predict(M, N, K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
@@ -464,7 +465,9 @@ export function mount(root) {
           compute: "the GEMMs are compute-bound, and the 2:4 kernels reach a smaller share of their doubled peak than the dense ones reach of theirs (as measured and fitted), and pay padding and a larger per-call cost",
         }[q.bound_sparse] ?? "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
       }
-      items.push(`The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
+      items.push(isWorkedDeployment(state) && state.gemm !== "roofline"
+        ? `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}), as measured. ${why}`
+        : `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
     }
     if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
     establish.replaceChildren(...items.map((t) => el("li", { text: t })));

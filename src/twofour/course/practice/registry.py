@@ -115,6 +115,7 @@ NAMESPACE: dict[str, object] = {
         # The worked deployment's verdict: the one table chapter 7 and the home page quote.
         "verdict_table": course_answer.verdict_table,
         "bf16_rows": course_answer.bf16_rows,
+        "decode_loss_explanation": course_answer.decode_loss_explanation,
         "wave_count": wave_count,
         "cost_per_token_ratio": cost_per_token_ratio,
         "published_speedup": published_speedup,
