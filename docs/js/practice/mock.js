@@ -399,7 +399,7 @@ export function createMockLoop(root, cards, api) {
       const f = facts[id];
       const ticks = state.grades[id] || f.must.map(() => false);
       state.grades[id] = ticks;
-      const points = el("ul", { class: "practice-mock-points" });
+      const points = el("ul", { class: "practice-mock-points practice-mock-must" });
       f.must.forEach((text, i) => {
         const box = el("input", { type: "checkbox", id: `mock-${qi}-${i}`, checked: Boolean(ticks[i]) });
         box.addEventListener("change", () => {
