@@ -89,7 +89,18 @@ def test_state_round_trips_through_the_url_and_refuses_junk(watched, base_url):
     assert out["junk"] is None and out["other"] is None
     assert out["stale"]["ids"] == ["packed-bytes"]  # an id the bank lost is dropped, the link still opens
     clamp = out["clamp"]
-    assert clamp["minutes"] == 25 and clamp["phase"] == "run" and clamp["used"] == 0 and clamp["index"] == 0
+    assert clamp["minutes"] == 39 and clamp["phase"] == "run" and clamp["used"] == 0 and clamp["index"] == 0
+    # Strong signals and red flags heard travel with the must-haves; a link without them still opens.
+    signals = page.evaluate("""m => {
+        const s = {ids: ['a', 'b'], minutes: 10, phase: 'sheet', used: 0,
+                   grades: {a: [true, false], b: [true]}, signals: {a: {strong: [true], flags: [false, true]}}};
+        const h = m.encodeMock(s);
+        return {h, back: m.decodeMock('#' + h), old: m.decodeMock('#mock&q=a&g=10')};
+    }""", mod)
+    assert "g=10_1_01.1" in signals["h"]
+    assert signals["back"]["signals"] == {"a": {"strong": [True], "flags": [False, True]}}
+    assert signals["back"]["grades"] == {"a": [True, False], "b": [True]}
+    assert signals["old"]["grades"] == {"a": [True, False]} and signals["old"]["signals"] == {}
     assert not watched.console_errors
 
 
@@ -280,8 +291,9 @@ def test_the_score_sheet_link_opens_the_same_sheet_in_a_fresh_browser(watched, b
         assert _loop_ids(fresh) == ids and not errors
         # It opens at the sheet, not at the top of the page above it.
         fresh.wait_for_timeout(300)
-        top = fresh.evaluate("document.getElementById('mock-sheet-title').getBoundingClientRect().top")
-        assert 0 <= top < 200, top
+        top, header = fresh.evaluate("""() => [document.getElementById('mock-sheet-title').getBoundingClientRect().top,
+                                               document.querySelector('.md-header').getBoundingClientRect().bottom]""")
+        assert header <= top < header + 200, (top, header)  # below the sticky header, at the sheet
         # Someone else's sheet does not become this browser's grades.
         assert fresh.evaluate("localStorage.getItem('htw-practice-v1')") in (None, '{"grades":{},"notes":{},"checks":{}}')
     finally:
@@ -299,13 +311,13 @@ def test_one_timer_for_the_loop_and_grading_when_time_is_up(watched, base_url):
     page.clock.run_for(30_000)
     page.get_by_role("button", name="Next", exact=True).click()  # the timer is the loop's, not the question's
     page.clock.run_for(30_000)
-    assert clock.inner_text() in ("1:00 left", "0:59 left")
+    assert clock.inner_text() in ("1:00 left", "0:59 left", "0:58 left")  # the page's clock also runs in real time
     assert clock.get_attribute("data-low") == "true"
     # A reload resumes the loop where it was: the same questions, question 2, the time left.
     ids = _loop_ids(page)
     page.reload(wait_until="load")
     _ready(page)
-    assert _loop_ids(page) == ids and page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 5")
+    assert _loop_ids(page) == ids and page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 6")
     assert page.locator(".practice-mock-clock").inner_text() in ("1:00 left", "0:59 left", "0:58 left")
     page.clock.run_for(61_000)
     grade = page.locator(".practice-mock-grade")
@@ -344,19 +356,19 @@ def test_mock_grades_reach_practice_modes_store_and_weak_review(watched, base_ur
     assert all(store["grades"][ids[0]]) and not any(store["grades"][ids[1]])
     # Back in practice mode, "Review my weak ones" holds the loop's failed questions, not the passed one.
     page.get_by_role("button", name="Back to practice").click()
+    page.locator(".practice-progress > summary").click()
     page.get_by_role("button", name="Review my weak ones").click()
-    shown = []
-    for _ in range(len(ids) + 2):
-        qid = _visible(page).first.get_attribute("data-qid")
-        if qid in shown:
-            break
-        shown.append(qid)
-        page.locator(".practice-bar").get_by_role("button", name="Next", exact=True).click()
-    assert set(ids[1:]) <= set(shown) and ids[0] not in shown
+    assert f"Question 1 of {len(ids) - 1}" in page.locator(".practice-status").inner_text()
+    shown = set()
+    for _ in range(len(ids) - 1):
+        shown.add(_visible(page).first.get_attribute("data-qid"))
+        page.get_by_role("button", name="Next", exact=True).first.click()
+    assert shown == set(ids[1:])
     # The card's own self-grade shows the loop's ticks.
     page.goto(base_url + MODE + f"#q-{ids[0]}", wait_until="load")
     _ready(page)
-    assert "Self-grade: " in _visible(page).first.locator(".practice-score").inner_text()
+    n = len(BANK.get(ids[0]).rubric.must)
+    assert _visible(page).first.locator(".practice-score").inner_text() == f"Self-grade: {n} of {n} must-haves."
     assert not watched.console_errors
 
 
