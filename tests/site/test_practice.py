@@ -20,6 +20,7 @@ from twofour.course.practice import load_bank
 pytestmark = pytest.mark.browser
 
 MODE = "/practice/"
+BANK = load_bank()
 
 
 def _open(watched, base_url: str, path: str):
@@ -289,4 +290,32 @@ def test_a_design_question_shows_its_assumptions_and_what_would_change_it(watche
     design = card.locator(".practice-design")
     assert design.get_by_text("Assumptions", exact=True).is_visible()
     assert design.get_by_text("What would change the decision", exact=True).is_visible()
+    assert not watched.console_errors
+
+
+def test_a_count_answer_takes_a_magnitude_suffix(watched, base_url):
+    page = watched.page
+    page.goto(base_url + "/practice/fundamentals/", wait_until="load")
+    card = page.locator("#q-what-is-two-four")
+    check = card.locator(".practice-check")
+    answer = check.get_by_label(re.compile("Your answer"))
+    for typed, verdict in (("4.19M", "right"), ("4.19 M groups", "right"), ("4194304", "right"), ("4.19", "wrong"),
+                           ("4.5M", "wrong")):
+        answer.fill(typed)
+        check.get_by_role("button", name="Check").click()
+        assert check.locator(".practice-check-result").get_attribute("data-verdict") == verdict, typed
+    assert not watched.console_errors
+
+
+def test_the_answer_timer_follows_the_questions_kind(watched, base_url):
+    page = watched.page
+    design = next(q for q in BANK if q.kind == "design")
+    concept = next(q for q in BANK if q.kind == "concept")
+    for q, short, long in ((concept, "30 s", "2 min"), (design, "5 min", "15 min")):
+        page.goto(base_url + f"/practice/#q-{q.id}", wait_until="load")
+        page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
+        timer = page.locator(".practice-timer")
+        buttons = timer.locator("button[data-seconds]")
+        assert [buttons.nth(i).inner_text() for i in range(2)] == [short, long], q.id
+        assert buttons.nth(1).get_attribute("aria-label") == f"Start a {long.replace(' min', ' minute').replace(' s', ' second')} timer"
     assert not watched.console_errors

@@ -89,7 +89,18 @@ def test_state_round_trips_through_the_url_and_refuses_junk(watched, base_url):
     assert out["junk"] is None and out["other"] is None
     assert out["stale"]["ids"] == ["packed-bytes"]  # an id the bank lost is dropped, the link still opens
     clamp = out["clamp"]
-    assert clamp["minutes"] == 25 and clamp["phase"] == "run" and clamp["used"] == 0 and clamp["index"] == 0
+    assert clamp["minutes"] == 39 and clamp["phase"] == "run" and clamp["used"] == 0 and clamp["index"] == 0
+    # Strong signals and red flags heard travel with the must-haves; a link without them still opens.
+    signals = page.evaluate("""m => {
+        const s = {ids: ['a', 'b'], minutes: 10, phase: 'sheet', used: 0,
+                   grades: {a: [true, false], b: [true]}, signals: {a: {strong: [true], flags: [false, true]}}};
+        const h = m.encodeMock(s);
+        return {h, back: m.decodeMock('#' + h), old: m.decodeMock('#mock&q=a&g=10')};
+    }""", mod)
+    assert "g=10_1_01.1" in signals["h"]
+    assert signals["back"]["signals"] == {"a": {"strong": [True], "flags": [False, True]}}
+    assert signals["back"]["grades"] == {"a": [True, False], "b": [True]}
+    assert signals["old"]["grades"] == {"a": [True, False]} and signals["old"]["signals"] == {}
     assert not watched.console_errors
 
 
@@ -101,7 +112,11 @@ def test_a_loop_is_drawn_by_plan_seeded_and_spread_over_topics(watched, base_url
         a: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 42),
         b: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 42),
         c: m.pickLoop(facts, {fundamentals: 2, applied: 2, design: 1}, 43),
-        big: m.pickLoop(facts, {fundamentals: 6, applied: 6, design: 4}, 1),
+        twelve: m.planLoop(facts, {fundamentals: 4, applied: 4, deep: 3, design: 1}, 1),
+        big: m.planLoop(facts, {fundamentals: 6, applied: 6, design: 4}, 1),
+        short: m.planLoop(facts, {deep: 2, design: 200}, 1),
+        none: m.planLoop(facts, {fundamentals: 0}, 1),
+        default: m.DEFAULT_PLAN, minutes: m.DEFAULT_MINUTES, slotMinutes: m.SLOT_MINUTES,
     })""", [mod, facts])
     assert out["a"] == out["b"] != out["c"]
     by_id = {q.id: q for q in BANK}
@@ -109,7 +124,36 @@ def test_a_loop_is_drawn_by_plan_seeded_and_spread_over_topics(watched, base_url
     assert [q.level for q in a[:2]] == ["fundamentals"] * 2 and all(q.kind != "design" for q in a[:4])
     assert [q.level for q in a[2:4]] == ["applied"] * 2 and a[4].kind == "design"
     assert len({q.topic for q in a}) == len(a), "a short loop spreads over topics"
-    assert len(out["big"]) == 12 and len(set(out["big"])) == 12  # capped, never repeated
+    assert len(out["twelve"]["ids"]) == 12 and len(set(out["twelve"]["ids"])) == 12 and not out["twelve"]["problems"]
+    # A plan that cannot be filled says why and draws nothing (no slot silently dropped).
+    assert out["big"]["ids"] == [] and "at most 12" in " ".join(out["big"]["problems"])
+    assert out["short"]["ids"] == [] and "200 design questions asked for" in " ".join(out["short"]["problems"])
+    assert out["none"]["ids"] == [] and "no question" in " ".join(out["none"]["problems"])
+    # The default plan includes a deep question that is not a design question; minutes follow the kinds.
+    assert out["default"]["deep"] >= 1 and out["default"]["design"] >= 1
+    assert out["minutes"] == sum(out["slotMinutes"][k] * n for k, n in out["default"].items())
+    assert out["slotMinutes"]["design"] >= 10 * out["slotMinutes"]["fundamentals"] / 3
+    # Every level and every kind is drawn: each loop of this plan covers all of them.
+    draws = page.evaluate("""([m, facts]) => [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((seed) =>
+        m.pickLoop(facts, {fundamentals: 2, applied: 3, deep: 2, design: 1}, seed))""", [mod, facts])
+    for ids in draws:
+        qs = [by_id[i] for i in ids]
+        assert {q.level for q in qs} == {"fundamentals", "applied", "deep"}, ids
+        assert {q.kind for q in qs} == {"concept", "calculation", "multi-step", "diagnosis", "design"}, ids
+        assert any(q.level == "deep" and q.kind != "design" for q in qs), ids
+    # Readings from the rubric: must-haves, strong signals, red flags.
+    readings = page.evaluate("""m => [m.readingOf(false, 2, 2, 0), m.readingOf(true, 0, 2, 0), m.readingOf(true, 1, 2, 0),
+                                      m.readingOf(true, 2, 2, 0), m.readingOf(true, 2, 2, 1), m.readingOf(true, 1, 2, 3)]""", mod)
+    assert readings == ["below mid", "mid", "senior", "staff", "senior", "below mid"]
+    sheet = page.evaluate("""m => m.scoreLoop(
+        {ids: ['x', 'y', 'z'], grades: {x: [true], y: [true], z: [false]},
+         signals: {x: {strong: [true, true], flags: [false]}, y: {strong: [true, false], flags: [true]}}},
+        {x: {title: 'X', level: 'fundamentals', topic: 't', must: ['a'], strong: ['s1', 's2'], flags: ['f']},
+         y: {title: 'Y', level: 'applied', topic: 't', must: ['b'], strong: ['s1', 's2'], flags: ['f']},
+         z: {title: 'Z', level: 'deep', topic: 't', must: ['c'], strong: ['s'], flags: ['f']}})""", mod)
+    assert [q["reading"] for q in sheet["questions"]] == ["staff", "mid", "below mid"]
+    assert sheet["flags"] == 1 and sheet["reading"] == "mid" and sheet["passed"] == 1
+    assert sheet["review"][0]["heardFlags"] == ["f"]
     score = page.evaluate("""m => m.scoreLoop(
         {ids: ['x', 'y', 'z'], grades: {x: [true, true], y: [true, false]}},
         {x: {title: 'X', level: 'fundamentals', topic: 't1', must: ['a', 'b']},
@@ -131,9 +175,10 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     page.screenshot(path=str(shots / f"mock-{width}-0-practice-mode.png"))
     _start(page)
     ids = _loop_ids(page)
-    assert len(ids) == 5
+    assert len(ids) == 6
     qs = [BANK.get(i) for i in ids]
-    assert [q.level for q in qs[:4]] == ["fundamentals", "fundamentals", "applied", "applied"] and qs[4].kind == "design"
+    assert [q.level for q in qs[:4]] == ["fundamentals", "fundamentals", "applied", "applied"]
+    assert qs[4].level == "deep" and qs[4].kind != "design" and qs[5].kind == "design"
     # One question at a time; its rubric, worked answer and quick check wait for the grading.
     assert _visible(page).count() == 1 and _visible(page).first.get_attribute("data-qid") == ids[0]
     card = _visible(page).first
@@ -141,46 +186,61 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
         if card.locator(part).count():
             assert card.locator(part).first.is_hidden(), part
     assert page.locator(".practice-bar").is_hidden() and page.locator(".practice-timer").is_hidden()
-    assert re.fullmatch(r"2[45]:\d\d left", page.locator(".practice-mock-clock").inner_text())
-    assert page.locator(".practice-mock-where").inner_text().startswith("Question 1 of 5")
+    assert re.fullmatch(r"3[89]:\d\d left", page.locator(".practice-mock-clock").inner_text())
+    assert page.locator(".practice-mock-where").inner_text().startswith("Question 1 of 6")
+    assert page.locator(".practice-mock-where").inner_text().endswith("about 3 min")
     card.get_by_label("Your notes (kept in this browser)").fill("bytes-bound; ceiling is the byte ratio")
     _no_sideways_scroll(page)
     page.screenshot(path=str(shots / f"mock-{width}-1-run.png"))
     # Keyboard: Next with Enter, to the last question.
-    for n in range(2, 6):
+    for n in range(2, 7):
         page.get_by_role("button", name="Next", exact=True).focus()
         page.keyboard.press("Enter")
         assert _visible(page).first.get_attribute("data-qid") == ids[n - 1]
-        assert page.locator(".practice-mock-where").inner_text().startswith(f"Question {n} of 5")
+        assert page.locator(".practice-mock-where").inner_text().startswith(f"Question {n} of 6")
+    assert page.locator(".practice-mock-where").inner_text().endswith("design · about 15 min")
     assert page.get_by_role("button", name="Next", exact=True).is_disabled()
     page.get_by_role("button", name="Finish and grade").click()
     grade = page.locator(".practice-mock-grade")
     grade.wait_for(state="visible")
     assert page.get_by_role("heading", name="Grade your answers").is_visible()
     items = grade.locator(".practice-mock-grade-list > li")
-    assert items.count() == 5
-    # First answer met every must-have, the second one of them, the rest none.
-    for box in items.nth(0).locator("input[type=checkbox]").all():
+    assert items.count() == 6
+    # First answer met every must-have and every strong signal, the second one must-have, the
+    # third every must-have but with a red flag, the rest none.
+    for box in items.nth(0).locator(".practice-mock-must input, .practice-mock-strong input").all():
         box.check()
-    items.nth(1).locator("input[type=checkbox]").first.check()
+    items.nth(1).locator(".practice-mock-must input").first.check()
+    for box in items.nth(2).locator(".practice-mock-must input").all():
+        box.check()
+    items.nth(2).locator(".practice-mock-flags input").first.check()
+    assert items.nth(5).locator(".practice-mock-levels").count() == 1
     page.screenshot(path=str(shots / f"mock-{width}-2-grade.png"), full_page=True)
     _no_sideways_scroll(page)
     page.get_by_role("button", name="Show the score sheet").click()
     sheet = page.locator(".practice-mock-sheet")
     sheet.wait_for(state="visible")
     rows = sheet.locator("table").first.locator("tbody tr")
-    assert rows.count() == 5
-    results = [rows.nth(i).locator("td").last.inner_text() for i in range(5)]
-    assert results == ["pass", "fail", "fail", "fail", "fail"]
+    assert rows.count() == 6
+    results = [rows.nth(i).locator("td").last.inner_text() for i in range(6)]
+    assert results == ["pass", "fail", "fail", "fail", "fail", "fail"]
+    readings = [rows.nth(i).locator("td").nth(6).inner_text() for i in range(6)]
+    strong = len(qs[0].rubric.strong)
+    assert readings == ["staff"] + ["below mid"] * 5  # the third: every must-have, one red flag, no strong signal
+    assert rows.nth(0).locator("td").nth(4).inner_text() == f"{strong} / {strong}"
+    assert rows.nth(2).locator("td").nth(5).inner_text() == "1"
     musts = [len(q.rubric.must) for q in qs]
     assert rows.nth(0).locator("td").nth(3).inner_text() == f"{musts[0]} / {musts[0]}"
     assert rows.nth(1).locator("td").nth(3).inner_text() == f"1 / {musts[1]}"
     summary = sheet.locator(".practice-mock-summary").inner_text()
-    assert summary.startswith(f"1 of 5 questions passed") and f"{musts[0] + 1} of {sum(musts)} must-haves met" in summary
+    assert summary.startswith("Reading: below mid · 1 of 6 questions passed")
+    assert f"{musts[0] + 1 + musts[2]} of {sum(musts)} must-haves met" in summary and "1 red flag " in summary
+    assert "Staff: that and every strong signal" in sheet.locator(".practice-mock-rule").inner_text()
     topic_rows = sheet.locator("table").nth(1).locator("tbody tr")
     assert topic_rows.count() == len({q.topic for q in qs})
     review = sheet.locator(".practice-mock-review")
-    assert review.locator("h4").count() == 4  # every question that did not pass
+    assert review.locator("h4").count() == 5  # every question that did not pass
+    assert "Red flag: " in review.inner_text()
     # A missed must-have, named as the card shows it (numbers filled in, Markdown rendered).
     missed = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", qs[1].fill(qs[1].rubric.must[1])).replace("`", "").replace("*", "")
     assert " ".join(missed.split())[:60] in " ".join(review.inner_text().split())
@@ -209,7 +269,7 @@ def test_the_score_sheet_link_opens_the_same_sheet_in_a_fresh_browser(watched, b
     ids = _loop_ids(page)
     page.get_by_role("button", name="Finish and grade").click()
     items = page.locator(".practice-mock-grade-list > li")
-    for box in items.nth(2).locator("input[type=checkbox]").all():
+    for box in items.nth(2).locator(".practice-mock-must input").all():
         box.check()
     page.get_by_role("button", name="Show the score sheet").click()
     sheet = page.locator(".practice-mock-sheet")
@@ -229,6 +289,13 @@ def test_the_score_sheet_link_opens_the_same_sheet_in_a_fresh_browser(watched, b
         assert fresh.locator(".practice-mock-sheet table").first.inner_text() == expected
         assert fresh.locator(".practice-mock-sheet tbody tr").nth(2).locator("td").last.inner_text() == "pass"
         assert _loop_ids(fresh) == ids and not errors
+        # It opens at the sheet, not at the top of the page above it.
+        fresh.wait_for_timeout(300)
+        top, header = fresh.evaluate("""() => [document.getElementById('mock-sheet-title').getBoundingClientRect().top,
+                                               document.querySelector('.md-header').getBoundingClientRect().bottom]""")
+        assert header <= top < header + 200, (top, header)  # below the sticky header, at the sheet
+        # Someone else's sheet does not become this browser's grades.
+        assert fresh.evaluate("localStorage.getItem('htw-practice-v1')") in (None, '{"grades":{},"notes":{},"checks":{}}')
     finally:
         other.close()
     assert not watched.console_errors and not watched.external_requests
@@ -244,13 +311,13 @@ def test_one_timer_for_the_loop_and_grading_when_time_is_up(watched, base_url):
     page.clock.run_for(30_000)
     page.get_by_role("button", name="Next", exact=True).click()  # the timer is the loop's, not the question's
     page.clock.run_for(30_000)
-    assert clock.inner_text() in ("1:00 left", "0:59 left")
+    assert clock.inner_text() in ("1:00 left", "0:59 left", "0:58 left")  # the page's clock also runs in real time
     assert clock.get_attribute("data-low") == "true"
     # A reload resumes the loop where it was: the same questions, question 2, the time left.
     ids = _loop_ids(page)
     page.reload(wait_until="load")
     _ready(page)
-    assert _loop_ids(page) == ids and page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 5")
+    assert _loop_ids(page) == ids and page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 6")
     assert page.locator(".practice-mock-clock").inner_text() in ("1:00 left", "0:59 left", "0:58 left")
     page.clock.run_for(61_000)
     grade = page.locator(".practice-mock-grade")
@@ -272,3 +339,55 @@ def test_mock_loop_survives_instant_navigation(watched, base_url):
     _start(page)
     assert _visible(page).count() == 1 and page.locator(".practice-mock-bar").is_visible()
     assert not watched.console_errors and not watched.external_requests
+
+
+def test_mock_grades_reach_practice_modes_store_and_weak_review(watched, base_url):
+    page = _open(watched, base_url)
+    _start(page)
+    ids = _loop_ids(page)
+    page.get_by_role("button", name="Finish and grade").click()
+    items = page.locator(".practice-mock-grade-list > li")
+    for box in items.nth(0).locator(".practice-mock-must input").all():
+        box.check()
+    page.get_by_role("button", name="Show the score sheet").click()
+    page.locator(".practice-mock-sheet").wait_for(state="visible")
+    store = page.evaluate("JSON.parse(localStorage.getItem('htw-practice-v1'))")
+    assert set(ids) <= set(store["grades"])
+    assert all(store["grades"][ids[0]]) and not any(store["grades"][ids[1]])
+    # Back in practice mode, "Review my weak ones" holds the loop's failed questions, not the passed one.
+    page.get_by_role("button", name="Back to practice").click()
+    page.locator(".practice-progress > summary").click()
+    page.get_by_role("button", name="Review my weak ones").click()
+    assert f"Question 1 of {len(ids) - 1}" in page.locator(".practice-status").inner_text()
+    shown = set()
+    for _ in range(len(ids) - 1):
+        shown.add(_visible(page).first.get_attribute("data-qid"))
+        page.get_by_role("button", name="Next", exact=True).first.click()
+    assert shown == set(ids[1:])
+    # The card's own self-grade shows the loop's ticks.
+    page.goto(base_url + MODE + f"#q-{ids[0]}", wait_until="load")
+    _ready(page)
+    n = len(BANK.get(ids[0]).rubric.must)
+    assert _visible(page).first.locator(".practice-score").inner_text() == f"Self-grade: {n} of {n} must-haves."
+    assert not watched.console_errors
+
+
+def test_a_plan_that_cannot_be_filled_says_so_and_minutes_follow_the_plan(watched, base_url):
+    page = _open(watched, base_url)
+    setup = page.locator("details.practice-mock-setup")
+    setup.locator("summary").click()
+    assert page.get_by_label("Minutes", exact=True).input_value() == "39"
+    page.get_by_label("Design", exact=True).fill("3")
+    assert page.get_by_label("Minutes", exact=True).input_value() == str(39 + 2 * 15)
+    page.get_by_label("Applied", exact=True).fill("12")
+    page.get_by_role("button", name="Start the mock loop").click()
+    problem = page.locator(".practice-mock-problem")
+    assert problem.is_visible() and "a loop holds at most 12" in problem.inner_text()
+    assert "mock" not in page.url and page.locator(".practice-mock-bar").is_hidden()
+    page.get_by_label("Applied", exact=True).fill("1")
+    page.get_by_label("Fundamentals", exact=True).fill("0")
+    page.get_by_label("Deep", exact=True).fill("1")
+    page.get_by_role("button", name="Start the mock loop").click()
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.mock === 'run'")
+    assert len(_loop_ids(page)) == 5
+    assert not watched.console_errors

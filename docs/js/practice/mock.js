@@ -1,19 +1,30 @@
 // The mock loop of practice mode: a mixed set of questions under one timer, then a score sheet.
 //
-// A loop is drawn from the cards practice mode already loaded (by level and kind: e.g. two
-// fundamentals, two applied, one design question), answered one after another with only the
-// prompt and a notes box showing, graded per must-have once time is up (or the candidate
-// finishes), and summed up in a score sheet: must-haves met per question and per topic, and what
-// to review. The whole loop lives in the URL's fragment (#mock&q=...&g=...), so a reload resumes
-// it and a copied link shows the same sheet in another browser; nothing is sent anywhere. The
-// sheet prints on its own (print styles in practice.css).
+// A loop is drawn from the cards practice mode already loaded, by slot: each level's questions
+// that are not design questions, and design questions from any level (e.g. two fundamentals, two
+// applied, one deep, one design); within a slot it prefers kinds and topics not drawn yet. A plan
+// that cannot be filled says so before it starts. Questions are answered one after another with
+// only the prompt and a notes box showing, graded once time is up (or the candidate finishes):
+// must-haves met, strong signals heard, red flags heard. The score sheet gives each question a
+// mid / senior / staff reading from its rubric (READING_RULE), counts red flags, and lists what to
+// review; the grades go to practice mode's store, so "Review my weak ones" sees them. The whole
+// loop lives in the URL's fragment (#mock&q=...&g=...), so a reload resumes it and a copied link
+// shows the same sheet in another browser; nothing is sent anywhere. The sheet prints on its own
+// (print styles in practice.css).
 //
 // Pure functions (state in and out of the URL, drawing a loop, scoring it) are exported and
 // tested in a browser (tests/site/test_practice_mock.py); createMockLoop wires them to the page.
 
-export const DEFAULT_PLAN = Object.freeze({ fundamentals: 2, applied: 2, design: 1 });
-export const DEFAULT_MINUTES = 25;
+export const SLOTS = Object.freeze(["fundamentals", "applied", "deep", "design"]);
+export const DEFAULT_PLAN = Object.freeze({ fundamentals: 2, applied: 2, deep: 1, design: 1 });
 export const MAX_QUESTIONS = 12;
+// Minutes to answer one question aloud, by slot: a design question gets a whiteboard's worth.
+export const SLOT_MINUTES = Object.freeze({ fundamentals: 3, applied: 5, deep: 8, design: 15 });
+export const DEFAULT_MINUTES = planMinutes(DEFAULT_PLAN);
+export const READING_RULE =
+  "Mid: every must-have met. Senior: that and at least one strong signal. Staff: that and every strong signal. " +
+  "Each red flag heard lowers the reading one level.";
+export const READINGS = Object.freeze(["below mid", "mid", "senior", "staff"]);
 const PHASES = ["run", "grade", "sheet"];
 const ID = /^[a-z0-9][a-z0-9-]*$/;
 
@@ -31,9 +42,14 @@ export function encodeMock(state) {
   params.set("p", state.phase);
   params.set("u", String(Math.max(0, Math.round(state.used || 0))));
   if (state.phase === "run") params.set("i", String(state.index || 0));
+  const bits = (ticks) => ticks.map((t) => (t ? "1" : "0")).join("");
   const grades = state.ids.map((id) => {
     const ticks = state.grades && state.grades[id];
-    return Array.isArray(ticks) ? ticks.map((t) => (t ? "1" : "0")).join("") || "-" : "-";
+    if (!Array.isArray(ticks)) return "-";
+    const signals = (state.signals && state.signals[id]) || {};
+    const extra = Array.isArray(signals.strong) || Array.isArray(signals.flags)
+      ? `_${bits(signals.strong || [])}_${bits(signals.flags || [])}` : "";
+    return (bits(ticks) || "-") + extra;
   });
   if (grades.some((g) => g !== "-")) params.set("g", grades.join("."));
   if (state.seed !== undefined) params.set("s", String(state.seed));
@@ -53,9 +69,13 @@ export function decodeMock(hash, known = null) {
   const used = Number(params.get("u"));
   const gradeParts = (params.get("g") || "").split(".");
   const grades = {};
+  const signals = {};
+  const ticks = (text) => [...text].map((c) => c === "1");
   raw.forEach((id, i) => {
-    const part = gradeParts[i];
-    if (ids.includes(id) && part && /^[01]+$/.test(part)) grades[id] = [...part].map((c) => c === "1");
+    const match = /^([01]+)(?:_([01]*)_([01]*))?$/.exec(gradeParts[i] || "");
+    if (!ids.includes(id) || !match) return;
+    grades[id] = ticks(match[1]);
+    if (match[2] !== undefined) signals[id] = { strong: ticks(match[2]), flags: ticks(match[3]) };
   });
   const seed = Number(params.get("s"));
   const index = Number(params.get("i"));
@@ -66,8 +86,14 @@ export function decodeMock(hash, known = null) {
     phase,
     used: Number.isFinite(used) && used >= 0 ? Math.min(used, 180 * 60) : 0,
     grades,
+    signals,
     seed: Number.isFinite(seed) ? seed : undefined,
   };
+}
+
+// Minutes a plan ({slot: count}) suggests: the sum of its questions' answer times.
+export function planMinutes(plan) {
+  return Object.entries(plan).reduce((sum, [slot, n]) => sum + (SLOT_MINUTES[slot] || 0) * (Number(n) || 0), 0);
 }
 
 // ---- drawing a loop ---------------------------------------------------------------------------
@@ -85,46 +111,86 @@ export function seededRandom(seed) {
 }
 
 // Which cards a slot of the plan draws from: design questions from any level; the levels'
-// slots take their level's questions that are not design questions.
+// slots (deep included) take their level's questions that are not design questions.
 export function slotOf(fact) {
   return fact.kind === "design" ? "design" : fact.level;
 }
 
-// facts: [{qid, level, topic, kind}], plan: {slot: count} -> qids, in the plan's order. Within a
-// slot, topics already drawn are avoided while others remain, so a loop covers more ground.
-export function pickLoop(facts, plan = DEFAULT_PLAN, seed = 1) {
+// facts: [{qid, level, topic, kind}], plan: {slot: count} -> {ids, problems}. ids in the plan's
+// order; within a slot, a kind not drawn yet is preferred, then a topic not drawn yet, so a loop
+// covers more ground. A plan that cannot be filled is not shortened silently: problems says
+// which slot lacks questions, or that the plan asks for more than MAX_QUESTIONS, and ids is empty.
+export function planLoop(facts, plan = DEFAULT_PLAN, seed = 1) {
+  const problems = [];
+  const unknown = Object.keys(plan).filter((slot) => !SLOTS.includes(slot));
+  if (unknown.length) problems.push(`unknown slots ${unknown.join(", ")}; valid: ${SLOTS.join(", ")}`);
+  const wanted = Object.values(plan).reduce((sum, n) => sum + (Number(n) || 0), 0);
+  if (wanted === 0) problems.push("the plan asks for no question; choose at least one");
+  if (wanted > MAX_QUESTIONS) problems.push(`the plan asks for ${wanted} questions; a loop holds at most ${MAX_QUESTIONS}`);
+  for (const [slot, count] of Object.entries(plan)) {
+    const have = facts.filter((f) => slotOf(f) === slot).length;
+    if (count > have) problems.push(`${count} ${slot} questions asked for, the bank has ${have}`);
+  }
+  if (problems.length) return { ids: [], problems };
   const random = seededRandom(seed);
   const picked = [];
   const topics = new Set();
+  const kinds = new Set();
   for (const [slot, count] of Object.entries(plan)) {
     const pool = facts.filter((f) => slotOf(f) === slot && !picked.includes(f.qid));
     for (let i = pool.length - 1; i > 0; i -= 1) {
       const j = Math.floor(random() * (i + 1));
       [pool[i], pool[j]] = [pool[j], pool[i]];
     }
-    for (let n = 0; n < count && pool.length; n += 1) {
-      const k = pool.findIndex((f) => !topics.has(f.topic));
-      const [f] = pool.splice(k === -1 ? 0 : k, 1);
+    for (let n = 0; n < count; n += 1) {
+      const rank = (f) => (kinds.has(f.kind) ? 2 : 0) + (topics.has(f.topic) ? 1 : 0);
+      let k = 0;
+      pool.forEach((f, i) => {
+        if (rank(f) < rank(pool[k])) k = i;
+      });
+      const [f] = pool.splice(k, 1);
       picked.push(f.qid);
       topics.add(f.topic);
+      kinds.add(f.kind);
     }
   }
-  return picked.slice(0, MAX_QUESTIONS);
+  return { ids: picked, problems };
+}
+
+// The ids of planLoop, or [] when the plan cannot be filled.
+export function pickLoop(facts, plan = DEFAULT_PLAN, seed = 1) {
+  return planLoop(facts, plan, seed).ids;
 }
 
 // ---- scoring ----------------------------------------------------------------------------------
 
-// facts: {qid: {title, level, topic, must: [text]}} -> the score sheet's numbers. A question
-// passes when every must-have was met (an answer without any one of them fails).
+// One question's reading (READING_RULE): must-haves met, strong signals heard, red flags heard.
+export function readingOf(metAll, strongHeard, strongTotal, flagsHeard) {
+  let level = !metAll ? 0 : strongTotal && strongHeard === strongTotal ? 3 : strongHeard > 0 ? 2 : 1;
+  level = Math.max(0, level - flagsHeard);
+  return READINGS[level];
+}
+
+// facts: {qid: {title, level, topic, must: [text], strong: [text], flags: [text]}} -> the score
+// sheet's numbers. A question passes when every must-have was met (an answer without any one of
+// them fails) and no red flag was heard; its reading follows READING_RULE. The loop's reading is
+// the median of the graded questions' readings (the lower one of an even count).
 export function scoreLoop(state, facts) {
+  const signals = state.signals || {};
   const questions = state.ids.filter((id) => facts[id]).map((id) => {
     const f = facts[id];
     const ticks = (state.grades[id] || []).slice(0, f.must.length);
     const met = ticks.filter(Boolean).length;
     const graded = Array.isArray(state.grades[id]);
     const missed = f.must.filter((_, i) => !ticks[i]);
+    const strong = ((signals[id] && signals[id].strong) || []).slice(0, (f.strong || []).length).filter(Boolean).length;
+    const flagTicks = ((signals[id] && signals[id].flags) || []).slice(0, (f.flags || []).length);
+    const flags = flagTicks.filter(Boolean).length;
+    const heardFlags = (f.flags || []).filter((_, i) => flagTicks[i]);
+    const reading = graded ? readingOf(met === f.must.length, strong, (f.strong || []).length, flags) : null;
     return { id, title: f.title, level: f.level, topic: f.topic, met, total: f.must.length, graded,
-             pass: graded && met === f.must.length, missed };
+             pass: graded && met === f.must.length && flags === 0, missed, strong,
+             strongTotal: (f.strong || []).length, flags, heardFlags, reading };
   });
   const topics = {};
   for (const q of questions) {
@@ -136,8 +202,12 @@ export function scoreLoop(state, facts) {
   }
   const met = questions.reduce((s, q) => s + q.met, 0);
   const total = questions.reduce((s, q) => s + q.total, 0);
+  const readings = questions.filter((q) => q.graded).map((q) => READINGS.indexOf(q.reading)).sort((a, b) => a - b);
+  const reading = readings.length ? READINGS[readings[Math.floor((readings.length - 1) / 2)]] : null;
+  const byReading = Object.fromEntries(READINGS.map((r) => [r, questions.filter((q) => q.reading === r).length]));
   return { questions, topics, met, total, passed: questions.filter((q) => q.pass).length,
-           review: questions.filter((q) => !q.pass) };
+           review: questions.filter((q) => !q.pass), flags: questions.reduce((s, q) => s + q.flags, 0),
+           reading, byReading };
 }
 
 // ---- the page ---------------------------------------------------------------------------------
@@ -173,10 +243,13 @@ function numberField(label, value, min, max) {
 
 function cardFacts(card) {
   const title = card.querySelector(".practice-title")?.textContent.replace(/¶$/, "").trim() || card.dataset.qid;
-  const must = [...card.querySelectorAll(".practice-must li")].map((li) => li.textContent.trim());
+  const texts = (selector) => [...card.querySelectorAll(selector)].map((li) => li.textContent.trim());
   const chapter = card.querySelector('.practice-answer a[href*="notebooks/"]');
-  return { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
-           must, chapter: chapter ? chapter.getAttribute("href") : null };
+  const fact = { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
+                 must: texts(".practice-must li"), strong: texts(".practice-strong li"), flags: texts(".practice-flags li"),
+                 levels: texts(".practice-levels li"), chapter: chapter ? chapter.getAttribute("href") : null };
+  fact.minutes = SLOT_MINUTES[slotOf(fact)];
+  return fact;
 }
 
 let activeTimer = null;
@@ -193,18 +266,34 @@ export function createMockLoop(root, cards, api) {
 
   // Set-up: composition and time, behind one disclosure in the practice bar's row.
   const setup = el("details", { class: "practice-mock-setup" });
-  const [fField, fInput] = numberField("Fundamentals", DEFAULT_PLAN.fundamentals, 0, 6);
-  const [aField, aInput] = numberField("Applied", DEFAULT_PLAN.applied, 0, 6);
-  const [dField, dInput] = numberField("Design", DEFAULT_PLAN.design, 0, 4);
+  const planFields = {};
+  for (const [slot, label] of [["fundamentals", "Fundamentals"], ["applied", "Applied"], ["deep", "Deep"], ["design", "Design"]]) {
+    planFields[slot] = numberField(label, DEFAULT_PLAN[slot], 0, MAX_QUESTIONS);
+  }
   const [tField, tInput] = numberField("Minutes", DEFAULT_MINUTES, 1, 180);
   const start = button("Start the mock loop", "mock-start");
+  const problem = el("p", { class: "practice-mock-problem", role: "alert" });
+  const readPlan = () => Object.fromEntries(Object.entries(planFields).map(([slot, [, input]]) =>
+    [slot, Math.max(0, Math.round(Number(input.value) || 0))]));
+  // The clock follows the plan: each question gets its kind's answer time (a design question minutes).
+  for (const [, input] of Object.values(planFields)) {
+    input.addEventListener("input", () => {
+      const minutes = planMinutes(readPlan());
+      if (minutes >= 1) tInput.value = String(Math.min(180, minutes));
+      problem.textContent = "";
+    });
+  }
   setup.append(
     el("summary", {}, "Mock interview loop"),
     el("p", { class: "practice-mock-note" },
        "A mixed set under one timer, like one round of an interview loop: answer each question aloud " +
        "or in the notes, then grade yourself per must-have and get a score sheet you can print or share " +
        "as a link."),
-    el("div", { class: "practice-mock-fields" }, fField, aField, dField, tField, start),
+    el("div", { class: "practice-mock-fields" }, ...Object.values(planFields).map(([field]) => field), tField, start),
+    el("p", { class: "practice-mock-note" },
+       `Deep counts questions of the deep level that are not design questions; Design draws design questions from any ` +
+       `level. Minutes follow the plan: ${Object.entries(SLOT_MINUTES).map(([k, m]) => `${k} ${m}`).join(", ")} minutes a question.`),
+    problem,
   );
 
   // The loop's own bar and the two later views.
@@ -240,7 +329,8 @@ export function createMockLoop(root, cards, api) {
     for (const part of card.querySelectorAll(".practice-rubric, .practice-answer, .practice-check, .practice-score")) {
       part.dataset.mockHidden = "true";
     }
-    where.textContent = `Question ${index + 1} of ${state.ids.length} · ${facts[id].level}${facts[id].kind === "design" ? " · design" : ""}`;
+    where.textContent = `Question ${index + 1} of ${state.ids.length} · ${facts[id].level}${facts[id].kind === "design" ? " · design" : ""}` +
+      ` · about ${facts[id].minutes} min`;
     prev.disabled = index === 0;
     next.disabled = index === state.ids.length - 1;
     const title = card.querySelector(".practice-title");
@@ -309,7 +399,7 @@ export function createMockLoop(root, cards, api) {
       const f = facts[id];
       const ticks = state.grades[id] || f.must.map(() => false);
       state.grades[id] = ticks;
-      const points = el("ul", { class: "practice-mock-points" });
+      const points = el("ul", { class: "practice-mock-points practice-mock-must" });
       f.must.forEach((text, i) => {
         const box = el("input", { type: "checkbox", id: `mock-${qi}-${i}`, checked: Boolean(ticks[i]) });
         box.addEventListener("change", () => {
@@ -318,22 +408,46 @@ export function createMockLoop(root, cards, api) {
         });
         points.append(el("li", {}, box, el("label", { htmlFor: box.id }, text)));
       });
+      const signals = (state.signals[id] ||= { strong: [], flags: [] });
+      const heard = (kind, texts, legend) => {
+        if (!texts.length) return null;
+        const list = el("ul", { class: `practice-mock-points practice-mock-${kind}` });
+        texts.forEach((text, i) => {
+          const box = el("input", { type: "checkbox", id: `mock-${qi}-${kind}-${i}`, checked: Boolean(signals[kind][i]) });
+          box.addEventListener("change", () => {
+            signals[kind] = texts.map((_, j) => (j === i ? box.checked : Boolean(signals[kind][j])));
+            save();
+          });
+          list.append(el("li", {}, box, el("label", { htmlFor: box.id }, text)));
+        });
+        return el("div", {}, el("p", {}, legend), list);
+      };
+      const strongList = heard("strong", f.strong, "Strong signals your answer had:");
+      const flagList = heard("flags", f.flags, "Red flags your answer had:");
+      const levels = f.levels.length
+        ? el("details", { class: "practice-mock-levels" }, el("summary", {}, "What a pass looks like at each level"),
+             el("ul", {}, ...f.levels.map((t) => el("li", {}, t))))
+        : null;
       const answer = byId[id].querySelector(".practice-answer");
       const peek = answer ? el("details", { class: "practice-mock-peek" }, el("summary", {}, "Worked answer"),
                                 ...[...answer.children].filter((c) => c.tagName !== "SUMMARY").map((c) => c.cloneNode(true)))
                           : null;
       list.append(el("li", {}, el("h3", {}, f.title), el("p", { class: "practice-mock-meta" }, `${f.level} · ${topicLabel(f.topic)}`),
-                     el("p", {}, "Tick each must-have your answer contained:"), points, peek));
+                     el("p", {}, "Tick each must-have your answer contained:"), points, strongList, flagList, levels, peek));
     });
     const heading = el("h2", { id: "mock-grade-title", tabIndex: -1 }, "Grade your answers");
     const done = button("Show the score sheet", "mock-sheet");
-    done.addEventListener("click", toSheet);
+    done.addEventListener("click", () => {
+      // This browser's own grading goes to practice mode's store (a shared sheet opened elsewhere does not).
+      for (const id of state.ids) if (api.record && Array.isArray(state.grades[id])) api.record(id, state.grades[id]);
+      toSheet();
+    });
     gradeView.replaceChildren(
       heading,
       el("p", { class: "practice-mock-announce", role: "status", "aria-live": "polite" },
          timeUp ? "Time is up. Grade each answer against its must-haves." : ""),
       el("p", {}, `Time used: ${clock(state.used)} of ${state.minutes}:00. An answer without any one of its must-haves fails; ` +
-                  "be as strict as an interviewer would be."),
+                  `be as strict as an interviewer would be. ${READING_RULE}`),
       list, done);
     gradeView.hidden = false;
     heading.focus({ preventScroll: true });
@@ -351,14 +465,23 @@ export function createMockLoop(root, cards, api) {
     const s = scoreLoop(state, facts);
     const heading = el("h2", { id: "mock-sheet-title", tabIndex: -1 }, "Mock loop: score sheet");
     const summary = el("p", { class: "practice-mock-summary" },
-      `${s.passed} of ${s.questions.length} questions passed (every must-have met) · ${s.met} of ${s.total} must-haves met · ` +
+      `Reading: ${s.reading || "not graded"} · ${s.passed} of ${s.questions.length} questions passed (every must-have met, no red flag) · ` +
+      `${s.met} of ${s.total} must-haves met · ${s.flags} red flag${s.flags === 1 ? "" : "s"} · ` +
       `time used ${clock(state.used)} of ${state.minutes}:00`);
+    summary.dataset.reading = s.reading || "";
+    summary.dataset.flags = String(s.flags);
+    const rule = el("p", { class: "practice-mock-rule" },
+      `How the reading is made: ${READING_RULE} The loop's reading is the median of its questions' ` +
+      `(${READINGS.filter((r) => s.byReading[r]).map((r) => `${s.byReading[r]} ${r}`).join(", ") || "none graded"}).`);
     const table = el("table", { class: "practice-mock-table" },
       el("caption", {}, "By question"),
-      el("thead", {}, el("tr", {}, ...["Question", "Level", "Topic", "Must-haves met", "Result"].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ...["Question", "Level", "Topic", "Must-haves met", "Strong signals", "Red flags", "Reading", "Result"]
+        .map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, ...s.questions.map((q) => el("tr", { dataset: { qid: q.id } },
         el("td", {}, q.title), el("td", {}, q.level), el("td", {}, topicLabel(q.topic)),
-        el("td", { class: "num" }, `${q.met} / ${q.total}`),
+        el("td", { class: "num" }, `${q.met} / ${q.total}`), el("td", { class: "num" }, `${q.strong} / ${q.strongTotal}`),
+        el("td", { class: "num", dataset: { flags: String(q.flags) } }, String(q.flags)),
+        el("td", { dataset: { reading: q.reading || "" } }, q.reading || "not graded"),
         el("td", { dataset: { result: q.pass ? "pass" : "fail" } }, q.graded ? (q.pass ? "pass" : "fail") : "not graded")))));
     const topics = el("table", { class: "practice-mock-table" },
       el("caption", {}, "By topic"),
@@ -372,7 +495,8 @@ export function createMockLoop(root, cards, api) {
       const f = facts[q.id];
       const links = el("p", {}, el("a", { href: `${f.level}/#q-${q.id}` }, "the question and its worked answer"));
       if (f.chapter) links.append(" · ", el("a", { href: f.chapter }, "the chapter"));
-      review.append(el("h4", {}, q.title), el("ul", {}, ...q.missed.map((m) => el("li", {}, m))), links);
+      review.append(el("h4", {}, q.title), el("ul", {}, ...q.missed.map((m) => el("li", {}, m)),
+                                               ...q.heardFlags.map((m) => el("li", {}, `Red flag: ${m}`))), links);
     }
     const link = el("input", { type: "text", readOnly: true, value: "",
                                class: "practice-mock-link", id: "mock-link" });
@@ -394,7 +518,7 @@ export function createMockLoop(root, cards, api) {
     print.addEventListener("click", () => window.print());
     again.addEventListener("click", () => leave({ reopen: true }));
     back.addEventListener("click", () => leave());
-    sheetView.replaceChildren(heading, summary, table, topics, review,
+    sheetView.replaceChildren(heading, summary, rule, el("div", { class: "practice-mock-scroll" }, table), topics, review,
       el("div", { class: "practice-mock-share" }, el("label", { htmlFor: "mock-link" }, "This score sheet as a link (nothing leaves your browser; the link holds it):"),
          link, el("span", { class: "practice-mock-buttons" }, copy, print, again, back), copied));
     sheetView.hidden = false;
@@ -421,7 +545,7 @@ export function createMockLoop(root, cards, api) {
   }
 
   function begin(newState) {
-    state = newState;
+    state = { signals: {}, ...newState };
     index = state.index || 0;
     if (state.phase === "run") run();
     else {
@@ -432,21 +556,16 @@ export function createMockLoop(root, cards, api) {
   }
 
   start.addEventListener("click", () => {
-    const plan = {
-      fundamentals: Math.max(0, Math.min(6, Math.round(Number(fInput.value) || 0))),
-      applied: Math.max(0, Math.min(6, Math.round(Number(aInput.value) || 0))),
-      design: Math.max(0, Math.min(4, Math.round(Number(dInput.value) || 0))),
-    };
-    const minutes = Math.max(1, Math.min(180, Math.round(Number(tInput.value) || DEFAULT_MINUTES)));
+    const plan = readPlan();
+    const minutes = Math.max(1, Math.min(180, Math.round(Number(tInput.value) || planMinutes(plan) || DEFAULT_MINUTES)));
     const seed = Math.floor(Math.random() * 1e9);
-    const ids = pickLoop(Object.values(facts), plan, seed);
-    if (!ids.length) {
-      announce.textContent = "";
-      start.setCustomValidity?.("Choose at least one question.");
-      start.reportValidity?.();
+    const { ids, problems } = planLoop(Object.values(facts), plan, seed);
+    if (problems.length) {
+      problem.textContent = `This plan cannot be filled: ${problems.join("; ")}.`;
       return;
     }
-    begin({ ids, minutes, phase: "run", used: 0, index: 0, grades: {}, seed });
+    problem.textContent = "";
+    begin({ ids, minutes, phase: "run", used: 0, index: 0, grades: {}, signals: {}, seed });
   });
   prev.addEventListener("click", () => {
     if (index > 0) index -= 1;

@@ -73,10 +73,25 @@ function saveState(state, storage = globalThis.localStorage) {
 
 // ---- quick checks ---------------------------------------------------------------------------
 
-// "1.6", "1.6x", "56.25 %", "1,234", "2.6e2 MB" -> number; anything else -> NaN.
-export function parseAnswer(text) {
-  const cleaned = String(text).trim().replace(/,/g, "").replace(/\s+/g, "");
-  const match = cleaned.match(/^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)[a-zµ%/]*$/i);
+// Units whose answer is a count: there "4.19M" means 4.19 million (k, M, G: 10^3, 10^6, 10^9).
+// Elsewhere a letter after the number is the unit ("2.6 MB", "1.6x", "3 ms") and is not a multiplier.
+export const COUNT_UNITS = new Set(["", "tokens", "rows", "groups", "sequences", "patterns", "tiles", "runs", "requests",
+  "experts", "GPUs", "GPU-hours", "req/s"]);
+const MAGNITUDES = { k: 1e3, K: 1e3, M: 1e6, G: 1e9 };
+
+// "1.6", "1.6x", "56.25 %", "1,234", "2.6e2 MB" -> number; anything else -> NaN. With a count
+// unit, "4.19M", "4.19 M groups" and "12k" carry their magnitude.
+export function parseAnswer(text, unit = null) {
+  const spaced = String(text).trim().replace(/,/g, "").replace(/\s+/g, " ");
+  const number = "([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+]?\\d+)?)";
+  if (unit !== null && COUNT_UNITS.has(unit)) {
+    // The magnitude is one letter standing alone ("4.19M", "4.19 M groups"), never the start of
+    // a unit ("2 GPUs").
+    const scaled = spaced.match(new RegExp(`^${number} ?([kKMG])\\b ?[A-Za-z/-]*$`));
+    if (scaled) return Number(scaled[1]) * MAGNITUDES[scaled[2]];
+  }
+  const cleaned = spaced.replace(/ /g, "");
+  const match = cleaned.match(new RegExp(`^${number}[a-zµ%/-]*$`, "i"));
   return match ? Number(match[1]) : NaN;
 }
 
@@ -127,7 +142,7 @@ function setUpCheck(check, qid, state) {
   else check.prepend(form);
 
   function judge(text, { remember }) {
-    const value = parseAnswer(text);
+    const value = parseAnswer(text, unit);
     if (!Number.isFinite(value)) {
       result.dataset.verdict = "invalid";
       result.textContent = "Type a number, e.g. 1.62 (a unit after it is fine).";
@@ -261,6 +276,20 @@ function formatTime(seconds) {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
+// The "Answer aloud" timer's two lengths, by the question's kind: a concept or one calculation
+// is a short spoken answer, several steps or a diagnosis longer, a design question a whiteboard's.
+export const TIMER_SECONDS = Object.freeze({
+  concept: [30, 120], calculation: [30, 120], "multi-step": [120, 300], diagnosis: [120, 300], design: [300, 900],
+});
+
+function timerText(seconds) {
+  return seconds < 60 ? `${seconds} s` : `${seconds / 60} min`;
+}
+
+function timerName(seconds) {
+  return seconds < 60 ? `${seconds} second` : `${seconds / 60} minute`;
+}
+
 // "Answer aloud" timer: one countdown at a time; announces the end in `announce`.
 function makeTimer(announce) {
   const wrap = document.createElement("div");
@@ -268,10 +297,9 @@ function makeTimer(announce) {
   const label = document.createElement("span");
   label.className = "practice-timer__label";
   label.textContent = "Answer aloud:";
-  const short = button("30 s", "timer-30");
-  const long = button("2 min", "timer-120");
-  short.setAttribute("aria-label", "Start a 30 second timer");
-  long.setAttribute("aria-label", "Start a 2 minute timer");
+  const short = button("30 s", "timer-short");
+  const long = button("2 min", "timer-long");
+  let lengths = TIMER_SECONDS.concept;
   const stop = button("Stop", "timer-stop");
   stop.hidden = true;
   const clock = document.createElement("span");
@@ -318,14 +346,25 @@ function makeTimer(announce) {
     render();
     tick = setInterval(render, 250);
   }
-  short.addEventListener("click", () => start(30));
-  long.addEventListener("click", () => start(120));
+  // Each button says its length in its text and its accessible name.
+  function setKind(kind) {
+    lengths = TIMER_SECONDS[kind] || TIMER_SECONDS.concept;
+    for (const [b, seconds] of [[short, lengths[0]], [long, lengths[1]]]) {
+      b.textContent = timerText(seconds);
+      b.setAttribute("aria-label", `Start a ${timerName(seconds)} timer`);
+      b.dataset.seconds = String(seconds);
+    }
+    wrap.dataset.kind = kind || "concept";
+  }
+  setKind("concept");
+  short.addEventListener("click", () => start(lengths[0]));
+  long.addEventListener("click", () => start(lengths[1]));
   stop.addEventListener("click", () => {
     reset();
     announce("Timer stopped.");
   });
   reset();
-  return { element: wrap, reset };
+  return { element: wrap, reset, setKind };
 }
 
 let progressListener = null;
@@ -502,6 +541,7 @@ async function setUpMode(root) {
     if (!card || !list.includes(card)) card = list[0] || null;
     for (const c of cards) c.hidden = c !== card;
     if (card !== current) timer.reset();
+    if (card) timer.setKind(card.dataset.kind);
     current = card;
     bottom.hidden = !card;
     if (!card) {
@@ -580,6 +620,21 @@ async function setUpMode(root) {
   const chrome = [bar, timer.element, panel, status, bottom];
   const mock = createMockLoop(root, cards, {
     topics,
+    // A mock loop's grades for one question, in the same store as the self-grade (weak review sees them).
+    record(qid, ticks) {
+      const card = cards.find((c) => c.dataset.qid === qid);
+      const boxes = card ? [...card.querySelectorAll(".practice-rubric .practice-must li input[type=checkbox]")] : [];
+      boxes.forEach((box, i) => {
+        box.checked = Boolean(ticks[i]);
+      });
+      if (boxes.length) boxes[0].dispatchEvent(new Event("change")); // saves every tick and updates the card's score
+      else {
+        const fresh = loadState();
+        fresh.grades[qid] = ticks.map(Boolean);
+        saveState(fresh);
+        document.dispatchEvent(new CustomEvent("htw-practice-change"));
+      }
+    },
     pause() {
       timer.reset();
       for (const part of chrome) part.hidden = true;
@@ -599,7 +654,15 @@ async function setUpMode(root) {
 
   if (isMockHash(location.hash) && mock.resumeFrom(location.hash)) {
     root.dataset.practiceReady = "true";
-    window.scrollTo({ top: 0, left: 0, behavior: "instant" });
+    // A loop resumes where it is: a running one at the top with its bar, a grading sheet or a
+    // score sheet (a shared link) at its heading, not five paragraphs above it. The browser may
+    // restore its own scroll position at the load event, so the place is set again then.
+    const view = root.dataset.mock === "run" ? null : root.querySelector(".practice-mock-grade:not([hidden]) h2, .practice-mock-sheet:not([hidden]) h2");
+    const place = () => (view ? view.scrollIntoView({ block: "start", behavior: "instant" })
+                              : window.scrollTo({ top: 0, left: 0, behavior: "instant" }));
+    place();
+    requestAnimationFrame(place);
+    if (document.readyState !== "complete") window.addEventListener("load", () => requestAnimationFrame(place), { once: true });
     return;
   }
   const fromHash = location.hash ? document.getElementById(location.hash.slice(1)) : null;

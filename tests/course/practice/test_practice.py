@@ -60,9 +60,9 @@ def _pasted_numbers(text: str) -> list[str]:
 
 
 def test_bank_size_levels_and_topics():
-    assert len(BANK) >= 85
+    assert len(BANK) >= 110
     levels = Counter(q.level for q in BANK)
-    assert all(levels[level] >= 20 for level in LEVELS), levels
+    assert all(levels[level] >= 25 for level in LEVELS), levels
     # Every stage of the answer, the kernel's own speed, and the loop's neighbouring themes are covered.
     topics = Counter(q.topic for q in BANK)
     assert set(TOPICS) <= set(topics)

@@ -12,7 +12,7 @@ from ..._common.text import printable
 from .expressions import check_expression, check_format
 from .questions import Accept, Bank, Design, Levels, Number, Question, QuickCheck, Rubric
 from .schema import _require, _validate
-from .terms import DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, _ID
+from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, _ID
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
@@ -68,7 +68,12 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
         design=Design(tuple(t.strip() for t in design["assumptions"]), tuple(t.strip() for t in design["changes"]))
         if design else None,
         drills=tuple(raw.get("drills") or ()),
+        calculator=tuple((key, str(value)) for key, value in (raw.get("calculator") or {}).items()),
     )
+    if q.calculator:  # a calculator task grades what its result establishes and what it leaves open
+        for opening in CALCULATOR_MUSTS:
+            _require(any(m.startswith(opening) for m in q.rubric.must), where + " (at rubric.must)",
+                     f"a calculator task needs a must-have that opens with {opening!r}")
     missing = q.placeholders() - set(names)
     _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
     return q

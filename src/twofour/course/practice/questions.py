@@ -120,6 +120,18 @@ class Question:
     sources: tuple[str, ...] = field(default_factory=tuple)
     design: Design | None = None
     drills: tuple[str, ...] = ()
+    calculator: tuple[tuple[str, str], ...] = ()
+
+    def calculator_query(self) -> str:
+        """The calculator's URL query for a calculator task (``gpu=H100&batch=8...``), or ``""``.
+
+        >>> Question("t", "applied", "capacity", "calculation", "s", "x", "T", "P", Rubric((), (), ()),
+        ...          Levels("", "", ""), "A", (), (), "C", calculator=(("gpu", "H100"), ("batch", "8"))).calculator_query()
+        'gpu=H100&batch=8'
+        """
+        from urllib.parse import urlencode
+
+        return urlencode(self.calculator, safe=",:")
 
     def evaluate(self) -> dict[str, object]:
         """Every number of the question, in order (each may use the ones before it)."""

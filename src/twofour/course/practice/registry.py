@@ -24,6 +24,7 @@ from .. import answer as course_answer
 from .helpers import (compute_bound_m, cost_per_token_ratio, first_torch_pinning, measured_bandwidth_ratio,
                       measured_crossover_m, measured_gemm, measured_phase_speedup, published_speedup, published_value,
                       recorded_launch, searched_gemm, slo_goodput, speculative_speedup, transposable_patterns, wave_count)
+from .planning import kv_batch_limit, normal_quantile, ring_allreduce_us, runs_for_power, tp_degrees
 
 __all__ = ["Namespace", "Function", "NAMESPACE", "RESULT_TYPES", "STR_METHODS"]
 
@@ -131,6 +132,11 @@ NAMESPACE: dict[str, object] = {
         "compute_bound_m": compute_bound_m,
         "transposable_patterns": transposable_patterns,
         "first_torch_pinning": first_torch_pinning,
+        "runs_for_power": runs_for_power,
+        "tp_degrees": tp_degrees,
+        "normal_quantile": normal_quantile,
+        "kv_batch_limit": kv_batch_limit,
+        "ring_allreduce_us": ring_allreduce_us,
         "min": min,
         "max": max,
     }.items()},
@@ -139,7 +145,7 @@ NAMESPACE: dict[str, object] = {
 # Values registered functions return, by exact type: (fields, methods) an expression may use.
 # A type not listed can be held and passed back to a registered function, never looked into.
 RESULT_TYPES: dict[type, tuple[frozenset, frozenset]] = {
-    models.TransformerConfig: (frozenset({"hidden", "intermediate", "layers", "kv_dim"}), frozenset()),
+    models.TransformerConfig: (frozenset({"hidden", "intermediate", "layers", "kv_dim", "heads", "kv_heads"}), frozenset()),
     hardware.GPUSpec: (frozenset({"backends", "capability", "mem_bw_gbs", "sms"}), frozenset({"peak_tflops"})),
     request.RequestEstimate: (frozenset({"prefill", "decode", "ttft_dense_s", "ttft_sparse_s", "tpot_dense_s",
                                          "tpot_sparse_s", "total_dense_s", "total_sparse_s"}), frozenset({"speedup"})),

@@ -71,6 +71,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         "",
         q.fill(q.prompt),
         "",
+        *([f"[Open the calculator in this state]({chapter_prefix}calculator/index.md?{q.calculator_query()})"
+           "{: .practice-calc-link }", ""] if q.calculator else []),
         f'<div class="practice-notes" data-qid="{q.id}"></div>',
         "",
         '<details class="practice-rubric" markdown="1">',

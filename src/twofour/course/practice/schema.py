@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from ..._common.text import printable
-from .terms import (BASES, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, RUBRIC_FIELDS, TOPICS, UNITS, BankError,
+from .terms import (BASES, CALCULATOR_KEYS, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, RUBRIC_FIELDS, TOPICS, UNITS, BankError,
                     _ID, _NAME, _SLUG)
 
 
@@ -39,7 +39,7 @@ _QUICK_CHECK_KEYS = ("ask", "answer", "unit", "tolerance", "accepts", "derivatio
 _RUBRIC_KEYS = RUBRIC_FIELDS
 _DESIGN_KEYS = ("assumptions", "changes")
 _QUESTION_KEYS = ("id", "level", "topic", "kind", "skill", "setting", "drills", "title", "prompt", "rubric", "levels",
-                  "answer", "design", "mistakes", "follow_ups", "connects", "numbers", "quick_check", "chapter", "sources")
+                  "answer", "design", "mistakes", "follow_ups", "connects", "numbers", "quick_check", "chapter", "sources", "calculator")
 # A quick check whose tolerance is this wide or wider says which approximation it accepts.
 ACCEPTS_FROM = 0.02
 
@@ -152,6 +152,11 @@ QUESTION_SCHEMA: dict = {
             "numbers": {"anyOf": [{"type": "null"}, {"type": "array", "items": _NUMBER_SCHEMA}],
                         "x-message": "numbers must be a list"},
             "quick_check": {"anyOf": [{"type": "null"}, _QUICK_CHECK_SCHEMA], "x-message": "quick_check must be a mapping"},
+            "calculator": {"type": "object", "minProperties": 1,
+                           "propertyNames": {"enum": list(CALCULATOR_KEYS),
+                                             "x-message": f"calculator keys must be the calculator's URL keys {list(CALCULATOR_KEYS)}"},
+                           "additionalProperties": {"type": ["string", "number"], "x-message": "calculator values must be text or numbers"},
+                           "x-message": "calculator must be a mapping of the calculator's URL keys to the state a task opens it in"},
             "chapter": {"type": ["string", "null"], "x-message": "chapter must be a path such as notebooks/06-amdahl.ipynb"},
             "sources": {"anyOf": [{"type": "null"}, {"type": "array", "items": {
                             "type": "string", "x-message": "sources must be a list of texts"}}],

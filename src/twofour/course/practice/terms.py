@@ -28,6 +28,10 @@ TOPICS: dict[str, str] = {
     "validation": "Validating at service level",
     "parallelism": "Sharding, disaggregation, MoE",
     "hardware": "Sparse tensor cores by generation",
+    "kv-cache": "The KV cache and the scheduler",
+    "attention-kernels": "Attention kernels",
+    "communication": "Multi-GPU communication",
+    "architecture": "If you could change the GPU",
 }
 # What kind of thinking a question asks for. Fundamentals test a concept or one calculation;
 # deep questions need several steps, a diagnosis from evidence, or a design trade-off.
@@ -97,6 +101,18 @@ UNITS: dict[str, str] = {
     "req/s": "in requests per second",
     "MHz": "in MHz",
 }
+
+# The calculator's URL keys (docs/js/calc/ui/request-calc.js URL_KEYS): a calculator task opens
+# the calculator in a stated state through them. A test opens every task's link in a browser and
+# checks the form shows that state.
+CALCULATOR_KEYS: tuple[str, ...] = (
+    "gpu", "backend", "dtype", "model", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab", "batch",
+    "prompt", "output", "chunk", "gemm", "s_prefill", "s_decode", "pruned", "step_ms", "request_ms", "attn_eff",
+    "mem_eff", "scope", "scenario",
+)
+# A calculator task grades what its result establishes and what still needs measurement: one
+# must-have opens with each of these.
+CALCULATOR_MUSTS: tuple[str, ...] = ("What the result establishes:", "What still needs measurement:")
 
 DEFAULT_BANK = "practice.yaml"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
