@@ -337,9 +337,10 @@ class _Renderer:
         return n, alt, caption
 
     def figure(self, body: str, n: int, caption: str) -> str:
+        hint = '<span class="nb-zoom-hint"> Tap the figure to open it full size.</span>' if "nb-zoom" in body else ""
         return (
             f'<figure class="nb-figure" id="{html.escape(self.stem)}-figure-{n}">{body}'
-            f'<figcaption><span class="nb-figure__number">Figure {n}.</span> {html.escape(caption)}</figcaption></figure>'
+            f'<figcaption><span class="nb-figure__number">Figure {n}.</span> {html.escape(caption)}{hint}</figcaption></figure>'
         )
 
     def rich(self, data: dict, name: str, metadata: dict | None = None) -> str | None:
@@ -373,7 +374,11 @@ class _Renderer:
                     size = f' width="{width}" height="{height}"'
                 # Images sit next to the page; the page URL is a directory, so a bare name works.
                 img = f'<img src="{filename}" loading="lazy"{size} alt="{html.escape(alt)}">'
-                return self.figure(f'<div class="nb-image">{img}</div>', n, caption)
+                # On a phone a figure is shrunk to the column and its labels get too small to read:
+                # the picture is also a link to itself at full size (a hint under it says so there).
+                zoom = (f'<a class="nb-zoom" href="{filename}" target="_blank" rel="noopener" '
+                        f'title="Open figure {n} full size">{img}</a>')
+                return self.figure(f'<div class="nb-image">{zoom}</div>', n, caption)
         if "application/vnd.jupyter.widget-view+json" in data:
             return None
         if "text/plain" in data:
@@ -404,7 +409,7 @@ def render(nb, *, stem: str, actions_html: str = "") -> Rendered:
         <BLANKLINE>
         <!-- nb-output 0 -->
         >>> r.outputs[0]
-        '<div class="nb-output"><pre class="nb-text">2</pre></div>'
+        '<div class="nb-output"><pre class="nb-text nb-wrap">2</pre></div>'
     """
     renderer = _Renderer(stem, actions_html)
     for index, cell in enumerate(nb.cells):

@@ -210,7 +210,10 @@ def test_figures_are_numbered_with_captions_and_specific_alt_text():
 
     r = nb_render.render(_figure_notebook(), stem="ch")
     html = "".join(r.outputs)
-    captions = re.findall(r'<figcaption><span class="nb-figure__number">Figure (\d+)\.</span> ([^<]*)</figcaption>', html)
+    captions = re.findall(r'<figcaption><span class="nb-figure__number">Figure (\d+)\.</span> ([^<]*)'
+                          r'(?:<span class="nb-zoom-hint">[^<]*</span>)?</figcaption>', html)
+    # every picture (PNG or JPEG) opens full size on a tap, for a phone
+    assert html.count('<a class="nb-zoom" href="') == html.count("<img ")
     assert [int(n) for n, _ in captions] == [1, 2, 3, 4, 5, 6]
     alts = re.findall(r'alt="([^"]*)"', html) + re.findall(r'aria-label="([^"]*)"', html)
     assert alts[:3] == ["Cell alt.", "Display alt.", "Lines per GPU."]

@@ -270,8 +270,8 @@ function makeTimer(announce) {
   label.textContent = "Answer aloud:";
   const short = button("30 s", "timer-30");
   const long = button("2 min", "timer-120");
-  short.setAttribute("aria-label", "Start a 30 second timer");
-  long.setAttribute("aria-label", "Start a 2 minute timer");
+  short.setAttribute("aria-label", "30 s: start a timer for a 30-second answer");  // the name starts with the visible text
+  long.setAttribute("aria-label", "2 min: start a timer for a 2-minute answer");
   const stop = button("Stop", "timer-stop");
   stop.hidden = true;
   const clock = document.createElement("span");
