@@ -21,7 +21,7 @@ wherever a reader opens the notebook:
   torch older than twofour needs (pip would replace it). It says what to run instead;
 * every stop is one exception with a one-line message naming what to run.
 
-``tests/test_install_cell.py`` runs this cell in all these situations, and
+``tests/course/chapters/test_install_cell.py`` runs this cell in all these situations, and
 ``tests/site/test_toolkit_install.py`` runs a notebook downloaded from a built site in a fresh
 virtual environment that lacks twofour.
 """

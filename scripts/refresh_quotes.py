@@ -4,7 +4,7 @@ Prose on the site (docs/*.md, the chapter and lab notebooks' Markdown cells) quo
 between markers, ``<!-- verdict:range -->0.05x to 1.19x<!-- /verdict -->``, and the diagnosis
 checklist between ``<!-- checklist -->`` and ``<!-- /checklist -->``. The site's build fills in
 the computed values anyway; the text in the files is what a reader of the notebook in Jupyter
-or Colab sees, so tests/test_answer.py fails when it is stale, and this script brings
+or Colab sees, so tests/course/answer/test_answer.py fails when it is stale, and this script brings
 it up to date after new measurements or a refitted model. It also writes the calculator's copy of
 the verdict, ``docs/js/calc/verdict.js`` (:func:`twofour.course.answer.verdict_js`):
 

@@ -3,7 +3,7 @@
 Before this table the same numbers lived in ``twofour.request``, ``twofour.roofline`` and
 ``twofour.packing`` (and again in the JavaScript calculators), with nothing tying them. Now each
 of those reads :data:`DTYPES`, the calculators get it through the generated
-``docs/js/calc/fitted.js`` (``twofour golden --fitted-js``), and ``tests/test_dtypes.py``
+``docs/js/calc/fitted.js`` (``twofour golden --fitted-js``), and ``tests/toolkit/common/test_dtypes.py``
 checks that every module's view of a dtype agrees with this table.
 
 What a row says, and where each fact comes from:

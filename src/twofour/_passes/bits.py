@@ -15,7 +15,7 @@ definition, not from a list of codes:
   holds two values per byte: neither has an element-wise N:M meaning, so both are refused.
 * Integers: zero is all bits zero (``-128`` is the sign bit alone and is non-zero).
 
-``tests/test_bits.py`` checks every one of the 256 codes of each 8-bit float against torch's
+``tests/toolkit/structure/test_bits.py`` checks every one of the 256 codes of each 8-bit float against torch's
 own conversion, and every code of float16 and bfloat16.
 
 >>> FORMATS[torch.float8_e4m3fnuz].classify(0x80), FORMATS[torch.float8_e4m3fn].classify(0x80)

@@ -13,7 +13,7 @@ Packing a block then takes a fixed handful of vectorised integer operations and 
   OR-ed into one word that is exactly the packed pair.
 
 Unpacking runs the same steps backwards: ``(v0 << a*bits) | (v1 << b*bits)`` is the group.
-``tests/test_packing.py`` checks both against the general path and PyTorch's conversion.
+``tests/toolkit/packing/test_packing.py`` checks both against the general path and PyTorch's conversion.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
 The model's arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does not
 depend on the fitted numbers: launch, bytes, FLOPs per CTA), so one evaluation of the loss over
 a hundred points costs microseconds and a whole fit runs in well under a second;
-``tests/test_roofline.py`` checks that it gives exactly what :func:`twofour.roofline.kernel_time`
+``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what :func:`twofour.roofline.kernel_time`
 gives.
 
 Example:

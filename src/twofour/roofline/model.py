@@ -33,7 +33,7 @@ One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain
 Why each term: the default 2:4 kernel's 128 x 256 tile wastes 255 of 256 token columns at
 decode and launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the
 data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
-49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/test_roofline.py`` recomputes
+49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py`` recomputes
 the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench``
 flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
 which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
@@ -55,7 +55,7 @@ quantized tile the raw ratio can pass a ceiling. With the stored fit the guard b
 grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
 65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 128 to
 4096, 228 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
-it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/test_roofline.py`` checks the share).
+it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/toolkit/roofline/test_roofline.py`` checks the share).
 
 Assumptions, each a simplification a measurement can contradict:
 

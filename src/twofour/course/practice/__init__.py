@@ -11,7 +11,7 @@ number a question states is **not typed into the text**: it is a named entry of 
 ``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
 or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
 model, a GPU table or a formula changes, the worked answers change with it, and a typo in an
-expression fails the tests (``tests/test_practice.py`` evaluates every one).
+expression fails the tests (``tests/course/practice/test_practice.py`` evaluates every one).
 
 A quick check asks for one number and says what it is graded against (``basis``): first-principles
 arithmetic, a published measurement, or the project's own GPU measurement, never a model's

@@ -74,7 +74,7 @@ def _fn(name: str, fn) -> Function:
 
 
 # The top-level names: exactly what the shipped bank uses (every `expr:` of
-# twofour/course/data/practice.yaml; tests/test_practice.py fails on a name no expression uses).
+# twofour/course/data/practice.yaml; tests/course/practice/test_practice.py fails on a name no expression uses).
 NAMESPACE: dict[str, object] = {
     "amdahl": _ns("amdahl", speedup=amdahl.speedup, max_speedup=amdahl.max_speedup,
                   combined_speedup=amdahl.combined_speedup, averaged_speedup_mistake=amdahl.averaged_speedup_mistake),

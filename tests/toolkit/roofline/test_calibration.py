@@ -30,7 +30,7 @@ def stored():
 
 @pytest.fixture(scope="module")
 def fresh(pts):
-    """The whole fit, run once (a few seconds: the loss is vectorised, tests/test_roofline.py checks it is the model's)."""
+    """The whole fit, run once (a few seconds: the loss is vectorised, tests/toolkit/roofline/test_roofline.py checks it is the model's)."""
     return cal.fit_all(pts)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from twofour.course.status import STATUS_DATE, STATUS_FILE, status_box, status_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CHAPTERS = ("notebooks/00-environment.ipynb", "notebooks/03-dispatch.ipynb", "notebooks/07-the-answer.ipynb")
 
 

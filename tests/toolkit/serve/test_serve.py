@@ -26,7 +26,7 @@ from twofour.serve import (
 )
 from twofour.serve.results import OutputRefused
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

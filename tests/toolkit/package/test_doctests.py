@@ -19,8 +19,8 @@ def _modules():
 SLOW = {"twofour.quality.train"}
 # Modules whose doctests a test of their own runs, with stricter options (no ELLIPSIS or
 # NORMALIZE_WHITESPACE), so that the seconds their examples take are spent once.
-OWN_TEST = {"twofour.course.examples": "tests/test_examples.py"}
-ROOT = Path(__file__).resolve().parent.parent
+OWN_TEST = {"twofour.course.examples": "tests/course/chapters/test_examples.py"}
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

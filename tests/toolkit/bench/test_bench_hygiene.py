@@ -1,7 +1,7 @@
 """Measurement hygiene in `twofour bench`: clocks around each point, flags by rule, the cuSPARSELt algorithm.
 
 Everything here runs on a CPU: the GPU readers and PyTorch's conversion are replaced by fakes
-that record how they were called; the GPU paths themselves are GPU-marked in tests/test_bench.py.
+that record how they were called; the GPU paths themselves are GPU-marked in tests/toolkit/bench/test_bench.py.
 """
 
 from __future__ import annotations

@@ -116,6 +116,7 @@ def test_malicious_pickle_is_refused_and_never_run(capsys, tmp_path):
         assert not marker.exists()
 
 
+@pytest.mark.slow  # a real `twofour` process (imports torch: seconds)
 def test_malicious_pickle_in_a_real_process_exits_non_zero_without_traceback(tmp_path):
     marker = tmp_path / "PWNED"
     path = tmp_path / "evil.pt"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 NOTEBOOKS = sorted(
     p for folder in ("notebooks", "labs") for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts

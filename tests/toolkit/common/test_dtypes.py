@@ -1,6 +1,6 @@
 """One source per fact: every module's view of a dtype agrees with the table in twofour._common.dtypes.
 
-The table's own numbers are checked against hand-derived values in tests/test_oracles.py; here
+The table's own numbers are checked against hand-derived values in tests/toolkit/request/test_oracles.py; here
 the point is that nobody keeps a private copy that can drift.
 """
 
@@ -19,7 +19,7 @@ from twofour.cli.golden import FITTED_JS, dtype_table
 from twofour.hardware import DTYPES as HARDWARE_DTYPES
 from twofour.roofline import formats
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _torch_dtype(facts):

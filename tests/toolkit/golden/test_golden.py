@@ -46,7 +46,7 @@ def test_amdahl_error_cases_say_what_was_wrong(golden):
 def test_request_cases_reproduce_and_obey_amdahl(golden):
     """A round-trip lock, not an oracle: evaluate() wrote these files, so agreeing with them only
     proves the JSON carries every number the JS parity tests need, bit for bit (no rounding, no
-    lost key). Whether the numbers are *right* is tests/test_oracles.py's job (hand-derived
+    lost key). Whether the numbers are *right* is tests/toolkit/request/test_oracles.py's job (hand-derived
     FLOPs, bytes and a published measurement); the Amdahl identity below is an independent check."""
     cases = golden["request"]["cases"]
     edge = [c for c in cases if c["label"] != "random"]
@@ -160,8 +160,8 @@ def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
 
 def test_roofline_cases_reproduce_predict(golden):
     """A round-trip lock, not an oracle (predict() wrote the file): the golden cases must reload
-    into the same predictions. The formula's values are checked by hand in tests/test_roofline.py
-    and tests/test_mutants_roofline.py."""
+    into the same predictions. The formula's values are checked by hand in tests/toolkit/roofline/test_roofline.py
+    and tests/toolkit/roofline/test_mutants_roofline.py."""
     data = golden["roofline"]
     assert data["scenarios"] == list(SCENARIOS) and data["algorithms"] == ["default", "searched"] and len(data["cases"]) > 1000
     cases = data["cases"]

@@ -757,7 +757,7 @@ def test_committed_diagram_is_the_generated_one():
 
     from twofour.course.figures.dispatch_path import HIGHLIGHTS, path_svg
 
-    asset = Path(__file__).resolve().parents[1] / "docs" / "assets" / "dispatch-path.svg"
+    asset = Path(__file__).resolve().parents[3] / "docs" / "assets" / "dispatch-path.svg"
     assert asset.read_text() == path_svg(), "regenerate with: .venv/bin/python -m twofour.course.figures.dispatch_path"
     for h in HIGHLIGHTS:
         assert path_svg(h).count("<svg") == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "site_hooks")]
 import install_cell  # noqa: E402
 import toolkit_wheel  # noqa: E402

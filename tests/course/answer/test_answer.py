@@ -20,7 +20,7 @@ from twofour.bench import recorded_alg_search, recorded_results
 from twofour.course import answer
 from twofour.request import measured_gemm_speedup, searched_gemm_speedup
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "scripts"))
 import refresh_quotes  # noqa: E402
 
@@ -149,7 +149,7 @@ def test_the_calculators_copy_of_the_verdict_is_current_and_rounds_to_the_table(
     the same 2-decimal request and per-token numbers as the verdict table (what the headline shows)."""
     from twofour.request import estimate
 
-    committed = (Path(__file__).resolve().parents[1] / answer.VERDICT_JS).read_text(encoding="utf-8")
+    committed = (Path(__file__).resolve().parents[3] / answer.VERDICT_JS).read_text(encoding="utf-8")
     assert committed == answer.verdict_js(), "stale: run `.venv/bin/python scripts/refresh_quotes.py` and commit"
     c = answer.calculator_verdict()
     rounded = {"prefill": round(c["speedup_prefill"], 3), "decode": round(c["speedup_decode"], 3)}

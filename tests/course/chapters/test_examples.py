@@ -103,7 +103,7 @@ def test_prune_unstructured_rejects_nan():
         prune_unstructured(torch.tensor([[1.0, float("nan"), 2.0, 3.0]]))
 
 
-@pytest.mark.slow  # the examples train the chapters' weight; tests/test_doctests.py leaves them to this test
+@pytest.mark.slow  # the examples train the chapters' weight; tests/toolkit/package/test_doctests.py leaves them to this test
 def test_doctests():
     result = doctest.testmod(examples)
     assert result.failed == 0 and result.attempted > 0

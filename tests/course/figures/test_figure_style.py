@@ -27,7 +27,7 @@ from matplotlib.text import Text  # noqa: E402
 
 from twofour.course import plotting  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _recorded():

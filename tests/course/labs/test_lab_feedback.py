@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 
 from twofour.course.labs._common import MAX_HINT_LINES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 LAB1 = ROOT / "labs" / "lab1-find-the-broken-groups.ipynb"
 
 # One run of the lab for both tests: under xdist they stay on one worker (--dist loadgroup).

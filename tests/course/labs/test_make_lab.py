@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SETUP_STAMP = ".venv/.setup-done"  # the Makefile's $(STAMP): `make -o` it to skip the setup step
 pytestmark = pytest.mark.slow
 

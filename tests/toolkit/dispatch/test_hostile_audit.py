@@ -49,6 +49,7 @@ def run_process(args, timeout=60, **kwargs):
 # only regular files
 
 
+@pytest.mark.slow  # a real `twofour` process (imports torch: seconds)
 def test_a_fifo_is_refused_at_once(tmp_path):
     path = tmp_path / "model.pt"
     os.mkfifo(path)
@@ -237,6 +238,7 @@ def test_a_checkpoint_of_only_odd_tensors_says_why(capsys, tmp_path):
 # closed pipes and full disks
 
 
+@pytest.mark.slow  # a real `twofour` process (imports torch: seconds)
 def test_a_closed_pipe_ends_quietly(tmp_path):
     path = tmp_path / "many.safetensors"
     save_file({f"layer.{i}.weight": torch.zeros(16, 16, dtype=torch.float16) for i in range(3000)}, str(path))
@@ -252,6 +254,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     assert err == "", err
 
 
+@pytest.mark.slow  # a real `twofour` process (imports torch: seconds)
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_full_disk_under_stdout_is_one_line(tmp_path):
     path = tmp_path / "m.safetensors"
@@ -332,3 +335,23 @@ def test_api_refuses_odd_tensors_by_name():
         twofour.pack(torch.zeros(8, 8).to_sparse())
     with pytest.raises(ValueError, match="W is empty"):
         twofour.prune(torch.zeros(0, 8))
+
+
+# ---- audit rows in file order ---------------------------------------------------------------
+
+
+def test_audit_rows_and_names_follow_the_file(tmp_path):
+    from twofour.dispatch.checkpoint import open_checkpoint
+
+    path = tmp_path / "m.safetensors"
+    save_file({"a.weight": torch.zeros(32, 32, dtype=torch.float16), "b.weight": torch.zeros(32, 32),
+               "c.weight": torch.zeros(32, 32, dtype=torch.float16)}, str(path))
+    # the safetensors writer puts the float32 tensor first; safe_open lists names sorted
+    with open_checkpoint(path) as ckpt:
+        assert ckpt.names() == ["b.weight", "a.weight", "c.weight"]
+        assert [r.name for r in audit(ckpt, None).rows] == ckpt.names()
+    pt = tmp_path / "m.pt"
+    torch.save({f"l{i}.weight": torch.zeros(32, 32, dtype=torch.float16) for i in (0, 1, 2, 10, 3)}, pt)
+    with open_checkpoint(pt) as ckpt:
+        assert ckpt.names() == ["l0.weight", "l1.weight", "l2.weight", "l10.weight", "l3.weight"]
+        assert [r.name for r in audit(ckpt, None).rows] == ckpt.names()
