@@ -48,8 +48,8 @@ def test_the_stages_figure_the_home_page_and_the_nav_number_the_same_stages(site
     numbered = [re.match(r"(\d) · ([\w ]+?):", label) for label in labels]
     assert [(int(m.group(1)), m.group(2)) for m in numbered if m] == list(enumerate(STAGES, 1))
     home = _article(_page_html(site, "/"))
-    stages = home.split('<div class="htw-stages">', 1)[1].split("</div>", 1)[0]
-    assert re.findall(r"<li>\s*<p>\s*<strong>([\w ]+)\.</strong>", stages) == STAGES
+    stages = home.split('<div class="htw-stages">', 1)[1].split("</ol>", 1)[0]
+    assert re.findall(r"<li>\s*(?:<p>\s*)?<strong>([\w ]+)\.</strong>", stages) == STAGES
     # Stage N is chapter N: the checklist's item N links chapter N, and so does the stages list.
     checklist = home.split("Diagnose your own deployment", 1)[1].split("</ol>", 1)[0]
     items = re.findall(r"<li>(.*?)</li>", checklist, re.S)
@@ -68,12 +68,12 @@ def test_the_stages_figure_the_home_page_and_the_nav_number_the_same_stages(site
 
 def test_every_page_counts_the_stages_and_numbers_them_alike(site, pages):
     """No page says "five stages" (or checks) and none calls stage N by another stage's name."""
-    count = len(STAGES)
+    assert len(STAGES) == 6  # the count the prose below is held to
     wrong = []
     for path in pages:
         text = _text(_article(_page_html(site, path)))
-        for number, what in re.findall(rf"\b({_NUMBER_WORDS}|\d) (stages|checks)\b", text, re.I):
-            if number.lower() not in ("six", str(count)):
+        for number, what in re.findall(rf"\b({_NUMBER_WORDS}) (stages|checks)\b", text, re.I):
+            if number.lower() != "six":
                 wrong.append(f"{path}: '{number} {what}'")
         for n, name in re.findall(r"\bStage (\d) ?[·:] ?([A-Z][a-z]+(?: speed)?)", text):
             if name in STAGES and STAGES[int(n) - 1] != name:
@@ -138,7 +138,9 @@ def test_every_term_carries_its_definition_where_a_page_first_uses_it(site, page
     terms = _terms()
     missing = []
     for path in pages:
-        if path.startswith("/labs/solutions/"):
+        # Solutions pages are out of the nav; the practice pages are HTML the bank's hook writes,
+        # which Markdown's abbreviations do not reach.
+        if path.startswith(("/labs/solutions/", "/practice/")):
             continue
         parser = _FirstUses(terms)
         parser.feed(_article(_page_html(site, path)))
@@ -176,7 +178,7 @@ def test_search_keeps_a_term_whole(watched, base_url, term):
 # Worked examples, printed lines
 
 
-_CODE_BLOCK = re.compile(r'<div class="language-python highlight"><pre>.*?</pre></div>', re.S)
+_CODE_BLOCK = re.compile(r'<div class="(?:language-python )?highlight"><pre>.*?</pre></div>', re.S)
 _FOLD = re.compile(r'<details class="nb-code">.*?</details>', re.S)
 
 
@@ -358,11 +360,29 @@ def test_the_worked_deployment_has_one_number_per_quantity(watched, base_url, si
         cell = re.search(rf"<td[^>]*>{re.escape(label)}</td>\s*<td[^>]*>([^<]+)</td>", two_minutes)
         assert cell, f"chapter 7's two-minute table has no row {label!r}"
         shown.append((quantity, cell.group(1), "chapter 7, two minutes"))
+    # The calculator computes from one GEMM speedup per phase, typed in to 3 decimals (its fields),
+    # where the verdict table uses each GEMM's own measured speedup: at 3 decimals its numbers are
+    # its own (checked against Python in test_calculators.py), and they must still give the quoted
+    # 2-decimal value.
+    from twofour import models
+    from twofour.course.answer import calculator_verdict
+    from twofour.request import Workload, estimate
+
+    cv = calculator_verdict()
+    calc = estimate(Workload(models.PRESETS[cv["model"]], cv["batch"], cv["prompt_len"], cv["output_len"], dtype=cv["dtype"],
+                             pruned=tuple(cv["pruned"])), cv["gpu"],
+                    gemm_speedup={"prefill": round(cv["speedup_prefill"], 3), "decode": round(cv["speedup_decode"], 3)})
+    calc_truth = {"per token": calc.speedup("tpot"), "whole request": calc.speedup("request"),
+                  "decode GEMMs": round(cv["speedup_decode"], 3), "decode p": calc.decode.p, "request p": calc.p_request}
     wrong = []
     for quantity, written, where in shown:
         value, decimals, percent = _reading(written)
-        true = truth[quantity] * (100 if percent else 1)
+        scale = 100 if percent else 1
+        own = calc_truth if where.startswith("calculator") and decimals >= (1 if percent else 3) else truth
+        true = own[quantity] * scale
         if abs(value - true) > 0.5 * 10 ** -decimals + 1e-9:
             wrong.append(f"{where}: {quantity} {written.strip()} (computed {true:.4f})")
+        elif own is calc_truth and f"{true:.{1 if percent else 2}f}" != f"{truth[quantity] * scale:.{1 if percent else 2}f}":
+            wrong.append(f"{where}: {quantity} {written.strip()} is not the quoted {truth[quantity] * scale:.2f} at its precision")
     by_quantity = {q: sorted({w.strip() for qq, w, _ in shown if qq == q}) for q in truth}
     assert not wrong, "\n".join(wrong) + f"\nall values shown: {by_quantity}"

@@ -30,7 +30,8 @@ export function compute(p, s) {
  * from, and (for a predicted s only) the fit line.
  */
 export function decodeDefaults() {
-  const state = { ...DEFAULTS };
+  // The form's defaults hold the measured speedups as the text of their fields.
+  const state = { ...DEFAULTS, speedup_prefill: Number(DEFAULTS.speedup_prefill), speedup_decode: Number(DEFAULTS.speedup_decode) };
   const view = computeScenario(state);
   const p = view.summary.p_decode.toFixed(3);
   const s = view.summary.gemm_speedup_decode.toFixed(3);

@@ -655,6 +655,7 @@ export function mount(root) {
   function hideSwitchNote() {
     switchNote.hidden = true;
     switchNote.textContent = "";
+    switchNote.remove(); // back out of the field it was shown under
   }
 
   /**
