@@ -11,6 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -247,7 +248,9 @@ def test_figures_can_be_read_at_390_px(browser, base_url, pages, site):
             })""")
             page_dir = site / path.strip("/")
             for src, shown in found["svgs"]:
-                width, sizes = _svg_font_sizes((page_dir / src).read_text(encoding="utf-8"))
+                where = urlsplit(src).path
+                file = site / where.lstrip("/") if where.startswith("/") else page_dir / where
+                width, sizes = _svg_font_sizes(file.read_text(encoding="utf-8"))
                 if sizes and min(sizes) * shown / width < 10:
                     problems.append(f"{path}: {src} labels {min(sizes) * shown / width:.1f} px on screen")
             for img in found["pngs"]:

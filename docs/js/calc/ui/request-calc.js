@@ -247,7 +247,7 @@ export function mount(root) {
       el("p", { class: "calc-help" }, ["share of all linear-layer weights that are 2:4: ", prunedShare]), f.pruned.message]),
     el("fieldset", {}, [el("legend", { text: "2:4 GEMM speedup" }),
       el("div", { class: "calc-radios" }, gemmRadios.flatMap((r) => [el("span", { class: "calc-check" }, [r.input, r.label])])),
-      measuredBox, gemmNote, f.gemm.message]),
+      measuredBox, gemmNote, switchNote, f.gemm.message]),
     el("details", { class: "calc-more" }, [el("summary", { text: "More assumptions: fixed costs and efficiencies" }),
       el("div", { class: "calc-grid" }, [f.step_overhead_ms.wrap, f.request_overhead_ms.wrap, f.attention_efficiency.wrap, f.memory_efficiency.wrap])]),
   ]);
@@ -655,7 +655,7 @@ export function mount(root) {
   function hideSwitchNote() {
     switchNote.hidden = true;
     switchNote.textContent = "";
-    switchNote.remove(); // back out of the field it was shown under
+    gemmNote.after(switchNote); // back home, out of the field it was shown under
   }
 
   /**
