@@ -34,8 +34,9 @@ function labelStackedCells() {
     });
   });
 }
-// Search keeps "split-K" and "2:4" whole. Material's query parser (lunr's) always cuts a query at
-// "-" and reads "2:" as a field name, so "split-K" became "split" OR any word starting with "k".
+// Search keeps "2:4" whole. Material's query parser (lunr's) reads "2:" as a field name and always
+// cuts a query at "-", so "2:4" became "2" OR "4" and "split-K" "split" OR any word starting with
+// "k" (the hyphen swap below does not yet stop the latter: results still match "split").
 // The same hyphen and colon are swapped, in the search documents and in every query, for look-alike
 // characters that nothing cuts (a non-breaking hyphen, U+2011; a ratio sign, U+2236). Material
 // sends both to its search worker as messages (type 0: the index set-up, 2: a query); this is the
