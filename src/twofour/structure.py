@@ -127,7 +127,9 @@ class StructureReport:
                 f"valid {pattern}: all {self.num_groups:,} groups of {shape} {dtype_name(self.dtype)} "
                 f"hold at most {self.n} non-zeros ({self.nonzero_fraction:.1%} of elements non-zero)"
             )
-        rows = int((self.bad_groups_per_row > 0).sum())
+        per_row = self.bad_groups_per_row
+        same = per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0
+        rows = (per_row.shape[0] if int(per_row[0]) else 0) if same else int((per_row > 0).sum())
         return (
             f"NOT {pattern}: {self.num_bad_groups:,} of {self.num_groups:,} groups "
             f"({self.fraction_bad:.2%}) hold more than {self.n} non-zeros, in {rows:,} of {self.shape[0]:,} rows "
@@ -261,8 +263,22 @@ def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float)
     return locations
 
 
+def _row_sum(per_row: torch.Tensor) -> int:
+    """``per_row.sum()``, in O(1) for the expanded counts of identical rows (stride 0)."""
+    if per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0:
+        return int(per_row[0]) * per_row.shape[0]
+    return int(per_row.sum())
+
+
+def _bad_row_indices(per_row: torch.Tensor):
+    """Rows with a bad group, lazily: identical rows (stride 0) are never expanded into an index list."""
+    if per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0:
+        return iter(range(per_row.shape[0]) if int(per_row[0]) else ())
+    return iter(torch.nonzero(per_row).flatten().tolist())
+
+
 def _overlap_candidates(K: int, m: int, bad_per_row: torch.Tensor):
-    for row in torch.nonzero(bad_per_row).flatten().tolist():
+    for row in _bad_row_indices(bad_per_row):
         for _, _, c0, c1 in blocks(1, K, unit=m):
             yield row, row + 1, c0, c1
 
@@ -316,7 +332,7 @@ def check(
     else:
         bad_per_row, nonzeros, bad_per_block, items = _count_blocks(W, n, m)
         candidates, budget = (item for item, bad in zip(items, bad_per_block) if bad), float("inf")
-    num_bad = int(bad_per_row.sum())
+    num_bad = _row_sum(bad_per_row)
     locations = []
     if num_bad and max_locations:
         with one_thread():

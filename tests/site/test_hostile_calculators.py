@@ -81,3 +81,34 @@ def test_an_estimate_that_overflows_is_blamed_on_its_cause(watched, base_url, qu
     message = root.locator(f"[data-field='{field}'] .calc-msg").inner_text()
     assert "out of range" in message, message
     assert not watched.console_errors
+
+
+def test_third_round_lookups_and_numbers_are_refused_by_name(watched, base_url):
+    """``ceilings("__proto__")`` used ``in``, ``indexBits(NaN)`` and ``regimeOf(NaN)`` answered, and
+    ``estimate({pruned: "q_proj"})`` threw a TypeError; each is now an InputError naming its argument."""
+    page = watched.page
+    page.goto(base_url + MODULES + "errors.js", wait_until="load")  # any page of the site's origin
+    for module in ("packing", "roofline", "request"):
+        _import(page, module)
+    result = page.evaluate(
+        """() => {
+          const {packing: P, roofline: R, request: Q} = window.__m;
+          const outcome = fn => { try { return "returned " + JSON.stringify(fn()); } catch (e) { return e.name + ": " + e.message; } };
+          const w = {model: {layers: 2, hidden: 64, intermediate: 128, heads: 4, kv_heads: 4, vocab: 100},
+                     batch: 1, prompt_len: 8, output_len: 4, dtype: "fp16", pruned: "q_proj"};
+          return {
+            ceilings: ["__proto__", "constructor", "toString"].map(k => outcome(() => R.ceilings(k))),
+            indexBits: [NaN, 1, 2.5, Infinity].map(m => outcome(() => P.indexBits(m))),
+            regimeOf: [NaN, -1, 0, Infinity].map(m => outcome(() => R.regimeOf(m))),
+            pruned: outcome(() => Q.estimate(w, "H100")),
+            dtype: outcome(() => Q.estimate({...w, pruned: ["q_proj"], dtype: "__proto__"}, "H100")),
+            still: [outcome(() => R.ceilings("fp16")), outcome(() => P.indexBits(4)), outcome(() => R.regimeOf(16))],
+          };
+        }"""
+    )
+    assert all(r.startswith("InputError: dtype must be one of") for r in result["ceilings"]), result
+    assert all(r.startswith("InputError: m must be an int of at least 2") for r in result["indexBits"]), result
+    assert all(r.startswith("InputError: M must be a positive number") for r in result["regimeOf"]), result
+    assert result["pruned"].startswith("InputError: pruned must be a list of linear kinds"), result
+    assert result["dtype"].startswith("InputError: dtype must be one of"), result
+    assert result["still"] == ['returned {"compute":2,"memory":1.7777777777777777}', "returned 2", 'returned "M<=16"']

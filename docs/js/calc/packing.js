@@ -24,6 +24,8 @@ export const FORMATS = {
 
 /** ceil(log2 m), at least 1: bits naming one position in a group of m. */
 export function indexBits(m) {
+  // as twofour.packing.index_bits: an integer group size of at least 2 (NaN answered NaN before)
+  if (!Number.isSafeInteger(m) || m < 2) throw new InputError("m", `m must be an int of at least 2 (group size), got ${m}`);
   return Math.max(1, Math.ceil(Math.log2(m)));
 }
 

@@ -91,10 +91,13 @@ export function checkWorkload(w) {
   requireCount("batch", w.batch);
   requireCount("prompt_len", w.prompt_len);
   requireCount("output_len", w.output_len);
-  if (!(w.dtype in DTYPE_BYTES)) {
+  if (typeof w.dtype !== "string" || !Object.hasOwn(DTYPE_BYTES, w.dtype)) {
     throw new InputError("dtype", `dtype must be one of ${Object.keys(DTYPE_BYTES).sort().join(", ")} (the 2:4 tensor-core dtypes), got '${w.dtype}'`);
   }
   const pruned = w.pruned ?? BLOCK_LINEARS;
+  if (!Array.isArray(pruned)) {  // a string's .filter is a TypeError
+    throw new InputError("pruned", `pruned must be a list of linear kinds such as ["q_proj", "k_proj"], got ${JSON.stringify(pruned)}`);
+  }
   const unknown = pruned.filter((k) => !LINEAR_KINDS.includes(k));
   if (unknown.length) throw new InputError("pruned", `pruned contains unknown linear kinds ${unknown}; valid kinds are ${LINEAR_KINDS}`);
   return { ...w, pruned: LINEAR_KINDS.filter((k) => pruned.includes(k)), prefill_chunk_tokens: chunk };

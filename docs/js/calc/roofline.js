@@ -336,7 +336,8 @@ export function predict(M, N, K, d = "fp16", gpu = "H100", backend = null, param
 
 /** The two ceilings of any 2:4 GEMM (twofour.roofline.ceilings): compute 2x, memory 1 / packed ratio. */
 export function ceilings(d) {
-  if (!(d in DTYPES)) throw new InputError("dtype", `dtype must be one of ${Object.keys(DTYPES).join(", ")}, got '${d}'`);
+  // own properties only: `"__proto__" in DTYPES` is true
+  if (typeof d !== "string" || !Object.hasOwn(DTYPES, d)) throw new InputError("dtype", `dtype must be one of ${Object.keys(DTYPES).join(", ")}, got '${d}'`);
   return { compute: 2.0, memory: 1 / DTYPES[d].packed_ratio };
 }
 
@@ -347,6 +348,9 @@ const REGIMES = [["M<=16", "M ≤ 16"], ["16<M<=256", "16 < M ≤ 256"], ["M>256
 
 /** The held-out error regime of twofour.roofline.calibration for a GEMM with M rows. */
 export function regimeOf(M) {
+  if (!(typeof M === "number" && Number.isFinite(M) && M > 0)) {
+    throw new InputError("M", `M must be a positive number of rows, got ${M}`);  // NaN fell through to "M>256"
+  }
   return M <= 16 ? "M<=16" : M <= 256 ? "16<M<=256" : "M>256";
 }
 

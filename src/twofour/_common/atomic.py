@@ -58,14 +58,21 @@ def _identity(path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def check_output(path, inputs=()) -> Path:
+def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
     """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`.
 
     Refused: a path that is one of ``inputs`` (the same file by device and inode), one that
     exists and is not a regular file, one whose folder is not a folder. A missing folder is
-    left to the writer (some create it).
+    left to the writer (some create it). With ``follow_symlinks=False`` (files a command names
+    inside an output folder) a symlink at ``path`` is not followed: the path returned is the
+    link's own, which the writer replaces with a regular file, never writing where it points.
     """
     path = Path(path)
+    if not follow_symlinks and os.path.islink(path):
+        real = Path(os.path.realpath(path.parent)) / path.name
+        if not real.parent.is_dir():
+            raise OutputError(f"{_show(path)}: {_show(real.parent)} is not a directory")
+        return real
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -87,17 +94,20 @@ def check_output(path, inputs=()) -> Path:
     return real
 
 
-def write_bytes(path, data: bytes, inputs=()) -> Path:
+def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
 
     A temporary file beside the target (same directory, so the rename cannot cross file
     systems) takes the data, is flushed to disk, then replaces the target in one rename. On any
     error the temporary file is removed and the previous target is untouched. A new file gets
     the usual permissions (0666 less the umask); a replaced one keeps its own.
+    ``follow_symlinks=False``: a symlink at ``path`` is replaced by the file (its target is never
+    opened or replaced), as for files a command writes inside an output folder.
     """
-    real = check_output(path, inputs)
+    real = check_output(path, inputs, follow_symlinks=follow_symlinks)
     try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
+        st = os.lstat(real)
+        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     except FileNotFoundError:
         mode = None
     tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
@@ -109,7 +119,7 @@ def write_bytes(path, data: bytes, inputs=()) -> Path:
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        check_output(path, inputs)  # again: the target may have changed during a long run
+        check_output(path, inputs, follow_symlinks=follow_symlinks)  # again: the target may have changed during a long run
         os.replace(tmp, real)
     except BaseException:
         try:
@@ -120,6 +130,6 @@ def write_bytes(path, data: bytes, inputs=()) -> Path:
     return Path(path)
 
 
-def write_text(path, text: str, inputs=(), encoding: str = "utf-8") -> Path:
+def write_text(path, text: str, inputs=(), encoding: str = "utf-8", *, follow_symlinks: bool = True) -> Path:
     """:func:`write_bytes` of ``text`` encoded (UTF-8 by default)."""
-    return write_bytes(path, text.encode(encoding), inputs)
+    return write_bytes(path, text.encode(encoding), inputs, follow_symlinks=follow_symlinks)

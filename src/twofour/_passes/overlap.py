@@ -81,6 +81,11 @@ def count_by_storage(W: torch.Tensor, n: int, m: int) -> tuple[torch.Tensor, int
     """
     N, K = W.shape
     s0, s1 = W.stride()
+    if s0 == 0 and N > 1:
+        # every row is the same storage (``w.expand(N, K)``): count one row; the per-row counts are
+        # that row's, expanded (no memory per row: a tiny file can declare 10**9 rows)
+        one, nonzeros = count_by_storage(W[:1], n, m)
+        return one.expand(N), nonzeros * N
     G = K // m
     span = storage_span(W)
     if span > MAX_SPAN:

@@ -106,7 +106,7 @@ def _gather_pair(block, pos_a, pos_bm1, values_out, scratch: Scratch) -> None:
     word = _GROUP_WORD[size]
     bits = 8 * size
     log_bits = bits.bit_length() - 1
-    groups = block.view(word)  # [r, G]
+    groups = _aligned(block, word).view(word)  # [r, G]
     shift = scratch.get("w_shift", word, pos_a.shape)
     first = scratch.get("w_first", word, pos_a.shape)
     second = scratch.get("w_second", word, pos_a.shape)
@@ -116,7 +116,22 @@ def _gather_pair(block, pos_a, pos_bm1, values_out, scratch: Scratch) -> None:
     torch.bitwise_right_shift(groups, shift, out=first).bitwise_and_(const(lane, word, dev))
     shift.copy_(pos_bm1).bitwise_left_shift_(to_bits)  # (b - 1) * bits: x_b lands in the upper lane
     torch.bitwise_right_shift(groups, shift, out=second).bitwise_and_(const(lane << bits, word, dev))
-    values_out.view(_PAIR_WORD[size]).copy_(first.bitwise_or_(second))
+    _write_words(values_out, _PAIR_WORD[size], first.bitwise_or_(second))
+
+
+def _aligned(t: torch.Tensor, word: torch.dtype) -> torch.Tensor:
+    """``t``, or a copy when its storage offset is not a whole number of ``word``s (a slice of a
+    flat buffer): reinterpreting elements as words needs the offset aligned."""
+    per_word = word.itemsize // t.element_size()
+    return t if per_word <= 1 or t.storage_offset() % per_word == 0 else t.clone()
+
+
+def _write_words(out: torch.Tensor, word: torch.dtype, words: torch.Tensor) -> None:
+    """``out`` viewed as ``word``s takes ``words``; through a temporary when ``out`` is not word-aligned."""
+    if _aligned(out, word) is out:
+        out.view(word).view(words.shape).copy_(words)
+    else:
+        out.copy_(words.view(out.dtype).view(out.shape))
 
 
 def unpack_block(values, meta, out, scratch: Scratch) -> int:
@@ -148,7 +163,7 @@ def unpack_block(values, meta, out, scratch: Scratch) -> int:
     word, pair_word = _GROUP_WORD[size], _PAIR_WORD[size]
     bits = 8 * size
     to_bits = const(bits.bit_length() - 1, word, dev)
-    pair = values.view(pair_word).view(shape)
+    pair = _aligned(values, pair_word).view(pair_word).view(shape)
     lane = (1 << bits) - 1
     first = scratch.get("u_first", word, shape)
     second = scratch.get("u_second", word, shape)
@@ -159,5 +174,5 @@ def unpack_block(values, meta, out, scratch: Scratch) -> int:
     first.bitwise_left_shift_(shift)
     shift.copy_(pos_b).bitwise_left_shift_(to_bits)
     second.bitwise_left_shift_(shift)
-    out.view(word).view(shape).copy_(first.bitwise_or_(second))
+    _write_words(out, word, first.bitwise_or_(second))
     return 0

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and not low <= value <= 10_000:
             raise UserError(f"{flag} must be from {low} to 10,000, got {value}")
     if args.out is not None:
-        check_output_file(args.out, "--out")
+        check_output_file(args.out, "--out", make_folder=True)
 
     if on_gpu:
         print(f"GPU: {env.gpu_name} (compute capability {env.capability_str}); 2:4 backends: "

@@ -37,12 +37,22 @@ def show(path) -> str:
     return printable(os.fspath(path), 200)
 
 
-def check_output_file(path, option: str, example: str = "results.json", inputs=()) -> Path:
+def check_output_file(path, option: str, example: str = "results.json", inputs=(), *,
+                      make_folder: bool = False, replace: bool = True) -> Path:
     """``path`` as a Path if a file can be written there, else a :class:`UserError` naming ``option``.
 
-    ``inputs`` are the files the command reads: the output may not be one of them.
+    ``inputs`` are the files the command reads: the output may not be one of them. An empty
+    path is refused (it named no file), and so is one whose folder is missing unless the
+    command makes it (``make_folder``): checked now, not after the work. ``replace=False``
+    refuses an existing file.
     """
+    if os.fspath(path) == "":
+        raise UserError(f"{option} is empty; give a file name such as {example}")
     path = Path(path)
+    parent = path.parent
+    if not make_folder and not parent.is_dir():
+        why = "does not exist" if not os.path.lexists(parent) else "is not a directory"
+        raise UserError(f"{option} {show(path)}: the folder {show(parent)} {why}; create it first or give another path")
     try:
         if stat.S_ISDIR(os.stat(path).st_mode):
             raise UserError(f"{option} {show(path)} is a directory; give a file name such as {show(path / example)}")
@@ -52,6 +62,9 @@ def check_output_file(path, option: str, example: str = "results.json", inputs=(
         check_output(path, inputs)
     except OutputError as exc:
         raise UserError(f"{option} {exc}") from None
+    if not replace and os.path.lexists(path):
+        raise UserError(f"{option} {show(path)} exists; this command never replaces a file: give a new name "
+                        "or remove it first")
     return path
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
+from .._common.text import printable
 from .main import UserError
 from ._output import check_output_file, show, write_output
 
@@ -54,14 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rows", type=int, metavar="N", help="print only the first N rows of the table")
 
 
+_CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])", re.ASCII)  # ASCII digits only: int() reads '٨' as 8
+_MAX_MAJOR = 15  # NVIDIA's are 1.0 .. 12.x so far; past this it is a typo, not a GPU
+
+
 def _parse_capability(text: str) -> tuple[int, int]:
-    try:
-        major, minor = text.split(".")
-        cc = (int(major), int(minor))
-    except ValueError:
-        raise UserError(f"--capability must look like 8.0 or 9.0 (MAJOR.MINOR), got {text!r}") from None
-    if cc[0] < 1 or cc[1] < 0:
-        raise UserError(f"--capability must be a real compute capability such as 8.0, got {text!r}")
+    m = _CAPABILITY.fullmatch(text)
+    if m is None:
+        raise UserError(f"--capability must look like 8.0 or 9.0 (MAJOR.MINOR, ASCII digits), got {printable(text, 40)!r}")
+    cc = (int(m.group(1)), int(m.group(2)))
+    if not 1 <= cc[0] <= _MAX_MAJOR:
+        raise UserError(f"--capability must be a real compute capability such as 8.0 (major 1 to {_MAX_MAJOR}), "
+                        f"got {text!r}")
     return cc
 
 
@@ -89,7 +95,7 @@ def _target(args):
 def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .._common.text import printable
+
     from ..dispatch import audit
     from ..dispatch.checkpoint import CheckpointError, open_checkpoint
 
@@ -98,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_rows is not None and args.max_rows < 0:
         raise UserError(f"--max-rows must be >= 0, got {args.max_rows}")
     inputs = [args.model_file]
-    if args.json:
+    if args.json is not None:
         check_output_file(args.json, "--json", "audit.json", inputs=inputs)
-    if args.html:
+    if args.html is not None:
         check_output_file(args.html, "--html", "audit.html", inputs=inputs)
     if args.json and args.html and os.path.realpath(args.json) == os.path.realpath(args.html):
         raise UserError(f"--json and --html are the same file {show(args.json)}; the second would replace the first")
@@ -119,14 +125,18 @@ def run(args: argparse.Namespace) -> int:
             + "); nothing to audit"
         )
     text = str(report) if args.max_rows is None else _limited(report, args.max_rows)
-    print(text)
-    if args.json:
+    # The files first: a closed stdout (`| head`) ends the command at the print, and must not cost them.
+    wrote = []
+    if args.json is not None:
         write_output(args.json, report.to_json(), "--json", inputs=inputs)
-        print(f"wrote {show(args.json)}", file=sys.stderr)
-    if args.html:
+        wrote.append(args.json)
+    if args.html is not None:
         title = f"twofour audit: {printable(os.path.basename(args.model_file), 120)}"
         write_output(args.html, report.to_html(title=title), "--html", inputs=inputs)
-        print(f"wrote {show(args.html)}", file=sys.stderr)
+        wrote.append(args.html)
+    print(text)
+    for path in wrote:
+        print(f"wrote {show(path)}", file=sys.stderr)
     return 0
 
 

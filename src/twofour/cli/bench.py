@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
-    if args.out is not None:
-        check_output_file(args.out, "--out")
+    if args.out is not None:  # results are evidence: an existing file is never replaced
+        check_output_file(args.out, "--out", make_folder=True, replace=False)
+    _check_dtype_names(args.dtypes)
     if args.alg_id is not None:
         _check_alg_id(args.alg_id, on_gpu, env)
 
@@ -229,3 +230,14 @@ def _print_mode(res, mode: str) -> None:
     for r in rows:
         print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
               f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
+
+
+def _check_dtype_names(names) -> None:
+    """Refuse a --dtypes name no sweep knows, on every device (on CPU it was ignored in silence)."""
+    from ..bench.measure import _dtype
+
+    for name in names or ():
+        try:
+            _dtype(name)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None

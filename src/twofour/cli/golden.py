@@ -521,7 +521,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
 
     names = ("amdahl.json", "request.json", "funnel.json", "roofline.json")
     for name in names:  # every output checked before any work: a FIFO or the fit file it reads is refused
-        check_output(out / name, [FIT_PATH])
+        check_output(out / name, [FIT_PATH], follow_symlinks=False)
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
@@ -540,5 +540,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     }
     for path, (data, _) in files.items():
         # allow_nan=False: a non-finite number that slipped past _jsonable is a bug, not output.
-        write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH])
+        # inside the output folder: a symlink planted there is replaced, never written through
+        write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH],
+                   follow_symlinks=False)
     return {path: count for path, (_, count) in files.items()}

@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    if argv is None and args.command == "audit":  # a program reading a memory-mapped file: see _sigbus
+        from ._sigbus import run_guarded
+
+        return run_guarded(lambda: _run(args), args.command)
+    return _run(args)
+
+
+def _run(args) -> int:
     try:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from ..quality.corpus import STDLIB_FILES, stdlib_dir
 
     inputs = [stdlib_dir() / name for name in STDLIB_FILES]  # the corpus it trains on
-    out = check_output_file(Path(args.out), "--out", "quality.json", inputs=inputs)
+    out = check_output_file(Path(args.out), "--out", "quality.json", inputs=inputs, make_folder=True)  # save makes it
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     for option, value, top in (

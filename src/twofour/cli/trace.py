@@ -51,15 +51,16 @@ def run(args: argparse.Namespace) -> int:
     from ._output import check_output_file, show, write_output
 
     inputs = [args.trace_file, args.compare]
-    if args.html:  # before the (possibly long) read: an input or a FIFO is refused now
+    if args.html is not None:  # before the (possibly long) read: an input or a FIFO is refused now
         check_output_file(args.html, "--html", "report.html", inputs=inputs)
     try:
         report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress,
                          exclude_invalid=args.drop_invalid)
     except TraceError as exc:
         raise UserError(str(exc)) from None
-    print(report)
-    if args.html:
+    if args.html is not None:  # first: a closed stdout (`| head`) must not cost the file
         write_output(args.html, report.to_html(), "--html", inputs=inputs)
+    print(report)
+    if args.html is not None:
         print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0

@@ -44,6 +44,7 @@ import torch
 
 from .._common.text import printable
 from ._flatten import FlattenError, flatten_state_dict
+from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
 
@@ -152,12 +153,27 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def _check_zip(read_path: str, path: str) -> None:
-    """Refuse a torch zip that is damaged, compressed, or whose pickle is implausibly large."""
+    """Refuse a torch zip that is damaged, compressed, whose pickle is implausibly large, or whose
+    storages do not match their entries (:mod:`._torchzip`: checked before anything is mapped)."""
     try:
         with zipfile.ZipFile(read_path) as archive:
             infos = archive.infolist()
+            _check_entries(infos, path)
+            with open(read_path, "rb") as raw:
+                size = os.fstat(raw.fileno()).st_size
+
+                def header(offset: int) -> bytes:
+                    raw.seek(offset)
+                    return raw.read(30)
+
+                check_storages(archive, size, header)
+    except StorageMismatch as exc:
+        raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint ({printable(str(exc), 240)}); not read") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)") from None
+
+
+def _check_entries(infos, path: str) -> None:
     for info in infos:
         if info.compress_type != zipfile.ZIP_STORED:
             raise CheckpointError(
@@ -189,6 +205,7 @@ class Checkpoint:
         self._tensors: dict = {}
         self._fd = open_regular(path) if fd is None else fd
         self._closer = weakref.finalize(self, os.close, self._fd)
+        self._stamp = _stamp(self._fd)
         # Every read goes through the file opened (and checked) above, never the path again.
         proc = f"/proc/self/fd/{self._fd}"
         self._read_path = proc if os.path.exists(proc) else path
@@ -243,6 +260,10 @@ class Checkpoint:
             self._tensors, self.skipped, self.notes = flatten_state_dict(obj)
         except FlattenError as exc:
             raise CheckpointError(f"{_show(self.path)}: refused: {exc}") from None
+        for name in [n for n, t in self._tensors.items() if getattr(t, "is_nested", False)]:
+            # a nested (jagged) tensor has no single shape (asking for one raises inside torch)
+            del self._tensors[name]
+            self.skipped.append((name, "a nested (jagged) tensor, not a weight matrix"))
         self._names = list(self._tensors)
         self._meta = {n: (tuple(t.shape), t.dtype) for n, t in self._tensors.items()}
 
@@ -271,6 +292,10 @@ class Checkpoint:
                 raise CheckpointError(
                     f"{_show(self.path)}: cannot read tensor {printable(name, 200)!r} ({_one_line(exc)})"
                 ) from None
+        if _stamp(self._fd) != self._stamp:
+            # its storages are memory-mapped: a read past a new, shorter end would die of SIGBUS
+            raise CheckpointError(f"{_show(self.path)}: the file changed while it was read (its size or time is not what "
+                                  "it was when opened); no report: read a copy that nothing is writing to")
         return self._tensors[name]
 
     def nbytes(self, name: str) -> int:
@@ -305,6 +330,12 @@ class Checkpoint:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _stamp(fd: int) -> tuple[int, int]:
+    """(size, modification time in ns) of the open file: what changes when it is rewritten or truncated."""
+    st = os.fstat(fd)
+    return st.st_size, st.st_mtime_ns
 
 
 def open_checkpoint(path: str | os.PathLike) -> Checkpoint:

@@ -126,6 +126,8 @@ def _to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torc
         _corrupt(packed)  # unpack's error, word for word
     with one_thread():
         raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
+        if raw.storage_offset() % meta_dtype.itemsize:  # a slice of a flat buffer: bytes not viewable as words
+            raw = raw.clone()
         meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
         values = packed.values.contiguous()
     return values, meta

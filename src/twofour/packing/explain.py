@@ -60,7 +60,14 @@ def explain_group(values, n: int = 2, m: int = 4) -> GroupExplanation:
     >>> g.kept, g.index_bits, g.meta_bits
     ((1, 3), ('01', '11'), '1101')
     """
-    t = values if isinstance(values, torch.Tensor) else torch.tensor(values)
+    if isinstance(values, torch.Tensor):
+        t = values
+    else:
+        try:
+            t = torch.tensor(values)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:  # 2**70 overflows int64 inside torch
+            raise ValueError(f"values must be one group of m={m} numbers that fit a tensor (ints within int64, "
+                             f"floats), got {str(values)[:80]}: {str(exc).splitlines()[0][:80]}") from None
     if t.dim() != 1 or t.numel() != m:
         raise ValueError(f"values must be one group of m={m} numbers, got shape {tuple(t.shape)}")
     p = pack(t.reshape(1, m), n, m)

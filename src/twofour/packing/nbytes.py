@@ -125,4 +125,6 @@ def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | No
     require_nm(n, m)
     bits = _element_bits(dtype)
     meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
+    if isinstance(meta_bits, bool) or not isinstance(meta_bits, int) or meta_bits < 0:  # as packed_bytes refuses it
+        raise ValueError(f"meta_bits_per_value must be a non-negative int, got {meta_bits_per_value!r}")
     return nm_ratio(bits, n, m, meta_bits)

@@ -95,6 +95,8 @@ class Packed:
                 raise ValueError(
                     f"Packed.{name} must be a dense 2-D tensor, got layout {part.layout} with shape {tuple(part.shape)}"
                 )
+            if part.device.type == "meta":  # unpack would fail inside torch
+                raise ValueError(f"Packed.{name} is on the meta device (a shape without values); give real tensors")
         if not isinstance(self.dtype, torch.dtype):
             raise TypeError(f"Packed.dtype must be a torch.dtype such as torch.float16, got {type(self.dtype).__name__}")
         if self.dtype not in SUPPORTED_DTYPES:

@@ -191,6 +191,32 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
     return out
 
 
+# Bounds that keep every answer finite and every loop short: a byte count beyond 1e18 (an exabyte),
+# a TPOT beyond an hour or a tolerance outside [1e-12, 0.5] is a typo, not a question.
+_MAX_BYTES = 1e18
+_MAX_TPOT_S = 3600.0
+_TOL_RANGE = (1e-12, 0.5)
+_MAX_CONTEXT = 2**40
+_MAX_KV_ELEMENT = 64.0  # bytes per cached element: fp64 is 8
+_MAX_BATCH = 2**53  # past it a float cannot count sequences one by one
+
+
+def _shown_number(v) -> str:
+    """A value as an error message shows it (a 5,000-digit int as its digit count)."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**30:
+        return f"an int of {len(str(abs(v))) if abs(v) < 10**4000 else 'over 4,000'} digits"
+    return repr(v)
+
+
+def _require_finite_positive(name: str, v, high: float | None = None) -> None:
+    """``v`` a real number (not a bool) in (0, high] and finite, else a ValueError naming ``name``."""
+    ok = (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and (high is None or v <= high)
+          and (isinstance(v, int) or math.isfinite(v)))  # compared before isfinite: a 400-digit int has no float
+    if not ok:
+        bound = f"in (0, {high:g}]" if high is not None else "> 0 and finite"
+        raise ValueError(f"{name} must be a number {bound}, got {_shown_number(v)}")
+
+
 def kv_bytes_per_token(cfg: TransformerConfig, kv_bytes_per_element: float = 2.0) -> float:
     """KV-cache bytes per cached token of one sequence: ``2 * layers * kv_dim * bytes``.
 
@@ -198,8 +224,7 @@ def kv_bytes_per_token(cfg: TransformerConfig, kv_bytes_per_element: float = 2.0
     >>> kv_bytes_per_token(LLAMA_3_8B) / 1024                # KiB, bf16
     128.0
     """
-    if not kv_bytes_per_element > 0:
-        raise ValueError(f"kv_bytes_per_element must be > 0, got {kv_bytes_per_element!r}")
+    _require_finite_positive("kv_bytes_per_element", kv_bytes_per_element, _MAX_KV_ELEMENT)
     return 2.0 * cfg.layers * cfg.kv_dim * kv_bytes_per_element
 
 
@@ -224,9 +249,9 @@ def decode_tokens_per_s(n_bytes: float, gpu, *, efficiency: float = 1.0) -> floa
     >>> round(decode_tokens_per_s(15.01e9, "A100"), 1)      # Llama-3-8B bf16 at the A100's peak
     135.8
     """
-    if not n_bytes > 0:
-        raise ValueError(f"n_bytes must be > 0, got {n_bytes!r}")
-    if not 0 < efficiency <= 1:
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, (int, float)) or not 1 <= n_bytes <= _MAX_BYTES:
+        raise ValueError(f"n_bytes must be a number of bytes from 1 to {_MAX_BYTES:.0e}, got {_shown_number(n_bytes)}")
+    if isinstance(efficiency, bool) or not isinstance(efficiency, (int, float)) or not 0 < efficiency <= 1:
         raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
     return get_gpu(gpu).mem_bw_gbs * 1e9 * efficiency / n_bytes
 
@@ -298,20 +323,25 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
         if spec.name not in GPU_MEMORY_BYTES:
             raise ValueError(f"no memory size on file for {spec.name}; pass memory_bytes (known: {sorted(GPU_MEMORY_BYTES)})")
         memory_bytes = GPU_MEMORY_BYTES[spec.name]
-    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-        raise ValueError(f"context must be an int >= 1, got {context!r}")
-    for name, v, high in (("tpot_target_s", tpot_target_s, None), ("memory_bytes", memory_bytes, None),
+    if isinstance(context, bool) or not isinstance(context, int) or not 1 <= context <= _MAX_CONTEXT:
+        raise ValueError(f"context must be an int from 1 to {_MAX_CONTEXT:,} (tokens in a KV cache), got "
+                         f"{_shown_number(context)}")
+    for name, v, high in (("tpot_target_s", tpot_target_s, _MAX_TPOT_S), ("memory_bytes", memory_bytes, _MAX_BYTES),
                           ("memory_fraction", memory_fraction, 1.0), ("bandwidth_efficiency", bandwidth_efficiency, 1.0),
                           ("sparse_bandwidth_ratio", sparse_bandwidth_ratio, 1.0)):
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and (high is None or v <= high)):
-            bound = f"in (0, {high}]" if high else "> 0"
-            raise ValueError(f"{name} must be a number {bound}, got {v!r}")
-    if not (isinstance(step_overhead_s, (int, float)) and step_overhead_s >= 0):
-        raise ValueError(f"step_overhead_s must be a number >= 0, got {step_overhead_s!r}")
+        _require_finite_positive(name, v, high)
+    if sparse_bandwidth_ratio < 1e-15:  # a weight read at 1e-300 of dense would take forever: step time inf
+        raise ValueError(f"sparse_bandwidth_ratio must be a number from 1e-15 to 1, got {sparse_bandwidth_ratio!r}")
+    if not (isinstance(step_overhead_s, (int, float)) and not isinstance(step_overhead_s, bool)
+            and 0 <= step_overhead_s <= _MAX_TPOT_S):
+        raise ValueError(f"step_overhead_s must be a number from 0 to {_MAX_TPOT_S:g}, got {_shown_number(step_overhead_s)}")
 
     weights = model_weight_bytes(cfg, form, lm_head=lm_head)
     kv_seq = context * kv_bytes_per_token(cfg, kv_bytes_per_element)
     kv_budget = memory_bytes * memory_fraction - weights["resident"]
+    if kv_budget / kv_seq > _MAX_BATCH:
+        raise ValueError(f"the KV cache per sequence ({kv_seq:g} bytes) is so small that over 2**53 sequences fit: "
+                         f"check kv_bytes_per_element ({kv_bytes_per_element!r}) and context ({context:,})")
     by_memory = max(0, math.floor(kv_budget / kv_seq))
 
     rate = spec.mem_bw_gbs * 1e9 * bandwidth_efficiency
@@ -322,8 +352,12 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
         return step_overhead_s + weights_s + batch * kv_seq / rate
 
     spare = tpot_target_s - step_s(0)
-    by_tpot = max(0, math.floor(spare * rate / kv_seq)) if spare > 0 else 0
-    while by_tpot > 0 and step_s(by_tpot) > tpot_target_s:  # guard the floor against rounding
+    by_tpot = max(0, math.floor(min(spare * rate / kv_seq, _MAX_BATCH))) if spare > 0 else 0
+    # The floor can overshoot by a rounding; the bounds above keep by_tpot below 2**53, where
+    # each decrement changes the float, and a few always suffice.
+    for _ in range(8):
+        if by_tpot <= 0 or step_s(by_tpot) <= tpot_target_s:
+            break
         by_tpot -= 1
     batch = min(by_memory, by_tpot)
     tpot = step_s(batch)
@@ -357,6 +391,10 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
     """
     if not weight_format(fmt).sparse_24:
         raise ValueError(f"fmt must be a 2:4 format (its kernel's bandwidth is what varies), got {fmt!r}")
+    lo_tol, hi_tol = _TOL_RANGE
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not lo_tol <= tol <= hi_tol:
+        # a tol below one ulp of the bisection would never be reached: the loop would never end
+        raise ValueError(f"tol must be a number from {lo_tol:g} to {hi_tol:g}, got {_shown_number(tol)}")
 
     def gain(ratio: float) -> float:
         ours = capacity_at_tpot(cfg, gpu, fmt, context=context, tpot_target_s=tpot_target_s,
@@ -367,7 +405,9 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
     if gain(1.0) <= 0:
         return None
     low, high = 0.0, 1.0  # gain(high) > 0 >= gain at a ratio near 0 (no batch fits the target)
-    while high - low > tol:
+    for _ in range(64):  # tol >= 1e-12 ends it within 40 halvings; the bound keeps it finite regardless
+        if high - low <= tol:
+            break
         mid = (low + high) / 2
         if gain(mid) > 0:
             high = mid

@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from dataclasses import asdict, dataclass
 
 import torch
@@ -236,6 +237,12 @@ def _require_size(name: str, v) -> None:
     if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
         shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
         raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
+
+
+def _require_bool(name: str, v) -> None:
+    """True or False only: ``sparse="no"`` or ``nan`` would count as sparse."""
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be True or False, got {v!r}")
 
 
 def _check_shape(M, N, K):
@@ -420,8 +427,15 @@ def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, pa
         >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="kernel")]
         [1, 64]
     """
-    return [predict(int(M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
-            for M in Ms]
+    return [predict(_m_of(k, M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
+            for k, M in enumerate(Ms)]
+
+
+def _m_of(k: int, M) -> int:
+    """One M of a curve as an int: ints and numpy ints, never a string, a float or a bool."""
+    if isinstance(M, bool) or isinstance(M, str) or not hasattr(M, "__index__"):
+        raise ValueError(f"Ms[{k}] must be an int >= 1 (a token count), got {M!r}")
+    return operator.index(M)
 
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
@@ -477,6 +491,7 @@ def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool =
         True
     """
     _check_shape(M, N, K)
+    _require_bool("sparse", sparse)
     d = _gemm_dtype(dtype)
     weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
     n_bytes = weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
@@ -490,6 +505,7 @@ def ridge_point(gpu, dtype="fp16", *, sparse: bool = False) -> float:
         >>> round(ridge_point("H100", "fp16"))
         295
     """
+    _require_bool("sparse", sparse)
     spec = get_gpu(gpu)
     d = _gemm_dtype(dtype)
     return spec.peak_tflops(d, sparse=sparse) * 1e12 / (spec.mem_bw_gbs * 1e9)

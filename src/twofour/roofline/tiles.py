@@ -152,13 +152,25 @@ def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 1
         >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
         1.0
     """
-    for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 2**63:
-            raise ValueError(f"{name} must be a positive number below 2**63 (SMs and tile sizes: ints >= 1), got "
-                             f"{v if not isinstance(v, int) or v < 10**30 else 'an int of ' + str(len(str(v))) + ' digits'}")
-    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
-    waves = math.ceil(tiles / sms)
+    for name, v, need_int in (("M", M, False), ("N", N, False), ("sms", sms, True), ("tile_m", tile_m, True),
+                              ("tile_n", tile_n, True)):
+        # M and N may be fractional (a mean token count) but at least 1: below it no tile exists,
+        # and 5e-324 / 128 rounds to 0 tiles
+        ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and (isinstance(v, int) or not need_int)
+              and 1 <= v < 2**63)
+        if not ok:
+            kind = "an int" if need_int else "a number"
+            shown = v if not isinstance(v, int) or v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+            raise ValueError(f"{name} must be {kind} from 1 to below 2**63, got {shown!r}")
+    # exact integer ceilings: 10**12 / 128 as a float would round the tile count
+    tiles = _ceil_div(M, tile_m) * _ceil_div(N, tile_n)
+    waves = -(-tiles // sms)
     return tiles / (waves * sms)
+
+
+def _ceil_div(a, b: int) -> int:
+    """``ceil(a / b)`` exact for ints of any size (and for floats, through math.ceil)."""
+    return -(-a // b) if isinstance(a, int) else math.ceil(a / b)
 
 
 # ---------------------------------------------------------------------------------------------

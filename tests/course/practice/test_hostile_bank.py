@@ -279,3 +279,37 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(FileNotFoundError, match="is not a file"):
         load_bank(fifo)
+
+
+def _question(**changes):
+    raw = {
+        "id": "q-one", "level": "fundamentals", "topic": "amdahl", "kind": "calculation", "skill": "one-part",
+        "setting": "given", "title": "T", "prompt": "P {{a}}",
+        "rubric": {"must": ["one", "two"], "strong": ["s"], "red_flags": ["r"]},
+        "levels": {"mid": "m", "senior": "s", "staff": "t"},
+        "answer": "A", "mistakes": ["m"], "follow_ups": ["f"],
+        "connects": "c", "numbers": [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a"}],
+    }
+    raw.update(changes)
+    return raw
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"prompt": "P <script>alert(1)</script> {{a}}"}, "prompt holds markup ('<script>"),
+    ({"answer": "see <img src=x onerror=alert(1)>"}, "answer holds markup"),
+    ({"title": "T <!-- hidden -->"}, "title holds markup"),
+    ({"rubric": {"must": ["one", "<b>two</b>"], "strong": ["s"], "red_flags": ["r"]}}, "rubric.must[1] holds markup"),
+    ({"connects": "[click](javascript:alert(1))"}, "connects holds markup"),
+    ({"mistakes": ["m \ud800"]}, "mistakes[0] holds a lone surrogate"),
+    ({"numbers": [{"name": "a", "expr": "amdahl.speedup(0.5, 2.0)", "fmt": "{:.2f}", "label": "a \udfff"}]},
+     "numbers[0].label holds a lone surrogate"),
+])
+def test_bank_texts_never_reach_the_page_as_markup_or_broken_text(changes, fragment):
+    with pytest.raises(BankError, match=re.escape(fragment)):
+        parse_question(_question(**changes), 0)
+
+
+def test_bank_texts_may_still_compare_numbers_and_use_markdown():
+    q = parse_question(_question(prompt="Is M < 16 or 2<4? **bold** and [a link](../chapter/) {{a}}"), 0)
+    assert "M < 16" in q.fill(q.prompt)
+    assert len(load_bank().questions if hasattr(load_bank(), "questions") else load_bank()) > 0

@@ -43,7 +43,7 @@ def test_a_request_with_huge_but_valid_counts_still_runs():
 
 
 def test_wave_efficiency_and_amdahl_refuse_what_would_divide_by_zero_or_overflow():
-    with pytest.raises(ValueError, match="sms must be a positive number"):
+    with pytest.raises(ValueError, match="sms must be an int from 1"):
         roofline.wave_efficiency(1, 1, 0)
     with pytest.raises(ValueError, match="s must be a positive finite speedup"):
         amdahl.speedup(0.5, 2**1024)

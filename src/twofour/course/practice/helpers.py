@@ -32,8 +32,9 @@ def wave_count(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -
     """
     for name, v in (("M", M), ("N", N), ("sms", sms), ("tile_m", tile_m), ("tile_n", tile_n)):
         require_positive_int(name, v)
-    tiles = math.ceil(M / tile_m) * math.ceil(N / tile_n)
-    return math.ceil(tiles / sms)
+    # integer ceilings: math.ceil(M / tile_m) rounds through a float past 2**53
+    tiles = -(-M // tile_m) * -(-N // tile_n)
+    return -(-tiles // sms)
 
 
 def tokens_per_second(n_bytes: float, bandwidth_gbs: float) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Mapping
 
 from ..._common.text import printable
@@ -263,6 +264,32 @@ def _validate(raw, which: str, where: str) -> None:
     error = next(iter(validator.iter_errors(raw)), None)
     if error is not None:
         raise _schema_error(error, where, raw)
+    if which == "question":
+        _check_texts(raw, where)
+
+
+# Bank texts become Markdown on the site, which passes raw HTML through: a tag, a comment or a
+# javascript: link in a question would be page markup, not text. A lone surrogate (YAML's "\ud800")
+# is not text at all: it cannot be written as UTF-8.
+_MARKUP = re.compile(r"<[A-Za-z!/?]|\]\(\s*(?:javascript|data|vbscript):", re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_texts(value, where: str, path: str = "") -> None:
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            raise BankError(f"{where}: {path or 'a text'} holds a lone surrogate ({printable(value, 60)!r}): not text; "
+                            "write the character itself")
+        hit = _MARKUP.search(value)
+        if hit:
+            raise BankError(f"{where}: {path or 'a text'} holds markup ({printable(value[hit.start():hit.start() + 30], 40)!r}): "
+                            "bank texts are Markdown text, never HTML or script links; write '&lt;' or 'a < b' with spaces")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_texts(v, where, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_texts(v, where, f"{path}[{i}]")
 
 
 def _require(cond: bool, where: str, message: str) -> None:

@@ -123,6 +123,9 @@ class ChromeTraceStream:
                     raise StreamError(self._where(f"{context} is larger than {_MAX_ITEM >> 20} MB: not a profiler trace"))
                 self._more()
                 continue
+            except ValueError:  # not a syntax error: an integer past Python's 4,300-digit conversion limit
+                raise StreamError(self._where(f"a number of more than 4,300 digits in {context}: not a profiler "
+                                              "trace")) from None
             if end == len(self.buf) and not self.eof and not isinstance(obj, (dict, list, str)):
                 self._more()  # a number or literal may continue in the next chunk
                 continue

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import ELIGIBLE, UNCLASSIFIED, _BACKEND, _dtype_bits, _is_attention_op, trace_class
-from . import validate
+from . import compare, plausibility, validate
 from .read import ANNOTATION, GPU_ANNOTATION, OP, OVERHEAD, RUNTIME, _GPU_KINDS, Trace, TraceError, _shown, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
@@ -229,11 +229,14 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_gemm_us=b.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=b.p,
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
             )
+        if matched:
+            compare.check(tr.path, btr.path, phases, bphases)
         if not matched:
             raise TraceError(
                 f"{_shown(btr.path)}: no phase in common with {_shown(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
+    plausibility.check_speedup(phases, _shown(tr.path))
     report = TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
                          baseline_excluded=base_excluded)
     report._index = ix
@@ -253,6 +256,7 @@ def _refuse_gpu_trace_without_kernels(tr: Trace, ix: _Index, what: str) -> None:
     n_runtime = int((tr.kind == RUNTIME).sum())
     device = tr.device_name
     if not (n_runtime or device):
+        plausibility.refuse_cpu_trace_of_gpu_run(tr, what)
         return
     on = f"on {device}" if device else f"with {n_runtime:,} CUDA runtime calls"
     left = sum(i.count for i in tr.invalid.values())
@@ -369,6 +373,8 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     ix, steps, order, by_step, windows = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
     bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
+    bad |= plausibility.late_gpu_rows(ix, tr, invalid)
+    bad |= plausibility.bad_step_rows(tr, invalid, phase_re=_PHASE_RE, step_re=_STEP_RE)
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)

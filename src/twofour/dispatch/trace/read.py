@@ -207,7 +207,11 @@ def load(path, *, progress: bool | None = None) -> Trace:
             for ev in stream.events():
                 if type(ev) is not dict:
                     raise TraceError(f"{_shown(path)}: event {stream.n_events - 1:,} of traceEvents is not an object: not a profiler trace")
-                if ev.get("ph") != "X":
+                ph = ev.get("ph")
+                if ph != "X":
+                    if (ph == "B" or ph == "E") and type(ev.get("cat")) is str and ev["cat"].lower() in categories:
+                        # a begin/end pair of a kind the analysis reads: counted, never dropped in silence
+                        validate.add(invalid, "begin/end", stream.n_events - 1, ev.get("name"))
                     continue
                 cat = ev.get("cat")
                 k = categories.get(cat) if type(cat) is str else None

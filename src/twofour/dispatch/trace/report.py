@@ -273,6 +273,11 @@ class PhaseReport:
                        "code): on a GPU that time would show as idle gaps")
         cmp = self.comparison
         if cmp is not None and math.isfinite(cmp.gemm_speedup):
+            from .plausibility import above_ceiling
+
+            flag = above_ceiling(self)
+            if flag:
+                out.insert(0, flag)
             s, p, e2e = cmp.gemm_speedup, cmp.dense_p, cmp.end_to_end
             if self.sparse_gemms == 0:
                 out.append(f"GEMMs {s:.2f}x against the baseline, but no 2:4 kernel ran: this compares dense with dense")

@@ -47,6 +47,9 @@ REASONS = {  # each reads after a count: "3 events with a NaN or Infinity ts or 
     "duplicate": "exactly repeating an earlier event (a trace appended to itself?)",
     "stream overlap": "overlapping the previous GPU event on their stream",
     "beyond step": "reaching beyond the step that holds them",
+    "zero-length step": "step annotations of zero length (they hold nothing)",
+    "overlapping step": "step annotations starting inside another step and ending after it",
+    "begin/end": "recorded as begin/end pairs (ph \"B\"/\"E\"), which this reader does not pair",
 }
 _OVERLAP_US, _OVERLAP_SHARE = 2.0, 0.1
 

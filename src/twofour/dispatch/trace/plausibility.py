@@ -1,0 +1,148 @@
+"""Plausibility before a verdict: events a recorded run cannot have produced, and speedups past physics.
+
+:mod:`.validate` checks each event's own fields; this module checks events against the run:
+
+* a GPU event that ends after a device-wide synchronize (``cudaDeviceSynchronize``) that began
+  after its launch had already returned: the CPU cannot come
+  back from waiting for the GPU before the GPU's work is done. Without such a call, a GPU event
+  that ends after the last CPU activity by more than the CPU's whole span (the profiler had
+  long stopped). Both are ``beyond step`` (one absurd duration made "GPU busy 100%" out of 4%);
+* a step annotation of zero length (it holds nothing; its kernels were charged nowhere) and
+  one that starts inside another and ends after it (the first was dropped in silence and its
+  kernels given to the next);
+* a CPU-only trace whose operators only exist on CUDA (``aten::_cslt_sparse_mm``): a GPU run
+  recorded without device activity, whose host times are launch times;
+* a measured GEMM speedup above the physical ceiling of its comparison: flagged above the
+  roofline ceiling (:attr:`~.report.PhaseReport.ceiling`), refused above :data:`MAX_GEMM_SPEEDUP`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import validate
+from .read import ANNOTATION, OP, RUNTIME, Trace, TraceError, _shown
+
+# Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on
+# another stream may rightly run on after it returns.
+_SYNC_CALLS = ("cudaDeviceSynchronize", "cuCtxSynchronize")
+_SKEW_US = 5.0  # the clock skew allowed between the CPU and GPU timelines (as in analyze)
+# No 2:4 kernel does less than half the math of dense: past 2x the two runs did different work.
+# A quarter more is allowed for a dense run that was itself slowed (a bad tile, a cold cache).
+MAX_GEMM_SPEEDUP = 2.5
+# Operators that exist only in CUDA builds' kernels: seen in a trace with no GPU activity,
+# they say the run was on a GPU and the device side was not recorded.
+_CUDA_ONLY_PREFIXES = ("aten::_cslt_", "aten::_sparse_semi_structured_", "aten::cudnn_", "aten::_cudnn_",
+                       "aten::_flash_attention_", "aten::_efficient_attention_", "aten::_cufft_",
+                       "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_efficient_attention")
+
+
+def cuda_only_operators(tr: Trace) -> tuple[int, str | None]:
+    """(how many operator events only a CUDA run has, the first such name)."""
+    ids = [i for i, n in enumerate(tr.names) if n.startswith(_CUDA_ONLY_PREFIXES)]
+    if not ids:
+        return 0, None
+    hit = (tr.kind == OP) & np.isin(tr.name, ids)
+    rows = np.flatnonzero(hit)
+    return len(rows), (tr.names[tr.name[rows[0]]] if len(rows) else None)
+
+
+def late_gpu_rows(ix, tr: Trace, invalid: dict) -> set:
+    """GPU events that end after the CPU had seen them finish (see the module doc), counted as ``beyond step``."""
+    g = ix.gpu
+    if not len(g):
+        return set()
+    ends = ix.end[g]
+    sync_ids = [i for i, n in enumerate(tr.names) if n.startswith(_SYNC_CALLS)]
+    syncs = np.flatnonzero((tr.kind == RUNTIME) & np.isin(tr.name, sync_ids)) if sync_ids else np.zeros(0, int)
+    late = np.zeros(len(g), dtype=bool)
+    if len(syncs):
+        order = np.argsort(tr.ts[syncs], kind="stable")
+        s_start, s_end = tr.ts[syncs][order], ix.end[syncs][order]
+        # for each GPU event, the earliest end among syncs that began after its launch
+        suffix_min = np.minimum.accumulate(s_end[::-1])[::-1]
+        k = np.searchsorted(s_start, ix.launch_ts, side="right")
+        has = k < len(s_start)
+        late[has] = ends[has] > suffix_min[np.minimum(k[has], len(s_start) - 1)] + _SKEW_US
+    cpu = np.flatnonzero(np.isin(tr.kind, (OP, RUNTIME, ANNOTATION)))
+    if len(cpu):
+        first, last = float(tr.ts[cpu].min()), float(ix.end[cpu].max())
+        late |= ends > last + max(last - first, 1e3)
+    rows = set()
+    for pos in np.flatnonzero(late).tolist():
+        row = int(g[pos])
+        rows.add(row)
+        validate.add(invalid, "beyond step", _event_no(tr, row), tr.names[tr.name[row]])
+    return rows
+
+
+def bad_step_rows(tr: Trace, invalid: dict, *, phase_re, step_re) -> set:
+    """Step annotations of zero length, or overlapping another without nesting in it (the later one).
+
+    The candidates are the annotations :func:`~.analyze._steps` reads as steps: names matching
+    ``phase_re`` (``prefill`` / ``decode``), else ``step_re`` (``ProfilerStep#N``).
+    """
+    phase_ids = [i for i, n in enumerate(tr.names) if phase_re.search(n)]
+    step_rows = np.flatnonzero((tr.kind == ANNOTATION) & np.isin(tr.name, phase_ids)) if phase_ids else []
+    if not len(step_rows):
+        ids = [i for i, n in enumerate(tr.names) if step_re.match(n)]
+        step_rows = np.flatnonzero(np.isin(tr.kind, (ANNOTATION, OP)) & np.isin(tr.name, ids)) if ids else []
+    rows = set()
+    spans = sorted((float(tr.ts[r]), float(tr.ts[r] + tr.dur[r]), int(r)) for r in step_rows)
+    for s, e, r in spans:
+        if e - s <= 0:
+            rows.add(r)
+            validate.add(invalid, "zero-length step", _event_no(tr, r), tr.names[tr.name[r]])
+    live = [x for x in spans if x[2] not in rows]
+    reach, reach_row = -np.inf, -1
+    for s, e, r in live:
+        if reach_row >= 0 and reach - 1e-3 > s and e > reach + 1e-3 and tr.thread[r] == tr.thread[reach_row]:
+            rows.add(r)  # starts inside an earlier step and ends after it
+            validate.add(invalid, "overlapping step", _event_no(tr, r), tr.names[tr.name[r]])
+            continue
+        if e > reach:
+            reach, reach_row = e, r
+    return rows
+
+
+def check_speedup(phases, shown_path: str) -> None:
+    """Refuse a measured GEMM speedup no 2:4 kernel can give (the two runs did different work)."""
+    for ph in phases:
+        cmp = ph.comparison
+        if cmp is None:
+            continue
+        s = cmp.gemm_speedup
+        if s == s and s > MAX_GEMM_SPEEDUP:
+            raise TraceError(
+                f"{shown_path}: {ph.phase}: a measured 2:4 GEMM speedup of {s:,.2f}x against the baseline, past the "
+                f"{ph.ceiling:.2f}x ceiling of {ph.phase} GEMMs (2x math at most, and {MAX_GEMM_SPEEDUP}x allowed): "
+                "the two traces did not time the same GEMMs, or one has absurd times; no verdict")
+
+
+def above_ceiling(ph) -> str | None:
+    """A warning line when a measured GEMM speedup exceeds this phase's roofline ceiling, else None."""
+    cmp = ph.comparison
+    if cmp is None:
+        return None
+    s = cmp.gemm_speedup
+    if s == s and s > ph.ceiling * 1.02:
+        return (f"IMPLAUSIBLE: the measured 2:4 GEMM speedup {s:.2f}x is above the {ph.ceiling:.2f}x ceiling of "
+                f"{ph.phase} GEMMs: the dense run was slowed by something 2:4 did not pay (check both runs' shapes, "
+                "clocks and warm-up) before believing it")
+    return None
+
+
+def _event_no(tr: Trace, row) -> int:
+    return int(tr.index[row]) if tr.index is not None else int(row)
+
+
+def refuse_cpu_trace_of_gpu_run(tr: Trace, what: str) -> None:
+    """A CPU-only trace naming CUDA-only operators is a GPU run without its device side: no verdict."""
+    n, first = cuda_only_operators(tr)
+    if not n:
+        return
+    raise TraceError(
+        f"{_shown(tr.path)}: {what} holds no GPU kernels but {n:,} calls of CUDA-only operators (first: {first!r}): a GPU "
+        "run recorded without device activity, whose CPU times are launch times, not the work; no verdict (a CPU "
+        "analysis would promise a speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, "
+        "ProfilerActivity.CUDA]")
