@@ -60,13 +60,13 @@ def test_lab_check_messages_are_marked_to_wrap_and_other_output_is_not():
     r = nb_render.render(v4.new_notebook(cells=[v4.new_markdown_cell("# T"), *cells]), stem="lab")
     classes = [out.split('<pre class="', 1)[1].split('"')[0] for out in r.outputs]
     # a check message wraps; aligned columns keep their lines; other sentences wrap too
-    assert classes == ["nb-stream nb-check", "nb-stream nb-check", "nb-stream", "nb-stream nb-stderr nb-wrap"]
+    assert classes == ["nb-stream nb-check", "nb-stream nb-check", "nb-stream nb-wrap", "nb-stream nb-stderr nb-wrap"]
 
 
 def test_printed_sentences_wrap_and_columns_scroll():
     cells = []
     for text in ("end to end 0.05x, below the 0.71x the GEMMs alone explain: the rest is the step\n",
-                 "M      dense    2:4\n1      10.0     12.0\n"):
+                 "M      dense    2:4\n1      10.0     12.0\n"):  # two lines aligned: columns
         cell = v4.new_code_cell("print(x)")
         cell.outputs = [v4.new_output("stream", name="stdout", text=text)]
         cells.append(cell)
