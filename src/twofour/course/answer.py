@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ..models import LLAMA_3_8B
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
+from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, cusparselt_version, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
 from .tables import Table, table
 
@@ -77,9 +78,6 @@ __all__ = [
     "decode_loss_explanation",
 ]
 
-GPU = "H200"
-CHAT = Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256, dtype="fp16")
-
 # key -> (how the GEMMs are called, timing mode of `twofour bench` that measures it, algorithm)
 ROWS: dict[str, tuple[str, str, str]] = {
     "eager": ("PyTorch eager: a cuSPARSELt plan built per call, calls back to back", "stream", "default"),
@@ -93,8 +91,6 @@ ROWS: dict[str, tuple[str, str, str]] = {
 # Short names of the call paths, as the verdict table's column shows them.
 PATH_LABELS = {"F.linear": "F.linear", "_cslt_sparse_mm": "_cslt_sparse_mm direct, x pre-padded",
                "F.linear (adjusted)": "F.linear (adjusted)", "model": "model of the direct call"}
-BENCH_FILE = "bench-nvidia-h200-llama-3-8b-20261130.json"
-SWEEP_FILE = "cslt-algsearch-nvidia-h200-20261130.json"
 
 
 @dataclass(frozen=True)
@@ -173,29 +169,6 @@ class VerdictTable:
                 f"driver {s['driver']}, measured {s['date']}")
 
 
-def _cusparselt_version(code) -> str:
-    """cuSPARSELt's version as torch reports it (800) in the dotted form (0.8.0)."""
-    try:
-        n = int(code)
-    except (TypeError, ValueError):
-        return str(code)
-    return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
-
-
-def verdict_results(name: str = BENCH_FILE):
-    """The recorded results file the verdict's measured rows read (:data:`BENCH_FILE`, shipped in ``twofour/data``).
-
-    One file, not every recorded one: the reference-shape file repeats some Llama-3-8B shapes,
-    and a verdict must name the one measurement it quotes.
-    """
-    from ..bench import recorded_results
-
-    for res in recorded_results("gpu"):
-        if res.path is not None and Path(res.path).name == name:
-            return res
-    raise FileNotFoundError(f"{name} is not among the recorded results in twofour/data")
-
-
 def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tuple[float, str]:
     """The searched algorithm's kernel time was never recorded: the kernel model predicts its 2:4 side.
 
@@ -225,7 +198,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     sweep = recorded_alg_search()
     prov = res.provenance
     software = {"gpu": prov["gpu_name"], "torch": prov["torch"], "cuda": prov["cuda"],
-                "cusparselt": _cusparselt_version(prov["cusparselt"]), "driver": prov["driver"],
+                "cusparselt": cusparselt_version(prov["cusparselt"]), "driver": prov["driver"],
                 "date": prov["date"][:10]}
     rows = []
     measured = {mode: measured_gemm_detail(res, workload, mode=mode) for mode in ("stream", "graph", "kernel")}

@@ -23,7 +23,7 @@ def linear_path_cost(workload=None) -> dict:
     is the pad fill, the copy and the wrapper. A GEMM whose ``F.linear`` timing is flagged gets
     the median of the others (rule ``median-of-unflagged``). Returns ``{"by_kind": {kind: us},
     "rule": {kind: rule}, "range_us": (low, high), "source": str}``; ``workload`` defaults to
-    the verdict's (:data:`twofour.course.answer.CHAT`).
+    the verdict's (:data:`twofour.course.deployment.CHAT`).
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]
@@ -35,12 +35,12 @@ def linear_path_cost(workload=None) -> dict:
     from ..request.evaluate import gemm_shapes
     from ..request.trusted import trusted_gemm_table
 
-    from .answer import BENCH_FILE, SWEEP_FILE, verdict_results
+    from .deployment import BENCH_FILE, SWEEP_FILE, verdict_results
 
     linear = trusted_gemm_table(verdict_results(), "float16", "graph")
     direct = {(c["M"], c["N"], c["K"]): c for c in recorded_alg_search()}
     if workload is None:
-        from .answer import CHAT as workload
+        from .deployment import CHAT as workload
     shapes = gemm_shapes(workload.model, "decode", workload.batch)
     by_kind, rule = {}, {}
     for kind in workload.pruned:
@@ -68,7 +68,7 @@ def searched_fit_error() -> float:
     """
     from ..bench import recorded_alg_search
     from ..roofline import predict
-    from .answer import GPU
+    from .deployment import GPU
 
     return max(abs(predict(c["M_padded"], c["N"], c["K"], "fp16", GPU, scenario="cached", algorithm="searched",
                            l2="flushed").sparse_us / (c["best"]["ms"] * 1e3) - 1) for c in recorded_alg_search())

@@ -32,7 +32,9 @@ def decode_loss_facts() -> dict:
     from ..hardware import get_gpu
     from ..roofline import default_params
     from ..roofline.evidence import helper_costs, trace_grids
-    from .answer import GPU, linear_path_cost, verdict_table
+    from ..request import measured_gemm_detail
+    from .call_paths import linear_path_cost
+    from .deployment import CHAT, GPU, verdict_results
     from .figures.kernel_launch import bandwidth_rows
 
     sparse, dense = trace_grids("sparse-graph"), trace_grids("dense-graph")
@@ -51,7 +53,8 @@ def decode_loss_facts() -> dict:
         "splits": sorted({g["split"] for g in sparse}), "sms": get_gpu(GPU).sms,
         "bw_sparse": (min(r["2:4 measured"] for r in bw), max(r["2:4 measured"] for r in bw)),
         "bw_dense": (min(r["dense measured"] for r in bw), max(r["dense measured"] for r in bw)),
-        "kernel_gemm": verdict_table().row("kernel").decode_gemm,
+        # the verdict table's "kernel" row, read from the same measurement
+        "kernel_gemm": measured_gemm_detail(verdict_results(), CHAT, mode="kernel")["decode"]["speedup"],
         "pad_fill_us": helpers["pad_fill_us"], "pad_copy_us": helpers["pad_copy_us"],
         "linear_us": linear["range_us"],
         "graph_sparse_us": params.graph_sparse_us, "graph_dense_us": params.graph_dense_us,
@@ -102,7 +105,7 @@ def step_against_graphs() -> dict:
     from ..models import LLAMA_3_8B
     from ..request import Workload, measured_gemm_speedup
     from ..roofline.evidence import TRACE_M
-    from .answer import verdict_results
+    from .deployment import verdict_results
 
     rep = analyze(recorded("sparse-graph"), phase="decode", baseline=recorded("dense-graph"))
     dense = analyze(recorded("dense-graph"), phase="decode")

@@ -1,0 +1,51 @@
+"""The worked deployment every verdict quotes: which GPU, which workload, which recorded files.
+
+Kept apart from :mod:`twofour.course.answer` (which builds the verdict table from it) so that the
+modules the table uses, :mod:`~twofour.course.call_paths` and :mod:`~twofour.course.decode_loss`,
+read the same deployment without importing the table.
+
+>>> GPU, CHAT.batch, CHAT.prompt_len, CHAT.output_len
+('H200', 1, 512, 256)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..models import LLAMA_3_8B
+from ..request import Workload
+
+__all__ = ["GPU", "CHAT", "BENCH_FILE", "SWEEP_FILE", "cusparselt_version", "verdict_results"]
+
+GPU = "H200"
+CHAT = Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256, dtype="fp16")
+# The recorded files the verdict's measured rows read (shipped in twofour/data).
+BENCH_FILE = "bench-nvidia-h200-llama-3-8b-20261130.json"
+SWEEP_FILE = "cslt-algsearch-nvidia-h200-20261130.json"
+
+
+def cusparselt_version(code) -> str:
+    """cuSPARSELt's version as torch reports it (800) in the dotted form.
+
+    >>> cusparselt_version(800), cusparselt_version("n/a")
+    ('0.8.0', 'n/a')
+    """
+    try:
+        n = int(code)
+    except (TypeError, ValueError):
+        return str(code)
+    return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+
+
+def verdict_results(name: str = BENCH_FILE):
+    """The recorded results file the verdict's measured rows read (:data:`BENCH_FILE`, shipped in ``twofour/data``).
+
+    One file, not every recorded one: the reference-shape file repeats some Llama-3-8B shapes,
+    and a verdict must name the one measurement it quotes.
+    """
+    from ..bench import recorded_results
+
+    for res in recorded_results("gpu"):
+        if res.path is not None and Path(res.path).name == name:
+            return res
+    raise FileNotFoundError(f"{name} is not among the recorded results in twofour/data")
