@@ -43,9 +43,7 @@ import functools
 import posixpath
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from ..models import LLAMA_3_8B
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
 from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, cusparselt_version, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
