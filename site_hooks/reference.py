@@ -201,7 +201,7 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
-     ["twofour.cli", "twofour.cli.main", "twofour.cli.audit", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
+     ["twofour.cli", "twofour.cli.main", "twofour.cli.audit", "twofour.cli.convert", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
       "twofour.cli.quality", "twofour.cli.golden"]),
     (COURSE, "Figures and tables",
      "The chapters' figures and tables in one house style; they show numbers the toolkit computed.",
@@ -211,8 +211,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
       "twofour.course.figures.funnel"]),
     (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
      "deployment and verdict range, and the dated status box.",
-     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.answer",
-      "twofour.course.status"]),
+     ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.deployment",
+      "twofour.course.answer", "twofour.course.call_paths", "twofour.course.decode_loss", "twofour.course.status"]),
     (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
      ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
 ]

@@ -275,15 +275,12 @@ def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") ->
     lo, hi = linear_path_cost()["range_us"]
     return (
         '<div class="htw-bottom-line" markdown="1">\n\n'
-        "**The bottom line.** Measured on PyTorch's 2:4 path (`F.linear` on a `to_sparse_semi_structured` "
-        "weight), Llama-3-8B at batch 1 on an NVIDIA H200 generates each token at "
-        f"**{t.low:.2f}x to {t.high:.2f}x the dense speed** ({eager.per_token:.2f}x with eager calls, "
-        f"{graph.per_token:.2f}x with CUDA graphs and the default kernel, {kernel.per_token:.2f}x counting its "
-        "kernel time alone; decode GEMMs measured, the rest of each step predicted), while the fastest of "
-        f"cuSPARSELt's algorithms 0-7 gave {direct.per_token:.2f}x measured on a direct `torch._cslt_sparse_mm` "
-        f"call on pre-padded input, and {adjusted.per_token:.2f}x once `F.linear`'s measured {lo:.1f}-{hi:.1f} µs "
-        "per call is added (an adjustment, not a measurement); "
-        f"[chapter 7]({chapter_link}) shows where the 2x went and what would change it.\n\n</div>\n"
+        "**The bottom line.** Measured on PyTorch's 2:4 path (`F.linear`), Llama-3-8B at batch 1 on an H200 "
+        f"runs each token at **{t.low:.2f}x to {t.high:.2f}x the dense speed** (eager {eager.per_token:.2f}x, "
+        f"CUDA graphs {graph.per_token:.2f}x, kernel time {kernel.per_token:.2f}x; the rest of each step "
+        f"predicted); algorithms 0-7's fastest gave {direct.per_token:.2f}x on a direct `torch._cslt_sparse_mm` "
+        f"call, {adjusted.per_token:.2f}x with `F.linear`'s {lo:.1f}-{hi:.1f} µs per call added (an adjustment, not "
+        f"a measurement): [chapter 7]({chapter_link}) shows where the 2x went.\n\n</div>\n"
     )
 
 
