@@ -35,8 +35,12 @@ def run_guarded(fn, command: str) -> int:
         code = 1
         try:
             code = fn()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
+        except SystemExit as exc:  # as the interpreter ends it: None is success, a message is printed
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
         except BaseException:
             traceback.print_exc()
         finally:

@@ -226,3 +226,14 @@ def test_the_guarded_audit_program_still_reports(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "twofour", "audit", str(path), "--capability", "9.0"],
                           capture_output=True, text=True, timeout=110)
     assert proc.returncode == 0 and "100.0%" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_a_guarded_command_ending_with_a_message_prints_it_and_none_is_success(capfd):
+    from twofour.cli._sigbus import run_guarded
+
+    def says():
+        raise SystemExit("twofour audit: error: the message a reader needs")
+
+    assert run_guarded(says, "audit") == 1
+    assert "the message a reader needs" in capfd.readouterr().err
+    assert run_guarded(lambda: (_ for _ in ()).throw(SystemExit(None)), "audit") == 0
