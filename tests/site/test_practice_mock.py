@@ -364,11 +364,19 @@ def test_mock_grades_reach_practice_modes_store_and_weak_review(watched, base_ur
         shown.add(_visible(page).first.get_attribute("data-qid"))
         page.get_by_role("button", name="Next", exact=True).first.click()
     assert shown == set(ids[1:])
-    # The card's own self-grade shows the loop's ticks.
-    page.goto(base_url + MODE + f"#q-{ids[0]}", wait_until="load")
-    _ready(page)
+    # The card's own self-grade shows the loop's ticks, on this page and on a fresh load of its link.
+    # (A goto that changes only the fragment is a same-document navigation: it would not reload the
+    # page, and the card then on screen is the last weak one, so the card is named by its id and the
+    # fresh load is a real reload.)
     n = len(BANK.get(ids[0]).rubric.must)
-    assert _visible(page).first.locator(".practice-score").inner_text() == f"Self-grade: {n} of {n} must-haves."
+    expected = f"Self-grade: {n} of {n} must-haves."
+    card = page.locator(f'.practice-deck .practice-q[data-qid="{ids[0]}"] .practice-score')
+    assert card.inner_text() == expected
+    page.goto(base_url + MODE + f"#q-{ids[0]}", wait_until="load")
+    page.reload(wait_until="load")
+    _ready(page)
+    assert _visible(page).first.get_attribute("data-qid") == ids[0]
+    assert _visible(page).first.locator(".practice-score").inner_text() == expected
     assert not watched.console_errors
 
 
