@@ -39,6 +39,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 import nb_execute
+import nb_links
 import nb_render
 import toolkit_wheel
 
@@ -151,9 +152,11 @@ def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) ->
     if wheel_url is None:  # no site_url: toolkit.py's warning fails the strict build
         return text
     try:
-        return toolkit_wheel.with_wheel_url(text, wheel_url)
+        text = toolkit_wheel.with_wheel_url(text, wheel_url)
     except ValueError as err:
         raise PluginError(f"{where}: {err}") from None
+    # Its links to other pages point at the site: a copy in Colab has no pages beside it.
+    return nb_links.absolute_links(text, where, wheel_url.rsplit("downloads/", 1)[0])
 
 
 def on_files(files: Files, config) -> Files:
