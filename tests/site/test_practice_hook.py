@@ -66,3 +66,20 @@ def test_a_card_keeps_a_terms_tooltip_on_its_first_occurrence_only():
     cards = out.split('<article class="practice-q"')[1:]
     assert len(cards) == 2 and all(c.count("<abbr") == 2 and c.count(title) == 1 and "2:4</abbr> and 2:4," in c for c in cards)
     assert hook.on_page_content(page, _page("notebooks/07-the-answer.ipynb"), None, None) == page  # other pages
+
+
+def test_a_cards_folded_parts_define_only_terms_the_page_has_not_defined_yet():
+    two = '<abbr title="2:4 structured sparsity: at most 2 of 4">2:4</abbr>'
+    gemm = '<abbr title="a matrix multiply">GEMM</abbr>'
+    tile = '<abbr title="the block one CTA computes">tile</abbr>'
+    first = f'<article class="practice-q" id="q-a"><p>{two}</p><details><p>{gemm}</p></details></article>'
+    second = (f'<article class="practice-q" id="q-b"><p>{gemm}</p>'
+              f'<details><p>{two} {gemm} {tile}</p></details><details><p>{tile}</p></details></article>')
+    out = hook.on_page_content(first + second, _page("practice/deep.md"), None, None)
+    a, b = out.split('<article class="practice-q"')[1:]
+    assert a.count("<abbr") == 2  # its prompt's 2:4, and GEMM, new to the page, in its folded part
+    prompt, folded = b.split("<details>", 1)
+    assert prompt.count("a matrix multiply") == 1  # a prompt defines its terms, whatever came before
+    # folded: 2:4 (defined by the first card) and GEMM (by this card's prompt) lose theirs; the tile,
+    # new to the page, keeps it once
+    assert "<abbr" not in folded.replace(tile, "") and folded.count(tile) == 1
