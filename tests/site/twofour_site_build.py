@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,7 @@ class SharedSiteBuild:
         self.proc: subprocess.Popen | None = None
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
+        self.seconds: float | None = None  # how long the build took, for the run's summary
 
     def pytest_configure_node(self, node) -> None:
         node.workerinput["twofour_site"] = json.dumps({"dir": str(self.dir), "url": self.url})
@@ -114,6 +116,7 @@ class SharedSiteBuild:
 
     def _build(self) -> None:
         log = self.dir / "build.log"
+        started = time.monotonic()
         with open(log, "w") as out:
             self.proc = subprocess.Popen(site_build_command(self.dir / "site"), cwd=ROOT, env=site_build_env(self.url),
                                          stdout=out, stderr=subprocess.STDOUT, text=True)
@@ -123,10 +126,17 @@ class SharedSiteBuild:
                 self.proc.kill()
                 self.proc.wait()
                 code, why = -1, f"\nstopped: the build ran over {SITE_BUILD_TIMEOUT_S} s"
+        self.seconds = time.monotonic() - started
         result = {"returncode": code, "log": log.read_text(errors="replace") + why}
         tmp = self.dir / "result.json.tmp"
         tmp.write_text(json.dumps(result))
         tmp.replace(self.dir / "result.json")  # atomic: a worker never reads half of it
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        # Where the suite's time goes is worth a line: the build runs beside the unit tests, and
+        # a worker that reaches the site tests first waits for it.
+        if self.seconds is not None:
+            terminalreporter.write_line(f"site build (in the background): {self.seconds:.0f} s")
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
