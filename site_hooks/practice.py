@@ -14,10 +14,19 @@ Markers in ``docs/practice/*.md``:
 Every number in a card is computed by :mod:`twofour.course.practice` while the page is built, so a
 question whose expression fails stops the (strict) build with the question's id.
 
-The glossary (``abbr``) marks every occurrence of a term with its whole definition as a tooltip.
-In a card only the first occurrence keeps it (:func:`first_tooltip_per_card`): practice mode shows
-one card at a time, a tooltip on every "2:4" of an answer is noise, and the repeats were a fifth
-of a level page's HTML (the applied page: 330 kB, over the site's 300 kB budget; 265 kB without).
+Two things keep a level page inside the site's 300 kB HTML budget (and the bank's own 270 kB
+target, which leaves room for the site's navigation to grow) without dropping any text:
+
+* The glossary (``abbr``) marks every occurrence of a term with its whole definition as a
+  tooltip. On a level page only a term's first occurrence in the cards keeps it
+  (:func:`first_tooltip_per_page`): a tooltip on every "2:4" is noise, and the repeats were a
+  fifth of a page's HTML. Practice mode, which shows one card at a time, gives each card's first
+  occurrence of a term its tooltip back from the page the card came from
+  (``docs/js/practice/practice.js``: ``restoreTooltips``).
+* The theme's templates indent every tag of the navigation, and the page's table of contents
+  (one entry per question) is written twice (drawer and sidebar): runs of white space around a
+  line break become one line break (:func:`squeeze_whitespace`), which HTML renders the same,
+  outside ``pre``, ``code``, ``textarea`` and ``script``.
 """
 
 from __future__ import annotations
@@ -86,34 +95,62 @@ _CARD = re.compile(r'<article class="practice-q".*?</article>', re.S)
 _ABBR = re.compile(r'<abbr title="(?P<title>[^"]*)">(?P<term>.*?)</abbr>', re.S)
 
 
-def first_tooltip_per_card(page_html: str) -> str:
-    """``page_html`` with each glossary term's tooltip kept only on its first occurrence in a card.
+def first_tooltip_per_page(page_html: str) -> str:
+    """``page_html`` with each glossary term's tooltip kept only on its first occurrence in the page's cards.
 
-    Text outside the cards, and the text of every term, is unchanged.
+    A term is its text (``GEMM`` and ``GEMMs`` are two terms), so each spelling keeps one tooltip
+    on the page for practice mode to copy back into every card that uses it. Text outside the
+    cards, and the text of every term, is unchanged.
 
     >>> card = '<article class="practice-q">{0} and {0}</article>'.format('<abbr title="two of four">2:4</abbr>')
-    >>> first_tooltip_per_card(card + " " + card)  # doctest: +NORMALIZE_WHITESPACE
-    '<article class="practice-q"><abbr title="two of four">2:4</abbr> and 2:4</article>
-     <article class="practice-q"><abbr title="two of four">2:4</abbr> and 2:4</article>'
+    >>> first_tooltip_per_page(card + " " + card)  # doctest: +NORMALIZE_WHITESPACE
+    '<article class="practice-q"><abbr title="two of four">2:4</abbr> and <abbr>2:4</abbr></article>
+     <article class="practice-q"><abbr>2:4</abbr> and <abbr>2:4</abbr></article>'
     """
-    def one_card(card: re.Match) -> str:
-        seen: set[str] = set()
+    seen: set[str] = set()
 
-        def abbr(m: re.Match) -> str:
-            if m["title"] in seen:
-                return m["term"]
-            seen.add(m["title"])
-            return m[0]
+    def abbr(m: re.Match) -> str:
+        if m["term"] in seen:
+            return f"<abbr>{m['term']}</abbr>"
+        seen.add(m["term"])
+        return m[0]
 
-        return _ABBR.sub(abbr, card[0])
+    return _CARD.sub(lambda card: _ABBR.sub(abbr, card[0]), page_html)
 
-    return _CARD.sub(one_card, page_html)
+
+_KEEP_SPACE = re.compile(r"(<(pre|code|textarea|script)\b.*?</\2>)", re.S | re.I)
+_LINE_BREAK_RUN = re.compile(r"[ \t]*\n\s*")
+
+
+def squeeze_whitespace(page_html: str) -> str:
+    """``page_html`` with every run of white space that holds a line break made one line break.
+
+    HTML renders any run of white space as one space, so the page looks the same; ``pre``,
+    ``code``, ``textarea`` and ``script`` keep theirs.
+
+    >>> squeeze_whitespace("<ul>\\n    <li>\\n      a\\n    </li>\\n</ul><pre>x\\n    y</pre>")
+    '<ul>\\n<li>\\na\\n</li>\\n</ul><pre>x\\n    y</pre>'
+    """
+    parts = _KEEP_SPACE.split(page_html)
+    # split() with two groups gives [text, kept, tag name, text, kept, tag name, ..., text]
+    out = []
+    for i in range(0, len(parts), 3):
+        out.append(_LINE_BREAK_RUN.sub("\n", parts[i]))
+        if i + 1 < len(parts):
+            out.append(parts[i + 1])
+    return "".join(out)
 
 
 def on_page_content(html_text: str, page, config, files) -> str:
     if not page.file.src_uri.startswith("practice/"):
         return html_text
-    return first_tooltip_per_card(html_text)
+    return first_tooltip_per_page(html_text)
+
+
+def on_post_page(output: str, page, config) -> str:
+    if not page.file.src_uri.startswith("practice/"):
+        return output
+    return squeeze_whitespace(output)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -319,3 +319,29 @@ def test_the_answer_timer_follows_the_questions_kind(watched, base_url):
         assert [buttons.nth(i).inner_text() for i in range(2)] == [short, long], q.id
         assert buttons.nth(1).get_attribute("aria-label") == f"Start a {long.replace(' min', ' minute').replace(' s', ' second')} timer"
     assert not watched.console_errors
+
+
+def test_practice_mode_gives_each_card_its_terms_tooltips_back(watched, base_url):
+    """A level page keeps a term's tooltip on its first occurrence only; a card in practice mode
+    stands alone, so it has the tooltip of every term it uses again, once."""
+    page = _open(watched, base_url, MODE)
+    cards = page.evaluate(
+        """() => {
+            const deck = [...document.querySelectorAll('.practice-deck .practice-q')];
+            const glossary = new Map();
+            for (const a of document.querySelectorAll('.practice-deck abbr[title]')) glossary.set(a.textContent, a.title);
+            return deck.map(card => {
+                const abbrs = [...card.querySelectorAll('abbr')];
+                return {qid: card.dataset.qid, terms: abbrs.length,
+                        expected: [...new Set(abbrs.map(a => glossary.get(a.textContent)).filter(Boolean))].sort(),
+                        titles: abbrs.filter(a => a.title).map(a => a.title).sort()};
+            });
+        }"""
+    )
+    assert len(cards) == len(BANK) and sum(c["terms"] for c in cards) > len(BANK)  # the cards use the glossary
+    wrong = [c["qid"] for c in cards if c["titles"] != c["expected"]]
+    assert not wrong, f"cards without each of their terms' tooltips exactly once: {wrong[:5]}"
+    level = watched.page
+    level.goto(base_url + "/practice/deep/", wait_until="load")
+    titled = level.evaluate("() => [...document.querySelectorAll('.practice-q abbr[title]')].map(a => a.textContent)")
+    assert titled and len(titled) == len(set(titled)), "a level page repeats a term's tooltip"

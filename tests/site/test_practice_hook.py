@@ -56,7 +56,7 @@ def test_other_pages_are_left_alone_and_bad_levels_refused():
         hook.on_page_markdown("<!-- practice-level easy -->", _page("practice/x.md"), None, None)
 
 
-def test_a_card_keeps_a_terms_tooltip_on_its_first_occurrence_only():
+def test_a_level_page_keeps_a_terms_tooltip_on_its_first_occurrence_in_the_cards_only():
     title = "2:4 structured sparsity: at most 2 of 4"
     term = f'<abbr title="{title}">2:4</abbr>'
     card = f'<article class="practice-q" id="q-a"><p>{term} and {term}, <abbr title="g">GEMM</abbr></p></article>'
@@ -64,5 +64,16 @@ def test_a_card_keeps_a_terms_tooltip_on_its_first_occurrence_only():
     out = hook.on_page_content(page, _page("practice/applied.md"), None, None)
     assert out.startswith(f"<p>{term} {term}</p>")  # outside the cards: untouched
     cards = out.split('<article class="practice-q"')[1:]
-    assert len(cards) == 2 and all(c.count("<abbr") == 2 and c.count(title) == 1 and "2:4</abbr> and 2:4," in c for c in cards)
+    assert len(cards) == 2 and all(c.count("<abbr") == 3 for c in cards)  # every term still marked
+    assert cards[0].count(title) == 1 and 'title="g"' in cards[0]  # the first card keeps one of each
+    assert title not in cards[1] and 'title="g"' not in cards[1] and "<abbr>2:4</abbr> and <abbr>2:4</abbr>," in cards[1]
     assert hook.on_page_content(page, _page("notebooks/07-the-answer.ipynb"), None, None) == page  # other pages
+
+
+def test_white_space_is_squeezed_on_practice_pages_only_and_never_inside_pre_or_code():
+    page = "<nav>\n    <ul>\n      <li>\n        Title\n      </li>\n    </ul>\n</nav>\n<pre>a\n    b</pre> <code>x\n  y</code>"
+    out = hook.on_post_page(page, _page("practice/deep.md"), None)
+    assert out == "<nav>\n<ul>\n<li>\nTitle\n</li>\n</ul>\n</nav>\n<pre>a\n    b</pre> <code>x\n  y</code>"
+    assert hook.on_post_page(page, _page("index.md"), None) == page
+    script = "<script>\nvar a = 1\n    var b = 2</script>"
+    assert hook.on_post_page(script, _page("practice/deep.md"), None) == script

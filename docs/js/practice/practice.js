@@ -373,6 +373,30 @@ let hashListener = null;
 // The cards live on the level pages (site_hooks/practice.py: data-sources); practice mode
 // fetches them (same site, no other host) into its deck. Links in a card are made absolute
 // against the page it came from, since this page sits at another depth.
+// A level page keeps a glossary term's tooltip on its first occurrence only
+// (site_hooks/practice.py: first_tooltip_per_page); practice mode shows one card at a time, so
+// each card's first occurrence of a term gets it back from the page.
+export function pageTooltips(doc) {
+  const tooltips = new Map();
+  for (const abbr of doc.querySelectorAll(".practice-q abbr[title]")) {
+    if (!tooltips.has(abbr.textContent)) tooltips.set(abbr.textContent, abbr.getAttribute("title"));
+  }
+  return tooltips;
+}
+
+export function restoreTooltips(card, tooltips) {
+  const seen = new Set();
+  for (const abbr of card.querySelectorAll("abbr")) {
+    const title = abbr.getAttribute("title") || tooltips.get(abbr.textContent);
+    if (title && !seen.has(title)) {
+      abbr.setAttribute("title", title);
+      seen.add(title);
+    } else {
+      abbr.removeAttribute("title");
+    }
+  }
+}
+
 async function loadCards(root, deck, state) {
   const sources = JSON.parse(root.dataset.sources || "[]");
   const pages = await Promise.all(
@@ -384,7 +408,9 @@ async function loadCards(root, deck, state) {
     }),
   );
   for (const [url, doc] of pages) {
+    const tooltips = pageTooltips(doc);
     for (const card of doc.querySelectorAll(".practice-q")) {
+      restoreTooltips(card, tooltips);
       for (const el of card.querySelectorAll("[href]")) {
         const href = el.getAttribute("href");
         if (!href.startsWith("#")) el.setAttribute("href", new URL(href, url).href);
