@@ -131,6 +131,26 @@ def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "
     return value
 
 
+def replaced_timings(workload: request.Workload, phase: str, mode: str = "graph") -> str:
+    """Which timings of ``phase`` a named rule replaced because they were flagged, as text ("none" if none).
+
+    The same lookup as :func:`measured_phase_speedup` (:func:`twofour.request.measured_gemm_detail`),
+    so a number derived from replaced timings can say which, in the words of
+    :data:`twofour.request.trusted.FLAG_RULES`.
+
+    >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 64, 512, 256), "decode")
+    'k_proj M=64: dense-at-larger-m, v_proj M=64: dense-at-larger-m'
+    >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 16, 512, 256), "decode")
+    'none'
+    """
+    from ...bench import recorded_results
+
+    detail = request.measured_gemm_detail(recorded_results("gpu"), workload, mode=mode)
+    if phase not in detail:
+        raise ValueError(f"phase must be one of {sorted(detail)}, got {phase!r}")
+    return ", ".join(detail[phase]["replaced"]) or "none"
+
+
 def measured_crossover_m(N: int, K: int, dtype: str = "bfloat16", mode: str = "graph") -> int:
     """The smallest measured M from which 2:4 is faster than dense at that M and every larger one.
 

@@ -23,7 +23,7 @@ from ...roofline import formats
 from .. import answer as course_answer
 from .helpers import (compute_bound_m, cost_per_token_ratio, first_torch_pinning, measured_bandwidth_ratio,
                       measured_crossover_m, measured_gemm, measured_phase_speedup, published_speedup, published_value,
-                      recorded_launch, searched_gemm, slo_goodput, speculative_speedup, transposable_patterns, wave_count)
+                      recorded_launch, replaced_timings, searched_gemm, slo_goodput, speculative_speedup, transposable_patterns, wave_count)
 from .planning import kv_batch_limit, normal_quantile, ring_allreduce_us, runs_for_power, tp_degrees
 
 __all__ = ["Namespace", "Function", "NAMESPACE", "RESULT_TYPES", "STR_METHODS"]
@@ -124,6 +124,7 @@ NAMESPACE: dict[str, object] = {
         "measured_gemm": measured_gemm,
         "measured_crossover_m": measured_crossover_m,
         "measured_phase_speedup": measured_phase_speedup,
+        "replaced_timings": replaced_timings,
         "measured_bandwidth_ratio": measured_bandwidth_ratio,
         "recorded_launch": recorded_launch,
         "speculative_speedup": speculative_speedup,
@@ -153,7 +154,7 @@ RESULT_TYPES: dict[type, tuple[frozenset, frozenset]] = {
     formats.Capacity: (frozenset({"batch", "bound", "resident_gb", "tokens_per_s", "tpot_s"}), frozenset()),
     course_answer.VerdictTable: (frozenset({"low", "high", "measured_best", "software_line", "workload"}),
                                  frozenset({"row"})),
-    course_answer.VerdictRow: (frozenset({"per_token", "request", "decode_gemm", "prefill_gemm", "estimate"}),
+    course_answer.VerdictRow: (frozenset({"per_token", "request", "decode_gemm", "prefill_gemm", "estimate", "note"}),
                                frozenset()),
     request.Workload: (frozenset(), frozenset()),
     request.Assumptions: (frozenset(), frozenset()),
