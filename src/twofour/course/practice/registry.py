@@ -21,6 +21,7 @@ from ...dispatch import rules as dispatch_rules
 from ...quality import published as quality_published
 from ...roofline import formats
 from .. import answer as course_answer
+from ..call_paths import linear_path_cost
 from .helpers import (compute_bound_m, cost_per_token_ratio, first_torch_pinning, measured_bandwidth_ratio,
                       measured_crossover_m, measured_gemm, measured_phase_speedup, published_speedup, published_value,
                       recorded_launch, replaced_timings, searched_gemm, slo_goodput, speculative_speedup, transposable_patterns, wave_count)
@@ -138,6 +139,8 @@ NAMESPACE: dict[str, object] = {
         "normal_quantile": normal_quantile,
         "kv_batch_limit": kv_batch_limit,
         "ring_allreduce_us": ring_allreduce_us,
+        # What F.linear adds per call beyond the direct library call (measured both ways on the H200).
+        "linear_path_cost": linear_path_cost,
         "min": min,
         "max": max,
     }.items()},
