@@ -25,8 +25,12 @@ target, which leaves room for the site's navigation to grow) without dropping an
   (``docs/js/practice/practice.js``: ``restoreTooltips``).
 * The theme's templates indent every tag of the navigation, and the page's table of contents
   (one entry per question) is written twice (drawer and sidebar): runs of white space around a
-  line break become one line break (:func:`squeeze_whitespace`), which HTML renders the same,
-  outside ``pre``, ``code``, ``textarea`` and ``script``.
+  line break become one line break, and a line break between two block-level tags goes
+  (:func:`squeeze_whitespace`), which HTML renders the same, outside ``pre``, ``code``,
+  ``textarea`` and ``script``.
+* A card's title has a short anchor (``#t-<id>``, :func:`twofour.course.practice.render_markdown`)
+  and no permalink icon (:func:`first_tooltip_per_page` drops it): the card itself is the link
+  target (``#q-<id>``), which practice mode and the mock loop use.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ def _level_sources(page_src: str, files) -> list[str]:
 
 
 _CARD = re.compile(r'<article class="practice-q".*?</article>', re.S)
+_HEADERLINK = re.compile(r'<a class="headerlink" href="#t-[^"]*" title="Permanent link">&para;</a>')
 _ABBR = re.compile(r'<abbr title="(?P<title>[^"]*)">(?P<term>.*?)</abbr>', re.S)
 
 
@@ -115,11 +120,14 @@ def first_tooltip_per_page(page_html: str) -> str:
         seen.add(m["term"])
         return m[0]
 
-    return _CARD.sub(lambda card: _ABBR.sub(abbr, card[0]), page_html)
+    return _CARD.sub(lambda card: _HEADERLINK.sub("", _ABBR.sub(abbr, card[0])), page_html)
 
 
 _KEEP_SPACE = re.compile(r"(<(pre|code|textarea|script)\b.*?</\2>)", re.S | re.I)
 _LINE_BREAK_RUN = re.compile(r"[ \t]*\n\s*")
+# Tags whose neighbouring white space HTML never renders (no inline element among them).
+_BLOCK = r"(?:li|ul|ol|p|div|details|summary|table|thead|tbody|tr|td|th|h[1-6]|article|nav|section|header|footer|main|aside|head|body|meta|link|title)"
+_BETWEEN_BLOCKS = re.compile(rf"(</?{_BLOCK}\b[^<>]*>)\n(?=</?{_BLOCK}\b)")
 
 
 def squeeze_whitespace(page_html: str) -> str:
@@ -128,14 +136,14 @@ def squeeze_whitespace(page_html: str) -> str:
     HTML renders any run of white space as one space, so the page looks the same; ``pre``,
     ``code``, ``textarea`` and ``script`` keep theirs.
 
-    >>> squeeze_whitespace("<ul>\\n    <li>\\n      a\\n    </li>\\n</ul><pre>x\\n    y</pre>")
-    '<ul>\\n<li>\\na\\n</li>\\n</ul><pre>x\\n    y</pre>'
+    >>> squeeze_whitespace("<ul>\\n    <li>\\n      a\\n    </li>\\n</ul>\\n<pre>x\\n    y</pre> <b>c</b>\\n<i>d</i>")
+    '<ul><li>\\na\\n</li></ul>\\n<pre>x\\n    y</pre> <b>c</b>\\n<i>d</i>'
     """
     parts = _KEEP_SPACE.split(page_html)
     # split() with two groups gives [text, kept, tag name, text, kept, tag name, ..., text]
     out = []
     for i in range(0, len(parts), 3):
-        out.append(_LINE_BREAK_RUN.sub("\n", parts[i]))
+        out.append(_BETWEEN_BLOCKS.sub(r"\1", _LINE_BREAK_RUN.sub("\n", parts[i])))
         if i + 1 < len(parts):
             out.append(parts[i + 1])
     return "".join(out)

@@ -70,10 +70,23 @@ def test_a_level_page_keeps_a_terms_tooltip_on_its_first_occurrence_in_the_cards
     assert hook.on_page_content(page, _page("notebooks/07-the-answer.ipynb"), None, None) == page  # other pages
 
 
+def test_a_card_title_keeps_its_short_anchor_and_loses_only_its_permalink_icon():
+    md = hook.level_markdown("fundamentals")
+    q = BANK.by_level("fundamentals")[0]
+    assert f"{{: .practice-title #t-{q.id} }}" in md
+    link = f'<a class="headerlink" href="#t-{q.id}" title="Permanent link">&para;</a>'
+    card = f'<article class="practice-q" id="q-{q.id}"><h2 class="practice-title" id="t-{q.id}">T{link}</h2></article>'
+    other = '<h2 id="intro">Intro<a class="headerlink" href="#intro" title="Permanent link">&para;</a></h2>'
+    out = hook.on_page_content(other + card, _page("practice/fundamentals.md"), None, None)
+    assert out == other + card.replace(link, "")
+
+
 def test_white_space_is_squeezed_on_practice_pages_only_and_never_inside_pre_or_code():
     page = "<nav>\n    <ul>\n      <li>\n        Title\n      </li>\n    </ul>\n</nav>\n<pre>a\n    b</pre> <code>x\n  y</code>"
     out = hook.on_post_page(page, _page("practice/deep.md"), None)
-    assert out == "<nav>\n<ul>\n<li>\nTitle\n</li>\n</ul>\n</nav>\n<pre>a\n    b</pre> <code>x\n  y</code>"
+    assert out == "<nav><ul><li>\nTitle\n</li></ul></nav>\n<pre>a\n    b</pre> <code>x\n  y</code>"
+    inline = "<p><strong>a</strong>\n<em>b</em></p>"  # a line break between inline tags is a space: kept
+    assert hook.on_post_page(inline, _page("practice/deep.md"), None) == inline
     assert hook.on_post_page(page, _page("index.md"), None) == page
     script = "<script>\nvar a = 1\n    var b = 2</script>"
     assert hook.on_post_page(script, _page("practice/deep.md"), None) == script

@@ -182,7 +182,16 @@ function setUpCard(card, state) {
   card.dataset.practiceReady = "true";
   const qid = card.dataset.qid;
 
-  const notes = card.querySelector(".practice-notes");
+  // The notes box is made here, above the rubric (a level page's cards carry no empty
+  // placeholder for it: site_hooks/practice.py keeps the pages inside their size budget).
+  let notes = card.querySelector(".practice-notes");
+  const rubricAt = card.querySelector(".practice-rubric");
+  if (!notes && rubricAt) {
+    notes = document.createElement("div");
+    notes.className = "practice-notes";
+    notes.dataset.qid = qid;
+    rubricAt.before(notes);
+  }
   if (notes) {
     const id = nextId("practice-notes");
     const label = document.createElement("label");

@@ -63,7 +63,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         f'<article class="practice-q" id="q-{q.id}" data-qid="{q.id}" data-level="{q.level}" '
         f'data-topic="{q.topic}" data-kind="{q.kind}" markdown="1">',
         "",
-        f"{h} {q.fill(q.title)} {{: .practice-title }}",
+        # a short anchor: the title's slug was written four times (heading, permalink, two tables of contents)
+        f"{h} {q.fill(q.title)} {{: .practice-title #t-{q.id} }}",
         "",
         f'<p class="practice-meta"><span class="practice-tag">{LEVELS.index(q.level) + 1} · {q.level}</span> '
         f'<span class="practice-tag">{_attr(TOPICS[q.topic])}</span> '
@@ -73,14 +74,12 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         "",
         *([f"[Open the calculator in this state]({chapter_prefix}calculator/index.md?{q.calculator_query()})"
            "{: .practice-calc-link }", ""] if q.calculator else []),
-        f'<div class="practice-notes" data-qid="{q.id}"></div>',
-        "",
         '<details class="practice-rubric" markdown="1">',
         "<summary>How it is graded: must-haves, signals, levels</summary>",
         "",
         '<div class="practice-must" markdown="1">',
         "",
-        "**Must-haves.** An answer without any one of these fails.",
+        "**Must-haves.** Missing any one fails the answer.",
         "",
     ]
     lines += [f"1. {q.fill(point)}" for point in q.rubric.must]
@@ -100,7 +99,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         lines += [f"- {q.fill(c)}" for c in q.design.changes]
         lines += ["", "</div>", ""]
     if q.numbers:
-        lines += ["**The numbers**, computed by `twofour` when this page was built:", "", _numbers_table(q), ""]
+        lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
     lines += ["**Follow-ups**", ""] + [f"- {q.fill(f)}" for f in q.follow_ups] + [""]
     lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
