@@ -119,3 +119,35 @@ def test_a_calculator_task_renders_a_link_with_its_state():
     assert f"(../calculator/index.md?{q.calculator_query()})" in md
     assert "practice-calc-link" in md
     assert "calculator/index.md" not in render_markdown(BANK.get("what-is-two-four"))
+
+
+# The follow-ups issue 39 asks for, by the area an interviewer moves to from the 2:4 question
+# (in order of how often they come up). Each id is a question of the bank; no id is in two areas.
+FOLLOW_UPS = {
+    "KV cache and the scheduler": ["paged-kv-batch", "freed-bytes-to-batch", "prefix-cache-prefill-share",
+                                   "preemption-p99-spikes", "static-batching-occupancy", "admission-reserve-output",
+                                   "prefix-sharing-batch", "kv-fp8-versus-two-four-room"],
+    "attention kernels": ["flash-attention-io", "split-kv-decode", "gqa-kv-bytes", "attention-flops-share", "mla-kv-and-p"],
+    "reading Nsight metrics": ["nsight-dram-bound-reading", "nsight-latency-bound-launch", "l2-resident-benchmark",
+                               "nsight-compute-bound-reading"],
+    "multi-GPU communication": ["tp-allreduce-versus-saving", "pipeline-bubble-stages", "expert-parallel-all-to-all",
+                                "tp-prefill-allreduce", "moe-hot-expert"],
+    "quantization beyond bytes": ["smoothquant-outliers", "w8a8-versus-weight-only", "per-channel-scales"],
+    "the dense batching curve": ["dense-batching-curve", "max-batch-from-memory"],
+    "reasoning-model latency": ["reasoning-latency-under-load"],
+    "one change to GPU architecture": ["change-one-thing-gpu", "which-upgrade-helps-decode"],
+}
+
+
+def test_at_least_thirty_follow_up_questions_cover_every_area_the_issue_names():
+    ids = [qid for area in FOLLOW_UPS.values() for qid in area]
+    assert len(ids) == len(set(ids)) >= 30
+    for area, qids in FOLLOW_UPS.items():
+        for qid in qids:
+            q = BANK.get(qid)  # KeyError names a missing one
+            assert q.connects and any("2:4" in t or " p" in t for t in (q.prompt, q.answer)), f"{area}: {qid}"
+    # the two the issue names explicitly
+    assert FOLLOW_UPS["reading Nsight metrics"] and FOLLOW_UPS["reasoning-model latency"]
+    # every number a follow-up states is computed (or cited) and renders
+    for qid in ids:
+        assert "{{" not in BANK.get(qid).render("answer")
