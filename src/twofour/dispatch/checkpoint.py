@@ -2,13 +2,19 @@
 
 Two formats are accepted, recognised by their first bytes rather than their file names:
 
-* **safetensors**: opened with ``safetensors.safe_open`` (memory-mapped); shapes and dtypes
-  come from the header, and each tensor is read only when asked for, so a checkpoint larger
-  than RAM can be audited layer by layer.
+* **safetensors**: opened with ``safetensors.safe_open``; shapes and dtypes come from the
+  header, and each tensor is read only when asked for, so a checkpoint larger than RAM can be
+  audited layer by layer.
 * **PyTorch checkpoints** (``torch.save`` zip files, or the older raw-pickle format): loaded
   with ``torch.load(weights_only=True)``, memory-mapped when the file is a zip. The
   restricted unpickler refuses anything that is not plain tensors and containers, so a
   malicious pickle is rejected, never executed.
+
+A tensor's bytes are read with ``pread`` into a tensor of its own (:mod:`._mapped`), never
+through a memory map: a file truncated while it is read then gives one error line (``the file
+changed while it was read``) instead of a SIGBUS that kills the interpreter, in a library call
+as in the ``twofour`` program. (A zip is still mapped, only to learn its tensors' layout
+without reading them; sparse and quantized tensors, which the audit skips, stay mapped.)
 
 Only a regular file is opened: a FIFO, a device, a socket or a directory is refused at once
 (reading a FIFO would wait forever for a writer). The file is opened once and every later read
@@ -35,6 +41,7 @@ from __future__ import annotations
 import os
 import pickle
 import stat
+import sys
 import warnings
 import weakref
 import zipfile
@@ -44,6 +51,7 @@ import torch
 
 from .._common.text import printable
 from ._flatten import FlattenError, flatten_state_dict
+from ._mapped import file_offsets, read_exact, view_span
 from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
@@ -157,9 +165,12 @@ def detect_format(path: str | os.PathLike) -> str:
         os.close(fd)
 
 
-def _check_zip(read_path: str, path: str) -> None:
+def _check_zip(read_path: str, path: str) -> str:
     """Refuse a torch zip that is damaged, compressed, whose pickle is implausibly large, or whose
-    storages do not match their entries (:mod:`._torchzip`: checked before anything is mapped)."""
+    storages do not match their entries (:mod:`._torchzip`: checked before anything is mapped).
+
+    Returns the byte order of its storages (``"little"`` when it does not say, as torch reads it).
+    """
     try:
         with zipfile.ZipFile(read_path) as archive:
             infos = archive.infolist()
@@ -172,10 +183,13 @@ def _check_zip(read_path: str, path: str) -> None:
                     return raw.read(30)
 
                 check_storages(archive, size, header)
+            marks = [n for n in archive.namelist() if n == "byteorder" or n.endswith("/byteorder")]
+            order = archive.read(marks[0]).decode("ascii", "replace") if marks else "little"
     except StorageMismatch as exc:
         raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint ({printable(str(exc), 240)}); not read") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)") from None
+    return order
 
 
 def _check_entries(infos, path: str) -> None:
@@ -208,6 +222,8 @@ class Checkpoint:
         self.notes: list[str] = []
         self._handle = None
         self._tensors: dict = {}
+        self._offsets: dict = {}  # name -> file offset of its storage (mapped tensors, read with pread)
+        self._swap = False  # storages stored in the other byte order (torch.load swapped the mapped copy)
         self._fd = open_regular(path) if fd is None else fd
         self._closer = weakref.finalize(self, os.close, self._fd)
         self._stamp = _stamp(self._fd)
@@ -246,7 +262,7 @@ class Checkpoint:
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
         if mmap:
-            _check_zip(self._read_path, self.path)
+            self._swap = _check_zip(self._read_path, self.path) != sys.byteorder
         try:
             with warnings.catch_warnings():  # e.g. "sparse CSR support is in beta": the audit says what it skips
                 warnings.simplefilter("ignore")
@@ -271,6 +287,24 @@ class Checkpoint:
             self.skipped.append((name, "a nested (jagged) tensor, not a weight matrix"))
         self._names = list(self._tensors)
         self._meta = {n: (tuple(t.shape), t.dtype) for n, t in self._tensors.items()}
+        if mmap:
+            self._offsets = self._storage_offsets()
+
+    def _storage_offsets(self) -> dict:
+        """``{name: file offset of its storage}`` for the plain tensors whose storage is mapped from the file.
+
+        Asking for a storage's address touches none of its pages. A tensor left out (no bytes, a
+        sparse or quantized one, no ``/proc/self/maps`` to read) is handed out as loaded.
+        """
+        addresses = {}
+        for name, t in self._tensors.items():
+            if t.layout != torch.strided or t.is_quantized or t.device.type != "cpu":
+                continue
+            storage = t.untyped_storage()
+            if storage.nbytes():
+                addresses[name] = storage.data_ptr()
+        where = file_offsets(self._fd, set(addresses.values()))
+        return {name: where[a] for name, a in addresses.items() if a in where}
 
     # -- access ----------------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -287,21 +321,51 @@ class Checkpoint:
         return self._meta[name][1]
 
     def tensor(self, name: str) -> torch.Tensor:
-        """Read one tensor (memory-mapped where the format allows)."""
+        """Read one tensor: its bytes copied from the file with ``pread`` (see the module doc), never mapped."""
         if name not in self._meta:
             raise KeyError(f"{printable(name, 200)!r} is not in {_show(self.path)}")
+        if _stamp(self._fd) != self._stamp:
+            raise CheckpointError(f"{_show(self.path)}: the file changed while it was read (its size or time is not what "
+                                  "it was when opened); no report: read a copy that nothing is writing to")
         if self.format == "safetensors":
-            try:
+            return self._safetensors_tensor(name)
+        t = self._tensors[name]
+        where = self._offsets.get(name)
+        if where is None:  # in memory already (the raw-pickle format), empty, or not a plain tensor
+            return t
+        first, count = view_span(t)
+        size = t.element_size()
+        out = torch.empty(0, dtype=t.dtype)
+        out.set_(self._read(where + first * size, count * size, name).untyped_storage(), 0, t.shape, t.stride())
+        if self._swap:
+            out.untyped_storage().byteswap(t.dtype)
+        return out
+
+    def _safetensors_tensor(self, name: str) -> torch.Tensor:
+        shape, dtype = self._meta[name]
+        span = self._ranges.get(name)
+        if span is None or not isinstance(dtype, torch.dtype) or sys.byteorder != "little":
+            try:  # a dtype torch lacks (safetensors names the error), or a big-endian host: the library's own read
                 return self._handle.get_tensor(name)
             except Exception as exc:
                 raise CheckpointError(
                     f"{_show(self.path)}: cannot read tensor {printable(name, 200)!r} ({_one_line(exc)})"
                 ) from None
-        if _stamp(self._fd) != self._stamp:
-            # its storages are memory-mapped: a read past a new, shorter end would die of SIGBUS
-            raise CheckpointError(f"{_show(self.path)}: the file changed while it was read (its size or time is not what "
-                                  "it was when opened); no report: read a copy that nothing is writing to")
-        return self._tensors[name]
+        numel = 1
+        for d in shape:
+            numel *= d
+        if numel * dtype.itemsize != span[1]:  # safe_open checks this; a second look costs nothing
+            raise CheckpointError(f"{_show(self.path)}: corrupt safetensors file: tensor {printable(name, 200)!r} has "
+                                  f"{span[1]:,} bytes for shape {list(shape)} of {dtype}")
+        return self._read(span[0], span[1], name).view(dtype).reshape(shape)
+
+    def _read(self, offset: int, nbytes: int, name: str) -> torch.Tensor:
+        try:
+            return read_exact(self._fd, offset, nbytes)
+        except OSError as exc:  # ShortRead included: the file shrank after the check above
+            raise CheckpointError(
+                f"{_show(self.path)}: the file changed while it was read (tensor {printable(name, 200)!r}: "
+                f"{_one_line(exc)}); no report: read a copy that nothing is writing to") from None
 
     def nbytes(self, name: str) -> int:
         """Bytes of ``name``'s data in the file (0 when the format does not say)."""
