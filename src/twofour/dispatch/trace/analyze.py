@@ -115,7 +115,10 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
             )
         if matched:
-            compare.check(tr.path, btr.path, phases, bphases)
+            notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes))
+            for ph in phases:
+                if ph.comparison is not None:
+                    ph.comparison = dataclasses.replace(ph.comparison, shapes=notes[ph.phase])
         if not matched:
             raise TraceError(
                 f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "
@@ -208,7 +211,8 @@ def _without_rows(tr: Trace, rows) -> Trace:
     keep = np.ones(len(tr), dtype=bool)
     keep[np.fromiter(rows, dtype=np.int64)] = False
     cols = {name: np.ascontiguousarray(getattr(tr, name)[keep])
-            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index") if getattr(tr, name) is not None}
+            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index", "shape")
+            if getattr(tr, name) is not None}
     return dataclasses.replace(tr, **cols)
 
 
@@ -337,6 +341,8 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
     uncl: dict[str, float] = defaultdict(float)
     gemms = sparse = 0
     seen = set()
+    issuers = []  # per counted GEMM, in time order: the outermost operator around it (compare.py's shapes)
+    op_rows = ops.tolist()
     counted_dev = "cuda" if device == "cuda" else "cpu"
     for k, (r, c) in enumerate(zip(recs, classes)):
         if r.device != counted_dev:
@@ -357,6 +363,7 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
                 counts = p is None
             if counts:
                 gemms += 1
+                issuers.append(_issuer(ix, tr, op_rows[k] if k < n_ops else int(ix.launch_op[gpos[k - n_ops]])))
                 if c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
                     sparse += 1
                     seen.add(c)
@@ -380,8 +387,24 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
             covered += cur_e - cur_s
         outside = max(0.0, wall - covered)
     st = StepStats(name=name, phase=ph, start_us=a, wall_us=wall, busy_us=busy, time_us=dict(time_us),
-                   gemms=gemms, sparse_gemms=sparse, outside_ops_us=outside)
+                   gemms=gemms, sparse_gemms=sparse, outside_ops_us=outside, gemm_ops=tuple(issuers))
     return st, gemms, sparse, seen, kt, dict(uncl)
+
+
+def _issuer(ix, tr: Trace, row: int) -> tuple:
+    """(name, operand signature or None) of the outermost operator holding ``row``; (None, None) for none.
+
+    A 2:4 run and its dense baseline issue a GEMM through the same call (``aten::linear`` with
+    the weight's logical shape); the operators inside it differ (``aten::_cslt_sparse_mm`` takes
+    the compressed weight), so the outermost one is what the two runs can share.
+    """
+    if row < 0:
+        return None, None  # a kernel no operator launched (a CUDA-graph replay)
+    parent = ix.parent
+    while parent[row] >= 0:
+        row = int(parent[row])
+    s = int(tr.shape[row]) if tr.shape is not None else -1
+    return tr.names[tr.name[row]], (tr.shapes[s] if s >= 0 else None)
 
 
 def _busy(ix, a, b) -> float:

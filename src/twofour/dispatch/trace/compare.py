@@ -7,11 +7,16 @@ steps of the same phases with the same GEMMs. Before a 2:4-vs-dense verdict this
 * a baseline that ran 2:4 kernels (it is not the dense run; are the files swapped?);
 * phases found in one trace and not the other;
 * a phase with a different number of steps, or different GEMM counts per step (2 GEMMs per step
-  against 14 gave "2:4 GEMM 5.15x measured").
+  against 14 gave "2:4 GEMM 5.15x measured");
+* when both traces carry operand shapes (recorded with ``record_shapes=True``; :mod:`.shapes`):
+  a GEMM whose call (the outermost operator around it, ``aten::linear`` in both runs) got other
+  operand shapes or types in the baseline than in the trace, at the same place in the same step.
 
-Each refusal is one :class:`~.read.TraceError` that says what differs. GEMM shapes are compared
-through the GEMM counts per step; the traces do not carry operand shapes unless recorded with
-``record_shapes=True``, which the reader does not keep.
+Each refusal is one :class:`~.read.TraceError` that names both files and says what differs.
+When a trace has no shapes, or a GEMM's call differs between the runs (a direct
+``aten::_cslt_sparse_mm`` takes the compressed weight, whose shape is not the dense one), the
+shapes are not compared and :func:`check` says so in the note it returns for each phase,
+which the report prints beside the speedups.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import filecmp
 import os
 
+from ..._common.text import printable
 from .errors import TraceError, shown_path as _shown
+from .shapes import describe
 
 
 def same_file(a: str, b: str) -> bool:
@@ -36,8 +43,11 @@ def _per_step(ph) -> list[int]:
     return [st.gemms for st in ph.steps]
 
 
-def check(trace_path: str, base_path: str, phases, bphases: dict) -> None:
-    """Refuse a comparison of different work (see the module doc); return when the two runs match."""
+def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(False, False)) -> dict:
+    """Refuse a comparison of different work (see the module doc); when the runs match, ``{phase: shapes note}``.
+
+    ``has_shapes`` says whether the trace and the baseline carry operand shapes at all.
+    """
     shown, bshown = _shown(trace_path), _shown(base_path)
     if same_file(trace_path, base_path):
         raise TraceError(f"{bshown}: --compare got the same trace as FILE ({shown}); give the dense run of the same "
@@ -64,6 +74,47 @@ def check(trace_path: str, base_path: str, phases, bphases: dict) -> None:
                 f"{bshown}: {name} step {k} ({ph.steps[k].name!r}) ran {mine[k]} GEMMs in the trace and {theirs[k]} in "
                 f"the baseline (per step: {_short(mine)} against {_short(theirs)}): the runs did not do the same work, "
                 "so their GEMM times are not comparable")
+    names = (_base(trace_path), _base(base_path))
+    return {name: _shapes(shown, bshown, names, name, ph, bphases[name], has_shapes) for name, ph in ours.items()}
+
+
+def _base(path: str) -> str:
+    return printable(os.path.basename(path), 120)
+
+
+def _shapes(shown: str, bshown: str, names, name: str, ph, b, has_shapes) -> str:
+    """Compare the operands of each GEMM's call, step by step; refuse the first mismatch, else describe what was compared."""
+    if not any(has_shapes):
+        return ("not compared: neither trace carries them (recorded without torch.profiler.profile(record_shapes=True)); "
+                "only the GEMM counts per step were checked")
+    if not all(has_shapes):
+        which = f"the trace ({names[0]})" if not has_shapes[0] else f"the baseline ({names[1]})"
+        return (f"not compared: {which} carries none (recorded without torch.profiler.profile(record_shapes=True)); "
+                "only the GEMM counts per step were checked")
+    same = other_call = unknown = 0
+    first_other = None
+    for k, (st, bst) in enumerate(zip(ph.steps, b.steps)):
+        for i, ((op, sig), (bop, bsig)) in enumerate(zip(st.gemm_ops, bst.gemm_ops)):
+            if op is None or bop is None or sig is None or bsig is None:
+                unknown += 1  # no operator launched it (a graph replay), or that operator has no shapes
+            elif op != bop:
+                other_call += 1
+                first_other = first_other or (op, bop)
+            elif sig != bsig:
+                raise TraceError(
+                    f"{bshown}: {name} step {k} ({st.name!r}), GEMM {i + 1} of {len(st.gemm_ops)}: {op} got "
+                    f"{describe(sig)} in the trace ({shown}) and {describe(bsig)} in the baseline ({bshown}): the runs "
+                    "did not do the same work, so their GEMM times are not comparable")
+            else:
+                same += 1
+    total = same + other_call + unknown
+    parts = [f"{same} of {total} GEMMs' calls match in shapes and types"]
+    if other_call:
+        parts.append(f"{other_call} not compared: called through different operators ({first_other[0]} in the trace, "
+                     f"{first_other[1]} in the baseline; a 2:4 operand is stored compressed)")
+    if unknown:
+        parts.append(f"{unknown} not compared: launched by no operator (a CUDA-graph replay) or by one without shapes")
+    return "; ".join(parts)
 
 
 def _short(counts: list[int]) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._common.text import printable
-from . import validate
+from . import shapes, validate
 from .errors import TraceError, shown_path as _shown
 from ._jsonstream import ChromeTraceStream, StreamError
 
@@ -70,7 +70,9 @@ class Trace:
     runtime calls, profiler overhead); ``names[name[i]]`` is its name, ``ts``/``dur`` are
     microseconds, ``thread[i]`` indexes ``threads`` (``(pid, tid)``), ``ext`` / ``corr`` are the
     profiler's "External id" and "correlation" (-1 when absent), ``index[i]`` its position in
-    ``traceEvents``. Events that failed validation (:mod:`.validate`) are not in the columns; they
+    ``traceEvents``. ``shape[i]`` indexes ``shapes``, the operand signatures
+    (:func:`.shapes.signature`) of operators recorded with ``record_shapes=True``, -1 when the event
+    has none. Events that failed validation (:mod:`.validate`) are not in the columns; they
     are counted in ``invalid`` (reason -> :class:`~.validate.Invalid`), which :func:`analyze`
     refuses or reports.
     """
@@ -87,6 +89,8 @@ class Trace:
     ext: np.ndarray
     corr: np.ndarray
     index: np.ndarray | None = None  # each row's position in traceEvents
+    shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
+    shapes: list = field(default_factory=list)  # the signatures, each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
     size_bytes: int = 0
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
@@ -97,6 +101,11 @@ class Trace:
     def count(self, kind: str) -> int:
         """How many events of one kind (``"kernel"``, ``"cpu_op"``, ...) were kept."""
         return int((self.kind == KIND_NAMES.index(kind)).sum())
+
+    @property
+    def has_shapes(self) -> bool:
+        """True when operators carry their operand shapes (recorded with ``record_shapes=True``)."""
+        return self.shape is not None and bool((self.shape >= 0).any())
 
     @property
     def has_gpu(self) -> bool:
@@ -186,12 +195,14 @@ def load(path, *, progress: bool | None = None) -> Trace:
     threads: dict[tuple, int] = {}
     kind, name_col, thread_col = array("b"), array("i"), array("i")
     ts_col, dur_col, ext_col, corr_col, index_col = array("d"), array("d"), array("q"), array("q"), array("I")
+    shape_col, signatures = array("i"), {}
+    signature = shapes.signature
     invalid: dict = {}
     stream = ChromeTraceStream(f, on_read=on_read)
     categories = _CATEGORIES
     kind_append, name_append, thread_append = kind.append, name_col.append, thread_col.append
     ts_append, dur_append, ext_append, corr_append = ts_col.append, dur_col.append, ext_col.append, corr_col.append
-    index_append = index_col.append
+    index_append, shape_append = index_col.append, shape_col.append
     max_us, max_id = validate.MAX_US, validate.MAX_ID
     id_types = (int, str)
     try:
@@ -229,6 +240,17 @@ def load(path, *, progress: bool | None = None) -> Trace:
                         continue
                 else:
                     e = c = -1
+                s = -1
+                # record_shapes=True: an operator's operand shapes and types, kept once per distinct signature
+                if k == OP and type(args) is dict and ("Input Dims" in args or "Input type" in args):
+                    try:
+                        sig = signature(args.get("Input Dims"), args.get("Input type"))
+                    except ValueError:
+                        validate.add(invalid, "malformed shapes", stream.n_events - 1, nm)
+                        continue
+                    s = signatures.get(sig)
+                    if s is None:
+                        s = signatures[sig] = len(signatures)
                 i = names.get(nm)
                 if i is None:
                     i = names.setdefault(nm, len(names))
@@ -244,6 +266,7 @@ def load(path, *, progress: bool | None = None) -> Trace:
                 ext_append(e)
                 corr_append(c)
                 index_append(stream.n_events - 1)
+                shape_append(s)
     except StreamError as exc:
         raise TraceError(f"{_shown(path)}: {exc}") from None
     finally:
@@ -255,13 +278,13 @@ def load(path, *, progress: bool | None = None) -> Trace:
         invalid, names,
         kind=_column(kind, np.int8), name=_column(name_col, np.int32), ts=_column(ts_col, np.float64),
         dur=_column(dur_col, np.float64), thread=_column(thread_col, np.int32), ext=_column(ext_col, np.int64),
-        corr=_column(corr_col, np.int64), index=_column(index_col, np.uint32),
+        corr=_column(corr_col, np.int64), index=_column(index_col, np.uint32), shape=_column(shape_col, np.int32),
     )
     return Trace(
         # every name reaches a terminal or a page through the report: keep it escaped (a trace
         # file cannot write escape sequences or forge report lines)
         path=str(path), meta=stream.meta, names=[printable(n, limit=400) for n in names], threads=list(threads),
-        n_read=stream.n_events, size_bytes=size, invalid=invalid, **cols,
+        n_read=stream.n_events, size_bytes=size, invalid=invalid, shapes=list(signatures), **cols,
     )
 
 

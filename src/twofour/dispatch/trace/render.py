@@ -118,6 +118,8 @@ def _phase_text(ph: PhaseReport) -> list[str]:
                  f"GEMM speedup {fmt_speedup(cmp.gemm_speedup)}")
         L.append(f"    step time   dense {fmt_ms(cmp.dense_wall_us):>10}   2:4 {fmt_ms(cmp.sparse_wall_us):>10}   "
                  f"end to end   {fmt_speedup(cmp.end_to_end)}")
+        if cmp.shapes:
+            L.append(f"    operand shapes: {cmp.shapes}")
     L.append("")
     L.append(f"  funnel ({ph.phase})")
     for s in ph.funnel():

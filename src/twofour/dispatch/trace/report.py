@@ -51,6 +51,8 @@ class StepStats:
     gemms: int
     sparse_gemms: int
     outside_ops_us: float | None = None  # CPU traces: step time outside any operator
+    # Per GEMM counted, in time order: (outermost operator's name, its operand signature or None).
+    gemm_ops: tuple = field(default=(), repr=False)
 
     @property
     def gemm_us(self) -> float:
@@ -78,6 +80,7 @@ class Comparison:
     dense_p: float
     dense_idle_fraction: float | None
     baseline_sparse_gemms: int
+    shapes: str = ""  # what the comparison of operand shapes found (compare.py), one sentence
 
     @property
     def gemm_speedup(self) -> float:
@@ -296,6 +299,8 @@ class PhaseReport:
                            f"host time{di}")
             elif math.isfinite(e2e):
                 out.append(f"end to end {e2e:.2f}x (dense {fmt_ms(cmp.dense_wall_us)}, 2:4 {fmt_ms(cmp.sparse_wall_us)} per step)")
+            if cmp.shapes.startswith("not compared"):
+                out.append(f"GEMM operand shapes {cmp.shapes}: the speedup assumes both runs multiplied the same shapes")
             if cmp.baseline_sparse_gemms > 0 and self.sparse_gemms == 0:
                 out.append("the baseline ran 2:4 kernels and this trace did not: are the two files swapped? "
                            "(FILE is the 2:4 run, --compare the dense one)")

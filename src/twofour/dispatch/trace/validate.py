@@ -10,6 +10,8 @@ An event is *invalid* when its numbers cannot be true of a recorded run:
 * ``no time``: no number as ``ts`` or ``dur``;
 * ``malformed``: a ``name`` that is not a string, a ``pid``/``tid`` that is neither a number
   nor a string, an ``External id`` or ``correlation`` that is not an int in [0, 2^63);
+* ``malformed shapes``: an operator's ``Input Dims`` / ``Input type`` (``record_shapes=True``)
+  that is not a list of sizes (ints >= 0, a list of them for a tensor list) or of type names;
 * ``duplicate``: an exact copy of an earlier event (kind, name, thread, ts, dur and ids): a
   trace appended to itself;
 * ``stream overlap``: a GPU event that overlaps the one before it on the same stream by more
@@ -50,6 +52,7 @@ REASONS = {  # each reads after a count: "3 events with a NaN or Infinity ts or 
     "beyond step": "reaching beyond the step that holds them",
     "zero-length step": "step annotations of zero length (they hold nothing)",
     "overlapping step": "step annotations starting inside another step and ending after it",
+    "malformed shapes": "with an \"Input Dims\" or \"Input type\" that is not a list of sizes or of type names",
     "begin/end": "recorded as begin/end pairs (ph \"B\"/\"E\"), which this reader does not pair",
 }
 _OVERLAP_US, _OVERLAP_SHARE = 2.0, 0.1
