@@ -6,6 +6,12 @@ faulting instruction would run again). So ``twofour audit`` run as a program doe
 forked child and the parent only waits: a child killed by SIGBUS becomes the line below and
 exit code 2; any other end is passed on as it was. Between tensors the reader also notices a
 file whose size or time changed (:meth:`twofour.dispatch.checkpoint.Checkpoint.tensor`).
+
+The reader itself no longer touches mapped pages: it copies each tensor's bytes with ``pread``
+(:mod:`twofour.dispatch._mapped`), so a library call (``twofour.cli.main([...])``, which runs in
+the caller's process, unguarded) gets the same one line as a ``CheckpointError``. The guard
+stays for what is still mapped: sparse and quantized tensors, and torch zips on systems without
+``/proc/self/maps``.
 """
 
 from __future__ import annotations
