@@ -208,7 +208,7 @@ def test_gemms_called_through_other_operators_or_by_a_graph_are_counted_as_not_c
 
 
 @pytest.mark.parametrize("dims, types", [
-    ("16x4096", None), ([[16, -1]], None), ([[True, 4]], None), ([[1.5, 4]], None), ([[[[[1]]]]], None),
+    ("16x4096", None), ([16, 4096], None), ([[16, -1]], None), ([[True, 4]], None), ([[1.5, 4]], None), ([[[[[1]]]]], None),
     ([[2**70]], None), ({"a": 1}, None), ([[16, 4096]], ["float", "float"]), ([[16, 4096]], [3]),
     ([[16, 4096]], "float"), ([[16, 4096]], ["x" * 300]), ([[1]] * 70000, None),
 ])
@@ -298,3 +298,38 @@ def test_outputs_equal_to_an_input_fifos_and_symlinks(tmp_path, capsys):
     html = tmp_path / "r.html"
     assert main(["trace", str(sparse), "--compare", str(dense), "--html", str(html)]) == 0
     assert "operand shapes: 9 of 9 GEMMs&#x27; calls match" in html.read_text()
+
+
+def test_fuzzed_shape_fields_give_a_signature_or_one_clear_refusal(tmp_path):
+    """Random values where the profiler writes shapes: a signature, or a ValueError (an invalid event); nothing else."""
+    import random
+
+    rng = random.Random(40)
+    atoms = [0, 1, 4096, -1, 2**62, 2**62 + 1, 2**80, True, None, 1.5, float("nan"), "16", "", [], {}]
+
+    def value(depth=0):
+        if depth > 4 or rng.random() < 0.4:
+            return rng.choice(atoms)
+        return [value(depth + 1) for _ in range(rng.randrange(4))]
+
+    accepted = refused = 0
+    for _ in range(2000):
+        dims = value() if rng.random() < 0.9 else None
+        types = rng.choice([None, ["float"], ["c10::Half", ""], [1], "float", [value()], ["x" * 201]])
+        try:
+            sig = signature(dims, types)
+        except ValueError as exc:
+            assert "\n" not in str(exc) and ("Input Dims" in str(exc) or "Input type" in str(exc)), exc
+            refused += 1
+            continue
+        accepted += 1
+        hash(sig)  # kept in a dict: must be hashable
+        assert all(type(t) is str for t in sig[1]) and isinstance(describe(sig), str)
+    assert accepted > 100 and refused > 100, (accepted, refused)
+    # and through the reader: every fuzzed trace loads (shapes kept or counted invalid), never a traceback
+    for k in range(20):
+        def mutate(step, call, args, k=k):
+            if call == k % 3:
+                args["Input Dims"], args["Input type"] = value(), rng.choice([None, ["float"], [value()]])
+        tr = load(_write(tmp_path, _trace(change=mutate), f"f{k}.json"))
+        assert tr.invalid.keys() <= {"malformed shapes"}

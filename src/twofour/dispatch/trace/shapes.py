@@ -38,7 +38,7 @@ def signature(dims, types) -> tuple:
     count = [0]
 
     def walk(value, depth: int):
-        if type(value) is int:
+        if type(value) is int and depth > 1:  # a size inside an input's entry; the entry itself is a list
             if not 0 <= value <= _MAX_SIZE:
                 raise ValueError(f'"Input Dims" holds {value if abs(value) < 10**20 else "a huge number"}, not a size '
                                  "(an int >= 0)")
