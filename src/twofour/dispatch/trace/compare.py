@@ -108,13 +108,16 @@ def _shapes(shown: str, bshown: str, names, name: str, ph, b, has_shapes) -> str
             else:
                 same += 1
     total = same + other_call + unknown
-    parts = [f"{same} of {total} GEMMs' calls match in shapes and types"]
+    left = []
     if other_call:
-        parts.append(f"{other_call} not compared: called through different operators ({first_other[0]} in the trace, "
-                     f"{first_other[1]} in the baseline; a 2:4 operand is stored compressed)")
+        left.append(f"{other_call} called through different operators ({first_other[0]} in the trace, {first_other[1]} "
+                    "in the baseline; a 2:4 operand is stored compressed)")
     if unknown:
-        parts.append(f"{unknown} not compared: launched by no operator (a CUDA-graph replay) or by one without shapes")
-    return "; ".join(parts)
+        left.append(f"{unknown} launched by no operator (a CUDA-graph replay) or by one without shapes")
+    if not same:  # nothing compared: said as plainly as a trace without shapes
+        return f"not compared: {'; '.join(left) or 'no GEMM ran'}"
+    matched = f"{same} of {total} GEMMs' calls match in shapes and types"
+    return f"{matched}; not compared: {'; '.join(left)}" if left else matched
 
 
 def _short(counts: list[int]) -> str:
