@@ -27,6 +27,8 @@ record a trace:
           with torch.profiler.record_function(f"decode_step_{i}"):
               step()
   prof.export_chrome_trace("trace.json")
+(add record_shapes=True to profile(...) in both runs and --compare also checks that each GEMM
+got the same operand shapes in both; without it, only the GEMM counts per step are compared)
 """
 
 
@@ -35,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.add_argument("trace_file", metavar="FILE", help="a PyTorch profiler trace (.json or .json.gz), e.g. the 2:4 run")
     parser.add_argument("--compare", metavar="DENSE_FILE",
-                        help="the dense run of the same steps: adds measured GEMM and end-to-end speedups")
+                        help="the dense run of the same steps: adds measured GEMM and end-to-end speedups (refused when the "
+                             "runs differ: steps, GEMM counts, operand shapes where both traces carry them)")
     parser.add_argument("--phase", choices=("prefill", "decode"),
                         help="report only steps whose annotation names say prefill / decode (default: every phase)")
     parser.add_argument("--html", metavar="OUT", help="also write the report as a self-contained HTML page to OUT")
