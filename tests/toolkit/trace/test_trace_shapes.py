@@ -335,3 +335,32 @@ def test_fuzzed_shape_fields_give_a_signature_or_one_clear_refusal(tmp_path):
                 args["Input Dims"], args["Input type"] = value(), rng.choice([None, ["float"], [value()]])
         tr = load(_write(tmp_path, _trace(change=mutate), f"f{k}.json"))
         assert tr.invalid.keys() <= {"malformed shapes"}
+
+
+def test_a_real_profiler_trace_with_record_shapes(tmp_path):
+    """torch.profiler's own export (CPU): the shapes are read as recorded, and a run of another M is refused."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from twofour._common.stderr import without_profiler_chatter
+
+    W = torch.randn(64, 128)
+
+    def run(path, M):
+        x = torch.randn(M, 128)
+        with without_profiler_chatter(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            for i in range(3):
+                with record_function(f"decode_step_{i}"):
+                    torch.nn.functional.linear(x, W)
+        prof.export_chrome_trace(str(path))
+        return path
+
+    a, b = run(tmp_path / "a.json", 8), run(tmp_path / "b.json", 16)
+    tr = load(a)
+    assert tr.has_shapes
+    linear = tr.names.index("aten::linear")
+    assert {tr.shapes[s] for s in tr.shape[tr.name == linear].tolist()} == {signature([[8, 128], [64, 128], []],
+                                                                                     ["float", "float", ""])}
+    with pytest.raises(TraceError, match=r"decode step 0 \('decode_step_0'\), GEMM 1 of 1: aten::linear got \[16, 128\] "
+                                         r"float, \[64, 128\] float, \[\] in the trace .* and \[8, 128\] float"):
+        analyze(b, baseline=a)
