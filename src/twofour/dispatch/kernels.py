@@ -52,6 +52,7 @@ from .._common.vocabulary import (DENSE, KERNEL_CLASSES, OTHER, SPARSE_CLASSES, 
 __all__ = [
     "CLASSES",
     "SPARSE_CLASSES",
+    "NON_GEMM_MARKERS",
     "classify",
     "OpRecord",
     "KernelRow",
@@ -91,8 +92,15 @@ _SPARSE_INDEX_OPS = frozenset(
 )
 
 
-# Kernels that a GEMM operator may launch besides the GEMM (bias copies, zero fills, ...).
-_HELPER_KERNELS = ("elementwise", "copy", "fill", "memcpy", "memset", "reduce", "pad", "cat", "index", "transpose")
+# GPU kernels known to be neither a GEMM nor attention, by a piece of their name: copies, fills,
+# element-wise, reduction and normalisation passes, PyTorch's and Triton's generic kernels. Two
+# readers, one list: launched by a GEMM operator, such a kernel is a helper (a bias copy, a zero
+# fill, a split-K reduction), not the GEMM; in a trace it is "other", not "unclassified".
+NON_GEMM_MARKERS: tuple[str, ...] = (
+    "at::native::", "c10::", "cub::", "memcpy", "memset", "copy", "fill", "elementwise", "reduce", "pad", "cat",
+    "index", "transpose", "triton_poi", "triton_red", "triton_per", "softmax", "layer_norm", "layernorm", "rms_norm",
+    "rmsnorm", "group_norm", "batch_norm", "rotary", "act_and_mul",
+)
 
 
 def classify(name: str) -> str:
@@ -249,7 +257,7 @@ def classify_records(records) -> list[str]:
             # An unfamiliar kernel name launched straight from aten::mm / addmm / linear is the
             # GEMM itself, unless its name says it is a copy, fill or other helper.
             low = records[i].name.lower()
-            if j is not None and own[i] == OTHER and own[j] == DENSE and not any(h in low for h in _HELPER_KERNELS):
+            if j is not None and own[i] == OTHER and own[j] == DENSE and not any(h in low for h in NON_GEMM_MARKERS):
                 return DENSE
             return own[i]
         j = records[i].parent

@@ -505,6 +505,19 @@ def test_summarize_unfamiliar_kernel_from_a_dense_gemm_op():
     assert summarize(recs).time_us == {"dense-gemm": 40.0, "other": 3.0}
 
 
+def test_the_dispatch_and_the_trace_read_one_list_of_non_gemm_kernels():
+    """A name on the list is a GEMM operator's helper for summarize and "other" (not "unclassified") in a trace."""
+    from twofour.dispatch.kernels import NON_GEMM_MARKERS
+    from twofour.dispatch.trace.classify import trace_class
+
+    names = ["triton_red_fused_rms_norm_3", "void at::native::transpose_kernel<2>", "Memset (Device)"]
+    recs = [OpRecord("aten::mm", "cpu", 10.0), *(OpRecord(n, "cuda", 2.0, parent=0) for n in names)]
+    assert summarize(recs).time_us == {"other": 6.0}
+    assert [trace_class(n, "other") for n in names] == ["other"] * 3
+    assert trace_class("Kernel2", "other") == "unclassified"  # on neither list
+    assert len(set(NON_GEMM_MARKERS)) == len(NON_GEMM_MARKERS)
+
+
 def test_summarize_cpu_sparse_ancestor_and_index_children():
     recs = [
         OpRecord("aten::_sparse_mm", "cpu", 1.0),

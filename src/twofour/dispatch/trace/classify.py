@@ -12,7 +12,7 @@ import functools
 
 from ..._common.vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
                                    SPARSE_GENERAL, UNCLASSIFIED)
-from ..kernels import classify
+from ..kernels import NON_GEMM_MARKERS, classify
 
 TRACE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, ATTENTION, OTHER, UNCLASSIFIED)
 ELIGIBLE: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE)
@@ -33,11 +33,8 @@ BACKEND_NAME = {b.kernel_class: b.name for b in BACKENDS.values()}
 # before the GEMM markers, because "fmha_cutlassF" contains "cutlass".
 _ATTENTION_MARKERS = ("attention", "pytorch_flash::", "flash::", "flash_fwd", "flash_bwd", "fmha", "sdpa",
                       "batchprefill", "batchdecode")
-# Names known to be neither GEMM nor attention. Anything else that no rule claims is
-# "unclassified": listed with its time, never guessed.
-_KNOWN_OTHER_GPU = ("at::native::", "c10::", "memcpy", "memset", "elementwise", "reduce_kernel", "catarraybatchedcopy",
-                    "splitkreduce", "cub::", "triton_poi", "triton_red", "triton_per", "softmax", "layer_norm",
-                    "layernorm", "rms_norm", "rmsnorm", "group_norm", "batch_norm", "rotary", "act_and_mul")
+# CPU operators known to be neither GEMM nor attention (GPU kernels: NON_GEMM_MARKERS). Anything
+# else that no rule claims is "unclassified": listed with its time, never guessed.
 _KNOWN_OTHER_CPU_PREFIXES = ("aten::", "prim::", "profiler::", "c10d::", "autograd::", "torch::", "cuda",
                              "PythonSubclass", "Optimizer.", "enumerate(DataLoader)", "ProfilerStep#")
 
@@ -79,7 +76,7 @@ def _trace_class(name: str, base: str, device: str, in_attention: bool) -> str:
     if device == "cpu":
         known = name.startswith(_KNOWN_OTHER_CPU_PREFIXES)
     else:
-        known = _has_marker(low, _KNOWN_OTHER_GPU)
+        known = _has_marker(low, NON_GEMM_MARKERS)
     return OTHER if known else UNCLASSIFIED
 
 
