@@ -222,7 +222,9 @@ def _build() -> dict[str, GPUSpec]:
          **{f"sparse.{d}": _c(_A100_DS, "secondary") for d in a100_sparse},
          "mem_bw_gbs": _c(_A100_DS + " (80 GB SXM: 2,039 GB/s)", "secondary"),
          "sms": _c(_AMPERE_WP + ": 108 SMs", "secondary")},
-        aliases=("A100 SXM 80GB", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "A100 80GB"),
+        # The A800 is the A100 with a slower interconnect: same SMs, clocks and memory.
+        aliases=("A100 SXM 80GB", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "A100 80GB", "A100-80GB", "A100-SXM4",
+                 "A800"),
         cc_cite=_c("pytorch/pytorch#132928 (the CUTLASS 2:4 path is limited to CC 8.x) and " + _SM_LIST, "verified"),
     ))
 
@@ -235,7 +237,7 @@ def _build() -> dict[str, GPUSpec]:
         {**cite,
          "mem_bw_gbs": _c(_H100_DS, "secondary"),
          "sms": _c(_H100_DS + ": 132 SMs", "secondary")},
-        aliases=("H100 SXM", "H100 SXM5", "NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),
+        aliases=("H100 SXM", "H100 SXM5", "NVIDIA H100 80GB HBM3", "H100-SXM5-80GB", "H100-class", "H100 (Hopper)"),
         cc_cite=_c("pytorch/pytorch#132009 (cuSPARSELt on Hopper) and #132928 (CUTLASS 2:4 limited to CC 8.x)", "verified"),
     ))
 

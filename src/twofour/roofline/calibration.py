@@ -44,7 +44,7 @@ from .evidence import helper_costs, tile_observations, trace_points
 from .fitting import fit_family
 from .model import predict
 from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
-from .published import FIT_RULES, HELD_OUT_MODEL, Point, points
+from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
 
 __all__ = ["Calibration", "fit_all", "fit_base", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
@@ -100,7 +100,7 @@ def _call_costs(pts: list[Point]) -> dict:
     """Graph replay minus kernel time (medians, per side) and the host time of host-bound eager calls."""
     by = {}
     for p in pts:
-        if p.origin == "measured" and p.dtype == "fp16" and not p.extra.get("held_out") and p.scenario != "lone":
+        if p.origin == "measured" and p.dtype == "fp16" and not p.extra.get("held_out") and p.scenario != LONE:
             by.setdefault((p.source_url, p.extra.get("shape"), p.M, p.dtype, p.backend), {})[p.scenario] = p
     graph = {"dense": [], "sparse": []}
     host = {"dense": [], "sparse": []}

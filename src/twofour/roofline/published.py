@@ -52,18 +52,12 @@ from pathlib import Path
 
 from .._common.dtypes import SPARSE_24_DTYPES, dtype_key
 from .._common.jsonfile import read_json
+from .._common.vocabulary import BACKEND_NAMES, MODE_SCENARIO, TIMING_MODES
+from ..hardware import get_gpu, match_device_name
 
-__all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "HELD_OUT_MODEL", "points", "published_records", "PUBLISHED_PATH"]
+__all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "HELD_OUT_MODEL", "LONE", "points", "published_records", "PUBLISHED_PATH"]
 
 PUBLISHED_PATH = Path(__file__).resolve().parent.parent / "data" / "published-gemm.json"
-
-# Spellings in the published records -> names in twofour.hardware. The A800 is the A100 with
-# a slower interconnect: same SMs, clocks and memory.
-_GPU_NAMES = {
-    "A100": "A100", "A100-80GB": "A100", "A100-SXM4": "A100", "A800": "A100",
-    "H100": "H100", "H100-class": "H100", "H100 (Hopper)": "H100",
-    "H200": "H200", "NVIDIA H200": "H200", "A10G": "A10G", "L4": "L4", "B200": "B200",
-}
 
 
 def _dtype_of(text) -> str | None:
@@ -180,10 +174,16 @@ def _to_us(value, unit: str | None) -> float | None:
     return None  # a unit we cannot read: keep the speedup only
 
 
+def _gpu(text) -> str | None:
+    """The twofour.hardware name of a record's GPU (its aliases hold the records' spellings), None if not described."""
+    try:
+        return get_gpu(text).name
+    except ValueError:
+        return None
+
+
 def _backend(text: str | None) -> str | None:
-    if text in ("cuSPARSELt", "CUTLASS"):
-        return text
-    return None
+    return text if text in BACKEND_NAMES else None
 
 
 def _published_scenario(r: dict) -> str:
@@ -196,7 +196,7 @@ def _published_scenario(r: dict) -> str:
 
 
 def _from_published(r: dict) -> Point:
-    gpu = _GPU_NAMES.get(r.get("gpu") or "")
+    gpu = _gpu(r.get("gpu"))
     dtype = _dtype_of(r.get("dtype"))
     backend = _backend(r.get("backend"))
     point = dict(
@@ -227,8 +227,9 @@ def _from_published(r: dict) -> Point:
     return Point(**point, excluded=why)
 
 
-# twofour bench timing modes -> scenario (module docstring)
-_MODE_SCENARIO = {"eager": "lone", "kernel": "kernel", "graph": "cached", "stream": "eager"}
+# The scenario of a measured point: the one its timing mode measures (the vocabulary's
+# MODE_SCENARIO); a mode that measures none (eager: one lone call) is "lone", evidence only.
+LONE = "lone"
 
 
 def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None:
@@ -251,17 +252,13 @@ def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None
 
 
 def _from_results(res, held_shapes: set) -> list[Point]:
-    from ..bench import MODES
-
     prov = res.provenance
-    from ..hardware import match_device_name
-
     spec = match_device_name(prov.get("gpu_name"))
     label = f"twofour bench, {prov.get('gpu_name')}, torch {prov.get('torch')}, {str(prov.get('date'))[:10]}"
     out = []
-    for mode in MODES:
+    for mode in TIMING_MODES:
         for row in res.gpu_points(mode):
-            scenario = _MODE_SCENARIO[mode]
+            scenario = MODE_SCENARIO.get(mode, LONE)
             held = (row["N"], row["K"]) in held_shapes
             why = _measured_excluded(mode, row, held, spec)
             out.append(Point(

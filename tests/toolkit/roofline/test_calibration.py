@@ -46,6 +46,17 @@ def test_published_records_keep_provenance(pts):
     assert 0.41 in same and 1.15 in same
 
 
+def test_published_gpu_spellings_resolve_through_the_hardware_table(pts):
+    """The records' own spellings (A800, H100-class, ...) are aliases in twofour.hardware, the one GPU table."""
+    from twofour.hardware import get_gpu
+
+    pub = [p for p in pts if p.origin == "published"]
+    named = {p.gpu_as_reported: p.gpu for p in pub if p.gpu is not None}
+    assert named["A800"] == named["A100-80GB"] == "A100" and named["H100-class"] == "H100"
+    assert all(get_gpu(spelling).name == gpu for spelling, gpu in named.items())
+    assert {p.gpu_as_reported for p in pub if p.gpu is None} >= {"RTX 3090", "unknown"}
+
+
 def test_every_excluded_point_says_which_rule(pts):
     excluded = [p for p in pts if not p.fit_ok]
     assert excluded and all(p.excluded for p in excluded)
