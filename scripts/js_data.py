@@ -19,6 +19,7 @@ What it holds, each from its one source:
                  parameter sets, what each was fitted to, the held-out errors; per-point lists stay)
 ``ASSUMED``      :data:`twofour.roofline.ASSUMED_PARAMS` (the model before any fit)
 ``DTYPES``       :data:`twofour._common.dtypes.DTYPES` (bytes per element, packed form and ratio)
+``PACKED_FORMS`` :data:`twofour._common.dtypes.PACKED_FORMS` (the n:m forms the packing calculator offers)
 ``VERDICT``      :func:`twofour.course.answer.calculator_opening` (what the request calculator opens on)
 ``VOCABULARY``   :mod:`twofour._common.vocabulary` (backend names, kernel classes, timing modes, the palette)
 """
@@ -64,6 +65,13 @@ def dtype_table() -> dict:
     return {key: facts.to_dict() for key, facts in DTYPES.items()}
 
 
+def packed_forms() -> dict:
+    """Every n:m form of :data:`twofour._common.dtypes.PACKED_FORMS` (the GEMM dtypes' and FP4's)."""
+    from twofour._common.dtypes import PACKED_FORMS
+
+    return {key: form.to_dict() for key, form in PACKED_FORMS.items()}
+
+
 def gpu_table() -> dict:
     """:data:`twofour.hardware.GPUS` as the calculators read it: the numbers, and which are unconfirmed."""
     from twofour import hardware
@@ -98,7 +106,7 @@ def tables() -> dict:
     from twofour.roofline import ASSUMED_PARAMS
 
     return {"GPUS": gpu_table(), **request_tables(), "FIT": fitted_subset(), "ASSUMED": ASSUMED_PARAMS.to_dict(),
-            "DTYPES": dtype_table(), "VERDICT": calculator_opening(), "VOCABULARY": vocabulary.to_json()}
+            "DTYPES": dtype_table(), "PACKED_FORMS": packed_forms(), "VERDICT": calculator_opening(), "VOCABULARY": vocabulary.to_json()}
 
 
 def data_js() -> str:

@@ -318,7 +318,7 @@ def test_js_roofline_and_packing_match_python(watched, base_url):
             want.M_padded, want.bound_dense, want.bound_sparse, want.backend, want.ceiling_guard)
 
     formats = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8, "fp8": 8,
-               "fp32": (torch.float32, 1, 2), "fp4_paired": (4, 4, 8, 1), "fp4_elementwise": 4}
+               "tf32": (torch.float32, 1, 2), "fp4_paired": (4, 4, 8, 1), "fp4_elementwise": 4}
     dims = [(4096, 14336), (1, 8), (3, 40), (128256, 8192), (10_000_000, 10_000_000)]
     js = page.evaluate(
         """([keys, dims]) => keys.flatMap(k => dims.map(([n, kk]) => [

@@ -1619,6 +1619,7 @@ export const ASSUMED = deepFreeze({
 
 export const DTYPES = deepFreeze({
  "fp16": {
+  "label": "float16",
   "torch_name": "float16",
   "in_bytes": 2,
   "out_bytes": 2,
@@ -1633,6 +1634,7 @@ export const DTYPES = deepFreeze({
   }
  },
  "bf16": {
+  "label": "bfloat16",
   "torch_name": "bfloat16",
   "in_bytes": 2,
   "out_bytes": 2,
@@ -1647,6 +1649,7 @@ export const DTYPES = deepFreeze({
   }
  },
  "fp8": {
+  "label": "float8 (e4m3 / e5m2)",
   "torch_name": "float8_e4m3fn",
   "in_bytes": 1,
   "out_bytes": 2,
@@ -1660,6 +1663,7 @@ export const DTYPES = deepFreeze({
   }
  },
  "int8": {
+  "label": "int8",
   "torch_name": "int8",
   "in_bytes": 1,
   "out_bytes": 2,
@@ -1674,6 +1678,7 @@ export const DTYPES = deepFreeze({
   }
  },
  "tf32": {
+  "label": "float32 / tf32 (runs as 1:2)",
   "torch_name": "float32",
   "in_bytes": 4,
   "out_bytes": 4,
@@ -1686,6 +1691,58 @@ export const DTYPES = deepFreeze({
    "cuSPARSELt": 4,
    "CUTLASS": 4
   }
+ }
+});
+
+export const PACKED_FORMS = deepFreeze({
+ "fp16": {
+  "label": "float16",
+  "value_bits": 16,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2
+ },
+ "bf16": {
+  "label": "bfloat16",
+  "value_bits": 16,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2
+ },
+ "fp8": {
+  "label": "float8 (e4m3 / e5m2)",
+  "value_bits": 8,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2
+ },
+ "int8": {
+  "label": "int8",
+  "value_bits": 8,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2
+ },
+ "tf32": {
+  "label": "float32 / tf32 (runs as 1:2)",
+  "value_bits": 32,
+  "n": 1,
+  "m": 2,
+  "meta_bits": 4
+ },
+ "fp4_paired": {
+  "label": "fp4 e2m1, paired 4:8",
+  "value_bits": 4,
+  "n": 4,
+  "m": 8,
+  "meta_bits": 1
+ },
+ "fp4_elementwise": {
+  "label": "fp4, element-wise 2:4",
+  "value_bits": 4,
+  "n": 2,
+  "m": 4,
+  "meta_bits": 2
  }
 });
 

@@ -4,23 +4,12 @@
 // gives the same integer as Python (no rounding above 2**53).
 
 import { InputError } from "./errors.js";
-import { DTYPES } from "./data.js";
+import { PACKED_FORMS } from "./data.js";
 
 // The formats sparse tensor cores take, as chapter 2 lists them: element bits, the n:m
-// pattern, and metadata bits per kept value (null = the default, ceil(log2 m)). The tensor-core
-// dtypes come from the one dtype table (twofour._common.dtypes, delivered in data.js): fp32 runs as
-// 1:2 with its metadata written as for two 16-bit halves (4 bits per kept value). FP4 on
-// Blackwell is *paired* 4:8 (a 2-bit index per pair: 1 bit per kept value).
-const fromTable = (label, f) => ({ label, bits: f.value_bits, n: f.n, m: f.m, metaBits: f.meta_bits });
-export const FORMATS = {
-  fp16: fromTable("float16", DTYPES.fp16),
-  bf16: fromTable("bfloat16", DTYPES.bf16),
-  int8: fromTable("int8", DTYPES.int8),
-  fp8: fromTable("float8 (e4m3 / e5m2)", DTYPES.fp8),
-  fp32: fromTable("float32 (runs as 1:2)", DTYPES.tf32),
-  fp4_paired: { label: "fp4 e2m1, paired 4:8", bits: 4, n: 4, m: 8, metaBits: 1 },
-  fp4_elementwise: { label: "fp4, element-wise 2:4", bits: 4, n: 2, m: 4, metaBits: null },
-};
+// pattern, and metadata bits per kept value. One table, twofour._common.dtypes.PACKED_FORMS
+// (the GEMM dtypes' forms and FP4's), delivered in data.js.
+export const FORMATS = PACKED_FORMS;
 
 /** ceil(log2 m), at least 1: bits naming one position in a group of m. */
 export function indexBits(m) {
@@ -34,10 +23,6 @@ function format(key) {
   const f = typeof key === "string" && Object.hasOwn(FORMATS, key) ? FORMATS[key] : null;
   if (!f) throw new InputError("dtype", `dtype must be one of ${Object.keys(FORMATS).join(", ")}, got ${JSON.stringify(key)}`);
   return f;
-}
-
-function metaBitsOf(f) {
-  return f.metaBits === null ? indexBits(f.m) : f.metaBits;
 }
 
 /** Checks a shape (array of positive safe integers) and returns its element count as a BigInt. */
@@ -58,7 +43,7 @@ function numel(shape) {
 /** Dense bytes: numel * bits // 8 (BigInt). */
 export function denseBytes(shape, key) {
   const f = format(key);
-  return (numel(shape) * BigInt(f.bits)) / 8n;
+  return (numel(shape) * BigInt(f.value_bits)) / 8n;
 }
 
 /** Packed bytes: n/m of the values plus the metadata bits of each kept value, rounded up to bytes (BigInt). */
@@ -70,12 +55,12 @@ export function packedBytes(shape, key) {
     throw new InputError(`shape[${shape.length - 1}]`, `shape's last dimension ${last} must be a multiple of m=${f.m}`);
   }
   const kept = (count / BigInt(f.m)) * BigInt(f.n);
-  const totalBits = kept * BigInt(f.bits + metaBitsOf(f));
+  const totalBits = kept * BigInt(f.value_bits + f.meta_bits);
   return (totalBits + 7n) / 8n; // ceil(bits / 8)
 }
 
 /** Packed / dense bytes: n/m * (bits + meta_bits) / bits, in Python's operation order. */
 export function packedRatio(key) {
   const f = format(key);
-  return (f.n / f.m) * (f.bits + metaBitsOf(f)) / f.bits;
+  return (f.n / f.m) * (f.value_bits + f.meta_bits) / f.value_bits;
 }

@@ -59,8 +59,6 @@ export const PAD_MULTIPLE = Object.fromEntries(Object.entries(DTYPES).flatMap(
   ([d, f]) => Object.entries(f.pad_multiple).map(([backend, mult]) => [`${backend}/${d}`, mult])));
 const IN_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.in_bytes]));
 const OUT_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.out_bytes]));
-// The packing format twofour.packing counts for each GEMM dtype (tf32 runs as fp32 1:2).
-const PACKING = { fp16: "fp16", bf16: "bf16", int8: "int8", fp8: "fp8", tf32: "fp32" };
 
 function pyStr(v) {
   return typeof v === "string" ? `'${v}'` : pyRepr(v);
@@ -232,7 +230,7 @@ export function launch(M, N, K, rows, sms, fam) {
 }
 
 function packedWeightBytes(N, K, d) {
-  return packedBytes([N, K], PACKING[d]);
+  return packedBytes([N, K], d);
 }
 
 function kernelTimeOf(M, N, K, d, spec, name, fam, params, mult, l2) {

@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 __all__ = ["DtypeFacts", "DTYPES", "GEMM_DTYPES", "SPARSE_24_DTYPES", "DTYPE_KEYS", "dtype_key", "nm_ratio",
-           "SPARSE_24", "BACKENDS"]
+           "SPARSE_24", "BACKENDS", "PackedForm", "PACKED_FORMS"]
 
 # The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
 # short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
@@ -71,6 +71,7 @@ class DtypeFacts:
     """One GEMM dtype: what its elements cost and how its 2:4 (or 1:2) form is stored."""
 
     key: str
+    label: str  # how a page names it
     torch_name: str
     in_bytes: int
     out_bytes: int
@@ -89,30 +90,55 @@ class DtypeFacts:
 
     def to_dict(self) -> dict:
         """Plain JSON-able values, as ``docs/js/calc/data.js`` carries them to the calculators."""
-        return {"torch_name": self.torch_name, "in_bytes": self.in_bytes, "out_bytes": self.out_bytes,
+        return {"label": self.label, "torch_name": self.torch_name, "in_bytes": self.in_bytes, "out_bytes": self.out_bytes,
                 "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits,
                 "packed_ratio": self.packed_ratio, "pad_multiple": dict(self.pad_multiple)}
 
 
-def _row(key, torch_name, in_bytes, out_bytes, nmk, pads) -> DtypeFacts:
+def _row(key, label, torch_name, in_bytes, out_bytes, nmk, pads) -> DtypeFacts:
     n, m, meta = nmk
-    return DtypeFacts(key, torch_name, in_bytes, out_bytes, n, m, meta, MappingProxyType(pads))
+    return DtypeFacts(key, label, torch_name, in_bytes, out_bytes, n, m, meta, MappingProxyType(pads))
 
 
 DTYPES: Mapping[str, DtypeFacts] = MappingProxyType({
     f.key: f
     for f in (
-        _row("fp16", "float16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
-        _row("bf16", "bfloat16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
-        _row("fp8", "float8_e4m3fn", 1, 2, SPARSE_24, {"cuSPARSELt": 16}),
-        _row("int8", "int8", 1, 2, SPARSE_24, {"cuSPARSELt": 16, "CUTLASS": 16}),
+        _row("fp16", "float16", "float16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
+        _row("bf16", "bfloat16", "bfloat16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
+        _row("fp8", "float8 (e4m3 / e5m2)", "float8_e4m3fn", 1, 2, SPARSE_24, {"cuSPARSELt": 16}),
+        _row("int8", "int8", "int8", 1, 2, SPARSE_24, {"cuSPARSELt": 16, "CUTLASS": 16}),
         # float32 on sparse tensor cores: 1:2, 4 metadata bits per kept value.
-        _row("tf32", "float32", 4, 4, (1, 2, 4), {"cuSPARSELt": 4, "CUTLASS": 4}),
+        _row("tf32", "float32 / tf32 (runs as 1:2)", "float32", 4, 4, (1, 2, 4), {"cuSPARSELt": 4, "CUTLASS": 4}),
     )
 })
 GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
 # The dtypes of 2:4 proper (n=2 of m=4): what the request model and the calculators accept.
 SPARSE_24_DTYPES: tuple[str, ...] = tuple(k for k, f in DTYPES.items() if (f.n, f.m, f.meta_bits) == SPARSE_24)
+
+
+@dataclass(frozen=True)
+class PackedForm:
+    """One n:m form sparse tensor cores store (what the packing calculator offers): element bits,
+    ``n`` kept of every ``m``, metadata bits per kept value."""
+
+    label: str
+    value_bits: int
+    n: int
+    m: int
+    meta_bits: int
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits}
+
+
+# Every GEMM dtype's form, plus FP4 on Blackwell, which no GEMM dtype row holds (the request model
+# and the roofline have no FP4 peaks): *paired* 4:8 (a 2-bit index per pair of values: 1 bit per
+# kept value), and element-wise 2:4 with the usual 2-bit index (facts.md §2).
+PACKED_FORMS: Mapping[str, PackedForm] = MappingProxyType({
+    **{k: PackedForm(f.label, f.value_bits, f.n, f.m, f.meta_bits) for k, f in DTYPES.items()},
+    "fp4_paired": PackedForm("fp4 e2m1, paired 4:8", 4, 4, 8, 1),
+    "fp4_elementwise": PackedForm("fp4, element-wise 2:4", 4, *SPARSE_24),
+})
 
 
 def dtype_key(dtype) -> str:

@@ -38,7 +38,8 @@ def test_the_committed_module_is_what_the_script_writes():
 
 def test_the_module_holds_each_table_from_its_source():
     tables = _exported((ROOT / js_data.DATA_JS).read_text(encoding="utf-8"))
-    assert set(tables) == {"GPUS", "PRESETS", "SCENARIOS", "BLOCK_LINEARS", "FIT", "ASSUMED", "DTYPES", "VERDICT", "VOCABULARY"}
+    assert set(tables) == {"GPUS", "PRESETS", "SCENARIOS", "BLOCK_LINEARS", "FIT", "ASSUMED", "DTYPES", "PACKED_FORMS", "VERDICT",
+                           "VOCABULARY"}
     assert list(tables["GPUS"]) == list(hardware.GPUS)
     assert tables["GPUS"]["H100"]["sparse_tflops"]["fp16"] == hardware.GPUS["H100"].sparse_tflops["fp16"]
     assert sorted(tables["GPUS"]["A10G"]["unconfirmed"]) == sorted(f for g, f in hardware.unconfirmed_fields() if g == "A10G")

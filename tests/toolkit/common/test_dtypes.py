@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from twofour import packing, request, roofline
-from twofour._common.dtypes import DTYPE_KEYS, DTYPES, SPARSE_24_DTYPES, dtype_key
+from twofour._common.dtypes import DTYPE_KEYS, DTYPES, PACKED_FORMS, SPARSE_24_DTYPES, dtype_key, nm_ratio
 from twofour.hardware import DTYPES as HARDWARE_DTYPES
 from twofour.roofline import formats
 
@@ -86,8 +86,22 @@ def test_the_calculators_read_the_table_from_the_generated_data_module():
     body = re.search(r"^export const DTYPES = deepFreeze\((.*?)\);$", text, re.S | re.M)
     assert body, "docs/js/calc/data.js has no DTYPES table: rerun `python scripts/js_data.py`"
     assert json.loads(body.group(1)) == {k: f.to_dict() for k, f in DTYPES.items()}
-    # and no calculator keeps a private copy of the byte tables
-    for name in ("request.js", "roofline.js", "packing.js"):
+    forms = re.search(r"^export const PACKED_FORMS = deepFreeze\((.*?)\);$", text, re.S | re.M)
+    assert forms and json.loads(forms.group(1)) == {k: f.to_dict() for k, f in PACKED_FORMS.items()}
+    # and no calculator keeps a private copy of the byte tables, or its own spelling of a dtype key
+    for name, table in (("request.js", "DTYPES"), ("roofline.js", "DTYPES"), ("packing.js", "PACKED_FORMS")):
         js = (REPO / "docs/js/calc" / name).read_text(encoding="utf-8")
         assert "0.5625" not in js and "fp8: 1," not in js and "fp16: 2," not in js, name
-        assert re.search(r'import \{[^}]*\bDTYPES\b[^}]*\} from "\./data\.js"', js), name
+        assert not re.search(r'\b(fp16|bf16|tf32|fp32): *["{]', js), name
+        assert re.search(r'import \{[^}]*\b' + table + r'\b[^}]*\} from "\./data\.js"', js), name
+
+
+def test_every_packed_form_is_what_twofour_packing_counts():
+    """The packing calculator's forms: the GEMM dtypes' own (same keys) plus FP4's, each ratio as packing computes it."""
+    assert list(PACKED_FORMS)[:len(DTYPES)] == list(DTYPES)
+    for key, form in PACKED_FORMS.items():
+        want = packing.packed_ratio(form.value_bits, form.n, form.m, meta_bits_per_value=form.meta_bits)
+        assert nm_ratio(form.value_bits, form.n, form.m, form.meta_bits) == want, key
+        if key in DTYPES:
+            assert want == DTYPES[key].packed_ratio and form.label == DTYPES[key].label, key
+    assert (PACKED_FORMS["fp4_paired"].n, PACKED_FORMS["fp4_paired"].m, PACKED_FORMS["fp4_paired"].meta_bits) == (4, 8, 1)
