@@ -94,13 +94,18 @@ def _bank_yaml(expr: str) -> str:
 """
 
 
-def test_9_to_the_9_to_the_9_is_refused_quickly():
-    # In a child process: before the fix this ran for minutes and gigabytes.
-    code = ("from twofour.course.practice import evaluate_expression, BankError\n"
-            "try:\n    evaluate_expression('9**9**9')\nexcept BankError as e:\n    print('refused:', e)\n")
-    # the timeout is a hang guard, not a speed target: unrefused, this runs for minutes
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+def test_9_to_the_9_to_the_9_is_refused_before_it_is_computed():
+    """Refused by its size, before the power runs: the refusal allocates under 1 MB (the number is ~150 MB)."""
+    code = ("import tracemalloc\n"
+            "from twofour.course.practice import evaluate_expression, BankError\n"
+            "tracemalloc.start()\n"
+            "try:\n    evaluate_expression('9**9**9')\nexcept BankError as e:\n"
+            "    print('refused:', tracemalloc.get_traced_memory()[1], e)\n")
+    # In a child process with a hang guard (not a speed target): unrefused, the power would run
+    # for minutes inside one C call, which nothing in this process could interrupt.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.stdout.startswith("refused:") and "bits" in out.stdout, out.stdout + out.stderr
+    assert int(out.stdout.split()[1]) < 1 << 20, out.stdout
 
 
 @pytest.mark.parametrize(
