@@ -499,7 +499,6 @@ def test_a_64_mb_trace_streams(tmp_path, capsys):
         print("\n" + summary)
     assert m["sparse"] == m["gemms"] > 0 and m["culprit"] == "aten::_cslt_sparse_mm"
     assert peak_mb - base_mb < 0.75 * size_mb, "reading must stream, peak memory well under the file's size: " + summary
-    assert m["t_all"] < 300
     os.unlink(path)
 
 
