@@ -202,7 +202,7 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      ["twofour.device"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
      ["twofour.cli", "twofour.cli.main", "twofour.cli.audit", "twofour.cli.convert", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
-      "twofour.cli.quality", "twofour.cli.golden"]),
+      "twofour.cli.quality"]),
     (COURSE, "Figures and tables",
      "The chapters' figures and tables in one house style; they show numbers the toolkit computed.",
      ["twofour.course.plotting", "twofour.course.tables", "twofour.course.figures.layouts",

@@ -20,7 +20,7 @@ Two consequences every serving estimate should respect:
 1.568
 
 The arithmetic is plain float operations in the order written, so the site's JavaScript
-calculators can mirror it exactly (see ``twofour golden``).
+calculators can mirror it exactly (checked against vectors ``scripts/golden.py`` writes).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The static site's calculators (docs/js/calc) in a real browser, against the Python model.
 
-* Parity: ``twofour golden`` writes its vectors into a temporary folder; the browser imports
+* Parity: ``scripts/golden.py`` writes its vectors into a temporary folder; the browser imports
   the JS modules from the built, served site and evaluates them on every vector (every GEMM
   scenario, the fitted sets of several GPUs and backends). Every number must equal Python's to
   1e-12 relative (in practice they are bit-identical).
@@ -38,6 +38,7 @@ from twofour.request import Assumptions, Workload, build_inputs, evaluate, estim
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import js_data as js_data  # noqa: E402  (scripts/js_data.py: writes docs/js/calc/data.js)
+import golden as golden_script  # noqa: E402  (scripts/golden.py: the parity vectors)
 
 sys.path.pop(0)
 
@@ -122,10 +123,8 @@ def _import(page, module: str) -> None:
 
 
 def _golden(tmp_path_factory) -> Path:
-    from twofour.cli import main
-
     out = tmp_path_factory.mktemp("golden")
-    assert main(["golden", "--out", str(out)]) == 0  # in this process: the command is the same code
+    assert golden_script.main(["--out", str(out)]) == 0  # in this process: the script is the same code
     return out
 
 

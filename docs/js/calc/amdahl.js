@@ -4,7 +4,7 @@
 //
 // Same argument checks as the Python (p a fraction in [0, 1], s a positive finite speedup),
 // raising InputError that names the argument. The golden vectors written by
-// `twofour golden` are checked against this module in a browser (tests/site/test_calculators.py).
+// scripts/golden.py are checked against this module in a browser (tests/site/test_calculators.py).
 
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
 

@@ -1,7 +1,7 @@
 """The entry point of the ``twofour`` command line: the subcommands wired together, and how it ends.
 
-One module per subcommand in this package (``twofour.cli.audit``, ``.bench``, ``.quality``,
-``.golden``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
+One module per subcommand in this package (``twofour.cli.audit``, ``.convert``, ``.bench``,
+``.quality``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
 They parse arguments and call the toolkit; the work itself lives in the toolkit modules. This
 file only wires them together, so a new subcommand is one module and one line in ``_SUBCOMMANDS``.
 ``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
@@ -26,7 +26,6 @@ _SUBCOMMANDS = {
     "convert": ("twofour.cli.convert", "turn a compressed-tensors 2:4 checkpoint into plain safetensors (dense 2:4 or packed)"),
     "bench": ("twofour.cli.bench", "time dense vs 2:4 matmuls (GPU) or the CPU dense roofline, with provenance"),
     "quality": ("twofour.cli.quality", "train, prune and recover a small language model; write a results file"),
-    "golden": ("twofour.cli.golden", "write golden input/output vectors for the static site's calculators"),
     "calibrate": ("twofour.cli.calibrate", "fit the kernel model to published and measured GEMM timings; report its error"),
     "trace": ("twofour.cli.trace", "read a profiler trace: which kernels ran, GPU idle gaps, eligible share p, the measured funnel"),
 }

@@ -148,22 +148,18 @@ def _never_blocks(fn, seconds=120):
         ["trace", "{trace}", "--html", "{fifo}"],
         ["calibrate", "--out", "{fifo}"],
         ["bench", "--m", "1", "--shapes", "64x64", "--repeats", "1", "--warmup", "0", "--no-progress", "--out", "{fifo}"],
-        ["golden", "--out", "{dir_with_fifo}", "--cases", "0"],
         ["quality", "--out", "{fifo}", "--sizes", "tiny", "--no-progress"],
     ],
-    ids=["audit --json", "audit --html", "trace --html", "calibrate --out", "bench --out", "golden --out", "quality --out"],
+    ids=["audit --json", "audit --html", "trace --html", "calibrate --out", "bench --out", "quality --out"],
 )
 def test_a_fifo_output_is_refused_without_blocking(capsys, tmp_path, model, trace_file, args):
     fifo = _fifo(tmp_path)
-    folder = tmp_path / "golden"
-    folder.mkdir()
-    os.mkfifo(folder / "amdahl.json")
-    subs = {"{model}": model, "{trace}": trace_file, "{fifo}": fifo, "{dir_with_fifo}": folder}
+    subs = {"{model}": model, "{trace}": trace_file, "{fifo}": fifo}
     args = [str(subs.get(a, a)) for a in args]
     code = _never_blocks(lambda: main(args))
     out, err = capsys.readouterr()
     assert code == 2 and "FIFO (named pipe)" in err and "Traceback" not in err, err
-    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISFIFO(os.stat(folder / "amdahl.json").st_mode)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 # ---- atomic writes: a failed write keeps the previous file ---------------------------------
@@ -196,16 +192,6 @@ def test_a_failed_trace_html_write_leaves_the_previous_page(capsys, tmp_path, tr
     err = _error(capsys, ["trace", trace_file, "--html", out])
     assert "cannot write (No space left on device)" in err
     assert out.read_text() == "the previous page" and _leftovers(tmp_path) == []
-
-
-def test_a_failed_golden_write_leaves_the_previous_vectors(capsys, tmp_path, monkeypatch):
-    folder = tmp_path / "g"
-    folder.mkdir()
-    (folder / "amdahl.json").write_text("previous")
-    _disk_full(monkeypatch)
-    err = _error(capsys, ["golden", "--out", folder, "--cases", "0"])
-    assert "cannot write (No space left on device)" in err
-    assert (folder / "amdahl.json").read_text() == "previous" and _leftovers(folder) == []
 
 
 def test_toolkit_saves_are_atomic(tmp_path, monkeypatch):

@@ -274,10 +274,9 @@ def test_a_full_disk_under_stdout_is_one_line(tmp_path):
     [
         ["audit", "{model}", "--json", "/dev/full"],
         ["bench", "--quick", "--m", "1", "--shapes", "64x64", "--repeats", "1", "--warmup", "0", "--out", "/dev/full"],
-        ["golden", "--out", "/dev/full"],
         ["quality", "--out", "/dev/full", "--sizes", "tiny"],
     ],
-    ids=["audit --json", "bench --out", "golden --out", "quality --out"],
+    ids=["audit --json", "bench --out", "quality --out"],
 )
 def test_devices_as_outputs_are_refused_before_any_work(capsys, tmp_path, args):
     model = tmp_path / "m.safetensors"
@@ -316,7 +315,6 @@ def test_bench_out_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypa
         (["bench", "--repeats", str(10**9)], "--repeats must be from 1 to"),
         (["quality", "--out", "q.json", "--train-steps", str(10**9)], "--train-steps must be at most"),
         (["quality", "--out", "q.json", "--threads", str(10**6)], "--threads must be at most"),
-        (["golden", "--out", "g", "--cases", str(10**9)], "--cases must be at most"),
     ],
 )
 def test_absurd_arguments_are_one_line_errors(capsys, args, match):

@@ -111,8 +111,8 @@ def test_the_toolkit_never_imports_cli_or_course():
         ("twofour.quality", True, "from ..course.figures import quality\n", [(1, "twofour.course.figures")]),
         ("twofour.roofline", False, "import twofour.course.widgets as w\n", [(1, "twofour.course.widgets")]),
         ("twofour.roofline", False, "from twofour import cli\n", [(1, "twofour.cli")]),
-        ("twofour.request", False, "import importlib\nimportlib.import_module('twofour.cli.golden')\n",
-         [(2, "twofour.cli.golden")]),
+        ("twofour.request", False, "import importlib\nimportlib.import_module('twofour.cli.trace')\n",
+         [(2, "twofour.cli.trace")]),
         # what the toolkit may do
         ("twofour.quality", True, "from ..structure import check\nfrom .model import TinyLM\n", []),
         ("twofour.dispatch.probe", False, "def f():\n    from ..structure import prune\n", []),
@@ -126,8 +126,8 @@ def test_the_import_check_catches_every_form(module, is_package, source, expecte
 def test_relative_imports_resolve_like_python():
     assert _resolve("twofour.course.labs.lab1", False, 3, "structure") == "twofour.structure"
     assert _resolve("twofour.course.labs", True, 2, "plotting") == "twofour.course.plotting"
-    assert _resolve("twofour.cli", True, 1, "golden") == "twofour.cli.golden"
-    assert _resolve("twofour.cli.golden", False, 2, None) == "twofour"
+    assert _resolve("twofour.cli", True, 1, "trace") == "twofour.cli.trace"
+    assert _resolve("twofour.cli.trace", False, 2, None) == "twofour"
 
 
 def test_the_top_level_holds_few_public_modules():

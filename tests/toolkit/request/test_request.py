@@ -305,12 +305,11 @@ def test_doctests_of_the_amdahl_modules():
     import doctest
 
     import twofour.amdahl
-    import twofour.cli.golden
     import twofour.course.widgets
     import twofour.funnel
     import twofour.request
 
-    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.course.widgets, twofour.cli.golden):
+    for module in (twofour.amdahl, twofour.request, twofour.funnel, twofour.course.widgets):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
 

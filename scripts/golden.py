@@ -1,4 +1,9 @@
-"""``twofour golden --out DIR``: input -> output tables for the static site's calculators.
+"""Write the golden vectors: input -> output tables for the static site's calculators.
+
+    .venv/bin/python scripts/golden.py --out DIR [--seed 0] [--cases 200]
+
+A development script, not a ``twofour`` command: the vectors are test fixtures (the browser
+tests write them into a temporary folder), so the installed package does not carry them.
 
 The site's JavaScript mirrors :mod:`twofour.amdahl`, :mod:`twofour.request` and
 :mod:`twofour.funnel` operation for operation; a browser test evaluates it on every case
@@ -42,22 +47,23 @@ import argparse
 import json
 import math
 import random
+import sys
 from pathlib import Path
 
-from .. import __version__
-from .._common.dtypes import SPARSE_24_DTYPES
-from ..amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
-from ..funnel import SCOPES, funnel, funnel_dict
-from ..hardware import GPUS
-from ..models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
-from ..roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES, SCENARIOS as GEMM_SCENARIOS,
+from twofour import __version__
+from twofour._common.dtypes import SPARSE_24_DTYPES
+from twofour.amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
+from twofour.funnel import SCOPES, funnel, funnel_dict
+from twofour.hardware import GPUS
+from twofour.models import LLAMA_3_8B, LLAMA_3_70B, TransformerConfig
+from twofour.roofline import (ALGORITHMS, ASSUMED_PARAMS, DEFAULT_SCENARIO, L2_STATES, SCENARIOS as GEMM_SCENARIOS,
                         KernelParams, default_params, pad_multiple, predict)
-from ..roofline._fitfile import FIT_PATH
-from ..request import (BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, build_inputs, evaluate,
+from twofour.roofline._fitfile import FIT_PATH
+from twofour.request import (BLOCK_LINEARS, LINEAR_KINDS, Assumptions, Workload, build_inputs, evaluate,
                        roofline_gemm_model)
-from .main import UserError
+from twofour.cli.main import UserError
 
-__all__ = ["add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
+__all__ = ["main", "add_arguments", "run", "amdahl_table", "request_table", "funnel_table", "roofline_table", "calculator_defaults",
            "gpu_table", "write_golden"]
 
 FORMAT_VERSION = 1
@@ -71,8 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._common.atomic import OutputError
-    from ._output import check_output_dir, show, write_error
+    from twofour._common.atomic import OutputError
+    from twofour.cli._output import check_output_dir, show, write_error
 
     if args.out is None:
         raise UserError("give --out DIR (where to write the golden vectors)")
@@ -90,6 +96,18 @@ def run(args: argparse.Namespace) -> int:
     for path, count in paths.items():
         print(f"wrote {show(path)} ({count} cases)")
     return 0
+
+
+def main(argv=None) -> int:
+    """Parse ``argv`` and write the vectors: 0, or 2 with one line on stderr naming the bad argument."""
+    parser = argparse.ArgumentParser(prog="scripts/golden.py", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UserError as exc:
+        print(f"golden: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _jsonable(value):
@@ -426,7 +444,7 @@ def calculator_defaults() -> dict:
     workload is an example, the pruned set follows a published recipe, and the request-level
     efficiencies and overheads are neutral defaults.
     """
-    from ..course.answer import calculator_verdict
+    from twofour.course.answer import calculator_verdict
 
     v = calculator_verdict()
     a = Assumptions()
@@ -486,7 +504,7 @@ def gpu_table() -> dict:
 
 def funnel_table(request_cases: list[dict]) -> list[dict]:
     """The funnel of every request case, for every scope (each step with its number and title)."""
-    from ..request import RequestInputs
+    from twofour.request import RequestInputs
 
     rows = []
     for case in request_cases:
@@ -503,7 +521,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
 
     Each file is written atomically (:mod:`twofour._common.atomic`): a failed run leaves the previous vectors.
     """
-    from .._common.atomic import check_output, write_text
+    from twofour._common.atomic import check_output, write_text
 
     names = ("amdahl.json", "request.json", "funnel.json", "roofline.json")
     for name in names:  # every output checked before any work: a FIFO or the fit file it reads is refused
@@ -511,7 +529,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     header = {"format_version": FORMAT_VERSION, "twofour_version": __version__, "seed": seed,
-              "tolerance": "1e-12 relative", "generated_by": "twofour golden"}
+              "tolerance": "1e-12 relative", "generated_by": "scripts/golden.py"}
     amdahl = amdahl_table(rng)
     requests = request_table(rng, random_cases, chunk_rng=random.Random(f"prefill-chunk-{seed}"))
     funnels = funnel_table(requests)
@@ -530,3 +548,7 @@ def write_golden(out: Path, *, seed: int = 0, random_cases: int = 200) -> dict[P
         write_text(path, json.dumps(_jsonable(data), allow_nan=False, indent=1) + "\n", [FIT_PATH],
                    follow_symlinks=False)
     return {path: count for path, (_, count) in files.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

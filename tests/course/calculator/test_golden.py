@@ -1,15 +1,26 @@
-"""`twofour golden`: the parity tables for the static calculators are complete, strict JSON and right."""
+"""scripts/golden.py: the parity tables for the static calculators are complete, strict JSON and right."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
+import sys
+from pathlib import Path
 
 import pytest
 
 from twofour.amdahl import speedup
-from twofour.cli import main
 from twofour.roofline import DEFAULT_PARAMS, SCENARIOS, KernelParams, default_params, predict
 from twofour.request import COMPONENTS, RequestInputs, evaluate
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import golden as golden_script  # noqa: E402
+
+sys.path.pop(0)
+golden_main = golden_script.main
 
 
 def _strict_load(path):
@@ -22,7 +33,7 @@ def _strict_load(path):
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):
     out = tmp_path_factory.mktemp("golden")
-    assert main(["golden", "--out", str(out), "--cases", "40", "--seed", "3"]) == 0
+    assert golden_main(["--out", str(out), "--cases", "40", "--seed", "3"]) == 0
     return {name: _strict_load(out / f"{name}.json") for name in ("amdahl", "request", "funnel", "roofline")} | {"dir": out}
 
 
@@ -125,13 +136,13 @@ def test_funnel_cases_end_at_the_request_numbers(golden):
 
 
 def test_same_seed_same_bytes(golden, tmp_path):
-    assert main(["golden", "--out", str(tmp_path), "--cases", "40", "--seed", "3"]) == 0
+    assert golden_main(["--out", str(tmp_path), "--cases", "40", "--seed", "3"]) == 0
     for name in ("amdahl", "request", "funnel", "roofline"):
         assert (tmp_path / f"{name}.json").read_bytes() == (golden["dir"] / f"{name}.json").read_bytes()
 
 
 def test_default_writes_hundreds_of_cases(tmp_path, capsys):
-    assert main(["golden", "--out", str(tmp_path / "new" / "dir")]) == 0
+    assert golden_main(["--out", str(tmp_path / "new" / "dir")]) == 0
     printed = capsys.readouterr().out
     assert "request.json (232 cases)" in printed and "roofline.json (" in printed
 
@@ -139,9 +150,9 @@ def test_default_writes_hundreds_of_cases(tmp_path, capsys):
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
     a_file = tmp_path / "f.json"
     a_file.write_text("{}")
-    assert main(["golden", "--out", str(a_file)]) == 2
+    assert golden_main(["--out", str(a_file)]) == 2
     assert "--out must be a directory" in capsys.readouterr().err
-    assert main(["golden", "--out", str(tmp_path), "--cases", "-1"]) == 2
+    assert golden_main(["--out", str(tmp_path), "--cases", "-1"]) == 2
     assert "--cases must be >= 0" in capsys.readouterr().err
 
 
@@ -187,5 +198,63 @@ def test_roofline_cases_reproduce_predict(golden):
 
 
 def test_golden_needs_an_out_folder(capsys):
-    assert main(["golden"]) == 2
+    assert golden_main([]) == 2
     assert "give --out DIR" in capsys.readouterr().err
+
+
+# ---- the writer: what every output of the project's commands gets -----------------------------
+
+
+def test_a_symlink_planted_in_the_folder_is_replaced_never_written_through(capsys, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / "amdahl.json").symlink_to(victim)
+    assert golden_main(["--out", str(out), "--cases", "0"]) == 0
+    capsys.readouterr()
+    assert victim.read_text() == "keep me"
+    assert not (out / "amdahl.json").is_symlink() and (out / "amdahl.json").read_text().startswith("{")
+
+
+def test_a_failed_write_leaves_the_previous_vectors(capsys, tmp_path, monkeypatch):
+    from twofour._common import atomic
+
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "amdahl.json").write_text("previous")
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    assert golden_main(["--out", str(folder), "--cases", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write (No space left on device)" in err and err.count("\n") == 1
+    assert (folder / "amdahl.json").read_text() == "previous" and not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_in_the_folder_is_refused_before_any_work(capsys, tmp_path):
+    os.mkfifo(tmp_path / "amdahl.json")
+    assert golden_main(["--out", str(tmp_path), "--cases", "0"]) == 2
+    assert "FIFO (named pipe)" in capsys.readouterr().err
+    assert stat.S_ISFIFO(os.stat(tmp_path / "amdahl.json").st_mode)
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--out", "/dev/full"], "must be a directory"),
+    (["--out", "g", "--cases", str(10**9)], "--cases must be at most"),
+])
+def test_devices_and_absurd_counts_are_one_line_errors(capsys, args, match):
+    assert golden_main(args) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_amdahl_errors_hold_the_denormal_case():
+    """The parity test (tests/site/test_calculators.py) checks JS refuses these with the same message."""
+    import random
+
+    errors = golden_script.amdahl_table(random.Random(0))["errors"]
+    assert any(e["input"].get("s") == 1e-320 and "smallest normal double" in e["message"] for e in errors)
