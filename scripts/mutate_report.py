@@ -44,7 +44,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "packing": tuple(f"src/twofour/packing/{m}.py" for m in ("packed", "nbytes", "cutlass", "explain")),
     "roofline": tuple(f"src/twofour/roofline/{m}.py" for m in ("model", "params", "scenarios", "fitting", "tiles")),
     "amdahl": ("src/twofour/amdahl.py",),
-    "request": tuple(f"src/twofour/request/{m}.py" for m in ("workload", "gemm", "measured", "evaluate", "sensitivity")),
+    "request": tuple(f"src/twofour/request/{m}.py" for m in ("workload", "gemm", "measured", "inputs", "evaluate", "sensitivity")),
     "explain": ("src/twofour/dispatch/explain.py",),
     "practice": tuple(f"src/twofour/course/practice/{m}.py"
                       for m in ("helpers", "expressions", "questions", "schema", "load", "render")),

@@ -173,7 +173,7 @@ def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tupl
     The dense side stays measured (kernel mode); only the 2:4 kernel times come from
     :func:`twofour.roofline.predict` with ``algorithm="searched"``.
     """
-    from ..request.evaluate import gemm_shapes
+    from ..request.inputs import gemm_shapes
     from ..roofline import predict
 
     shapes = gemm_shapes(workload.model, "decode", workload.batch)

@@ -32,7 +32,7 @@ def linear_path_cost(workload=None) -> dict:
     import statistics
 
     from ..bench import recorded_alg_search
-    from ..request.evaluate import gemm_shapes
+    from ..request.inputs import gemm_shapes
     from ..request.trusted import trusted_gemm_table
 
     from .deployment import BENCH_FILE, SWEEP_FILE, verdict_results
@@ -77,7 +77,7 @@ def searched_fit_error() -> float:
 def searched_on_linear(workload) -> float:
     """The sweep's fastest algorithm per GEMM plus F.linear's measured cost per call (:func:`linear_path_cost`)."""
     from ..bench import recorded_alg_search
-    from ..request.evaluate import gemm_shapes
+    from ..request.inputs import gemm_shapes
 
     cost = linear_path_cost(workload)["by_kind"]
     cases = {(c["M"], c["N"], c["K"]): c for c in recorded_alg_search()}

@@ -16,12 +16,13 @@ so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`)
 
 One file per stage of the data: :mod:`.workload` (the machine, the assumptions, the workload,
 how a serving engine sets M) -> :mod:`.gemm` (each GEMM's predicted time) and :mod:`.measured`
-(GEMM speedups from GPU measurements) -> :mod:`.evaluate` (the flat numeric inputs and the
-arithmetic, spelled out in its docstring) -> :mod:`.sensitivity` (what would change the
+(GEMM speedups from GPU measurements) -> :mod:`.inputs` (the flat numeric inputs) -> :mod:`.evaluate`
+(the arithmetic, spelled out in its docstring) -> :mod:`.sensitivity` (what would change the
 verdict). This package re-exports their public names.
 """
 
-from .evaluate import PhaseTime, RequestEstimate, RequestInputs, build_inputs, estimate, evaluate, gemm_shapes
+from .evaluate import PhaseTime, RequestEstimate, estimate, evaluate
+from .inputs import RequestInputs, build_inputs, gemm_shapes
 from .gemm import ideal_gemm_model, roofline_gemm_model
 from .measured import measured_gemm_detail, measured_gemm_speedup, searched_gemm_speedup
 from .sensitivity import kernel_bandwidth_ratio, sensitivity

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .evaluate import gemm_shapes
+from .inputs import gemm_shapes
 from .workload import BLOCK_LINEARS, PHASES, Workload
 
 

@@ -1,0 +1,206 @@
+"""What an audit found, and how it is shown: :class:`AuditReport` (text, HTML page, JSON).
+
+:func:`twofour.dispatch.audit.audit` walks a model or checkpoint and makes the rows; this module
+only adds them up and renders them, so a change to the walk and a change to the page are made in
+different files. The table cells every view shares are in :mod:`._audit_cells`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import textwrap
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from .._common.text import printable
+from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells
+from .audit_row import AuditRow
+
+__all__ = ["AuditReport"]
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    rows: tuple[AuditRow, ...]
+    skipped: tuple[tuple[str, str], ...]
+    target: str
+    backend: str
+    M: int | None
+    n_bytes_read: int = 0
+    notes: tuple[str, ...] = field(default=())
+    model: str | None = None  # what the folder's config says about how it is stored (compressed-tensors)
+    runners: tuple[str, ...] = field(default=())  # what can load and run it, with the steps
+
+    @property
+    def stored_forms(self) -> bool:
+        """True when the rows came from files (bytes on disk are known)."""
+        return any(r.stored_bytes is not None for r in self.rows)
+
+    @property
+    def linear(self) -> tuple[AuditRow, ...]:
+        """Linear weights the audit judges (layers the recipe keeps dense are listed, not judged)."""
+        return tuple(r for r in self.rows if r.kind == "linear" and not r.kept_dense)
+
+    @property
+    def kept_dense(self) -> tuple[AuditRow, ...]:
+        return tuple(r for r in self.rows if r.kept_dense)
+
+    @property
+    def n_sparse(self) -> int:
+        return sum(r.sparse for r in self.linear)
+
+    @property
+    def bytes_saved(self) -> int:
+        """Weight bytes saved if every layer whose verdict is sparse is stored packed."""
+        return sum(r.dense_bytes - r.packed_bytes for r in self.linear if r.sparse and r.packed_bytes is not None)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(r.dense_bytes for r in self.rows)
+
+    def reason_counts(self) -> list[tuple[str, int, str]]:
+        """(topic, how many linear layers, the first layer's name and its own message), most frequent first."""
+        counts: Counter = Counter()
+        example: dict[str, str] = {}
+        for r in self.linear:
+            for topic, message in zip(r.topics, r.reasons):
+                counts[topic] += 1
+                example.setdefault(topic, f"{printable(r.name, NAME_WIDTH)}: {message}")
+        return [(t, n, example[t]) for t, n in counts.most_common()]
+
+    def summary(self) -> str:
+        lin = self.linear
+        valid = sum(r.fraction_valid == 1.0 for r in lin)
+        packed = sum(r.packed for r in lin)
+        verdict = "SPARSE-READY" if lin and self.n_sparse == len(lin) else ("PARTLY SPARSE" if self.n_sparse else "NOT SPARSE")
+        kept = len(self.kept_dense)
+        return (
+            f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
+            f"(2:4 along K: {valid}, already packed: {packed}"
+            + (f"; {kept} more kept dense by the recipe" if kept else "")
+            + f"); packing those saves {format_bytes(self.bytes_saved)} of {format_bytes(self.total_bytes)} weight bytes"
+        )
+
+    def disk_line(self) -> str | None:
+        """Bytes on disk of the weights audited against the same weights stored dense in fp16."""
+        rows = [r for r in self.rows if r.stored_bytes is not None]
+        if not rows:
+            return None
+        disk = sum(r.stored_bytes for r in rows)
+        fp16 = sum(r.shape[0] * r.shape[1] * 2 for r in rows)
+        return f"on disk: {format_bytes(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {format_bytes(fp16)} as dense fp16"
+
+    def table(self, max_rows: int | None = None) -> str:
+        rows = self.rows if max_rows is None else self.rows[:max_rows]
+        stored = self.stored_forms
+        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
+        body = [table_cells(r, stored) for r in rows]
+        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+        fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+        lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
+        if max_rows is not None and len(self.rows) > max_rows:
+            lines.append(f"... {len(self.rows) - max_rows} more rows")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        lines = ([self.model, ""] if self.model else []) + [self.table()]
+        counts = self.reason_counts()
+        if counts:
+            lines.append("")
+            lines.append("problems (number of linear layers): the first layer with it, and its message")
+            for t, n, msg in counts:
+                where, _, what = msg.partition(": ")
+                lines += [f"  {t} ({n}): {where}", f"    {what}"]
+        if self.kept_dense:
+            lines.append("")
+            lines.append(f"kept dense by the recipe ({len(self.kept_dense)}): "
+                         + ", ".join(printable(r.name, NAME_WIDTH) for r in self.kept_dense[:5])
+                         + (" ..." if len(self.kept_dense) > 5 else "") + ": the output head and embeddings stay dense")
+        if self.skipped:
+            kinds = Counter(why for _, why in self.skipped)
+            lines.append("")
+            lines.append(
+                f"skipped {len(self.skipped)} tensors: "
+                + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
+            )
+        lines += [f"note: {printable(n, 400)}" for n in self.notes]
+        if self.disk_line():
+            lines += ["", self.disk_line()]
+        if self.runners:
+            lines += ["", "what can load and run it:"]
+            for line in self.runners:  # wrapped: these are sentences, not table rows
+                lines += textwrap.wrap(line, 100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        lines.append("")
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def _table_html(self) -> str:
+        stored = self.stored_forms
+        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
+        head = "".join(f"<th>{h}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in table_cells(r, stored)) + "</tr>" for r in self.rows
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def _repr_html_(self) -> str:
+        return f"{self._table_html()}<p><strong>{html.escape(self.summary())}</strong></p>"
+
+    def to_html(self, title: str = "twofour audit") -> str:
+        """The whole report as a self-contained HTML page (``twofour audit --html``): the table, the problems
+        with one example each, what was skipped, the notes and the verdict. Names from the file are escaped.
+
+        >>> from twofour.dispatch.audit_report import AuditReport
+        >>> page = AuditReport(rows=(), skipped=(("norm.weight", "1-D"),), target="CPU", backend="cusparselt", M=None).to_html()
+        >>> page.startswith("<!doctype html>") and "<table" in page and "1 tensors: 1 x 1-D" in page
+        True
+        """
+        e = html.escape
+        parts = [f"<h1>{e(title)}</h1>",
+                 f"<p>Judged for {e(self.target)}, backend {e(self.backend)}"
+                 + (f", {self.M} tokens per forward pass" if self.M is not None else "") + ".</p>",
+                 f'<p class="verdict"><strong>{e(self.summary())}</strong></p>',
+                 '<div class="scroll">' + self._table_html() + "</div>"]
+        counts = self.reason_counts()
+        if counts:
+            parts.append("<h2>Problems</h2><table><thead><tr><th>problem</th><th>linear layers</th>"
+                         "<th>first example</th></tr></thead><tbody>"
+                         + "".join(f'<tr><td>{e(t)}</td><td class="num">{n}</td><td>{e(m)}</td></tr>' for t, n, m in counts)
+                         + "</tbody></table>")
+        if self.skipped:
+            kinds = Counter(why for _, why in self.skipped)
+            parts.append(f"<h2>Skipped</h2><p>{len(self.skipped)} tensors: "
+                         + "; ".join(f"{n} x {e(printable(why, 200))}" for why, n in kinds.most_common()) + "</p>")
+        parts += [f"<p>note: {e(printable(n, 400))}</p>" for n in self.notes]
+        if self.disk_line():
+            parts.append(f"<p>{e(self.disk_line())}</p>")
+        if self.runners:
+            parts.append("<h2>What can load and run it</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in self.runners) + "</ul>")
+        return (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{e(title)}</title>"
+            "<style>body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
+            "color:#222;background:#fff}.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85rem}"
+            "td,th{border-bottom:1px solid #ccc;padding:.25rem .8rem .25rem 0;text-align:left;white-space:nowrap}"
+            "th{border-bottom-width:2px}.num{text-align:right}.verdict{font-size:1.05rem}</style>"
+            "</head><body>" + "".join(parts) + "</body></html>\n"
+        )
+
+    def to_json(self) -> str:
+        """Rows, skipped tensors and the summary as JSON (for scripts and CI)."""
+        return json.dumps(
+            {
+                "target": self.target,
+                "backend": self.backend,
+                "M": self.M,
+                "summary": self.summary(),
+                "rows": [asdict(r) for r in self.rows],
+                "skipped": [{"name": n, "why": w} for n, w in self.skipped],
+                "notes": list(self.notes),
+                "model": self.model,
+                "runners": list(self.runners),
+            },
+            indent=1,
+        )

@@ -1,0 +1,231 @@
+"""The flat numeric inputs of the request arithmetic, and how a workload, a GPU and assumptions become them.
+
+:func:`build_inputs` turns a :class:`~twofour.request.Workload` (model, batch, lengths, dtype,
+pruned kinds), a GPU (or your own :class:`~twofour.request.Machine`) and
+:class:`~twofour.request.Assumptions` into a :class:`RequestInputs`: every number
+:func:`twofour.request.evaluate` reads, flat (the shapes, bytes per element, peaks, bandwidth,
+efficiencies and each GEMM's dense and 2:4 time per phase), so the site's JavaScript takes the
+same record. :func:`gemm_shapes` says which GEMMs one step runs. The arithmetic itself is in
+:mod:`.evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+
+from ..amdahl import MIN_SPEEDUP
+from ..models import TransformerConfig
+from .gemm import ideal_gemm_model, roofline_gemm_model
+from .workload import (DTYPE_BYTES, LINEAR_KINDS, OUT_BYTES, PHASES, _PACKED_RATIO, Assumptions, GemmModel, Machine,
+                       Workload, _require_number, _require_positive_int)
+
+__all__ = ["RequestInputs", "gemm_shapes", "build_inputs"]
+
+
+@dataclass(frozen=True)
+class RequestInputs:
+    """Every number :func:`evaluate` uses, flat, so the JavaScript can take the same record.
+
+    ``gemm[phase][kind] = [dense_s, sparse_s]`` for one GEMM; ``pruned[kind]`` is a bool.
+    Build it with :func:`build_inputs`; edit a copy with ``dataclasses.replace`` to explore.
+    ``prefill_chunk_tokens`` is optional: :meth:`to_dict` leaves it out at its default 0, so
+    records made before it existed (the calculators' golden vectors) stay exactly as they were.
+    """
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    batch: int
+    prompt_len: int
+    output_len: int
+    bytes_per_element: float
+    out_bytes_per_element: float
+    kv_bytes_per_element: float
+    packed_ratio: float
+    dense_flops: float
+    sparse_flops: float
+    bandwidth: float
+    attention_efficiency: float
+    memory_efficiency: float
+    other_elems_per_token_layer: float
+    step_overhead_s: float
+    request_overhead_s: float
+    pruned: dict[str, bool] = field(default_factory=dict)
+    gemm: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    prefill_chunk_tokens: int = 0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for name, default in _OPTIONAL_INPUTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "RequestInputs":
+        names = {f.name for f in fields(cls)}
+        missing = sorted(names - set(data) - set(_OPTIONAL_INPUTS))
+        if missing:
+            raise ValueError(f"request inputs are missing {missing}")
+        return cls(**{k: data[k] for k in names if k in data})
+
+
+# Inputs added after the golden vectors were first written: omitted from to_dict at these defaults.
+_OPTIONAL_INPUTS: dict[str, object] = {"prefill_chunk_tokens": 0}
+
+
+def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None,
+                prefill_chunk_tokens: int = 0) -> dict[str, tuple[int, int, int]]:
+    """``{kind: (M, N, K)}`` of the GEMMs one step of ``phase`` runs (per layer for block kinds).
+
+    In decode the block linears see ``M = batch + prefill_chunk_tokens`` (the mixed step); the
+    LM head only the ``batch`` decode tokens. With :class:`RequestInputs` the chunk is its own.
+
+    Example:
+        >>> from twofour.models import LLAMA_3_8B
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8)["down_proj"]
+        (8, 4096, 14336)
+        >>> gemm_shapes(LLAMA_3_8B, "decode", batch=8, prefill_chunk_tokens=512)["down_proj"]
+        (520, 4096, 14336)
+    """
+    if isinstance(inputs_or_cfg, RequestInputs):
+        r = inputs_or_cfg
+        h, I, vocab = r.hidden, r.intermediate, r.vocab
+        kv_dim = r.kv_heads * (r.hidden // r.heads)
+        batch, prompt_len, prefill_chunk_tokens = r.batch, r.prompt_len, r.prefill_chunk_tokens
+    elif isinstance(inputs_or_cfg, TransformerConfig):
+        cfg = inputs_or_cfg
+        h, I, vocab, kv_dim = cfg.hidden, cfg.intermediate, cfg.vocab, cfg.kv_dim
+        _require_positive_int("batch", batch)
+        if phase == "prefill":
+            _require_positive_int("prompt_len", prompt_len)
+        _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+    else:
+        raise TypeError(f"first argument must be a TransformerConfig or RequestInputs, got {type(inputs_or_cfg).__name__}")
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    M = batch * prompt_len if phase == "prefill" else batch + prefill_chunk_tokens
+    return {
+        "q_proj": (M, h, h),
+        "k_proj": (M, kv_dim, h),
+        "v_proj": (M, kv_dim, h),
+        "o_proj": (M, h, h),
+        "gate_proj": (M, I, h),
+        "up_proj": (M, I, h),
+        "down_proj": (M, h, I),
+        "lm_head": (batch, vocab, h),  # logits only for the last token of each sequence
+    }
+
+
+def build_inputs(
+    workload: Workload,
+    gpu="H100",
+    *,
+    assumptions: Assumptions | None = None,
+    gemm: GemmModel | None = None,
+    gemm_speedup: float | Mapping[str, float] | None = None,
+    scenario: str = "cached",
+) -> RequestInputs:
+    """Turn a workload, a GPU and assumptions into the flat numbers :func:`evaluate` needs.
+
+    Args:
+        workload: model, batch, lengths, dtype, pruned kinds.
+        gpu: a name or spec from :mod:`twofour.hardware`, or a :class:`Machine` (your own numbers).
+        assumptions: efficiencies and overheads (default :class:`Assumptions`).
+        gemm: callable ``(M, N, K) -> GemmTime``; default :func:`roofline_gemm_model` for the GPU
+            (with a :class:`Machine`, the plain :func:`ideal_gemm_model`).
+        gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one: one number
+            for every pruned GEMM, or ``{"prefill": s1, "decode": s2}``. The dense times stay
+            predicted; ``sparse_s = dense_s / speedup``.
+        scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
+            GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
+            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"kernel"`` (the kernels'
+            own time, as the profiler records it). For the searched cuSPARSELt algorithm pass
+            ``gemm=roofline_gemm_model(gpu, dtype, scenario=..., algorithm="searched")``.
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
+    assumptions = Assumptions() if assumptions is None else assumptions
+    if not isinstance(assumptions, Assumptions):
+        raise TypeError(f"assumptions must be a twofour.request.Assumptions, got {type(assumptions).__name__}")
+    machine = gpu if isinstance(gpu, Machine) else Machine.from_gpu(gpu, workload.dtype)
+    if gemm is None:
+        gemm = (ideal_gemm_model(machine, workload.dtype) if isinstance(gpu, Machine)
+                else roofline_gemm_model(gpu, workload.dtype, scenario=scenario))
+    elif not callable(gemm):
+        raise TypeError(f"gemm must be a callable (M, N, K) -> GemmTime, got {type(gemm).__name__}")
+    speedups = _phase_speedups(gemm_speedup)
+
+    cfg = workload.model
+    b = float(DTYPE_BYTES[workload.dtype])
+    kv_b = float(b if assumptions.kv_bytes_per_element is None else assumptions.kv_bytes_per_element)
+    other = assumptions.other_elems_per_token_layer
+    if other is None:
+        other = 12.0 * cfg.hidden + 2.0 * cfg.kv_dim + 3.0 * cfg.intermediate
+
+    times: dict[str, dict[str, list[float]]] = {}
+    for phase in PHASES:
+        times[phase] = {}
+        for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len,
+                                           workload.prefill_chunk_tokens).items():
+            t = gemm(M, N, K)
+            dense_s = _require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
+            sparse_s = _require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
+            if speedups[phase] is not None:
+                sparse_s = dense_s / speedups[phase]
+            times[phase][kind] = [dense_s, sparse_s]
+
+    return RequestInputs(
+        layers=cfg.layers,
+        hidden=cfg.hidden,
+        intermediate=cfg.intermediate,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        vocab=cfg.vocab,
+        batch=workload.batch,
+        prompt_len=workload.prompt_len,
+        output_len=workload.output_len,
+        bytes_per_element=b,
+        out_bytes_per_element=float(OUT_BYTES[workload.dtype]),
+        kv_bytes_per_element=kv_b,
+        packed_ratio=_PACKED_RATIO[workload.dtype],
+        dense_flops=machine.dense_flops,
+        sparse_flops=machine.sparse_flops,
+        bandwidth=machine.bandwidth,
+        attention_efficiency=float(assumptions.attention_efficiency),
+        memory_efficiency=float(assumptions.memory_efficiency),
+        other_elems_per_token_layer=float(other),
+        step_overhead_s=float(assumptions.step_overhead_s),
+        request_overhead_s=float(assumptions.request_overhead_s),
+        pruned={k: k in workload.pruned for k in LINEAR_KINDS},
+        gemm=times,
+        prefill_chunk_tokens=workload.prefill_chunk_tokens,
+    )
+
+
+def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
+    if gemm_speedup is None:
+        return {p: None for p in PHASES}
+    if isinstance(gemm_speedup, Mapping):
+        unknown = sorted(set(gemm_speedup) - set(PHASES))
+        if unknown:
+            raise ValueError(f"gemm_speedup keys must be among {PHASES}, got {unknown}")
+        return {
+            p: (None if gemm_speedup.get(p) is None else _require_gemm_speedup(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
+            for p in PHASES
+        }
+    s = _require_gemm_speedup("gemm_speedup", gemm_speedup)
+    return {p: s for p in PHASES}
+
+
+def _require_gemm_speedup(name: str, value) -> float:
+    """A measured GEMM speedup: a finite number no smaller than the smallest normal double (as amdahl's s)."""
+    value = _require_number(name, value)
+    if value < MIN_SPEEDUP:  # a denormal: the 2:4 times would be infinite
+        raise ValueError(f"{name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller "
+                         f"speedup makes the arithmetic overflow), got {value!r}")
+    return value
