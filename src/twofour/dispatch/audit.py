@@ -24,15 +24,10 @@ that is packed already, the kernel it runs now), with one exception: a weight th
 
 from __future__ import annotations
 
-import html
-import json
-import math
 import os
 import re
-import textwrap
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
@@ -43,7 +38,6 @@ from ..packing import dense_bytes, packed_bytes
 from ..structure import check
 from ._flatten import unique_name
 from .checkpoint import Checkpoint, CheckpointError
-from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells, valid_cell  # noqa: F401
 from .audit_row import AuditRow
 from .audit_report import AuditReport
 from .runners import judge_row, marlin_row, who_runs
