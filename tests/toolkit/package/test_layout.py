@@ -21,7 +21,8 @@ REPO = PACKAGE.parent.parent
 ROOMS = ("twofour.cli", "twofour.course")  # what the toolkit must not import
 # ``python -m twofour`` is the command line's second door, so it belongs to the cli room.
 ENTRY_POINTS = ("twofour.__main__",)
-# 15 since twofour.serve (issue 31: whole decode steps, dense vs 2:4), which no existing stage module holds.
+# 15 since twofour.serve (whole decode steps, dense vs 2:4), which no existing stage module holds;
+# the reason is written in DESIGN.md ("Why 15 at the top and not 14").
 MAX_PUBLIC_TOP_LEVEL = 15
 
 
