@@ -23,12 +23,13 @@ $(STAMP): pyproject.toml
 	@scripts/install-chromium.sh
 	@touch $(STAMP)
 
-# Serves first: pages are up within seconds, and notebooks missing from build/notebook-cache
-# (keyed by notebook + src/twofour) execute in the background; each notebook page says its
-# outputs are being computed and fills in on the live reload when they arrive.
-# site_url is pointed at the dev server so the site is at the root and instant navigation works.
+# Serves at once and never makes a request wait (scripts/serve.py): a static server over the newest
+# complete build; builds run beside it, each into a fresh folder swapped in when done, and the
+# notebooks missing from build/notebook-cache run in a process of their own, each page saying its
+# outputs are being computed until a build has them (the open page reloads itself).
+# site_url is the server's address, so the site is at the root and instant navigation works.
 serve: setup
-	NO_MKDOCS_2_WARNING=1 TWOFOUR_SITE_URL=http://$(HOST):$(PORT)/ $(BIN)/mkdocs serve --dev-addr $(HOST):$(PORT)
+	$(BIN)/python scripts/serve.py --host $(HOST) --port $(PORT)
 
 # The deploy build: executes every notebook missing from the cache first; any error fails it.
 site: setup

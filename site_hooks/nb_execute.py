@@ -14,13 +14,14 @@ The cache is filled from three places, and read only by the site build:
 * :func:`execute_notebooks` runs what is still missing and returns when all are done
   (``mkdocs build``, ``make site``: the strict deploy build executes everything and fails on
   any error);
-* :data:`background` (a :class:`BackgroundRunner`) runs what is missing in worker threads
-  while ``mkdocs serve`` is already serving; each notebook lands in the cache when it is done,
-  the server (which watches the cache folder) rebuilds, and the page fills in on the live
-  reload. Until then the page shows its code and an "outputs are being computed" note.
+* this module run standalone, which ``make serve`` (``scripts/serve.py``) starts as its own
+  process beside the server: each notebook lands in the cache as it finishes, and the server
+  rebuilds the site from it. With ``TWOFOUR_NB_FAILURES`` set, a notebook that fails leaves its
+  error there (:func:`record_failure`) for its page to show, and is not run again for the same
+  sources while that record stays (``make serve`` clears it when it starts).
 
 Run standalone, it fills the cache by hand (all notebooks, or the ones named), e.g. before
-``mkdocs serve`` on a cold checkout:
+``mkdocs build`` on a cold checkout:
 
     .venv/bin/python site_hooks/nb_execute.py [notebooks/01-structure.ipynb ...]
 """
@@ -31,18 +32,17 @@ import hashlib
 import os
 import subprocess
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 ROOT = Path(__file__).resolve().parent.parent
 # TWOFOUR_NB_CACHE moves the cache (the serve-time test starts from an empty one).
 CACHE_DIR = Path(os.environ.get("TWOFOUR_NB_CACHE") or ROOT / "build" / "notebook-cache")
+# Where failed executions leave their error (``make serve`` only; unset: nothing is recorded).
+FAILURES_DIR = Path(os.environ["TWOFOUR_NB_FAILURES"]) if os.environ.get("TWOFOUR_NB_FAILURES") else None
 PACKAGE_DIR = ROOT / "src" / "twofour"
 
 # Kernel set-up run before a notebook's first cell: inline figures in the house display
@@ -131,6 +131,10 @@ def _cache_path(path: Path, key: str) -> Path:
 
 def _execute_here(path: Path, out: Path) -> None:
     """Execute one notebook in this process and write it to ``out`` (the cache)."""
+    # Imported here: only the process that runs a notebook needs the kernel client.
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
@@ -203,65 +207,36 @@ def lookup(paths: list[Path]) -> tuple[dict[Path, Executed], dict[Path, Path]]:
     return done, missing
 
 
-class BackgroundRunner:
-    """Executes notebooks into the cache in worker threads, each one once per cache key.
+def _failure_path(out: Path, failures: Path | None) -> Path | None:
+    return None if failures is None else failures / (out.stem + ".txt")
 
-    :meth:`submit` returns at once. A notebook whose execution failed is not retried for the
-    same sources (its error is kept for the page to show); editing it gives a new cache key
-    and a new run. Threads are daemons: stopping the server stops them, and each notebook's
-    kernel runs in its own process, killed with it.
+
+def record_failure(out: Path, error: str, failures: Path | None = None) -> None:
+    """Keep the error of the run that should have written the cache file ``out`` (if recording).
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> out = CACHE_DIR / "notebooks__x-0123.ipynb"
+    >>> record_failure(out, "ValueError: boom", folder)
+    >>> failure(out, folder)
+    'ValueError: boom'
+    >>> failure(CACHE_DIR / "notebooks__y-4567.ipynb", folder) is None
+    True
     """
-
-    def __init__(self, workers: int = WORKERS):
-        self.workers = max(1, workers)
-        self._lock = threading.Lock()
-        self._queue: list[tuple[Path, Path]] = []
-        self._state: dict[Path, str] = {}  # cache file -> "queued" | "running" | "done" | "failed"
-        self._errors: dict[Path, str] = {}
-        self._threads: list[threading.Thread] = []
-
-    def submit(self, missing: dict[Path, Path]) -> None:
-        """Queue each (notebook, cache file) not queued, running or tried already."""
-        with self._lock:
-            for path, out in missing.items():
-                if out not in self._state:
-                    self._state[out] = "queued"
-                    self._queue.append((path, out))
-            self._threads = [t for t in self._threads if t.is_alive()]
-            while len(self._threads) < min(self.workers, len(self._queue)):
-                thread = threading.Thread(target=self._work, name="twofour-notebooks", daemon=True)
-                self._threads.append(thread)
-                thread.start()
-
-    def state(self, out: Path) -> str | None:
-        with self._lock:
-            return self._state.get(out)
-
-    def error(self, out: Path) -> str | None:
-        with self._lock:
-            return self._errors.get(out)
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                if not self._queue:
-                    return
-                path, out = self._queue.pop(0)
-                self._state[out] = "running"
-            try:
-                _execute_in_subprocess(path, out)
-            except NotebookExecutionError as err:
-                with self._lock:
-                    self._state[out], self._errors[out] = "failed", str(err)
-            except Exception as err:  # noqa: BLE001 (a worker must never die silently)
-                with self._lock:
-                    self._state[out], self._errors[out] = "failed", f"{type(err).__name__}: {err}"
-            else:
-                with self._lock:
-                    self._state[out] = "done"
+    where = _failure_path(out, FAILURES_DIR if failures is None else failures)
+    if where is not None:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        tmp = where.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(error, encoding="utf-8")
+        tmp.replace(where)  # the server's watcher never reads half a record
 
 
-background = BackgroundRunner()
+def failure(out: Path, failures: Path | None = None) -> str | None:
+    """The recorded error of the run for cache file ``out``, or None (never failed, or not recording)."""
+    where = _failure_path(out, FAILURES_DIR if failures is None else failures)
+    try:
+        return None if where is None else where.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
 
 
 def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Executed]:
@@ -269,7 +244,8 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
 
     Notebooks missing from the cache run in parallel, ``WORKERS`` at a time. By default the
     first failure stops the rest (a build is failing anyway); ``keep_going=True`` runs them
-    all and reports every failure at the end.
+    all and reports every failure at the end, recording each (:func:`record_failure`) and
+    leaving out a notebook whose failure is recorded for the same sources already.
 
     Raises:
         NotebookExecutionError: naming the notebook(s) and showing the failing cell.
@@ -280,8 +256,14 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
         _execute_in_subprocess(path, outs[path])
         return Executed(path, nbformat.read(outs[path], as_version=4), False)
 
-    todo = [path for path in paths if path not in results]
     errors: list[str] = []
+    todo = []
+    for path in (p for p in paths if p not in results):
+        known = failure(outs[path]) if keep_going else None
+        if known is None:
+            todo.append(path)
+        else:
+            errors.append(known)
     with ThreadPoolExecutor(max_workers=max(1, WORKERS)) as pool:
         futures = {path: pool.submit(run, path) for path in todo}
         for path, future in futures.items():
@@ -291,6 +273,7 @@ def execute_notebooks(paths: list[Path], *, keep_going: bool = False) -> list[Ex
                 if not keep_going:
                     pool.shutdown(cancel_futures=True)  # fail fast: do not start the rest
                     raise
+                record_failure(outs[path], str(err))
                 errors.append(str(err))
     if errors:
         raise NotebookExecutionError("\n\n".join(errors))

@@ -12,11 +12,10 @@ Execution (with its cache) lives in :mod:`nb_execute`, conversion in :mod:`nb_re
 
 ``mkdocs build`` (``make site``, the site tests) executes every notebook missing from the
 cache before it writes a page, and a failing cell stops the build with the notebook name and
-traceback. ``mkdocs serve`` (``make serve``) serves first: a notebook missing from the cache
-becomes a page of its code with an "outputs are being computed" note, the notebooks run in
-the background (:data:`nb_execute.background`), and because the server watches the cache
-folder, each finished notebook triggers a rebuild and its page fills in on the live reload.
-A notebook that fails under ``serve`` shows the error on its page instead of stopping the server.
+traceback. With ``TWOFOUR_NOTEBOOKS=pending`` (the builds of ``make serve``, scripts/serve.py)
+nothing is executed: a notebook missing from the cache becomes a page of its code with an
+"outputs are being computed" note, or with the error its run left (:func:`nb_execute.failure`),
+while ``make serve`` runs the notebooks in a process of their own and rebuilds when each lands.
 
 Each page offers "Download notebook": the notebook as committed, except that its set-up cell
 names the site's own wheel of ``twofour`` (``TWOFOUR_WHEEL = "<site_url>downloads/twofour-...whl"``,
@@ -32,22 +31,28 @@ from __future__ import annotations
 import html
 import json
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-import nb_execute
-import nb_render
-import toolkit_wheel
+# nbformat validates with jsonschema, which imports its optional checker of the "iri" format
+# (rfc3987_syntax, there when JupyterLab's jsonschema[format-nongpl] is installed) if it can:
+# compiling that grammar is 1.4 s of CPU per build, a tenth of `make serve`'s first one, and no
+# notebook schema uses the format. So a build goes without it (the processes that import this hook: mkdocs', the hook tests').
+sys.modules.setdefault("rfc3987_syntax", None)
+
+import nb_execute  # noqa: E402 (after the line above)
+import nb_render  # noqa: E402
+import toolkit_wheel  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
 ROOT = nb_execute.ROOT
 _outputs: dict[str, list[str]] = {}  # page src_uri -> output HTML fragments
-_command = {"name": "build", "background": False}  # mkdocs' command (on_startup); runner started (on_serve)
-_pending: dict = {}  # notebooks still to execute (serve): path -> cache file
 # Search ranking (Material's `search.boost`): the chapters explain, so they come first; the
 # API pages are boosted down in reference.py.
 SEARCH_BOOST = {"notebooks": 2, "labs": 1.5, "solutions": 1}
@@ -116,23 +121,9 @@ def pending_html(error: str | None = None) -> str:
     )
 
 
-def on_startup(command: str, dirty: bool) -> None:
-    _command["name"] = command
-
-
-def on_serve(server, config, builder):
-    # Finished notebooks land in the cache; a change there rebuilds and live-reloads the site.
-    nb_execute.CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    server.watch(str(nb_execute.CACHE_DIR))
-    _command["background"] = True
-    if _pending:
-        log.info("executing %d notebook(s) in the background; their pages fill in as each finishes", len(_pending))
-        nb_execute.background.submit(dict(_pending))
-    return server
-
-
-def _serving() -> bool:
-    return _command["name"] == "serve"
+def _pending_mode() -> bool:
+    """Whether missing notebooks become placeholder pages instead of being executed (make serve)."""
+    return os.environ.get("TWOFOUR_NOTEBOOKS") == "pending"
 
 
 def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) -> str:
@@ -165,20 +156,16 @@ def on_files(files: Files, config) -> Files:
     wheel_url = toolkit_wheel.wheel_url(config.site_url, wheel.name)
     paths = nb_execute.find_notebooks()
     notes: dict = {}
-    if _serving():
+    if _pending_mode():
         done, missing = nb_execute.lookup(paths)
-        _pending.clear()
-        _pending.update(missing)
         executed = []
         for path in paths:
             if path in done:
                 executed.append(done[path])
                 continue
             out = missing[path]
-            notes[path] = pending_html(nb_execute.background.error(out))
+            notes[path] = pending_html(nb_execute.failure(out))
             executed.append(nb_execute.Executed(path, nb_execute.nbformat.read(path, as_version=4), False))
-        if missing and _command["background"]:  # not during the first build: serve first
-            nb_execute.background.submit(missing)  # e.g. a notebook edited while serving
     else:
         try:
             executed = nb_execute.execute_notebooks(paths)

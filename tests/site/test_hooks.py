@@ -209,28 +209,34 @@ def test_pending_note_says_outputs_are_coming_or_shows_the_error():
     assert "failed" in failed and "ValueError: &lt;bad&gt;" in failed
 
 
-def test_background_runner_runs_each_cache_file_once(tmp_path, monkeypatch):
+def test_make_serve_records_a_failed_notebook_and_does_not_run_it_again(tmp_path, monkeypatch):
     ran = []
 
     def fake(path, out):
         ran.append(path.name)
         if path.name == "bad.ipynb":
             raise nb_execute.NotebookExecutionError("bad.ipynb failed to execute: boom")
-        out.write_text("{}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nb_execute.nbformat.write(v4.new_notebook(), out)
 
-    monkeypatch.setattr(nb_execute, "_execute_in_subprocess", fake)
-    runner = nb_execute.BackgroundRunner(workers=2)
     good, bad = tmp_path / "good.ipynb", tmp_path / "bad.ipynb"
-    jobs = {good: tmp_path / "good-out.ipynb", bad: tmp_path / "bad-out.ipynb"}
-    runner.submit(jobs)
-    runner.submit(jobs)  # already queued or running: not twice
-    for thread in list(runner._threads):
-        thread.join(timeout=10)
+    for path in (good, bad):
+        nb_execute.nbformat.write(v4.new_notebook(), path)
+    monkeypatch.setattr(nb_execute, "_execute_in_subprocess", fake)
+    monkeypatch.setattr(nb_execute, "_cache_path", lambda path, key: tmp_path / "cache" / f"{path.stem}-{key}.ipynb")
+    monkeypatch.setattr(nb_execute, "FAILURES_DIR", tmp_path / "failed")
+    with pytest.raises(nb_execute.NotebookExecutionError, match="boom"):
+        nb_execute.execute_notebooks([good, bad], keep_going=True)
     assert sorted(ran) == ["bad.ipynb", "good.ipynb"]
-    assert runner.state(jobs[good]) == "done" and runner.state(jobs[bad]) == "failed"
-    assert "boom" in runner.error(jobs[bad])
-    runner.submit(jobs)  # a failure is not retried for the same sources
-    assert sorted(ran) == ["bad.ipynb", "good.ipynb"]
+    _done, missing = nb_execute.lookup([good, bad])
+    assert list(missing) == [bad] and "boom" in nb_execute.failure(missing[bad])  # what its page shows
+    with pytest.raises(nb_execute.NotebookExecutionError, match="boom"):  # still failing, still said
+        nb_execute.execute_notebooks([good, bad], keep_going=True)
+    assert sorted(ran) == ["bad.ipynb", "good.ipynb"]  # not run again for the same sources
+    nb_execute.nbformat.write(v4.new_notebook(metadata={"edited": True}), bad)
+    with pytest.raises(nb_execute.NotebookExecutionError):
+        nb_execute.execute_notebooks([good, bad], keep_going=True)
+    assert sorted(ran) == ["bad.ipynb", "bad.ipynb", "good.ipynb"]  # edited: a new key, a new run
 
 
 # ---- labs overview and lab footers ----------------------------------------------------------
