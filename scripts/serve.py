@@ -498,6 +498,10 @@ def main(argv=None) -> int:
                                {**os.environ, "TWOFOUR_NB_FAILURES": str(failures)})
     # The builds read the same records, so a failed notebook's page shows its error.
     os.environ["TWOFOUR_NB_FAILURES"] = str(failures)
+    # The toolkit's wheel (every build puts it in downloads/; about 2 s of CPU on a fresh clone)
+    # is built beside the first build's imports: its hook then waits for it (a lock), not longer.
+    subprocess.Popen([sys.executable, str(ROOT / "site_hooks" / "toolkit_wheel.py")], cwd=ROOT,
+                     stdout=subprocess.DEVNULL)
     builder = Builder(site, lambda directory: mkdocs_build(directory, site_url))
     watcher = Watcher(builder, notebooks, (CACHE_DIR, failures))
     for worker in (builder, notebooks, watcher):

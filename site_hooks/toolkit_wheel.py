@@ -21,6 +21,8 @@ Run standalone, it builds (or finds) the wheel and prints its path:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -94,11 +96,28 @@ def build(root: Path = ROOT, cache_dir: Path = CACHE_DIR, python: str = sys.exec
     key = (str(cache_dir), digest)
     if key in _built and _built[key].is_file():
         return _built[key]
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(cache_dir):
+        _built[key] = _build_locked(root, cache_dir, python, digest)
+    return _built[key]
+
+
+@contextlib.contextmanager
+def _locked(cache_dir: Path):
+    """Hold the cache folder's lock: two builds at once build the wheel once, the second waits and
+    finds it (``make serve`` starts one beside its first site build, whose hook then waits)."""
+    fd = os.open(cache_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _build_locked(root: Path, cache_dir: Path, python: str, digest: str) -> Path:
     cached = sorted((cache_dir / digest).glob("*.whl"))
     if len(cached) == 1:
-        _built[key] = cached[0]
         return cached[0]
-    cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))  # same file system: the rename is atomic
     try:
         src, out = work / "src-copy", work / "out"
@@ -133,7 +152,6 @@ def build(root: Path = ROOT, cache_dir: Path = CACHE_DIR, python: str = sys.exec
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _prune(cache_dir, keep=digest)
-    _built[key] = final
     return final
 
 
