@@ -136,7 +136,7 @@ class ServeRun:
     peak_load: float = 0.0
 
 
-def serve_run(timeout_s: float = 3600, sample_s: float = 0.5) -> ServeRun:
+def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None = None) -> ServeRun:
     """Start `make serve` from an empty cache; sample a page every ``sample_s`` until all outputs are in."""
     run = ServeRun(peak_load=os.getloadavg()[0])
     pages = ["/", "/notebooks/04-kernel-speed/", "/calculator/", "/labs/lab1-find-the-broken-groups/",
@@ -146,15 +146,17 @@ def serve_run(timeout_s: float = 3600, sample_s: float = 0.5) -> ServeRun:
         env = {**os.environ, "TWOFOUR_NB_CACHE": str(Path(tmp) / "cache"), "TWOFOUR_SERVE_DIR": str(Path(tmp) / "serve")}
         base = f"http://127.0.0.1:{port}"
         started = time.monotonic()
+        out = log.open("w") if log else subprocess.DEVNULL
         proc = subprocess.Popen(["make", "-o", ".venv/.setup-done", "serve", "HOST=127.0.0.1", f"PORT={port}"],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             while time.monotonic() - started < 300 and proc.poll() is None:
                 try:
                     with urllib.request.urlopen(base + "/", timeout=5) as response:
                         if response.status == 200:
                             run.first_page_s, run.first_page_cpu_s = time.monotonic() - started, _cpu_seconds(proc.pid)
+                            print(f"make serve: first page after {run.first_page_s:.1f} s; sampling until every "
+                                  "notebook page has its outputs", flush=True)
                             break
                 except OSError:
                     pass
@@ -189,6 +191,8 @@ def serve_run(timeout_s: float = 3600, sample_s: float = 0.5) -> ServeRun:
                 pass
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+            if log:
+                out.close()
     return run
 
 
@@ -211,12 +215,13 @@ def main(argv=None) -> int:
     parser.add_argument("--site", type=Path, help="a built site (default: a strict build into build/bench-site)")
     parser.add_argument("--skip-serve", action="store_true", help="leave out the `make serve` targets")
     parser.add_argument("--serve-only", action="store_true", help="only the `make serve` targets (no site build)")
+    parser.add_argument("--serve-log", type=Path, help="write what `make serve` printed to this file")
     args = parser.parse_args(argv)
     missed = []
     if not args.serve_only:
         calculator_targets(args.site, parser, missed)
     if not args.skip_serve:
-        run = serve_run()
+        run = serve_run(log=args.serve_log)
         cores = os.cpu_count() or 1
         if run.first_page_s is None:
             print("make serve: no page within 300 s")
