@@ -10,7 +10,8 @@ Two targets, each printed with what it measured; the script exits non-zero if on
   (``--site DIR``, or a strict build into ``build/bench-site`` made first).
 * **``make serve`` from an empty notebook cache** (a fresh clone after its set-up): the first page
   within 10 s (on a machine whose load is above its core count, wall time measures the neighbours,
-  so the target then holds the CPU time of the server and its build to the same 10 s); then, while the notebooks run and rebuilds happen, one page every 0.5 s, each answered
+  so the target then holds the CPU time of the server and its build to the same 10 s); then,
+  while the notebooks run and rebuilds happen, one page every 0.5 s, each answered
   within 1 s and none failed, until every notebook page has its outputs (that time is printed, not
   a target). ``--skip-serve`` leaves these out, ``--serve-only`` runs only these.
 
