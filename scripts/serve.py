@@ -393,8 +393,8 @@ RELOAD_JS = """<script data-twofour-serve>(function () {
 })();</script>"""
 STARTING_HTML = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="1"><title>Building the site</title></head>
-<body style="font-family: sans-serif; margin: 3em"><p>The site is being built for the first time
-(about ten seconds on two cores); this page reloads itself.</p></body></html>"""
+<body style="font-family: sans-serif; margin: 3em"><p>The site is being built for the first time;
+this page reloads itself until it is there.</p></body></html>"""
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
