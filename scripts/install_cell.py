@@ -70,9 +70,13 @@ if importlib.util.find_spec("twofour") is None:
             f"this kernel's torch {_torch} is older than twofour needs (>= <<TORCH_MIN_TEXT>>) and pip would "
             "replace it: upgrade it yourself (`%pip install -U torch`), restart the kernel, then run this cell again")
     print(f"Installing twofour from {_twofour} (this kernel's torch {_torch} is kept)")
-    %pip install -q "{_twofour}"
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as _pip:  # even -q leaves blank lines and notes; shown only if it failed
+        %pip install -q "{_twofour}"
     importlib.invalidate_caches()
     if importlib.util.find_spec("twofour") is None:
+        _pip.show()
         raise ModuleNotFoundError(
             f'twofour is still not importable after `%pip install "{_twofour}"` (pip says why above); '
             "if pip did install it, restart the kernel and run the notebook again")

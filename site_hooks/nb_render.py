@@ -15,6 +15,15 @@ Cell tags understood (set them in Jupyter's or Colab's cell metadata):
 ``hide-on-site``   drop the cell (Colab install cells, ipywidgets front ends)
 ``hide-input``     show only the outputs
 ``hide-output``    show only the code
+``collapse-code``  fold the code behind "Show the code" (the outputs stay in view)
+``show-code``      never fold the code
+
+A cell whose job is checking rather than teaching is folded without a tag: more than
+``CHECK_ASSERTS`` ``assert`` lines, or more than ``CHECK_LINES`` lines (plumbing a reader skims).
+It still runs in the build like every cell, so a failing check still fails the build.
+
+Printed lines. Output that is sentences (no run of two spaces inside a line, so no aligned
+columns) wraps at the column's edge; output with aligned columns keeps its lines and scrolls.
 
 Figures. Every image or SVG a cell shows becomes a ``<figure>`` numbered per page
 ("Figure 3.") with a caption under it and its own alt text. Where they come from, first match
@@ -46,6 +55,10 @@ import zlib
 from dataclasses import dataclass, field
 
 HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT = "hide-on-site", "hide-input", "hide-output"
+COLLAPSE_CODE, SHOW_CODE = "collapse-code", "show-code"
+CHECK_ASSERTS, CHECK_LINES = 2, 25
+_ASSERT_LINE = re.compile(r"^\s*assert\b", re.MULTILINE)
+_COLUMNS = re.compile(r"\S {2,}\S")  # two spaces inside a line: aligned columns
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PLACEHOLDER = re.compile(r"(?:<p>)?<!-- nb-output (\d+) -->(?:</p>)?")
 _H1 = re.compile(r"^# .+$", re.MULTILINE)
@@ -81,6 +94,51 @@ def _is_markdown(data: dict) -> bool:
 
 def _tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
+
+
+def is_checking(source: str, tags: set[str] = frozenset()) -> bool:
+    """True when a code cell's code is folded on the site (tags first, then its size and asserts).
+
+    >>> is_checking("x = 1\\nassert x\\nassert x\\nassert x == 1")
+    True
+    >>> is_checking("W24, mask = prune(W)\\nassert check(W24).valid")
+    False
+    >>> is_checking("assert a\\nassert b\\nassert c", {"show-code"})
+    False
+    """
+    if SHOW_CODE in tags:
+        return False
+    if COLLAPSE_CODE in tags:
+        return True
+    return len(_ASSERT_LINE.findall(source)) > CHECK_ASSERTS or len(source.strip().splitlines()) > CHECK_LINES
+
+
+def is_prose(text: str) -> bool:
+    """True when printed text is sentences, not aligned columns (so it may wrap).
+
+    Columns are runs of two or more spaces that end at the same place on two or more lines; a
+    double space inside one sentence ("8.15  ->  7.67") is not a table.
+
+    >>> is_prose("end to end 0.05x, below the 0.71x the GEMMs alone explain")
+    True
+    >>> is_prose("M      dense   2:4\\n1      10.0    12.0")
+    False
+    >>> is_prose("magnitude: 8.152  activation-aware: 7.671  -> activation-aware wins")
+    True
+    """
+    ends: dict[int, int] = {}
+    for line in text.splitlines():
+        for m in _COLUMNS.finditer(line.rstrip()):
+            ends[m.end() - 1] = ends.get(m.end() - 1, 0) + 1
+    return not any(n >= 2 for n in ends.values())
+
+
+def _folded(code: str) -> str:
+    lines = len(code.strip().splitlines())
+    checks = len(_ASSERT_LINE.findall(code))
+    what = f"{lines} lines" + (f", {checks} checks" if checks else "")
+    return (f'<details class="nb-code" markdown="1">\n<summary>Show the code ({what})</summary>\n\n'
+            f"{_fence(code)}\n\n</details>")
 
 
 def _fence(code: str, lang: str = "python") -> str:
@@ -225,7 +283,7 @@ class _Renderer:
     def code_cell(self, cell, index: int) -> None:
         tags = _tags(cell)
         if HIDE_INPUT not in tags and cell.source.strip():
-            self.parts.append(_fence(cell.source))
+            self.parts.append(_folded(cell.source) if is_checking(cell.source, tags) else _fence(cell.source))
         if HIDE_OUTPUT in tags:
             return
         self.cell_figures, self.cell_figure_index = _figure_overrides(cell), 0
@@ -254,6 +312,8 @@ class _Renderer:
                 cls = "nb-stream nb-stderr" if out.get("name") == "stderr" else "nb-stream"
                 if cls == "nb-stream" and _CHECK_MESSAGE.match(text):
                     cls += " nb-check"
+                elif is_prose(text):
+                    cls += " nb-wrap"
                 fragments.append(_pre(text, cls))
             elif kind == "error":  # only reachable for cells tagged raises-exception
                 fragments.append(_pre("\n".join(out.get("traceback", [])), "nb-error"))
@@ -286,9 +346,10 @@ class _Renderer:
         return n, alt, caption
 
     def figure(self, body: str, n: int, caption: str) -> str:
+        hint = '<span class="nb-zoom-hint"> Tap the figure to open it full size.</span>' if "nb-zoom" in body else ""
         return (
             f'<figure class="nb-figure" id="{html.escape(self.stem)}-figure-{n}">{body}'
-            f'<figcaption><span class="nb-figure__number">Figure {n}.</span> {html.escape(caption)}</figcaption></figure>'
+            f'<figcaption><span class="nb-figure__number">Figure {n}.</span> {html.escape(caption)}{hint}</figcaption></figure>'
         )
 
     def rich(self, data: dict, name: str, metadata: dict | None = None) -> str | None:
@@ -322,11 +383,16 @@ class _Renderer:
                     size = f' width="{width}" height="{height}"'
                 # Images sit next to the page; the page URL is a directory, so a bare name works.
                 img = f'<img src="{filename}" loading="lazy"{size} alt="{html.escape(alt)}">'
-                return self.figure(f'<div class="nb-image">{img}</div>', n, caption)
+                # On a phone a figure is shrunk to the column and its labels get too small to read:
+                # the picture is also a link to itself at full size (a hint under it says so there).
+                zoom = (f'<a class="nb-zoom" href="{filename}" target="_blank" rel="noopener" '
+                        f'title="Open figure {n} full size">{img}</a>')
+                return self.figure(f'<div class="nb-image">{zoom}</div>', n, caption)
         if "application/vnd.jupyter.widget-view+json" in data:
             return None
         if "text/plain" in data:
-            return _pre(_text(data["text/plain"]), "nb-text")
+            text = _text(data["text/plain"])
+            return _pre(text, "nb-text nb-wrap" if is_prose(text) else "nb-text")
         return None
 
 
@@ -352,7 +418,7 @@ def render(nb, *, stem: str, actions_html: str = "") -> Rendered:
         <BLANKLINE>
         <!-- nb-output 0 -->
         >>> r.outputs[0]
-        '<div class="nb-output"><pre class="nb-text">2</pre></div>'
+        '<div class="nb-output"><pre class="nb-text nb-wrap">2</pre></div>'
     """
     renderer = _Renderer(stem, actions_html)
     for index, cell in enumerate(nb.cells):

@@ -46,6 +46,7 @@ from mkdocs.structure.files import File, Files
 sys.modules.setdefault("rfc3987_syntax", None)
 
 import nb_execute  # noqa: E402 (after the line above)
+import nb_links  # noqa: E402
 import nb_render  # noqa: E402
 import toolkit_wheel  # noqa: E402
 
@@ -142,9 +143,11 @@ def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) ->
     if wheel_url is None:  # no site_url: toolkit.py's warning fails the strict build
         return text
     try:
-        return toolkit_wheel.with_wheel_url(text, wheel_url)
+        text = toolkit_wheel.with_wheel_url(text, wheel_url)
     except ValueError as err:
         raise PluginError(f"{where}: {err}") from None
+    # Its links to other pages point at the site: a copy in Colab has no pages beside it.
+    return nb_links.absolute_links(text, where, wheel_url.rsplit("downloads/", 1)[0])
 
 
 def on_files(files: Files, config) -> Files:

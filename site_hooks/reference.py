@@ -191,11 +191,11 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did (in a profile you take or a trace "
      "someone recorded), and a whole checkpoint audited.",
      ["twofour.dispatch"]),
-    (TOOLKIT, "Kernel speed", "GPU peaks, the kernel model of one GEMM (tiles, split-K, busy SMs), and measuring it.",
+    (TOOLKIT, "Stage 4: kernel speed", "GPU peaks, the kernel model of one GEMM (tiles, split-K, busy SMs), and measuring it.",
      ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
-    (TOOLKIT, "Stage 4: quality", "What pruning cost a small language model, and what recovery gives back.",
+    (TOOLKIT, "Stage 5: quality", "What pruning cost a small language model, and what recovery gives back.",
      ["twofour.quality"]),
-    (TOOLKIT, "Stage 5: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel, "
+    (TOOLKIT, "Stage 6: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel, "
      "and whole decode steps measured dense vs 2:4.",
      ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel", "twofour.serve"]),
     (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",

@@ -1,7 +1,7 @@
 """twofour: tools and lessons for NVIDIA 2:4 structured sparsity.
 
-"Half the weights are zero. Why did serving not get faster?" The answer has five stages
-(structure, representation, dispatch, quality, Amdahl); this package gives each one a real,
+"Half the weights are zero. Why did serving not get faster?" The answer has six stages
+(structure, representation, dispatch, kernel speed, quality, Amdahl; stage N is chapter N); this package gives each one a real,
 checkable tool. The core names are re-exported here:
 
 >>> import torch, twofour

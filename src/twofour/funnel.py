@@ -1,8 +1,9 @@
 """The funnel: from the data sheet's 2x to the speedup a request actually gets, step by step.
 
-The funnel has five **steps**, numbered 1 to 5. They are not the five *stages* of the answer
-(structure, representation, dispatch, quality, Amdahl): stages 1-4 decide whether a sparse
-kernel runs at all; the funnel's steps measure how much of the 2x is left once one does.
+The funnel has five **steps**, numbered 1 to 5. They are not the six *stages* of the answer
+(structure, representation, dispatch, kernel speed, quality, Amdahl): stages 1-3 decide whether
+a sparse kernel runs at all; the funnel's steps measure how much of the 2x is left once one does
+(step 3 is stage 4's kernel speed, step 4 is stage 6's Amdahl).
 Every step is a speedup, and each explains one loss:
 
 1. ``datasheet`` — the data-sheet speedup: sparse peak / dense peak FLOP/s of the GPU for the

@@ -626,8 +626,8 @@ def test_a_shared_link_with_bad_values_says_so_and_keeps_a_valid_result(watched,
 
 
 def _default_decode():
-    """The Amdahl card's start: decode share and predicted decode GEMM speedup of the default workload."""
-    est = estimate(_worked(), VERDICT["gpu"], scenario=roofline.DEFAULT_SCENARIO)
+    """The Amdahl card's start: decode share and measured decode GEMM speedup of the worked deployment."""
+    est = _default_estimate()
     return str(float(fixed(est.decode.p, 3))), str(float(fixed(est.decode.gemm_speedup, 3)))
 
 
@@ -641,8 +641,10 @@ def test_embedded_amdahl_and_packing_calculators_match_python(watched, base_url)
     assert float(s) < ceilings["memory"] and float(s) not in (ceilings["memory"], round(ceilings["memory"], 2), 2.0)
     shown = _outputs(calc)
     assert shown["speedup"] == speedup_text(amdahl.speedup(float(p), float(s)))
-    assert "decode phase" in shown["origin"] and f"Fitted model, {VERDICT['gpu']} with cuSPARSELt" in shown["origin"]
-    assert "at this M (M ≤ 16)" in shown["origin"]
+    assert "decode phase" in shown["origin"] and "measured on the H200" in shown["origin"]
+    # one deployment, one number: the card's result is the table's speedup per output token
+    per_token = _default_estimate().speedup("tpot")
+    assert abs(float(shown["speedup"].rstrip("x")) - per_token) < 2e-3, (shown["speedup"], per_token)
     calc.get_by_label("eligible fraction p").fill("0.6")
     calc.get_by_label("GEMM speedup s").fill("1.5")
     shown = _outputs(calc)
@@ -844,7 +846,7 @@ def _bad_input_case(root, label: str, text: str, field: str, expect: str):
         assert root.locator(f"[data-field='{field}'] .calc-msg").get_attribute("id") in described.split()
     after = _outputs(root)
     for key, value in before.items():
-        if key not in ("stale",):
+        if key not in ("stale", "switch_note"):  # the note under a field the reader changed is not a result
             assert after[key] == value, f"{label}={text!r} changed {key}"
     assert root.evaluate("r => r.querySelector('svg') ? r.querySelector('svg').innerHTML : ''") == svg_before
     assert "showing the last valid result" in after["stale"].lower()

@@ -20,6 +20,7 @@ _CAPTION = re.compile(r"<figcaption>(.*?)</figcaption>", re.DOTALL)
 _IMG = re.compile(r'<img src="([^"]+)"')
 _SVG_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
+_ZOOM_HINT = re.compile(r'<span class="nb-zoom-hint">.*?</span>', re.DOTALL)  # a phone's "tap to open", not the caption
 
 
 def _text(fragment: str) -> str:
@@ -32,7 +33,7 @@ def page_figures(page_html: str, page_dir: Path) -> list[dict]:
 
     out = []
     for n, body in enumerate(_FIGURE.findall(page_html), start=1):
-        caption = _text(_CAPTION.search(body).group(1)) if _CAPTION.search(body) else ""
+        caption = _text(_ZOOM_HINT.sub("", _CAPTION.search(body).group(1))) if _CAPTION.search(body) else ""
         caption = re.sub(r"^Figure \d+\.\s*", "", caption)
         title = ""
         img = _IMG.search(body)

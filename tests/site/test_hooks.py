@@ -5,17 +5,18 @@ from __future__ import annotations
 import base64
 import doctest
 import os
+import re
 import sys
 from pathlib import Path
 
 import nbformat.v4 as v4
-
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
 
 import mathml  # noqa: E402
 import nb_execute  # noqa: E402
+import nb_links  # noqa: E402
 import nb_render  # noqa: E402
 import reference  # noqa: E402
 
@@ -58,7 +59,37 @@ def test_lab_check_messages_are_marked_to_wrap_and_other_output_is_not():
         cells.append(cell)
     r = nb_render.render(v4.new_notebook(cells=[v4.new_markdown_cell("# T"), *cells]), stem="lab")
     classes = [out.split('<pre class="', 1)[1].split('"')[0] for out in r.outputs]
-    assert classes == ["nb-stream nb-check", "nb-stream nb-check", "nb-stream", "nb-stream nb-stderr"]
+    # a check message wraps; aligned columns keep their lines; other sentences wrap too
+    assert classes == ["nb-stream nb-check", "nb-stream nb-check", "nb-stream nb-wrap", "nb-stream nb-stderr nb-wrap"]
+
+
+def test_printed_sentences_wrap_and_columns_scroll():
+    cells = []
+    for text in ("end to end 0.05x, below the 0.71x the GEMMs alone explain: the rest is the step\n",
+                 "M      dense    2:4\n1      10.0     12.0\n"):  # two lines aligned: columns
+        cell = v4.new_code_cell("print(x)")
+        cell.outputs = [v4.new_output("stream", name="stdout", text=text)]
+        cells.append(cell)
+    r = nb_render.render(v4.new_notebook(cells=[v4.new_markdown_cell("# T"), *cells]), stem="demo")
+    classes = [out.split('<pre class="', 1)[1].split('"')[0] for out in r.outputs]
+    assert classes == ["nb-stream nb-wrap", "nb-stream"]
+
+
+def test_checking_cells_fold_their_code_and_keep_their_output():
+    checking = v4.new_code_cell("y = f(x)\nassert y > 0\nassert y < 1\nassert y != 0.5\nprint(y)")
+    checking.outputs = [v4.new_output("stream", name="stdout", text="0.25\n")]
+    teaching = v4.new_code_cell("W24, mask = prune(W)\nassert check(W24).valid")
+    long_one = v4.new_code_cell("\n".join(f"a{i} = {i}" for i in range(nb_render.CHECK_LINES + 1)))
+    kept = v4.new_code_cell("assert a\nassert b\nassert c", metadata={"tags": ["show-code"]})
+    tagged = v4.new_code_cell("setup()", metadata={"tags": ["collapse-code"]})
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# T"), checking, teaching, long_one, kept, tagged])
+    md = nb_render.render(nb, stem="demo").markdown
+    folded = re.findall(r"<details class=\"nb-code\".*?</details>", md, re.S)
+    assert len(folded) == 3, md
+    assert '<summary>Show the code (5 lines, 3 checks)</summary>' in md
+    assert "prune(W)" not in "".join(folded) and "assert c" not in "".join(folded) and "setup()" in "".join(folded)
+    assert "<!-- nb-output 0 -->" in md.split("</details>", 1)[1]  # the output is outside the fold
+    assert md.count("```python") == 5  # every cell's code is on the page, folded or not
 
 
 def test_fill_outputs_replaces_every_placeholder():
@@ -71,7 +102,7 @@ def test_fence_survives_backticks_in_code():
     assert fenced.startswith("````python") and fenced.endswith("````")
 
 
-@pytest.mark.parametrize("module", [nb_render, mathml])
+@pytest.mark.parametrize("module", [nb_render, nb_links, mathml])
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 
@@ -179,7 +210,10 @@ def test_figures_are_numbered_with_captions_and_specific_alt_text():
 
     r = nb_render.render(_figure_notebook(), stem="ch")
     html = "".join(r.outputs)
-    captions = re.findall(r'<figcaption><span class="nb-figure__number">Figure (\d+)\.</span> ([^<]*)</figcaption>', html)
+    captions = re.findall(r'<figcaption><span class="nb-figure__number">Figure (\d+)\.</span> ([^<]*)'
+                          r'(?:<span class="nb-zoom-hint">[^<]*</span>)?</figcaption>', html)
+    # every picture (PNG or JPEG) opens full size on a tap, for a phone
+    assert html.count('<a class="nb-zoom" href="') == html.count("<img ")
     assert [int(n) for n, _ in captions] == [1, 2, 3, 4, 5, 6]
     alts = re.findall(r'alt="([^"]*)"', html) + re.findall(r'aria-label="([^"]*)"', html)
     assert alts[:3] == ["Cell alt.", "Display alt.", "Lines per GPU."]
@@ -332,3 +366,24 @@ def test_markdown_beside_html_stays_program_output():
                                   execution_count=1)]
     r = nb_render.render(v4.new_notebook(cells=[cell]), stem="demo")
     assert "| a |" not in r.markdown and "<table></table>" in r.outputs[0]
+
+
+def test_a_downloaded_notebook_links_to_the_site_not_to_files_beside_it():
+    import json
+
+    import nb_links
+
+    nb = v4.new_notebook(cells=[
+        v4.new_markdown_cell("See [chapter 6](06-amdahl.ipynb#the-funnel), [the lab](../labs/lab4-x.ipynb), "
+                             "[sources](../reference/sources.md#amdahl-inputs), [calc](../calculator/index.md), "
+                             "[PyTorch](https://github.com/pytorch/pytorch) and [here](#run-it)."),
+        v4.new_markdown_cell('<a href="solutions/lab1-solutions.ipynb">solutions</a>'),
+        v4.new_code_cell('open("../data/x.json")  # [not](a-link.ipynb)'),
+    ])
+    out = json.loads(nb_links.absolute_links(json.dumps(nb), "notebooks/07-the-answer.ipynb", "https://x.io/s/"))
+    first, second, code = ("".join(c["source"]) for c in out["cells"])
+    assert first == ("See [chapter 6](https://x.io/s/notebooks/06-amdahl/#the-funnel), [the lab](https://x.io/s/labs/lab4-x/), "
+                     "[sources](https://x.io/s/reference/sources/#amdahl-inputs), [calc](https://x.io/s/calculator/), "
+                     "[PyTorch](https://github.com/pytorch/pytorch) and [here](#run-it).")
+    assert second == '<a href="https://x.io/s/notebooks/solutions/lab1-solutions/">solutions</a>'
+    assert code == 'open("../data/x.json")  # [not](a-link.ipynb)'

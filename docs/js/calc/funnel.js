@@ -1,5 +1,5 @@
 // Mirror of twofour.funnel.funnel: from the data sheet's 2x to what the request gets, in five
-// steps (not the answer's five stages), each a speedup that explains one loss. Every step has
+// steps (not the answer's six stages), each a speedup that explains one loss. Every step has
 // the short label of the Python FunnelStep, its number and its title ("step 3: 2:4 GEMM speedup").
 
 import { InputError } from "./errors.js";

@@ -293,7 +293,8 @@ CHECKLIST: tuple[tuple[str, str], ...] = (
      "56.25% of dense, a masked dense tensor 100% ([chapter 2]({ch}02-packing.ipynb))"),
     ("Dispatch", "did a sparse kernel run? Read the kernel names in a profile of the serving shapes, decode and "
      "prefill apart (`twofour trace`) ([chapter 3]({ch}03-dispatch.ipynb))"),
-    ("Kernel speed", "is the 2:4 kernel faster at your M? `twofour bench` in the mode your server runs, and "
+    ("Kernel speed", "is the 2:4 kernel faster at your M (the rows each GEMM multiplies: the batch in decode, "
+     "batch × prompt tokens in prefill)? `twofour bench` in the mode your server runs, and "
      "`--alg-id` for cuSPARSELt's other algorithms ([chapter 4]({ch}04-kernel-speed.ipynb))"),
     ("Quality", "what did the zeros cost? The same evaluation before and after pruning "
      "([chapter 5]({ch}05-quality.ipynb))"),

@@ -198,7 +198,7 @@ def _result_html(est) -> str:
         for name, d, sp, x, p in rows
     )
     return (
-        "<table><tr><th></th><th>dense</th><th>2:4</th><th>speedup</th><th>eligible p</th></tr>"
+        "<table><tr><th>part of the request</th><th>dense</th><th>2:4</th><th>speedup</th><th>eligible p</th></tr>"
         f"{body}</table>"
         f"<p>2:4 GEMM speedup used: prefill {s['gemm_speedup_prefill']:.3f}x, decode {s['gemm_speedup_decode']:.3f}x. "
         "Still to measure: does the sparse kernel run at this M, its real speedup, and the quality cost.</p>"

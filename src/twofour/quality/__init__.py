@@ -1,4 +1,4 @@
-"""Stage 4 of the answer: what did pruning to 2:4 cost, measured on a model you can retrain in a minute.
+"""Stage 5 of the answer: what did pruning to 2:4 cost, measured on a model you can retrain in a minute.
 
 A small byte-level transformer (:mod:`.model`) is trained on the source text of Python's
 standard library (:mod:`.corpus`, read from the running interpreter: no download), pruned with

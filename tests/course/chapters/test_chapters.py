@@ -19,7 +19,7 @@ CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 NOTEBOOKS = sorted(
     p for folder in ("notebooks", "labs") for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
 )
-STAGES = ("Structure", "Representation", "Dispatch", "Quality", "Amdahl")
+STAGES = ("Structure", "Representation", "Dispatch", "Kernel speed", "Quality", "Amdahl")
 
 
 def _cells(path: Path) -> list[dict]:
@@ -112,9 +112,8 @@ def test_home_page_opens_with_the_bottom_line_and_the_checklist():
     assert first_screen.index("<!-- bottom-line -->") < first_screen.index("Diagnose your own deployment")
     checklist = first_screen.split("Diagnose your own deployment", 1)[1]
     found = re.findall(r"^(\d)\. \*\*([\w ]+)\*\*", checklist, re.M)
-    # the five stages in order, with the kernel's own speed between dispatch and quality
-    steps = [*STAGES[:3], "Kernel speed", *STAGES[3:]]
-    assert found == [(str(i + 1), s) for i, s in enumerate(steps)], found
+    # the six stages in order, stage N = chapter N
+    assert found == [(str(i + 1), s) for i, s in enumerate(STAGES)], found
     assert "--8<--" not in first_screen, "the status box belongs below the answer"
 
 
@@ -221,3 +220,33 @@ def test_hand_built_table_check_flags_chapter_1_as_it_was():
 def test_hand_built_table_check_leaves_ordinary_prints_alone(source):
     assert hand_built_tables(source) == []
 
+
+
+def _chapter_needs():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import chapter_needs
+    finally:
+        sys.path.pop(0)
+    return chapter_needs
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_chapter_opens_with_what_you_will_do_and_what_you_need_above_the_set_up(path):
+    cells = _cells(path)
+    setup = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    assert "TWOFOUR_WHEEL" in cells[setup]["text"], f"{path.name}: the first code cell is not the set-up cell"
+    before = "\n".join(c["text"] for c in cells[:setup])
+    assert "## What you will be able to do" in before, f"{path.name}: 'What you will be able to do' is below the set-up cell"
+    assert "## What you need" in before, f"{path.name}: no 'What you need' above the set-up cell"
+    needs = before.split("## What you need", 1)[1]
+    for item in ("**Time:**", "**Before this:**", "**GPU:**"):
+        assert item in needs, f"{path.name}: 'What you need' has no {item}"
+    # the opening comes first: right after the title cell, before any other section
+    assert cells[1]["text"].startswith("## What you will be able to do"), path.name
+    stated = re.search(r"\*\*Time:\*\* about (\d+) minutes to read", needs)
+    assert stated, f"{path.name}: the time is not stated as 'about N minutes to read'"
+    computed = _chapter_needs().reading_minutes(path)
+    assert int(stated.group(1)) == computed, (
+        f"{path.name} says {stated.group(1)} minutes; its prose now reads in about {computed} "
+        "(scripts/chapter_needs.py): update the number")

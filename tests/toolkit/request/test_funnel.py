@@ -1,4 +1,4 @@
-"""twofour.funnel: the five stages from the data sheet to the request."""
+"""twofour.funnel: the five steps from the data sheet to the request."""
 
 from __future__ import annotations
 

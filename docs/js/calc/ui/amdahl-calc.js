@@ -1,8 +1,8 @@
 // The two-input Amdahl calculator: eligible fraction p and part speedup s -> the whole's
 // speedup, its bound 1 / (1 - p), and what the averaging mistake would claim.
 // Placeholder: <div data-calc="amdahl"></div>, or with data-p="..." data-s="..." to start elsewhere.
-// Without them it starts at the decode share p and the predicted decode GEMM speedup s of the
-// request calculator's default workload (computed here, with the fitted model: not a ceiling).
+// Without them it starts at the decode share p and the decode GEMM speedup s of the request
+// calculator's default (the worked deployment, with its measured GEMM speedups): not a ceiling.
 
 import { averagedSpeedupMistake, maxSpeedup, speedup } from "../amdahl.js";
 import { InputError } from "../errors.js";
@@ -23,20 +23,26 @@ export function compute(p, s) {
 }
 
 /**
- * Where the card starts: the decode phase of the request calculator's default workload with the
- * predicted (fitted) GEMM speedup, each rounded to 3 decimals. {p, s, text, fit}: the two
- * values as typed into the fields, a sentence saying where they come from, and the fit line.
+ * Where the card starts: the decode phase of the worked deployment the request calculator opens
+ * on, with the 2:4 decode GEMM speedup measured there (so the card's result is that deployment's
+ * speedup per output token, the number the calculator's table shows), each rounded to 3 decimals.
+ * {p, s, text, fit}: the two values as typed into the fields, a sentence saying where they come
+ * from, and (for a predicted s only) the fit line.
  */
 export function decodeDefaults() {
-  const state = { ...DEFAULTS, gemm: "roofline" };
+  // The form's defaults hold the measured speedups as the text of their fields.
+  const state = { ...DEFAULTS, speedup_prefill: Number(DEFAULTS.speedup_prefill), speedup_decode: Number(DEFAULTS.speedup_decode) };
   const view = computeScenario(state);
   const p = view.summary.p_decode.toFixed(3);
   const s = view.summary.gemm_speedup_decode.toFixed(3);
   const workload = `${state.model} on the ${state.gpu}, ${state.dtype}, batch ${state.batch}, ${state.prompt_len} prompt and ${state.output_len} output tokens`;
+  const measured = state.gemm === "measured";
   return {
     p: String(Number(p)), s: String(Number(s)),
-    text: `p and s start at the decode phase of the calculator's default workload (${workload}; ${SCENARIO_TEXT[state.scenario].label}): its eligible share and its predicted 2:4 GEMM speedup, rounded to 3 decimals.`,
-    fit: fitLine(state.gpu, null, state.batch),
+    text: `p and s start at the decode phase of the worked deployment the calculator above opens on (${workload}): its eligible share and its 2:4 decode GEMM speedup, `
+      + (measured ? "measured on the H200 in CUDA graphs" : `predicted (${SCENARIO_TEXT[state.scenario].label})`)
+      + ", rounded to 3 decimals. The result is its speedup per output token.",
+    fit: measured ? "" : fitLine(state.gpu, null, state.batch),
   };
 }
 
@@ -60,7 +66,7 @@ export function mount(root) {
     el("p", {}, [el("strong", { text: "whole-task speedup: " }), out.speedup, " ", formula]),
     el("p", {}, ["bound with an infinitely fast GEMM, 1 / (1 − p): ", out.bound]),
     el("p", { class: "calc-aside" }, ["the averaging mistake, p·s + (1 − p), would claim ", out.mistake]),
-    computed ? el("p", { class: "calc-fit", "data-out": "origin", text: `${computed.text} ${computed.fit}` }) : null,
+    computed ? el("p", { class: "calc-fit", "data-out": "origin", text: `${computed.text}${computed.fit ? ` ${computed.fit}` : ""}` }) : null,
   ]);
   const head = headline("whole-task speedup");
   root.replaceChildren(el("div", { class: "calc calc--small", role: "group", "aria-label": "Amdahl's law calculator" },

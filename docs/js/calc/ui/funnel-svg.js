@@ -76,3 +76,22 @@ export function drawFunnel(svg, steps, { kernelRole = "predicted", title = "" } 
     "1x = no gain"));
   return svg;
 }
+
+// Why a step can be above the one before it (twofour.course.figures.funnel.rises, word for word).
+const RISE = {
+  kernel: "the GEMM speedup used is above the ceiling the model draws for perfect kernels",
+  eligible_fraction: "the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x",
+  request: "costs that 2:4 does not change (fixed costs, and for a whole request the other phase) pull it toward 1x",
+};
+
+/** A sentence for each step above the step before it, saying why ([] when the funnel only narrows). */
+export function funnelRises(steps) {
+  const out = [];
+  steps.forEach((step, i) => {
+    const before = steps[i - 1];
+    if (before && step.speedup > before.speedup && RISE[step.key]) {
+      out.push(`Step ${step.step} is above step ${before.step}: ${RISE[step.key]}.`);
+    }
+  });
+  return out;
+}

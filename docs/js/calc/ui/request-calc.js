@@ -15,7 +15,7 @@ import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
 import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
 import { VERDICT } from "../data.js";
-import { drawFunnel } from "./funnel-svg.js";
+import { drawFunnel, funnelRises } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
 import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
 
@@ -227,18 +227,27 @@ export function mount(root) {
   const measuredBox = el("div", { class: "calc-grid" }, [f.speedup_prefill.wrap, f.speedup_decode.wrap]);
   // Says why the GEMM source moved to the prediction when the inputs left the worked deployment.
   const gemmNote = el("p", { class: "calc-help", "data-out": "gemm_note", "aria-live": "polite" });
+  // The same switch, said again where it happened: under the field the reader just changed.
+  const switchNote = el("p", { class: "calc-help calc-switch", "data-out": "switch_note", "aria-live": "polite", hidden: true });
+  // What a choice does (or why it is off) while the GEMM speedups are typed in.
+  const scenarioNote = el("p", { class: "calc-help", "data-out": "scenario_note", hidden: true });
+  const backendNote = el("span", { class: "calc-help", id: `${id}-backend-why`, "data-out": "backend_note", hidden: true });
+  f.backend.wrap.insertBefore(backendNote, f.backend.message);
+  f.backend.input.setAttribute("aria-describedby", `${f.backend.input.getAttribute("aria-describedby")} ${id}-backend-why`);
+  scenarioNote.id = `${id}-scenario-why`;
   const form = el("form", { class: "calc-form", "aria-label": "Workload, hardware and 2:4 inputs" }, [
     el("fieldset", {}, [el("legend", { text: "Workload" }),
       el("div", { class: "calc-grid" }, [f.preset.wrap, f.model.wrap]), customBox,
       el("div", { class: "calc-grid" }, [f.batch.wrap, f.prompt_len.wrap, f.output_len.wrap, f.prefill_chunk_tokens.wrap])]),
     el("fieldset", {}, [el("legend", { text: "Hardware" }), el("div", { class: "calc-grid" }, [f.gpu.wrap, f.dtype.wrap, f.backend.wrap])]),
     f.scenario.wrap,
+    scenarioNote,
     el("fieldset", {}, [el("legend", { text: "Linear layers stored 2:4" }),
       el("div", { class: "calc-grid" }, kindSets),
       el("p", { class: "calc-help" }, ["share of all linear-layer weights that are 2:4: ", prunedShare]), f.pruned.message]),
     el("fieldset", {}, [el("legend", { text: "2:4 GEMM speedup" }),
       el("div", { class: "calc-radios" }, gemmRadios.flatMap((r) => [el("span", { class: "calc-check" }, [r.input, r.label])])),
-      measuredBox, gemmNote, f.gemm.message]),
+      measuredBox, gemmNote, switchNote, f.gemm.message]),
     el("details", { class: "calc-more" }, [el("summary", { text: "More assumptions: fixed costs and efficiencies" }),
       el("div", { class: "calc-grid" }, [f.step_overhead_ms.wrap, f.request_overhead_ms.wrap, f.attention_efficiency.wrap, f.memory_efficiency.wrap])]),
   ]);
@@ -250,7 +259,7 @@ export function mount(root) {
   // No class on the table: Material styles only `table:not([class])`.
   const table = el("table", {}, [
     el("caption", { text: "Dense vs 2:4, from the model" }),
-    el("thead", {}, [el("tr", {}, ["", "dense", "2:4", "speedup", "eligible share p"].map((t) => el("th", { scope: "col", text: t })))]),
+    el("thead", {}, [el("tr", {}, ["part of the request", "dense", "2:4", "speedup", "eligible share p"].map((t) => el("th", { scope: "col", text: t })))]),
     el("tbody", {}, [
       ["time to first token", "ttft"], ["time per output token", "tpot"], ["whole request", "total"],
     ].map(([label, key]) => {
@@ -289,6 +298,8 @@ export function mount(root) {
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   svg.id = `${id}-funnel`;
   svg.setAttribute("class", "calc-funnel");
+  // Under the funnel: why a step is above the one before it, where one is (the funnel's own caption).
+  const funnelNote = el("p", { class: "calc-help", "data-out": "funnel_note" });
   const establish = el("ul", { "data-out": "establish" });
   const measure = el("ol", { "data-out": "measure" });
   const stale = el("p", { class: "calc-stale", "data-out": "stale", "aria-live": "polite" });
@@ -298,7 +309,7 @@ export function mount(root) {
   const copyStatus = el("span", { class: "calc-help", "aria-live": "polite", "data-out": "copy_status" });
   const actions = el("p", { class: "calc-actions" }, syncUrl ? [copyButton, " ", resetButton, " ", copyStatus] : [resetButton]);
   const results = el("section", { class: "calc-results", "aria-label": "Results" }, [
-    actions, stale, general, tableScroll.wrap, gemmLine, rangeBox, fitText, scopeGroup, svg,
+    actions, stale, general, tableScroll.wrap, gemmLine, rangeBox, fitText, scopeGroup, svg, funnelNote,
     el("div", { class: "calc-grid calc-verdict" }, [
       el("div", { class: "admonition success" }, [el("p", { class: "admonition-title", text: "What these numbers establish" }), establish]),
       el("div", { class: "admonition warning" }, [el("p", { class: "admonition-title", text: "What still needs measurement" }), measure]),
@@ -339,6 +350,28 @@ export function mount(root) {
     measuredBox.hidden = gemmSource() !== "measured";
   }
 
+  /**
+   * A choice that cannot change the result is switched off, with the reason beside it: the
+   * backend when the GPU has only one, or while the GEMM speedups are typed in (it changes only
+   * the predicted 2:4 times, which they replace). The scenario still sets the dense times then,
+   * and a line under it says that this is all it does.
+   */
+  function syncChoices() {
+    const measured = gemmSource() === "measured";
+    const select = f.backend.input;
+    const why = select.options.length <= 1
+      ? `Nothing to choose: ${select.value} is the only 2:4 backend PyTorch has on the ${f.gpu.input.value}.`
+      : measured ? "Off while the GEMM speedups are typed in: the backend changes only the predicted 2:4 times, which your speedups replace."
+      : "";
+    select.disabled = Boolean(why);
+    backendNote.textContent = why;
+    backendNote.hidden = !why;
+    scenarioNote.hidden = !measured;
+    scenarioNote.textContent = measured
+      ? "With the GEMM speedups typed in, this choice sets only the dense times (and so p): each 2:4 GEMM takes its dense time divided by your speedup."
+      : "";
+  }
+
   // --- the update: parse, compute, show (or keep the last valid result) ---
   /** The field whose value makes a result non-finite: the first suspect that, set back to its default, fixes it. */
   function blame(state, numeric) {
@@ -358,6 +391,7 @@ export function mount(root) {
   function update() {
     syncVisibility();
     refreshBackends(f.backend.input, f.gpu.input.value);
+    syncChoices();
     messages.clearAll();
     const { state, errors, numeric } = readState();
     let view = null;
@@ -418,7 +452,10 @@ export function mount(root) {
       : state.gemm === "measured" ? "typed in as measured" : `predicted by the fitted roofline, ${scenarioLabel}`;
     gemmLine.textContent = `2:4 GEMM speedup used (${source}): prefill ${speedupText(s.gemm_speedup_prefill)}, decode ${speedupText(s.gemm_speedup_decode)}. `
       + `Roofline ceiling with perfect kernels: prefill ${speedupText(s.ceiling_speedup_prefill)}, decode ${speedupText(s.ceiling_speedup_decode)}.`;
-    rangeTable.hidden = !view.range;
+    // Only a predicted range exists: with typed-in speedups the table goes (emptied, so that no
+    // earlier inputs' numbers can come back) and the note says why.
+    rangeScroll.wrap.hidden = !view.range;
+    if (!view.range) for (const sc of GEMM_SCENARIOS) for (const c of rangeRows[sc].cells) c.textContent = "";
     if (view.range) {
       for (const sc of GEMM_SCENARIOS) {
         ["speedup_ttft", "speedup_tpot", "speedup_request"].forEach((k, i) => { rangeRows[sc].cells[i].textContent = speedupText(view.range[sc][k]); });
@@ -432,6 +469,9 @@ export function mount(root) {
     const scopeLabel = { request: "the whole request", prefill: "prefill (time to first token)", decode: "decode (time per output token)" }[state.scope];
     drawFunnel(svg, view.stages, { kernelRole: state.gemm === "measured" ? "measured" : "predicted",
       title: `The funnel for ${scopeLabel}: from the data sheet's 2:4 speedup to what this workload gets` });
+    const rising = funnelRises(view.stages);
+    funnelNote.textContent = rising.join(" ");
+    funnelNote.hidden = !rising.length;
     writeVerdict(state, view);
     // The headline rounds as the verdict table does (2 decimals); the tables keep 3.
     const whole = headlineSpeedupText(s.speedup_request);
@@ -582,6 +622,7 @@ export function mount(root) {
     for (const r of gemmRadios) r.input.checked = r.value === DEFAULTS.gemm;
     for (const r of scopeRadios) r.input.checked = r.value === DEFAULTS.scope;
     gemmNote.textContent = "";
+    hideSwitchNote();
     update();
   }
 
@@ -597,7 +638,7 @@ export function mount(root) {
    * the prediction and a line says why; typing a speedup, or choosing "typed in", is the reader's
    * own claim and stays.
    */
-  function leaveWorkedDeployment() {
+  function leaveWorkedDeployment(where = null) {
     if (gemmSource() !== "measured" || !measuredAreDefaults()) return;
     const { state, errors } = readState();
     if (errors.length || isWorkedWorkload(state)) return;
@@ -605,6 +646,19 @@ export function mount(root) {
     gemmNote.textContent = `The measured speedups belong to the worked deployment (${VERDICT.model} ${VERDICT.dtype} on the ${VERDICT.gpu}, `
       + `batch ${VERDICT.batch}, ${VERDICT.prompt_len} + ${VERDICT.output_len} tokens): for these inputs the GEMM speedups are predicted. `
       + `Choose "typed in from a measurement" to enter your own.`;
+    if (where) {
+      // Said where it happened too: the reader is looking at the field they changed, not at the GEMM box.
+      switchNote.textContent = `This change switched the 2:4 GEMM speedups from typed in (the ${VERDICT.gpu} measurement) to predicted: `
+        + `that measurement holds only for the worked deployment. See "2:4 GEMM speedup" below.`;
+      where.append(switchNote);
+      switchNote.hidden = false;
+    }
+  }
+
+  function hideSwitchNote() {
+    switchNote.hidden = true;
+    switchNote.textContent = "";
+    gemmNote.after(switchNote); // back home, out of the field it was shown under
   }
 
   /**
@@ -663,7 +717,8 @@ export function mount(root) {
     f.output_len.input.value = sc.output_len;
     f.prefill_chunk_tokens.input.value = sc.prefill_chunk_tokens;
     f.dtype.input.value = sc.dtype;
-    leaveWorkedDeployment();
+    hideSwitchNote();
+    leaveWorkedDeployment(f.preset.wrap);
     update();
   });
   f.model.input.addEventListener("change", () => {
@@ -672,10 +727,12 @@ export function mount(root) {
     if (preset) for (const n of MODEL_FIELDS) f[n].input.value = preset[n];
   });
   form.addEventListener("input", (e) => {
-    if (e.target !== f.preset.input && e.target !== f.model.input) f.preset.input.value = "";
+    if (e.target === f.preset.input) return; // its own "change" handler does the rest
+    if (e.target !== f.model.input) f.preset.input.value = "";
+    hideSwitchNote();
     if (gemmRadios.some((r) => r.input === e.target)) gemmNote.textContent = "";
     if (e.target === gemmRadios[1].input) fillMeasured();
-    else if (!gemmRadios.some((r) => r.input === e.target)) leaveWorkedDeployment();
+    else if (!gemmRadios.some((r) => r.input === e.target)) leaveWorkedDeployment(e.target.closest("[data-field], fieldset"));
     update();
   });
   scopeGroup.addEventListener("input", update);

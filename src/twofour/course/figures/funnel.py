@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...funnel import FunnelStep
 from ..plotting import ROLES, describe, legend_below, new_figure, series
 
-__all__ = ["plot_funnel", "funnel_caption", "biggest_cut", "plot_sensitivity", "sensitivity_caption", "cited_per_call_costs"]
+__all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensitivity", "sensitivity_caption", "cited_per_call_costs"]
 
 
 def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
@@ -49,7 +49,8 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         else:
             role = "predicted"
         ax.barh(y, stage.speedup, color=ROLES[role].color, height=0.62)
-        ax.text(stage.speedup, y, f" {stage.speedup:.2f}x", va="center", ha="left", fontsize=10)
+        rise = f", up from {values[i - 1]:.2f}x" if i and stage.speedup > values[i - 1] else ""
+        ax.text(stage.speedup, y, f" {stage.speedup:.2f}x{rise}", va="center", ha="left", fontsize=10)
     ax.axvline(1.0, color=ROLES["neutral"].color, linewidth=1.0, linestyle="--")
     ax.set_yticks(range(n), [s.title if s.step else f"{i + 1}. {s.label}" for i, s in enumerate(stages)][::-1])
     ax.set_xlim(0, max(2.0, max(values)) * 1.18)
@@ -70,7 +71,7 @@ def funnel_caption(stages: list[FunnelStep]) -> str:
         >>> from twofour.models import LLAMA_3_8B
         >>> from twofour.request import Workload, estimate
         >>> funnel_caption(funnel(estimate(Workload(LLAMA_3_8B, 1, 512, 64), "H100")))
-        "The data sheet's 2.00x ends at 0.65x, slower than dense; the biggest cut comes at step 3 (2:4 GEMM), from 1.78x to 0.64x."
+        "The data sheet's 2.00x ends at 0.65x, slower than dense; the biggest cut comes at step 3 (2:4 GEMM), from 1.78x to 0.64x. Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x."
     """
     if not stages:
         raise ValueError("stages must be a non-empty list of FunnelStep (the steps from twofour.funnel.funnel)")
@@ -81,7 +82,33 @@ def funnel_caption(stages: list[FunnelStep]) -> str:
         before, step = biggest_cut(stages)
         where = f"step {step.step} ({step.label})" if step.step else step.label
         text += f"; the biggest cut comes at {where}, from {before.speedup:.2f}x to {step.speedup:.2f}x"
-    return text + "."
+    return text + "." + "".join(f" {why}" for why in rises(stages))
+
+
+# Why a step can be above the one before it: the funnel narrows only while 2:4 gains.
+_RISE = {
+    "kernel": "the GEMM speedup used is above the ceiling the model draws for perfect kernels",
+    "eligible_fraction": "the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x",
+    "request": "costs that 2:4 does not change (fixed costs, and for a whole request the other phase) pull it toward 1x",
+}
+
+
+def rises(stages: list[FunnelStep]) -> list[str]:
+    """A sentence for each step that is above the step before it, saying why (empty if none rises).
+
+    Example:
+        >>> from twofour.funnel import FunnelStep
+        >>> steps = [FunnelStep("kernel", "2:4 GEMM", 0.60, ""), FunnelStep("eligible_fraction", "eligible fraction", 0.61, "")]
+        >>> rises(steps)
+        ['Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x.']
+    """
+    out = []
+    for before, step in zip(stages, stages[1:]):
+        if step.speedup > before.speedup and step.key in _RISE:
+            name = f"Step {step.step}" if step.step else step.label.capitalize()
+            than = f"step {before.step}" if before.step else before.label
+            out.append(f"{name} is above {than}: {_RISE[step.key]}.")
+    return out
 
 
 def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:

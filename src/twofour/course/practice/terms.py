@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 
 LEVELS: tuple[str, ...] = ("fundamentals", "applied", "deep")
-# The five stages of the answer, the kernel's own speed, and the neighbouring topics.
+# The six stages of the answer (stage N is chapter N), and the neighbouring topics.
 TOPICS: dict[str, str] = {
     "structure": "Stage 1 · Structure",
     "representation": "Stage 2 · Representation",
     "dispatch": "Stage 3 · Dispatch",
-    "kernel-speed": "Kernel speed",
-    "quality": "Stage 4 · Quality",
-    "amdahl": "Stage 5 · Amdahl",
+    "kernel-speed": "Stage 4 · Kernel speed",
+    "quality": "Stage 5 · Quality",
+    "amdahl": "Stage 6 · Amdahl",
     "end-to-end": "The whole answer",
     "quantization": "2:4 next to quantization",
     "capacity": "Memory, batch and the latency target",
