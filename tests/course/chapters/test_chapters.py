@@ -249,4 +249,4 @@ def test_every_chapter_opens_with_what_you_will_do_and_what_you_need_above_the_s
     computed = _chapter_needs().reading_minutes(path)
     assert int(stated.group(1)) == computed, (
         f"{path.name} says {stated.group(1)} minutes; its prose now reads in about {computed} "
-        "(scripts/chapter_needs.py): update the number")
+        "(scripts/chapter_needs.py): run `scripts/chapter_needs.py --write`")
