@@ -157,7 +157,7 @@ def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url)
     page.clock.install()
     page = _open(watched, base_url, MODE)
     timer = page.locator(".practice-timer")
-    page.get_by_role("button", name="30 s: start a timer for a 30-second answer").click()
+    page.get_by_role("button", name="Start a 30 second timer").click()
     assert timer.get_attribute("data-state") == "running"
     assert timer.locator("[role=timer]").inner_text() in ("0:30", "0:29")
     page.clock.run_for(12_000)
@@ -166,7 +166,7 @@ def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url)
     assert timer.get_attribute("data-state") == "done"
     assert "Time is up" in page.locator(".practice-announce").inner_text()
     # Two minutes, stopped early; moving to another question resets the timer.
-    page.get_by_role("button", name="2 min: start a timer for a 2-minute answer").click()
+    page.get_by_role("button", name="Start a 2 minute timer").click()
     assert timer.locator("[role=timer]").inner_text() in ("2:00", "1:59")
     page.get_by_role("button", name="Next", exact=True).click()
     assert timer.get_attribute("data-state") == "idle" and timer.locator("[role=timer]").inner_text() == ""
