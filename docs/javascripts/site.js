@@ -34,14 +34,14 @@ function labelStackedCells() {
     });
   });
 }
-// Search keeps "2:4" whole. Material's query parser (lunr's) reads "2:" as a field name and always
-// cuts a query at "-", so "2:4" became "2" OR "4" and "split-K" "split" OR any word starting with
-// "k" (the hyphen swap below does not yet stop the latter: results still match "split").
-// The same hyphen and colon are swapped, in the search documents and in every query, for look-alike
-// characters that nothing cuts (a non-breaking hyphen, U+2011; a ratio sign, U+2236). Material
-// sends both to its search worker as messages (type 0: the index set-up, 2: a query); this is the
-// one place that changes them. ("alg_id" needs nothing: no separator cuts "_".)
-var SEARCH_SETUP = 0, SEARCH_QUERY = 2;
+// Search keeps "split-K", "2:4" and "alg_id" whole. Material's search cuts words at "-" and its
+// query parser reads "2:" as a field name, so "split-K" became "split" OR any word starting with
+// "k", and "2:4" became "2" OR "4". The built search index has the hyphen and colon inside such
+// terms swapped for look-alikes nothing cuts (a non-breaking hyphen, U+2011; a ratio sign,
+// U+2236: site_hooks/search_terms.py); every query gets the same swap here, before Material's
+// search worker sees it (message type 2 is a query). searchTerms is search_terms() of that hook,
+// character for character (tests/site/test_reading.py runs both). "alg_id" needs nothing.
+var SEARCH_QUERY = 2;
 function searchTerms(text) {
   return text.replace(/(\w)-(?=[A-Za-z0-9]\b)/g, "$1\u2011").replace(/(\d):(?=\d)/g, "$1\u2236");
 }
@@ -52,11 +52,6 @@ function searchTerms(text) {
     var args = Array.prototype.slice.call(arguments);
     if (message && message.type === SEARCH_QUERY && typeof message.data === "string") {
       args[0] = { type: message.type, data: searchTerms(message.data) };
-    } else if (message && message.type === SEARCH_SETUP && message.data && Array.isArray(message.data.docs)) {
-      var docs = message.data.docs.map(function (doc) {
-        return Object.assign({}, doc, { title: searchTerms(doc.title || ""), text: searchTerms(doc.text || "") });
-      });
-      args[0] = { type: message.type, data: Object.assign({}, message.data, { docs: docs }) };
     }
     return post.apply(this, args);
   };

@@ -155,23 +155,80 @@ def test_the_home_page_says_what_m_is_where_it_asks_about_it(site):
     assert "rows each GEMM multiplies" in text[asks:asks + 120]
 
 
+SEARCH_TERMS = ["split-K", "2:4", "alg_id"]
+
+
+def _search_terms_hook():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "site_hooks"))
+    try:
+        import search_terms
+    finally:
+        sys.path.pop(0)
+    return search_terms
+
+
+def _pages_holding(index: dict, term: str) -> set[str]:
+    """Pages whose built search index holds ``term`` as one word, as lunr reads it: the text split at
+    the index's separator, each word lower-cased and trimmed of non-word characters at its ends, a
+    query being a prefix (Material adds a trailing wildcard)."""
+    separator = re.compile(index["config"]["separator"])
+    held = _search_terms_hook().search_terms(term).lower()
+    pages = set()
+    for doc in index["docs"]:
+        words = separator.split(_TAGS.sub(" ", f"{doc.get('title') or ''} {doc.get('text') or ''}").lower())
+        if any(re.sub(r"^\W+|\W+$", "", w, flags=re.ASCII).startswith(held) for w in words):
+            pages.add(doc["location"].split("#")[0])
+    return pages
+
+
+def test_the_built_search_index_holds_split_k_and_2_4_as_one_word(site):
+    index = json.loads((site / "search/search_index.json").read_text(encoding="utf-8"))
+    hook = _search_terms_hook()
+    # Every document went through the swap (none still has a hyphen or colon the search would cut) ...
+    unswapped = [d["location"] for d in index["docs"] if hook.search_terms(d.get("text") or "") != (d.get("text") or "")]
+    assert not unswapped, f"documents whose 'split-K' or '2:4' search still cuts: {unswapped[:5]}"
+    # ... and each term is a word of the pages that use it, not its parts: "k" and "4" alone are not
+    # what those pages were found by.
+    for term in SEARCH_TERMS:
+        pages = _pages_holding(index, term)
+        assert pages, f"no page of the index holds {term!r} as one word"
+    assert len(_pages_holding(index, "split-K")) < len(_pages_holding(index, "k")) / 3
+
+
+def test_the_query_swap_in_site_js_is_the_index_swap(watched, base_url):
+    """site.js's searchTerms (the queries) and site_hooks/search_terms.py (the index) swap alike."""
+    page = watched.page
+    page.goto(base_url + "/", wait_until="load")
+    samples = ["split-K", "a 2:4 weight", "top-k and x-axis", "12:30", "K-1", "alg_id", "well-known", "4:8 and 2:4-sparse"]
+    hook = _search_terms_hook()
+    assert page.evaluate("samples => samples.map(searchTerms)", samples) == [hook.search_terms(s) for s in samples]
+
+
 @pytest.mark.search_index  # the site as a reader gets it, search index included
-@pytest.mark.parametrize("term", ["2:4", "alg_id"])  # "split-K": not yet (results still match "split")
-def test_search_keeps_a_term_whole(watched, base_url, term):
+@pytest.mark.parametrize("term", SEARCH_TERMS)
+def test_search_finds_the_pages_that_hold_the_term_and_no_others(watched, base_url, site, term):
+    """Searching "split-K" finds the pages with split-K, not every page with a word starting with "k"."""
+    expected = _pages_holding(json.loads((site / "search/search_index.json").read_text(encoding="utf-8")), term)
     page = watched.page
     page.goto(base_url + "/", wait_until="load")
     page.wait_for_function("document.documentElement.dataset.htwPage === '/'")
     page.wait_for_load_state("networkidle")  # the search worker has fetched its index
     search = page.locator("input.md-search__input")
     search.click()
-    search.press_sequentially(term, delay=20)
-    results = page.locator(".md-search-result__item")
-    results.first.wait_for(state="visible", timeout=15_000)
-    shown = results.evaluate_all("els => els.map(e => e.textContent)")
-    # Every result has the term itself (as the index holds it: its hyphen or colon unbreakable).
-    held = term.replace("-", "\u2011").replace(":", "\u2236")
-    loose = [t[:80] for t in shown if held.lower() not in t.lower() and term.lower() not in t.lower()]
-    assert not loose, f"results for {term!r} without it: {loose}"
+    # One query, the whole term: fill() sets the value at once, and Material reads it on keyup.
+    search.fill(term)
+    search.press("End")
+    meta = page.locator(".md-search-result__meta")
+    page.wait_for_function("() => /matching document/.test(document.querySelector('.md-search-result__meta')?.textContent || '')")
+    said = meta.text_content()
+    found = 0 if said.startswith("No") else int(re.match(r"(\d+)", said).group(1))
+    assert found == len(expected), f"{term!r}: search says {said!r}; the index holds it on {len(expected)} pages"
+    # What the results highlight is the term itself, never a part of it.
+    marks = page.locator(".md-search-result mark").evaluate_all("els => els.map(e => e.textContent)")
+    plain = [m.replace("\u2011", "-").replace("\u2236", ":").lower() for m in marks]
+    assert marks and all(m.startswith(term.lower()) for m in plain), (term, sorted(set(plain))[:10])
     assert not watched.console_errors and not watched.external_requests
 
 
