@@ -58,7 +58,7 @@ HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT = "hide-on-site", "hide-input", "hide-output"
 COLLAPSE_CODE, SHOW_CODE = "collapse-code", "show-code"
 CHECK_ASSERTS, CHECK_LINES = 2, 25
 _ASSERT_LINE = re.compile(r"^\s*assert\b", re.MULTILINE)
-_COLUMNS = re.compile(r"\S {2,}\S")  # two spaces inside a line: aligned columns
+_COLUMNS = re.compile(r"\S {2,}(?=\S)")  # two spaces inside a line: aligned columns (tests/site/test_reader.py reads alike)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PLACEHOLDER = re.compile(r"(?:<p>)?<!-- nb-output (\d+) -->(?:</p>)?")
 _H1 = re.compile(r"^# .+$", re.MULTILINE)
@@ -129,7 +129,7 @@ def is_prose(text: str) -> bool:
     ends: dict[int, int] = {}
     for line in text.splitlines():
         for m in _COLUMNS.finditer(line.rstrip()):
-            ends[m.end() - 1] = ends.get(m.end() - 1, 0) + 1
+            ends[m.end()] = ends.get(m.end(), 0) + 1
     return not any(n >= 2 for n in ends.values())
 
 

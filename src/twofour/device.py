@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._common.fit import fit, report_width
+
 __all__ = ["Environment", "pick_device", "environment", "sparse_backends_for"]
 
 # Sparse tensor cores arrived with Ampere (sm80).
@@ -147,8 +149,9 @@ class Environment:
         ]
 
     def __str__(self) -> str:
+        # Fitted to the terminal (or COLUMNS): a long value (the "why" sentence) wraps under itself.
         width = max(len(label) for label, _ in self.rows())
-        return "\n".join(f"{label:<{width}}  {value}" for label, value in self.rows())
+        return "\n".join(fit([f"{label:<{width}}  {value}" for label, value in self.rows()], report_width()))
 
     def _repr_html_(self) -> str:
         body = "".join(

@@ -24,17 +24,27 @@ def _notebook_pages(pages: list[str]) -> list[str]:
 
 
 # Lines each output <pre> would have without wrapping vs the height it takes: a wrapped line
-# makes the block taller than its line count. A lab check's message (pre.nb-check) is a sentence
-# and wraps on purpose (tests/site/test_tables.py).
-_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre:not(.nb-check)')].flatMap((pre) => {
+# makes the block taller than its line count. One rule for every printed block: output with
+# aligned columns (a run of two or more spaces ending at the same place on two lines) keeps its
+# lines, so a table is never broken mid-row; sentences may wrap at the column's edge, as a lab
+# check's message does (pre.nb-check, tests/site/test_tables.py; pre.nb-wrap, site_hooks/nb_render.py).
+# Which blocks have columns is read here from the text itself, not from the class the build gave.
+_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre')].flatMap((pre) => {
   const cs = getComputedStyle(pre);
-  const lines = pre.textContent.split('\\n').length;
+  const text = pre.textContent;
+  const lines = text.split('\\n').length;
+  const ends = {};
+  for (const line of text.split('\\n')) {
+    for (const m of line.trimEnd().matchAll(/\\S {2,}(?=\\S)/g)) ends[m.index + m[0].length] = (ends[m.index + m[0].length] || 0) + 1;
+  }
+  const columns = Object.values(ends).some((n) => n >= 2);
   const lh = parseFloat(cs.lineHeight);
   const content = pre.scrollHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
   const problems = [];
-  if (cs.whiteSpace !== 'pre') problems.push(`white-space is ${cs.whiteSpace}`);
-  if (content > lines * lh + lh / 2) problems.push(`${lines} lines take ${(content / lh).toFixed(1)} line heights`);
-  return problems.length ? [`${pre.textContent.slice(0, 60)}...: ${problems.join(', ')}`] : [];
+  if (columns && cs.whiteSpace !== 'pre') problems.push(`aligned columns with white-space ${cs.whiteSpace}`);
+  if (columns && content > lines * lh + lh / 2) problems.push(`${lines} lines take ${(content / lh).toFixed(1)} line heights`);
+  if (!columns && !pre.matches('.nb-check, .nb-wrap') && cs.whiteSpace !== 'pre') problems.push(`white-space is ${cs.whiteSpace}`);
+  return problems.length ? [`${text.slice(0, 60)}...: ${problems.join(', ')}`] : [];
 })"""
 
 

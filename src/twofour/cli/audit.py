@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from .._common.fit import report_width
 from .._common.text import printable
 from .main import UserError
 from ._output import check_output_file, show, write_output
@@ -128,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
             + (f": {why}" if why else "")
             + "); nothing to audit"
         )
-    text = str(report) if args.max_rows is None else _limited(report, args.max_rows)
+    # Fitted to the terminal (or COLUMNS); the first --max-rows rows of the table, the rest of the report whole.
+    text = report.text(report_width(), args.max_rows)
     # The files first: a closed stdout (`| head`) ends the command at the print, and must not cost them.
     wrote = []
     if args.json is not None:
@@ -159,10 +161,3 @@ def open_source(path: str):
             files.close()
             raise
     return open_checkpoint(path)
-
-
-def _limited(report, max_rows: int) -> str:
-    full = str(report).splitlines()
-    table = report.table(max_rows).splitlines()
-    n_table = len(report.table().splitlines())
-    return "\n".join(table + full[n_table:])

@@ -13,6 +13,7 @@ import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from .._common.fit import fit, fold_columns, report_width
 from .._common.text import printable
 from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells
 from .audit_row import AuditRow
@@ -91,20 +92,27 @@ class AuditReport:
         fp16 = sum(r.shape[0] * r.shape[1] * 2 for r in rows)
         return f"on disk: {format_bytes(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {format_bytes(fp16)} as dense fp16"
 
-    def table(self, max_rows: int | None = None) -> str:
+    def table(self, max_rows: int | None = None, width: int | None = None) -> str:
+        """The per-layer table (its first ``max_rows`` rows); wider than ``width`` it is printed as
+        several tables that repeat the layer name (:func:`twofour._common.fit.fold_columns`)."""
         rows = self.rows if max_rows is None else self.rows[:max_rows]
         stored = self.stored_forms
         header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
         body = [table_cells(r, stored) for r in rows]
-        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-        fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-        lines = [fmt(header), fmt(tuple("-" * w for w in widths))] + [fmt(b) for b in body]
-        if max_rows is not None and len(self.rows) > max_rows:
-            lines.append(f"... {len(self.rows) - max_rows} more rows")
-        return "\n".join(lines)
+        more = [f"... {len(self.rows) - max_rows} more rows"] if max_rows is not None and len(self.rows) > max_rows else []
+        return "\n\n".join("\n".join(lines + more) for lines in fold_columns(header, body, width))
 
     def __str__(self) -> str:
-        lines = ([self.model, ""] if self.model else []) + [self.table()]
+        return self.text(report_width())
+
+    def text(self, width: int | None = None, max_rows: int | None = None) -> str:
+        """The report as ``twofour audit`` prints it: the table (its first ``max_rows`` rows), the
+        problems with one example each, what was kept dense or skipped, and the verdict last.
+
+        ``width`` (``str()`` takes :func:`~twofour._common.fit.report_width`: a terminal's, or
+        ``COLUMNS``) folds the table and wraps the sentences to fit it; None keeps whole lines.
+        """
+        lines = ([self.model, ""] if self.model else []) + self.table(max_rows, width).split("\n")
         counts = self.reason_counts()
         if counts:
             lines.append("")
@@ -130,10 +138,11 @@ class AuditReport:
         if self.runners:
             lines += ["", "what can load and run it:"]
             for line in self.runners:  # wrapped: these are sentences, not table rows
-                lines += textwrap.wrap(line, 100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+                lines += textwrap.wrap(line, min(width or 100, 100), initial_indent="  ", subsequent_indent="    ",
+                                       break_on_hyphens=False)
         lines.append("")
         lines.append(self.summary())
-        return "\n".join(lines)
+        return "\n".join(fit(lines, width))
 
     def _table_html(self) -> str:
         stored = self.stored_forms

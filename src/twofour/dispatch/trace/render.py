@@ -6,6 +6,7 @@ import html
 import os
 from typing import TYPE_CHECKING
 
+from ..._common.fit import fit, report_width
 from ..._common.text import printable
 from ..._common.vocabulary import CLASS_COLORS
 from ...amdahl import speedup
@@ -46,7 +47,7 @@ def _name(path) -> str:
     return printable(os.path.basename(path), 200)
 
 
-def _phase_text(ph: PhaseReport) -> list[str]:
+def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
     L = []
     n = len(ph.steps)
     summarized = set(ph.summarized)
@@ -89,8 +90,10 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     if top:
         L.append("")
         L.append(f"  top {'kernels' if gpu else 'operators (self time)'}, per step")
+        # The kernel name gives way when the report must fit a width (46: the columns after it).
+        name_w = 58 if width is None else max(20, min(58, width - 46))
         for (nm, c), (cnt, us) in top:
-            L.append(f"    {_short(nm, 58):<58} {LABELS[c]:<22}{cnt / ph.n:>6.0f} x{fmt_ms(us / ph.n):>11}")
+            L.append(f"    {_short(nm, name_w):<{name_w}} {LABELS[c]:<22}{cnt / ph.n:>6.0f} x{fmt_ms(us / ph.n):>11}")
     if ph.unclassified:
         L.append("")
         L.append("  unclassified kernel names (not guessed; counted as not eligible), per step")
@@ -136,12 +139,14 @@ def _phase_text(ph: PhaseReport) -> list[str]:
     return L
 
 
-def report_text(r: TraceReport) -> str:
+def report_text(r: TraceReport, width: int | None = None) -> str:
+    """The report as ``twofour trace`` prints it; ``width`` wraps its sentences and shortens kernel
+    names to fit (None keeps whole lines; ``str(report)`` takes the terminal's, or ``COLUMNS``)."""
     lines = _header(r)
     for ph in r.phases:
         lines.append("")
-        lines += _phase_text(ph)
-    return "\n".join(lines)
+        lines += _phase_text(ph, width)
+    return "\n".join(fit(lines, width))
 
 
 _COLORS = CLASS_COLORS  # the figures' palette (twofour._common.vocabulary): dense blue, 2:4 orange

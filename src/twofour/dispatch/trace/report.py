@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..._common.fit import report_width
 from ...amdahl import speedup
 from .classify import ELIGIBLE, TRACE_CLASSES
 from .numbers import fmt_bound, fmt_ms, fmt_speedup
@@ -385,7 +386,7 @@ class TraceReport:
         raise ValueError(f"phase must be one of {[p.phase for p in self.phases]}, got {name!r}")
 
     def __str__(self) -> str:
-        return report_text(self)
+        return report_text(self, report_width())
 
     def to_html(self) -> str:
         """A self-contained HTML page (no external requests) with the report and a timeline."""
