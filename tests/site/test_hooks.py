@@ -15,10 +15,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
 
 import mathml  # noqa: E402
+import nav_whitespace  # noqa: E402
 import nb_execute  # noqa: E402
 import nb_links  # noqa: E402
 import nb_render  # noqa: E402
 import reference  # noqa: E402
+import search_terms  # noqa: E402
 
 PNG = base64.b64encode(b"\x89PNG fake").decode()
 
@@ -102,7 +104,7 @@ def test_fence_survives_backticks_in_code():
     assert fenced.startswith("````python") and fenced.endswith("````")
 
 
-@pytest.mark.parametrize("module", [nb_render, nb_links, mathml])
+@pytest.mark.parametrize("module", [nb_render, nb_links, mathml, nav_whitespace, search_terms])
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 
