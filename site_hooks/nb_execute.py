@@ -59,9 +59,9 @@ KERNEL_ENV = {
     "OMP_NUM_THREADS": "2",
     "MKL_NUM_THREADS": "2",
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences a debugger warning on kernel start
-    # twofour's printed reports fit this width (twofour._common.fit): an output column holds 100
-    # characters at 1280 px (tests/site/test_reading.py measures it), so no line scrolls there.
-    "COLUMNS": "100",
+    # twofour's printed reports fit this width (twofour._common.fit.SITE_WIDTH): an output column
+    # holds 71 characters at 1280 px (tests/site/test_reading.py measures it), so none scrolls there.
+    "COLUMNS": "70",
 }
 KERNEL_NAME = "python3"
 # A cell that gets no answer for this long is taken for a kernel that stopped answering: twice a

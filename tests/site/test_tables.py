@@ -31,8 +31,11 @@ def chapter_and_lab_pages(pages: list[str]) -> list[str]:
 # Every table on the page: its scroll box (the widest ancestor that clips or scrolls, or the
 # nearest if none is too narrow; the table's own overflow is Material's and does not apply to a
 # display:table box; a box inside another that scrolls would hide its cue), how much wider its
-# content is than the box, whether the box shows the cue, and each header cell.
-_TABLES = """() => [...document.querySelectorAll('.md-content table')].map((table, index) => {
+# content is than the box, whether the box shows the cue, and each header cell. A table that is not
+# rendered at all (display: none, as a calculator's range table while its speedups are typed in:
+# tests/site/test_calculator_states.py) has nothing to fit and is left out.
+_TABLES = """() => [...document.querySelectorAll('.md-content table')].filter((table) => table.getClientRects().length > 0)
+  .map((table, index) => {
   const boxes = [];
   for (let e = table.parentElement; e && !e.classList.contains('md-content'); e = e.parentElement) {
     if (getComputedStyle(e).overflowX !== 'visible') boxes.push(e);

@@ -1,16 +1,17 @@
 """Printed reports that fit the width they are printed to.
 
 The audit, trace and environment reports are read in terminals and, on the site, in an output
-column about 100 characters wide at 1280 px; a longer line there scrolls sideways, and the end of
-a verdict ("... the rest is host time") is the part cut off. :func:`report_width` says what
-width to fit: ``COLUMNS`` when it is set (the variable shells and Python's own argparse use; the
-site's notebooks run with ``COLUMNS=100``, site_hooks/nb_execute.py), else the terminal's width
-when printing to one, else none: a pipe, a file or a test keeps whole lines, as before.
+column 71 characters wide at 1280 px; a longer line there scrolls sideways, and the end of a
+verdict ("... the rest is host time") is the part cut off. :func:`report_width` says what width
+to fit: ``COLUMNS`` when it is set (the variable shells and Python's own argparse use; the site's
+notebooks run with ``COLUMNS=70``, site_hooks/nb_execute.py), else the terminal's width when
+printing to one, else none: a pipe, a file or a test keeps whole lines, as before.
 
 :func:`fit` wraps the lines that are too long: a sentence (no run of two spaces) wraps under
 itself, indented past its own indentation and any ``- `` bullet; a row whose last column is a
-sentence wraps that column under itself. :func:`fold_columns` prints a table wider than the width
-as several tables that share its first column, as pandas prints a wide frame.
+sentence wraps that column under itself, or else the row breaks between two columns.
+:func:`fit_table` prints a table wider than the width as two tables that share its first column
+(as pandas prints a wide frame), or, when that is not enough, one short block per row.
 
 >>> fit(["  - the 2:4 kernel loses at this size: padding of a few tokens, per-call set-up"], 40)
 ['  - the 2:4 kernel loses at this size:', '    padding of a few tokens, per-call', '    set-up']
@@ -23,11 +24,12 @@ import re
 import sys
 import textwrap
 
-__all__ = ["SITE_WIDTH", "fit", "fold_columns", "report_width"]
+__all__ = ["SITE_WIDTH", "fit", "fit_table", "fold_columns", "report_width"]
 
-# The characters of an output line that fit the site's column at 1280 px (tests/site/test_reading.py
-# measures it on the built pages); notebooks run with COLUMNS set to it.
-SITE_WIDTH = 100
+# The characters of an output line that fit the site's column at 1280 px: 671 px, less its padding,
+# in 9.03 px characters is 71.6 (tests/site/test_reading.py measures it on the built pages); the
+# notebooks run with COLUMNS set to this.
+SITE_WIDTH = 70
 _MIN_WIDTH = 40  # narrower than this, a report is not worth folding: lines are kept whole
 _COLUMN_GAP = re.compile(r"\S( {2,})(?=\S)")
 _BULLET = re.compile(r"^(\s*)(- |\* |\d+\. )?")
@@ -66,11 +68,14 @@ def fit(lines: list[str], width: int | None) -> list[str]:
     """``lines`` with each line longer than ``width`` wrapped (None: unchanged).
 
     A line that is a sentence wraps with a hanging indent; a row of columns whose last column is
-    a sentence wraps that column under itself; a row that cannot be wrapped so (its columns
-    before the last are wider than the width) is kept whole.
+    a sentence wraps that column under itself; a row whose last column has no room for that
+    breaks at the rightmost gap between columns that fits, the rest on the next line, indented;
+    a row whose first column alone is too wide is kept whole.
 
-    >>> fit(["    data sheet   2.00x  peak 2:4 over peak dense tensor-core FLOP/s"], 50)
+    >>> fit(["    data sheet   2.00x  peak 2:4 over peak dense tensor-core FLOP/s"], 55)
     ['    data sheet   2.00x  peak 2:4 over peak dense', '                        tensor-core FLOP/s']
+    >>> fit(["  GEMM time   dense 0.269 ms   2:4 0.509 ms   GEMM speedup 0.53x"], 48)
+    ['  GEMM time   dense 0.269 ms   2:4 0.509 ms', '    GEMM speedup 0.53x']
     >>> fit(["short"], 10), fit(["a b c d e f g h"], None)
     (['short'], ['a b c d e f g h'])
     """
@@ -82,12 +87,18 @@ def fit(lines: list[str], width: int | None) -> list[str]:
             out.append(line)
             continue
         gaps = list(_COLUMN_GAP.finditer(line))
-        if gaps:  # a row: wrap its last column under itself
+        if gaps:  # a row: wrap its last column under itself, or break it between two columns
             at = gaps[-1].end(1)
-            if width - at >= 20 and " " in line[at:]:
+            if width - at >= 30 and " " in line[at:]:  # room for a readable column
                 out += _wrap(line[at:], width, line[:at], " " * at)
-            else:
+                continue
+            cut = next((g for g in reversed(gaps) if g.start(1) <= width), None)
+            if cut is None:  # even its first column is wider: nothing to break it at
                 out.append(line)
+                continue
+            indent = " " * (len(line) - len(line.lstrip()) + 2)
+            out.append(line[:cut.start(1)])
+            out += fit([indent + line[cut.end(1):]], width)
             continue
         lead = _BULLET.match(line)
         indent, bullet = lead.group(1), lead.group(2) or ""
@@ -127,3 +138,29 @@ def fold_columns(header: tuple[str, ...], rows: list[tuple[str, ...]], width: in
         current.append(i)
     groups.append(current)
     return [table(g) for g in groups]
+
+
+def fit_table(header: tuple[str, ...], rows: list[tuple[str, ...]], width: int | None) -> list[list[str]]:
+    """A table as blocks of lines that fit ``width``: the table itself; two tables sharing its first
+    column (:func:`fold_columns`); or, when two are not enough, one block per row: its first cell on
+    a line, then its other cells as "header: value" pairs, as many to a line as fit, none split.
+
+    >>> for block in fit_table(("name", "a", "b", "c"), [("layer", "1" * 9, "2" * 9, "3" * 9)], 20): print(block)
+    ['layer', '  a: 111111111;', '  b: 222222222;', '  c: 333333333']
+    """
+    tables = fold_columns(header, rows, width)
+    if len(tables) <= 2:
+        return tables
+    lines = []
+    for row in rows:
+        lines.append(row[0])
+        current = ""
+        for h, cell in zip(header[1:], row[1:]):
+            pair = f"{h}: {cell}"
+            if current and len(f"  {current}; {pair};") > width:
+                lines.append(f"  {current};")
+                current = pair
+            else:
+                current = f"{current}; {pair}" if current else pair
+        lines += fit([f"  {current}"], width)
+    return [lines]

@@ -13,7 +13,7 @@ import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from .._common.fit import fit, fold_columns, report_width
+from .._common.fit import fit, fit_table, report_width
 from .._common.text import printable
 from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells
 from .audit_row import AuditRow
@@ -94,13 +94,13 @@ class AuditReport:
 
     def table(self, max_rows: int | None = None, width: int | None = None) -> str:
         """The per-layer table (its first ``max_rows`` rows); wider than ``width`` it is printed as
-        several tables that repeat the layer name (:func:`twofour._common.fit.fold_columns`)."""
+        two tables that repeat the layer name, or one block per layer (:func:`twofour._common.fit.fit_table`)."""
         rows = self.rows if max_rows is None else self.rows[:max_rows]
         stored = self.stored_forms
         header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
         body = [table_cells(r, stored) for r in rows]
         more = [f"... {len(self.rows) - max_rows} more rows"] if max_rows is not None and len(self.rows) > max_rows else []
-        return "\n\n".join("\n".join(lines + more) for lines in fold_columns(header, body, width))
+        return "\n\n".join("\n".join(lines + more) for lines in fit_table(header, body, width))
 
     def __str__(self) -> str:
         return self.text(report_width())

@@ -36,12 +36,15 @@ def test_report_width_is_columns_then_a_terminal_then_none(monkeypatch, no_colum
 
 def test_fit_wraps_sentences_and_last_columns_and_keeps_every_word():
     row = "    label     1.00x  measured   "
-    lines = ["  - " + "word " * 40, row + "a sentence that runs on " * 6, "short"]
-    out = fit(lines, 60)
-    assert all(len(line) <= 60 for line in out)
+    narrow = "  GEMM time   dense 0.269 ms   2:4 0.509 ms   GEMM speedup 0.53x"
+    lines = ["  - " + "word " * 40, row + "a sentence that runs on " * 6, narrow, "short"]
+    out = fit(lines, 70)
+    assert all(len(line) <= 70 for line in out)
     assert _words(" ".join(out)) == _words(" ".join(lines))  # nothing dropped
     # a bullet's continuation sits under its text, a last column's under that column
     assert out[1].startswith("    word") and any(line.startswith(" " * len(row) + "sentence") for line in out)
+    # a row whose last column has no room for it (under 30 characters) breaks between columns
+    assert fit([narrow], 48) == ["  GEMM time   dense 0.269 ms   2:4 0.509 ms", "    GEMM speedup 0.53x"]
     assert fit(lines, None) == lines
 
 
