@@ -226,7 +226,7 @@ def test_search_finds_the_pages_that_hold_the_term_and_no_others(watched, base_u
     found = 0 if said.startswith("No") else int(re.match(r"(\d+)", said).group(1))
     # lunr's own tokenizing and stemming (Material's) differ a little from _pages_holding's reading
     # (one run: "2:4" found on 54 of the 56 pages that hold it). Cut at the hyphen, "split-K" found
-    # nearly every page with a word that starts with "k" (56 results, issue 37), seven times too many.
+    # nearly every page with a word that starts with "k" (56 results in one run), seven times too many.
     assert 0.9 * len(expected) <= found <= len(expected), (
         f"{term!r}: search says {said!r}; the index holds it on {len(expected)} pages")
     # What the results highlight is the term itself, never a part of it.

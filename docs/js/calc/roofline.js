@@ -163,9 +163,6 @@ const FIT_ENTRIES = Object.fromEntries(Object.entries(FIT.per_gpu).map(([k, v]) 
 
 /** Return `scenario` if it is one of SCENARIOS, else throw naming the valid ones (check_scenario). */
 export function checkScenario(scenario) {
-  if (scenario === "ideal") {
-    throw new InputError("scenario", "scenario 'ideal' was renamed: it deleted fitted per-call costs that are part of the kernels' own time, so its 'kernel time only' was faster than any kernel the profiler recorded; use 'kernel' (kernel time as measured and modelled), or one of ('eager', 'cached', 'kernel')");
-  }
   if (!SCENARIOS.includes(scenario)) {
     throw new InputError(
       "scenario",

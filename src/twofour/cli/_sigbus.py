@@ -7,10 +7,10 @@ forked child and the parent only waits: a child killed by SIGBUS becomes the lin
 exit code 2; any other end is passed on as it was. Between tensors the reader also notices a
 file whose size or time changed (:meth:`twofour.dispatch.checkpoint.Checkpoint.tensor`).
 
-The reader itself no longer touches mapped pages: it copies each tensor's bytes with ``pread``
+The reader itself does not touch mapped pages: it copies each tensor's bytes with ``pread``
 (:mod:`twofour.dispatch._mapped`), so a library call (``twofour.cli.main([...])``, which runs in
-the caller's process, unguarded) gets the same one line as a ``CheckpointError``. The guard
-stays for what is still mapped: sparse and quantized tensors, and torch zips on systems without
+the caller's process, unguarded) gets the same one line as a ``CheckpointError``. The guard is
+for what is read through a map: sparse and quantized tensors, and torch zips on systems without
 ``/proc/self/maps``.
 """
 

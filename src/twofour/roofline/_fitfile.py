@@ -8,7 +8,7 @@ from pathlib import Path
 from .._common.jsonfile import check_schema, read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
-FIT_SCHEMA = "twofour-kernel-fit/2"  # /2: the tile model (KernelParams); /1 held the old Efficiency sets
+FIT_SCHEMA = "twofour-kernel-fit/2"  # the tile model's parameters (KernelParams); a file of any other schema is refused
 # The parts of the file the model and the calibration report read.
 FIT_FILE_SCHEMA = {
     "type": "object",

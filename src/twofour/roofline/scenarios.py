@@ -15,7 +15,7 @@
 
 There is no scenario without the fitted per-call costs: they are part of the kernels' own run
 time, so leaving them out predicts a kernel faster than any the profiler records. ``kernel`` is
-kernel time as measured. The name ``ideal``, which once meant that, is refused with this reason.
+kernel time as measured.
 """
 
 from __future__ import annotations
@@ -35,16 +35,13 @@ def check_scenario(scenario) -> str:
     """Return ``scenario`` if it is one of :data:`SCENARIOS`, else raise naming the valid ones.
 
     Example:
-        >>> check_scenario("ideal")
+        >>> check_scenario("cached")
+        'cached'
+        >>> check_scenario("graph")  # a timing mode's name: MODE_SCENARIO maps it to "cached"
         Traceback (most recent call last):
         ...
-        ValueError: scenario 'ideal' was renamed: it deleted fitted per-call costs that are part of the kernels' own time, so its 'kernel time only' was faster than any kernel the profiler recorded; use 'kernel' (kernel time as measured and modelled), or one of ('eager', 'cached', 'kernel')
+        ValueError: scenario must be one of ('eager', 'cached', 'kernel') (eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph replay, as a serving engine runs; kernel: the kernels' own time, as the profiler records it), got 'graph'
     """
-    if scenario == "ideal":
-        raise ValueError(
-            "scenario 'ideal' was renamed: it deleted fitted per-call costs that are part of the kernels' own time, "
-            "so its 'kernel time only' was faster than any kernel the profiler recorded; use 'kernel' (kernel time "
-            f"as measured and modelled), or one of {SCENARIOS}")
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario must be one of {SCENARIOS} ({_MEANING}), got {scenario!r}")
     return scenario

@@ -121,7 +121,7 @@ def test_a_calculator_task_renders_a_link_with_its_state():
     assert "calculator/index.md" not in render_markdown(BANK.get("what-is-two-four"))
 
 
-# The follow-ups issue 39 asks for, by the area an interviewer moves to from the 2:4 question
+# The follow-up questions a candidate should be ready for, by the area an interviewer moves to from the 2:4 question
 # (in order of how often they come up). Each id is a question of the bank; no id is in two areas.
 FOLLOW_UPS = {
     "KV cache and the scheduler": ["paged-kv-batch", "freed-bytes-to-batch", "prefix-cache-prefill-share",
@@ -139,14 +139,14 @@ FOLLOW_UPS = {
 }
 
 
-def test_at_least_thirty_follow_up_questions_cover_every_area_the_issue_names():
+def test_at_least_thirty_follow_up_questions_cover_every_area():
     ids = [qid for area in FOLLOW_UPS.values() for qid in area]
     assert len(ids) == len(set(ids)) >= 30
     for area, qids in FOLLOW_UPS.items():
         for qid in qids:
             q = BANK.get(qid)  # KeyError names a missing one
             assert q.connects and any("2:4" in t or " p" in t for t in (q.prompt, q.answer)), f"{area}: {qid}"
-    # the two the issue names explicitly
+    # these two areas are checked by name: each holds at least one question
     assert FOLLOW_UPS["reading Nsight metrics"] and FOLLOW_UPS["reasoning-model latency"]
     # every number a follow-up states is computed (or cited) and renders
     for qid in ids:

@@ -162,7 +162,7 @@ def test_scenario_order_and_errors():
         check_scenario("Eager")
     with pytest.raises(ValueError, match="scenario must be one of"):
         estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100", scenario="graph")
-    with pytest.raises(ValueError, match="'ideal' was renamed"):
+    with pytest.raises(ValueError, match="scenario must be one of .*got 'ideal'"):
         estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100", scenario="ideal")
 
 

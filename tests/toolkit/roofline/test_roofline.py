@@ -227,9 +227,11 @@ def test_scenarios_only_add_cost_and_eager_waits_for_the_host():
     assert c.sparse_us < DEFAULT_PARAMS.host_sparse_us
 
 
-def test_ideal_is_refused_with_the_reason():
-    with pytest.raises(ValueError, match="'ideal' was renamed.*use 'kernel'"):
-        predict(1, 4096, 4096, scenario="ideal")
+def test_a_name_outside_the_scenarios_gets_the_one_error_that_lists_them():
+    # "ideal" included: no name gets a message of its own
+    for name in ("ideal", "graph", "Kernel", ""):
+        with pytest.raises(ValueError, match=rf"^scenario must be one of \('eager', 'cached', 'kernel'\) .*, got '{name}'$"):
+            predict(1, 4096, 4096, scenario=name)
 
 
 def test_guard_binds_when_the_2to4_side_would_pass_a_ceiling():
