@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -387,3 +388,78 @@ def test_the_import_walk_reads_every_form(module, source, imported, private):
 def test_the_cycle_finder_finds_loops_and_only_loops():
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set(), "c": {"b"}}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's module map names every module
+
+MAP_HEADER = "| room | stage | modules"
+
+
+def module_map_rows(readme: str) -> list[str]:
+    """The rows of README's module map (the table whose header starts with :data:`MAP_HEADER`)."""
+    lines = readme.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(MAP_HEADER)), None)
+    assert start is not None, f"README.md has no module map (a table whose header starts {MAP_HEADER!r})"
+    rows = []
+    for line in lines[start + 2:]:  # past the header and its |---| line
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def _named(row: str) -> set[str]:
+    """Every identifier inside backticks in ``row``: ``trace/`` and ``dispatch/kernels`` name their parts."""
+    return {word for span in re.findall(r"`([^`]+)`", row) for word in re.findall(r"[A-Za-z_]\w*", span)}
+
+
+def unmapped_modules(rows: list[str], files, package: Path = PACKAGE) -> list[str]:
+    """The modules (package-relative paths) the map does not name.
+
+    A module counts as named when its stem is in backticks in a row that also names the package
+    it sits in (its parent folder; any row for a top-level module): a stem such as ``measure`` or
+    ``explain`` lives in two packages, and each must be described where its package is. A
+    package's ``__init__`` is named by the package's own name; ``__main__`` and the top-level
+    ``__init__`` need no entry.
+    """
+    named = [_named(row) for row in rows]
+    missing = []
+    for path in files:
+        rel = path.relative_to(package)
+        if rel.name == "__main__.py" or rel.as_posix() == "__init__.py":
+            continue
+        parts = rel.with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        stem, parent = parts[-1], parts[-2] if len(parts) > 1 else None
+        if not any(stem in words and (parent is None or parent in words) for words in named):
+            missing.append("/".join(parts) + ("/" if rel.name == "__init__.py" else ".py"))
+    return missing
+
+
+def test_the_readme_module_map_names_every_module():
+    rows = module_map_rows((REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(rows) >= 5, "the module map's rows were not found"
+    missing = unmapped_modules(rows, _package_files())
+    assert not missing, (
+        "README.md's module map (the table 'room | stage | modules') does not name these modules of "
+        f"src/twofour; add each, in backticks, to the row of its package with a few words:\n" + "\n".join(missing)
+    )
+
+
+def test_the_module_map_check_bites(tmp_path):
+    pkg = tmp_path / "twofour"
+    for rel in ("__init__.py", "__main__.py", "amdahl.py", "bench/__init__.py", "bench/measure.py",
+                "serve/__init__.py", "serve/measure.py", "serve/ops.py"):
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text("")
+    files = sorted(pkg.rglob("*.py"))
+    readme = ("| room | stage | modules (`src/twofour/...`) |\n|---|---|---|\n"
+              "| toolkit | 4 | `bench/` (`measure`: one point) |\n| | 6 | `amdahl`, `serve/` (`ops`) |\n\nafter\n")
+    rows = module_map_rows(readme)
+    assert len(rows) == 2
+    # serve/measure's stem is named, but only in bench's row
+    assert unmapped_modules(rows, files, pkg) == ["serve/measure.py"]
+    assert unmapped_modules(rows[:1], files, pkg) == ["amdahl.py", "serve/", "serve/measure.py", "serve/ops.py"]
+    assert unmapped_modules(module_map_rows(readme.replace("(`ops`)", "(`ops`, `measure`)")), files, pkg) == []
