@@ -14,11 +14,11 @@ What a row says, and where each fact comes from:
 * ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores. ``n`` of every ``m``
   values are kept, each with ``meta_bits`` of position: 2:4 with a 2-bit index for 16- and 8-bit
   types; 32-bit values run as 1:2 with their metadata written as for two 16-bit halves (4 bits
-  per kept value) (facts.md §2; NVIDIA's sparse tensor-core documentation);
+  per kept value) (PyTorch's ``docs/source/sparse.rst``; NVIDIA's sparse tensor-core documentation);
 * ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``:
   ``1/2 * 18/16 = 0.5625`` for fp16/bf16, ``1/2 * 10/8 = 0.625`` for fp8/int8;
 * ``pad_multiple``: the dense operand's row multiple of PyTorch's 2:4 path per backend
-  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``; facts.md §3). Older
+  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``). Older
   releases padded fp16 activations to 32 rows (pytorch#111339). CUTLASS has no fp8 path.
 
 >>> DTYPES["bf16"].packed_ratio, DTYPES["fp8"].packed_ratio, DTYPES["tf32"].packed_ratio
@@ -133,7 +133,7 @@ class PackedForm:
 
 # Every GEMM dtype's form, plus FP4 on Blackwell, which no GEMM dtype row holds (the request model
 # and the roofline have no FP4 peaks): *paired* 4:8 (a 2-bit index per pair of values: 1 bit per
-# kept value), and element-wise 2:4 with the usual 2-bit index (facts.md §2).
+# kept value), and element-wise 2:4 with the usual 2-bit index (derived from the bit counts).
 PACKED_FORMS: Mapping[str, PackedForm] = MappingProxyType({
     **{k: PackedForm(f.label, f.value_bits, f.n, f.m, f.meta_bits) for k, f in DTYPES.items()},
     "fp4_paired": PackedForm("fp4 e2m1, paired 4:8", 4, 4, 8, 1),

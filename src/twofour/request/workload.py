@@ -33,7 +33,7 @@ PHASES: tuple[str, ...] = ("prefill", "decode")
 
 # Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
 # the one dtype table (twofour._common.dtypes; ratio = 1/2 + 2 bits of metadata per kept value,
-# facts.md §2). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
+# PyTorch's docs/source/sparse.rst, "Sparse Semi-Structured Tensors"). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
 # assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
 DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
 OUT_BYTES: dict[str, int] = {d: DTYPES[d].out_bytes for d in SPARSE_24_DTYPES}

@@ -40,7 +40,7 @@ def test_s_one_changes_nothing(p):
 
 
 def test_known_value_from_the_facts_table():
-    # facts.md §7: decode bs1, f = 0.87, s = 1.78 (fp16 bytes ceiling) -> about 1.6x
+    # decode at batch 1: f = 0.87 (Llama-3-8B's eligible weight bytes), s = 1.78 (fp16 bytes ceiling) -> about 1.6x
     assert speedup(0.87, 1.78) == pytest.approx(1.0 / (0.13 + 0.87 / 1.78))
     assert 1.55 < speedup(0.87, 1.78) < 1.65
 

@@ -204,7 +204,7 @@ def test_decode_step_linear_bytes(dtype, weight_bytes, packed_weight_bytes, act_
 
 def test_weights_read_per_token_match_torchaos_model_size():
     # torchao's sparsity README (v0.15.0, Llama-3-8B on A100-80GB, bf16) reports a 15.01 GB
-    # "model size" (facts.md §7): the bytes a decode step streams, i.e. blocks + LM head + norms
+    # "model size": the bytes a decode step streams, i.e. blocks + LM head + norms
     # at 2 B: (6,979,321,856 + 525,336,576 + 266,240) x 2 = 15,009,849,344 B = 15.01 GB.
     w = formats.model_weight_bytes(LLAMA_3_8B, "bf16")
     assert w["read_per_token"] == 15_009_849_344
@@ -214,7 +214,7 @@ def test_weights_read_per_token_match_torchaos_model_size():
 def test_dense_decode_on_a100_matches_torchaos_measured_rate():
     """The dense request model against a published end-to-end measurement.
 
-    torchao's sparsity README (v0.15.0, "LLama3" table; facts.md §7): Llama-3-8B, bf16, batch 1,
+    torchao's sparsity README (v0.15.0, "LLama3" table): Llama-3-8B, bf16, batch 1,
     A100-80GB, ``generate.py --compile``: **95.64 tok/s**. The prompt is short and 200 tokens are
     generated, so decode steps dominate.
 

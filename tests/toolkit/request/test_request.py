@@ -89,7 +89,7 @@ def test_gemm_shapes_follow_the_config():
 
 
 def test_bs1_decode_streams_the_weights():
-    """facts.md §7: at batch 1 every weight byte is read once per token."""
+    """At batch 1 every weight byte is read once per token (torchao's sparsity README: 95.64 tok/s x 15.01 GB ~ the A100's 1,436 GB/s)."""
     w = Workload(LLAMA_3_8B, 1, 1, 2, dtype="bf16")
     est = estimate(w, TOY)  # ideal roofline, memory efficiency 1
     counts = parameter_counts(LLAMA_3_8B)
@@ -102,7 +102,7 @@ def test_bs1_decode_streams_the_weights():
 
 
 def test_kv_traffic_matches_the_cited_formula():
-    """facts.md §7 (graphcore notebook): KV bytes per step = batch * layers * 2 * seq * hidden / kv_group * bytes."""
+    """graphcore-research/llm-inference-research's notebook: KV bytes per step = batch * layers * 2 * seq * hidden / kv_group * bytes."""
     batch, P, T = 4, 1000, 11
     est = estimate(Workload(LLAMA_3_8B, batch, P, T), TOY)
     group = LLAMA_3_8B.heads // LLAMA_3_8B.kv_heads
