@@ -60,6 +60,22 @@ def _not_mutated(modules: list[str]) -> list[str]:
     return [p for m in modules for p in MODULES[m] if p not in config.get("only_mutate", [p])]
 
 
+def missing_test_paths(config: dict | None = None) -> list[str]:
+    """Test files and ``--deselect`` node ids of ``[tool.mutmut] pytest_add_cli_args_test_selection``
+    that do not exist: pytest then stops before any mutant is tested (a moved test file did that).
+
+    >>> missing_test_paths({"pytest_add_cli_args_test_selection": ["tests/none.py", "-k", "not x"]})
+    ['tests/none.py']
+    """
+    if config is None:
+        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    args = config.get("pytest_add_cli_args_test_selection", [])
+    # a path is a bare argument or the value of --deselect; any other option's value (-k) is not
+    paths = [a for before, a in zip([None] + args, args)
+             if not a.startswith("-") and (before is None or before == "--deselect" or not before.startswith("-"))]
+    return [a for a in paths if not (ROOT / a.split("::", 1)[0]).is_file()]
+
+
 def _module_mutants(paths: tuple[str, ...]) -> list[str]:
     """Every mutant mutmut makes of one module's files, in file order."""
     return [name for path in paths for name in _mutmut_names(path)]
@@ -246,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"pyproject.toml [tool.mutmut] only_mutate lacks {', '.join(missing)}: mutmut would make no "
                          "mutants of it and its sampled mutants would all be 'not run'; add it there")
+    gone = missing_test_paths()
+    if gone:
+        raise SystemExit(f"pyproject.toml [tool.mutmut] pytest_add_cli_args_test_selection names {', '.join(gone)}, "
+                         "which do not exist: pytest would stop before testing any mutant; fix the paths there")
     chosen = selected(modules, size, args.seed)
     if args.command == "run":
         (ROOT / "mutants").mkdir(exist_ok=True)
