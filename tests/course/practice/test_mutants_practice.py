@@ -388,3 +388,17 @@ def test_a_yaml_anchor_on_a_scalar_may_be_reused(tmp_path):
     path.write_text("\n".join(lines + ["questions: [*h]"]) + "\n", encoding="utf-8")
     with pytest.raises(BankError, match=r"expands to more than 1,000,000 YAML nodes"):
         load_bank(path)
+
+
+def test_a_calculator_task_without_both_openings_is_refused_at_its_rubric():
+    must = ["What the result establishes: a", "two"]  # no "What still needs measurement:"
+    raw = _question(calculator={"gpu": "H200"}, rubric={"must": must, "strong": ["s"], "red_flags": ["r"]})
+    with pytest.raises(BankError, match=r"q-edge.*\(at rubric\.must\).*'What still needs measurement:'"):
+        parse_question(raw, 0)
+    raw["rubric"]["must"] = must[:1] + ["What still needs measurement: b"]
+    assert parse_question(raw, 0).calculator == (("gpu", "H200"),)
+
+
+def test_a_questions_own_texts_are_checked_for_markup():
+    with pytest.raises(BankError, match=r"prompt holds markup"):
+        parse_question(_question(prompt="P <b>x</b> {{a}}"), 0)

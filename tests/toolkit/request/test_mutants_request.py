@@ -317,3 +317,17 @@ def test_kernel_bandwidth_ratio_of_one_gemm_by_hand():
     assert kernel_bandwidth_ratio(one, "H200") == pytest.approx(want, rel=1e-12)
     # Over every pruned GEMM it is still a ratio of two positive bandwidths, below 1 at decode.
     assert 0.0 < kernel_bandwidth_ratio(Workload(LLAMA_3_8B, 1, 512, 16), "H200") < 1.0
+
+
+def test_measured_detail_reads_the_mixed_steps_rows_at_batch_plus_chunk():
+    from twofour.course.answer import verdict_results
+    from twofour.request.measured import measured_gemm_detail
+
+    results = verdict_results()
+
+    def decode(batch, chunk=0):
+        w = Workload(LLAMA_3_8B, batch, 512, 256, dtype="fp16", prefill_chunk_tokens=chunk)
+        return measured_gemm_detail(results, w)["decode"]["speedup"]
+
+    # one decode token and 15 chunk tokens share a step: its GEMMs run at M = 16
+    assert decode(1, chunk=15) == decode(16) != decode(1)

@@ -277,3 +277,12 @@ def test_cached_and_kernel_scenarios_are_never_host_bound():
         assert (p.bound_dense, p.bound_sparse) == ("memory", "memory"), sc
     p = predict(1, 4096, 4096, "fp16", "H200", params=prm, scenario="eager")
     assert (p.bound_dense, p.bound_sparse) == ("host", "host")
+
+
+@pytest.mark.parametrize("arg", ["M", "N", "sms", "tile_m", "tile_n"])
+def test_wave_efficiency_names_the_argument_it_refuses(arg):
+    from twofour.roofline.tiles import wave_efficiency
+
+    args = {"M": 1, "N": 4096, "sms": 132, "tile_m": 128, "tile_n": 128} | {arg: 0}
+    with pytest.raises(ValueError, match=rf"^{arg} must be an? (int|number) from 1"):
+        wave_efficiency(**args)

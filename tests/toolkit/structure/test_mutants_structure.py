@@ -206,3 +206,13 @@ def test_prune_refuses_scores_on_another_device_and_names_both():
     scores = torch.ones(2, 4, device="meta")
     with pytest.raises(ValueError, match=r"^scores is on meta but W is on cpu; move one of them$"):
         twofour.prune(torch.ones(2, 4), scores=scores)
+
+
+def test_identical_rows_are_never_expanded_into_an_index_list():
+    from twofour.structure import _bad_row_indices
+
+    same = torch.ones(1, dtype=torch.int64).expand(10**15)  # one stored row, 10**15 of them
+    rows = _bad_row_indices(same)
+    assert isinstance(rows, type(iter(range(0)))) and (next(rows), next(rows)) == (0, 1)
+    assert list(_bad_row_indices(torch.zeros(1, dtype=torch.int64).expand(3))) == []
+    assert list(_bad_row_indices(torch.tensor([0, 2, 0, 1]))) == [1, 3]
