@@ -132,6 +132,8 @@ class ServeRun:
     latencies_s: list[float] = field(default_factory=list)  # every sampled request, background phase
     during_build_s: list[float] = field(default_factory=list)  # those made while a rebuild ran
     failed_requests: int = 0
+    first_deferred: int | None = None  # pages and files the first page's (quick) build left for the next
+    full_s: float | None = None  # until a build that left nothing out was served
     outputs_s: float | None = None  # until every notebook page of the served build has its outputs
     builds: int = 0
     peak_load: float = 0.0
@@ -144,7 +146,9 @@ def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None =
              "/practice/fundamentals/", "/search/search_index.json"]
     with tempfile.TemporaryDirectory() as tmp:
         port = _free_port()
-        env = {**os.environ, "TWOFOUR_NB_CACHE": str(Path(tmp) / "cache"), "TWOFOUR_SERVE_DIR": str(Path(tmp) / "serve")}
+        # A fresh clone's state after its set-up: no notebook outputs, no earlier build, no wheel.
+        env = {**os.environ, "TWOFOUR_NB_CACHE": str(Path(tmp) / "cache"), "TWOFOUR_SERVE_DIR": str(Path(tmp) / "serve"),
+               "TWOFOUR_WHEEL_CACHE": str(Path(tmp) / "wheel")}
         base = f"http://127.0.0.1:{port}"
         started = time.monotonic()
         out = log.open("w") if log else subprocess.DEVNULL
@@ -179,8 +183,12 @@ def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None =
                 run.peak_load = max(run.peak_load, os.getloadavg()[0])
                 if before:
                     run.builds = before["build"] or 0
-                    if (before["pending"] == [] and before["failed"] == [] and before["building"] is None
-                            and not before["notebooks_running"]):
+                    if run.first_deferred is None:
+                        run.first_deferred = len(before["deferred"] or [])
+                    if run.full_s is None and before["deferred"] == []:
+                        run.full_s = time.monotonic() - started
+                    if (before["pending"] == [] and before["failed"] == [] and before["deferred"] == []
+                            and before["building"] is None and not before["notebooks_running"]):
                         run.outputs_s = time.monotonic() - started
                         break
                 time.sleep(max(0.0, sample_s - (time.monotonic() - tick)))
@@ -236,6 +244,8 @@ def main(argv=None) -> int:
                   f"{len(run.during_build_s)} of them during a rebuild, longest "
                   f"{max(run.during_build_s, default=0.0) * 1000:.0f} ms; {run.failed_requests} failed "
                   f"(target: none over {REQUEST_S:g} s, none failed)")
+            print(f"make serve: the first page's build left {run.first_deferred} page(s) and file(s) for the full "
+                  "build, served after " + (f"{run.full_s:.1f} s" if run.full_s else "(never)"))
             print(f"make serve: every notebook page had its outputs after "
                   + (f"{run.outputs_s:.0f} s" if run.outputs_s else "(not within the time limit)")
                   + f", build {run.builds} served; peak load {run.peak_load:.1f} on {cores} cores")

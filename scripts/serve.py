@@ -10,7 +10,10 @@ Three kinds of work run side by side, each in processes of its own:
   notebook missing from the cache becomes a page of its code with an "outputs are being
   computed" note, and nothing is executed), each into a fresh folder, one at a time, started
   whenever a watched source or the notebook cache changed since the last one began
-  (:class:`Builder`, :class:`Watcher`);
+  (:class:`Builder`, :class:`Watcher`). With no earlier build to serve (a fresh clone), the
+  first is a quick build (``TWOFOUR_BUILD=quick``, site_hooks/quick.py: the API reference, the
+  practice questions and the toolkit's wheel left out, each page saying so), and the full build
+  follows it at once;
 * **the notebooks**: ``site_hooks/nb_execute.py`` run standalone fills ``build/notebook-cache``,
   two kernels at a time, at a lower CPU priority than the server and the builds; each notebook
   that lands there is a change, so a build follows (:class:`NotebookRunner`).
@@ -18,8 +21,10 @@ Three kinds of work run side by side, each in processes of its own:
 A page open in the browser asks ``/__twofour/page`` once a second whether its own page differs
 in the newest build, and reloads if it does (the script is added to each HTML page as it is sent,
 so it is never part of a build). Until the first build is done (on a fresh clone, the one wait)
-a request gets a short page that reloads itself, with status 503. A later start serves the last
-session's newest build at once, if it was built for the same address, while a fresh one is made.
+a request gets a short page that reloads itself, with status 503, as does a request for a file
+that a quick build left out (the wheel), until the full build has it. A later start serves the
+last session's newest build at once, if it was built for the same address, while a fresh one is
+made.
 
     .venv/bin/python scripts/serve.py [--host 127.0.0.1] [--port 8000]
 
@@ -62,6 +67,10 @@ MARKER = ".twofour-serve.json"  # written into a build's folder once the build i
 # The notes site_hooks/notebooks.py's pending_html() writes (tests/site/test_serve.py checks them).
 PENDING_NOTE = b'class="admonition info nb-pending"'
 FAILED_NOTE = b'class="admonition failure nb-pending"'
+# site_hooks/quick.py's note on a page a quick build left for the next, and its list of the
+# files it left out (tests/site/test_serve.py checks they are the hook's).
+DEFERRED_NOTE = b'class="admonition info nb-deferred"'
+DEFERRED_MANIFEST = ".twofour-deferred.json"
 PAGE_API, STATUS_API = "/__twofour/page", "/__twofour/status"
 
 
@@ -81,10 +90,11 @@ class Build:
     pages: dict[str, str] = field(repr=False)  # "notebooks/x/index.html" -> sha256 of its bytes
     pending: tuple[str, ...] = ()  # pages whose notebook outputs are still being computed
     failed: tuple[str, ...] = ()  # pages whose notebook failed to run
+    deferred: tuple[str, ...] = ()  # pages and files a quick build left for the next build
 
     @classmethod
     def scan(cls, number: int, directory: Path) -> "Build":
-        pages, pending, failed = {}, [], []
+        pages, pending, failed, deferred = {}, [], [], []
         for path in sorted(directory.rglob("*.html")):
             data = path.read_bytes()
             key = path.relative_to(directory).as_posix()
@@ -93,7 +103,12 @@ class Build:
                 pending.append(key)
             elif FAILED_NOTE in data:
                 failed.append(key)
-        return cls(number, directory, pages, tuple(pending), tuple(failed))
+            if DEFERRED_NOTE in data:
+                deferred.append(key)
+        manifest = directory / DEFERRED_MANIFEST
+        if manifest.is_file():
+            deferred += json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        return cls(number, directory, pages, tuple(pending), tuple(failed), tuple(deferred))
 
 
 def page_key(url_path: str) -> str:
@@ -172,14 +187,19 @@ class Site:
             "building": self.building,
             "pending": list(build.pending) if build else None,
             "failed": list(build.failed) if build else None,
+            "deferred": list(build.deferred) if build else None,
             "notebooks_running": self.notebooks_running,
             "last_error": self.last_error,
         }
 
 
-def mkdocs_build(directory: Path, site_url: str) -> str | None:
-    """Build the site into ``directory`` without executing a notebook; None, or the error log."""
-    env = {**os.environ, "TWOFOUR_NOTEBOOKS": "pending", "TWOFOUR_SITE_URL": site_url, "NO_MKDOCS_2_WARNING": "1"}
+def mkdocs_build(directory: Path, site_url: str, quick: bool = False) -> str | None:
+    """Build the site into ``directory`` without executing a notebook; None, or the error log.
+
+    ``quick``: the quick build (site_hooks/quick.py), which leaves its costliest parts for the next.
+    """
+    env = {**os.environ, "TWOFOUR_NOTEBOOKS": "pending", "TWOFOUR_SITE_URL": site_url, "NO_MKDOCS_2_WARNING": "1",
+           "TWOFOUR_BUILD": "quick" if quick else "full"}
     # In the server's process group: Ctrl-C stops a build too.
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(directory)], cwd=ROOT, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -236,28 +256,38 @@ class Worker:
 
 
 class Builder(Worker):
-    """Makes a build into a fresh folder and swaps it in when it is complete."""
+    """Makes a build into a fresh folder and swaps it in when it is complete.
+
+    With ``quick_build``, a build made while nothing is served yet is a quick one, and a full
+    build (``build``) is asked for as soon as it is in: the first page comes from the quick build.
+    """
 
     name = "builder"
 
-    def __init__(self, site: Site, build: Callable[[Path], str | None]):
+    def __init__(self, site: Site, build: Callable[[Path], str | None],
+                 quick_build: Callable[[Path], str | None] | None = None):
         super().__init__()
-        self.site, self.build = site, build
+        self.site, self.build, self.quick_build = site, build, quick_build
 
     def job(self) -> None:
         number = self.site.next_number()
         directory = self.site.state_dir / f"site-{number}"
         shutil.rmtree(directory, ignore_errors=True)
+        quick = self.quick_build is not None and self.site.current is None
         self.site.building = number
         started = time.monotonic()
-        log(f"build {number} started")
+        log(f"build {number} started" + (" (quick: the first page comes from it; the full build follows)"
+                                         if quick else ""))
         try:
-            error = self.build(directory)
+            error = (self.quick_build if quick else self.build)(directory)
             if error is None:
                 build = Build.scan(number, directory)
                 self.site.swap(build)
+                if quick:
+                    self.request()  # the full build, next
                 log(f"serving build {number} (made in {time.monotonic() - started:.1f} s; "
-                    f"{len(build.pending)} notebook page(s) still computing, {len(build.failed)} failed)")
+                    f"{len(build.pending)} notebook page(s) still computing, {len(build.failed)} failed"
+                    + (f", {len(build.deferred)} page(s) and file(s) left for the full build)" if build.deferred else ")"))
             else:
                 shutil.rmtree(directory, ignore_errors=True)
                 self.site.last_error = error
@@ -395,6 +425,9 @@ STARTING_HTML = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="1"><title>Building the site</title></head>
 <body style="font-family: sans-serif; margin: 3em"><p>The site is being built for the first time;
 this page reloads itself until it is there.</p></body></html>"""
+COMING_HTML = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Being built</title></head>
+<body style="font-family: sans-serif; margin: 3em"><p>This file comes with the site's next build, which
+is being made now (the first build left it out to show the site sooner). Try again in a minute.</p></body></html>"""
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -438,6 +471,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             target = target / "index.html"
         if target.suffix == ".html" and target.is_file():
             return self._send_page(200, target, body)
+        if not target.exists() and page_key(url.path) in self.build.deferred:  # the wheel, in a quick build
+            return self._send(503, COMING_HTML.encode(), "text/html; charset=utf-8", body, {"Retry-After": "5"})
         if not target.exists() and (self.build.directory / "404.html").is_file():
             return self._send_page(404, self.build.directory / "404.html", body)
         return super().do_GET() if body else super().do_HEAD()  # files, and a folder's redirect to "/"
@@ -498,11 +533,10 @@ def main(argv=None) -> int:
                                {**os.environ, "TWOFOUR_NB_FAILURES": str(failures)})
     # The builds read the same records, so a failed notebook's page shows its error.
     os.environ["TWOFOUR_NB_FAILURES"] = str(failures)
-    # The toolkit's wheel (every build puts it in downloads/; about 2 s of CPU on a fresh clone)
-    # is built beside the first build's imports: its hook then waits for it (a lock), not longer.
-    subprocess.Popen([sys.executable, str(ROOT / "site_hooks" / "toolkit_wheel.py")], cwd=ROOT,
-                     stdout=subprocess.DEVNULL)
-    builder = Builder(site, lambda directory: mkdocs_build(directory, site_url))
+    # With nothing to serve yet, the first build is a quick one (the full build, with the toolkit's
+    # wheel, follows it); a later start serves the last build and makes full builds only.
+    builder = Builder(site, lambda directory: mkdocs_build(directory, site_url),
+                      quick_build=lambda directory: mkdocs_build(directory, site_url, quick=True))
     watcher = Watcher(builder, notebooks, (CACHE_DIR, failures))
     for worker in (builder, notebooks, watcher):
         worker.start()

@@ -48,6 +48,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nb_execute  # noqa: E402 (after the line above)
 import nb_links  # noqa: E402
 import nb_render  # noqa: E402
+import quick  # noqa: E402
 import toolkit_wheel  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
@@ -153,10 +154,12 @@ def download_copy(path: Path, wheel_url: str | None, repo: str | None = None) ->
 def on_files(files: Files, config) -> Files:
     repo, branch = _repo(config)
     try:
-        wheel = toolkit_wheel.build()  # built (or found) by toolkit.py's on_config already
+        # Built (or found) by toolkit.py's on_config already; a quick build (quick.py) names it
+        # without building it, and the next build has it.
+        name = toolkit_wheel.wheel_name() if quick.quick_mode() else toolkit_wheel.build().name
     except toolkit_wheel.WheelBuildError as err:
         raise PluginError(str(err)) from None
-    wheel_url = toolkit_wheel.wheel_url(config.site_url, wheel.name)
+    wheel_url = toolkit_wheel.wheel_url(config.site_url, name)
     paths = nb_execute.find_notebooks()
     notes: dict = {}
     if _pending_mode():

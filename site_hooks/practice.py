@@ -31,6 +31,10 @@ navigation to grow, without dropping any text:
 * A card's title has a short anchor (``#t-<id>``, :func:`twofour.course.practice.render_markdown`)
   and no permalink icon (:func:`first_tooltip_per_page` drops it): the card itself is the link
   target (``#q-<id>``), which practice mode and the mock loop use.
+
+``make serve``'s quick first build (:mod:`quick`) reads no bank: each marker becomes the note
+that the questions come with the next build (reading and checking the bank and computing every
+number of every card is a sixth of a build's CPU time).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import json
 import logging
 import re
 
+import quick
 from twofour.course.practice import LEVELS, TOPICS, load_bank, render_markdown
 
 log = logging.getLogger("mkdocs.hooks.practice")
@@ -170,9 +175,15 @@ def on_post_page(output: str, page, config) -> str:
     return squeeze_whitespace(output)
 
 
+DEFERRED = "the practice questions (their numbers are computed from the toolkit while the page is built)"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if not page.file.src_uri.startswith("practice/"):
         return markdown
+    if quick.quick_mode():
+        note = quick.deferred_html(DEFERRED)
+        return _MODE_MARKER.sub(lambda m: note, _LEVEL_MARKER.sub(lambda m: note, markdown))
     markdown = _LEVEL_MARKER.sub(lambda m: level_markdown(m.group("level")), markdown)
     if _MODE_MARKER.search(markdown):
         sources = _level_sources(page.file.src_uri, files)

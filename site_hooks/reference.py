@@ -12,10 +12,16 @@
   low search boost so a chapter that explains a term outranks the signature that uses it. A new
   module appears without editing anything, at the end of its room; a module that fails to
   import fails the strict build with its name.
+
+``make serve``'s quick first build (:mod:`quick`) imports no module: the overview and every
+module page are there, titled and in the nav, each saying that its entries come with the next
+build (importing the package, PyTorch included, and rendering the signatures is most of a
+build's CPU time that a reader of the first page does not need).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
@@ -24,6 +30,8 @@ import re
 from pathlib import Path
 
 from mkdocs.structure.files import File
+
+import quick
 
 log = logging.getLogger("mkdocs.hooks.reference")
 
@@ -226,30 +234,42 @@ def _room_of(name: str) -> str:
     return TOOLKIT
 
 
-def _documented_modules() -> list[str]:
-    """Public modules the page must cover: the top level, and the modules of cli/ and course/."""
-    import twofour
+PACKAGE_DIR = ROOT / "src" / "twofour"
 
+
+def _walk_modules(folder: Path, prefix: str):
+    """Every module and package under ``folder``, as :func:`pkgutil.walk_packages` lists them,
+    without importing any (``make serve``'s quick build imports none)."""
+    for info in pkgutil.iter_modules([str(folder)], prefix):
+        yield info.name
+        if info.ispkg:
+            yield from _walk_modules(folder / info.name.rsplit(".", 1)[1], info.name + ".")
+
+
+@functools.lru_cache(maxsize=1)  # a build is one process; api_groups() asks once per page
+def _documented_modules() -> tuple[str, ...]:
+    """Public modules the page must cover: the top level, and the modules of cli/ and course/."""
     names: list[str] = []
-    for info in pkgutil.walk_packages(twofour.__path__, prefix="twofour."):
-        parts = info.name.split(".")
+    for name in _walk_modules(PACKAGE_DIR, "twofour."):
+        parts = name.split(".")
         if any(p.startswith("_") for p in parts):
             continue
         depth = len(parts) - 1  # twofour.x: 1
         # Toolkit packages (dispatch, quality) document their re-exported API, not each file;
         # the rooms list their modules, and course/figures/ its figure modules.
-        if depth == 1 or (_room_of(info.name) != TOOLKIT and (depth == 2 or parts[2] == "figures")):
-            if info.name not in ("twofour.course", "twofour.course.figures"):  # rooms, not modules
-                names.append(info.name)
-    return names
+        if depth == 1 or (_room_of(name) != TOOLKIT and (depth == 2 or parts[2] == "figures")):
+            if name not in ("twofour.course", "twofour.course.figures"):  # rooms, not modules
+                names.append(name)
+    return tuple(names)
 
 
 def api_groups() -> list[tuple[str, str, str, list[str]]]:
     """:data:`API_GROUPS`, plus a group per room for public modules it does not list yet."""
     listed = {m for *_, modules in API_GROUPS for m in modules}
     groups = list(API_GROUPS)
+    documented = _documented_modules()
     for room in (TOOLKIT, CLI, COURSE):
-        extra = [m for m in _documented_modules() if m not in listed and _room_of(m) == room]
+        extra = [m for m in documented if m not in listed and _room_of(m) == room]
         if extra:
             last = max(i for i, g in enumerate(groups) if g[0] == room)
             groups.insert(last + 1, (room, "Other modules", "", extra))
@@ -289,8 +309,20 @@ def _import(name: str):
         return None
 
 
+DEFERRED = "the toolkit API reference (each module's functions, generated from its docstrings)"
+
+
 def api_markdown() -> str:
-    """The overview: the most-used functions, then each group with its modules (links, one line each)."""
+    """The overview: the most-used functions, then each group with its modules (links, one line each).
+
+    In a quick build: the note that the entries come with the next build, then each group with
+    links to its modules' pages (imports nothing).
+    """
+    if quick.quick_mode():
+        parts = [quick.deferred_html(DEFERRED)]
+        for _room, title, _blurb, modules in api_groups():
+            parts += ["", f"### {title}", ""] + [f"- [`{name}`](api/{name}.md)" for name in modules]
+        return "\n".join(parts) + "\n"
     parts = ["## Most used", ""]
     for module, member, what in MOST_USED:
         parts.append(f"- [`{module}.{member}`](api/{module}.md#{module}.{member}): {what}")
@@ -309,13 +341,19 @@ def api_markdown() -> str:
 
 
 def module_page_markdown(name: str) -> str | None:
-    """One module's page: front matter (search boost), title, docstring, then every public name."""
-    module = _import(name)
-    if module is None:
+    """One module's page: front matter (search boost), title, docstring, then every public name.
+
+    In a quick build: the title and the note that the rest comes with the next build.
+    """
+    deferred = quick.quick_mode()
+    module = None if deferred else _import(name)
+    if module is None and not deferred:
         return None
     room, title = next(((r, t) for r, t, _, ms in api_groups() if name in ms), (_room_of(name), ""))
     front = f"---\nsearch:\n  boost: {API_SEARCH_BOOST}\n---\n\n"
     where = f"*{ROOM_TITLES[room]}" + (f" · {title}" if title else "") + "* · [all modules](../api.md)"
+    if deferred:
+        return "\n\n".join([f"{front}# `{name}`", where, quick.deferred_html(DEFERRED)]) + "\n"
     parts = [f"{front}# `{name}`", where, _docstring_markdown(module.__doc__)]
     parts += _module_markdown(name, module)
     return "\n\n".join(parts) + "\n"

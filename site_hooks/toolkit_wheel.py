@@ -35,7 +35,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE_DIR = ROOT / "build" / "wheel"
+# TWOFOUR_WHEEL_CACHE moves the cache (benchmarks/site_speed.py starts `make serve` without one).
+CACHE_DIR = Path(os.environ.get("TWOFOUR_WHEEL_CACHE") or ROOT / "build" / "wheel")
 DOWNLOADS = "downloads"  # the wheel's folder in the built site
 # What the wheel is made of: these files and the package folder (relative to the root).
 SOURCE_FILES = ("pyproject.toml", "README.md")
@@ -66,6 +67,31 @@ def source_digest(root: Path = ROOT) -> str:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:20]
+
+
+_VERSION = re.compile(r'^version\s*=\s*"([^"]+)"\s*$', re.M)
+
+
+def wheel_name(root: Path = ROOT) -> str:
+    """The file name the wheel of the sources under ``root`` gets, without building it.
+
+    ``make serve``'s quick first build (site_hooks/quick.py) names the wheel's URL before the
+    wheel exists; :func:`build` checks that the wheel it builds has this name.
+
+    >>> wheel_name()  # doctest: +ELLIPSIS
+    'twofour-...-py3-none-any.whl'
+    """
+    project = (root / "pyproject.toml").read_text(encoding="utf-8").split("[project]", 1)[-1].split("\n[", 1)[0]
+    found = _VERSION.search(project)
+    if found is None:
+        raise WheelBuildError(f"{root / 'pyproject.toml'}: no `version = \"...\"` line in [project]")
+    return f"twofour-{found.group(1)}-py3-none-any.whl"
+
+
+def cached(root: Path = ROOT, cache_dir: Path = CACHE_DIR) -> Path | None:
+    """The wheel of the sources under ``root`` if it is in the cache already, else None (builds nothing)."""
+    found = sorted((cache_dir / source_digest(root)).glob("*.whl"))
+    return found[0] if len(found) == 1 else None
 
 
 def _copy_sources(root: Path, dest: Path) -> None:
@@ -139,6 +165,10 @@ def _build_locked(root: Path, cache_dir: Path, python: str, digest: str) -> Path
                 f"{len(wheels)} wheel(s)); run it yourself to see why: "
                 f"{python} -m pip wheel --no-deps --no-build-isolation -w /tmp/wheel {root}"
                 f" (needs setuptools>=70.1 in that Python: the `site` extra)\n{tail}")
+        if wheels[0].name != wheel_name(root):
+            raise WheelBuildError(
+                f"the twofour wheel came out as {wheels[0].name}, not {wheel_name(root)} as wheel_name() reads "
+                "pyproject.toml: make wheel_name() agree (make serve's first build links the wheel by that name)")
         lacking = missing_from(wheels[0], root)
         if lacking:
             raise WheelBuildError(

@@ -19,6 +19,8 @@ import nav_whitespace  # noqa: E402
 import nb_execute  # noqa: E402
 import nb_links  # noqa: E402
 import nb_render  # noqa: E402
+import practice  # noqa: E402
+import quick  # noqa: E402
 import reference  # noqa: E402
 import search_terms  # noqa: E402
 
@@ -104,7 +106,7 @@ def test_fence_survives_backticks_in_code():
     assert fenced.startswith("````python") and fenced.endswith("````")
 
 
-@pytest.mark.parametrize("module", [nb_render, nb_links, mathml, nav_whitespace, search_terms])
+@pytest.mark.parametrize("module", [nb_render, nb_links, mathml, nav_whitespace, search_terms, quick])
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 
@@ -313,6 +315,49 @@ def test_api_nav_has_every_module_page_toolkit_first():
     page = reference.module_page_markdown("twofour.structure")
     assert page.startswith(f"---\nsearch:\n  boost: {reference.API_SEARCH_BOOST}\n---") and "# `twofour.structure`" in page
     assert "{#twofour.structure.check}" in page
+
+
+# ---- make serve's quick first build (quick.py): what it leaves out says so ------------------
+
+
+def test_a_quick_build_titles_every_api_page_and_imports_no_module(monkeypatch):
+    monkeypatch.setenv(quick.ENV, "quick")
+    importing = reference._import
+    monkeypatch.setattr(reference, "_import", lambda name: pytest.fail(f"a quick build imported {name}"))
+    listed = [m for *_, ms in reference.api_groups() for m in ms]
+    for name in listed:
+        page = reference.module_page_markdown(name)
+        assert f"# `{name}`" in page and quick.DEFERRED_NOTE in page and "{#" not in page
+    overview = reference.api_markdown()
+    assert quick.DEFERRED_NOTE in overview and not re.search(r"\]\(api/[^)]*#", overview)  # no anchor to miss
+    assert [line.split("](api/")[1].split(".md)")[0] for line in overview.splitlines() if "](api/" in line] == listed
+    monkeypatch.setattr(reference, "_import", importing)
+    monkeypatch.setenv(quick.ENV, "full")  # any other value: the full build
+    page = reference.module_page_markdown("twofour.structure")
+    assert quick.DEFERRED_NOTE not in page and "{#twofour.structure.check}" in page
+
+
+def test_the_module_list_is_read_from_the_files_as_walk_packages_reads_it():
+    import pkgutil
+
+    import twofour
+
+    walked = [info.name for info in pkgutil.walk_packages(twofour.__path__, prefix="twofour.")]
+    assert list(reference._walk_modules(reference.PACKAGE_DIR, "twofour.")) == walked
+
+
+def test_a_quick_build_reads_no_practice_bank(monkeypatch):
+    class Page:
+        class file:
+            src_uri = "practice/fundamentals.md"
+
+    monkeypatch.setattr(practice, "_bank", lambda: pytest.fail("a quick build read the bank"))
+    monkeypatch.setenv(quick.ENV, "quick")
+    out = practice.on_page_markdown("# Fundamentals\n\n<!-- practice-level fundamentals -->\n", Page, None, None)
+    assert out.startswith("# Fundamentals") and quick.DEFERRED_NOTE in out and "practice-level" not in out
+    Page.file.src_uri = "practice/index.md"
+    out = practice.on_page_markdown("<!-- practice-mode -->", Page, None, None)
+    assert quick.DEFERRED_NOTE in out and "data-practice-mode" not in out
 
 
 def test_docstrings_become_prose_lists_and_code():

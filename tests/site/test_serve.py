@@ -159,6 +159,75 @@ def test_a_failed_rebuild_keeps_the_previous_build_and_says_why(server):
     assert json.loads(_get(base + serve.STATUS_API)[1])["last_error"] == held.error
 
 
+class QuickBuild:
+    """A stand-in for the quick build: a home page, a page left for the next build, no wheel."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, directory: Path) -> str | None:
+        self.calls += 1
+        (directory / "api").mkdir(parents=True)
+        (directory / "index.html").write_text("<html><body><p>quick home</p></body></html>")
+        (directory / "api" / "index.html").write_text(
+            f"<html><body><div {serve.DEFERRED_NOTE.decode()}>next build</div></body></html>")
+        (directory / serve.DEFERRED_MANIFEST).write_text(json.dumps({"files": ["downloads/w.whl"]}))
+        return None
+
+
+def test_the_first_build_is_quick_and_the_full_build_follows_unasked(tmp_path):
+    site = serve.Site(tmp_path / "serve", "http://127.0.0.1:0/")
+    site.resume()
+    quick, full = QuickBuild(), HeldBuild()
+    full.release.clear()  # the full build waits for the test: the quick build's answers come first
+    builder = serve.Builder(site, full, quick_build=quick).start()
+    httpd = serve.Server(("127.0.0.1", 0), site)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        builder.request()  # the one request: the watcher's first look
+        assert builder.wait_runs(1, HANG_S) and full.entered.wait(HANG_S)  # quick done; full begun by itself
+        assert (quick.calls, full.calls) == (1, 1)
+        status, body, _ = _get(base + "/")
+        assert status == 200 and "quick home" in body
+        now = json.loads(_get(base + serve.STATUS_API)[1])
+        assert now["build"] == 1 and now["building"] == 2
+        assert now["deferred"] == ["api/index.html", "downloads/w.whl"]
+        status, body, headers = _get(base + "/downloads/w.whl")  # left out: coming, not missing
+        assert status == 503 and headers.get("Retry-After") == "5" and "next build" in body
+        assert _get(base + "/downloads/other.whl")[0] == 404  # anything else missing is missing
+        full.release.set()
+        assert builder.wait_runs(2, HANG_S)
+        now = json.loads(_get(base + serve.STATUS_API)[1])
+        assert now["build"] == 2 and now["deferred"] == [] and "quick home" not in _get(base + "/")[1]
+        assert _get(base + "/downloads/w.whl")[0] == 404  # the full stand-in has no wheel: a plain 404 now
+        builder.request()
+        assert builder.wait_runs(3, HANG_S)
+        assert quick.calls == 1, "a quick build while a build is served"
+    finally:
+        full.release.set()
+        builder.stop()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_later_start_that_serves_the_last_build_makes_full_builds_only(tmp_path):
+    folder = tmp_path / "site-1"
+    folder.mkdir()
+    (folder / "index.html").write_text("<p>last session</p>")
+    serve.Site(tmp_path, "http://127.0.0.1:0/").swap(serve.Build.scan(1, folder))
+    site = serve.Site(tmp_path, "http://127.0.0.1:0/")
+    site.resume()
+    quick, full = QuickBuild(), HeldBuild()
+    builder = serve.Builder(site, full, quick_build=quick).start()
+    try:
+        builder.request()
+        assert builder.wait_runs(1, HANG_S)
+        assert (quick.calls, full.calls) == (0, 1) and site.current.number == 2
+    finally:
+        builder.stop()
+
+
 def test_a_later_start_serves_the_last_complete_build_for_its_address(tmp_path):
     first = serve.Site(tmp_path, "http://127.0.0.1:8000/")
     for number in (1, 2):
@@ -243,6 +312,19 @@ def test_the_notes_the_server_counts_are_the_ones_the_hook_writes():
     assert serve.PENDING_NOTE.decode() not in notebooks.pending_html("Traceback ...")
 
 
+def test_the_quick_builds_note_and_list_are_the_ones_the_hook_writes(tmp_path):
+    sys.path.insert(0, str(ROOT / "site_hooks"))
+    try:
+        import quick
+    finally:
+        sys.path.pop(0)
+    assert serve.DEFERRED_NOTE.decode() in quick.deferred_html("the toolkit API reference")
+    assert serve.DEFERRED_MANIFEST == quick.MANIFEST
+    quick.write_manifest(tmp_path, ["downloads/w.whl"])
+    (tmp_path / "index.html").write_text(quick.deferred_html("x"))
+    assert serve.Build.scan(1, tmp_path).deferred == ("index.html", "downloads/w.whl")
+
+
 # ---- `make serve` itself, from an empty notebook cache --------------------------------------
 
 # One `make serve` for the tests below: under xdist they run on the same worker (--dist loadgroup).
@@ -294,6 +376,37 @@ def test_the_first_page_comes_before_any_notebook_has_run(served):
     code, chapter, _ = _get(base + "/notebooks/05-quality/")
     assert code == 200 and "Outputs are being computed" in chapter
     assert "```" not in chapter and 'class="highlight"' in chapter  # the code is there, rendered
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("make-serve")
+def test_the_first_page_comes_from_a_quick_build_and_the_full_build_follows(served):
+    base, first, log = served
+    assert first is not None
+    home, status = first
+    # The quick build (site_hooks/quick.py) left out the API reference, the practice questions and
+    # the wheel, and said so; the home page's numbers are the computed ones all the same.
+    assert {"reference/api/index.html", "reference/api/twofour.structure/index.html",
+            "practice/fundamentals/index.html"} <= set(status["deferred"])
+    wheel = next(f for f in status["deferred"] if f.startswith("downloads/"))
+    from twofour.course.answer import quoted_numbers
+
+    assert quoted_numbers()["range"] in home and "nb-deferred" not in home
+    deadline = time.monotonic() + 900  # hang guard: the full build comes after the quick one
+    while time.monotonic() < deadline:
+        now = json.loads(_get(base + serve.STATUS_API)[1])
+        if now["deferred"] == []:
+            break
+        assert _get(base + "/" + wheel)[0] in (200, 503)  # coming, never a 404
+        time.sleep(1)
+    else:
+        pytest.fail("no full build while make serve ran:\n" + log.read_text()[-3000:])
+    assert _get(base + "/" + wheel)[0] == 200
+    code, api, _ = _get(base + "/reference/api/twofour.structure/")
+    assert code == 200 and 'id="twofour.structure.check"' in api and "nb-deferred" not in api
+    code, practice, _ = _get(base + "/practice/fundamentals/")
+    assert code == 200 and 'class="practice-q"' in practice and "nb-deferred" not in practice
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "site_hooks"))
 try:
     import notebooks  # noqa: E402
+    import quick  # noqa: E402
     import toolkit  # noqa: E402
     import toolkit_wheel  # noqa: E402
     from mkdocs.exceptions import PluginError  # noqa: E402
@@ -47,7 +48,7 @@ def wheel(tmp_path_factory) -> Path:
 
 
 def test_the_wheel_has_every_file_of_the_package(wheel):
-    assert wheel.name == WHEEL_NAME
+    assert wheel.name == WHEEL_NAME == toolkit_wheel.wheel_name()  # the name a quick build links
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         metadata = zf.read(f"twofour-{VERSION}.dist-info/METADATA").decode()
@@ -96,8 +97,10 @@ def test_a_data_file_missing_from_the_wheel_fails_the_build(tmp_path):
     old.write_bytes(b"old")
     with (root / "pyproject.toml").open("a") as f:
         f.write('[tool.setuptools.package-data]\ntwofour = ["data/*.json"]\n')
+    assert toolkit_wheel.cached(root, tmp_path / "cache") is None
     built = toolkit_wheel.build(root=root, cache_dir=tmp_path / "cache")
-    assert built.name == "twofour-9.9.9-py3-none-any.whl"
+    assert built.name == "twofour-9.9.9-py3-none-any.whl" == toolkit_wheel.wheel_name(root)
+    assert toolkit_wheel.cached(root, tmp_path / "cache") == built
     assert [p.name for p in (tmp_path / "cache").rglob("*.whl")] == [built.name], "an old wheel was kept"
 
 
@@ -139,6 +142,25 @@ def test_a_dirty_build_loses_the_old_wheel(tmp_path, monkeypatch):
         (downloads / name).write_text("x")
     toolkit.on_post_build(SimpleNamespace(site_dir=str(tmp_path), site_url="https://example.org/"))
     assert sorted(p.name for p in downloads.iterdir()) == sorted([WHEEL_NAME, "other.txt"])
+
+
+def test_a_quick_build_links_the_wheel_it_has_not_built_and_lists_it_as_coming(tmp_path, monkeypatch):
+    monkeypatch.setenv(quick.ENV, "quick")
+    monkeypatch.setattr(toolkit_wheel, "build", lambda **kw: pytest.fail("a quick build built the wheel"))
+    monkeypatch.setattr(toolkit_wheel, "cached", lambda **kw: None)  # a fresh clone: none cached
+    config = SimpleNamespace(site_dir=str(tmp_path), site_url="https://example.org/")
+    files = []
+    toolkit.on_config(config)
+    assert toolkit.on_files(files, config) == [] and not files  # no wheel in this build
+    page = toolkit.on_page_markdown('pip install "<!-- twofour-wheel-url -->"', None, config, None)
+    assert page == f'pip install "https://example.org/downloads/{WHEEL_NAME}"'
+    toolkit.on_post_build(config)
+    assert quick.read_manifest(tmp_path) == [f"downloads/{WHEEL_NAME}"]  # the server answers "coming"
+    monkeypatch.setattr(toolkit_wheel, "cached", lambda **kw: Path(f"/x/{WHEEL_NAME}"))  # a later start
+    other = tmp_path / "other"
+    other.mkdir()
+    toolkit.on_post_build(SimpleNamespace(site_dir=str(other), site_url="https://example.org/"))
+    assert quick.read_manifest(other) == []
 
 
 @pytest.mark.parametrize("site_url, expected", [

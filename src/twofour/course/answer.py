@@ -434,16 +434,18 @@ def _checklist_for(page_src: str) -> str:
     return checklist_markdown("" if chapters == "." else chapters + "/", posixpath.relpath("calculator/index.md", here))
 
 
-def fill_quotes(text: str, page_src: str) -> str:
+def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> str:
     """``text`` with every quoted verdict number and the checklist set to their computed values.
 
     The markers stay, so filling twice changes nothing. An unknown key raises, naming it.
+    ``quotes`` is :func:`quoted_numbers` computed once by the caller (the site build fills many
+    pages from one), else it is computed here.
 
     >>> fill_quotes("at <!-- verdict:eager -->?<!-- /verdict --> the speed", "index.md") == (
     ...     f"at <!-- verdict:eager -->{quoted_numbers()['eager']}<!-- /verdict --> the speed")
     True
     """
-    quotes = quoted_numbers()
+    quotes = quoted_numbers() if quotes is None else quotes
 
     def number(m: re.Match) -> str:
         if m.group(2) not in quotes:
