@@ -141,6 +141,9 @@ class Site:
         self.building: int | None = None  # number of the build being made
         self.last_error: str | None = None  # the last build's failure, until one succeeds
         self.notebooks_running = False
+        # Set once the first build of this session is in (or failed), or an earlier one is served:
+        # the notebooks start then, so that the first build has the machine to itself.
+        self.ready = threading.Event()
         self._lock = threading.Lock()
         self._previous: Build | None = None
         self._numbers = 0
@@ -154,6 +157,7 @@ class Site:
         with self._lock:
             older, self._previous, self.current = self._previous, self.current, build
             self.last_error = None
+        self.ready.set()
         (build.directory / MARKER).write_text(json.dumps({"site_url": self.site_url}), encoding="utf-8")
         if older is not None:
             shutil.rmtree(older.directory, ignore_errors=True)
@@ -178,6 +182,7 @@ class Site:
                 shutil.rmtree(folder, ignore_errors=True)
         if usable:
             self.current = Build.scan(usable[-1][0], usable[-1][1])
+            self.ready.set()
             log(f"serving build {self.current.number} from the last session while a fresh one is made")
 
     def status(self) -> dict:
@@ -294,10 +299,13 @@ class Builder(Worker):
                 log(f"build {number} failed; still serving the previous build:\n{error}")
         finally:
             self.site.building = None
+            self.site.ready.set()  # failed or not: the notebooks need not wait longer
 
 
 class NotebookRunner(Worker):
-    """Runs ``nb_execute.py`` (every notebook missing from the cache) in a process group of its own."""
+    """Runs ``nb_execute.py`` (every notebook missing from the cache) in a process group of its own,
+    once the site is ready (:attr:`Site.ready`): kernels starting on a 2-core machine would take a
+    third of the CPU the first build needs, even at a lower priority (caches, a shared core)."""
 
     name = "notebooks"
 
@@ -307,8 +315,11 @@ class NotebookRunner(Worker):
         self.proc: subprocess.Popen | None = None
 
     def job(self) -> None:
-        self.site.notebooks_running = True
+        self.site.notebooks_running = True  # from the request on: waiting for the site is part of the run
         try:
+            while not self.site.ready.wait(0.2):
+                if self._stop.is_set():
+                    return
             self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
             out, _ = self.proc.communicate()

@@ -228,6 +228,31 @@ def test_a_later_start_that_serves_the_last_build_makes_full_builds_only(tmp_pat
         builder.stop()
 
 
+def test_the_notebooks_start_once_the_first_build_is_in(tmp_path):
+    site = serve.Site(tmp_path / "serve", "http://127.0.0.1:0/")
+    site.resume()  # nothing to serve: the notebooks wait for the first build
+    flag, seen = tmp_path / "first-build-in", tmp_path / "seen"
+    code = f"import pathlib; pathlib.Path({str(seen)!r}).write_text(str(pathlib.Path({str(flag)!r}).exists()))"
+    runner = serve.NotebookRunner(site, [sys.executable, "-c", code], dict(os.environ)).start()
+    held = HeldBuild()
+    held.release.clear()
+    builder = serve.Builder(site, held).start()
+    try:
+        runner.request()
+        builder.request()
+        assert held.entered.wait(HANG_S)
+        assert site.status()["notebooks_running"]  # asked for, waiting: the status says they are coming
+        time.sleep(0.5)  # a runner that did not wait would have started its command by now
+        flag.write_text("")
+        held.release.set()
+        assert runner.wait_runs(1, HANG_S)
+        assert seen.read_text() == "True", "the notebooks started before the first build was in"
+    finally:
+        held.release.set()
+        for worker in (runner, builder):
+            worker.stop()
+
+
 def test_a_later_start_serves_the_last_complete_build_for_its_address(tmp_path):
     first = serve.Site(tmp_path, "http://127.0.0.1:8000/")
     for number in (1, 2):
