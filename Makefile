@@ -26,7 +26,9 @@ $(STAMP): pyproject.toml
 # Serves at once and never makes a request wait (scripts/serve.py): a static server over the newest
 # complete build; builds run beside it, each into a fresh folder swapped in when done, and the
 # notebooks missing from build/notebook-cache run in a process of their own, each page saying its
-# outputs are being computed until a build has them (the open page reloads itself).
+# outputs are being computed until a build has them (the open page reloads itself). On a fresh
+# clone the first build is a quick one (site_hooks/quick.py: the API reference, the practice
+# questions and the wheel follow in the full build that comes next, each page saying so).
 # site_url is the server's address, so the site is at the root and instant navigation works.
 serve: setup
 	$(BIN)/python scripts/serve.py --host $(HOST) --port $(PORT)

@@ -131,7 +131,7 @@ def build(root: Path = ROOT, cache_dir: Path = CACHE_DIR, python: str = sys.exec
 @contextlib.contextmanager
 def _locked(cache_dir: Path):
     """Hold the cache folder's lock: two builds at once build the wheel once, the second waits and
-    finds it (``make serve`` starts one beside its first site build, whose hook then waits)."""
+    finds it (two site builds at once, or a build beside ``toolkit_wheel.py`` run by hand)."""
     fd = os.open(cache_dir, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -428,6 +428,7 @@ def test_the_first_page_comes_from_a_quick_build_and_the_full_build_follows(serv
     else:
         pytest.fail("no full build while make serve ran:\n" + log.read_text()[-3000:])
     assert _get(base + "/" + wheel)[0] == 200
+    assert _get(base + "/")[1] == home  # a page the quick build did not leave out is the full build's: no reload
     code, api, _ = _get(base + "/reference/api/twofour.structure/")
     assert code == 200 and 'id="twofour.structure.check"' in api and "nb-deferred" not in api
     code, practice, _ = _get(base + "/practice/fundamentals/")
