@@ -359,8 +359,9 @@ def test_the_quick_builds_note_and_list_are_the_ones_the_hook_writes(tmp_path):
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     port = _free_port()
+    # A fresh clone: no notebook outputs, no earlier build, no wheel.
     env = {**os.environ, "TWOFOUR_NB_CACHE": str(tmp / "cache"), "TWOFOUR_SERVE_DIR": str(tmp / "serve"),
-           "TWOFOUR_NB_WORKERS": "1"}
+           "TWOFOUR_WHEEL_CACHE": str(tmp / "wheel"), "TWOFOUR_NB_WORKERS": "1"}
     log = (tmp / "serve.log").open("w")
     started = time.monotonic()
     # -o: the target's own command, never `make setup` (a test leaves its environment alone).
