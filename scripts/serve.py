@@ -304,8 +304,10 @@ class Builder(Worker):
 
 class NotebookRunner(Worker):
     """Runs ``nb_execute.py`` (every notebook missing from the cache) in a process group of its own,
-    once the site is ready (:attr:`Site.ready`): kernels starting on a 2-core machine would take a
-    third of the CPU the first build needs, even at a lower priority (caches, a shared core)."""
+    once the site is ready (:attr:`Site.ready`): on the 2-core build machine, kernels starting beside
+    the quick first build, at their lower priority, made it take about a tenth more CPU and nearly
+    twice as long (11 s against 6 to 6.5 s, 2026-12-02): nice gives the build first call on a core,
+    but the kernels still take the other one, and the caches and memory the two share."""
 
     name = "notebooks"
 
