@@ -13,7 +13,8 @@ Two targets, each printed with what it measured; the script exits non-zero if on
   so the target then holds the CPU time of the server and its build to the same 10 s); then,
   while the notebooks run and rebuilds happen, one page every 0.5 s, each answered
   within 1 s and none failed, until every notebook page has its outputs (that time is printed, not
-  a target). ``--skip-serve`` leaves these out, ``--serve-only`` runs only these.
+  a target). ``--skip-serve`` leaves these out, ``--serve-only`` runs only these, and
+  ``--serve-only --first-page-only`` stops at the first page (a minute instead of the notebooks' ten).
 
 The browser tests (``tests/site``) check what these pages *do*; this script checks how fast.
 """
@@ -139,8 +140,10 @@ class ServeRun:
     peak_load: float = 0.0
 
 
-def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None = None) -> ServeRun:
-    """Start `make serve` from an empty cache; sample a page every ``sample_s`` until all outputs are in."""
+def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None = None,
+              first_page_only: bool = False) -> ServeRun:
+    """Start `make serve` from an empty cache; sample a page every ``sample_s`` until all outputs are in
+    (``first_page_only``: stop at the first page)."""
     run = ServeRun(peak_load=os.getloadavg()[0])
     pages = ["/", "/notebooks/04-kernel-speed/", "/calculator/", "/labs/lab1-find-the-broken-groups/",
              "/practice/fundamentals/", "/search/search_index.json"]
@@ -167,7 +170,8 @@ def serve_run(timeout_s: float = 3600, sample_s: float = 0.5, log: Path | None =
                     pass
                 time.sleep(0.05)
             i = 0
-            while run.first_page_s is not None and time.monotonic() - started < timeout_s and proc.poll() is None:
+            while (run.first_page_s is not None and not first_page_only and time.monotonic() - started < timeout_s
+                   and proc.poll() is None):
                 tick = time.monotonic()
                 before = _status(base)
                 t0 = time.monotonic()
@@ -225,12 +229,16 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-serve", action="store_true", help="leave out the `make serve` targets")
     parser.add_argument("--serve-only", action="store_true", help="only the `make serve` targets (no site build)")
     parser.add_argument("--serve-log", type=Path, help="write what `make serve` printed to this file")
+    parser.add_argument("--first-page-only", action="store_true",
+                        help="with --serve-only: stop `make serve` at its first page (a minute, not the notebooks' ten)")
     args = parser.parse_args(argv)
+    if args.first_page_only and not args.serve_only:
+        parser.error("--first-page-only goes with --serve-only (it shortens the `make serve` run)")
     missed = []
     if not args.serve_only:
         calculator_targets(args.site, parser, missed)
     if not args.skip_serve:
-        run = serve_run(log=args.serve_log)
+        run = serve_run(log=args.serve_log, first_page_only=args.first_page_only)
         cores = os.cpu_count() or 1
         if run.first_page_s is None:
             print("make serve: no page within 300 s")
@@ -239,6 +247,12 @@ def main(argv=None) -> int:
             worst = max(run.latencies_s, default=0.0)
             print(f"make serve: first page after {run.first_page_s:.1f} s wall, {run.first_page_cpu_s:.1f} s of CPU "
                   f"(the server and its build; target: {FIRST_PAGE_S:g} s, CPU time when overloaded)")
+            if run.first_page_s > FIRST_PAGE_S and (run.peak_load <= cores or run.first_page_cpu_s > FIRST_PAGE_S):
+                missed.append("make serve first page")
+        if run.first_page_s is not None and args.first_page_only:
+            print(f"make serve: load {run.peak_load:.1f} on {cores} cores when it started (--first-page-only: "
+                  "no requests sampled)")
+        elif run.first_page_s is not None:
             print(f"make serve: {len(run.latencies_s)} requests sampled every 0.5 s while the notebooks ran: longest "
                   f"{worst * 1000:.0f} ms, median {statistics.median(run.latencies_s or [0]) * 1000:.0f} ms; "
                   f"{len(run.during_build_s)} of them during a rebuild, longest "
@@ -249,8 +263,6 @@ def main(argv=None) -> int:
             print(f"make serve: every notebook page had its outputs after "
                   + (f"{run.outputs_s:.0f} s" if run.outputs_s else "(not within the time limit)")
                   + f", build {run.builds} served; peak load {run.peak_load:.1f} on {cores} cores")
-            if run.first_page_s > FIRST_PAGE_S and (run.peak_load <= cores or run.first_page_cpu_s > FIRST_PAGE_S):
-                missed.append("make serve first page")
             if worst > REQUEST_S or run.failed_requests:
                 missed.append("make serve request latency")
     if missed:
