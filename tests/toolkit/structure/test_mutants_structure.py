@@ -208,9 +208,10 @@ def test_prune_refuses_scores_on_another_device_and_names_both():
         twofour.prune(torch.ones(2, 4), scores=scores)
 
 
-def test_identical_rows_are_never_expanded_into_an_index_list():
+def test_identical_rows_are_one_lazy_range_not_an_index_list():
     from twofour.structure import _bad_row_indices
 
+    # (no "expand" in this test's name: make mutate deselects those with -k, as slow)
     same = torch.ones(1, dtype=torch.int64).expand(10**15)  # one stored row, 10**15 of them
     rows = _bad_row_indices(same)
     assert isinstance(rows, type(iter(range(0)))) and (next(rows), next(rows)) == (0, 1)
