@@ -9,6 +9,9 @@ leaves out what costs the most CPU and is not needed to read the site:
   importing every module of ``twofour`` (PyTorch, matplotlib, ipywidgets) and rendering 40
   pages of signatures. Each of those pages is there, with its title and :func:`deferred_html`
   instead of its entries, so every link and the navigation are the full build's;
+* the practice questions (``site_hooks/practice.py``): reading and checking the bank and
+  computing every card's numbers; each level page keeps its introduction and says the cards come
+  with the next build;
 * the toolkit's wheel (``site_hooks/toolkit.py``) when it is not cached yet: the pages name its
   URL as always, and :func:`write_manifest` lists it, so the server answers a request for it
   with "being built, try again" (503) instead of a 404, until the full build has it.
