@@ -15,12 +15,19 @@ import gzip
 import json
 import math
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
 from twofour.cli import main
 from twofour.dispatch.trace import TraceError, analyze, recorded
 from twofour.dispatch.trace.plausibility import MAX_GEMM_SPEEDUP
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib: the helper by its file name
+from trace_cli_errors import one_line_error as _one_line_error  # noqa: E402
+
+sys.path.pop(0)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,15 +46,6 @@ def _write(tmp_path, data, name="t.json", text=None):
     path = tmp_path / name
     path.write_text(text if text is not None else json.dumps(data))
     return path
-
-
-def _one_line_error(capsys, *args):
-    code = main(["trace", *map(str, args)])
-    out, err = capsys.readouterr()
-    assert code == 2 and out == "", (code, out, err)
-    err = err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("twofour trace: error: ") and "Traceback" not in err, err
-    return err
 
 
 def _last_kernel(d):

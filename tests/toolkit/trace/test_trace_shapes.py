@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from twofour.cli import main
 from twofour.dispatch.trace import TraceError, analyze, load
 from twofour.dispatch.trace.shapes import describe, signature
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib: the helper by its file name
+from trace_cli_errors import one_line_error as _one_line_error  # noqa: E402
+
+sys.path.pop(0)
 
 SPARSE_K = ("sm90_xmma_sparse_gemm_f16f16_f16f32_f32_tn_t_tilesize128x256x64_cgasize4x1x1_warpgroupsize2x1x1_"
             "execute_segment_k_off_kernel_5x_cusparselt")
@@ -93,15 +100,6 @@ def _write(tmp_path, data, name):
 def _pair(tmp_path, sparse=None, dense=None):
     return (_write(tmp_path, sparse if sparse is not None else _trace(sparse=True), "sparse.json"),
             _write(tmp_path, dense if dense is not None else _trace(), "dense.json"))
-
-
-def _one_line_error(capsys, *args):
-    code = main(["trace", *map(str, args)])
-    out, err = capsys.readouterr()
-    assert code == 2 and out == "", (code, out, err)
-    err = err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("twofour trace: error: ") and "Traceback" not in err, err
-    return err
 
 
 # -- the reader keeps the shapes ---------------------------------------------------------------
