@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import math
+import re
 
 import pytest
 
@@ -139,13 +140,39 @@ FOLLOW_UPS = {
 }
 
 
+# A follow-up is tied back to the 2:4 question when a sentence of its answer names 2:4 (or the
+# sparse path, or p) together with what the follow-up changes for it: p or the share of the step,
+# the batch or M at which 2:4 pays, the bytes, or what must be measured; and a must-have grades it.
+TIED_TO_TWO_FOUR = re.compile(r"2:4|\bsparse\b|\bp\b|eligible fraction")
+WHAT_IT_CHANGES = re.compile(r"\bp\b|1 - p|eligible|share|\bbatch|\bM\b|at decode|one token|small M|\bstep\b|"
+                             r"\bbytes?\b|\bcuts?\b|at most|measur|evaluat|quality")
+
+
+def tie_back_sentences(q) -> list[str]:
+    """The sentences of ``q``'s answer that say what its subject does for 2:4."""
+    sentences = re.split(r"(?<=[.?!])\s+", q.fill(q.answer).replace("\n", " "))
+    return [s for s in sentences if TIED_TO_TWO_FOUR.search(s) and WHAT_IT_CHANGES.search(s)]
+
+
+def test_the_tie_back_check_fails_on_an_answer_that_never_returns_to_two_four():
+    import dataclasses
+
+    q = BANK.get("flash-attention-io")
+    assert tie_back_sentences(q)
+    detached = dataclasses.replace(q, answer="FlashAttention tiles Q, K and V through on-chip memory. The scores never reach HBM.")
+    assert not tie_back_sentences(detached)
+
+
 def test_at_least_thirty_follow_up_questions_cover_every_area():
     ids = [qid for area in FOLLOW_UPS.values() for qid in area]
     assert len(ids) == len(set(ids)) >= 30
     for area, qids in FOLLOW_UPS.items():
         for qid in qids:
             q = BANK.get(qid)  # KeyError names a missing one
-            assert q.connects and any("2:4" in t or " p" in t for t in (q.prompt, q.answer)), f"{area}: {qid}"
+            assert q.connects, f"{area}: {qid}"
+            assert tie_back_sentences(q), f"{area}: {qid}: no sentence of the answer ties it back to 2:4"
+            assert [m for m in q.rubric.must if TIED_TO_TWO_FOUR.search(q.fill(m))], \
+                f"{area}: {qid}: no must-have grades what it means for 2:4"
     # these two areas are checked by name: each holds at least one question
     assert FOLLOW_UPS["reading Nsight metrics"] and FOLLOW_UPS["reasoning-model latency"]
     # every number a follow-up states is computed (or cited) and renders

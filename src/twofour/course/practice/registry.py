@@ -86,7 +86,7 @@ NAMESPACE: dict[str, object] = {
                     ceilings=roofline.ceilings, crossover_m=roofline.crossover_m, wave_efficiency=roofline.wave_efficiency),
     "hardware": _ns("hardware", get_gpu=hardware.get_gpu),
     "models": _ns("models", parameter_counts=models.parameter_counts),
-    "request": _ns("request", SCENARIOS=request.SCENARIOS, kernel_bandwidth_ratio=request.kernel_bandwidth_ratio,
+    "request": _ns("request", SCENARIOS=request.SCENARIOS,
                    Assumptions=request.Assumptions),
     "published": _ns("published", WANDA_LLAMA2=quality_published.WANDA_LLAMA2,
                      MASKLLM_LLAMA2_7B=quality_published.MASKLLM_LLAMA2_7B, SPARSE_LLAMA_8B=quality_published.SPARSE_LLAMA_8B,
@@ -149,12 +149,12 @@ NAMESPACE: dict[str, object] = {
 # Values registered functions return, by exact type: (fields, methods) an expression may use.
 # A type not listed can be held and passed back to a registered function, never looked into.
 RESULT_TYPES: dict[type, tuple[frozenset, frozenset]] = {
-    models.TransformerConfig: (frozenset({"hidden", "intermediate", "layers", "kv_dim", "heads", "kv_heads"}), frozenset()),
+    models.TransformerConfig: (frozenset({"hidden", "intermediate", "layers", "kv_dim", "heads", "kv_heads", "vocab"}), frozenset()),
     hardware.GPUSpec: (frozenset({"backends", "capability", "mem_bw_gbs", "sms"}), frozenset({"peak_tflops"})),
     request.RequestEstimate: (frozenset({"prefill", "decode", "ttft_dense_s", "ttft_sparse_s", "tpot_dense_s",
                                          "tpot_sparse_s", "total_dense_s", "total_sparse_s"}), frozenset({"speedup"})),
     request.PhaseTime: (frozenset({"p", "gemm_speedup"}), frozenset()),
-    formats.Capacity: (frozenset({"batch", "bound", "resident_gb", "tokens_per_s", "tpot_s"}), frozenset()),
+    formats.Capacity: (frozenset({"batch", "bound", "resident_gb", "batch_by_memory", "tokens_per_s", "tpot_s"}), frozenset()),
     course_answer.VerdictTable: (frozenset({"low", "high", "measured_best", "software_line", "workload"}),
                                  frozenset({"row"})),
     course_answer.VerdictRow: (frozenset({"per_token", "request", "decode_gemm", "prefill_gemm", "estimate", "note"}),
