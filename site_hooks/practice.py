@@ -46,7 +46,9 @@ import logging
 import re
 
 import quick
-from twofour.course.practice import LEVELS, TOPICS, load_bank, render_markdown
+# The bank's loader and renderer are imported where a full build uses them: they import the
+# expression registry (PyTorch and most of the toolkit), which a quick build never needs.
+from twofour.course.practice import LEVELS, TOPICS
 
 log = logging.getLogger("mkdocs.hooks.practice")
 
@@ -56,6 +58,8 @@ _MODE_MARKER = re.compile(r"<!--\s*practice-mode\s*-->")
 
 @functools.lru_cache(maxsize=1)
 def _bank():
+    from twofour.course.practice import load_bank
+
     return load_bank()
 
 
@@ -63,6 +67,8 @@ def level_markdown(level: str) -> str:
     """All cards of one level."""
     if level not in LEVELS:
         raise ValueError(f"practice-level marker: level must be one of {LEVELS}, got {level!r}")
+    from twofour.course.practice import render_markdown
+
     return "\n".join(render_markdown(q) for q in _bank().by_level(level))
 
 

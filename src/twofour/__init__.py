@@ -12,10 +12,17 @@ True
 True
 """
 
-from .packing import Packed, pack, unpack, packed_bytes, dense_bytes, packed_ratio, to_cutlass, explain_group
-from .structure import StructureReport, check, nonzeros_per_group, prune
+from ._common.lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+# Imported on first use (``twofour.prune``, ``from twofour import pack``): ``import twofour`` alone
+# does not import PyTorch, so code that reads only tables of numbers (the site's hooks) stays quick.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **dict.fromkeys(("Packed", "pack", "unpack", "packed_bytes", "dense_bytes", "packed_ratio", "to_cutlass",
+                     "explain_group"), ".packing"),
+    **dict.fromkeys(("StructureReport", "check", "nonzeros_per_group", "prune"), ".structure"),
+})
 
 __all__ = [
     "StructureReport",

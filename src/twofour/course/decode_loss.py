@@ -35,7 +35,7 @@ def decode_loss_facts() -> dict:
     from ..request import measured_gemm_detail
     from .call_paths import linear_path_cost
     from .deployment import CHAT, GPU, verdict_results
-    from .figures.kernel_launch import bandwidth_rows
+    from .measured_rows import bandwidth_rows
 
     sparse, dense = trace_grids("sparse-graph"), trace_grids("dense-graph")
     tiles = {(g["tile_n"], g["tile_m"]) for g in sparse}

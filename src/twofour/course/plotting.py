@@ -52,6 +52,7 @@ import matplotlib.pyplot as plt
 
 from .._common.args import require_positive_int
 from .._common.vocabulary import PALETTE
+from .measured_rows import measured_on  # re-exported: figures name their data with it
 
 __all__ = [
     "Role", "ROLES", "SERIES", "FIGSIZE", "LABEL_SIZE", "LEGEND_SIZE", "color", "series", "new_figure", "style",
@@ -248,24 +249,6 @@ def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
                 title = old.get_title().get_text()
             old.remove()
     return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
-
-
-def measured_on(gpu: str, date: str | None = None) -> str:
-    """How a plot of measured data names where and when it was measured: ``"H200, measured 2026-11-30"``.
-
-    ``gpu`` is the device name as recorded (``"NVIDIA H200"``; the vendor prefix is dropped),
-    ``date`` an ISO date or timestamp (only the day is kept).
-
-    Example:
-        >>> measured_on("NVIDIA H200", "2026-11-30T15:07:22+00:00")
-        'H200, measured 2026-11-30'
-    """
-    if not isinstance(gpu, str) or not gpu.strip():
-        raise ValueError(f"gpu must be the device name as recorded (e.g. 'NVIDIA H200'), got {gpu!r}")
-    name = " ".join(gpu.split())
-    name = name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
-    day = str(date or "")[:10]
-    return f"{name}, measured {day}" if day else f"{name}, measured"
 
 
 # ---- alt text, captions and the notebook display ---------------------------------------------

@@ -158,7 +158,8 @@ MAX_MODULE_LINES = 600
 LINE_LIMIT_EXEMPT: frozenset[str] = frozenset()
 MAX_PRIVATE_TOP_LEVEL = 6
 # What a package __init__ may hold besides imports: its docstring and these two names.
-INIT_NAMES = ("__all__", "__version__")
+# A lazy re-export (twofour._common.lazy) is a re-export: ``__getattr__, __dir__ = lazy_exports(...)``.
+INIT_NAMES = ("__all__", "__version__", "__getattr__", "__dir__")
 
 
 def oversized_modules(files, limit: int = MAX_MODULE_LINES, root: Path = REPO) -> list[str]:
@@ -180,7 +181,9 @@ def init_definitions(source: str) -> list[str]:
             continue  # the docstring
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
-        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id in INIT_NAMES for t in node.targets):
+        if isinstance(node, ast.Assign) and all(
+                all(isinstance(e, ast.Name) and e.id in INIT_NAMES for e in (t.elts if isinstance(t, ast.Tuple) else [t]))
+                for t in node.targets):
             continue
         name = getattr(node, "name", None) or ", ".join(
             getattr(t, "id", "?") for t in getattr(node, "targets", [getattr(node, "target", None)]) if t is not None)

@@ -17,7 +17,8 @@ import statistics
 
 from ...hardware import get_gpu
 from ...roofline import kernel_time, predict
-from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure
+from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
+from ..plotting import ROLES, color, describe, legend_below, new_figure
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
            "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
@@ -99,49 +100,6 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
         f"({r['2:4 tile']}, split {r['2:4 split']}), searched {r['searched CTAs']}" for r in rows)
         + f"; a dashed line marks the {sms} SMs."), caption=finding + ".")
     return fig, ax
-
-
-def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dict]:
-    """Weight bytes over kernel-mode time at ``M``, dense and 2:4 (packed bytes), measured and modelled (TB/s)."""
-    from ...packing import packed_bytes
-
-    d = {"float16": "fp16", "bfloat16": "bf16"}[dtype]
-    out = []
-    for res in results_list:
-        for r in res.gpu_points("kernel"):
-            if r["M"] != M or r["dtype"] != dtype:
-                continue
-            p = predict(M, r["N"], r["K"], d, "H200", scenario="kernel", l2="flushed")  # as the bench measured
-            wd = r["N"] * r["K"] * 2
-            ws = packed_bytes((r["N"], r["K"]), 16, 2, 4, meta_bits_per_value=2)
-            out.append({"shape": r["shape"], "N": r["N"], "K": r["K"], "dense measured": wd / r["dense_ms"] / 1e9,
-                        "measured on": measured_on(res.provenance.get("gpu_name") or "unknown GPU", res.provenance.get("date")),
-                        "dense model": wd / p.dense_us / 1e6, "2:4 measured": ws / r["sparse_ms"] / 1e9,
-                        "2:4 model": ws / p.sparse_us / 1e6, "2:4 CTAs": p.sparse.ctas, "dense CTAs": p.dense.ctas,
-                        "flagged": r["flagged"]})
-    return sorted(out, key=lambda r: (r["N"], r["K"]))
-
-
-def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16) -> tuple[float, float]:
-    """Lowest and highest measured 2:4 / dense achieved bandwidth (weight bytes over kernel time), unflagged, M <= ``m_max``.
-
-    Example:
-        >>> from twofour.bench import recorded_results
-        >>> lo, hi = decode_bandwidth_range(recorded_results("gpu"))
-        >>> f"{lo:.1%} to {hi:.1%}"
-        '16.7% to 49.5%'
-    """
-    from ..._common.dtypes import DTYPES, dtype_key
-
-    packed = DTYPES[dtype_key(dtype)].packed_ratio
-    ratios = []
-    for res in results_list:
-        for r in res.gpu_points("kernel"):
-            if r["M"] <= m_max and r["dtype"] == dtype and not r["flagged"]:
-                ratios.append(packed * r["dense_ms"] / r["sparse_ms"])  # (packed bytes / t_s) / (dense bytes / t_d)
-    if not ratios:
-        raise ValueError(f"no unflagged {dtype} kernel-mode points with M <= {m_max} in the results given")
-    return min(ratios), max(ratios)
 
 
 def plot_bandwidth_vs_N(rows: list[dict], ax=None):

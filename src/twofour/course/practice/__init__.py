@@ -31,6 +31,7 @@ YAML, validated by :mod:`.schema`) -> :mod:`.questions` (the data model; numbers
 :mod:`.expressions` over :mod:`.registry`) -> :mod:`.render` (Markdown for the site). This
 package re-exports their public names.
 
+>>> from twofour.course.practice import load_bank
 >>> bank = load_bank()
 >>> len(bank) >= 85
 True
@@ -42,27 +43,24 @@ True
 False
 """
 
-from .expressions import NAMESPACE, check_expression, check_format, evaluate_expression, format_value
-from .helpers import (
-    compute_bound_m,
-    cost_per_token_ratio,
-    first_torch_pinning,
-    funnel_step,
-    measured_crossover_m,
-    measured_gemm,
-    measured_phase_speedup,
-    published_speedup,
-    published_value,
-    tokens_per_second,
-    transposable_patterns,
-    wave_count,
-)
-from .load import load_bank, parse_question
-from .questions import Accept, Bank, Design, Levels, Number, Question, QuickCheck, Rubric
-from .render import render_markdown
-from .schema import BANK_SCHEMA, QUESTION_SCHEMA
-from .terms import (BASES, DEFAULT_BANK, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, LIST_FIELDS, MAX_DRILLS,
-                    TEXT_FIELDS, TOPICS, UNITS, BankError)
+from ..._common.lazy import lazy_exports
+
+# Imported on first use: the site's hooks read LEVELS and TOPICS without the expression registry
+# (which imports PyTorch and every toolkit module a bank may name).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **dict.fromkeys(("NAMESPACE", "check_expression", "check_format", "evaluate_expression", "format_value"), ".expressions"),
+    **dict.fromkeys(("compute_bound_m", "cost_per_token_ratio", "first_torch_pinning", "funnel_step", "measured_crossover_m",
+                      "measured_gemm", "measured_phase_speedup", "published_speedup", "published_value", "tokens_per_second",
+                      "transposable_patterns", "wave_count"),
+                    ".helpers"),
+    **dict.fromkeys(("load_bank", "parse_question"), ".load"),
+    **dict.fromkeys(("Accept", "Bank", "Design", "Levels", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
+    **dict.fromkeys(("render_markdown",), ".render"),
+    **dict.fromkeys(("BANK_SCHEMA", "QUESTION_SCHEMA"), ".schema"),
+    **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "LIST_FIELDS",
+                      "MAX_DRILLS", "TEXT_FIELDS", "TOPICS", "UNITS", "BankError"),
+                    ".terms"),
+})
 
 __all__ = [
     "LEVELS",

@@ -1,0 +1,82 @@
+"""Measured kernel data as rows of numbers: what chapter 4's bandwidth figure plots and the
+decode-loss explanation quotes, without matplotlib.
+
+:mod:`twofour.course.figures.kernel_launch` draws these rows and
+:mod:`twofour.course.decode_loss` quotes them; keeping them apart from the figures means a
+page that needs only the numbers (the site's quick build, the home page) does not import the
+plotting stack. :func:`measured_on` is how a figure or a table names where and when its data
+was measured (:mod:`twofour.course.plotting` re-exports it).
+
+Example:
+    >>> from twofour.bench import recorded_results
+    >>> row = bandwidth_rows(recorded_results("gpu"))[0]
+    >>> sorted(k for k in row if "measured" in k)
+    ['2:4 measured', 'dense measured', 'measured on']
+"""
+
+from __future__ import annotations
+
+from ..roofline import predict
+
+__all__ = ["measured_on", "bandwidth_rows", "decode_bandwidth_range"]
+
+
+def measured_on(gpu: str, date: str | None = None) -> str:
+    """How a plot of measured data names where and when it was measured: ``"H200, measured 2026-11-30"``.
+
+    ``gpu`` is the device name as recorded (``"NVIDIA H200"``; the vendor prefix is dropped),
+    ``date`` an ISO date or timestamp (only the day is kept).
+
+    Example:
+        >>> measured_on("NVIDIA H200", "2026-11-30T15:07:22+00:00")
+        'H200, measured 2026-11-30'
+    """
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise ValueError(f"gpu must be the device name as recorded (e.g. 'NVIDIA H200'), got {gpu!r}")
+    name = " ".join(gpu.split())
+    name = name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+    day = str(date or "")[:10]
+    return f"{name}, measured {day}" if day else f"{name}, measured"
+
+
+def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dict]:
+    """Weight bytes over kernel-mode time at ``M``, dense and 2:4 (packed bytes), measured and modelled (TB/s)."""
+    from ..packing import packed_bytes
+
+    d = {"float16": "fp16", "bfloat16": "bf16"}[dtype]
+    out = []
+    for res in results_list:
+        for r in res.gpu_points("kernel"):
+            if r["M"] != M or r["dtype"] != dtype:
+                continue
+            p = predict(M, r["N"], r["K"], d, "H200", scenario="kernel", l2="flushed")  # as the bench measured
+            wd = r["N"] * r["K"] * 2
+            ws = packed_bytes((r["N"], r["K"]), 16, 2, 4, meta_bits_per_value=2)
+            out.append({"shape": r["shape"], "N": r["N"], "K": r["K"], "dense measured": wd / r["dense_ms"] / 1e9,
+                        "measured on": measured_on(res.provenance.get("gpu_name") or "unknown GPU", res.provenance.get("date")),
+                        "dense model": wd / p.dense_us / 1e6, "2:4 measured": ws / r["sparse_ms"] / 1e9,
+                        "2:4 model": ws / p.sparse_us / 1e6, "2:4 CTAs": p.sparse.ctas, "dense CTAs": p.dense.ctas,
+                        "flagged": r["flagged"]})
+    return sorted(out, key=lambda r: (r["N"], r["K"]))
+
+
+def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16) -> tuple[float, float]:
+    """Lowest and highest measured 2:4 / dense achieved bandwidth (weight bytes over kernel time), unflagged, M <= ``m_max``.
+
+    Example:
+        >>> from twofour.bench import recorded_results
+        >>> lo, hi = decode_bandwidth_range(recorded_results("gpu"))
+        >>> f"{lo:.1%} to {hi:.1%}"
+        '16.7% to 49.5%'
+    """
+    from .._common.dtypes import DTYPES, dtype_key
+
+    packed = DTYPES[dtype_key(dtype)].packed_ratio
+    ratios = []
+    for res in results_list:
+        for r in res.gpu_points("kernel"):
+            if r["M"] <= m_max and r["dtype"] == dtype and not r["flagged"]:
+                ratios.append(packed * r["dense_ms"] / r["sparse_ms"])  # (packed bytes / t_s) / (dense bytes / t_d)
+    if not ratios:
+        raise ValueError(f"no unflagged {dtype} kernel-mode points with M <= {m_max} in the results given")
+    return min(ratios), max(ratios)
