@@ -215,7 +215,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      "The chapters' figures and tables in one house style; they show numbers the toolkit computed.",
      ["twofour.course.plotting", "twofour.course.tables", "twofour.course.figures.layouts",
       "twofour.course.figures.dispatch_path",
-      "twofour.course.figures.kernel_speed", "twofour.course.figures.kernel_launch", "twofour.course.figures.quality",
+      "twofour.course.figures.kernel_speed", "twofour.course.figures.kernel_launch", "twofour.course.measured_rows",
+      "twofour.course.figures.quality",
       "twofour.course.figures.funnel"]),
     (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
      "deployment and verdict range, and the dated status box.",
