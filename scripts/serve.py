@@ -315,6 +315,10 @@ class NotebookRunner(Worker):
         super().__init__()
         self.site, self.command, self.env = site, command, env
         self.proc: subprocess.Popen | None = None
+        # stop() and the start of the command take turns: a stop that came between the site being
+        # ready and the Popen left the runner and its kernels going, in their own session, for
+        # ten minutes after the server had exited (seen when `make serve` was stopped at its first page).
+        self._starting = threading.Lock()
 
     def job(self) -> None:
         self.site.notebooks_running = True  # from the request on: waiting for the site is part of the run
@@ -322,8 +326,11 @@ class NotebookRunner(Worker):
             while not self.site.ready.wait(0.2):
                 if self._stop.is_set():
                     return
-            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            with self._starting:
+                if self._stop.is_set():
+                    return
+                self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
             out, _ = self.proc.communicate()
             ran = [line for line in out.splitlines() if line.startswith("executed ")]
             if self.proc.returncode == 0:
@@ -336,8 +343,10 @@ class NotebookRunner(Worker):
 
     def stop(self) -> None:
         super().stop()
-        if self.proc is not None and self.proc.poll() is None:
-            _stop_group(self.proc)
+        with self._starting:
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            _stop_group(proc)
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
