@@ -258,11 +258,11 @@ def test_a_stop_before_the_notebooks_start_leaves_nothing_running(tmp_path):
     server stopped at its first page): the command must not start, since nothing would stop it."""
     site = serve.Site(tmp_path / "serve", "http://127.0.0.1:0/")
     site.ready.set()
-    started = tmp_path / "started"
-    runner = serve.NotebookRunner(site, [sys.executable, "-c", f"open({str(started)!r}, 'w')"], dict(os.environ))
+    ran = tmp_path / "ran"
+    runner = serve.NotebookRunner(site, [sys.executable, "-c", f"open({str(ran)!r}, 'w')"], dict(os.environ))
     runner.stop()
     runner.job()  # the job, run after the stop: the interleaving the threads hit
-    assert runner.proc is None and not started.exists(), "the notebooks started after the server was stopped"
+    assert runner.proc is None and not ran.exists(), "the notebooks started after the server was stopped"
 
 
 def test_a_later_start_serves_the_last_complete_build_for_its_address(tmp_path):
