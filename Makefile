@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q "$(TORCH_SPEC)"
 	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test,lab]"
+	@# rfc3987-syntax comes with jupyter-events' jsonschema[format-nongpl] and builds an Earley
+	@# grammar on every `import jsonschema` (2.2 s of CPU in each process that reads a notebook
+	@# or a twofour JSON file; python-jsonschema/jsonschema#1521). Nothing here checks the "iri"
+	@# format it serves (jsonschema skips a format whose checker is missing), so it goes.
+	$(BIN)/pip uninstall --disable-pip-version-check -y -q rfc3987-syntax 2>/dev/null || true
 	@# Browser tests drive Debian's chromium: installed here when root, else instructions.
 	@scripts/install-chromium.sh
 	@touch $(STAMP)

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from twofour.course.answer import fill_quotes, stale_quotes
+from twofour.course.answer import fill_quotes, quoted_numbers, stale_quotes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,20 +41,23 @@ def markdown_texts(path: Path) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
 
 
-def stale(path: Path, site_path: str) -> list[str]:
-    return [line for text in markdown_texts(path) for line in stale_quotes(text, site_path)]
+def stale(path: Path, site_path: str, quotes: dict[str, str] | None = None) -> list[str]:
+    """``path``'s stale quotes, one line each; ``quotes``: :func:`quoted_numbers`, computed once for many files."""
+    quotes = quoted_numbers() if quotes is None else quotes
+    return [line for text in markdown_texts(path) for line in stale_quotes(text, site_path, quotes)]
 
 
-def refresh(path: Path, site_path: str) -> bool:
+def refresh(path: Path, site_path: str, quotes: dict[str, str] | None = None) -> bool:
     """Rewrite ``path``'s stale quotes; True if it changed."""
+    quotes = quoted_numbers() if quotes is None else quotes
     raw = path.read_text(encoding="utf-8")
     if path.suffix != ".ipynb":
-        new = fill_quotes(raw, site_path)
+        new = fill_quotes(raw, site_path, quotes)
     else:
         nb = json.loads(raw)
         for c in nb["cells"]:
             if c["cell_type"] == "markdown":
-                text = fill_quotes("".join(c["source"]), site_path)
+                text = fill_quotes("".join(c["source"]), site_path, quotes)
                 parts = text.split("\n")
                 c["source"] = [line + "\n" for line in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
         new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
@@ -68,11 +71,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only list stale quotes; exit 1 if any")
     args = parser.parse_args(argv)
+    quotes = quoted_numbers()
     if args.check:
-        lines = [line for path, site in quoting_files() for line in stale(path, site)]
+        lines = [line for path, site in quoting_files() for line in stale(path, site, quotes)]
         print("\n".join(lines) or "every quoted number is current")
         return 1 if lines else 0
-    changed = [str(path.relative_to(ROOT)) for path, site in quoting_files() if refresh(path, site)]
+    changed = [str(path.relative_to(ROOT)) for path, site in quoting_files() if refresh(path, site, quotes)]
     print("rewrote: " + ", ".join(changed) if changed else "every quoted number was current")
     return 0
 

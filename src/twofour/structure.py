@@ -270,17 +270,36 @@ def _row_sum(per_row: torch.Tensor) -> int:
     return int(per_row.sum())
 
 
-def _bad_row_indices(per_row: torch.Tensor):
-    """Rows with a bad group, lazily: identical rows (stride 0) are never expanded into an index list."""
+def _bad_row_runs(per_row: torch.Tensor):
+    """``(r0, r1)`` runs of consecutive rows with a bad group, in order; identical rows (stride 0)
+    are one run, never expanded into an index list.
+
+    >>> list(_bad_row_runs(torch.tensor([0, 2, 1, 0, 0, 3])))
+    [(1, 3), (5, 6)]
+    """
     if per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0:
-        return iter(range(per_row.shape[0]) if int(per_row[0]) else ())
-    return iter(torch.nonzero(per_row).flatten().tolist())
+        if int(per_row[0]):
+            yield 0, per_row.shape[0]
+        return
+    rows = torch.nonzero(per_row).flatten()
+    if rows.numel() == 0:
+        return
+    breaks = (torch.nonzero(rows[1:] - rows[:-1] != 1).flatten() + 1).tolist()
+    starts, ends = [0, *breaks], [*breaks, rows.numel()]
+    for a, b in zip(starts, ends):
+        yield int(rows[a]), int(rows[b - 1]) + 1
+
+
+# Elements per block when listing the bad groups of a self-overlapping view: whole runs of rows
+# at a time, so listing a million locations of an expanded view takes tens of blocks, not one
+# Python step per row (which cost 10-30 s for the million of tests/toolkit/structure).
+_OVERLAP_BLOCK_ELEMS = 1 << 16
 
 
 def _overlap_candidates(K: int, m: int, bad_per_row: torch.Tensor):
-    for row in _bad_row_indices(bad_per_row):
-        for _, _, c0, c1 in blocks(1, K, unit=m):
-            yield row, row + 1, c0, c1
+    for r0, r1 in _bad_row_runs(bad_per_row):
+        for b0, b1, c0, c1 in blocks(r1 - r0, K, unit=m, target_elems=_OVERLAP_BLOCK_ELEMS):
+            yield r0 + b0, r0 + b1, c0, c1
 
 
 def check(

@@ -312,8 +312,15 @@ def test_the_answer_timer_follows_the_questions_kind(watched, base_url):
     design = next(q for q in BANK if q.kind == "design")
     concept = next(q for q in BANK if q.kind == "concept")
     for q, short, long in ((concept, "30 s", "2 min"), (design, "5 min", "15 min")):
+        # The second address differs only in its fragment: the browser stays on the page and
+        # practice mode must switch cards on the hash change (the timer follows the card).
         page.goto(base_url + f"/practice/#q-{q.id}", wait_until="load")
-        page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'")
+        page.wait_for_function(
+            """id => document.querySelector('[data-practice-mode]')?.dataset.practiceReady === 'true'
+                     && document.getElementById(id)?.hidden === false""",
+            arg=f"q-{q.id}",
+            timeout=5000,
+        )
         timer = page.locator(".practice-timer")
         buttons = timer.locator("button[data-seconds]")
         assert [buttons.nth(i).inner_text() for i in range(2)] == [short, long], q.id

@@ -682,8 +682,24 @@ async function setUpMode(root) {
   });
   bar.after(root.querySelector(".practice-mock-setup"));
   if (hashListener) window.removeEventListener("hashchange", hashListener);
+  // A fragment change on this page (a link to another question, an edited address, the
+  // browser's Back) names the question to show: without this the old card stayed on screen
+  // under the new address.
   hashListener = () => {
-    if (isMockHash(location.hash) && !mock.active) mock.resumeFrom(location.hash);
+    if (isMockHash(location.hash)) {
+      if (!mock.active) mock.resumeFrom(location.hash);
+      return;
+    }
+    const named = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    if (mock.active || !named || !cards.includes(named) || named === current) return;
+    // The named question wins over filters that would hide it (they are cleared, visibly):
+    // otherwise the first card of the filtered set would replace the address the reader chose.
+    if (!pool().includes(named)) {
+      levelSelect.value = "";
+      topicSelect.value = "";
+      showSelect.value = "";
+    }
+    show(named);
   };
   window.addEventListener("hashchange", hashListener);
 

@@ -58,3 +58,13 @@ def test_every_lazily_exported_name_resolves_and_is_listed(package):
         assert getattr(module, name) is not None, name
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'no_such_name'"):
         getattr(module, "no_such_name")
+
+
+def test_reading_a_notebook_does_not_build_an_iri_grammar():
+    """``make setup`` removes rfc3987-syntax (see the Makefile): jsonschema imports it whenever it is
+    installed and compiles an Earley grammar on the spot, 2.2 s of CPU in every process that reads a
+    notebook (nbformat) or a twofour JSON file; nothing here checks the "iri" format it serves."""
+    loaded = _modules_after("import nbformat, jsonschema; import twofour._common.jsonfile")
+    assert "jsonschema" in loaded and "nbformat" in loaded  # the probe ran
+    assert "rfc3987_syntax" not in loaded, "rfc3987-syntax is installed: run `make setup` (it removes it)"
+    assert "lark" not in loaded

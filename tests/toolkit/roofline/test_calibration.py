@@ -84,6 +84,7 @@ def test_measured_points_map_bench_modes_to_scenarios_and_hold_out_a_model(pts):
 
 # --- the stored fit -------------------------------------------------------------------------
 
+@pytest.mark.xdist_group("calibration-fit")  # the one fit of the module (seconds), on one worker
 def test_stored_fit_is_what_the_code_fits_today(fresh, stored):
     def same(a, b):
         if isinstance(a, dict):
@@ -117,6 +118,7 @@ def test_held_out_errors_meet_the_targets(stored):
     assert (errs[2] + errs[3]) / 2 == pytest.approx(loso["by_regime"][-1]["median"], abs=1e-4) and errs[2] <= 0.15
 
 
+@pytest.mark.xdist_group("calibration-fit")
 def test_the_evaluation_recomputes_the_stored_errors(pts, fresh, stored):
     fresh_errors = cal.evaluate(pts, fresh)
     for mode in ("kernel", "graph"):
@@ -272,6 +274,7 @@ def test_sensitivity_moves_the_right_way():
         sensitivity(chat, "H200", per_call_us=[10], memory_ratio=[1.5])
 
 
+@pytest.mark.xdist_group("calibration-fit")  # the one fit of the module (seconds), on one worker
 def test_calibrate_command(tmp_path, capsys, stored, fresh, monkeypatch):
     """The command's wiring and report; the fit itself is the module's (run once above), the ceiling grid cut short."""
     from twofour.cli import main

@@ -209,11 +209,17 @@ def test_prune_refuses_scores_on_another_device_and_names_both():
 
 
 def test_identical_rows_are_one_lazy_range_not_an_index_list():
-    from twofour.structure import _bad_row_indices
+    from twofour.structure import _bad_row_runs, _overlap_candidates
 
     # (no "expand" in this test's name: make mutate deselects those with -k, as slow)
     same = torch.ones(1, dtype=torch.int64).expand(10**15)  # one stored row, 10**15 of them
-    rows = _bad_row_indices(same)
-    assert isinstance(rows, type(iter(range(0)))) and (next(rows), next(rows)) == (0, 1)
-    assert list(_bad_row_indices(torch.zeros(1, dtype=torch.int64).expand(3))) == []
-    assert list(_bad_row_indices(torch.tensor([0, 2, 0, 1]))) == [1, 3]
+    assert list(_bad_row_runs(same)) == [(0, 10**15)]
+    assert list(_bad_row_runs(torch.zeros(1, dtype=torch.int64).expand(3))) == []
+    assert list(_bad_row_runs(torch.tensor([0, 2, 0, 1]))) == [(1, 2), (3, 4)]
+    assert list(_bad_row_runs(torch.tensor([3, 2, 0, 1, 1]))) == [(0, 2), (3, 5)]
+    assert list(_bad_row_runs(torch.zeros(4, dtype=torch.int64))) == []
+    # Listing reads a run of rows per block, in row order, and never a row without a bad group.
+    blocks = _overlap_candidates(16, 4, torch.tensor([1, 1, 0, 1]))
+    assert list(blocks) == [(0, 2, 0, 16), (3, 4, 0, 16)]
+    first = next(_overlap_candidates(16, 4, same))
+    assert first == (0, (1 << 16) // 16, 0, 16)
