@@ -328,6 +328,28 @@ def test_the_answer_timer_follows_the_questions_kind(watched, base_url):
     assert not watched.console_errors
 
 
+def test_a_fragment_change_shows_the_named_question_at_once_and_clears_a_filter_that_hides_it(watched, base_url):
+    """A link to another question on the page (or an edited address) changes only the fragment: the
+    named card is on screen when the hashchange has been handled, not after Material happens to
+    fetch the page again, and a level filter that would hide it is cleared rather than letting the
+    filtered set's first card replace the address."""
+    page = _open(watched, base_url, MODE)
+    page.get_by_label("Level", exact=True).select_option("deep")
+    target = next(q for q in BANK if q.level == "fundamentals")
+    after = page.evaluate(
+        """id => new Promise(done => {
+            window.addEventListener('hashchange', () => setTimeout(() => done({
+                shown: [...document.querySelectorAll('.practice-deck .practice-q')].filter(c => !c.hidden).map(c => c.id),
+                level: document.querySelector('[data-practice-mode] select').value,
+                hash: location.hash}), 0), {once: true});
+            location.hash = id;
+        })""",
+        f"#q-{target.id}",
+    )
+    assert after == {"shown": [f"q-{target.id}"], "level": "", "hash": f"#q-{target.id}"}
+    assert not watched.console_errors
+
+
 def test_practice_mode_gives_each_card_its_terms_tooltips_back(watched, base_url):
     """A level page keeps a term's tooltip on its first occurrence only; a card in practice mode
     stands alone, so it has the tooltip of every term it uses again, once."""
