@@ -265,6 +265,35 @@ def test_a_stop_before_the_notebooks_start_leaves_nothing_running(tmp_path):
     assert runner.proc is None and not ran.exists(), "the notebooks started after the server was stopped"
 
 
+def test_a_second_signal_during_the_stop_still_stops_the_notebooks(tmp_path):
+    """make passes on the TERM it got, so the server often gets a second one while it stops its
+    workers: the notebook runner (a session of its own) must be stopped all the same."""
+    site = serve.Site(tmp_path / "serve", "http://127.0.0.1:0/")
+    site.ready.set()
+    runner = serve.NotebookRunner(site, [sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ)).start()
+
+    class SignalledWhileStopping:  # a worker stopped before the runner; the second TERM comes meanwhile
+        def stop(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler runs in this (the main) thread, before this returns
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the server's own handler
+    try:
+        runner.request()
+        deadline = time.monotonic() + HANG_S
+        while runner.proc is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert runner.proc is not None, "the runner never started its command"
+        serve.stop_all((SignalledWhileStopping(), runner))
+        assert runner.proc.wait(timeout=HANG_S) is not None
+    finally:
+        if runner.proc is not None and runner.proc.poll() is None:
+            runner.proc.kill()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def test_a_later_start_serves_the_last_complete_build_for_its_address(tmp_path):
     first = serve.Site(tmp_path, "http://127.0.0.1:8000/")
     for number in (1, 2):
