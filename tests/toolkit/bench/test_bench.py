@@ -227,15 +227,6 @@ def test_gpu_points_per_mode_and_mode_errors_are_problems():
         res.gpu_points("warm")
 
 
-def test_split_calls_refuses_a_trace_it_cannot_cut():
-    from twofour.bench.gpu_timing import split_calls
-
-    with pytest.raises(RuntimeError, match="2 flush kernels for 3 calls"):
-        split_calls([(0, 1, "bitwise_not"), (1, 2, "gemm"), (3, 4, "bitwise_not"), (4, 5, "gemm")], 3)
-    with pytest.raises(RuntimeError, match="launched no kernel"):
-        split_calls([(0, 1, "bitwise_not"), (3, 4, "bitwise_not"), (4, 5, "gemm")], 2)
-
-
 @pytest.mark.gpu
 def test_gpu_modes_graph_stream_kernel():
     from twofour.device import environment
