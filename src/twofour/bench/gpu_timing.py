@@ -55,7 +55,7 @@ from typing import Callable, Sequence
 import torch
 
 __all__ = ["time_graph", "time_stream", "profile_kernels", "copies_to_defeat_l2", "window_ms", "read_flush",
-           "flush_buffer", "split_calls", "METHODS", "LEGACY_METHODS", "SPIN_CYCLES", "MARK_CYCLES", "CALLS",
+           "flush_buffer", "split_calls", "l2_bytes", "METHODS", "LEGACY_METHODS", "SPIN_CYCLES", "MARK_CYCLES", "CALLS",
            "MARK_KERNEL"]
 
 # Device cycles spun before each start event: about 1 ms at 2 GHz, longer than the host needs to
@@ -96,13 +96,14 @@ LEGACY_METHODS = {
 }
 
 
-def _l2_bytes(device) -> int:
+def l2_bytes(device) -> int:
+    """The L2 cache size of ``device`` in bytes (64 MiB where the driver does not say)."""
     return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20)
 
 
 def flush_buffer(device) -> torch.Tensor:
     """A byte buffer twice the L2 size, for :func:`read_flush`."""
-    return torch.zeros(2 * _l2_bytes(device), dtype=torch.uint8, device=device)
+    return torch.zeros(2 * l2_bytes(device), dtype=torch.uint8, device=device)
 
 
 def read_flush(buf: torch.Tensor) -> None:

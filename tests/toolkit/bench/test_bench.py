@@ -175,7 +175,7 @@ def test_gpu_sweep_provenance_clocks_and_flags(tmp_path):
     assert res.settings["flush_l2"] is True and res.settings["alg_id"] is None
     assert res.problems() == []
     back = load_results(res.save(tmp_path / "g.json"))
-    assert back.schema == "twofour-bench/3" and len(back.gpu_points()) == 4 * len(env.backends)
+    assert back.schema == "twofour-bench/4" and len(back.gpu_points()) == 4 * len(env.backends)
     assert back.flags() == res.flags() == json.loads((tmp_path / "g.json").read_text())["flags"]
     # the clocks, where this machine exposes them (nvidia-smi is part of every NVIDIA driver install)
     readings = [c for pt in back.points for c in (pt.get("clocks") or {}).values()]

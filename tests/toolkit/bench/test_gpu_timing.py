@@ -142,3 +142,20 @@ def test_the_methods_of_every_mode_are_described_and_the_old_ones_kept():
     assert set(gpu_timing.METHODS) == set(gpu_timing.LEGACY_METHODS) == set(MODES)
     assert all(m["flush"] != "write" for m in gpu_timing.METHODS.values())
     assert {m["id"] for m in gpu_timing.METHODS.values()}.isdisjoint(m["id"] for m in gpu_timing.LEGACY_METHODS.values())
+
+
+def test_a_sweep_on_the_simulated_gpu_records_how_each_point_was_timed(tmp_path):
+    from twofour.bench import MODES, load_results, sweep
+
+    with simulated_gpu(l2_bytes=L2):
+        res = sweep([("toy", 256, 1024)], Ms=[1, 4], dtypes=["float32"], device="cpu", modes=MODES, warmup=1,
+                    repeats=3, progress=False, command="pytest")
+    back = load_results(res.save(tmp_path / "r.json"))
+    assert back.schema == "twofour-bench/4"
+    assert back.settings["methods"] == {m: gpu_timing.METHODS[m] for m in MODES}
+    for p in back.points:
+        assert p["dense"]["method"] == "eager/2"
+        graph, stream, kernel = (p["modes"][m]["dense"] for m in ("graph", "stream", "kernel"))
+        assert graph["method"] == "graph/2" and graph["copies"] == 3 and graph["calls_per_window"] == 18
+        assert graph["host_ahead"] == 1.0 and stream["lead_calls"] == 3 and kernel["kernels"] == {GEMM_KERNEL: 1.0}
+    assert back.timing_method("graph")["id"] == "graph/2"
