@@ -257,8 +257,9 @@ def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], 
                     calls: int = 5) -> dict:
     """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler; see the module doc.
 
-    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}}``;
-    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end.
+    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}, "per_call": [...]}``;
+    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end,
+    ``per_call`` each call's ``{name: launches}``.
     """
     fns = _as_list(fns)
     _check_counts(warmup=(warmup, 0), calls=(calls, 1))
@@ -300,4 +301,5 @@ def split_calls(kernels: list[tuple[float, float, str]], calls: int) -> dict:
         "sum_us": [float(sum(e - s for s, e, _ in seg)) for seg in segments],
         "span_us": [float(max(e for _, e, _ in seg) - min(s for s, _, _ in seg)) for seg in segments],
         "kernels": {name: n / calls for name, n in sorted(names.items(), key=lambda kv: -kv[1])},
+        "per_call": [{name: float(n) for name, n in Counter(name for _, _, name in seg).items()} for seg in segments],
     }

@@ -63,7 +63,7 @@ ALG_SEARCH_SCHEMA = {
     "type": "object",
     "required": ["schema", "provenance", "cases"],
     "properties": {
-        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2"]},
+        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2", "twofour-cslt-algsearch/3"]},
         "provenance": {"type": "object"},
         "cases": {"type": "array", "items": {
             "type": "object",
@@ -306,7 +306,7 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
     return out
 
 
-def recorded_alg_search(folder=None) -> list[dict]:
+def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
     """cuSPARSELt algorithm sweeps shipped in ``twofour/data/cslt-algsearch-*.json``, one dict per case.
 
     Each case (``shape, M, N, K``) has ``dense_ms``, ``default_ms`` (algorithm 0, what PyTorch's
@@ -316,6 +316,9 @@ def recorded_alg_search(folder=None) -> list[dict]:
 
     Schema ``/2`` (written since the sweep times every accepted ``alg_id`` both ways) keeps a
     ``best`` per call path; it is read as ``best_by_path`` and ``best`` is the direct call's.
+    Schema ``/3`` adds each case's ``dtype`` (fp16 and bf16) and ``timer`` (the timing method,
+    :data:`twofour.bench.gpu_timing.METHODS`); cases of ``dtype`` only are returned (files
+    before /3 hold fp16 only).
 
     ``call_path`` (added here, not in the file) says how each 2:4 timing was called: a config
     that names its ``path`` keeps it; one without (the sweep of 2026-11-30) was timed as
@@ -334,11 +337,13 @@ def recorded_alg_search(folder=None) -> list[dict]:
     for path in sorted(folder.glob("cslt-algsearch-*.json")):
         data = read_json(path, "algorithm sweep file", schema=ALG_SEARCH_SCHEMA)
         for case in data["cases"]:
+            if case.get("dtype", "float16") != dtype:
+                continue
             configs = [dict(c, path=c.get("path", "_cslt_sparse_mm")) for c in case["configs"]]
             if data["schema"].endswith("/1"):
                 best = dict(case["best"], path=case["best"].get("path", "_cslt_sparse_mm")) if case.get("best") else None
                 case = dict(case, best_by_path={"_cslt_sparse_mm": best})
-            else:  # /2: a best per call path; "best" stays the direct call's, as readers of /1 expect
+            else:  # /2, /3: a best per call path; "best" stays the direct call's, as readers of /1 expect
                 best = case["best"].get("_cslt_sparse_mm")
                 case = dict(case, best_by_path=case["best"])
             if best is None:

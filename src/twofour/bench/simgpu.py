@@ -258,11 +258,11 @@ def simulated_gpu(**params):
 
     for method, write in (("zero_", True), ("bitwise_not_", True), ("fill_", True), ("sum", False)):
         tensor_methods[method] = wrap(method, write)
-    # The flush buffer (``gpu_timing.flush_buffer``, and the name an older timing module imported):
-    # made on the CPU whatever device is asked for, and known to the model by its address.
-    from . import gpu_timing, timing
+    # The flush buffer (``gpu_timing.flush_buffer``): made on the CPU whatever device is asked
+    # for, and known to the model by its address.
+    from . import gpu_timing
 
-    modules = [m for m in (gpu_timing, timing) if hasattr(m, "flush_buffer")]
+    modules = [gpu_timing]
     real_flush = {m: m.flush_buffer for m in modules}
 
     def flush_buffer(device=None):

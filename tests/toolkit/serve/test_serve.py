@@ -351,16 +351,10 @@ def _gpu_measure():
 
 def test_gpu_measure_decode_plan_runs_in_its_stated_order():
     labels = [i.label for i in _gpu_measure().decode_plan(rehearse=False).items]
-    want_decode = [f"decode {dtype} {w} {mode} batch {b} context 512" for dtype in ("float16", "bfloat16")
-                   for b in (1, 32) for w, mode in (("dense", "eager"), ("dense", "graph"), ("2:4", "eager"),
-                                                     ("2:4", "graph"), ("2:4", "graph-searched"))]
-    want_ttft = [f"prefill {dtype} {w} {mode} batch 1 prompt {p}" for dtype in ("float16", "bfloat16")
-                 for p in (512, 4096) for w in ("dense", "2:4") for mode in ("eager", "graph")]
-    assert labels == want_decode + want_ttft + ["decode float16 dense compile batch 1 context 512",
-                                                "decode float16 2:4 compile batch 1 context 512"]
+    assert labels == [f"decode {dtype} {w} {mode} batch {b} context 512" for dtype in ("float16", "bfloat16")
+                      for b in (1, 16, 64) for w, mode in (("dense", "graph"), ("2:4", "graph"), ("2:4", "graph-searched"))]
     rehearsal = [i.label for i in _gpu_measure().decode_plan(rehearse=True).items]
-    assert [x.split(" context")[0].split(" prompt")[0] for x in rehearsal] == [
-        x.split(" context")[0].split(" prompt")[0] for x in labels]  # the same items, smaller counts
+    assert [x.split(" context")[0] for x in rehearsal] == [x.split(" context")[0] for x in labels]  # smaller counts only
 
 
 def test_gpu_measure_decode_rehearsal(tmp_path):
@@ -375,12 +369,8 @@ def test_gpu_measure_decode_rehearsal(tmp_path):
     res = load_decode_results(tmp_path / "decode-rehearsal.json")
     assert len(res.measured()) == len(plan.items) and not res.problems()
     assert [a["dtype"] for a in res.agreement] == ["float16", "bfloat16"]
-    assert res.measurements[-1]["mode"] == "compile" and "rehearsal" in res.settings
-
-
-def test_gpu_check_lists_the_decode_step():
-    script = (REPO / "scripts" / "gpu_check.sh").read_text()
-    assert 'STEPS="decode ' in script and "decode)    run_step decode 300" in script and "--budget 270" in script
+    searched = [m for m in res.measurements if m["mode"] == "graph-searched"]
+    assert searched and all(m["algorithms"] and m["tpot_ms"] > 0 for m in searched) and "rehearsal" in res.settings
 
 
 # --- results files --------------------------------------------------------------------------------
