@@ -91,11 +91,13 @@ clean:
 	rm -rf site build .pytest_cache .hypothesis mutants
 
 # --- gpu-check ------------------------------------------------------------------------------
-# Owned by the kernel-speed work (issue 6). Runs every GPU path (GPU-marked tests, notebooks
-# and labs under nbval, a short bench sweep) on a CUDA machine without network access; see
-# the header of scripts/gpu_check.sh for the wheel procedure. Deliberately not depending on
-# `setup`, which would install from the network. On a CPU it exits non-zero after saying what
-# it skipped; `make gpu-check GPU_CHECK_ARGS=--rehearse` runs the same steps on the CPU.
+# Owned by the kernel-speed work (issues 6, 50). Runs the GPU measurements (whole decode steps,
+# every cuSPARSELt algorithm, ncu counters, the GEMM sweep, the GPU-marked tests), each step under a
+# time limit, then files the run (benchmarks/gpu-runs/, src/twofour/data/) on a CUDA machine without
+# network access; see the header of scripts/gpu_check.sh for the wheels and the device-machine
+# command. Deliberately not depending on `setup`, which would install from the network. On a CPU it
+# exits non-zero after saying what it skipped; `make gpu-check GPU_CHECK_ARGS=--rehearse` runs every
+# step's code on the CPU (simulated GPU, fake CUDA device, stand-ins; no GPU number).
 GPU_CHECK_OUT ?= gpu-check-out
 GPU_CHECK_ARGS ?=
 gpu-check:

@@ -1,63 +1,61 @@
 #!/usr/bin/env bash
-# gpu_check.sh — every GPU code path of the project in one run (`make gpu-check`).
+# gpu_check.sh — the GPU measurements of the project in one run (`make gpu-check`), each step under
+# its own time limit, most valuable first, partial results written as each step goes:
+#   1. decode      whole decode steps of Llama-3-8B, dense vs 2:4 (algorithm 0, and the searched
+#                  algorithm pinned), fp16 and bf16, batch 1/16/64: one CUDA graph per step,
+#                  replays back to back; TPOT, tokens/s, kernel names, p   (limit 120 s)
+#   2. alg-search  every cuSPARSELt alg_id the library accepts, through F.linear and the direct
+#                  call, fp16 and bf16, kernel names and tiles, the search's ID  (limit 90 s)
+#   3. counters    ncu: DRAM bytes, SM throughput, tensor pipe of cuBLAS, 2:4 alg 0 and best at
+#                  M = 1, 16, 256, 2048; "not available" where ncu is missing (limit 60 s)
+#   4. bench-8b    dense vs 2:4 GEMMs, Llama-3-8B shapes, M = 1 ... 16384, fp16 every timing mode,
+#                  bf16 eager/graph                                         (limit 90 s)
+#   5. gpu-tests   the GPU-marked tests of tests/toolkit                   (limit 45 s)
+#   then file      the run folder as benchmarks/gpu-runs/<day>-<gpu>/, the results as
+#                  src/twofour/data/ files (nothing replaced)
+# Every timing records how it was timed (twofour.bench.gpu_timing.METHODS): no flush writes between
+# timed calls, a device-side spin before each start event, many calls per event pair.
+# More steps, not in the default list (--steps): bench-ref, bench-70b, kernels, traces, notebooks.
+# DEADLINE=SECONDS (environment) caps all steps together: a later step gets what is left.
 #
-# On a machine with a CUDA GPU it runs, each step under its own time limit (14.5 minutes at
-# most in all; much less when every step runs normally), most valuable measurement first:
-#   1. decode       whole steps of Llama-3-8B, dense vs 2:4: fp16/bf16 decode at batch 1 and 32
-#                   eager / graph / graph + searched cuSPARSELt algorithm, TTFT at 512 and 4096,
-#                   then torch.compile if time is left       scripts/gpu_measure.py (limit 300 s)
-#   2. bench-8b     dense vs 2:4, Llama-3-8B shapes, M = 1 ... 16384: fp16 with timing modes
-#                   eager / graph / stream / kernel, bf16 eager / graph
-#                                                              scripts/gpu_measure.py (limit 180 s)
-#   3. bench-ref    the shapes of published measurements       scripts/gpu_measure.py (limit 45 s)
-#   4. kernels      probe + profiler kernel tables             scripts/gpu_measure.py (limit 40 s)
-#   5. traces       Chrome traces of a decode step, dense/2:4  scripts/gpu_measure.py (limit 30 s)
-#   6. gpu-tests    the GPU-marked tests                      pytest -m gpu tests      (limit 80 s)
-#   7. notebooks    every notebook and lab with its GPU branch pytest -n 4 --nbval-lax (limit 140 s)
-#   8. bench-70b    Llama-3-70B shapes, fp16                   scripts/gpu_measure.py (limit 50 s)
-#   (alg-search, not in the default list: each cuSPARSELt algorithm ID the library accepts, tried
-#    upward until it refuses one, at small M, each through F.linear and as a direct _cslt_sparse_mm,
-#    with kernel names, and the ID the library's search returns; scripts/gpu_measure.py, limit 240 s;
-#    run it with --steps alg-search)
-# It writes to the output folder: one log per step, environment.txt, bench-*.json (with
-# provenance), decode-*.json (whole steps), kernels.json and trace-*.json.gz. DEADLINE=SECONDS (environment) caps all
-# steps together: a later step gets what is left. With --pack FILE the folder is also packed into
-# one .tgz after every step, so a run cut short still returns what it measured. Commit the
-# JSON files under src/twofour/data/ to ship them with the package; never edit their numbers.
+# On the device machine (the `run` tool; no network there), the integrator's one command is:
+#   run(command="DEADLINE=390 bash scripts/gpu_check.sh --out /tmp/gpu-run --pack $OUT/gpu-run.tgz",
+#       carry=[".whl"], timeout_s=480)
+# after `bash scripts/gpu_wheels.sh` here (fills .whl/ with jsonschema and the notebook stack for
+# the device's Python 3.12). $OUT brings back one file, gpu-run.tgz, rewritten after every step,
+# so a run cut short still returns what it measured. Then, here:
+#   mkdir -p /tmp/gpu-run && tar xzf gpu-run.tgz -C /tmp/gpu-run
+#   .venv/bin/python scripts/gpu_measure.py file --out /tmp/gpu-run
+# files it into this repository (the same `file` step ends a run on a GPU machine that holds the
+# repository itself).
 #
-# Nothing is installed from the network. torch must already be installed (the GPU box's own
-# CUDA build); the project is used from src/ through PYTHONPATH, not installed. Pure-Python
-# test dependencies the GPU box lacks (nbval, ipykernel, ipywidgets, nbclient, ... ) travel as
-# wheels in .whl/ at the repository root:
-#
-#   On a machine with package-registry access, in the repository root:
-#     bash scripts/gpu_wheels.sh            # fills .whl/ (ignored by git) for CPython 3.12
-#   Then, on the GPU box (same repository root, .whl/ copied along):
-#     make gpu-check                        # or: bash scripts/gpu_check.sh --out DIR
-#   This script installs .whl/*.whl with
+# Nothing is installed from the network. torch must already be installed (the GPU box's own CUDA
+# build); the project is used from src/ through PYTHONPATH, not installed. Pure-Python packages
+# the GPU box lacks travel as wheels in .whl/ (WHEELS_DIR), installed with
 #     python3 -m pip install --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
-#   into a throw-away folder and puts it on PYTHONPATH; the system's packages stay untouched.
+# into a throw-away folder on PYTHONPATH; the system's packages stay untouched.
 #
-# Without a CUDA GPU the script says what it skipped and exits 3; with --rehearse it instead
-# runs every step on the CPU (GPU tests are collected and skipped, notebooks take their CPU
-# branches, the sweep measures the CPU's dense float32 GEMM) to prove the plumbing, and
-# exits 0 if those steps pass (decode runs its plan on the tiny model with a fake CUDA device).
+# Without a CUDA GPU the script says what it skipped and exits 3; with --rehearse it runs every
+# step's code on the CPU instead (the bench on the simulated GPU of twofour.bench.simgpu, decode
+# on the tiny model with a fake CUDA device, the algorithm sweep with dense stand-ins, counters
+# through its "not available" path, the filing into a scratch folder) and exits 0 if all pass.
+# No GPU number is produced by a rehearsal.
 #
 # Usage: scripts/gpu_check.sh [--out DIR] [--pack FILE] [--rehearse] [--python PY] [--steps "S1 S2 ..."]
-#   --out DIR     output folder (default: $OUT if set, else ./gpu-check-out)
+#   --out DIR     output folder (default ./gpu-check-out)
 #   --pack FILE   also pack the output folder into FILE (.tgz) after every step
-#   --steps LIST  run only these steps (default: all eight, in the order above)
-#   WHEELS_DIR    environment variable: where the wheels are (default .whl)
+#   --steps LIST  run only these steps (default: decode alg-search counters bench-8b gpu-tests)
 #   --python PY   interpreter with torch (default: $PYTHON, else .venv/bin/python if it exists, else python3)
+#   WHEELS_DIR    environment variable: where the wheels are (default .whl)
 
 set -u
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
-OUT_DIR="${OUT:-$REPO/gpu-check-out}"
+OUT_DIR="$REPO/gpu-check-out"
 REHEARSE=0
 PACK=""
-STEPS="decode bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b"
+STEPS="decode alg-search counters bench-8b gpu-tests"
 WHEELS_DIR="${WHEELS_DIR:-$REPO/.whl}"
 PY="${PYTHON:-}"
 while [ $# -gt 0 ]; do
@@ -67,7 +65,7 @@ while [ $# -gt 0 ]; do
         --pack) PACK="$2"; shift 2 ;;
         --steps) STEPS="$2"; shift 2 ;;
         --python) PY="$2"; shift 2 ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
         *) echo "gpu_check.sh: unknown argument '$1' (valid: --out DIR, --pack FILE, --rehearse, --python PY, --steps LIST)" >&2; exit 2 ;;
     esac
 done
@@ -94,10 +92,14 @@ fi
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 
-missing=$("$PY" - <<'EOF'
-import importlib.util
-need = ["torch", "numpy", "matplotlib", "tqdm", "yaml", "safetensors", "pytest", "hypothesis",
-        "nbval", "nbformat", "nbclient", "jupyter_client", "ipykernel", "ipywidgets", "xdist"]
+missing=$(STEPS="$STEPS" "$PY" - <<'EOF'
+import importlib.util, os
+steps = os.environ["STEPS"].split()
+need = ["torch", "numpy", "tqdm", "yaml", "jsonschema"]
+if "gpu-tests" in steps or "notebooks" in steps:
+    need += ["pytest", "hypothesis", "xdist", "safetensors", "matplotlib"]
+if "notebooks" in steps:
+    need += ["nbval", "nbformat", "nbclient", "jupyter_client", "ipykernel", "ipywidgets"]
 print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
 EOF
 )
@@ -121,15 +123,12 @@ cat "$OUT_DIR/environment.txt"
 
 if [ "$HAS_CUDA" != "1" ]; then
     echo
-    echo "No CUDA GPU visible to torch: the GPU checks cannot run here. Skipped:"
-    echo "  - pytest -m gpu (real sparse matmuls, CUDA-event timing, L2 flush)"
-    echo "  - the GPU branches of every notebook and lab (they would take their CPU branches)"
-    echo "  - the dense vs 2:4 benchmark sweep (a CPU can only time its own dense float32 GEMM)"
+    echo "No CUDA GPU visible to torch: the GPU measurements cannot run here. Skipped: $STEPS"
     if [ "$REHEARSE" != "1" ]; then
-        echo "Nothing was measured. Run this on a CUDA machine, or pass --rehearse to exercise the CPU paths."
+        echo "Nothing was measured. Run this on a CUDA machine, or pass --rehearse to exercise every step's code on the CPU."
         exit 3
     fi
-    echo "--rehearse: running the same steps on the CPU to check the plumbing (no GPU number is produced)."
+    echo "--rehearse: running every step's code on the CPU (no GPU number is produced)."
 fi
 
 declare -A RC
@@ -160,25 +159,38 @@ MEASURE=("$PY" "$REPO/scripts/gpu_measure.py")
 # Notebook workers: each gets two threads, so four of them do not fight over the cores.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
+# the test files that hold GPU-marked tests (collecting all of tests/ would spend the step's limit)
+mapfile -t GPU_TEST_FILES < <(grep -rl "mark.gpu" tests/toolkit --include="test_*.py" | sort)
+
 T0=$SECONDS
 pack
 for step in $STEPS; do
     case "$step" in
-        # decode: its own budget stops starting items 30 s before the limit, so the file is whole
-        decode)    run_step decode 300 "${MEASURE[@]}" decode --out "$OUT_DIR" --budget 270 ;;
-        bench-8b)  run_step bench-8b 180 "${MEASURE[@]}" bench-8b --out "$OUT_DIR" ;;
-        bench-ref) run_step bench-ref 45 "${MEASURE[@]}" bench-ref --out "$OUT_DIR" ;;
-        kernels)   run_step kernels 40 "${MEASURE[@]}" kernels --out "$OUT_DIR" ;;
-        traces)    run_step traces 30 "${MEASURE[@]}" traces --out "$OUT_DIR" ;;
-        gpu-tests) run_step gpu-tests 80 "$PY" -m pytest -m gpu tests --ignore=tests/site -q -p no:cacheprovider -rs ;;
-        notebooks) run_step notebooks 140 "$PY" -m pytest -n 4 --dist loadfile --nbval-lax notebooks labs -q -p no:cacheprovider ;;
-        bench-70b) run_step bench-70b 50 "${MEASURE[@]}" bench-70b --out "$OUT_DIR" ;;
-        alg-search) run_step alg-search 240 "${MEASURE[@]}" alg-search --out "$OUT_DIR" ;;
-        *) echo "gpu_check.sh: unknown step '$step' (valid: decode bench-8b bench-ref kernels traces gpu-tests notebooks bench-70b alg-search)" >&2; exit 2 ;;
+        # each measuring step stops starting work 15 s before its limit (--budget), so its files are whole
+        decode)     run_step decode 120 "${MEASURE[@]}" decode --out "$OUT_DIR" --budget 105 ;;
+        alg-search) run_step alg-search 90 "${MEASURE[@]}" alg-search --out "$OUT_DIR" --budget 75 ;;
+        counters)   run_step counters 60 "${MEASURE[@]}" counters --out "$OUT_DIR" --budget 55 ;;
+        bench-8b)   run_step bench-8b 90 "${MEASURE[@]}" bench-8b --out "$OUT_DIR" --budget 75 ;;
+        gpu-tests)  run_step gpu-tests 45 "$PY" -m pytest -n 0 -m gpu -q -p no:cacheprovider -rs "${GPU_TEST_FILES[@]}" ;;
+        bench-ref)  run_step bench-ref 45 "${MEASURE[@]}" bench-ref --out "$OUT_DIR" ;;
+        bench-70b)  run_step bench-70b 50 "${MEASURE[@]}" bench-70b --out "$OUT_DIR" --budget 40 ;;
+        kernels)    run_step kernels 40 "${MEASURE[@]}" kernels --out "$OUT_DIR" ;;
+        traces)     run_step traces 30 "${MEASURE[@]}" traces --out "$OUT_DIR" ;;
+        notebooks)  run_step notebooks 140 "$PY" -m pytest -n 4 --dist loadfile --nbval-lax notebooks labs -q -p no:cacheprovider ;;
+        *) echo "gpu_check.sh: unknown step '$step' (valid: decode alg-search counters bench-8b gpu-tests bench-ref bench-70b kernels traces notebooks)" >&2; exit 2 ;;
     esac
     pack
 done
-
+# File the run: into this repository on a GPU machine, into a scratch folder of the output when rehearsing.
+if [ "$HAS_CUDA" = "1" ]; then
+    "$PY" "$REPO/scripts/gpu_measure.py" file --out "$OUT_DIR" --repo "$REPO" > "$OUT_DIR/file.log" 2>&1
+else
+    "$PY" "$REPO/scripts/gpu_measure.py" file --out "$OUT_DIR" --rehearse --repo "$OUT_DIR/filed-rehearsal" > "$OUT_DIR/file.log" 2>&1
+fi
+RC[file]=$?
+cat "$OUT_DIR/file.log"
+pack
+STEPS="$STEPS file"
 echo
 log "summary (total $((SECONDS - T0))s; logs and results in $OUT_DIR):"
 status=0

@@ -2,34 +2,35 @@
 """gpu_measure.py — the measurements `make gpu-check` records on a GPU, one step at a time.
 
 Steps (each writes its files into --out as soon as it has them, so a step cut short by its
-time limit keeps what it measured):
+time limit keeps what it measured; --budget SECONDS: work not started by then is left out):
 
-  bench-8b    dense vs 2:4 on the Llama-3-8B linear shapes, M = 1 ... 16384 (powers of two):
-              fp16 with every timing mode (eager, graph, stream, kernel), then bf16 eager and
-              graph; the results file is rewritten after every (shape, dtype) group
-  bench-ref   the GEMM shapes of published measurements (pytorch#177866's among them), eager,
-              graph and kernel timings: the same shape on one more GPU
-  bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager/graph/kernel
-  alg-search  each cuSPARSELt algorithm ID the library accepts (tried upward until refused) for the
-              Llama-3-8B shapes at M = 1 ... 256, through F.linear and as a direct _cslt_sparse_mm,
-              with kernel names, and the ID the library's search returns: is the slow decode
-              kernel PyTorch's choice (algorithm 0) or the library's best?
-  kernels     probe(try_kernels=True) and the profiler's kernel table (twofour.dispatch.kernels)
-              for dense and 2:4 F.linear at Llama-3-8B gate_proj, M = 1, 16, 4096, fp16 and bf16
-  traces      Chrome traces (torch.profiler, gzipped) of one decode step of the linear layers
-              of two Llama-3-8B blocks at M = 16: dense and 2:4, eager and CUDA-graph replay
-  decode      whole steps of Llama-3-8B (twofour.serve): fp16 then bf16 decode at batch 1 and 32
-              (context 512) eager / graph / graph with searched cuSPARSELt algorithms, dense and
-              2:4; then TTFT at 512 and 4096 eager / graph; then torch.compile at batch 1 if time
-              is left (--budget seconds in all). The results file is rewritten after every item;
-              a mode that fails (a torch without cuSPARSELt, a graph that does not capture) is
-              recorded as an error and the run goes on
+  decode      whole decode steps of Llama-3-8B (twofour.serve): fp16 then bf16, batch 1, 16, 64 at
+              context 512; dense, 2:4 with algorithm 0, 2:4 with the searched algorithm pinned
+              (to_sparse_semi_structured(W, alg_id=)); one step captured in a CUDA graph, 16
+              replays back to back per event pair behind a device-side spin; TPOT, tokens/s, the
+              step's kernel names and p from a profile of the same step
+  alg-search  every cuSPARSELt algorithm ID the library accepts (tried upward until refused), for
+              the Llama-3-8B shapes at M = 1, 16, 64, 256, fp16 and bf16, through F.linear and as a
+              direct _cslt_sparse_mm, with kernel names and tile, and the ID the library's search returns
+  counters    ncu (where it exists): DRAM bytes, SM throughput, tensor-pipe use of cuBLAS and 2:4
+              algorithm 0 / best at M = 1, 16, 256, 2048 (gate_proj shape, fp16); else says why not
+  bench-8b    dense vs 2:4 on the Llama-3-8B linear shapes, M = 1 ... 16384 (powers of two): fp16
+              with every timing mode (eager, graph, stream, kernel), then bf16 eager and graph
+  bench-ref   the GEMM shapes of published measurements, eager / graph / kernel
+  bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager / graph / kernel
+  kernels     probe(try_kernels=True) and the profiler's kernel tables at gate_proj, M = 1, 16, 4096
+  traces      Chrome traces of the linear layers of two Llama-3-8B blocks at M = 16
+  file        file a finished run: the folder as benchmarks/gpu-runs/<day>-<gpu>/ and its results
+              as src/twofour/data/ files (--repo: another repository; nothing is ever replaced)
 
-On a CPU, --rehearse runs each step on tiny float32 shapes (no GPU number is produced) to
-prove the plumbing; for decode it runs the same plan on the tiny model with a fake CUDA device
-(twofour.serve.RehearsalOps: packing, graph capture and the algorithm search stand in on the CPU).
+Every GPU timing says how it was timed (twofour.bench.gpu_timing.METHODS, recorded per point).
 
-Usage: python scripts/gpu_measure.py STEP --out DIR [--rehearse] [--budget SECONDS]
+On a CPU, --rehearse runs each step's code on tiny float32 stand-ins (no GPU number is produced):
+the bench steps on the simulated GPU of twofour.bench.simgpu (every timing mode and the writer),
+decode on the tiny model with a fake CUDA device (twofour.serve.RehearsalOps), alg-search with
+twofour.bench.algsweep.RehearsalCase, counters through its "not available" path.
+
+Usage: python scripts/gpu_measure.py STEP --out DIR [--rehearse] [--budget SECONDS] [--repo DIR]
 """
 
 from __future__ import annotations
@@ -61,20 +62,35 @@ def _merge_save(parts: list[Results], path: Path, command: str) -> None:
 
 
 def bench(out: Path, *, models: list[str], Ms: list[int], plan: list[tuple[str, tuple[str, ...]]],
-          name: str, rehearse: bool) -> None:
-    """Sweep ``plan`` = [(dtype, modes), ...] over the models' shapes; save after every group."""
+          name: str, rehearse: bool, budget_s: float | None = None) -> None:
+    """Sweep ``plan`` = [(dtype, modes), ...] over the models' shapes; save after every group.
+
+    A group not started within ``budget_s`` seconds is left out (and logged). ``rehearse``: one
+    tiny float32 shape on the simulated GPU (twofour.bench.simgpu) with the plan's modes, so
+    every timing path and the writer run; no GPU number is produced.
+    """
+    import contextlib
+
+    from twofour.bench.simgpu import simulated_gpu
+
     command = (f"scripts/gpu_measure.py {name} (twofour.bench.sweep: models={models} Ms={Ms} "
                f"dtype/modes={[(d, list(m)) for d, m in plan]} warmup=3 repeats=10)")
     shapes = model_shapes(models)
     if rehearse:
-        shapes, Ms, plan = [("rehearsal 256x512", 256, 512)], Ms[:3], [("float32", ("eager",))]
+        shapes, Ms, plan = [("rehearsal 256x512", 256, 512)], Ms[:3], [("float32", plan[0][1])]
+        command += " --rehearse (simulated GPU)"
     parts: list[Results] = []
+    t_start = time.perf_counter()
     for dtype, modes in plan:
         for shape in shapes:
+            if budget_s is not None and time.perf_counter() - t_start > budget_s:
+                _log(f"{name}: {shape[0]} {dtype}: not started, the step's {budget_s:g} s budget is spent")
+                continue
             t0 = time.perf_counter()
-            res = sweep([shape], Ms=Ms, dtypes=[dtype], modes=modes, warmup=3 if not rehearse else 1,
-                        repeats=10 if not rehearse else 3, progress=False, command=command,
-                        device=None if not rehearse else "cpu")
+            with simulated_gpu() if rehearse else contextlib.nullcontext():
+                res = sweep([shape], Ms=Ms, dtypes=[dtype], modes=modes, warmup=3 if not rehearse else 1,
+                            repeats=10 if not rehearse else 3, progress=False, command=command,
+                            device=None if not rehearse else "cpu")
             parts.append(res)
             _merge_save(parts, out / f"bench-{name}.json", command)
             problems = res.problems()
@@ -120,106 +136,169 @@ def bench_reference(out: Path, *, rehearse: bool) -> None:
             + (f"; problems: {res.problems()}" if res.problems() else ""))
 
 
-class CudaCase:
-    """twofour.bench.algsweep.CaseOps on a CUDA GPU for one (W24, M): both call paths, CUDA-graph timings."""
-
-    def __init__(self, W24, M: int, device, gen):
-        from twofour.bench import sparse_weight
-
-        self.device, self.M = device, M
-        K = W24.shape[1]
-        self.Mp = -(-M // 8) * 8  # the fp16 row multiple PyTorch pads cuSPARSELt inputs to
-        self.x = torch.randn(M, K, generator=gen).to(device, torch.float16)
-        self.xp = torch.nn.functional.pad(self.x, (0, 0, 0, self.Mp - M))
-        self.W24, self.Wc = W24, torch._cslt_compress(W24)
-        self.ref = torch.nn.functional.linear(self.x, W24).float()
-        self._sparse_weight = sparse_weight
-        self._linear: dict = {}
-
-    def _weight(self, alg_id: int):
-        """A to_sparse_semi_structured weight carrying alg_id: through sparse_weight, else by setting the attribute."""
-        if alg_id not in self._linear:
-            try:
-                Ws, how = self._sparse_weight(self.W24, "cuSPARSELt", alg_id), "twofour.bench.sparse_weight"
-            except RuntimeError:  # a torch that does not take it at conversion: set the attribute F.linear reads
-                Ws, how = self._sparse_weight(self.W24, "cuSPARSELt"), "alg_id_cusparselt set after conversion"
-                Ws.alg_id_cusparselt = alg_id
-            self._linear[alg_id] = (Ws, how)
-        return self._linear[alg_id][0]
-
-    def call(self, path, alg_id):
-        if path == "_cslt_sparse_mm":
-            return lambda: torch._cslt_sparse_mm(self.Wc, self.xp.t(), alg_id=alg_id).t()[: self.M]
-        W = self._weight(alg_id)
-        return lambda: torch.nn.functional.linear(self.x, W)
-
-    def dense(self):
-        return lambda: torch.nn.functional.linear(self.x, self.W24)
-
-    def rel_err(self, y):
-        return float((y.float() - self.ref).abs().max() / self.ref.abs().max())
-
-    def time_ms(self, fn, repeats):
-        from twofour.bench.gpu_timing import time_graph
-
-        return time_graph(fn, device=self.device, warmup=2, repeats=repeats)
-
-    def kernel_names(self, fn):
-        from twofour.bench.gpu_timing import profile_kernels
-
-        return profile_kernels(fn, device=self.device, calls=2)["kernels"]
-
-    def search(self):
-        return torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
-
-    def library_max(self):
-        top = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
-        return int(top) if top is not None else None
+ALG_MS = (1, 16, 64, 256)  # the decode batches (M = batch) of the decode step, and one beyond
 
 
-def alg_search(out: Path, *, rehearse: bool) -> None:
+def alg_search(out: Path, *, rehearse: bool, budget_s: float | None = None) -> None:
     """Is the slow 2:4 decode kernel PyTorch's choice or cuSPARSELt's best? Each algorithm ID the library accepts.
 
-    For the Llama-3-8B shapes at small M (twofour.bench.algsweep.sweep_case): the IDs the library
-    accepts, tried upward from 0 until it refuses one (no maximum assumed); each timed as a
-    CUDA-graph replay with L2 flushed through F.linear (a to_sparse_semi_structured weight with
-    that alg_id, x at its real M) and as a direct torch._cslt_sparse_mm on x padded to 8 rows;
-    the kernel names of each; each result checked against dense; and the ID the library's search
-    returns, timed too. --rehearse runs the same flow on the CPU with dense stand-ins
-    (twofour.bench.algsweep.RehearsalCase): no GPU number is produced.
+    For the Llama-3-8B shapes at M = 1, 16, 64, 256, fp16 then bf16
+    (twofour.bench.algsweep.sweep_case on a CudaCase): the IDs the library accepts, tried upward
+    from 0 until it refuses one (no maximum assumed); each timed as the bench's graph mode (weight
+    copies in turn, replays back to back behind a device-side spin) through F.linear (a
+    to_sparse_semi_structured weight converted with that alg_id, x at its real M) and as a direct
+    torch._cslt_sparse_mm on x padded to 8 rows; the kernel names and tile of each; each result
+    checked against dense; and the ID the library's search returns, timed too. The file is
+    rewritten after every case; cases not started within ``budget_s`` are left out.
+    --rehearse runs the same flow on the CPU with dense stand-ins (RehearsalCase): no GPU number.
     """
-    from twofour.bench.algsweep import RehearsalCase, sweep_case
+    from twofour.bench import gpu_timing
+    from twofour.bench.algsweep import CudaCase, RehearsalCase, sweep_case
     from twofour.structure import prune
 
     name = "cslt-algsearch-rehearsal.json" if rehearse else "cslt-algsearch.json"
     device = torch.device("cpu" if rehearse else "cuda")
-    record = {"schema": "twofour-cslt-algsearch/2",
+    record = {"schema": "twofour-cslt-algsearch/3",
               "provenance": provenance("scripts/gpu_measure.py alg-search" + (" --rehearse" if rehearse else ""), device=device),
               "rehearsal": rehearse, "paths": ["_cslt_sparse_mm", "F.linear"],
-              "timer": "CUDA-graph replay, L2 flushed, median of 10" if not rehearse else "CPU wall clock (rehearsal)",
+              "timer": gpu_timing.METHODS["graph"] if not rehearse else "CPU wall clock (rehearsal)",
               "cases": []}
     gen = torch.Generator().manual_seed(0)
     t0 = time.perf_counter()
     shapes = model_shapes(["Llama-3-8B"]) if not rehearse else [("rehearsal 32x64", 32, 64)]
-    for label, N, K in shapes:
-        W24 = None if rehearse else prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, torch.float16))[0]
-        for M in ((1, 16, 64, 256) if not rehearse else (1, 3)):
-            ops = CudaCase(W24, M, device, gen) if not rehearse else RehearsalCase(M, N, K, accepts=3, search_id=5)
-            case = {"shape": label, "M": M, "M_padded": -(-M // 8) * 8, "N": N, "K": K,
-                    **sweep_case(ops, repeats=10 if not rehearse else 2)}
-            direct = case["best"]["_cslt_sparse_mm"]
-            zero = next((c for c in case["configs"] if c["path"] == "_cslt_sparse_mm" and c["alg_id"] == 0 and "ms" in c), None)
-            # the fields readers of schema /1 use: the direct path's algorithm 0 and its best
-            case["default_ms"] = zero["ms"] if zero else None
-            case["best_direct"] = direct
-            record["cases"].append(case)
-            (out / name).write_text(json.dumps(record, indent=1) + "\n")
-            lin = case["best"]["F.linear"]
-            _log(f"alg-search {label} M={M}: accepted IDs {case['accepted_alg_ids'][:1]}..{case['accepted_alg_ids'][-1:]} "
-                 f"({case['stopped']}); dense {case['dense_ms'] * 1e3:.1f} us; best direct "
-                 f"{(direct['ms'] * 1e3 if direct else float('nan')):.1f} us (alg {direct and direct['alg_id']}), best F.linear "
-                 f"{(lin['ms'] * 1e3 if lin else float('nan')):.1f} us (alg {lin and lin['alg_id']}); search says "
-                 f"{case['search_alg_id']} (timed: {case['search_timed']}); {time.perf_counter() - t0:.0f}s")
+    for dtype in ("float16", "bfloat16"):
+        for label, N, K in shapes:
+            if budget_s is not None and time.perf_counter() - t0 > budget_s:
+                _log(f"alg-search {label} {dtype}: not started, the step's {budget_s:g} s budget is spent")
+                continue
+            W24 = None if rehearse else prune((torch.randn(N, K, generator=gen) / K**0.5).to(device, getattr(torch, dtype)))[0]
+            for M in (ALG_MS if not rehearse else (1, 3)):
+                ops = CudaCase(W24, M) if not rehearse else RehearsalCase(M, N, K, accepts=3, search_id=5)
+                try:
+                    case = {"shape": label, "dtype": dtype, "M": M, "M_padded": -(-M // 8) * 8, "N": N, "K": K,
+                            **sweep_case(ops, repeats=5 if not rehearse else 2)}
+                except Exception as exc:  # one case that cannot run (memory, a refused shape) must not end the step
+                    _log(f"alg-search {label} {dtype} M={M}: failed: {type(exc).__name__}: {exc}")
+                    continue
+                direct = case["best"]["_cslt_sparse_mm"]
+                zero = next((c for c in case["configs"] if c["path"] == "_cslt_sparse_mm" and c["alg_id"] == 0 and "ms" in c), None)
+                # the fields readers of schema /1 use: the direct path's algorithm 0 and its best
+                case["default_ms"] = zero["ms"] if zero else None
+                case["best_direct"] = direct
+                record["cases"].append(case)
+                (out / name).write_text(json.dumps(record, indent=1) + "\n")
+                lin = case["best"]["F.linear"]
+                _log(f"alg-search {label} {dtype} M={M}: accepted IDs {case['accepted_alg_ids'][:1]}..{case['accepted_alg_ids'][-1:]} "
+                     f"({case['stopped']}); dense {case['dense_ms'] * 1e3:.1f} us; best direct "
+                     f"{(direct['ms'] * 1e3 if direct else float('nan')):.1f} us (alg {direct and direct['alg_id']}), best F.linear "
+                     f"{(lin['ms'] * 1e3 if lin else float('nan')):.1f} us (alg {lin and lin['alg_id']}, tile "
+                     f"{lin and lin.get('tile')}); search says {case['search_alg_id']} (timed: {case['search_timed']}); "
+                     f"{time.perf_counter() - t0:.0f}s")
+                del ops
+            del W24
+            if not rehearse:
+                torch.cuda.empty_cache()
+
+
+COUNTER_SHAPE = ("Llama-3-8B gate_proj/up_proj", 14336, 4096)
+
+
+def _best_alg(out: Path, dtype: str, M: int) -> tuple[int | None, str]:
+    """The best F.linear algorithm the alg-search step found for the counter shape at M (nearest M below), if any."""
+    path = out / "cslt-algsearch.json"
+    if not path.exists():
+        return None, "no alg-search results in this run"
+    cases = [c for c in json.loads(path.read_text())["cases"]
+             if c.get("dtype") == dtype and (c["N"], c["K"]) == COUNTER_SHAPE[1:] and c["M"] <= M and c["best"].get("F.linear")]
+    if not cases:
+        return None, "no alg-search case for this shape at or below this M"
+    case = max(cases, key=lambda c: c["M"])
+    return int(case["best"]["F.linear"]["alg_id"]), f"alg-search's fastest F.linear algorithm at M={case['M']}"
+
+
+def counters_target(out: Path) -> None:
+    """The program ncu profiles: for each M, cuBLAS, 2:4 algorithm 0 and 2:4 best, each after a marker spin."""
+    from twofour.bench import sparse_weight
+    from twofour.bench.counters import MS
+    from twofour.structure import prune
+
+    _, N, K = COUNTER_SHAPE
+    gen = torch.Generator().manual_seed(0)
+    W = prune((torch.randn(N, K, generator=gen) / K**0.5).to("cuda", torch.float16))[0]
+    plan, order = [], []
+    for M in MS:
+        x = torch.randn(M, K, generator=gen).to("cuda", torch.float16)
+        best, source = _best_alg(out, "float16", M)
+        if best is None:
+            xp = torch.nn.functional.pad(x, (0, 0, 0, -M % 8))
+            best, source = int(torch._cslt_sparse_mm_search(torch._cslt_compress(W), xp.t())), "torch._cslt_sparse_mm_search"
+        for variant, weight in (("cuBLAS", W), ("alg 0", sparse_weight(W, "cuSPARSELt", 0)),
+                                (f"alg {best} (best: {source})", sparse_weight(W, "cuSPARSELt", best))):
+            plan.append((x, weight))
+            order.append(f"M={M} {variant}")
+    for x, weight in plan:  # warm-up, outside the profiled range
+        torch.nn.functional.linear(x, weight)
+    torch.cuda.synchronize()
+    (out / "counters-order.json").write_text(json.dumps(order))
+    torch.cuda.profiler.start()
+    for x, weight in plan:
+        torch.cuda._sleep(20_000)
+        torch.nn.functional.linear(x, weight)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def counters(out: Path, *, rehearse: bool, budget_s: float | None = None) -> int:
+    """DRAM bytes, SM throughput, tensor-pipe use of cuBLAS and 2:4 algorithm 0 / best at M = 1, 16, 256, 2048 (ncu)."""
+    import shutil
+    import subprocess
+
+    from twofour.bench.counters import CANDIDATES, MS, SCHEMA, choose_metrics, not_available, parse_csv, split_variants
+
+    prov = provenance("scripts/gpu_measure.py counters" + (" --rehearse" if rehearse else ""),
+                      device="cpu" if rehearse else "cuda")
+    path = out / ("counters-rehearsal.json" if rehearse else "counters.json")
+    ncu = shutil.which("ncu") or next((str(p) for p in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))), None) \
+        if not rehearse else None
+    if ncu is None:
+        record = not_available("ncu (Nsight Compute) is not on this machine's PATH" if not rehearse
+                               else "rehearsal: no ncu on a CPU; the GPU run uses it where it exists", prov)
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        _log(f"counters: not available: {record['reason']}")
+        return 0
+    limit = max(30.0, (budget_s or 120.0) - 5.0)
+    try:
+        query = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
+        metrics = choose_metrics(query.stdout)
+        if not metrics:
+            raise RuntimeError(f"ncu --query-metrics listed none of the metrics wanted: {query.stderr.strip()[:300]}")
+        cmd = [ncu, "--csv", "--page", "raw", "--profile-from-start", "off", "--clock-control", "none",
+               "--metrics", ",".join(metrics), sys.executable, str(Path(__file__).resolve()), "counters-target",
+               "--out", str(out)]
+        _log(f"counters: {' '.join(cmd[:9])} ... ({len(metrics)} metrics, limit {limit:.0f}s)")
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        (out / "counters-ncu.log").write_text(run.stdout + "\n--- stderr ---\n" + run.stderr)
+        if run.returncode != 0:
+            raise RuntimeError(f"ncu exited {run.returncode}: {(run.stderr or run.stdout).strip().splitlines()[-1:]}")
+        order = json.loads((out / "counters-order.json").read_text())
+        variants = split_variants(parse_csv(run.stdout), order)
+    except Exception as exc:  # no counters is a result too, said in words
+        record = not_available(f"ncu could not read the counters: {type(exc).__name__}: {str(exc)[:400]}", prov)
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        _log(f"counters: not available: {record['reason']}")
+        return 0
+    label, N, K = COUNTER_SHAPE
+    record = {"schema": SCHEMA, "provenance": prov, "available": True, "shape": label, "N": N, "K": K,
+              "dtype": "float16", "Ms": list(MS), "metrics": {m: CANDIDATES[m] for m in metrics},
+              "ncu": {"path": ncu, "options": "--profile-from-start off --clock-control none (caches flushed per "
+                                              "kernel replay: ncu's default --cache-control all)"},
+              "variants": variants}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    for name, rows in variants.items():
+        _log(f"counters {name}: " + "; ".join(f"{r['kernel'][:40]} " + ", ".join(
+            f"{k.split('.')[0].split('__')[-1]}={v:.3g}" for k, v in r["metrics"].items() if isinstance(v, float))
+            for r in rows))
+    return 0
 
 
 def kernel_tables(out: Path, *, rehearse: bool) -> None:
@@ -320,21 +399,21 @@ def traces(out: Path, *, rehearse: bool) -> None:
             _log(f"traces: {label} {how}: {raw.name}.gz ({(out / (raw.name + '.gz')).stat().st_size:,} bytes)")
 
 
-def decode_plan(rehearse: bool):
-    """The decode step's plan: Llama-3-8B on the GPU; the same order and modes on the tiny model to rehearse."""
-    from dataclasses import replace
+DECODE_BATCHES = (1, 16, 64)
 
+
+def decode_plan(rehearse: bool):
+    """Whole decode steps of Llama-3-8B, fp16 then bf16, batch 1 to 64 at context 512: dense, 2:4 with
+    algorithm 0 and 2:4 with the searched algorithm pinned, each one CUDA graph replayed back to back.
+    The same order on the tiny model to rehearse."""
     from twofour.models import LLAMA_3_8B
     from twofour.serve import TINY, make_plan
 
     cfg = TINY if rehearse else LLAMA_3_8B
     # The rehearsal keeps the plan's order and modes and shrinks every count: it checks the flow, not speed.
-    common = {"dtypes": ["float16", "bfloat16"], "context": 8 if rehearse else 512, "decode_steps": 4 if rehearse else 16,
-              "warmup": 0 if rehearse else 3, "repeats": 1 if rehearse else 10, "profiled_calls": 1 if rehearse else 3}
-    plan = make_plan(cfg, batches=[1, 32], prompt_lens=[16, 32] if rehearse else [512, 4096],
-                     modes=["eager", "graph", "graph-searched"], prefill_modes=["eager", "graph"], **common)
-    compiled = make_plan(cfg, batches=[1], prompt_lens=[], modes=["compile"], **dict(common, dtypes=["float16"]))
-    return replace(plan, items=plan.items + compiled.items)  # last: it compiles for a minute and is optional
+    return make_plan(cfg, dtypes=["float16", "bfloat16"], batches=list(DECODE_BATCHES), context=8 if rehearse else 512,
+                     prompt_lens=[], modes=["graph", "graph-searched"], decode_steps=4 if rehearse else 16,
+                     warmup=0 if rehearse else 2, repeats=1 if rehearse else 5, profiled_calls=1 if rehearse else 2)
 
 
 def decode(out: Path, *, rehearse: bool, budget_s: float | None, plan=None) -> int:
@@ -345,8 +424,9 @@ def decode(out: Path, *, rehearse: bool, budget_s: float | None, plan=None) -> i
         torch.set_num_threads(1)  # tiny matmuls: a second thread only waits on a busy machine
     plan = plan if plan is not None else decode_plan(rehearse)
     command = ("scripts/gpu_measure.py decode (twofour.serve.run_plan: Llama-3-8B all layers, fp16 and bf16, decode "
-               "batch 1/32 at context 512 eager/graph/graph-searched, TTFT 512/4096 eager/graph, compile fp16 batch 1; "
-               f"warmup {plan.warmup} repeats {plan.repeats}, budget {budget_s} s)")
+               f"batch {'/'.join(map(str, DECODE_BATCHES))} at context 512, graph (algorithm 0) and graph-searched "
+               f"(searched algorithm pinned), {plan.decode_steps} steps per window; warmup {plan.warmup} repeats "
+               f"{plan.repeats}, budget {budget_s} s)")
     res = run_plan(plan, RehearsalOps() if rehearse else ops_for("cuda"),
                    out=out / ("decode-rehearsal.json" if rehearse else "decode-llama-3-8b.json"),
                    command=command, budget_s=budget_s, log=_log)
@@ -358,28 +438,86 @@ def decode(out: Path, *, rehearse: bool, budget_s: float | None, plan=None) -> i
     return 0 if res.measured() else 1
 
 
+# What the run writes (rehearsal name, GPU name) -> its name among the package's data files.
+SHIPPED = {"bench-llama-3-8b.json": "bench-{gpu}-llama-3-8b-{day}.json",
+           "decode-llama-3-8b.json": "decode-{gpu}-llama-3-8b-{day}.json",
+           "cslt-algsearch.json": "cslt-algsearch-{gpu}-{day}.json",
+           "counters.json": "counters-{gpu}-{day}.json"}
+REHEARSAL_NAMES = {"bench-llama-3-8b.json": "bench-llama-3-8b.json", "decode-llama-3-8b.json": "decode-rehearsal.json",
+                   "cslt-algsearch.json": "cslt-algsearch-rehearsal.json", "counters.json": "counters-rehearsal.json"}
+
+
+def file_run(run: Path, repo: Path, *, rehearse: bool) -> int:
+    """File a finished run: the folder as benchmarks/gpu-runs/<day>-<gpu>/, its results as src/twofour/data/ files.
+
+    Never replaces a file: an existing run folder gets a suffix, an existing data file is left and
+    reported. A run without results files (steps that only test) files nothing, and says so.
+    """
+    import shutil
+
+    found = {name: run / (REHEARSAL_NAMES[name] if rehearse else name) for name in SHIPPED}
+    found = {name: p for name, p in found.items() if p.exists()}
+    if not found:
+        _log(f"file: no results in {run}; nothing filed")
+        return 0
+    prov = json.loads(next(iter(found.values())).read_text())["provenance"]
+    gpu = "".join(c if c.isalnum() else "-" for c in (prov.get("gpu_name") or "cpu-rehearsal").lower()).strip("-")
+    while "--" in gpu:
+        gpu = gpu.replace("--", "-")
+    day = str(prov["date"])[:10]
+    target = repo / "benchmarks" / "gpu-runs" / f"{day}-{gpu}"
+    n = 2
+    while target.exists():
+        target = target.with_name(f"{day}-{gpu}-{n}")
+        n += 1
+    shutil.copytree(run, target, ignore=shutil.ignore_patterns("*.tgz", "filed-*"))
+    _log(f"file: run folder {target}")
+    data = repo / "src" / "twofour" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for name, src in found.items():
+        dest = data / SHIPPED[name].format(gpu=gpu, day=day.replace("-", ""))
+        if dest.exists():
+            _log(f"file: {dest} exists; left as it is (results are never replaced)")
+            continue
+        shutil.copyfile(src, dest)
+        _log(f"file: {dest}")
+    return 0
+
+
+STEPS = ["decode", "alg-search", "counters", "bench-8b", "bench-ref", "bench-70b", "kernels", "traces",
+         "counters-target", "file"]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["bench-8b", "bench-ref", "bench-70b", "kernels", "traces", "alg-search", "decode"])
-    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("step", choices=STEPS)
+    ap.add_argument("--out", required=True, type=Path, help="the run's folder")
     ap.add_argument("--rehearse", action="store_true", help="tiny CPU versions of each step (no GPU numbers)")
-    ap.add_argument("--budget", type=float, help="decode: seconds for the whole step; items not started by then are skipped")
+    ap.add_argument("--budget", type=float, help="seconds for the step; work not started by then is left out")
+    ap.add_argument("--repo", type=Path, help="file: the repository to file the run into (default: this one)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.step == "file":
+        return file_run(args.out, args.repo or Path(__file__).resolve().parents[1], rehearse=args.rehearse)
     if not args.rehearse and not torch.cuda.is_available():
         print("gpu_measure.py: no CUDA GPU; pass --rehearse to run the CPU versions", file=sys.stderr)
         return 3
     if args.step == "bench-8b":
         # fp16 with every timing mode first (what the model is fitted to); bf16 eager and graph
         bench(args.out, models=["Llama-3-8B"], Ms=SMALL_MS, plan=[("float16", MODES), ("bfloat16", ("eager", "graph"))],
-              name="llama-3-8b", rehearse=args.rehearse)
+              name="llama-3-8b", rehearse=args.rehearse, budget_s=args.budget)
     elif args.step == "bench-70b":
         bench(args.out, models=["Llama-3-70B"], Ms=[1, 16, 256, 4096, 16384],
-              plan=[("float16", ("eager", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse)
+              plan=[("float16", ("eager", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse,
+              budget_s=args.budget)
     elif args.step == "bench-ref":
         bench_reference(args.out, rehearse=args.rehearse)
     elif args.step == "alg-search":
-        alg_search(args.out, rehearse=args.rehearse)
+        alg_search(args.out, rehearse=args.rehearse, budget_s=args.budget)
+    elif args.step == "counters":
+        return counters(args.out, rehearse=args.rehearse, budget_s=args.budget)
+    elif args.step == "counters-target":
+        counters_target(args.out)
     elif args.step == "decode":
         return decode(args.out, rehearse=args.rehearse, budget_s=args.budget)
     elif args.step == "kernels":

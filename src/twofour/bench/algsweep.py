@@ -9,12 +9,16 @@ them upward from 0 until one is refused (:func:`accepted_alg_ids`; no maximum is
 * ``"F.linear"``: ``F.linear(x, W)`` on a ``to_sparse_semi_structured`` weight carrying that
   ``alg_id`` (PyTorch's path: pad, copy, wrapper, the kernel), ``x`` at its real ``M``;
 
-records the kernel names each call launched, checks each result against dense, and times the
-ID the library's own search (``torch._cslt_sparse_mm_search``) returns, accepted range or not.
+records the kernel names each call launched (and the tile its name gives, :func:`kernel_tile`),
+checks each result against dense, and times the ID the library's own search
+(``torch._cslt_sparse_mm_search``) returns, accepted range or not. Every timing is the GEMM
+benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`: one graph over weight copies
+used in turn, so each call finds its weight cold, replayed back to back behind a device-side spin).
 
-The device work is behind a small interface (:class:`CaseOps`): ``scripts/gpu_measure.py
-alg-search`` passes the CUDA one, and :class:`RehearsalCase` runs the same control flow on a
-CPU with dense float32 stand-ins (no GPU number is produced), so the flow is tested without a GPU.
+The device work is behind a small interface (:class:`CaseOps`): :class:`CudaCase` on a GPU
+(``scripts/gpu_measure.py alg-search``, fp16 and bf16), and :class:`RehearsalCase`, the same
+control flow on a CPU with dense float32 stand-ins (no GPU number is produced), so the flow is
+tested without a GPU.
 
 Example:
     >>> case = sweep_case(RehearsalCase(accepts=3, search_id=5), repeats=2)
@@ -26,10 +30,11 @@ Example:
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Callable
 
-__all__ = ["PATHS", "CaseOps", "RehearsalCase", "accepted_alg_ids", "sweep_case", "GUARD"]
+__all__ = ["PATHS", "CaseOps", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 
 PATHS = ("_cslt_sparse_mm", "F.linear")
 # A loop guard, not a belief about the library: a run that reaches it says so in "stopped".
@@ -63,6 +68,21 @@ def accepted_alg_ids(accepts: Callable[[int], object], *, guard: int = GUARD) ->
     return ids, f"no refusal up to the loop guard ({guard} IDs); the library may accept more"
 
 
+_TILE = re.compile(r"tile(?:size)?_?(\d+)x(\d+)(?:x(\d+))?", re.IGNORECASE)
+
+
+def kernel_tile(name: str) -> str | None:
+    """The tile a GEMM kernel's name states (``MxNxK`` as written there), or None.
+
+    >>> kernel_tile("sm90_xmma_sparse_gemm_f16f16_f16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_kernel")
+    '128x256x64'
+    >>> kernel_tile("void at::native::vectorized_elementwise_kernel<4>") is None
+    True
+    """
+    m = _TILE.search(name)
+    return None if m is None else "x".join(g for g in m.groups() if g)
+
+
 class CaseOps:
     """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one)."""
 
@@ -70,18 +90,26 @@ class CaseOps:
         """A no-argument callable running the GEMM on ``path`` with ``alg_id`` (raises if refused)."""
         raise NotImplementedError
 
+    def copies(self, path: str, alg_id: int) -> list[Callable[[], object]]:
+        """The call on distinct copies of the weight, to be timed in turn (cold weights); by default the one call."""
+        return [self.call(path, alg_id)]
+
     def dense(self) -> Callable[[], object]:
         raise NotImplementedError
+
+    def dense_copies(self) -> list[Callable[[], object]]:
+        return [self.dense()]
 
     def rel_err(self, y) -> float:
         """``y`` (the output of a call) against dense: max abs error over max abs of dense."""
         raise NotImplementedError
 
-    def time_ms(self, fn: Callable[[], object], repeats: int) -> list[float]:
+    def time_ms(self, fns: list[Callable[[], object]], repeats: int) -> list[float]:
+        """Milliseconds per call of ``fns`` (copies of one call), one value per repeat."""
         raise NotImplementedError
 
-    def kernel_names(self, fn: Callable[[], object]) -> dict[str, int]:
-        """``{kernel name: launches per call}``."""
+    def kernel_names(self, fns: list[Callable[[], object]]) -> list[dict[str, float]]:
+        """``{kernel name: launches per call}`` of each callable in ``fns`` (one profile for them all)."""
         raise NotImplementedError
 
     def search(self) -> int:
@@ -108,23 +136,32 @@ def sweep_case(ops: CaseOps, *, repeats: int = 10, tol: float = 1e-2) -> dict:
     except Exception as exc:  # deprecated or absent in some releases: recorded
         case["search_alg_id"] = _one_line(exc)
     dense = ops.dense()
-    case["dense_ms"] = statistics.median(ops.time_ms(dense, repeats))
-    case["dense_kernels"] = ops.kernel_names(dense)
+    case["dense_ms"] = statistics.median(ops.time_ms(ops.dense_copies(), repeats))
     todo = list(ids)
     if isinstance(case["search_alg_id"], int) and case["search_alg_id"] not in todo:
         todo.append(case["search_alg_id"])  # the search's choice is timed even outside the accepted run
-    configs = []
+    configs, named = [], []
     for alg in todo:
         for path in PATHS:
             entry = {"path": path, "alg_id": alg, "split_k": 1}
             try:
                 fn = ops.call(path, alg)
                 entry["rel_err"] = float(ops.rel_err(fn()))
-                entry["ms"] = statistics.median(ops.time_ms(fn, repeats))
-                entry["kernels"] = ops.kernel_names(fn)
+                entry["ms"] = statistics.median(ops.time_ms(ops.copies(path, alg), repeats))
+                named.append((entry, fn))
             except Exception as exc:
                 entry["error"] = _one_line(exc)
             configs.append(entry)
+    # the kernel names of every timed config and of dense, from one profile
+    try:
+        names = ops.kernel_names([dense] + [fn for _, fn in named])
+        case["dense_kernels"] = names[0]
+        for (entry, _), kernels in zip(named, names[1:]):
+            entry["kernels"] = kernels
+            tiles = {t for t in map(kernel_tile, kernels) if t}
+            entry["tile"] = "/".join(sorted(tiles)) if tiles else None
+    except Exception as exc:  # names are evidence beside the timings; their loss is recorded
+        case["kernels_error"] = _one_line(exc)
     case["configs"] = configs
     case["search_timed"] = any(c["alg_id"] == case["search_alg_id"] and "ms" in c for c in configs)
     case["best"] = {}
@@ -171,20 +208,88 @@ class RehearsalCase(CaseOps):
     def rel_err(self, y):
         return float((y - self.ref).abs().max() / self.ref.abs().max())
 
-    def time_ms(self, fn, repeats):
+    def time_ms(self, fns, repeats):
         import time
 
         out = []
-        for _ in range(repeats):
+        for i in range(repeats):
             t0 = time.perf_counter()
-            fn()
+            fns[i % len(fns)]()
             out.append((time.perf_counter() - t0) * 1e3)
         return out
 
-    def kernel_names(self, fn):
-        return {"rehearsal: CPU matmul (no kernel names without a GPU)": 1}
+    def kernel_names(self, fns):
+        return [{"rehearsal: CPU matmul (no kernel names without a GPU)": 1.0} for _ in fns]
 
     def search(self):
         if self.search_id is None:
             raise RuntimeError("rehearsal: no search")
         return self.search_id
+
+
+class CudaCase(CaseOps):
+    """:class:`CaseOps` on a CUDA GPU for one pruned weight ``W24`` ``[N, K]`` and ``M`` rows, in ``W24``'s dtype.
+
+    ``F.linear`` runs on a ``to_sparse_semi_structured`` weight converted with the algorithm
+    (:func:`twofour.bench.sparse_weight`), ``x`` at its real ``M``; the direct call is
+    ``torch._cslt_sparse_mm`` on ``x`` padded to 8 rows. Timings: :func:`~twofour.bench.gpu_timing.time_graph`
+    over enough copies of the weight that each call finds it cold.
+    """
+
+    def __init__(self, W24, M: int, *, seed: int = 0):
+        import torch
+
+        from .gpu_timing import copies_to_defeat_l2, l2_bytes
+        from .measure import sparse_weight
+
+        self.torch, self.sparse_weight, self.device, self.M = torch, sparse_weight, W24.device, M
+        gen = torch.Generator().manual_seed(seed + M)
+        self.x = torch.randn(M, W24.shape[1], generator=gen).to(W24.device, W24.dtype)
+        self.xp = torch.nn.functional.pad(self.x, (0, 0, 0, -M % 8))  # the row multiple PyTorch pads to
+        self.W24, self.Wc = W24, torch._cslt_compress(W24)
+        self.ref = torch.nn.functional.linear(self.x, W24).float()
+        self.n_packed = copies_to_defeat_l2(self.Wc.numel() * self.Wc.element_size(), l2_bytes(self.device))
+        self.n_dense = copies_to_defeat_l2(W24.numel() * W24.element_size(), l2_bytes(self.device))
+        self._compressed = [self.Wc] + [self.Wc.clone() for _ in range(self.n_packed - 1)]
+        self._dense = [W24] + [W24.clone() for _ in range(self.n_dense - 1)]
+
+    def _direct(self, Wc, alg_id):
+        torch, xp, M = self.torch, self.xp, self.M
+        return lambda: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M]
+
+    def call(self, path, alg_id):
+        return self.copies(path, alg_id)[0]
+
+    def copies(self, path, alg_id):
+        linear = self.torch.nn.functional.linear
+        if path == "_cslt_sparse_mm":
+            return [self._direct(Wc, alg_id) for Wc in self._compressed]
+        weights = [self.sparse_weight(self.W24, "cuSPARSELt", alg_id) for _ in range(self.n_packed)]
+        return [lambda W=W: linear(self.x, W) for W in weights]
+
+    def dense(self):
+        return self.dense_copies()[0]
+
+    def dense_copies(self):
+        linear = self.torch.nn.functional.linear
+        return [lambda W=W: linear(self.x, W) for W in self._dense]
+
+    def rel_err(self, y):
+        return float((y.float() - self.ref).abs().max() / self.ref.abs().max())
+
+    def time_ms(self, fns, repeats):
+        from .gpu_timing import time_graph
+
+        return time_graph(fns, device=self.device, warmup=1, repeats=repeats)
+
+    def kernel_names(self, fns):
+        from .gpu_timing import profile_kernels
+
+        return profile_kernels(fns, device=self.device, warmup=1, calls=len(fns))["per_call"]
+
+    def search(self):
+        return self.torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
+
+    def library_max(self):
+        top = getattr(self.torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+        return int(top) if top is not None else None

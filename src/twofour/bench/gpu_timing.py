@@ -1,50 +1,118 @@
-"""Three more ways to time one GEMM call on a GPU, one per serving scenario.
+"""Timing GEMM calls on a GPU the way a serving step runs them, and saying for each point how.
 
-:func:`twofour.bench.time_callable` times a call the way eager PyTorch runs a lone layer: the
-device is idle when the call starts, so the host's set-up (Python dispatch, cuSPARSELt
-descriptors and plan) sits inside the measured window. A serving engine does not run like
-that, so :func:`twofour.bench.measure_point` can also time:
+A decode step runs one layer's GEMM right after the previous one's: the device is busy when a
+kernel is launched, the weight is cold (the other layers' weights went through L2 since it was
+last read), and nothing else is waiting to be written back. The timings here reproduce that:
 
-``graph``
-    The call captured once in a CUDA graph and replayed (``torch.cuda.CUDAGraph``): no Python,
-    no descriptor or plan creation per call, only the graph launch and the kernels. This is the
-    *cached* scenario (plans cached, or the whole step captured, as serving engines do).
-``stream``
-    Calls issued back to back without synchronising, cycling through enough copies of the
-    weight that none is still in L2 when it is used again; the time per call is the mean.
-    When the host needs longer per call than the kernels, the GPU waits and this shows it:
-    eager PyTorch inside a model's forward pass.
-``kernel``
-    The GPU time of the kernels one call launched, read from the profiler (CUPTI): the *ideal*
-    scenario, kernel time only. Every call is preceded by an L2 flush whose kernel
-    (``bitwise_not`` on a byte buffer) marks where one call ends and the next begins; the
-    report keeps each call's summed kernel time, its span from first kernel start to last
-    kernel end (gaps inside a call are host time), and the names of the kernels that ran.
+* **Nothing is written between timed calls.** L2 is made cold by *rotating weight copies*
+  (:func:`copies_to_defeat_l2` distinct copies, used in turn: each call finds its weight in DRAM,
+  as in a model) or, for a lone call, by *reading* a buffer twice the L2 size
+  (:func:`read_flush`), which leaves only clean lines. [The H200 run of 2026-11-30 wrote that
+  buffer (``bitwise_not_``): the dirty lines' write-back then ran inside the next kernel and
+  slowed only the memory-bound one, dense at decode, by about a fifth.]
+* **The device is busy before the start event.** A device-side spin (``torch.cuda._sleep``) is
+  queued before the start event, and the work after it; the host queues everything while the
+  device spins, so the host's launch latency is not in the window. Each window also checks that
+  this held (``host_ahead``: the host finished queueing before the spin ended).
+* **Many calls per event pair.** One CUDA graph holds one call per weight copy and is replayed
+  back to back until the window holds ``calls`` calls; the time per call is the window over
+  the count.
 
-All three need CUDA; they are exercised by ``make gpu-check`` and by GPU-marked tests.
+Modes (:data:`twofour.bench.MODES`), each described with its method in :data:`METHODS`, which
+the results file records per point (:func:`twofour.bench.results.timing_method` reads it, and
+gives the 2026-11-30 method, :data:`LEGACY_METHODS`, for files written before it was recorded):
+
+``graph``   :func:`time_graph`: the *cached* scenario (plans cached, the step captured).
+``stream``  :func:`time_stream`: eager calls back to back, after a few untimed calls that fill
+            the queue; when the host needs longer per call than the kernels, the device waits
+            and the number shows it (eager PyTorch inside a model's forward pass).
+``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler (CUPTI), each call
+            after a short spin whose kernel (``spin_kernel``) marks where a call begins.
+
+All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`, which rehearsals and tests use).
+
+Example (on the simulated GPU: the window holds the kernels and nothing else):
+    >>> import torch
+    >>> from twofour.bench.simgpu import simulated_gpu
+    >>> with simulated_gpu(l2_bytes=1 << 20) as sim:
+    ...     W, x = torch.randn(512, 1024), torch.randn(1, 1024)
+    ...     copies = [W.clone() for _ in range(copies_to_defeat_l2(W.numel() * 4, sim.l2_bytes))]
+    ...     info = {}
+    ...     ms = time_graph([lambda c=c: torch.nn.functional.linear(x, c) for c in copies], device="cuda",
+    ...                     repeats=3, info=info)
+    ...     alone = sim.kernel_us(W, x) + sim.gap_us      # cold weight, x in L2, one gap between kernels
+    >>> all(abs(t * 1e3 - alone) < 0.01 for t in ms), info["host_ahead"], info["calls_per_window"]
+    (True, 1.0, 16)
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
-__all__ = ["time_graph", "time_stream", "profile_kernels", "copies_to_defeat_l2", "FLUSH_KERNEL_MARK"]
+__all__ = ["time_graph", "time_stream", "profile_kernels", "copies_to_defeat_l2", "window_ms", "read_flush",
+           "flush_buffer", "split_calls", "l2_bytes", "METHODS", "LEGACY_METHODS", "SPIN_CYCLES", "MARK_CYCLES", "CALLS",
+           "MARK_KERNEL"]
 
-# The flush kernel's name contains this; no GEMM path launches a bitwise_not on bytes.
-FLUSH_KERNEL_MARK = "bitwise_not"
+# Device cycles spun before each start event: about 1 ms at 2 GHz, longer than the host needs to
+# queue a window's replays (each window checks it: host_ahead).
+SPIN_CYCLES = 2_000_000
+# The short spin before each profiled call: its kernel marks where the call begins.
+MARK_CYCLES = 20_000
+MARK_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel: at::cuda::(anonymous namespace)::spin_kernel(long)
+CALLS = 16  # calls per event pair (graph replays x copies)
+
+METHODS = {
+    "eager": {"id": "eager/2", "window": "one eager call, device idle at the start event: the host's launch and "
+              "set-up (cuSPARSELt descriptors and plan) are inside the window, by design",
+              "l2": "cold: a buffer twice the L2 size read (not written) before the call", "flush": "read"},
+    "graph": {"id": "graph/2", "window": f"{CALLS} calls per event pair: one CUDA graph holding one call per weight copy, "
+              "replayed back to back, queued behind a device-side spin so no launch is inside the window",
+              "l2": "cold by rotating weight copies (each call's weight last read several calls earlier)", "flush": "none"},
+    "stream": {"id": "stream/2", "window": "eager calls back to back, the queue filled by untimed calls before the "
+               "start event; host time shows where the host is slower than the kernels",
+               "l2": "cold by rotating weight copies", "flush": "none"},
+    "kernel": {"id": "kernel/2", "window": "the profiler's kernel durations of each call (no event window); each call "
+               "after a short device-side spin that marks it", "l2": "cold by rotating weight copies", "flush": "none"},
+}
+# How the 2026-11-30 files (schemas twofour-bench/1-3) timed each mode: the method this module replaced.
+LEGACY_METHODS = {
+    "eager": {"id": "eager/1", "window": "one eager call, device idle at the start event (host launch and set-up inside)",
+              "l2": "a buffer twice the L2 size written (zero_) before the call: dirty lines written back inside it",
+              "flush": "write"},
+    "graph": {"id": "graph/1", "window": "one replay of a one-call graph per event pair, device idle at the start "
+              "event: the host's graph launch (~7-8 µs on the H200) inside the window",
+              "l2": "a buffer twice the L2 size written (bitwise_not_) before each replay: dirty lines written back "
+              "inside the timed kernel", "flush": "write"},
+    "stream": {"id": "stream/1", "window": "eager calls back to back from an idle device (one launch latency in the "
+               "window, spread over the calls)", "l2": "cold by rotating weight copies", "flush": "none"},
+    "kernel": {"id": "kernel/1", "window": "the profiler's kernel durations of each call",
+               "l2": "a buffer twice the L2 size written (bitwise_not_) before each call; its kernel marked the call",
+               "flush": "write"},
+}
 
 
-def _l2_bytes(device: torch.device) -> int:
+def l2_bytes(device) -> int:
+    """The L2 cache size of ``device`` in bytes (64 MiB where the driver does not say)."""
     return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20)
 
 
-def flush_buffer(device: torch.device) -> torch.Tensor:
-    """A byte buffer twice the L2 size; ``bitwise_not_`` on it evicts everything else from L2."""
-    return torch.zeros(2 * _l2_bytes(device), dtype=torch.uint8, device=device)
+def flush_buffer(device) -> torch.Tensor:
+    """A byte buffer twice the L2 size, for :func:`read_flush`."""
+    return torch.zeros(2 * l2_bytes(device), dtype=torch.uint8, device=device)
+
+
+def read_flush(buf: torch.Tensor) -> None:
+    """Evict L2 by reading ``buf`` (a sum: every byte read, one number written); no dirty line is left behind."""
+    buf.sum()
+
+
+def _now_ms() -> float:
+    return time.perf_counter() * 1e3
 
 
 def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> int:
@@ -65,54 +133,93 @@ def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> i
     return max(2, min(cap, math.ceil(2 * l2_bytes / weight_bytes) + 1))
 
 
-def time_graph(fn: Callable[[], object], *, device, warmup: int = 3, repeats: int = 10,
-               flush_l2: bool = True) -> list[float]:
-    """Capture ``fn`` once in a CUDA graph; raw times (ms) of ``repeats`` cold replays.
+def window_ms(enqueue: Callable[[], object], *, spin_cycles: int = SPIN_CYCLES) -> tuple[float, bool]:
+    """Milliseconds between two events around ``enqueue()``'s work, and whether the host kept ahead.
 
-    The warm-up runs on a side stream before capture, as CUDA graphs require; each timed
-    replay starts with the device idle and (by default) L2 flushed, so it measures the graph
-    launch plus the kernels and nothing of Python or library set-up.
+    The device is idle when this starts (callers synchronise first). It queues a spin of
+    ``spin_cycles`` device cycles, then the start event, then calls ``enqueue()`` (which queues
+    the work), then the end event. ``host_ahead`` is True when the host finished queueing before
+    the spin ended on the device: then no launch latency is inside the window.
     """
-    device = torch.device(device)
+    before, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    t0 = _now_ms()
+    before.record()
+    torch.cuda._sleep(spin_cycles)
+    start.record()
+    enqueue()
+    end.record()
+    host_ms = _now_ms() - t0
+    end.synchronize()
+    return start.elapsed_time(end), host_ms < before.elapsed_time(start)
+
+
+def _as_list(fns) -> list[Callable[[], object]]:
+    fns = [fns] if callable(fns) else list(fns)
+    if not fns or not all(callable(f) for f in fns):
+        raise ValueError("fns must be a callable or a non-empty list of callables (one per weight copy)")
+    return fns
+
+
+def _check_counts(**counts) -> None:
+    for name, (value, low) in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 3,
+               repeats: int = 10, calls: int = CALLS, spin_cycles: int = SPIN_CYCLES,
+               info: dict | None = None) -> list[float]:
+    """Milliseconds per call of ``fns`` captured in one CUDA graph, ``repeats`` windows (see the module doc).
+
+    ``fns`` is one callable or one per weight copy (the same call on distinct copies). The warm-up
+    runs on a side stream before capture, as CUDA graphs require. Each window replays the graph
+    ``ceil(calls / len(fns))`` times back to back behind a device-side spin. ``info`` (a dict),
+    if given, receives ``calls_per_window``, ``copies`` and ``host_ahead`` (the share of windows
+    in which the host queued everything before the spin ended).
+    """
+    fns = _as_list(fns)
+    _check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
         for _ in range(max(1, warmup)):
-            fn()
+            for fn in fns:
+                fn()
     torch.cuda.current_stream(device).wait_stream(side)
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
-    flush = flush_buffer(device) if flush_l2 else None
-    graph.replay()  # first replay uploads the graph
+        for fn in fns:
+            fn()
+    graph.replay()  # the first replay uploads the graph
     torch.cuda.synchronize(device)
-    times = []
+    replays = math.ceil(calls / len(fns))
+
+    def enqueue():
+        for _ in range(replays):
+            graph.replay()
+
+    times, ahead = [], 0
     for _ in range(repeats):
-        if flush is not None:
-            flush.bitwise_not_()
-        torch.cuda.synchronize(device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+        ms, host_ahead = window_ms(enqueue, spin_cycles=spin_cycles)
+        times.append(ms / (replays * len(fns)))
+        ahead += host_ahead
     del graph
+    if info is not None:
+        info.update(calls_per_window=replays * len(fns), copies=len(fns), host_ahead=ahead / repeats)
     return times
 
 
-def time_stream(fns: list[Callable[[], object]], *, device, warmup: int = 3, repeats: int = 10,
-                rounds: int = 5) -> list[float]:
-    """Mean ms per call of back-to-back calls cycling through ``fns``, once per round.
+def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 3,
+                repeats: int = 10, rounds: int = 5, info: dict | None = None) -> list[float]:
+    """Mean ms per call of eager calls back to back cycling through ``fns``, one value per round.
 
-    ``fns`` are the same call on distinct copies of the weight (see :func:`copies_to_defeat_l2`).
-    Each round issues ``max(repeats, 2 * len(fns))`` calls without synchronising between
-    them and divides the elapsed time by the count.
+    ``fns`` are the same call on distinct copies of the weight (:func:`copies_to_defeat_l2`).
+    Each round issues ``len(fns)`` untimed calls to fill the queue, then the start event, then
+    ``max(repeats, 2 * len(fns))`` calls, then the end event, with no synchronisation in between.
     """
-    if not fns:
-        raise ValueError("fns must hold at least one callable")
-    device = torch.device(device)
+    fns = _as_list(fns)
+    _check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
     n_calls = max(repeats, 2 * len(fns))
     for i in range(max(warmup, len(fns))):
         fns[i % len(fns)]()
@@ -120,58 +227,73 @@ def time_stream(fns: list[Callable[[], object]], *, device, warmup: int = 3, rep
     out = []
     for _ in range(rounds):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for fn in fns:  # the lead: the device is busy with these when the start event is reached
+            fn()
         start.record()
         for i in range(n_calls):
             fns[i % len(fns)]()
         end.record()
         end.synchronize()
         out.append(start.elapsed_time(end) / n_calls)
+    if info is not None:
+        info.update(calls_per_window=n_calls, copies=len(fns), lead_calls=len(fns))
     return out
 
 
-def profile_kernels(fn: Callable[[], object], *, device, warmup: int = 2, calls: int = 5) -> dict:
-    """GPU kernels of ``calls`` cold calls of ``fn``, from the profiler; see the module doc.
-
-    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}}``;
-    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end.
-    """
+def _device_kernels(run: Callable[[], object]) -> list[tuple[float, float, str]]:
+    """``(start_us, end_us, name)`` of every GPU kernel ``run()`` launched, in time order (torch.profiler)."""
     from torch.profiler import ProfilerActivity, profile
 
-    device = torch.device(device)
-    flush = flush_buffer(device)
-    for _ in range(warmup):
-        fn()
+    from .._common.stderr import without_profiler_chatter
+
+    with without_profiler_chatter(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    return sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                  if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start)
+
+
+def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 2,
+                    calls: int = 5) -> dict:
+    """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler; see the module doc.
+
+    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}, "per_call": [...]}``;
+    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end,
+    ``per_call`` each call's ``{name: launches}``.
+    """
+    fns = _as_list(fns)
+    _check_counts(warmup=(warmup, 0), calls=(calls, 1))
+    for i in range(max(warmup, len(fns))):
+        fns[i % len(fns)]()
     torch.cuda.synchronize(device)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            flush.bitwise_not_()
-            fn()
-        torch.cuda.synchronize(device)
-    kernels = sorted(
-        ((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-         if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
-    )
-    return split_calls(kernels, calls)
+
+    def run():
+        for i in range(calls):
+            torch.cuda._sleep(MARK_CYCLES)
+            fns[i % len(fns)]()
+
+    return split_calls(_device_kernels(run), calls)
 
 
 def split_calls(kernels: list[tuple[float, float, str]], calls: int) -> dict:
-    """Cut a time-ordered kernel list at each flush kernel into per-call summaries.
+    """Cut a time-ordered kernel list at each marker (spin) kernel into per-call summaries.
 
     Example:
-        >>> ks = [(0, 5, "bitwise_not_k"), (6, 16, "gemm"), (20, 25, "bitwise_not_k"), (26, 30, "pad"), (31, 41, "gemm")]
+        >>> ks = [(0, 5, "spin_kernel(long)"), (6, 16, "gemm"), (20, 25, "spin_kernel(long)"), (26, 30, "pad"), (31, 41, "gemm")]
         >>> r = split_calls(ks, 2)
         >>> r["sum_us"], r["span_us"], r["kernels"]
         ([10.0, 14.0], [10.0, 15.0], {'gemm': 1.0, 'pad': 0.5})
     """
     segments: list[list[tuple[float, float, str]]] = []
     for start, end, name in kernels:
-        if FLUSH_KERNEL_MARK in name:
+        if MARK_KERNEL in name:
             segments.append([])
         elif segments:
             segments[-1].append((start, end, name))
     if len(segments) != calls:
-        raise RuntimeError(f"profiler showed {len(segments)} flush kernels for {calls} calls; "
-                           "cannot split the trace into calls")
+        seen = sorted({name for _, _, name in kernels})[:8]
+        raise RuntimeError(f"profiler showed {len(segments)} marker kernels ({MARK_KERNEL}) for {calls} calls; "
+                           f"cannot split the trace into calls (kernels seen: {seen})")
     if any(not seg for seg in segments):
         raise RuntimeError("a profiled call launched no kernel")
     names = Counter(name for seg in segments for _, _, name in seg)
@@ -179,4 +301,5 @@ def split_calls(kernels: list[tuple[float, float, str]], calls: int) -> dict:
         "sum_us": [float(sum(e - s for s, e, _ in seg)) for seg in segments],
         "span_us": [float(max(e for _, e, _ in seg) - min(s for s, _, _ in seg)) for seg in segments],
         "kernels": {name: n / calls for name, n in sorted(names.items(), key=lambda kv: -kv[1])},
+        "per_call": [{name: float(n) for name, n in Counter(name for _, _, name in seg).items()} for seg in segments],
     }

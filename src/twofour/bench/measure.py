@@ -30,8 +30,9 @@ from .._passes.tensors import dtype_name
 from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
+from .gpu_timing import METHODS
 from .results import Results, provenance, torch_dtype
-from .timing import MODES, summarize, time_callable
+from .timing import MODES, on_gpu, summarize, time_callable
 
 # Relative tolerance (max |sparse - dense| / max |dense|) for the 2:4 vs dense check. The two
 # kernels accumulate in different orders; bf16 has 8 mantissa bits, fp16 11.
@@ -95,7 +96,7 @@ def _modes(modes, device: torch.device) -> tuple[str, ...]:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes or modes[0] != "eager":
         raise ValueError(f"modes must start with 'eager' and use only {MODES}, got {modes!r}")
-    if device.type != "cuda" and modes != ("eager",):
+    if not on_gpu(device) and modes != ("eager",):
         raise ValueError(f"modes {modes[1:]} need a CUDA GPU (CUDA graphs, stream timing, the CUDA profiler); "
                          "on CPU use modes=('eager',)")
     return modes
@@ -140,19 +141,21 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
     clocks = {"eager": {"before": _gpu_state(device)}}
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
+    if on_gpu(device):
+        record["dense"]["method"] = METHODS["eager"]["id"]
     backends = tuple(backends)
     if not backends:
         record["sparse_skipped"] = (
             "2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0; "
             f"this run is on {device.type}, so only the dense GEMM was timed"
         )
-        return record
     if alg_id is not None:
         backends = tuple(b for b in backends if b == "cuSPARSELt")
         if not backends:
             raise ValueError("alg_id picks a cuSPARSELt algorithm, but cuSPARSELt is not among the backends to time")
     ref = dense_fn()
-    record["sparse"] = {}
+    if backends:
+        record["sparse"] = {}
     sparse_weights = {}
     for backend in backends:
         try:
@@ -161,6 +164,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
+            entry["method"] = METHODS["eager"]["id"]
             if alg_id is not None:
                 entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
@@ -183,41 +187,64 @@ def _one_line(exc: BaseException) -> str:
 
 def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,
                  clocks: dict | None = None, alg_id: int | None = None) -> dict:
-    """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`)."""
+    """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`).
+
+    Each side (dense, each 2:4 backend) gets enough distinct copies of its weight that none is in
+    L2 when its turn comes (:func:`~twofour.bench.gpu_timing.copies_to_defeat_l2`), made once and
+    shared by the three modes; every entry records its method (``method``: the id of
+    :data:`~twofour.bench.gpu_timing.METHODS`) and how many calls and copies it timed.
+    ``flush_l2=False`` times one copy (the weight may then stay in L2, which the entry says).
+    """
     from . import gpu_timing as gt
 
     linear = torch.nn.functional.linear
     weights = {"dense": W24, **sparse_weights}
+    n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt.l2_bytes(device)) if flush_l2 else 1
+    copies: dict = {}
+    for name, W in weights.items():
+        try:
+            copies[name] = [W] + [_copy_weight(W24, name, alg_id) for _ in range(n_copies - 1)]
+        except Exception as exc:  # a copy the backend refuses: every mode of this side says so
+            copies[name] = {"error": _one_line(exc)}
     out: dict = {}
     clocks = {} if clocks is None else clocks
-    for mode in modes:
+    for mode in modes:  # mode by mode, dense and 2:4 side by side in time
         clocks[mode] = {"before": _gpu_state(device)}
         out[mode] = {"dense": None, "sparse": {}}
-        for name, W in weights.items():
-            try:
-                if mode == "graph":
-                    entry = summarize(gt.time_graph(lambda W=W: linear(x, W), device=device, warmup=warmup,
-                                                    repeats=repeats, flush_l2=flush_l2))
-                elif mode == "stream":
-                    n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt._l2_bytes(device))
-                    copies = [W] + [_copy_weight(W24, name, alg_id) for _ in range(n_copies - 1)]
-                    entry = summarize(gt.time_stream([lambda c=c: linear(x, c) for c in copies], device=device,
-                                                     warmup=warmup, repeats=repeats))
-                    entry["copies"] = n_copies
-                    del copies
-                else:  # kernel
-                    prof = gt.profile_kernels(lambda W=W: linear(x, W), device=device, calls=min(repeats, 5))
-                    entry = summarize([t / 1e3 for t in prof["sum_us"]])
-                    entry["span_ms"] = [t / 1e3 for t in prof["span_us"]]
-                    entry["kernels"] = prof["kernels"]
-            except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
-                entry = {"error": _one_line(exc)}
+        for name, side in copies.items():
+            if isinstance(side, dict):
+                entry = dict(side)
+            else:
+                try:
+                    entry = _time_mode(gt, mode, [lambda c=c: linear(x, c) for c in side], device=device,
+                                       warmup=warmup, repeats=repeats)
+                except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
+                    entry = {"error": _one_line(exc)}
+            entry["method"] = METHODS[mode]["id"]
+            if not flush_l2:
+                entry["l2"] = "one weight copy: it may stay in L2 between calls (--no-flush)"
             if name == "dense":
                 out[mode]["dense"] = entry
             else:
                 out[mode]["sparse"][name] = entry
         clocks[mode]["after"] = _gpu_state(device)
     return out
+
+
+def _time_mode(gt, mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
+    info: dict = {}
+    if mode == "graph":
+        entry = summarize(gt.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+    elif mode == "stream":
+        entry = summarize(gt.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+    else:  # kernel
+        prof = gt.profile_kernels(fns, device=device, calls=min(repeats, 5))
+        entry = summarize([t / 1e3 for t in prof["sum_us"]])
+        entry["span_ms"] = [t / 1e3 for t in prof["span_us"]]
+        entry["kernels"] = prof["kernels"]
+        info["copies"] = len(fns)
+    entry.update(info)
+    return entry
 
 
 def _copy_weight(W24: torch.Tensor, name: str, alg_id: int | None = None):
@@ -339,15 +366,17 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
     finally:
         if bar is not None:
             bar.close()
+    timed_on_gpu = on_gpu(device)
     settings = {
         "warmup": warmup,
         "repeats": repeats,
-        "flush_l2": bool(flush_l2 and device.type == "cuda"),
-        "timer": "cuda events, device synchronised before each call" if device.type == "cuda" else "time.perf_counter",
+        "flush_l2": bool(flush_l2 and timed_on_gpu),
+        "timer": "cuda events (each mode's method in 'methods')" if timed_on_gpu else "time.perf_counter",
         "backends": list(backends),
         "modes": list(modes),
-        "cache_note": ("L2 flushed before every timed call" if device.type == "cuda" and flush_l2
-                       else "caches not flushed between repeats"),
+        "methods": {mode: METHODS[mode] for mode in modes} if timed_on_gpu else {},
+        "cache_note": ("L2 cold before every timed call: read, never written (eager), or weight copies in turn "
+                       "(graph, stream, kernel)" if timed_on_gpu and flush_l2 else "caches not flushed between repeats"),
         "alg_id": alg_id,
         "alg_note": ("PyTorch's default cuSPARSELt algorithm (alg_id_cusparselt 0)" if alg_id is None
                      else f"cuSPARSELt algorithm {alg_id}, set through PyTorch's own path (twofour.bench.sparse_weight)"),

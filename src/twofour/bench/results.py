@@ -1,6 +1,6 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON (``schema`` ``twofour-bench/3``) with a provenance block
+:class:`Results` is written as JSON (``schema`` ``twofour-bench/4``) with a provenance block
 (GPU name, compute capability, driver, CUDA, torch, cuSPARSELt, date, command, ...), the
 settings, and one record per point with raw timings and, where the GPU exposes them, its clocks,
 power and temperature before and after each timing mode (:mod:`.clocks`). :func:`load_results`
@@ -24,13 +24,17 @@ import torch
 
 from .._common.jsonfile import check_schema, read_json
 from ..device import environment
+from .gpu_timing import LEGACY_METHODS
 from .timing import MODES
 
-SCHEMA = "twofour-bench/3"
+SCHEMA = "twofour-bench/4"
 # /2 added the optional "modes" block; /3 the optional per-point "clocks" (before and after each
 # timing mode) and the top-level "flags" written for readers of the JSON (this package recomputes
-# them, so the files of /1 and /2 read the same way).
-READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", SCHEMA)
+# them, so the files of /1 and /2 read the same way); /4 says how each point was timed: the
+# settings' "methods" (per mode, twofour.bench.gpu_timing.METHODS) and each timing's "method" id,
+# with its calls per window, weight copies and host_ahead. Files before /4 were timed the way
+# gpu_timing.LEGACY_METHODS describes (timing_method gives it for them).
+READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", "twofour-bench/3", SCHEMA)
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -59,7 +63,7 @@ ALG_SEARCH_SCHEMA = {
     "type": "object",
     "required": ["schema", "provenance", "cases"],
     "properties": {
-        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2"]},
+        "schema": {"enum": ["twofour-cslt-algsearch/1", "twofour-cslt-algsearch/2", "twofour-cslt-algsearch/3"]},
         "provenance": {"type": "object"},
         "cases": {"type": "array", "items": {
             "type": "object",
@@ -193,6 +197,24 @@ class Results:
         write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
+    def timing_method(self, mode: str) -> dict | None:
+        """How this run timed ``mode`` on a GPU (:data:`twofour.bench.gpu_timing.METHODS`), or None on a CPU.
+
+        Files of schema ``/4`` record it; older files (the H200 run of 2026-11-30) were timed the
+        way :data:`~twofour.bench.gpu_timing.LEGACY_METHODS` says, and get that.
+
+        Example:
+            >>> [r.timing_method("graph")["id"] for r in recorded_results("gpu")][:1]
+            ['graph/1']
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if self.provenance.get("device") != "cuda" and not self.settings.get("methods"):
+            return None
+        if self.schema in READABLE_SCHEMAS[:3]:
+            return LEGACY_METHODS[mode]
+        return (self.settings.get("methods") or {}).get(mode)
+
     def gpu_points(self, mode: str = "eager") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
@@ -205,13 +227,15 @@ class Results:
         results file is written by :func:`twofour.bench.measure_point`, which times the 2:4 side
         as ``F.linear(x, W)`` on the weight :func:`twofour.bench.sparse_weight` converted
         (``to_sparse_semi_structured``, ``x`` as the caller passes it) and the dense side as
-        ``F.linear`` on the dense weight (cuBLAS on a GPU).
+        ``F.linear`` on the dense weight (cuBLAS on a GPU). ``method`` is the id of the timing
+        method (:meth:`timing_method`): rows timed different ways are not one series.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         from .flags import point_key
 
         suspect = self.flagged()
+        method = (self.timing_method(mode) or {}).get("id")
         rows = []
         for p in self.points:
             if mode == "eager":
@@ -231,7 +255,7 @@ class Results:
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
                     "check_passed": eager_check.get("passed"),
                     "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
-                    "call_path": "F.linear",
+                    "call_path": "F.linear", "method": entry.get("method", method),
                     "dense_call_path": "cuBLAS" if self.provenance.get("device") == "cuda" else "F.linear",
                 })
         return rows
@@ -282,7 +306,7 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
     return out
 
 
-def recorded_alg_search(folder=None) -> list[dict]:
+def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
     """cuSPARSELt algorithm sweeps shipped in ``twofour/data/cslt-algsearch-*.json``, one dict per case.
 
     Each case (``shape, M, N, K``) has ``dense_ms``, ``default_ms`` (algorithm 0, what PyTorch's
@@ -292,6 +316,9 @@ def recorded_alg_search(folder=None) -> list[dict]:
 
     Schema ``/2`` (written since the sweep times every accepted ``alg_id`` both ways) keeps a
     ``best`` per call path; it is read as ``best_by_path`` and ``best`` is the direct call's.
+    Schema ``/3`` adds each case's ``dtype`` (fp16 and bf16) and ``timer`` (the timing method,
+    :data:`twofour.bench.gpu_timing.METHODS`); cases of ``dtype`` only are returned (files
+    before /3 hold fp16 only).
 
     ``call_path`` (added here, not in the file) says how each 2:4 timing was called: a config
     that names its ``path`` keeps it; one without (the sweep of 2026-11-30) was timed as
@@ -310,11 +337,13 @@ def recorded_alg_search(folder=None) -> list[dict]:
     for path in sorted(folder.glob("cslt-algsearch-*.json")):
         data = read_json(path, "algorithm sweep file", schema=ALG_SEARCH_SCHEMA)
         for case in data["cases"]:
+            if case.get("dtype", "float16") != dtype:
+                continue
             configs = [dict(c, path=c.get("path", "_cslt_sparse_mm")) for c in case["configs"]]
             if data["schema"].endswith("/1"):
                 best = dict(case["best"], path=case["best"].get("path", "_cslt_sparse_mm")) if case.get("best") else None
                 case = dict(case, best_by_path={"_cslt_sparse_mm": best})
-            else:  # /2: a best per call path; "best" stays the direct call's, as readers of /1 expect
+            else:  # /2, /3: a best per call path; "best" stays the direct call's, as readers of /1 expect
                 best = case["best"].get("_cslt_sparse_mm")
                 case = dict(case, best_by_path=case["best"])
             if best is None:

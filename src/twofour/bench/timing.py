@@ -1,11 +1,12 @@
 """Timing one call: warm-up, L2 flush, repeats, and the summary of the raw times.
 
-* **GPU** (CUDA events). ``warmup`` untimed calls, then ``repeats`` timed calls. Before each
-  timed call the L2 cache is flushed by writing a buffer twice the L2 size, and the device is
-  synchronised, so every call starts cold and alone: the time includes any host-side set-up
-  the call does before its kernel starts (cuSPARSELt builds descriptors and a plan per call),
-  as a lone decode-step GEMM would see it. Three more ways to time a call, one per serving
-  scenario, are in :mod:`.gpu_timing`.
+* **GPU** (CUDA events): the ``eager`` mode. ``warmup`` untimed calls, then ``repeats`` timed
+  calls, each alone: before it a buffer twice the L2 size is *read* (never written: a dirty line
+  left in L2 would be written back inside the timed kernel), and the device is synchronised, so
+  the call starts cold on an idle device and its time includes the host's launch and any set-up
+  the call does before its kernel starts (cuSPARSELt builds descriptors and a plan per call).
+  That is a lone eager call, kept as evidence of the host's share; the ways that time calls as
+  a serving step runs them are in :mod:`.gpu_timing`.
 * **CPU** (``time.perf_counter``). Same warm-up and repeats; caches are *not* flushed (there is
   no portable way), so small weights may run from cache.
 
@@ -21,10 +22,21 @@ from typing import Callable
 import torch
 
 from .._common.vocabulary import TIMING_MODES
-from .gpu_timing import flush_buffer
+from . import gpu_timing
 
 # How a call is timed (GPU only beyond "eager"): the vocabulary's timing modes, each described there.
 MODES = TIMING_MODES
+
+
+def on_gpu(device) -> bool:
+    """True when calls on ``device`` are timed with CUDA events: a CUDA device, or the simulated GPU of a rehearsal.
+
+    >>> on_gpu("cpu"), on_gpu("cuda")
+    (False, True)
+    """
+    from .simgpu import active
+
+    return torch.device(device).type == "cuda" or active() is not None
 
 
 def summarize(raw_ms: list[float]) -> dict:
@@ -66,13 +78,12 @@ def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats:
     for _ in range(warmup):
         fn()
     times = []
-    if device.type == "cuda":
-        # twice the L2 size: writing it evicts the GEMM's operands from L2 (the graph and stream timings' buffer)
-        flush = flush_buffer(device) if flush_l2 else None
+    if on_gpu(device):
+        flush = gpu_timing.flush_buffer(device) if flush_l2 else None
         torch.cuda.synchronize(device)
         for _ in range(repeats):
             if flush is not None:
-                flush.zero_()
+                gpu_timing.read_flush(flush)
             torch.cuda.synchronize(device)  # start alone: host set-up of fn is inside the window
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)

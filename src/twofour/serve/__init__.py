@@ -25,12 +25,13 @@ from .plan import DTYPES, Item, Plan, make_plan, run_plan
 from .predict import predict
 from .results import (DECODE_SCHEMA, WEIGHTS, DecodeResults, OutputRefused, load_decode_results, recorded_decode_results,
                       write_atomic)
-from .sparse import AGREEMENT_TOL, Agreement, check_agreement, pack_blocks, prune_blocks, search_algorithms, set_algorithms
+from .sparse import (AGREEMENT_TOL, Agreement, algorithm_per_linear, check_agreement, pack_blocks, prune_blocks,
+                     search_algorithms)
 
 __all__ = [
     "Decoder", "KVCache", "TINY", "BLOCK_LINEARS", "ELIGIBLE_LABEL", "rms_norm", "rope_tables", "apply_rope",
     "weight_bytes",
-    "prune_blocks", "pack_blocks", "search_algorithms", "set_algorithms", "check_agreement", "Agreement",
+    "prune_blocks", "pack_blocks", "search_algorithms", "algorithm_per_linear", "check_agreement", "Agreement",
     "AGREEMENT_TOL",
     "Ops", "CpuOps", "CudaOps", "RehearsalOps", "NotSupported", "ops_for", "NEEDS_GPU",
     "MODES", "PHASES", "DECODE_STEPS", "measure_decode", "measure_prefill", "gemm_share",

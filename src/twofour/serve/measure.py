@@ -8,30 +8,38 @@ Modes (:data:`MODES`), each a way a practitioner can run a 2:4 model in PyTorch 
 ``graph``
     The whole step captured once in a CUDA graph and replayed: no Python, no per-call set-up.
 ``graph-searched``
-    The graph, after each 2:4 weight shape's cuSPARSELt algorithm was chosen by timing
-    (:func:`twofour.serve.search_algorithms`; PyTorch always uses algorithm 0). 2:4 only.
+    The graph of a 2:4 model whose block linears were packed with the cuSPARSELt algorithm
+    chosen by timing for each weight shape at this batch (:func:`twofour.serve.search_algorithms`,
+    pinned at conversion: ``to_sparse_semi_structured(W, alg_id=)``; PyTorch's default is 0).
+    The plan makes that model (:func:`twofour.serve.run_plan`). 2:4 only.
 ``compile``
     ``torch.compile(mode="reduce-overhead")``: fused element-wise kernels, CUDA graphs inside.
 
 A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: the step
 picks the next token (greedy) and advances the position on the device, so ``steps`` steps run
-back to back with no host work between them, as a serving loop would. The time per step is
-the time of ``steps`` steps divided by ``steps``; tokens/s is ``batch`` per step. The prefill
+back to back with no host work between them, as a serving loop would. The time per step (TPOT,
+``tpot_ms``) is the time of ``steps`` steps between two CUDA events divided by ``steps``, the
+steps queued behind a device-side spin so that no launch is inside the window
+(``record["timing"]`` says how, with ``host_ahead``); tokens/s is ``batch`` per step. The prefill
 (time to first token, TTFT) is one forward pass over a ``prompt_len``-token prompt that ends
 with the first token chosen.
 
-The profile (:func:`gemm_share`) runs a few more steps under ``torch.profiler`` and sorts the
-kernels with :func:`twofour.dispatch.kernels.classify_records`: ``p_gemm`` is the share of the
-measured step time spent in GEMM kernels (dense or sparse; attention kernels named after
-CUTLASS count as GEMMs too), ``p_eligible`` the share in the block linears' kernels, the only
-ones 2:4 can speed up: Amdahl's ``p``.
+The profile (:func:`gemm_share`) runs a few more steps, the same captured step, under
+``torch.profiler`` and sorts the kernels with :func:`twofour.dispatch.kernels.classify_records`:
+``p_gemm`` is the share of the measured step time spent in GEMM kernels (dense or sparse;
+attention kernels named after CUTLASS count as GEMMs too), ``p_eligible`` the share in the
+block linears' kernels, the only ones 2:4 can speed up: Amdahl's ``p``; ``kernels`` lists every
+kernel the step ran, with launches and µs per step. A graph replay hides which operator
+launched a kernel, so one labelled eager step says which positions of the step's kernel
+sequence are block linears (:func:`eligible_positions`), and the replay's kernels are matched
+to them position by position.
 
 Example (CPU, the tiny config):
     >>> from twofour.serve import Decoder, TINY, ops_for
     >>> rec = measure_decode(Decoder.random(TINY), batch=2, context=8, mode="eager", ops=ops_for("cpu"),
     ...                      warmup=1, repeats=2, steps=4)
     >>> sorted(rec), rec["t_ms"]["n"]
-    (['profile', 't_ms', 'tokens_per_s'], 2)
+    (['profile', 't_ms', 'timing', 'tokens_per_s', 'tpot_ms'], 2)
     >>> 0 < rec["profile"]["p_eligible"] < 1
     True
 """
@@ -44,9 +52,9 @@ from ..bench import summarize
 from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
 from .model import ELIGIBLE_LABEL, Decoder
 from .ops import Ops
-from .sparse import search_algorithms, set_algorithms
 
-__all__ = ["MODES", "PHASES", "DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share"]
+__all__ = ["MODES", "PHASES", "DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
+           "eligible_positions"]
 
 MODES = ("eager", "graph", "graph-searched", "compile")
 PHASES = ("decode", "prefill")
@@ -59,7 +67,7 @@ PROFILED_CALLS = 3
 def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: Ops, warmup: int = 3,
                    repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0,
                    profiled_calls: int = PROFILED_CALLS) -> dict:
-    """``{"t_ms": summary per step, "tokens_per_s", "profile", ["algorithms"]}`` of a decode step (see the module doc).
+    """``{"t_ms": summary per step, "tpot_ms", "tokens_per_s", "timing", "profile"}`` of a decode step (see the module doc).
 
     ``profiled_calls`` steps run under the profiler after the timing (0: no profile).
     """
@@ -82,6 +90,7 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
 
     record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
                       repeats=repeats, profiled_calls=profiled_calls, static=[tokens, pos, *cache.k, *cache.v])
+    record["tpot_ms"] = record["t_ms"]["median_ms"]
     record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -115,60 +124,89 @@ def _check_mode(mode: str) -> None:
 def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,
              static) -> dict:
     record: dict = {}
-    searched = None
     with torch.inference_mode():
-        try:
-            if mode == "graph-searched":
-                searched = search_algorithms(model, M, ops)
-                record["algorithms"] = searched
-            if mode == "compile":
-                compiled = ops.compile(step_logits, static)
-                step = lambda: advance(compiled())  # noqa: E731
-            else:
-                step = lambda: advance(step_logits())  # noqa: E731
-            if mode in ("graph", "graph-searched"):
-                if reset is not None:
-                    reset()
-                step = ops.capture(step)
-            record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats))
-            if profiled_calls:
-                record["profile"] = _profile(model, mode, ops, step, reset, record["t_ms"]["median_ms"], profiled_calls)
-        finally:
-            if searched is not None:  # back to PyTorch's default for the next measurement
-                set_algorithms(model, {n: 0 for s in searched.values() for n in s["linears"]}, ops)
+        eager = lambda: advance(step_logits())  # noqa: E731
+        if mode == "compile":
+            compiled = ops.compile(step_logits, static)
+            step = lambda: advance(compiled())  # noqa: E731
+        else:
+            step = eager
+        if mode in ("graph", "graph-searched"):
+            if reset is not None:
+                reset()
+            step = ops.capture(step)
+        timing: dict = {}
+        record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats,
+                                                  info=timing))
+        record["timing"] = timing
+        if profiled_calls:
+            record["profile"] = _profile(model, mode, ops, step, eager, reset, record["t_ms"]["median_ms"],
+                                         profiled_calls)
     return record
 
 
-def _profile(model, mode, ops, step, reset, step_ms: float, calls: int) -> dict:
-    """The step's GEMM share; a profiler failure is recorded, the timing is kept."""
-    if reset is not None:
-        reset()
-    model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
+def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -> dict:
+    """The step's GEMM share and kernels; a profiler failure is recorded, the timing is kept."""
     try:
-        records, profiled_ms = ops.profile(step, calls=calls)
+        labels = None
+        if mode in ("graph", "graph-searched") and ops.device.type == "cuda":
+            if reset is not None:
+                reset()
+            model.label_linears = True  # one eager step, labelled: which kernel positions are block linears
+            try:
+                labels = eligible_positions(*_two(ops.profile(eager, calls=1)))
+            finally:
+                model.label_linears = False
+        if reset is not None:
+            reset()
+        model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
+        try:
+            records, profiled_ms, starts = ops.profile(step, calls=calls)
+        finally:
+            model.label_linears = False
     except Exception as exc:  # a profiler that cannot start must not cost the measurement
         return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
-    finally:
-        model.label_linears = False
     on_gpu = any(r.device == "cuda" for r in records)
     if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
         return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
     # A GPU kernel takes as long with the profiler on as off, so its share is of the step as
     # timed. On the CPU the profiler slows every operator it records: there numerator and
     # denominator both come from the profiled run.
-    share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms)
+    share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms, starts=starts, labels=labels)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share
 
 
-def gemm_share(records, *, calls: int, step_ms: float) -> dict:
+def _two(profiled):
+    records, _, starts = profiled
+    return records, starts
+
+
+def eligible_positions(records, starts) -> list[tuple[str, bool]]:
+    """``(kernel name, under the block-linear label?)`` for each GPU kernel of a labelled profile, in the order they ran.
+
+    Example:
+        >>> from twofour.dispatch.kernels import OpRecord
+        >>> recs = [OpRecord(ELIGIBLE_LABEL, "cpu", 1.0), OpRecord("gemm_a", "cuda", 5.0, parent=0),
+        ...         OpRecord("softmax", "cuda", 2.0)]
+        >>> eligible_positions(recs, [0.0, 30.0, 10.0])
+        [('softmax', False), ('gemm_a', True)]
+    """
+    device = [i for i, r in enumerate(records) if r.device == "cuda"]
+    return [(records[i].name, _under_label(records, i)) for i in sorted(device, key=lambda i: starts[i])]
+
+
+def gemm_share(records, *, calls: int, step_ms: float, starts=None, labels=None) -> dict:
     """GEMM and eligible shares of a step from profiler records (:class:`twofour.dispatch.kernels.OpRecord`).
 
     Kernel (GPU) or operator self (CPU) times are summed per class and divided by ``calls``.
     Eligible time is that of the kernels run under the :data:`~twofour.serve.ELIGIBLE_LABEL`
-    label (eager runs); in a graph replay the profiler cannot see which operator launched a
-    kernel, so there the eligible time is that of the 2:4 kernels when any ran, else unknown
-    (``None``): the plan then takes it from the eager profile of the same model.
+    label (eager runs). In a graph replay the profiler cannot see which operator launched a
+    kernel: there ``labels`` (:func:`eligible_positions` of a labelled eager step) mark the
+    eligible positions of one step's kernel sequence (records ordered by ``starts``), used when
+    every step of the replay ran the same kernels in the same order; else the 2:4 kernels by
+    name when any ran, else unknown (``None``). ``kernels`` lists each kernel name with its
+    class and its launches and µs per step.
 
     Example:
         >>> from twofour.dispatch.kernels import OpRecord
@@ -195,8 +233,18 @@ def gemm_share(records, *, calls: int, step_ms: float) -> dict:
             eligible_us += r.self_us
     per_step = 1e-3 / calls
     gemm_ms = sum(t for c, t in by_class.items() if c != OTHER) * per_step
+    kernels: dict[str, dict] = {}
+    for r, cls in zip(records, classes):
+        if r.device == device:
+            k = kernels.setdefault(r.name, {"class": cls, "per_step": 0.0, "us_per_step": 0.0})
+            k["per_step"] += 1 / calls
+            k["us_per_step"] += r.self_us / calls
+    aligned = _aligned_eligible_us(records, starts, labels, calls) if labels and starts is not None else None
     if labelled:
         eligible_ms, source = eligible_us * per_step, "kernels under the block-linear label"
+    elif aligned is not None:
+        eligible_ms, source = aligned * per_step, ("kernels at the positions a labelled eager step ran block linears "
+                                                   "(the replay ran the same kernel sequence)")
     elif sparse_us > 0:
         eligible_ms, source = sparse_us * per_step, "2:4 kernels by name (graph replay: no operator labels)"
     else:
@@ -211,7 +259,23 @@ def gemm_share(records, *, calls: int, step_ms: float) -> dict:
         "share_of_ms": step_ms,
         "p_gemm": gemm_ms / step_ms,
         "p_eligible": None if eligible_ms is None else eligible_ms / step_ms,
+        "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1]["us_per_step"])),
     }
+
+
+def _aligned_eligible_us(records, starts, labels, calls: int) -> float | None:
+    """Summed µs of the kernels at eligible positions, when each step ran ``labels``' sequence; else None."""
+    seq = sorted((i for i, r in enumerate(records) if r.device == "cuda"), key=lambda i: starts[i])
+    n = len(labels)
+    if n == 0 or len(seq) != n * calls:
+        return None
+    total = 0.0
+    for j, i in enumerate(seq):
+        name, eligible = labels[j % n]
+        if records[i].name != name:
+            return None
+        total += records[i].self_us if eligible else 0.0
+    return total
 
 
 def _under_label(records, i: int) -> bool:

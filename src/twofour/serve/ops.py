@@ -5,8 +5,10 @@ these objects, so the same control flow runs in three places:
 
 ``CudaOps``
     The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured``
-    (cuSPARSELt), decode steps captured in CUDA graphs, CUDA-event timing, cuSPARSELt
-    algorithms chosen per weight shape (:func:`twofour.serve.search_algorithms`).
+    (cuSPARSELt, with the algorithm pinned at conversion where one is chosen), decode steps
+    captured in CUDA graphs, timed with CUDA events around back-to-back replays queued behind a
+    device-side spin (:func:`twofour.bench.gpu_timing.window_ms`: no launch inside the window),
+    cuSPARSELt algorithms chosen per weight shape (:func:`twofour.serve.search_algorithms`).
 ``CpuOps``
     Dense float32 on the CPU. Packing, graphs and the algorithm search raise
     :class:`NotSupported` with the reason, which the plan records as *skipped*, not failed.
@@ -30,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Callable
 
 import torch
@@ -63,16 +64,13 @@ class Ops:
         """The dtype tensors really get for a plan's ``dtype`` (a rehearsal computes in float32)."""
         return dtype
 
-    def pack(self, W: torch.Tensor) -> torch.Tensor:
-        """``W`` (already 2:4) as the device's packed 2:4 tensor."""
+    def pack(self, W: torch.Tensor, alg_id: int | None = None) -> torch.Tensor:
+        """``W`` (already 2:4) as the device's packed 2:4 tensor, with cuSPARSELt algorithm ``alg_id`` (None: 0)."""
         raise NotSupported(NEEDS_GPU)
 
-    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
-        """The fastest cuSPARSELt algorithm for ``F.linear(x, Ws)``: ``{"alg_id", "method", ...}``."""
+    def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
+        """The fastest cuSPARSELt algorithm for ``F.linear(x, W packed)`` (``W`` dense, 2:4): ``{"alg_id", "method", ...}``."""
         raise NotSupported("the cuSPARSELt algorithm search needs a CUDA GPU with cuSPARSELt")
-
-    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
-        raise NotSupported("cuSPARSELt algorithms exist only on a CUDA GPU")
 
     def capture(self, fn: Callable[[], object]) -> Callable[[], None]:
         """``fn`` captured as a CUDA graph; returns the replay."""
@@ -96,35 +94,48 @@ class Ops:
         """Give cached device memory back between measurements."""
 
     def time_calls(self, fn: Callable[[], object], *, reset: Callable[[], object] | None = None,
-                   calls: int = 1, warmup: int = 1, repeats: int = 5) -> list[float]:
+                   calls: int = 1, warmup: int = 1, repeats: int = 5, info: dict | None = None) -> list[float]:
         """Milliseconds per call of ``fn``, one value per repeat of ``calls`` back-to-back calls.
 
         ``reset`` runs before the warm-up and before every repeat, outside the timed window
-        (a decode loop puts its position back to the start of the context there).
+        (a decode loop puts its position back to the start of the context there). ``info``, if
+        given, receives how the calls were timed (``timer``, ``calls_per_window`` and, on a GPU,
+        ``host_ahead``: the share of windows the host had queued in full before the device
+        reached the start event).
         """
         for _ in range(warmup):
             if reset is not None:
                 reset()
             fn()
-        out = []
+        out, ahead = [], []
         for _ in range(repeats):
             if reset is not None:
                 reset()
             self.synchronize()
-            out.append(self._timed(fn, calls) / calls)
+            ms, host_ahead = self._timed(fn, calls)
+            out.append(ms / calls)
+            if host_ahead is not None:
+                ahead.append(host_ahead)
+        if info is not None:
+            info.update(timer=self.timer, calls_per_window=calls)
+            if ahead:
+                info["host_ahead"] = sum(ahead) / len(ahead)
         return out
 
-    def _timed(self, fn, calls: int) -> float:
+    timer = "time.perf_counter around back-to-back calls"
+
+    def _timed(self, fn, calls: int) -> tuple[float, bool | None]:
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
-        return (time.perf_counter() - t0) * 1e3
+        return (time.perf_counter() - t0) * 1e3, None
 
     def profile(self, fn: Callable[[], object], *, calls: int = 3):
-        """``(records, wall_ms)`` of ``calls`` calls under ``torch.profiler``.
+        """``(records, wall_ms, starts)`` of ``calls`` calls under ``torch.profiler``.
 
         ``records`` are :class:`twofour.dispatch.kernels.OpRecord`; ``wall_ms`` is the profiled
-        run's wall time per call (the profiler's own overhead included).
+        run's wall time per call (the profiler's own overhead included); ``starts[i]`` is when
+        record ``i`` started (µs), so GPU kernels can be put in the order they ran.
         """
         from torch.profiler import ProfilerActivity, profile
 
@@ -138,7 +149,9 @@ class Ops:
                 fn()
             self.synchronize()
             wall_ms = (time.perf_counter() - t0) * 1e3 / calls
-        return records_from_profiler(prof), wall_ms
+        # records_from_profiler keeps prof.events()' order, so index i is the same event in both
+        starts = [float(e.time_range.start) for e in prof.events()]
+        return records_from_profiler(prof), wall_ms, starts
 
 
 class CpuOps(Ops):
@@ -160,69 +173,61 @@ class CudaOps(Ops):
         self.supports_2to4 = env.sparse_ok and "cuSPARSELt" in env.backends
         self.why_not_2to4 = None if self.supports_2to4 else env.reason
 
-    def pack(self, W: torch.Tensor) -> torch.Tensor:
+    def pack(self, W: torch.Tensor, alg_id: int | None = None) -> torch.Tensor:
         if not self.supports_2to4:
             raise NotSupported(f"2:4 cannot run here: {self.why_not_2to4}")
-        from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
+        from ..bench import sparse_weight
 
-        # cuSPARSELt explicitly: the plan's algorithm search is a cuSPARSELt knob.
-        saved = SparseSemiStructuredTensor._FORCE_CUTLASS
-        SparseSemiStructuredTensor._FORCE_CUTLASS = False
-        try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*prototype.*", category=UserWarning)
-                return to_sparse_semi_structured(W)
-        finally:
-            SparseSemiStructuredTensor._FORCE_CUTLASS = saved
+        # cuSPARSELt explicitly (the algorithm is a cuSPARSELt knob), the algorithm pinned at conversion
+        return sparse_weight(W, "cuSPARSELt", alg_id)
 
-    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
-        # PyTorch reads the attribute on every matmul (SparseSemiStructuredTensorCUSPARSELT._mm).
-        Ws.alg_id_cusparselt = int(alg_id)
-
-    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
-        """Time ``F.linear(x, Ws)`` as CUDA-graph replays for each candidate ``alg_id``; keep the fastest that matches.
+    def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
+        """Time ``F.linear(x, W packed with alg_id)`` for each candidate ``alg_id``; keep the fastest that matches.
 
         The candidates are every ID the library accepts for this shape, asked by trying IDs
         upward from 0 until it refuses one (:func:`twofour.bench.algsweep.accepted_alg_ids`; no
         maximum assumed), and what ``torch._cslt_sparse_mm_search`` proposes for the padded
         shape (recorded, and tried, when the call exists; it is deprecated in some releases).
+        Each candidate is timed as the GEMM benchmark's graph mode times a call
+        (:func:`twofour.bench.gpu_timing.time_graph`: weight copies in turn, so the weight is cold).
         """
+        from ..bench import gpu_timing
         from ..bench.algsweep import accepted_alg_ids
 
         linear = torch.nn.functional.linear
-        saved = Ws.alg_id_cusparselt
         found: dict = {"candidates": {}}
+        packed = torch._cslt_compress(W)
+        xp = _padded(x).t()
         try:
-            found["torch_search"] = int(torch._cslt_sparse_mm_search(Ws.packed, _padded(x).t()))
+            found["torch_search"] = int(torch._cslt_sparse_mm_search(packed, xp))
         except Exception as exc:  # absent, deprecated or failing: the timed search still runs
             found["torch_search"] = _one_line(exc)
-        xp = _padded(x).t()
-        ids, found["stopped"] = accepted_alg_ids(lambda alg: torch._cslt_sparse_mm(Ws.packed, xp, alg_id=alg))
+        ids, found["stopped"] = accepted_alg_ids(lambda alg: torch._cslt_sparse_mm(packed, xp, alg_id=alg))
+        del packed
         candidates = sorted(set(ids) | {0}
                             | ({found["torch_search"]} if isinstance(found["torch_search"], int) else set()))
-        Ws.alg_id_cusparselt = 0
-        ref = linear(x, Ws).float()
+        ref = linear(x, W).float()
         scale = ref.abs().max().item() or 1.0
-        try:
-            for alg in candidates:
-                Ws.alg_id_cusparselt = alg
-                try:
-                    err = (linear(x, Ws).float() - ref).abs().max().item() / scale
-                    if not err <= 1e-2:
-                        found["candidates"][str(alg)] = {"error": f"result differs from algorithm 0 (rel_err {err:.3g})"}
-                        continue
-                    replay = self.capture(lambda: linear(x, Ws))
-                    found["candidates"][str(alg)] = {"ms": min(self.time_calls(replay, calls=20, warmup=2, repeats=3))}
-                    del replay
-                except Exception as exc:  # an id the library does not have for this shape
-                    found["candidates"][str(alg)] = {"error": _one_line(exc)}
-        finally:
-            Ws.alg_id_cusparselt = saved
+        n_copies = gpu_timing.copies_to_defeat_l2(W.numel() * W.element_size() // 2, gpu_timing.l2_bytes(self.device))
+        for alg in candidates:
+            try:
+                copies = [self.pack(W, alg) for _ in range(n_copies)]
+                err = (linear(x, copies[0]).float() - ref).abs().max().item() / scale
+                if not err <= 1e-2:
+                    found["candidates"][str(alg)] = {"error": f"result differs from dense (rel_err {err:.3g})"}
+                    continue
+                ms = gpu_timing.time_graph([lambda c=c: linear(x, c) for c in copies], device=self.device, warmup=1,
+                                           repeats=3)
+                found["candidates"][str(alg)] = {"ms": sorted(ms)[1]}
+                del copies
+            except Exception as exc:  # an id the library does not have for this shape
+                found["candidates"][str(alg)] = {"error": _one_line(exc)}
         timed = {int(a): c["ms"] for a, c in found["candidates"].items() if "ms" in c}
         if not timed:
             raise RuntimeError(f"no cuSPARSELt algorithm ran for this shape: {found['candidates']}")
         found["alg_id"] = min(timed, key=lambda a: (timed[a], a))
-        found["method"] = "fastest CUDA-graph replay among the candidates, result checked against algorithm 0"
+        found["method"] = (f"fastest median of 3 graph windows ({gpu_timing.METHODS['graph']['id']}, {n_copies} weight "
+                           "copies in turn) among the candidates, result checked against dense")
         return found
 
     def capture(self, fn: Callable[[], object]) -> Callable[[], None]:
@@ -244,14 +249,16 @@ class CudaOps(Ops):
     def free(self) -> None:
         torch.cuda.empty_cache()
 
-    def _timed(self, fn, calls: int) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+    timer = "CUDA events around back-to-back calls queued behind a device-side spin (no launch in the window)"
+
+    def _timed(self, fn, calls: int) -> tuple[float, bool]:
+        from ..bench.gpu_timing import window_ms
+
+        def enqueue():
+            for _ in range(calls):
+                fn()
+
+        return window_ms(enqueue)
 
 
 class RehearsalOps(Ops):
@@ -293,16 +300,14 @@ class RehearsalOps(Ops):
     def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
         return torch.float32  # half precision on these CPUs is emulated and very slow
 
-    def pack(self, W: torch.Tensor) -> torch.Tensor:
+    def pack(self, W: torch.Tensor, alg_id: int | None = None) -> torch.Tensor:
         self._maybe_fail("pack")
         return W.clone()
 
-    def search_algorithm(self, Ws: torch.Tensor, x: torch.Tensor) -> dict:
+    def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
         self._maybe_fail("search_algorithm")
-        return {"alg_id": 0, "method": "rehearsal: no cuSPARSELt here, algorithm 0", "candidates": {}}
-
-    def set_algorithm(self, Ws: torch.Tensor, alg_id: int) -> None:
-        pass
+        return {"alg_id": 1, "method": "rehearsal: no cuSPARSELt here, algorithm 1 stands for the searched one",
+                "candidates": {}}
 
     def capture(self, fn):
         self._maybe_fail("capture")

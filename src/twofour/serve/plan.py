@@ -38,7 +38,7 @@ from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module d
 from .ops import NotSupported, Ops, ops_for
 from .predict import predict
 from .results import WEIGHTS, DecodeResults
-from .sparse import check_agreement, pack_blocks
+from .sparse import algorithm_per_linear, check_agreement, pack_blocks, search_algorithms
 
 __all__ = ["Item", "Plan", "make_plan", "run_plan", "DTYPES", "REHEARSAL_GPU"]
 
@@ -176,8 +176,15 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
 
 
 def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: dict) -> None:
+    model = None
     try:
         model = models.get(item.dtype, item.weights)
+        if item.mode == "graph-searched":
+            # the algorithm of each weight shape at this M, then the block linears packed with it
+            dense = models.get(item.dtype, "dense")
+            found = search_algorithms(dense, item.batch * (1 if item.phase == "decode" else item.prompt_len), ops)
+            record["algorithms"] = found
+            model = pack_blocks(dense, ops, algorithm_per_linear(found))
         kw = dict(mode=item.mode, ops=ops, warmup=plan.warmup, repeats=plan.repeats, seed=plan.seed,
                   profiled_calls=plan.profiled_calls)
         if item.phase == "decode":
@@ -189,6 +196,7 @@ def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: d
     except Exception as exc:  # recorded, never raised: one failing mode must not end the run
         record["error"] = _one_line(exc)
     finally:
+        del model  # a searched model lives for its item only
         ops.free()  # the item's cache and graphs are gone; give their memory back before the next
 
 

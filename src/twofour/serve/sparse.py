@@ -1,4 +1,4 @@
-"""The decoder's 2:4 version: prune, check, pack, choose cuSPARSELt algorithms, compare with dense.
+"""The decoder's 2:4 version: prune, check, pack (with a chosen cuSPARSELt algorithm), compare with dense.
 
 The 2:4 model is the pruned dense model with its block linears packed: the same values, so
 dense and 2:4 must produce the same logits up to the rounding of a different summation order.
@@ -26,8 +26,8 @@ from ..structure import check, prune
 from .model import BLOCK_LINEARS, Decoder
 from .ops import Ops
 
-__all__ = ["prune_blocks", "pack_blocks", "search_algorithms", "set_algorithms", "Agreement", "check_agreement",
-           "AGREEMENT_TOL"]
+__all__ = ["prune_blocks", "pack_blocks", "search_algorithms", "algorithm_per_linear", "Agreement",
+           "check_agreement", "AGREEMENT_TOL"]
 
 # Largest |2:4 logits - dense logits| / largest |dense logits| accepted, per dtype. The GEMMs
 # add the same products in another order; half precision rounds each partial sum, and the
@@ -40,16 +40,24 @@ def prune_blocks(model: Decoder) -> Decoder:
     return model.with_linears([{name: prune(W)[0] for name, W in b.linears.items()} for b in model.blocks])
 
 
-def pack_blocks(model: Decoder, ops: Ops) -> Decoder:
+def pack_blocks(model: Decoder, ops: Ops, alg_ids: dict[str, int] | None = None) -> Decoder:
     """The model with every block linear packed as the device's 2:4 tensor; the rest shared.
+
+    ``alg_ids`` (``{linear name: cuSPARSELt algorithm}``, e.g. from :func:`search_algorithms`)
+    pins the algorithm of those linears at conversion (``to_sparse_semi_structured(W, alg_id=)``,
+    :func:`twofour.bench.sparse_weight`); the others keep PyTorch's default, algorithm 0.
 
     Every weight is checked to be 2:4 first: PyTorch's packing does not check, and a weight
     with three non-zeros in a group would be packed wrong without a word.
 
     Raises:
-        ValueError: a block linear is not 2:4 (the layer and linear are named).
+        ValueError: a block linear is not 2:4 (the layer and linear are named), or ``alg_ids`` names no linear.
         twofour.serve.NotSupported: the device has no 2:4 kernels (the CPU).
     """
+    alg_ids = dict(alg_ids or {})
+    unknown = sorted(set(alg_ids) - set(BLOCK_LINEARS))
+    if unknown:
+        raise ValueError(f"alg_ids names {unknown}, which are not block linears; valid: {list(BLOCK_LINEARS)}")
     linears = []
     for i, block in enumerate(model.blocks):
         packed = {}
@@ -59,37 +67,40 @@ def pack_blocks(model: Decoder, ops: Ops) -> Decoder:
             if not report.valid:
                 raise ValueError(f"layer {i} {name} is not 2:4 ({report.num_bad_groups} bad groups); "
                                  "make the model with pruned=True or prune_blocks() before packing")
-            packed[name] = ops.pack(W)
+            packed[name] = ops.pack(W, alg_ids.get(name))
         linears.append(packed)
     return model.with_linears(linears)
 
 
-def search_algorithms(model: Decoder, M: int, ops: Ops) -> dict[str, dict]:
-    """Choose the fastest cuSPARSELt algorithm for each block-linear shape at ``M`` rows; set it on every weight.
+def search_algorithms(dense: Decoder, M: int, ops: Ops) -> dict[str, dict]:
+    """The fastest cuSPARSELt algorithm for each block-linear shape of ``dense`` at ``M`` rows.
 
     cuSPARSELt's choice depends on the shape, dtype and ``M``, not on the values, so one search
-    per distinct ``(N, K)`` serves all layers. Returns ``{"NxK": {"alg_id", "method", "candidates", "linears"}}``.
+    per distinct ``(N, K)`` (on layer 0's weight) serves all layers. Returns
+    ``{"NxK": {"alg_id", "method", "candidates", "linears"}}``; :func:`pack_blocks` with
+    :func:`algorithm_per_linear` of it packs the model with those algorithms.
     """
     gen = torch.Generator(device="cpu").manual_seed(M)
     by_shape: dict[tuple[int, int], list[str]] = {}
     for name in BLOCK_LINEARS:
-        W = model.blocks[0].linears[name]
+        W = dense.blocks[0].linears[name]
         by_shape.setdefault((W.shape[0], W.shape[1]), []).append(name)
     found = {}
     for (N, K), names in by_shape.items():
-        x = torch.randn(M, K, generator=gen).to(model.device, model.dtype)
-        result = ops.search_algorithm(model.blocks[0].linears[names[0]], x)
+        x = torch.randn(M, K, generator=gen).to(dense.device, dense.dtype)
+        result = ops.search_algorithm(dense.blocks[0].linears[names[0]], x)
         result["linears"] = names
         found[f"{N}x{K}"] = result
-        set_algorithms(model, {name: result["alg_id"] for name in names}, ops)
     return found
 
 
-def set_algorithms(model: Decoder, alg_ids: dict[str, int], ops: Ops) -> None:
-    """Set the cuSPARSELt algorithm of the named block linears in every layer (0 is PyTorch's default)."""
-    for block in model.blocks:
-        for name, alg in alg_ids.items():
-            ops.set_algorithm(block.linears[name], alg)
+def algorithm_per_linear(found: dict[str, dict]) -> dict[str, int]:
+    """``{linear name: alg_id}`` from :func:`search_algorithms`' answer.
+
+    >>> algorithm_per_linear({"4096x4096": {"alg_id": 9, "linears": ["q_proj", "o_proj"]}})
+    {'q_proj': 9, 'o_proj': 9}
+    """
+    return {name: int(entry["alg_id"]) for entry in found.values() for name in entry["linears"]}
 
 
 @dataclass(frozen=True)

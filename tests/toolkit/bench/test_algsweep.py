@@ -89,7 +89,8 @@ def test_the_scripts_rehearsal_writes_a_file_the_reader_takes(tmp_path):
         sys.path.pop(0)
     gpu_measure.alg_search(tmp_path, rehearse=True)
     written = json.loads((tmp_path / "cslt-algsearch-rehearsal.json").read_text())
-    assert written["schema"] == "twofour-cslt-algsearch/2" and written["rehearsal"] is True
+    assert written["schema"] == "twofour-cslt-algsearch/3" and written["rehearsal"] is True
+    assert {c["dtype"] for c in written["cases"]} == {"float16", "bfloat16"}
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(tmp_path / "cslt-algsearch-rehearsal.json", data / "cslt-algsearch-rehearsal.json")

@@ -158,17 +158,21 @@ def test_flags_of_the_recorded_h200_run():
     assert rows and all("clock" in r["flagged"] for r in rows)
 
 
-def test_results_schema_3_writes_flags_and_reads_older_files(tmp_path):
+def test_results_write_flags_and_older_files_read_with_the_method_they_were_timed_by(tmp_path):
     res = Results({**{k: None for k in REQUIRED_PROVENANCE}, "gpu_name": "NVIDIA H200", "device": "cuda"},
                   points=[_point(8192, kernel=(110.0, 50.0), graph=(100.0, 60.0), eager=(104.0, 200.0))])
     path = res.save(tmp_path / "r.json")
     data = json.loads(path.read_text())
-    assert data["schema"] == "twofour-bench/3" and data["flags"][0]["rule"] == "clock"
+    assert data["schema"] == "twofour-bench/4" and data["flags"][0]["rule"] == "clock"
     assert load_results(path).flags() == data["flags"]
     old = dict(data, schema="twofour-bench/2")
     del old["flags"]
     (tmp_path / "old.json").write_text(json.dumps(old))
-    assert load_results(tmp_path / "old.json").flags() == data["flags"]  # judged the same way
+    older = load_results(tmp_path / "old.json")
+    assert older.flags() == data["flags"]  # judged the same way
+    # the files of 2026-11-30: written flush, idle-device replay; their rows say so
+    assert older.timing_method("graph")["flush"] == "write"
+    assert {r["method"] for r in older.gpu_points("graph")} == {"graph/1"}
 
 
 # --- the cuSPARSELt algorithm -------------------------------------------------------------------
