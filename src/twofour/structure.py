@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._passes.groupcount import Scratch, bad_from_counts, block_counts
+from ._passes.groupcount import Scratch, bad_from_counts, block_counts, contiguous
 from ._passes.overlap import count_by_storage, overlaps
 from ._passes.tensors import blocks, dtype_name, nonzero_mask, require_nm, require_weight, same_size_int_view
 from ._passes.threads import map_blocks, one_thread
@@ -174,13 +174,6 @@ def _is_nonzero_py(x) -> bool:
 
 
 
-def _contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
-    """``block`` itself when contiguous, else a copy in a reused buffer (a transposed view, a slice)."""
-    if block.is_contiguous():
-        return block
-    return scratch.get("copy", block.dtype, block.shape).copy_(block)
-
-
 def _bad(counts: torch.Tensor, n: int, m: int) -> torch.Tensor:
     return bad_from_counts(counts, n) if m < 256 else counts > n
 
@@ -201,7 +194,7 @@ def nonzeros_per_group(W: torch.Tensor, m: int = 4) -> torch.Tensor:
 
     def count(block, scratch):
         r0, r1, c0, c1 = block
-        out[r0:r1, c0 // m : c1 // m] = block_counts(_contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
+        out[r0:r1, c0 // m : c1 // m] = block_counts(contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
 
     map_blocks(count, blocks(rows, K, unit=m), state=lambda: Scratch(W.device), device=W.device)
     return out
@@ -219,7 +212,7 @@ def _count_blocks(W: torch.Tensor, n: int, m: int):
 
     def count(block, scratch):
         r0, r1, c0, c1 = block
-        counts = block_counts(_contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
+        counts = block_counts(contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
         nonzeros = int(counts.sum(dtype=torch.int32))  # a block holds at most 2**21 elements
         per_row = _bad(counts, n, m).sum(dim=1, dtype=torch.int32)
         return nonzeros, per_row, int(per_row.sum())
@@ -253,7 +246,7 @@ def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float)
     for r0, r1, c0, c1 in candidates:
         if n_locations >= max_locations or budget <= 0:
             break
-        counts = block_counts(_contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
+        counts = block_counts(contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
         budget -= (r1 - r0) * (c1 - c0)
         where = torch.nonzero(_bad(counts, n, m), as_tuple=False)[: max_locations - n_locations]
         where[:, 0] += r0

@@ -33,7 +33,7 @@ import torch
 
 from .bits import sign_bit_counts, signed_int_view
 
-__all__ = ["Scratch", "const", "lane_flags", "block_counts", "bad_from_counts", "WORD_OF_M"]
+__all__ = ["Scratch", "contiguous", "const", "lane_flags", "block_counts", "bad_from_counts", "WORD_OF_M"]
 
 # A group of m one-byte flags read as one integer word.
 WORD_OF_M = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -72,6 +72,13 @@ class Scratch:
 
 
 @lru_cache(maxsize=None)
+def contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
+    """``block`` itself when contiguous, else a copy in a reused buffer (a transposed view, a slice)."""
+    if block.is_contiguous():
+        return block
+    return scratch.get("copy", block.dtype, block.shape).copy_(block)
+
+
 def const(value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A 0-d integer tensor (a 0-d operand keeps PyTorch on its vectorised path); bits above the sign wrap."""
     bits = torch.empty((), dtype=dtype).element_size() * 8

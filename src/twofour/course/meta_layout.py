@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..packing import Packed, cutlass_constraints
-from ..packing.cutlass import _to_cutlass
+from ..packing.cutlass import reorder_to_cutlass
 
 __all__ = ["cutlass_meta_slots"]
 
@@ -57,7 +57,7 @@ def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16)
     meta_bytes = labels.to(meta_dtype).view(rows, words).view(torch.uint8).contiguous()
     values = torch.zeros((rows, cols // 2), dtype=dtype)
     traced = Packed(values=values, meta=meta_bytes, shape=(rows, cols), dtype=dtype)
-    _, reordered = _to_cutlass(traced, check_meta=False)  # to_cutlass, less the 2:4 code check labels fail
+    _, reordered = reorder_to_cutlass(traced, check_meta=False)  # to_cutlass, less the 2:4 code check labels fail
     slots = torch.empty(rows * words, dtype=torch.int64)
     slots[reordered.flatten().to(torch.int64)] = torch.arange(rows * words)
     return slots.view(rows, words)

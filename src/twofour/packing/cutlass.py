@@ -9,7 +9,7 @@ import torch
 
 from .._passes.tensors import dtype_name
 from .._passes.threads import one_thread
-from .packed import Packed, _corrupt
+from .packed import Packed, raise_corrupt
 
 # Per dense dtype: (pattern n, m), metadata dtype, rows multiple, cols multiple, row block and
 # interleave of the metadata reordering. Read off torch.sparse._semi_structured_conversions.
@@ -96,12 +96,13 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     weight) its scatter runs out of range and raises an index error; this function refuses such
     shapes clearly.
     """
-    return _to_cutlass(packed, check_meta=True)
+    return reorder_to_cutlass(packed, check_meta=True)
 
 
-def _to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`to_cutlass`; ``check_meta=False`` only for :mod:`twofour.course.meta_layout`, which moves
-    label words (not 2:4 codes) through the same reordering to draw where each word lands."""
+def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`to_cutlass`; ``check_meta=False`` skips the 2:4 code check, so
+    :mod:`twofour.course.meta_layout` can move label words (not 2:4 codes) through the same
+    reordering to draw where each word lands."""
     if not isinstance(packed, Packed):
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
     if packed.dtype not in _CUTLASS:
@@ -123,7 +124,7 @@ def _to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tensor, torc
             f"(columns a multiple of {cols_mult}, and an even number of metadata columns of {per_meta} each)"
         )
     if check_meta and (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
-        _corrupt(packed)  # unpack's error, word for word
+        raise_corrupt(packed)  # unpack's error, word for word
     with one_thread():
         raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
         if raw.storage_offset() % meta_dtype.itemsize:  # a slice of a flat buffer: bytes not viewable as words

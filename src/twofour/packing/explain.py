@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from .nbytes import index_bits
-from .packed import _unpack_codes, pack
+from .packed import unpack_codes, pack
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def explain_group(values, n: int = 2, m: int = 4) -> GroupExplanation:
         raise ValueError(f"values must be one group of m={m} numbers, got shape {tuple(t.shape)}")
     p = pack(t.reshape(1, m), n, m)
     kept = tuple(int(i) for i in p.indices()[0, 0].tolist())
-    nibble = int(_unpack_codes(p.meta, 1, n * index_bits(m))[0, 0])
+    nibble = int(unpack_codes(p.meta, 1, n * index_bits(m))[0, 0])
     as_list = t.tolist()
     return GroupExplanation(
         values=tuple(as_list),

@@ -72,7 +72,7 @@ def _as_size(d) -> int | None:
         return None
 
 
-def _dims(shape, arg: str = "shape") -> list[int]:
+def shape_dims(shape, arg: str = "shape") -> list[int]:
     """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
         raise TypeError(
@@ -88,7 +88,7 @@ def _dims(shape, arg: str = "shape") -> list[int]:
 
 
 def _numel(shape) -> int:
-    return math.prod(_dims(shape))
+    return math.prod(shape_dims(shape))
 
 
 def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> int:
@@ -104,7 +104,7 @@ def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: i
     """
     require_nm(n, m)
     numel = _numel(shape)
-    last = _dims(shape)[-1]
+    last = shape_dims(shape)[-1]
     if last % m:
         raise ValueError(f"shape's last dimension {last} must be a multiple of m={m}")
     meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value

@@ -16,11 +16,11 @@ from functools import lru_cache
 import torch
 
 from .._passes import wordpack as _wordpack
-from .._passes.groupcount import Scratch
+from .._passes.groupcount import Scratch, contiguous
 from .._passes.tensors import SUPPORTED_DTYPES, blocks, dtype_name, nonzero_mask, require_nm, require_weight, same_size_int_view
 from .._passes.threads import map_blocks
-from ..structure import _contiguous, check
-from .nbytes import _dims, index_bits
+from ..structure import check
+from .nbytes import shape_dims, index_bits
 
 # pack() uses a lookup table over the 2**m patterns of non-zeros in a group.
 _MAX_M = 16
@@ -104,7 +104,7 @@ class Packed:
                 f"Packed.dtype {dtype_name(self.dtype)} has no packed N:M form; "
                 f"supported: {', '.join(dtype_name(d) for d in SUPPORTED_DTYPES)}"
             )
-        shape = _dims(self.shape, "Packed.shape")
+        shape = shape_dims(self.shape, "Packed.shape")
         if len(shape) != 2:
             raise ValueError(f"Packed.shape must be (N, K), two sizes, got {tuple(shape)}")
         if shape[1] % self.m:
@@ -189,7 +189,7 @@ def _pack_codes(codes: torch.Tensor, width: int) -> torch.Tensor:
     return (bits.view(rows, -1, 8) * byte_weights).sum(-1).to(torch.uint8)
 
 
-def _unpack_codes(meta: torch.Tensor, groups: int, width: int) -> torch.Tensor:
+def unpack_codes(meta: torch.Tensor, groups: int, width: int) -> torch.Tensor:
     """Inverse of :func:`_pack_codes`: int64 ``[rows, groups]``."""
     rows = meta.shape[0]
     if width == 4:
@@ -244,7 +244,7 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     def pack_block(block, scratch):
         r0, r1, c0, c1 = block
         g0, g1 = c0 // m, c1 // m
-        dense = _contiguous(W[r0:r1, c0:c1], scratch)
+        dense = contiguous(W[r0:r1, c0:c1], scratch)
         v_out = values[r0:r1, g0 * n : g1 * n]
         m_out = meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
         if fast:
@@ -293,7 +293,7 @@ def _refuse(W: torch.Tensor, n: int, m: int):
 
 def _decode_indices(p: Packed) -> torch.Tensor:
     G = p.shape[1] // p.m
-    return _codes_to_indices(_unpack_codes(p.meta, G, p.n * index_bits(p.m)), p.n, p.m)
+    return _codes_to_indices(unpack_codes(p.meta, G, p.n * index_bits(p.m)), p.n, p.m)
 
 
 def unpack(packed: Packed) -> torch.Tensor:
@@ -328,7 +328,7 @@ def unpack(packed: Packed) -> torch.Tensor:
 
     n_bad = map_blocks(unpack_block, blocks(N, K, unit=8 * m), state=lambda: Scratch(out.device), device=out.device)
     if any(n_bad):
-        _corrupt(packed)
+        raise_corrupt(packed)
     return out.view(packed.dtype)
 
 
@@ -336,7 +336,7 @@ def _unpack_block(values, meta, out, n: int, m: int) -> int:
     """The general path: decode positions, validate, scatter. Returns the number of corrupt groups."""
     rows, k = out.shape
     G = k // m
-    idx = _codes_to_indices(_unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
+    idx = _codes_to_indices(unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
     bad = _bad_positions(idx, m)
     n_bad = int(bad.sum())
     if n_bad:
@@ -352,7 +352,7 @@ def _bad_positions(idx: torch.Tensor, m: int) -> torch.Tensor:
     return bad
 
 
-def _corrupt(packed: Packed):
+def raise_corrupt(packed: Packed):
     """Raise the corrupt-metadata error: how many groups, and the first one."""
     N, K = packed.shape
     n, m = packed.n, packed.m
@@ -361,7 +361,7 @@ def _corrupt(packed: Packed):
     for r0, r1, c0, c1 in blocks(N, K, unit=8 * m):
         g0, g1 = c0 // m, c1 // m
         meta = packed.meta[r0:r1, g0 * width // 8 : -(-g1 * width // 8)]
-        idx = _codes_to_indices(_unpack_codes(meta, g1 - g0, width), n, m)
+        idx = _codes_to_indices(unpack_codes(meta, g1 - g0, width), n, m)
         bad = _bad_positions(idx, m)
         total += int(bad.sum())
         if first is None and bool(bad.any()):
