@@ -8,14 +8,14 @@ descheduled for a whole time slice at every join, and a pass measured 19-69x slo
 plain copy of the weight.
 
 So each operation runs on one thread (:func:`one_thread`), and the parallelism is one level up
-(:func:`map_blocks`): worker threads each take the next whole block when they are free. No
-worker ever waits for another except once, at the end; a descheduled worker only delays the
-block it holds, and the others take the rest. On an idle machine this uses every core; with
-a busy core, the pass runs at the speed of the cores it gets. The helper threads are made once
-per process and reused: starting a thread means waiting for the scheduler to run it, which on
-a busy machine took tens of milliseconds per pass. ``benchmarks/core.py`` measures
-this against one thread and against torch's own threading, quiet and with a busy core, every
-time it runs.
+(:func:`map_blocks`): workers each take the next whole block when they are free. No worker ever
+waits for another except once, at the end; a descheduled worker only delays the block it holds,
+and the others take the rest. The calling thread works too, and a helper that has not started by
+the time the blocks run out is cancelled rather than waited for. The helpers are one
+``concurrent.futures.ThreadPoolExecutor`` per process, its threads made once and reused
+(starting a thread on a busy machine took tens of milliseconds per pass). ``benchmarks/core.py``
+measures this against one thread and against torch's own threading, quiet and with a busy
+core, every time it runs.
 
 torch's thread count is per calling thread (an OpenMP setting), so :func:`one_thread` saves
 and restores it in the thread that calls it, on errors too, and nests; the caller's setting
@@ -37,8 +37,8 @@ True
 from __future__ import annotations
 
 import os
-import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 import torch
@@ -86,101 +86,24 @@ def worker_count(n_items: int, device=None) -> int:
     return max(1, min(wanted, os.cpu_count() or 1, n_items // 2))
 
 
-class _Pass:
-    """One pass's items, claimed one at a time by whichever worker is free.
-
-    The calling thread works too and never waits for a helper that has not started: it waits
-    only for items a helper has claimed and not finished (at most one per helper). So a
-    helper descheduled for a while costs at most the block it holds.
-    """
-
-    def __init__(self, fn, items: list, state):
-        self.fn, self.items, self.state = fn, items, state
-        self.results: list = [None] * len(items)
-        self.errors: list[tuple[int, BaseException]] = []
-        self._next = 0
-        self._helpers_busy = 0
-        self._cond = threading.Condition()
-
-    def _claim(self, helper: bool) -> int | None:
-        with self._cond:
-            if self.errors or self._next >= len(self.items):
-                return None
-            i = self._next
-            self._next += 1
-            self._helpers_busy += helper
-            return i
-
-    def _finish(self, i: int, helper: bool, result=None, error: BaseException | None = None) -> None:
-        with self._cond:
-            if error is None:
-                self.results[i] = result
-            else:
-                self.errors.append((i, error))
-            self._helpers_busy -= helper
-            if not self._helpers_busy:
-                self._cond.notify_all()
-
-    def run(self, helper: bool) -> None:
-        own = None
-        while (i := self._claim(helper)) is not None:
-            try:
-                if own is None:
-                    own = self.state()
-                result = self.fn(self.items[i], own)
-            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-                self._finish(i, helper, error=exc)
-                return
-            self._finish(i, helper, result)
-
-    def stop(self, error: BaseException) -> None:
-        with self._cond:
-            self.errors.append((-1, error))
-
-    def wait_for_helpers(self) -> None:
-        with self._cond:
-            while self._helpers_busy:
-                self._cond.wait()
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
 
 
-class _Helper:
-    """A daemon thread that serves passes; made once, its torch thread count set to 1 once."""
-
-    def __init__(self):
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.ready = threading.Event()
-        threading.Thread(target=self._serve, name="twofour-pass-helper", daemon=True).start()
-
-    def _serve(self) -> None:
-        # Its own OpenMP setting (per thread). Made while the creating thread is inside
-        # one_thread() (which waits for `ready`), so the process-wide default is 1 at this
-        # moment anyway and the creator's exit from one_thread() restores it.
-        torch.set_num_threads(1)
-        self.ready.set()
-        while True:
-            self.queue.get().run(helper=True)
-
-
-_pool: list[_Helper] = []
-_pool_lock = threading.Lock()
-
-
-def _helpers(count: int) -> list[_Helper]:
-    """``count`` helper threads, made on first need (the only time a caller waits for a thread to start)."""
-    with _pool_lock:
-        made = [_Helper() for _ in range(count - len(_pool))]
-        _pool.extend(made)
-        helpers = _pool[:count]
-    for h in made:
-        h.ready.wait()
-    return helpers
+def _helpers() -> ThreadPoolExecutor:
+    """The process's helper threads (each sets its own torch thread count to 1 once)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(MAX_WORKERS - 1, thread_name_prefix="twofour-pass",
+                                           initializer=torch.set_num_threads, initargs=(1,))
+        return _executor
 
 
 def _forget_helpers() -> None:
     """In a forked child the helper threads do not exist: start over."""
-    global _pool_lock
-    _pool.clear()
-    _pool_lock = threading.Lock()
+    global _executor, _executor_lock
+    _executor, _executor_lock = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -193,7 +116,7 @@ def map_blocks(fn, items, *, state, device=None) -> list:
     ``state()`` makes a worker's private state (its scratch buffers) when it takes its first
     item. Results come back in the order of ``items``. An exception stops the other workers
     after their current item; the one from the earliest item is raised here. Every worker runs
-    its operations on one intra-op thread; the helper threads are made once and reused.
+    its operations on one intra-op thread.
     """
     items = list(items)
     workers = worker_count(len(items), device)
@@ -201,14 +124,33 @@ def map_blocks(fn, items, *, state, device=None) -> list:
         if workers == 1:
             own = state()
             return [fn(item, own) for item in items]
-        job = _Pass(fn, items, state)
-        for helper in _helpers(workers - 1):
-            helper.queue.put(job)
+        results: list = [None] * len(items)
+        errors: list[tuple[int, BaseException]] = []
+        claim, lock = iter(range(len(items))), threading.Lock()
+
+        def drain() -> None:
+            own, made = None, False
+            while not errors:
+                with lock:
+                    i = next(claim, None)
+                if i is None:
+                    return
+                try:
+                    if not made:
+                        own, made = state(), True
+                    results[i] = fn(items[i], own)
+                except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+                    errors.append((i, exc))
+
+        helpers = [_helpers().submit(drain) for _ in range(workers - 1)]
         try:
-            job.run(helper=False)
+            drain()
         except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt between two items
-            job.stop(exc)
-        job.wait_for_helpers()
-    if job.errors:
-        raise min(job.errors, key=lambda e: e[0])[1]
-    return job.results
+            errors.append((-1, exc))
+        finally:
+            for f in helpers:
+                f.cancel()  # one that has not started has nothing left to do
+            wait(helpers)
+    if errors:
+        raise min(errors, key=lambda e: e[0])[1]
+    return results
