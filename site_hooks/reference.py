@@ -4,41 +4,38 @@
   ``includes/abbreviations.md``, the same file that gives every page its hover definitions,
   so the glossary and the tooltips can never disagree.
 * The API reference: one page per public module of ``src/twofour``
-  (``reference/api/<module>.md``, generated; signature + docstring of each public name),
-  grouped like the package: the toolkit first, by the stage of the answer each module serves,
-  then the command line, then the course helpers (:data:`API_GROUPS`). ``reference/api.md`` is
-  the overview: ``<!-- twofour-api -->`` becomes the most-used functions and every group with
-  its modules. The pages go into the nav under "Toolkit API" (:func:`on_config`), and carry a
-  low search boost so a chapter that explains a term outranks the signature that uses it. A new
-  module appears without editing anything, at the end of its room; a module that fails to
-  import fails the strict build with its name.
+  (``reference/api/<module>.md``, generated), whose entries mkdocstrings renders from the
+  docstrings (``::: twofour.structure``; its options are in ``mkdocs.yml``). The pages are grouped
+  like the package: the toolkit first, by the stage of the answer each module serves, then the
+  command line, then the course helpers (:data:`API_GROUPS`). ``reference/api.md`` is the
+  overview: ``<!-- twofour-api -->`` becomes the most-used functions and every group with its
+  modules. The pages go into the nav under "Toolkit API" (:func:`on_config`), and carry a low
+  search boost so a chapter that explains a term outranks the signature that uses it. A new
+  module appears without editing anything, at the end of its room; a module mkdocstrings cannot
+  read fails the strict build with its name.
 
-``make serve``'s quick first build (:mod:`quick`) imports no module: the overview and every
+``make serve``'s quick first build (:mod:`quick`) renders no entries: the overview and every
 module page are there, titled and in the nav, each saying that its entries come with the next
-build (importing the package, PyTorch and matplotlib included, and rendering 40 pages of
-signatures is about a fifth of a full build's CPU time).
+build.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
-import inspect
-import logging
 import pkgutil
 import re
+import sys
 from pathlib import Path
 
 from mkdocs.structure.files import File
 
 import quick
 
-log = logging.getLogger("mkdocs.hooks.reference")
-
 ROOT = Path(__file__).resolve().parent.parent
 ABBREVIATIONS = ROOT / "includes" / "abbreviations.md"
 _ABBR = re.compile(r"^\*\[(?P<term>[^\]]+)\]:\s*(?P<text>.+)$", re.MULTILINE)
-_DOCTEST = re.compile(r"^\s*(>>>|\.\.\.)")
 
 
 def glossary_terms() -> list[tuple[str, str]]:
@@ -62,130 +59,18 @@ _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Yields|Raises
 _BULLET = re.compile(r"^\s*[*-]\s+")
 
 
+_ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|obj|exc|ref):`~?([^`]+)`")
+_DOUBLE_TICKS = re.compile(r"``([^`]+)``")
+# Sphinx roles in docstrings (:func:`x`) reach the page as ":func:" before the code: drop the role.
+_ROLE_HTML = re.compile(r":(?:func|mod|class|data|meth|attr|obj|exc|ref):(<code[^>]*>)~?")
+
+
 def _inline(text: str) -> str:
     """RST-ish inline markup as Markdown: ``x`` and :func:`x` become `x`; a bare < is escaped."""
     text = _ROLE.sub(lambda m: f"`{m.group(1)}`", text)
     text = _DOUBLE_TICKS.sub(lambda m: f"`{m.group(1)}`", text)
     pieces = re.split(r"(`[^`]*`)", text)
     return "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in pieces)
-
-
-def _items(lines: list[str]) -> list[str]:
-    """Lines of an indented list ("name: what", continuation lines deeper) as one string per item."""
-    base = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
-    items: list[str] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        if len(line) - len(line.lstrip()) == base or not items:
-            items.append(line.strip())
-        else:
-            items[-1] += " " + line.strip()
-    return items
-
-
-_ARGUMENT = re.compile(r"^(\*{0,2}[A-Za-z_][\w]*(?:,\s*\*{0,2}[A-Za-z_][\w]*)*)(\s*\([^)]*\))?:\s+(.*)$")
-
-
-def _argument(item: str) -> str:
-    """ "name (type): what" as "`name` (type): what"; anything else as inline prose."""
-    match = _ARGUMENT.match(item)
-    if not match:
-        return _inline(item)
-    names = ", ".join(f"`{n.strip()}`" for n in match.group(1).split(","))
-    return f"{names}{match.group(2) or ''}: {_inline(match.group(3))}"
-
-
-def _prose(text: str) -> list[str]:
-    """A docstring's text (no examples) as Markdown: paragraphs joined into prose, bullet lists
-    and "Args:"-style sections as lists; anything laid out by hand (a table, a diagram) stays
-    verbatim in a text block that wraps."""
-    parts: list[str] = []
-    for para in re.split(r"\n\s*\n", text.strip("\n")):
-        lines = para.splitlines()
-        if not lines:
-            continue
-        head = _SECTION.match(lines[0].strip())
-        if head and len(lines) > 1:
-            name = head.group(1)
-            label = "Example" if name in ("Example", "Examples") else name
-            parts.append(f"**{label}**")
-            parts.append("\n".join(f"- {_argument(item)}" for item in _items(lines[1:])))
-            continue
-        if head:
-            parts.append(f"**{head.group(1)}**")
-            continue
-        indents = {len(line) - len(line.lstrip()) for line in lines if line.strip()}
-        if _BULLET.match(lines[0]) and all(_BULLET.match(l) or (len(l) - len(l.lstrip())) > 0 for l in lines if l.strip()):
-            items = []
-            for line in lines:
-                if _BULLET.match(line):
-                    items.append(_BULLET.sub("", line).strip())
-                else:
-                    items[-1] += " " + line.strip()
-            parts.append("\n".join(f"- {_inline(item)}" for item in items))
-        elif indents == {0} and not any(re.search(r"\s{3,}\S", l.strip()) or "|" in l for l in lines):
-            parts.append(_inline(" ".join(line.strip() for line in lines)))
-        else:
-            parts.append(f"```{{.text .htw-doc}}\n{para}\n```")
-    return parts
-
-
-def _docstring_markdown(doc: str | None) -> str:
-    """Summary and prose as Markdown paragraphs and lists; examples as highlighted code."""
-    if not doc:
-        return "*No docstring.*"
-    lines = inspect.cleandoc(doc).splitlines()
-    blank = lines.index("") if "" in lines else len(lines)
-    summary, rest = _inline(" ".join(lines[:blank])), lines[blank + 1 :]
-    blocks: list[tuple[str, list[str]]] = []  # (lang, lines), consecutive runs
-    for line in rest:
-        lang = "pycon" if _DOCTEST.match(line) or (blocks and blocks[-1][0] == "pycon" and line.strip()) else "text"
-        if blocks and blocks[-1][0] == lang:
-            blocks[-1][1].append(line)
-        else:
-            blocks.append((lang, [line]))
-    parts = [summary]
-    for lang, body in blocks:
-        text = inspect.cleandoc("\n".join(body))
-        if not text.strip():
-            continue
-        if lang == "pycon":
-            parts.append(f"```pycon\n{text}\n```")
-        else:
-            parts += _prose(text)
-    return "\n\n".join(parts)
-
-
-def _public_members(module) -> list[tuple[str, object]]:
-    names = getattr(module, "__all__", None)
-    if names is None:
-        names = [
-            n for n, obj in vars(module).items()
-            if not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
-            and getattr(obj, "__module__", None) == module.__name__
-        ]
-    return [(n, getattr(module, n)) for n in names]
-
-
-class _Annotation:
-    """Shows a string annotation (``from __future__ import annotations``) without quotes."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def _signature(obj) -> str:
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return "(...)"
-    unquote = lambda a: _Annotation(a) if isinstance(a, str) else a  # noqa: E731
-    params = [p.replace(annotation=unquote(p.annotation)) for p in sig.parameters.values()]
-    return str(sig.replace(parameters=params, return_annotation=unquote(sig.return_annotation)))
 
 
 # The API page in the package's order: (room, group heading, what the group is for, modules).
@@ -282,7 +167,7 @@ MOST_USED: list[tuple[str, str, str]] = [
     ("twofour.structure", "check", "is this weight 2:4 along K?"),
     ("twofour.structure", "prune", "make a weight 2:4 (magnitude, or your scores)"),
     ("twofour.packing", "pack", "store it packed: values + 2-bit metadata"),
-    ("twofour.dispatch", "audit", "which kernel will each layer of a checkpoint run?"),
+    ("twofour.dispatch", "audit.audit", "which kernel will each layer of a checkpoint run?"),
     ("twofour.roofline", "predict", "how fast can the sparse GEMM be, and why?"),
     ("twofour.request", "estimate", "what does it do to a whole request?"),
 ]
@@ -298,16 +183,47 @@ def module_src(name: str) -> str:
     return f"reference/api/{name}.md"
 
 
-def _summary(module) -> str:
-    return _docstring_markdown(module.__doc__).split("\n\n")[0]
+def module_file(name: str) -> Path:
+    """The source file of a module or package, e.g. ``src/twofour/packing/__init__.py``."""
+    path = PACKAGE_DIR.parent.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
-def _import(name: str):
-    try:
-        return importlib.import_module(name)
-    except Exception as err:  # any import failure: say which module (strict build fails on the warning)
-        log.warning("API page: cannot import %s: %s: %s", name, type(err).__name__, err)
-        return None
+def summary(name: str) -> str:
+    """The first paragraph of a module's docstring as one line of Markdown, read without importing it."""
+    doc = ast.get_docstring(ast.parse(module_file(name).read_text(encoding="utf-8"))) or ""
+    return _inline(" ".join(doc.split("\n\n")[0].split()))
+
+
+def unseen_reexports(name: str) -> list[str]:
+    """Where the re-exported names of package ``name`` that mkdocstrings does not list are defined.
+
+    mkdocstrings reads a package from its files: a name imported on first use (PEP 562,
+    ``twofour.course.practice``) is not there, and one that is also a submodule's name
+    (``twofour.dispatch.audit``, the function and the module) shows as the module, and so does one
+    imported under another name (``analyze as analyze_trace``). Each gets its own entry, read from
+    the module that defines it (found by importing the package).
+    """
+    if module_file(name).name != "__init__.py":
+        return []
+    package = importlib.import_module(name)
+    lazy = "__getattr__" in vars(package)
+    paths = []
+    for member in getattr(package, "__all__", ()):
+        obj = getattr(package, member)
+        if (callable(obj) and getattr(obj, "__name__", member) != member  # imported under another name
+                and obj.__module__.rsplit(".", 1)[-1] == obj.__name__):  # ... from a module of its name
+            paths.append(f"{obj.__module__}.{obj.__qualname__}")
+            continue
+        if not (lazy or (module_file(name).parent / f"{member}.py").is_file()):
+            continue
+        defined_in = getattr(obj, "__module__", None) if getattr(obj, "__qualname__", None) == member else None
+        owner = defined_in or next((m for m, mod in sorted(sys.modules.items()) if m.startswith(name + ".")
+                      and mod is not None and vars(mod).get(member) is obj), None)
+        if owner is None:
+            raise LookupError(f"API page of {name}: cannot tell which module defines {member!r}")
+        paths.append(f"{owner}.{member}")
+    return paths
 
 
 DEFERRED = "the toolkit API reference (each module's functions, generated from its docstrings)"
@@ -317,7 +233,7 @@ def api_markdown() -> str:
     """The overview: the most-used functions, then each group with its modules (links, one line each).
 
     In a quick build: the note that the entries come with the next build, then each group with
-    links to its modules' pages (imports nothing).
+    links to its modules' pages (no anchors: the entries are not there yet).
     """
     if quick.quick_mode():
         parts = [quick.deferred_html(DEFERRED)]
@@ -333,46 +249,24 @@ def api_markdown() -> str:
             parts += ["", f"## {ROOM_TITLES[room]}"]
             current_room = room
         parts += ["", f"### {title}", ""] + ([blurb, ""] if blurb else [])
-        for name in modules:
-            module = _import(name)
-            if module is None:
-                continue
-            parts.append(f"- [`{name}`](api/{name}.md): {_summary(module)}")
+        parts += [f"- [`{name}`](api/{name}.md): {summary(name)}" for name in modules]
     return "\n".join(parts) + "\n"
 
 
-def module_page_markdown(name: str) -> str | None:
-    """One module's page: front matter (search boost), title, docstring, then every public name.
+def module_page_markdown(name: str) -> str:
+    """One module's page: front matter (search boost), title, where it sits, then mkdocstrings'
+    ``::: name`` (the module's docstring and every public name).
 
     In a quick build: the title and the note that the rest comes with the next build.
     """
-    deferred = quick.quick_mode()
-    module = None if deferred else _import(name)
-    if module is None and not deferred:
-        return None
     room, title = next(((r, t) for r, t, _, ms in api_groups() if name in ms), (_room_of(name), ""))
     front = f"---\nsearch:\n  boost: {API_SEARCH_BOOST}\n---\n\n"
     where = f"*{ROOM_TITLES[room]}" + (f" · {title}" if title else "") + "* · [all modules](../api.md)"
-    if deferred:
-        return "\n\n".join([f"{front}# `{name}`", where, quick.deferred_html(DEFERRED)]) + "\n"
-    parts = [f"{front}# `{name}`", where, _docstring_markdown(module.__doc__)]
-    parts += _module_markdown(name, module)
-    return "\n\n".join(parts) + "\n"
-
-
-def _module_markdown(name: str, module) -> list[str]:
-    parts: list[str] = []
-    for member, obj in _public_members(module):
-        if inspect.isfunction(obj) or inspect.isclass(obj):
-            kind = "class " if inspect.isclass(obj) else ""
-            parts.append(
-                f"## `{member}` {{#{name}.{member}}}\n\n"
-                f"```python\n{kind}{member}{_signature(obj)}\n```\n\n{_docstring_markdown(obj.__doc__)}"
-            )
-        else:
-            value = repr(obj) if len(repr(obj)) <= 120 else repr(obj)[:117] + "..."
-            parts.append(f"## `{member}` {{#{name}.{member}}}\n\nConstant: `{value}`")
-    return parts
+    body = quick.deferred_html(DEFERRED) if quick.quick_mode() else f"::: {name}"
+    if not quick.quick_mode():
+        body += "".join(f"\n\n::: {path}\n    options:\n      show_root_heading: true\n      show_root_full_path: false"
+                        for path in unseen_reexports(name))
+    return "\n\n".join([f"{front}# `{name}`", where, body]) + "\n"
 
 
 def api_nav() -> list:
@@ -407,9 +301,7 @@ def on_config(config):
 
 def on_files(files, config):
     for name in [m for *_, modules in api_groups() for m in modules]:
-        content = module_page_markdown(name)
-        if content is not None:
-            files.append(File.generated(config, module_src(name), content=content))
+        files.append(File.generated(config, module_src(name), content=module_page_markdown(name)))
     return files
 
 
@@ -419,3 +311,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- twofour-api -->" in markdown:
         markdown = markdown.replace("<!-- twofour-api -->", api_markdown())
     return markdown
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    if page.file.src_uri.startswith("reference/api/"):
+        html = _ROLE_HTML.sub(r"\1", html)
+    return html

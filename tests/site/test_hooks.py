@@ -18,6 +18,7 @@ import mathml  # noqa: E402
 import nav_whitespace  # noqa: E402
 import nb_execute  # noqa: E402
 import nb_links  # noqa: E402
+import griffe_doctests  # noqa: E402
 import nb_render  # noqa: E402
 import practice  # noqa: E402
 import quick  # noqa: E402
@@ -106,7 +107,7 @@ def test_fence_survives_backticks_in_code():
     assert fenced.startswith("````python") and fenced.endswith("````")
 
 
-@pytest.mark.parametrize("module", [nb_render, nb_links, mathml, nav_whitespace, search_terms, quick])
+@pytest.mark.parametrize("module", [nb_render, nb_links, mathml, nav_whitespace, search_terms, quick, griffe_doctests])
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 
@@ -314,7 +315,27 @@ def test_api_nav_has_every_module_page_toolkit_first():
     assert pages == [reference.module_src(m) for m in listed]
     page = reference.module_page_markdown("twofour.structure")
     assert page.startswith(f"---\nsearch:\n  boost: {reference.API_SEARCH_BOOST}\n---") and "# `twofour.structure`" in page
-    assert "{#twofour.structure.check}" in page
+    assert "\n::: twofour.structure\n" in page
+
+
+def test_a_package_page_adds_the_names_mkdocstrings_cannot_see_in_its_files():
+    # a function that shares its module's name, one imported under another name, and lazy names
+    assert reference.unseen_reexports("twofour.structure") == []
+    assert reference.unseen_reexports("twofour.packing") == []
+    dispatch = reference.unseen_reexports("twofour.dispatch")
+    assert {"twofour.dispatch.audit.audit", "twofour.dispatch.probe.probe",
+            "twofour.dispatch.trace.analyze.analyze"} <= set(dispatch)
+    assert "twofour.serve.predict.predict" in reference.unseen_reexports("twofour.serve")
+    practice = reference.unseen_reexports("twofour.course.practice")
+    assert "twofour.course.practice.load.load_bank" in practice and len(practice) >= 40
+    page = reference.module_page_markdown("twofour.dispatch")
+    assert "::: twofour.dispatch\n" in page and "::: twofour.dispatch.audit.audit\n    options:" in page
+
+
+def test_the_api_summary_is_the_module_docstrings_first_paragraph_read_without_importing():
+    assert reference.summary("twofour.packing") == "Stage 2 of the answer: is the weight stored packed?"
+    assert reference._inline("see :func:`twofour.check`, ``x < y`` and <stem>") == "see `twofour.check`, `x < y` and &lt;stem>"
+    assert reference._ROLE_HTML.sub(r"\1", "a :func:<code>check</code>") == "a <code>check</code>"
 
 
 # ---- make serve's quick first build (quick.py): what it leaves out says so ------------------
@@ -322,19 +343,18 @@ def test_api_nav_has_every_module_page_toolkit_first():
 
 def test_a_quick_build_titles_every_api_page_and_imports_no_module(monkeypatch):
     monkeypatch.setenv(quick.ENV, "quick")
-    importing = reference._import
-    monkeypatch.setattr(reference, "_import", lambda name: pytest.fail(f"a quick build imported {name}"))
+    monkeypatch.setattr(reference.importlib, "import_module", lambda name: pytest.fail(f"a quick build imported {name}"))
     listed = [m for *_, ms in reference.api_groups() for m in ms]
     for name in listed:
         page = reference.module_page_markdown(name)
-        assert f"# `{name}`" in page and quick.DEFERRED_NOTE in page and "{#" not in page
+        assert f"# `{name}`" in page and quick.DEFERRED_NOTE in page and ":::" not in page
     overview = reference.api_markdown()
     assert quick.DEFERRED_NOTE in overview and not re.search(r"\]\(api/[^)]*#", overview)  # no anchor to miss
     assert [line.split("](api/")[1].split(".md)")[0] for line in overview.splitlines() if "](api/" in line] == listed
-    monkeypatch.setattr(reference, "_import", importing)
+    monkeypatch.undo()
     monkeypatch.setenv(quick.ENV, "full")  # any other value: the full build
     page = reference.module_page_markdown("twofour.structure")
-    assert quick.DEFERRED_NOTE not in page and "{#twofour.structure.check}" in page
+    assert quick.DEFERRED_NOTE not in page and "::: twofour.structure" in page
 
 
 def test_the_module_list_is_read_from_the_files_as_walk_packages_reads_it():
@@ -358,38 +378,6 @@ def test_a_quick_build_reads_no_practice_bank(monkeypatch):
     Page.file.src_uri = "practice/index.md"
     out = practice.on_page_markdown("<!-- practice-mode -->", Page, None, None)
     assert quick.DEFERRED_NOTE in out and "data-practice-mode" not in out
-
-
-def test_docstrings_become_prose_lists_and_code():
-    doc = '''Predict the time of ``y = x @ W.T``; see :func:`twofour.roofline.predict`.
-
-    A weight ``W`` of an ``nn.Linear`` has shape
-    ``[N, K]`` and <stem> is a placeholder.
-
-    * first point,
-      continued
-    * second point
-
-    Args:
-        M, N: GEMM shape.
-        dtype (str): ``"fp16"`` or a
-            torch dtype.
-        **kwargs: passed on.
-
-    Layout drawn by hand:
-        |  a  |  b  |
-
-    Example:
-        >>> 1 + 1
-        2
-    '''
-    md = reference._docstring_markdown(doc)
-    assert md.startswith("Predict the time of `y = x @ W.T`; see `twofour.roofline.predict`.")
-    assert "A weight `W` of an `nn.Linear` has shape `[N, K]` and &lt;stem> is a placeholder." in md
-    assert "- first point, continued\n- second point" in md
-    assert "**Args**\n\n- `M`, `N`: GEMM shape.\n- `dtype` (str): `\"fp16\"` or a torch dtype.\n- `**kwargs`: passed on." in md
-    assert "```{.text .htw-doc}" in md and "|  a  |  b  |" in md
-    assert "**Example**\n\n```pycon\n>>> 1 + 1\n2\n```" in md
 
 
 def test_markdown_output_joins_the_page_markdown_between_other_outputs():
