@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
                          exclude_invalid=args.drop_invalid)
     except TraceError as exc:
         raise UserError(str(exc)) from None
+    except MemoryError:  # a trace whose events do not fit in memory: one line, not a traceback
+        raise UserError(f"{show(args.trace_file)}: not enough memory to read this trace; try a machine with more memory "
+                        "or record fewer steps") from None
     if args.html is not None:  # first: a closed stdout (`| head`) must not cost the file
         write_output(args.html, report.to_html(), "--html", inputs=inputs)
     print(report)

@@ -37,6 +37,10 @@ def _header(r: TraceReport) -> list[str]:
         if excluded:
             lines.append(f"  EXCLUDED (--drop-invalid): {validate.summary(excluded, which)}; every number below leaves "
                          "them out")
+    for n, which in zip(r.outside_steps, ("the trace", "the baseline")):
+        if n:
+            lines.append(f"  LEFT OUT: {n:,} GPU events of {which} launched inside no step (after the last step "
+                         "annotation, or cut by the profiler's schedule); no step's numbers include them")
     lines.append(f"  {what}")
     if r.baseline_path:
         lines.append(f"  dense baseline: {_name(r.baseline_path)}")

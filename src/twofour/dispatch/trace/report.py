@@ -376,6 +376,9 @@ class TraceReport:
     baseline_path: str | None = None
     excluded: dict = field(default_factory=dict)  # reason -> validate.Invalid, left out with exclude_invalid
     baseline_excluded: dict = field(default_factory=dict)
+    # GPU events launched inside no step (trace, baseline): after the last step annotation, or a trace cut
+    # by the profiler's schedule; left out of every number and counted here
+    outside_steps: tuple = (0, 0)
     # The analysis's index of the trace (twofour.dispatch.trace.index.Index), reused by the timeline.
     index: object = field(default=None, repr=False, compare=False)
 
