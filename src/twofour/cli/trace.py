@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dispatch.trace import TraceError, analyze
+    from .._common.fit import report_width
+    from ..dispatch.trace import TraceError, analyze, report_html, report_text
     from ._output import check_output_file, show, write_output
 
     inputs = [args.trace_file, args.compare]
@@ -65,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{show(args.trace_file)}: not enough memory to read this trace; try a machine with more memory "
                         "or record fewer steps") from None
     if args.html is not None:  # first: a closed stdout (`| head`) must not cost the file
-        write_output(args.html, report.to_html(), "--html", inputs=inputs)
-    print(report)
+        write_output(args.html, report_html(report), "--html", inputs=inputs)
+    print(report_text(report, report_width()))
     if args.html is not None:
         print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0

@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, kernel_dtype_bits, trace_class
 from . import compare, plausibility, validate
-from .errors import TraceError, shown_path
+from .validate import TraceError, shown_path
 from .index import Index
 from .read import ANNOTATION, GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
@@ -287,7 +287,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     for si in order.tolist():
         per_phase_steps[steps[si][1]].append(si)
     for ph, sis in per_phase_steps.items():
-        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits)
+        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits, gpu=tr.device_name)
         summarized = list(range(1, len(sis))) if len(sis) >= 3 else list(range(len(sis)))
         rep.summarized = summarized
         summarized_set = set(summarized)

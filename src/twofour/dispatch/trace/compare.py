@@ -27,7 +27,7 @@ import filecmp
 import os
 
 from ..._common.text import printable
-from .errors import TraceError, shown_path as _shown
+from .validate import TraceError, shown_path as _shown
 from .shapes import describe
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import validate
-from .errors import TraceError, shown_path as _shown
+from .validate import TraceError, shown_path as _shown
 from .read import ANNOTATION, OP, RUNTIME, Trace
 
 # Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on
