@@ -57,16 +57,19 @@ _STEP_TITLES = {
 
 @dataclass(frozen=True)
 class FunnelStep:
-    """One step of the funnel: a key, a short label, the speedup, and what it accounts for.
+    """One step of the funnel: a key, a short label, the speedup, what it accounts for and how it was obtained.
 
     ``label`` is the short name the site's calculator mirrors; :attr:`step` and :attr:`title`
-    give the step's number and a name that says the number is a speedup.
+    give the step's number and a name that says the number is a speedup. ``how`` is
+    ``"predicted"`` (the model's, as every step of :func:`funnel`), ``"measured"`` or
+    ``"data sheet"`` (a trace's funnel marks each, :meth:`twofour.dispatch.trace.PhaseReport.funnel`).
     """
 
     key: str
     label: str
     speedup: float
     explains: str
+    how: str = "predicted"
 
     @property
     def step(self) -> int:
@@ -81,8 +84,6 @@ class FunnelStep:
             what = "per-token speedup" if self.label == "per token" else "end-to-end speedup"
         return f"step {self.step}: {what}" if self.step else what
 
-
-FunnelStage = FunnelStep  # the name before the funnel's steps were told apart from the answer's stages
 
 
 def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
@@ -140,6 +141,6 @@ def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
 
 
 def funnel_dict(est: RequestEstimate, scope: str = "request") -> list[dict]:
-    """:func:`funnel` as JSON-ready dicts."""
-    return [asdict(s) for s in funnel(est, scope)]
+    """:func:`funnel` as JSON-ready dicts (without ``how``: every step of :func:`funnel` is predicted)."""
+    return [{k: v for k, v in asdict(s).items() if k != "how"} for s in funnel(est, scope)]
 

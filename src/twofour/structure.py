@@ -375,9 +375,22 @@ def _violation(W: torch.Tensor, row: int, group: int, m: int) -> GroupViolation:
 
 
 def _scores_for_ranking(t: torch.Tensor) -> torch.Tensor:
-    """|t| in a dtype where abs is exact and sortable (int8's -128 and float8 need widening)."""
+    """|t| in a dtype where abs is exact and sortable: integers ranked as integers (int64), float8 widened.
+
+    float32 would round integers past 2^24 (int32 ``[2^30+1, 2^30, 2^30+3, 2^30+2]`` all read as
+    2^30); int64 holds every |int32| exactly, and an int64's |-2^63| is taken as 2^63 - 1 (the one
+    value without an int64 magnitude).
+
+    >>> _scores_for_ranking(torch.tensor([2**30 + 1, 2**30, -(2**30 + 3), 2**30 + 2], dtype=torch.int32)).tolist()
+    [1073741825, 1073741824, 1073741827, 1073741826]
+    """
     if t.dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         return t.abs()
+    if not t.is_floating_point():
+        wide = t.to(torch.int64)
+        if t.dtype == torch.int64:
+            wide = torch.where(wide == torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max, wide)
+        return wide.abs()
     return t.to(torch.float32).abs()
 
 

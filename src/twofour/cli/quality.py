@@ -26,6 +26,7 @@ __all__ = ["add_arguments", "run"]
 # Upper bounds: a typo past these would run for weeks (steps) or fail deep inside torch (threads).
 _MAX_STEPS = 1_000_000
 _MAX_THREADS = 1024
+_MAX_SEED = 2**63 - 2
 
 
 def _positive_int(text: str) -> int:
@@ -94,6 +95,13 @@ def _command_line(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _refuse_repeats(option: str, values: list) -> None:
+    """A size or criterion named twice would train or prune the same rows twice: one line instead."""
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise UserError(f"{option}: {', '.join(map(repr, twice))} given more than once; name each once")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..quality import CRITERIA, DEFAULT_RECOVER, DEFAULT_TRAIN, SIZES, run_sweep
 
@@ -101,18 +109,20 @@ def run(args: argparse.Namespace) -> int:
     unknown = [s for s in sizes if s not in SIZES]
     if not sizes or unknown:
         raise UserError(f"--sizes: unknown size(s) {unknown or sizes!r}; valid: {', '.join(SIZES)}")
+    _refuse_repeats("--sizes", sizes)
     criteria = None
     if args.criteria is not None:
         criteria = _split(args.criteria)
         bad = [c for c in criteria if c not in CRITERIA]
         if not criteria or bad:
             raise UserError(f"--criteria: unknown criterion {bad or criteria!r}; valid: {', '.join(CRITERIA)}")
+        _refuse_repeats("--criteria", criteria)
     from ..quality.corpus import STDLIB_FILES, stdlib_dir
 
     inputs = [stdlib_dir() / name for name in STDLIB_FILES]  # the corpus it trains on
     out = check_output_file(Path(args.out), "--out", "quality.json", inputs=inputs, make_folder=True)  # save makes it
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed <= _MAX_SEED:  # torch seeds are 64-bit, and recovery uses seed + 1
+        raise UserError(f"--seed must be an integer from 0 to {_MAX_SEED:,} (2^63 - 2), got {args.seed:,}")
     for option, value, top in (
         ("--train-steps", args.train_steps, _MAX_STEPS),
         ("--recover-steps", args.recover_steps, _MAX_STEPS),

@@ -12,6 +12,7 @@ report was made (whatever it found), 2 on a usage or file error, printed as one 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .main import UserError
@@ -50,10 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dispatch.trace import TraceError, analyze
+    from .._common.fit import report_width
+    from ..dispatch.trace import TraceError, analyze, report_html, report_text
     from ._output import check_output_file, show, write_output
 
     inputs = [args.trace_file, args.compare]
+    if args.html is not None and args.html.endswith(("/", os.sep)):  # names a folder: never a file called "newdir"
+        raise UserError(f"--html: {show(args.html)} ends in '/', which names a folder; give the page's file name, "
+                        f"e.g. {show(os.path.join(args.html, 'report.html'))}")
     if args.html is not None:  # before the (possibly long) read: an input or a FIFO is refused now
         check_output_file(args.html, "--html", "report.html", inputs=inputs)
     try:
@@ -61,9 +66,12 @@ def run(args: argparse.Namespace) -> int:
                          exclude_invalid=args.drop_invalid)
     except TraceError as exc:
         raise UserError(str(exc)) from None
+    except MemoryError:  # a trace whose events do not fit in memory: one line, not a traceback
+        raise UserError(f"{show(args.trace_file)}: not enough memory to read this trace; try a machine with more memory "
+                        "or record fewer steps") from None
     if args.html is not None:  # first: a closed stdout (`| head`) must not cost the file
-        write_output(args.html, report.to_html(), "--html", inputs=inputs)
-    print(report)
+        write_output(args.html, report_html(report), "--html", inputs=inputs)
+    print(report_text(report, report_width()))
     if args.html is not None:
         print(f"wrote {show(args.html)}", file=sys.stderr)
     return 0

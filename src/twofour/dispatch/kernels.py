@@ -19,7 +19,10 @@ class                how it is recognised (name, case-insensitive)
 ``dense-gemm``       ``gemm``, ``gemv``, ``cublas``, ``cutlass``, ``xmma``, ``nvjet`` (recent
                      cuBLAS names its Hopper GEMMs ``nvjet_...``, GindaChen/nsys-ai PR #582);
                      on the CPU ``aten::mm``, ``addmm``, ``bmm``, ``matmul``, ``linear``
-``other``            everything else (copies, padding, elementwise kernels, ...)
+``other``            convolutions, though cuDNN runs them as GEMMs (``implicit_gemm``,
+                     ``fprop`` / ``dgrad`` / ``wgrad``, ``convolve``, ``aten::conv...``: PyTorch's
+                     2:4 path serves linear layers only), and everything else (copies,
+                     padding, elementwise kernels, ...)
 ==================== ====================================================================
 
 Sparse markers are tested first: a cuSPARSELt or CUTLASS sparse kernel name also contains
@@ -34,6 +37,8 @@ operator is attributed to the sparse class of its nearest sparse ancestor, becau
 'sparse-cutlass'
 >>> classify("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn"), classify("aten::addmm")
 ('dense-gemm', 'dense-gemm')
+>>> classify("sm80_xmma_fprop_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize64x64x64")
+'other'
 """
 
 from __future__ import annotations
@@ -68,9 +73,14 @@ __all__ = [
 # The class names are the project vocabulary's (twofour._common.vocabulary).
 CLASSES: tuple[str, ...] = KERNEL_CLASSES
 
+# Convolutions: cuDNN runs them as implicit GEMMs (sm80_xmma_fprop_implicit_gemm_..., dgrad, wgrad),
+# yet PyTorch's 2:4 path serves linear layers only, so they are not eligible GEMMs.
+_CONV_MARKERS = ("implicit_gemm", "implicit_convolve", "_fprop_", "_dgrad_", "_wgrad_", "convolve", "winograd",
+                 "aten::conv", "aten::_conv", "aten::cudnn_conv", "aten::miopen_conv", "aten::mkldnn_conv",
+                 "aten::slow_conv", "aten::thnn_conv", "cutlass::conv")
 # Checked in this order; the first hit wins. Packing ops are not matmuls.
 _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (OTHER, ("_cslt_compress", "_sparse_semi_structured_tile", "_sparse_semi_structured_apply")),
+    (OTHER, ("_cslt_compress", "_sparse_semi_structured_tile", "_sparse_semi_structured_apply") + _CONV_MARKERS),
     (SPARSE_CUSPARSELT, ("xmma_sparse_gemm", "sparse_gemm", "cusparselt", "_cslt_sparse_mm", "cslt_")),
     (SPARSE_CUTLASS, ("spgemm", "sparsegemm", "sparse_gemm_", "_sparse_semi_structured_mm", "_sparse_semi_structured_addmm", "semi_structured::cutlass_mm")),
     (
@@ -100,7 +110,7 @@ NON_GEMM_MARKERS: tuple[str, ...] = (
     "at::native::", "c10::", "cub::", "memcpy", "memset", "copy", "fill", "elementwise", "reduce", "pad", "cat",
     "index", "transpose", "triton_poi", "triton_red", "triton_per", "softmax", "layer_norm", "layernorm", "rms_norm",
     "rmsnorm", "group_norm", "batch_norm", "rotary", "act_and_mul",
-)
+) + _CONV_MARKERS
 
 
 def classify(name: str) -> str:

@@ -437,12 +437,19 @@ def test_cli_writes_results_with_provenance(tmp_path, capsys):
     [
         (["--sizes", "huge"], "--sizes: unknown size"),
         (["--criteria", "magnitude 3:4"], "--criteria: unknown criterion"),
-        (["--seed", "-2"], "--seed must be >= 0"),
+        (["--seed", "-2"], "--seed must be an integer from 0 to 9,223,372,036,854,775,806"),
+        # past torch's 64-bit seeds: a one-line refusal, not "ValueError: Overflow when unpacking long long"
+        (["--seed", str(10**23)], "--seed must be an integer from 0 to"),
+        (["--seed", str(2**64 - 1)], "--seed must be an integer from 0 to"),
+        # the same rows trained twice
+        (["--sizes", "tiny,tiny"], "--sizes: 'tiny' given more than once"),
+        (["--sizes", "tiny", "--criteria", "magnitude 2:4,magnitude 2:4"], "--criteria: 'magnitude 2:4' given more than once"),
     ],
 )
 def test_cli_bad_input(tmp_path, capsys, args, match):
     assert main(["quality", "--out", str(tmp_path / "x.json"), *args]) == 2
-    assert match in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_cli_rejects_an_unknown_lr_rule(tmp_path, capsys):

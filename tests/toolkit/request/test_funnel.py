@@ -6,7 +6,8 @@ import pytest
 
 from twofour.amdahl import speedup
 from twofour.course.figures.funnel import plot_funnel
-from twofour.funnel import FunnelStage, FunnelStep, funnel, funnel_dict
+import twofour.funnel
+from twofour.funnel import FunnelStep, funnel, funnel_dict
 from twofour.models import LLAMA_3_8B
 from twofour.request import Assumptions, Machine, Workload, estimate
 
@@ -64,7 +65,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="stages must be a non-empty list of FunnelStep"):
         plot_funnel([])
     with pytest.raises(ValueError, match="stages must be"):
-        plot_funnel([FunnelStage("a", "a", 1.0, "x"), 2.0])
+        plot_funnel([FunnelStep("a", "a", 1.0, "x"), 2.0])
     with pytest.raises(ValueError, match="kernel_role must be one of"):
         plot_funnel(funnel(est), kernel_role="guessed")
 
@@ -76,7 +77,16 @@ def test_steps_are_numbered_and_titled_as_speedups():
         assert [s.step for s in steps] == [1, 2, 3, 4, 5]
         assert all(s.title.startswith(f"step {s.step}: ") and "speedup" in s.title for s in steps)
         assert steps[-1].title == f"step 5: {last}"
-    assert FunnelStage is FunnelStep  # the old name still works
+    assert not hasattr(twofour.funnel, "FunnelStage")  # one name for one funnel step, no deprecated alias
     # the short labels are what the site's calculator mirrors: unchanged
     assert [s.label for s in funnel(est, "request")] == ["data sheet", "roofline ceiling", "2:4 GEMM",
                                                            "eligible fraction", "end to end"]
+
+
+def test_a_trace_funnel_and_a_request_funnel_are_one_class():
+    from twofour.dispatch.trace import analyze, recorded
+
+    steps = analyze(recorded("sparse-eager"), baseline=recorded("dense-eager")).phase("decode").funnel()
+    assert all(type(s) is FunnelStep for s in steps) and [s.how for s in steps][2:] == ["measured"] * 3
+    assert all(s.how == "predicted" for s in funnel(estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100")))
+    assert all("how" not in row for row in funnel_dict(estimate(Workload(LLAMA_3_8B, 1, 16, 4), "H100")))

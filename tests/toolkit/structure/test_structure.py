@@ -1,6 +1,7 @@
 """twofour.structure: check / prune / nonzeros_per_group."""
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -258,3 +259,41 @@ def test_bad_check_options():
 def test_sparse_layout_is_refused():
     with pytest.raises(TypeError, match="dense \\(strided\\)"):
         check(torch.zeros(2, 8).to_sparse())
+
+
+# ---- nested tensors and tensor subclasses are refused by name ----------------------------
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+@pytest.mark.parametrize("fn", [twofour.check, twofour.prune, twofour.pack])
+def test_nested_tensors_are_refused_by_name(fn, layout):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are a prototype"
+        nt = torch.nested.nested_tensor([torch.randn(4, 8), torch.randn(2, 8)], layout=layout)
+    with pytest.raises(TypeError, match=r"W is a nested tensor \(torch\.nested"):
+        fn(nt)
+
+
+def test_tensor_subclasses_with_their_own_dispatch_are_refused_by_name():
+    from torch.masked import masked_tensor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "MaskedTensor is a prototype"
+        W = masked_tensor(torch.zeros(4, 8), torch.ones(4, 8, dtype=torch.bool))
+        with pytest.raises(TypeError, match=r"W is a MaskedTensor \(a tensor subclass with its own dispatch\)"):
+            twofour.check(W)
+        nested = torch.nested.nested_tensor([torch.randn(4, 8)])
+    with pytest.raises(TypeError, match="scores must be a dense"):
+        twofour.prune(torch.randn(4, 8), scores=nested)
+    assert twofour.check(torch.nn.Parameter(torch.zeros(4, 8))).valid
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_integer_weights_and_scores_are_ranked_as_integers(dtype):
+    # float32 rounds past 2^24: int32 [2^30+1, 2^30, 2^30+3, 2^30+2] all read as 2^30 and the tie kept columns 0, 1
+    big = {torch.int32: 2**30, torch.int16: 2**14, torch.int8: 100, torch.uint8: 200}[dtype]
+    row = [big + 1, big, big + 3, big + 2] if dtype != torch.int8 else [-(big + 1), big, -(big + 3), big + 2]
+    W = torch.tensor([row], dtype=dtype)
+    assert prune(W)[1].tolist() == [[False, False, True, True]]
+    assert prune(torch.ones(1, 4), scores=W)[1].tolist() == [[False, False, True, True]]
+    assert prune(torch.ones(1, 4), scores=W.to(torch.int64) * 2**31)[1].tolist() == [[False, False, True, True]]

@@ -11,6 +11,7 @@ mismatched files, an output path equal to an input (directly or through a symlin
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -362,3 +363,28 @@ def test_a_real_profiler_trace_with_record_shapes(tmp_path):
     with pytest.raises(TraceError, match=r"decode step 0 \('decode_step_0'\), GEMM 1 of 1: aten::linear got \[16, 128\] "
                                          r"float, \[64, 128\] float, \[\] in the trace .* and \[8, 128\] float"):
         analyze(b, baseline=a)
+
+
+# -- a dense-only trace: the 2:4 GEMM step predicted for its own shapes, never assumed ---------------
+
+
+def test_a_dense_trace_with_shapes_gets_the_kernel_models_prediction_not_the_ceiling(tmp_path):
+    from twofour.roofline import predict
+
+    ph = analyze(_write(tmp_path, _trace(), "dense.json")).phase("decode")
+    kernel = ph.funnel()[2]
+    # the kernel model for the trace's own GEMMs (M = 16, fp16, on the H100 its deviceProperties name)
+    preds = [predict(16, dims[1][0], 4096, "fp16", "H100", scenario="kernel") for dims in CALLS]
+    want = sum(p.dense_us for p in preds) / sum(p.sparse_us for p in preds)
+    assert (kernel.key, kernel.how) == ("kernel", "predicted")
+    assert kernel.speedup == pytest.approx(want) and kernel.speedup != pytest.approx(ph.ceiling)
+    assert "kernel model" in kernel.explains and "M = 16" in kernel.explains and "H100" in kernel.explains
+
+
+def test_without_shapes_or_a_known_gpu_the_2_4_gemm_step_is_unknown(tmp_path):
+    ph = analyze(_write(tmp_path, _trace(record_shapes=False), "dense.json")).phase("decode")
+    assert [s.how for s in ph.funnel()][2:] == ["unknown"] * 3 and math.isnan(ph.funnel()[2].speedup)
+    data = _trace()
+    data["deviceProperties"][0]["name"] = "NVIDIA GeForce GTX 1080"
+    ph = analyze(_write(tmp_path, data, "other-gpu.json")).phase("decode")
+    assert ph.funnel()[2].how == "unknown" and "GTX 1080" in ph.funnel()[2].explains

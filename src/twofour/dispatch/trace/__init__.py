@@ -24,8 +24,8 @@ trace recorded anywhere (your serving box, a colleague's GPU) with ``torch.profi
 
 The files follow the data: :mod:`.read` (file checks, streaming, events as columns) ->
 :mod:`.classify` (kernel and operator names) -> :mod:`.analyze` (steps, gaps, shares,
-comparison) -> :mod:`.report` (the data model, funnel and verdicts) -> :mod:`.render` (text,
-HTML, SVG); :mod:`.record` makes a trace of your own code. Reading is streaming: a 1 GB trace
+comparison) -> :mod:`.report` (plain data: the model, funnel and verdicts) -> :mod:`.render`
+(:func:`report_text`, :func:`report_html`, called by whoever shows the report); :mod:`.record` makes a trace of your own code. Reading is streaming: a 1 GB trace
 never sits in memory as text. Nsight Systems exports are not read (an SQLite file gets a clear
 error); export a PyTorch profiler trace.
 
@@ -49,7 +49,8 @@ from .analyze import analyze
 from .classify import ATTENTION, ELIGIBLE, LABELS, TRACE_CLASSES, UNCLASSIFIED, trace_class
 from .read import KIND_NAMES, RECORDED, Trace, TraceError, load, recorded
 from .record import record
-from .report import Comparison, Gap, PhaseReport, Stage, StepStats, TraceReport
+from .render import report_html, report_text
+from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
 __all__ = [
     "TraceError",
@@ -68,8 +69,9 @@ __all__ = [
     "Gap",
     "StepStats",
     "Comparison",
-    "Stage",
     "PhaseReport",
     "TraceReport",
     "analyze",
+    "report_text",
+    "report_html",
 ]

@@ -4,7 +4,9 @@ A PyTorch profiler trace is one JSON object whose ``traceEvents`` key holds an a
 objects; a long run makes that array gigabytes long. :class:`ChromeTraceStream` reads the file
 in chunks and hands out one event at a time: each event is parsed by the standard library's C
 JSON decoder (``raw_decode``), and only the current chunk and the current event are held.
-The other top-level keys (``deviceProperties``, ``schemaVersion``, ...) are kept when small.
+The other top-level keys (``deviceProperties``, ``schemaVersion``, ...) are kept in ``meta`` while
+their text adds up to at most 1 MB (``deviceProperties`` always, when it is under 1 MB itself): a
+file of many large top-level values is parsed and dropped value by value, never held.
 The Chrome trace format's other form, a bare array of events, is read too.
 
 Errors are :class:`StreamError` with one sentence saying what is wrong and where (event number,
@@ -28,7 +30,7 @@ __all__ = ["StreamError", "ChromeTraceStream"]
 
 _CHUNK = 1 << 20  # characters decoded per read
 _MAX_ITEM = 64 << 20  # one event larger than this is not a profiler event
-_KEEP_META = 1 << 20  # top-level values kept in .meta only up to this many characters
+_KEEP_META = 1 << 20  # characters of top-level values kept in .meta, all values together
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -58,6 +60,7 @@ class ChromeTraceStream:
         self.offset = 0  # characters dropped from the front of buf so far
         self.eof = False
         self.meta: dict = {}
+        self._meta_left = _KEEP_META  # characters of top-level values .meta may still keep
         self.n_events = 0
         self._started = False
 
@@ -175,8 +178,13 @@ class ChromeTraceStream:
                 else:
                     start = self.offset + self.pos
                     value = self._value(f"the top-level key {key!r}")
-                    if self.offset + self.pos - start <= _KEEP_META:
+                    size = self.offset + self.pos - start
+                    if key == "deviceProperties" and size <= _KEEP_META:
+                        self.meta[key] = value  # what the analysis reads: its own allowance
+                    elif size <= self._meta_left:
                         self.meta[key] = value
+                        self._meta_left -= size
+                    del value
                 sep = self._peek()
                 if sep == ",":
                     self.pos += 1

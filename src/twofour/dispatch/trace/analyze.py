@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, kernel_dtype_bits, trace_class
 from . import compare, plausibility, validate
-from .errors import TraceError, shown_path
+from .validate import TraceError, shown_path
 from .index import Index
 from .read import ANNOTATION, GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
@@ -96,12 +96,12 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
     if not isinstance(exclude_invalid, bool):
         raise TypeError(f"exclude_invalid must be True or False, got {exclude_invalid!r}")
     tr = trace if isinstance(trace, Trace) else load(trace, progress=progress)
-    phases, ix, excluded = _analyze(tr, phase, exclude=exclude_invalid)
-    base_path, base_excluded = None, {}
+    phases, ix, excluded, outside = _analyze(tr, phase, exclude=exclude_invalid)
+    base_path, base_excluded, base_outside = None, {}, 0
     if baseline is not None:
         btr = baseline if isinstance(baseline, Trace) else load(baseline, progress=progress)
         base_path = btr.path
-        bphases_list, _, base_excluded = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
+        bphases_list, _, base_excluded, base_outside = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
         bphases = {p.phase: p for p in bphases_list}
         matched = False
         for ph in phases:
@@ -115,7 +115,8 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
             )
         if matched:
-            notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes))
+            notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
+                                  devices=(tr.device_name, btr.device_name))
             for ph in phases:
                 if ph.comparison is not None:
                     ph.comparison = dataclasses.replace(ph.comparison, shapes=notes[ph.phase])
@@ -126,7 +127,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
             )
     plausibility.check_speedup(phases, shown_path(tr.path))
     return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
-                       baseline_excluded=base_excluded, index=ix)
+                       baseline_excluded=base_excluded, index=ix, outside_steps=(outside, base_outside))
 
 
 def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
@@ -217,39 +218,45 @@ def _without_rows(tr: Trace, rows) -> Trace:
 
 
 def _layout(tr: Trace, want: str | None, what: str):
-    """The index, the steps (of phase ``want``), which step launched each GPU event, and the windows."""
+    """The index, the steps (of phase ``want``), which step launched each GPU event, the windows, and
+    the positions (in ``ix.gpu``) of GPU events launched inside no step of any phase."""
     ix = Index(tr)
     _refuse_gpu_trace_without_kernels(tr, ix, what)
     steps = _steps(ix)
-    found = sorted({s[1] for s in steps})
-    if want is not None:
-        steps = [s for s in steps if s[1] == want]
-        if not steps:
-            raise TraceError(
-                f"{shown_path(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
-                f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
-            )
-    # GPU event -> step, by its launch time inside the step's CPU window.
+    # GPU event -> step, by its launch time inside the step's CPU window (every phase's steps).
     starts = np.array([s[2] for s in steps])
     ends = np.array([s[3] for s in steps])
     order = np.argsort(starts, kind="stable")
-    sorted_starts = starts[order]
     gstep = np.full(len(ix.gpu), -1, dtype=np.int64)
     if len(ix.gpu) and len(steps):
-        k = np.searchsorted(sorted_starts, ix.launch_ts, side="right") - 1
+        k = np.searchsorted(starts[order], ix.launch_ts, side="right") - 1
         ok = k >= 0
         cand = np.where(ok, order[np.maximum(k, 0)], -1)
         ok &= ix.launch_ts <= ends[np.maximum(cand, 0)] + 1e-3
         gstep[ok] = cand[ok]
+    outside = np.flatnonzero(gstep < 0)
+    if want is not None:
+        found = sorted({s[1] for s in steps})
+        keep = [i for i, s in enumerate(steps) if s[1] == want]
+        if not keep:
+            raise TraceError(
+                f"{shown_path(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
+                f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
+            )
+        new_no = np.full(len(steps) + 1, -1, dtype=np.int64)  # old step number -> kept number; -1 -> -1
+        new_no[keep] = np.arange(len(keep))
+        gstep = new_no[gstep]
+        steps = [steps[i] for i in keep]
+        order = np.argsort(np.array([s[2] for s in steps]), kind="stable")
     by_step = defaultdict(list)
     for pos, s in enumerate(gstep.tolist()):
         if s >= 0:
             by_step[s].append(pos)
-    return ix, steps, order, by_step, _windows(steps, order, by_step, ix)
+    return ix, steps, order, by_step, _windows(steps, order, by_step, ix), outside
 
 
 def _analyze(tr: Trace, want: str | None, what: str = "the trace",
-             exclude: bool = False) -> tuple[list[PhaseReport], Index, dict]:
+             exclude: bool = False) -> tuple[list[PhaseReport], Index, dict, int]:
     if tr.invalid and not exclude:
         _refuse_invalid(tr, tr.invalid, what)
     if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, GPU_KINDS).any()):
@@ -257,16 +264,19 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
             f"{shown_path(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
             "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
         )
-    ix, steps, order, by_step, windows = _layout(tr, want, what)
+    ix, steps, order, by_step, windows, outside = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
     bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
-    bad |= plausibility.late_gpu_rows(ix, tr, invalid)
+    # GPU events launched in no step (after the last one, or a trace cut by the profiler's schedule):
+    # no step holds them, so none is measured with them; left out and counted, never a refusal.
+    n_outside = len(outside)
+    bad |= plausibility.late_gpu_rows(ix, tr, invalid, skip=outside)
     bad |= plausibility.bad_step_rows(tr, invalid, phase_re=_PHASE_RE, step_re=_STEP_RE)
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)
         tr = _without_rows(tr, bad)  # left out, and everything measured again without them
-        ix, steps, order, by_step, windows = _layout(tr, want, what)
+        ix, steps, order, by_step, windows, outside = _layout(tr, want, what)
     device = "cuda" if len(ix.gpu) else "cpu"
     dtype_bits = kernel_dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
@@ -277,7 +287,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     for si in order.tolist():
         per_phase_steps[steps[si][1]].append(si)
     for ph, sis in per_phase_steps.items():
-        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits)
+        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits, gpu=tr.device_name)
         summarized = list(range(1, len(sis))) if len(sis) >= 3 else list(range(len(sis)))
         rep.summarized = summarized
         summarized_set = set(summarized)
@@ -306,7 +316,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]
     validate.check_consistency(phases, shown_path(tr.path), what)
-    return phases, ix, invalid
+    return phases, ix, invalid, n_outside
 
 
 def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
@@ -425,9 +435,9 @@ def _culprit(ix, a, b):
     """(label, stack names, set-up operator index or -1) for the gap [a, b]."""
     tr = ix.tr
     half = 0.5 * (b - a)
-    for i in ix.overhead.tolist():
-        if min(ix.end[i], b) - max(tr.ts[i], a) >= half:
-            return f"profiler overhead ({ix.name(i)})", (), -1
+    i = ix.overhead_covering(a, b)
+    if i >= 0:
+        return f"profiler overhead ({ix.name(i)})", (), -1
     stack = ix.stack_at(0.5 * (a + b))
     chosen = -1
     for i in reversed(stack):

@@ -4,6 +4,8 @@ A measured speedup is a ratio of two runs; it means something only when both ran
 steps of the same phases with the same GEMMs. Before a 2:4-vs-dense verdict this refuses:
 
 * the same file given twice (or two byte-identical files);
+* runs recorded on different GPUs (their ``deviceProperties`` name different devices): a ratio of
+  an H200 run to an H100 run measures the GPUs as much as 2:4;
 * a baseline that ran 2:4 kernels (it is not the dense run; are the files swapped?);
 * phases found in one trace and not the other;
 * a phase with a different number of steps, or different GEMM counts per step (2 GEMMs per step
@@ -25,7 +27,7 @@ import filecmp
 import os
 
 from ..._common.text import printable
-from .errors import TraceError, shown_path as _shown
+from .validate import TraceError, shown_path as _shown
 from .shapes import describe
 
 
@@ -43,15 +45,20 @@ def _per_step(ph) -> list[int]:
     return [st.gemms for st in ph.steps]
 
 
-def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(False, False)) -> dict:
+def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(False, False),
+          devices=(None, None)) -> dict:
     """Refuse a comparison of different work (see the module doc); when the runs match, ``{phase: shapes note}``.
 
-    ``has_shapes`` says whether the trace and the baseline carry operand shapes at all.
+    ``has_shapes`` says whether the trace and the baseline carry operand shapes at all; ``devices``
+    are the GPUs their ``deviceProperties`` name (None when a trace names none).
     """
     shown, bshown = _shown(trace_path), _shown(base_path)
     if same_file(trace_path, base_path):
         raise TraceError(f"{bshown}: --compare got the same trace as FILE ({shown}); give the dense run of the same "
                          "steps as the baseline")
+    if all(devices) and devices[0] != devices[1]:
+        raise TraceError(f"{bshown}: the baseline was recorded on {devices[1]}, the trace ({shown}) on {devices[0]}: a "
+                         "speedup across two GPUs measures the GPUs, not 2:4; record the dense run on the same GPU")
     ours = {p.phase: p for p in phases}
     for name, b in bphases.items():
         if b.sparse_gemms:

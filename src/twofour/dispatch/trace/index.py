@@ -64,7 +64,13 @@ class Index:
         self.lt_events = order[lo:hi].copy()
         del order
         self.lt_starts = ts[self.lt_events]
-        self.overhead = np.flatnonzero(kind == OVERHEAD)
+        # Profiler-overhead events by start time, with the furthest end reached so far: a gap finds
+        # the ones that may cover half of it by bisection, not by a walk over all of them.
+        ov = np.flatnonzero(kind == OVERHEAD)
+        self.overhead = ov[np.argsort(ts[ov], kind="stable")]
+        self.overhead_ts = ts[self.overhead]
+        self.overhead_reach = np.maximum.accumulate(self.end[self.overhead]) if len(ov) else np.zeros(0)
+        del ov
         # External id -> operator; correlation -> runtime call.
         op_ext = self.ops[tr.ext[self.ops] >= 0]
         o = np.argsort(tr.ext[op_ext], kind="stable")
@@ -108,6 +114,17 @@ class Index:
         ok &= keys[pos] == queries
         out[ok] = values[pos[ok]]
         return out
+
+    def overhead_covering(self, a: float, b: float) -> int:
+        """The first (in file order) profiler-overhead event covering at least half of [a, b]; -1 for none."""
+        half = 0.5 * (b - a)
+        lo = int(np.searchsorted(self.overhead_reach, a + half - 1e-3, side="left"))
+        hi = int(np.searchsorted(self.overhead_ts, b - half + 1e-3, side="right"))
+        if hi <= lo:
+            return -1
+        c = self.overhead[lo:hi]
+        ok = np.minimum(self.end[c], b) - np.maximum(self.tr.ts[c], a) >= half
+        return int(c[ok].min()) if ok.any() else -1
 
     def name(self, i) -> str:
         return self.tr.names[self.tr.name[i]]

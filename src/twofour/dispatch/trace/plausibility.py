@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import validate
-from .errors import TraceError, shown_path as _shown
+from .validate import TraceError, shown_path as _shown
 from .read import ANNOTATION, OP, RUNTIME, Trace
 
 # Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on
@@ -48,8 +48,11 @@ def cuda_only_operators(tr: Trace) -> tuple[int, str | None]:
     return len(rows), (tr.names[tr.name[rows[0]]] if len(rows) else None)
 
 
-def late_gpu_rows(ix, tr: Trace, invalid: dict) -> set:
-    """GPU events that end after the CPU had seen them finish (see the module doc), counted as ``beyond step``."""
+def late_gpu_rows(ix, tr: Trace, invalid: dict, skip=()) -> set:
+    """GPU events that end after the CPU had seen them finish (see the module doc), counted as ``beyond step``.
+
+    ``skip``: positions in ``ix.gpu`` of events no step holds (left out without a verdict on them).
+    """
     g = ix.gpu
     if not len(g):
         return set()
@@ -69,6 +72,7 @@ def late_gpu_rows(ix, tr: Trace, invalid: dict) -> set:
     if len(cpu):
         first, last = float(tr.ts[cpu].min()), float(ix.end[cpu].max())
         late |= ends > last + max(last - first, 1e3)
+    late[np.asarray(skip, dtype=np.int64)] = False
     rows = set()
     for pos in np.flatnonzero(late).tolist():
         row = int(g[pos])

@@ -1,10 +1,16 @@
-"""The report as text (the terminal) and as a self-contained HTML page with an SVG timeline."""
+"""The report as text (the terminal) and as a self-contained HTML page with an SVG timeline.
+
+The report (:mod:`.report`) is plain data; its caller renders it here::
+
+    report = analyze("sparse.json.gz")
+    print(report_text(report, width=100))
+    Path("report.html").write_text(report_html(report))
+"""
 
 from __future__ import annotations
 
 import html
 import os
-from typing import TYPE_CHECKING
 
 from ..._common.fit import fit, report_width
 from ..._common.text import printable
@@ -14,10 +20,8 @@ from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT
 from . import validate
 from .classify import ATTENTION, LABELS, TRACE_CLASSES, kernel_base, trace_class
 from .index import Index
-from .numbers import fmt_bound, fmt_ms, fmt_speedup
 
-if TYPE_CHECKING:  # only for annotations: report imports this module to render itself
-    from .report import PhaseReport, TraceReport
+from .report import PhaseReport, TraceReport, fmt_bound, fmt_ms, fmt_speedup
 
 
 def _short(name: str, width: int = 60) -> str:
@@ -37,6 +41,10 @@ def _header(r: TraceReport) -> list[str]:
         if excluded:
             lines.append(f"  EXCLUDED (--drop-invalid): {validate.summary(excluded, which)}; every number below leaves "
                          "them out")
+    for n, which in zip(r.outside_steps, ("the trace", "the baseline")):
+        if n:
+            lines.append(f"  LEFT OUT: {n:,} GPU events of {which} launched inside no step (after the last step "
+                         "annotation, or cut by the profiler's schedule); no step's numbers include them")
     lines.append(f"  {what}")
     if r.baseline_path:
         lines.append(f"  dense baseline: {_name(r.baseline_path)}")
@@ -125,13 +133,17 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
             L.append(f"    operand shapes: {cmp.shapes}")
     L.append("")
     L.append(f"  funnel ({ph.phase})")
-    for s in ph.funnel():
-        L.append(f"    {s.label:<20}{fmt_speedup(s.speedup):>8}  {s.how:<10} {s.note}")
+    funnel = ph.funnel()
+    if not funnel:
+        L.append("    none: a CPU trace (2:4 kernels run on NVIDIA GPUs only)")
+    for s in funnel:
+        L.append(f"    {s.label:<20}{fmt_speedup(s.speedup):>8}  {s.how:<10} {s.explains}")
     p = min(ph.comparison.dense_p if ph.comparison else ph.p, 1.0)
     src = "the dense baseline" if ph.comparison else "this trace"
     at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
-    L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x GEMMs, "
-             f"{fmt_bound(p)} with infinitely fast GEMMs")
+    if funnel:
+        L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x "
+                 f"GEMMs, {fmt_bound(p)} with infinitely fast GEMMs")
     L.append("")
     L.append("  verdicts")
     for v in ph.verdicts():
@@ -141,7 +153,7 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
 
 def report_text(r: TraceReport, width: int | None = None) -> str:
     """The report as ``twofour trace`` prints it; ``width`` wraps its sentences and shortens kernel
-    names to fit (None keeps whole lines; ``str(report)`` takes the terminal's, or ``COLUMNS``)."""
+    names to fit (None keeps whole lines; ``twofour trace`` passes the terminal's, or ``COLUMNS``)."""
     lines = _header(r)
     for ph in r.phases:
         lines.append("")
@@ -183,6 +195,7 @@ def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
 
 
 def report_html(r: TraceReport) -> str:
+    """A self-contained HTML page (no external requests) with the report and a timeline."""
     body = []
     for ph in r.phases:
         body.append(f"<h2>{html.escape(ph.phase)}</h2>")
@@ -190,10 +203,10 @@ def report_html(r: TraceReport) -> str:
         if svg:
             body.append(f"<figure>{svg}</figure>")
         body.append("<h3>verdicts</h3><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in ph.verdicts()) + "</ul>")
-        body.append("<h3>funnel</h3><table><tr><th>stage</th><th>speedup</th><th>how</th><th>note</th></tr>")
+        body.append("<h3>funnel</h3><table><tr><th>step</th><th>speedup</th><th>how</th><th>note</th></tr>")
         for s in ph.funnel():
             body.append(f"<tr><td>{html.escape(s.label)}</td><td>{fmt_speedup(s.speedup)}</td><td>{html.escape(s.how)}</td>"
-                        f"<td>{html.escape(s.note)}</td></tr>")
+                        f"<td>{html.escape(s.explains)}</td></tr>")
         body.append("</table>")
         body.append("<h3>full report</h3><pre>" + html.escape("\n".join(_phase_text(ph))) + "</pre>")
     legend = " ".join(f'<span style="background:{_COLORS[c]};padding:0 6px;color:#000">{LABELS[c]}</span>'

@@ -1,6 +1,11 @@
 """The report's data model: steps, gaps, the comparison with a dense baseline, the funnel and the verdicts.
 
-:func:`twofour.dispatch.trace.analyze` fills these objects; :mod:`.render` prints them.
+:func:`twofour.dispatch.trace.analyze` fills these objects, plain data; its caller renders them
+with :func:`.render.report_text` or :func:`.render.report_html`. The number formats below (never
+``nan`` or ``inf``) are shared by the verdicts and the renderer.
+
+>>> fmt_ms(1234.5), fmt_speedup(1.234), fmt_speedup(float("nan")), fmt_bound(1.0)
+('1.234 ms', '1.23x', 'n/a', 'no limit (p = 1)')
 """
 
 from __future__ import annotations
@@ -10,14 +15,27 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..._common.fit import report_width
-from ...amdahl import speedup
+from ...amdahl import max_speedup, speedup
+from ...funnel import FunnelStep
 from .classify import ELIGIBLE, TRACE_CLASSES
-from .numbers import fmt_bound, fmt_ms, fmt_speedup
 from .read import Trace
-from .render import report_html, report_text
 
 _RUNTIME_RE = re.compile(r"^(cuda|cu[A-Z]|hip)")
+
+
+def fmt_speedup(s: float) -> str:
+    """A speedup as shown: ``1.23x``; ``n/a`` when it cannot be measured (never ``nanx`` or ``infx``)."""
+    return f"{s:.2f}x" if math.isfinite(s) else "n/a"
+
+
+def fmt_bound(p: float) -> str:
+    """Amdahl's bound ``1 / (1 - p)`` as shown; ``no limit`` at p = 1 (never ``infx``)."""
+    bound = max_speedup(min(max(p, 0.0), 1.0))
+    return f"{bound:.2f}x" if math.isfinite(bound) else "no limit (p = 1)"
+
+
+def fmt_ms(us: float) -> str:
+    return f"{us / 1000:.3f} ms" if us < 10_000 else f"{us / 1000:.1f} ms"
 
 
 @dataclass(frozen=True)
@@ -98,17 +116,6 @@ class Comparison:
         return speedup(min(self.dense_p, 1.0), s) if s > 0 and math.isfinite(s) else math.nan
 
 
-@dataclass(frozen=True)
-class Stage:
-    """One funnel stage, marked ``"data sheet"``, ``"predicted"`` or ``"measured"``."""
-
-    key: str
-    label: str
-    speedup: float
-    how: str
-    note: str
-
-
 @dataclass
 class PhaseReport:
     """Everything measured for one phase (prefill, decode, step or the whole trace)."""
@@ -123,6 +130,7 @@ class PhaseReport:
     unclassified: dict = field(default_factory=dict)  # name -> us over summarized steps
     kernel_table: dict = field(default_factory=dict)  # (name, class) -> [count, us] over summarized steps
     dtype_bits: int = 16
+    gpu: str | None = None  # the GPU the trace's deviceProperties name
     comparison: Comparison | None = None
     all_gemms: int = 0
     all_sparse_gemms: int = 0
@@ -217,12 +225,17 @@ class PhaseReport:
             return 1.0 / packed_ratio(8 if self.dtype_bits == 8 else 16)
         return 2.0
 
-    def funnel(self) -> list[Stage]:
-        """The funnel for this phase, each stage marked how it was obtained.
+    def funnel(self) -> list[FunnelStep]:
+        """The funnel for this phase, each step marked how it was obtained; empty for a CPU trace.
 
-        Stages follow :func:`twofour.funnel.funnel`: data sheet, roofline ceiling, 2:4 GEMM,
-        eligible fraction (Amdahl over the step with p and the GEMM speedup), end to end.
+        Steps follow :func:`twofour.funnel.funnel`: data sheet, roofline ceiling, 2:4 GEMM,
+        eligible fraction (Amdahl over the step with p and the GEMM speedup), end to end. The 2:4
+        GEMM step is measured against a dense baseline, else predicted by the kernel model for the
+        trace's own GEMM shapes (:mod:`.predict`), else unknown (NaN, shown ``n/a``): never
+        assumed at the ceiling. A CPU trace gets none: no 2:4 kernel runs on a CPU.
         """
+        if self.device == "cpu":
+            return []
         cmp = self.comparison
         bits = "8-bit" if self.dtype_bits == 8 else "16-bit"
         if self.phase == "decode":
@@ -231,28 +244,40 @@ class PhaseReport:
             ceiling_note = "prefill GEMMs are compute-bound: the full 2x"
         else:
             ceiling_note = "phase not annotated: the compute-bound 2x (a decode step is capped at 1.78x)"
-        stages = [
-            Stage("datasheet", "data sheet", 2.0, "data sheet", "peak 2:4 over peak dense tensor-core FLOP/s"),
-            Stage("roofline_ceiling", "roofline ceiling", self.ceiling, "predicted", ceiling_note),
+        steps = [
+            FunnelStep("datasheet", "data sheet", 2.0, "peak 2:4 over peak dense tensor-core FLOP/s", "data sheet"),
+            FunnelStep("roofline_ceiling", "roofline ceiling", self.ceiling, ceiling_note),
         ]
         if cmp is not None and math.isfinite(cmp.gemm_speedup):
             s, p = cmp.gemm_speedup, min(cmp.dense_p, 1.0)
-            stages.append(Stage("kernel", "2:4 GEMM", s, "measured",
-                                f"dense {fmt_ms(cmp.dense_gemm_us)} / 2:4 {fmt_ms(cmp.sparse_gemm_us)} of GEMM per step"))
-            stages.append(Stage("eligible_fraction", "eligible fraction", speedup(p, s), "measured",
-                                f"Amdahl with measured p = {p:.2f} (dense run) and s = {s:.2f}"))
-            stages.append(Stage("request", "end to end", cmp.end_to_end, "measured",
-                                f"dense {fmt_ms(cmp.dense_wall_us)} / 2:4 {fmt_ms(cmp.sparse_wall_us)} per step"))
-        else:
-            s, p = self.ceiling, min(self.p, 1.0)
-            stages.append(Stage("kernel", "2:4 GEMM", s, "predicted",
-                                "not measured: assumed at the ceiling (give a dense baseline to measure it)"))
-            e = speedup(p, s)
-            stages.append(Stage("eligible_fraction", "eligible fraction", e, "predicted",
-                                f"Amdahl with p = {p:.2f} measured in this trace"))
-            stages.append(Stage("request", "end to end", e, "predicted",
-                                "assumes host time and the rest of the step unchanged"))
-        return stages
+            return steps + [
+                FunnelStep("kernel", "2:4 GEMM", s, f"dense {fmt_ms(cmp.dense_gemm_us)} / 2:4 "
+                           f"{fmt_ms(cmp.sparse_gemm_us)} of GEMM per step", "measured"),
+                FunnelStep("eligible_fraction", "eligible fraction", speedup(p, s),
+                           f"Amdahl with measured p = {p:.2f} (dense run) and s = {s:.2f}", "measured"),
+                FunnelStep("request", "end to end", cmp.end_to_end,
+                           f"dense {fmt_ms(cmp.dense_wall_us)} / 2:4 {fmt_ms(cmp.sparse_wall_us)} per step", "measured"),
+            ]
+        from .predict import kernel_speedup
+
+        ops = [op for i in self.summarized for op in self.steps[i].gemm_ops]
+        s, why = kernel_speedup(ops, self.gpu)
+        p = min(self.p, 1.0)
+        if s is None:
+            unknown = "unknown"
+            return steps + [
+                FunnelStep("kernel", "2:4 GEMM", math.nan, f"not measured and not predicted: {why}; give a dense "
+                           "baseline (--compare) to measure it", unknown),
+                FunnelStep("eligible_fraction", "eligible fraction", math.nan, "unknown without the 2:4 GEMM step",
+                           unknown),
+                FunnelStep("request", "end to end", math.nan, "unknown without the 2:4 GEMM step", unknown),
+            ]
+        e = speedup(p, s)
+        return steps + [
+            FunnelStep("kernel", "2:4 GEMM", s, why),
+            FunnelStep("eligible_fraction", "eligible fraction", e, f"Amdahl with p = {p:.2f} measured in this trace"),
+            FunnelStep("request", "end to end", e, "assumes host time and the rest of the step unchanged"),
+        ]
 
     def verdicts(self) -> list[str]:
         """The findings in words, most important first."""
@@ -305,7 +330,7 @@ class PhaseReport:
             if cmp.baseline_sparse_gemms > 0 and self.sparse_gemms == 0:
                 out.append("the baseline ran 2:4 kernels and this trace did not: are the two files swapped? "
                            "(FILE is the 2:4 run, --compare the dense one)")
-        elif self.gemms:
+        elif self.gemms and self.device != "cpu":  # a CPU trace: no 2:4 kernel to promise from
             p = min(self.p, 1.0)
             at_ceiling = f"{speedup(p, self.ceiling):.2f}x at the {self.ceiling:.2f}x ceiling; " if self.ceiling < 2.0 else ""
             out.append(f"GEMMs are {p:.0%} of step time: 2x faster GEMMs give at most {speedup(p, 2.0):.2f}x end to end "
@@ -376,6 +401,9 @@ class TraceReport:
     baseline_path: str | None = None
     excluded: dict = field(default_factory=dict)  # reason -> validate.Invalid, left out with exclude_invalid
     baseline_excluded: dict = field(default_factory=dict)
+    # GPU events launched inside no step (trace, baseline): after the last step annotation, or a trace cut
+    # by the profiler's schedule; left out of every number and counted here
+    outside_steps: tuple = (0, 0)
     # The analysis's index of the trace (twofour.dispatch.trace.index.Index), reused by the timeline.
     index: object = field(default=None, repr=False, compare=False)
 
@@ -385,9 +413,3 @@ class TraceReport:
                 return ph
         raise ValueError(f"phase must be one of {[p.phase for p in self.phases]}, got {name!r}")
 
-    def __str__(self) -> str:
-        return report_text(self, report_width())
-
-    def to_html(self) -> str:
-        """A self-contained HTML page (no external requests) with the report and a timeline."""
-        return report_html(self)

@@ -23,7 +23,7 @@ An event is *invalid* when its numbers cannot be true of a recorded run:
   holds them); left out, the trace is measured again without them.
 
 Nothing invalid is ever read as 0. :func:`~.analyze.analyze` refuses a verdict from a trace
-with invalid events (a :class:`~.errors.TraceError` naming how many, which kind, and the first
+with invalid events (a :class:`TraceError` naming how many, which kind, and the first
 one's event number and name) unless ``exclude_invalid=True`` (``--drop-invalid``), which
 leaves them out and says so in the report's first lines. :func:`check_consistency` then
 guards every verdict: GEMM time <= GPU busy time <= wall time, p in [0, 1].
@@ -32,12 +32,12 @@ guards every verdict: GEMM time <= GPU busy time <= wall time, p in [0, 1].
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..._common.text import printable
-from .errors import TraceError
 
 MAX_US = float(2**53)
 MAX_ID = 2**63
@@ -56,6 +56,21 @@ REASONS = {  # each reads after a count: "3 events with a NaN or Infinity ts or 
     "begin/end": "recorded as begin/end pairs (ph \"B\"/\"E\"), which this reader does not pair",
 }
 _OVERLAP_US, _OVERLAP_SHARE = 2.0, 0.1
+
+
+# The one error of twofour.dispatch.trace (every stage raises it; it lives here, the stage every
+# other one imports, so that none imports a later stage), and how a path is shown in it.
+class TraceError(ValueError):
+    """The file is not a usable trace, or the question cannot be answered from it (one sentence)."""
+
+
+def shown_path(path) -> str:
+    r"""A path as it is safe to print in an error (a file name can hold escape sequences).
+
+    >>> print(shown_path("run\x1b[2J.json"))
+    run\x1b[2J.json
+    """
+    return printable(os.fspath(path), 200)
 
 
 @dataclass
@@ -162,7 +177,7 @@ def stream_overlaps(gpu_rows, thread, ts, dur) -> np.ndarray:
 def check_consistency(phases, shown_path: str, what: str = "the trace") -> None:
     """Refuse a verdict whose numbers contradict each other: per step GEMM <= GPU busy <= wall, p in [0, 1].
 
-    Raises :class:`~.errors.TraceError` naming the step and the numbers (kernels overlapping on
+    Raises :class:`TraceError` naming the step and the numbers (kernels overlapping on
     several streams, or times the analysis cannot reconcile), never prints an impossible number.
     """
     def fail(step: str, why: str):

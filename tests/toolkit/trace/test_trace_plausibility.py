@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from twofour.cli import main
-from twofour.dispatch.trace import TraceError, analyze, recorded
+from twofour.dispatch.trace import TraceError, analyze, recorded, report_text
 from twofour.dispatch.trace.plausibility import MAX_GEMM_SPEEDUP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib: the helper by its file name
@@ -250,7 +250,7 @@ def test_fuzz_traces_give_one_line_or_possible_numbers(tmp_path, sparse):
                 outcomes["refused"] += 1
                 continue
             outcomes["report"] += 1
-            text = str(report)
+            text = report_text(report)
             assert "Traceback" not in text and "nanx" not in text and "infx" not in text
             for ph in report.phases:
                 assert 0 <= ph.p <= 1 + 1e-9
@@ -259,3 +259,38 @@ def test_fuzz_traces_give_one_line_or_possible_numbers(tmp_path, sparse):
                 if ph.comparison is not None and ph.comparison.gemm_speedup == ph.comparison.gemm_speedup:
                     assert ph.comparison.gemm_speedup <= MAX_GEMM_SPEEDUP
     assert outcomes["refused"] and outcomes["report"], outcomes
+
+
+# -- a baseline from another GPU; GPU events outside every step --------------------------------------
+
+
+def test_a_baseline_recorded_on_another_gpu_is_refused_naming_both(tmp_path, capsys, dense):
+    d = copy.deepcopy(dense)
+    for props in d["deviceProperties"]:
+        props["name"] = "NVIDIA H100 80GB HBM3"
+    base = _write(tmp_path, d, "dense-h100.json")
+    err = _one_line_error(capsys, recorded("sparse-eager"), "--compare", base)
+    assert "recorded on NVIDIA H100 80GB HBM3" in err and "on NVIDIA H200" in err and "measures the GPUs" in err
+
+
+def test_gpu_events_after_the_last_step_are_left_out_and_counted_not_refused(tmp_path, capsys, sparse):
+    # work the profiler saw run long after the last step (launched late, or a trace cut by the schedule)
+    d = copy.deepcopy(sparse)
+    ev = d["traceEvents"]
+    k = next(e for e in ev if e.get("cat") == "kernel")
+    cpu = [e for e in ev if e.get("cat") in ("cpu_op", "cuda_runtime", "user_annotation")]
+    end = max(e["ts"] + e["dur"] for e in cpu)
+    span = end - min(e["ts"] for e in cpu)
+    for j in range(3):
+        late = copy.deepcopy(k)
+        late["ts"] = end + 2 * span + j * (k["dur"] + 20)
+        late["args"]["correlation"] = late["args"]["External id"] = 900_000 + j
+        ev.append(late)
+    path = _write(tmp_path, d)
+    r = analyze(path)
+    before = analyze(recorded("sparse-eager"))
+    assert r.outside_steps == (3, 0) and not r.excluded
+    assert r.phase("decode").gemms == before.phase("decode").gemms  # no step counts them
+    assert r.phase("decode").wall_us == before.phase("decode").wall_us
+    assert main(["trace", str(path)]) == 0
+    assert "LEFT OUT: 3 GPU events of the trace launched inside no step" in capsys.readouterr().out

@@ -254,7 +254,7 @@ def test_paths_in_trace_messages_are_escaped(tmp_path, capsys, sparse):
 
 
 def test_no_limit_instead_of_infx():
-    from twofour.dispatch.trace.numbers import fmt_bound, fmt_speedup
+    from twofour.dispatch.trace.report import fmt_bound, fmt_speedup
 
     assert fmt_bound(1.0) == "no limit (p = 1)" and fmt_bound(0.5) == "2.00x"
     assert fmt_speedup(math.nan) == "n/a" and fmt_speedup(math.inf) == "n/a" and fmt_speedup(1.234) == "1.23x"
