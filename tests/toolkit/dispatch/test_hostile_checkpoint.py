@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from twofour.cli import main
-from twofour.dispatch.checkpoint import CheckpointError, open_checkpoint
+from twofour.checkpoint.file import CheckpointError, open_checkpoint
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -192,7 +192,7 @@ def test_a_checkpoint_truncated_between_tensors_is_one_clear_error(tmp_path):
 _TRUNCATE_UNDER_THE_MAP = """
 import sys, torch
 from twofour.cli._sigbus import run_guarded
-from twofour.dispatch.checkpoint import open_checkpoint
+from twofour.checkpoint.file import open_checkpoint
 path = sys.argv[1]
 
 def work():
