@@ -109,7 +109,7 @@ class CompressionConfig:
 
         >>> ct = parse_config({"quantization_config": {"quant_method": "compressed-tensors",
         ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4",
-        ...                         "targets": ["Linear"], "ignore": ["re:.*mlp\\.gate$", "lm_head"]}}})
+        ...                         "targets": ["Linear"], "ignore": ["re:.*mlp[.]gate$", "lm_head"]}}})
         >>> ct.covers("model.layers.0.mlp.gate", "linear"), ct.covers("model.layers.0.mlp.up_proj", "linear")
         (False, True)
         """

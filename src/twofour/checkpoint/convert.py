@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._common.atomic import OutputError, write_with
+from .._common.atomic import OutputError, check_output, write_with
 from .._common.text import printable
 from .file import SAFETENSORS_DTYPES, CheckpointError
 from .._passes.bits import SUPPORTED_DTYPES
@@ -145,9 +145,13 @@ def convert(src, out, layout: str = "dense") -> ConvertResult:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     files = open_model(src)
     try:
+        inputs = list(files.files) + [os.path.join(files.root, n) for n in ("config.json", "model.safetensors.index.json")]
+        try:
+            check_output(out, inputs)
+        except OutputError as exc:
+            raise CheckpointError(f"OUT {exc}") from None
         _check_not_into(files, out)
         view = as_reader(files)
-        inputs = list(files.files) + [os.path.join(files.root, n) for n in ("config.json", "model.safetensors.index.json")]
         plan, rebuilt, n_packed = _planned(view, layout)
         cache: dict[str, tuple] = {}
         largest = max((_nbytes(view.shape(n), view.dtype(n)) for n in view.names()

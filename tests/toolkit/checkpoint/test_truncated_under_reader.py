@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from twofour.dispatch import checkpoint as ckpt_module
+from twofour.checkpoint import file as ckpt_module
 from twofour.checkpoint._mapped import ShortRead, file_offsets, read_exact, view_span
 from twofour.checkpoint.file import CheckpointError, open_checkpoint
 
