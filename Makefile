@@ -85,6 +85,7 @@ mutate: setup
 # the site into build/bench-site first).
 bench: setup
 	$(BIN)/python benchmarks/core.py
+	$(BIN)/python benchmarks/checkpoint_speed.py
 	$(BIN)/python benchmarks/site_speed.py
 
 clean:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .text import printable
 
-__all__ = ["OutputError", "check_output", "write_text", "write_bytes", "write_with"]
+__all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_bytes", "write_with"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory"),
@@ -58,15 +58,29 @@ def _identity(path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def names_folder(path) -> bool:
+    """A path written with a trailing separator (``newdir/``) names a folder; ``Path`` would drop the slash."""
+    text = os.fspath(path)
+    return isinstance(text, str) and text.endswith((os.sep, "/")) and not os.path.isdir(text)
+
+
+def folder_message(path) -> str:
+    return (f"{_show(path)} ends in '/', so it names a folder, not a file; give a file name such as "
+            f"{_show(os.path.join(os.fspath(path), 'out'))}")
+
+
 def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
     """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`.
 
     Refused: a path that is one of ``inputs`` (the same file by device and inode), one that
-    exists and is not a regular file, one whose folder is not a folder. A missing folder is
+    exists and is not a regular file, one whose folder is not a folder, one that ends in ``/``
+    (it names a folder: writing a file ``newdir`` and saying "wrote newdir/" would mislead). A missing folder is
     left to the writer (some create it). With ``follow_symlinks=False`` (files a command names
     inside an output folder) a symlink at ``path`` is not followed: the path returned is the
     link's own, which the writer replaces with a regular file, never writing where it points.
     """
+    if names_folder(path):
+        raise OutputError(folder_message(path))
     path = Path(path)
     if not follow_symlinks and os.path.islink(path):
         real = Path(os.path.realpath(path.parent)) / path.name

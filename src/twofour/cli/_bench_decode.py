@@ -162,14 +162,13 @@ _CPU_CHECKPOINT_BYTES = 2 << 30  # float32 weights a CPU run may build from a fo
 
 def _checkpoint_config(path: str, on_gpu: bool):
     """The folder's shapes (config.json read as data), refused with one line when unusable."""
-    from ..dispatch.checkpoint import CheckpointError
-    from ..dispatch.folder import open_model
+    from .. import checkpoint
     from ..serve.checkpoint import config_from
 
     try:
-        with open_model(path) as files:
-            cfg = config_from(files.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
-    except (CheckpointError, ValueError) as exc:
+        with checkpoint.open(path) as reader:
+            cfg = config_from(reader.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
+    except (checkpoint.CheckpointError, ValueError) as exc:
         raise UserError(f"--checkpoint: {exc}") from None
     params = cfg.layers * (2 * cfg.hidden * cfg.hidden + 2 * cfg.kv_dim * cfg.hidden + 3 * cfg.hidden * cfg.intermediate)
     params += 2 * cfg.vocab * cfg.hidden

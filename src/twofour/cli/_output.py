@@ -25,7 +25,7 @@ import os
 import stat
 from pathlib import Path
 
-from .._common.atomic import OutputError, check_output, write_text
+from .._common.atomic import OutputError, check_output, folder_message, names_folder, write_text
 from .._common.text import printable
 from .main import UserError
 
@@ -48,6 +48,8 @@ def check_output_file(path, option: str, example: str = "results.json", inputs=(
     """
     if os.fspath(path) == "":
         raise UserError(f"{option} is empty; give a file name such as {example}")
+    if names_folder(path):  # before Path() drops the slash: `newdir/` names a folder, not a file
+        raise UserError(f"{option} {folder_message(path)}")
     path = Path(path)
     parent = path.parent
     if not make_folder and not parent.is_dir():

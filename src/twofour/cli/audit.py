@@ -101,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
 
+    from .. import checkpoint
+    from ..checkpoint import CheckpointError
     from ..dispatch import audit
-    from ..dispatch.checkpoint import CheckpointError
 
     if args.tokens is not None and args.tokens < 1:
         raise UserError(f"--tokens must be a positive number of tokens (batch x seq_len), got {args.tokens}")
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--json and --html are the same file {show(args.json)}; the second would replace the first")
     target = _target(args)
     try:
-        with open_source(args.model_file) as source:
+        with checkpoint.open(args.model_file) as source:
             report = audit(source, args.tokens, target=target, backend=args.backend)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
@@ -144,20 +145,3 @@ def run(args: argparse.Namespace) -> int:
     for path in wrote:
         print(f"wrote {show(path)}", file=sys.stderr)
     return 0
-
-
-def open_source(path: str):
-    """A reader for ``path``: a model folder, a shard index or a safetensors file seen through its stored
-    forms (compressed-tensors' config read as data), or a PyTorch checkpoint."""
-    from ..dispatch.checkpoint import detect_format, open_checkpoint
-    from ..dispatch.compressed import stored_view
-    from ..dispatch.folder import open_model
-
-    if os.path.isdir(path) or path.endswith(".json") or detect_format(path) == "safetensors":
-        files = open_model(path)
-        try:
-            return stored_view(files)
-        except BaseException:
-            files.close()
-            raise
-    return open_checkpoint(path)

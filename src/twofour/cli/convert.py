@@ -4,9 +4,9 @@
     twofour convert Sparse-Llama-folder/ packed.safetensors --layout packed   # twofour.pack values + meta
     twofour convert model.safetensors.index.json cutlass.safetensors --layout cutlass
 
-Reads the folder as data (``twofour.dispatch.folder``), one weight at a time, checks every
+Reads the folder as data (:func:`twofour.checkpoint.open`), one weight at a time, checks every
 stored 2:4 weight on the way, and writes the output atomically (nothing is written when a
-check fails; the output may not be one of the inputs). See :mod:`twofour.dispatch.convert`.
+check fails; the output may not be one of the inputs). See :func:`twofour.checkpoint.convert`.
 Exit code 0 when written, 2 on a usage or file error, printed as one line.
 """
 
@@ -23,7 +23,7 @@ _EPILOG = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..dispatch.convert import LAYOUTS
+    from ..checkpoint.convert import LAYOUTS
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
@@ -36,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from ..dispatch.checkpoint import CheckpointError
-    from ..dispatch.convert import convert
+    from ..checkpoint import CheckpointError, convert
     from ._output import check_output_file, show
 
     check_output_file(args.out, "OUT", "converted.safetensors", inputs=[args.src])

@@ -15,10 +15,13 @@ full disk under stdout ends with one line and exit code 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
+import signal
 import sys
+import threading
 
 # name -> (module path, one-line help)
 _SUBCOMMANDS = {
@@ -59,11 +62,31 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    if argv is None and args.command == "audit":  # a program reading a memory-mapped file: see _sigbus
-        from ._sigbus import run_guarded
+    # One process: checkpoints are read with pread copies (twofour.checkpoint._mapped), so a file
+    # truncated under the reader is one error line, with no forked worker to outlive a `kill`.
+    with _terminated_as_interrupt():
+        return _run(args)
 
-        return run_guarded(lambda: _run(args), args.command)
-    return _run(args)
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``), raised where the command is, so every ``finally`` runs: partial files are removed."""
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupt():
+    """While a command runs, SIGTERM unwinds it like Ctrl-C (temporary outputs removed) and ends it with 143."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args) -> int:
@@ -74,6 +97,9 @@ def _run(args) -> int:
     except UserError as exc:
         _say(f"twofour {args.command}: error: {exc}")
         return 2
+    except _Terminated:
+        _say(f"twofour {args.command}: terminated (SIGTERM); nothing half-written was left behind")
+        return 143
     except KeyboardInterrupt:
         _say(f"twofour {args.command}: interrupted")
         return 130

@@ -16,8 +16,8 @@ This package answers that question before, after and at scale:
   the eligible share p and the measured funnel; ``twofour trace FILE`` on the command line.
 
 It is a package rather than one module because the four questions share rules
-(:mod:`.rules`, read from the installed torch) but little else, and the checkpoint reader
-(:mod:`.checkpoint`) is a security boundary worth keeping small and separate.
+(:mod:`.rules`, read from the installed torch) but little else. Checkpoints are read by
+:mod:`twofour.checkpoint` (``open_checkpoint`` and ``CheckpointError`` are re-exported here).
 
 >>> import torch
 >>> from twofour.dispatch import explain, hypothetical_gpu
@@ -26,7 +26,7 @@ It is a package rather than one module because the four questions share rules
 """
 
 from .audit import AuditReport, AuditRow, audit
-from .checkpoint import CheckpointError, open_checkpoint
+from ..checkpoint import CheckpointError, open_checkpoint
 from .explain import Check, Verdict, explain
 from .kernels import CLASSES, KernelReport, classify, kernels, recorded_reports
 from .probe import Probe, hypothetical_gpu, probe

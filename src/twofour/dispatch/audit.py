@@ -1,7 +1,7 @@
 """Check a whole model: every linear weight, its 2:4 validity, and which kernel it would get.
 
 :func:`audit` takes an ``nn.Module``, a state dict, or an opened checkpoint
-(:func:`twofour.dispatch.checkpoint.open_checkpoint`) and returns one :class:`AuditRow` per
+(:func:`twofour.checkpoint.file.open_checkpoint`) and returns one :class:`AuditRow` per
 2-D weight, in order, plus what it skipped and why. Checkpoints are read one tensor at a time,
 so auditing a file needs about one layer's worth of memory, not the model's.
 
@@ -25,7 +25,6 @@ that is packed already, the kernel it runs now), with one exception: a weight th
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -35,9 +34,11 @@ from .._passes.bits import unsupported_reason
 from .._passes.tensors import SUPPORTED_DTYPES
 from .._common.text import printable
 from ..packing import dense_bytes, packed_bytes
-from ..structure import check
-from ._flatten import unique_name
-from .checkpoint import Checkpoint, CheckpointError
+from ..structure import StructureReport, check
+from ..checkpoint import CheckpointError, Reader, as_reader, weight_kind
+from ..checkpoint._flatten import unique_name
+from ..checkpoint.file import Checkpoint
+from ..checkpoint.folder import ModelFiles
 from .audit_row import AuditRow
 from .audit_report import AuditReport
 from .runners import judge_row, marlin_row, who_runs
@@ -50,30 +51,6 @@ __all__ = ["AuditRow", "AuditReport", "audit", "weight_kind", "MAX_TENSORS"]
 # A safetensors header may list about a million tensors; real checkpoints hold hundreds to tens of
 # thousands (a Llama-3-70B about 720). Past this many the audit refuses at once instead of running for minutes.
 MAX_TENSORS = 200_000
-
-# Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
-# Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
-_EMBEDDING_MARKERS = ("embed", "wte", "wpe", "word_embeddings", "position_embeddings", "token_type_embeddings", "shared.weight")
-
-
-def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
-    """``"linear"``, ``"embedding"``, or None when the tensor is not a 2-D weight (with why in :func:`_skip_reason`).
-
-    >>> weight_kind("model.layers.0.mlp.up_proj.weight", (14336, 4096))
-    'linear'
-    >>> weight_kind("model.embed_tokens.weight", (128256, 4096)), weight_kind("norm.weight", (4096,))
-    ('embedding', None)
-    >>> weight_kind("fc.weight#2", (8, 8))  # a second tensor whose name collided keeps its kind
-    'linear'
-    >>> weight_kind("notaweight", (8, 8)), weight_kind("weight", (8, 8))  # the last name part must be "weight"
-    (None, 'linear')
-    """
-    base = re.sub(r"#\d+$", "", name)
-    if len(shape) != 2 or not (base == "weight" or base.endswith(".weight")):
-        return None
-    low = name.lower()
-    return "embedding" if any(m in low for m in _EMBEDDING_MARKERS) else "linear"
-
 
 def _skip_reason(name: str, shape: tuple[int, ...], dtype) -> str:
     if len(shape) == 1:
@@ -95,13 +72,6 @@ def _prefetch_window() -> int:
 
 
 _PREFETCH_BYTES = _prefetch_window()
-
-
-def _is_reader(source) -> bool:
-    """A checkpoint-like reader (Checkpoint, a model folder's files or its compressed-tensors view)."""
-    return isinstance(source, Checkpoint) or all(
-        callable(getattr(source, a, None)) for a in ("names", "shape", "dtype", "tensor", "nbytes", "prefetch")
-    )
 
 
 def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, object]]:
@@ -130,7 +100,7 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
                 seen.add(id(w))
                 yield name, kind, tuple(w.shape), w.dtype, (lambda w=w: w)
         return
-    if _is_reader(source):
+    if isinstance(source, Reader):
         names = source.names()
         ahead = 0  # names[:ahead] have been prefetched
         pending = 0  # bytes of names[i + 1 : ahead]
@@ -158,7 +128,7 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
         return
     raise TypeError(
         "model_or_state_dict must be a torch.nn.Module, a state dict (Mapping of name -> tensor) or a "
-        f"Checkpoint from open_checkpoint(path); got {type(source).__name__}. For a file, use `twofour audit FILE`"
+        f"checkpoint reader from twofour.checkpoint.open(path); got {type(source).__name__}. For a file, use `twofour audit FILE`"
     )
 
 
@@ -173,7 +143,7 @@ def audit(
 
     Args:
         model_or_state_dict: an ``nn.Module`` (``nn.Linear`` and ``nn.Embedding`` are recognised by
-            type), a state dict, or a :class:`~twofour.dispatch.checkpoint.Checkpoint` (read one
+            type), a state dict, or a :class:`~twofour.checkpoint.file.Checkpoint` (read one
             tensor at a time). In dicts and checkpoints, 2-D tensors named ``*weight`` are
             weights; names with ``embed``/``wte``/``wpe`` are embeddings (lookups, never sparse
             GEMMs).
@@ -190,20 +160,23 @@ def audit(
     backend = backend or default_backend()
     target_name = f"{env.gpu_name} ({env.capability_str})" if env.cuda_available else "CPU (no CUDA GPU)"
     rows: list[AuditRow] = []
-    skipped: list[tuple[str, str]] = list(getattr(model_or_state_dict, "skipped", []))
-    notes: list[str] = list(getattr(model_or_state_dict, "notes", []))
     source = model_or_state_dict
-    if isinstance(source, Mapping) and not isinstance(source, Checkpoint):
+    if isinstance(source, (Checkpoint, ModelFiles)):  # files opened by hand: seen through their stored forms
+        source = as_reader(source)
+    reader = source if isinstance(source, Reader) else None
+    skipped: list[tuple[str, str]] = list(reader.skipped) if reader is not None else []
+    notes: list[str] = list(reader.notes) if reader is not None else []
+    if isinstance(source, Mapping):
         source = _unique_keys(source, notes)
     n_bytes_read = 0
-    if _is_reader(source) and len(source.names()) > MAX_TENSORS:
+    if reader is not None and len(reader.names()) > MAX_TENSORS:
         raise CheckpointError(
-            f"{printable(getattr(source, 'path', 'the checkpoint'), 200)}: holds {len(source.names()):,} tensors, more than "
+            f"{printable(reader.path, 200)}: holds {len(reader.names()):,} tensors, more than "
             f"{MAX_TENSORS:,}; at about a millisecond each that audit would take minutes and no published model "
             "needs it (audit its shards one at a time)"
         )
-    ct = getattr(source, "ct", None)
-    stored_of = getattr(source, "stored", None)
+    ct = reader.ct if reader is not None else None
+    conv1d = 0
     for name, kind, shape, dtype, load in _iter_weights(source):
         if load is None:
             skipped.append((name, f"not a tensor ({dtype})"))
@@ -211,9 +184,9 @@ def audit(
         if kind is None:
             skipped.append((name, _skip_reason(name, shape, dtype)))
             continue
-        stored = stored_of(name) if stored_of is not None else None
+        stored = reader.stored(name) if reader is not None else None
         if stored is not None and stored.form == "marlin-24":
-            rows.append(marlin_row(name, kind, shape, stored))
+            rows.append(judge_row(marlin_row(name, kind, shape, stored), ct, reader.path))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
             skipped.append((name, _dtype_reason(dtype)))
@@ -221,31 +194,64 @@ def audit(
         if 0 in shape:
             skipped.append((name, f"empty ({'x'.join(map(str, shape))}): no values to check"))
             continue
-        W = load()
-        odd = _odd_tensor(W)
-        if odd:
-            skipped.append((name, odd))
-            continue
-        try:
-            row = _row(name, kind, W, M, env, backend)
-        except _NotChecked as exc:
-            skipped.append((name, str(exc)))
-            continue
-        n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
-        on_disk = stored.stored_bytes if stored is not None else (source.nbytes(name) or None if _is_reader(source) else None)
-        row = replace(row, stored=stored.form if stored is not None else "dense", stored_bytes=on_disk)
-        row = judge_row(row, ct, getattr(source, "path", ""))
+        if kind == "embedding":  # a lookup: nothing to check, so nothing to read
+            row = _embedding_row(name, shape, dtype)
+        else:
+            counted = reader.structure(name) if reader is not None else None
+            if counted is not None:  # decided by the stored form alone (a bitmask): no values read
+                W, report = torch.empty(_along_k(shape, reader, name), dtype=dtype, device="meta"), _report(counted, shape, dtype, reader, name)
+            else:
+                W, report = load(), None
+                odd = _odd_tensor(W)
+                if odd:
+                    skipped.append((name, odd))
+                    continue
+                if reader is not None and reader.transposed(name):  # Conv1D [in, out]: judged along in_features
+                    W = W.t().contiguous()
+                n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
+            try:
+                row = _row(name, kind, W, M, env, backend, report)
+            except _NotChecked as exc:
+                skipped.append((name, str(exc)))
+                continue
+            del W
+        if reader is not None:
+            on_disk = stored.stored_bytes or None
+            row = replace(row, stored=stored.form, stored_bytes=on_disk)
+            conv1d += reader.transposed(name)
+            row = judge_row(row, ct, reader.path)
+        elif kind == "linear":
+            row = judge_row(row, None, "")
         rows.append(row)
-        del W
-    if not env.cuda_available:
-        notes.append(
-            "no CUDA GPU here: every verdict is 'error' for the sparse path; pass a GPU with "
-            "--capability (CLI) or target=hypothetical_gpu(...) to ask about one"
-        )
+    if conv1d:
+        notes.append(f"{conv1d} Conv1D weights (stored [in_features, out_features], config.json model_type "
+                     f"{printable(str(reader.config.get('model_type')), 40)}) were judged along in_features, "
+                     "as their matmul reads them")
     notes = tuple(notes)
     model = ct.describe() if ct is not None else None
     runners = tuple(who_runs(ct, rows)) if ct is not None else ()
-    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes, model, runners)
+    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes, model, runners,
+                       on_gpu=bool(env.cuda_available))
+
+
+def _along_k(shape, reader, name) -> tuple[int, int]:
+    return tuple(reversed(shape)) if reader.transposed(name) else tuple(shape)
+
+
+def _report(counted: tuple[int, int], shape, dtype, reader, name) -> StructureReport:
+    """A :class:`~twofour.structure.StructureReport` from a stored form's own count (no values read)."""
+    groups, bad = counted
+    return StructureReport(valid=bad == 0, n=2, m=4, shape=_along_k(shape, reader, name), dtype=dtype,
+                           num_groups=groups, num_bad_groups=bad, bad_groups_per_row=torch.zeros(0, dtype=torch.int64),
+                           bad_locations=torch.zeros(0, 2, dtype=torch.int64), examples=(), nonzero_fraction=0.5)
+
+
+def _embedding_row(name: str, shape, dtype) -> AuditRow:
+    # A lookup reads rows; there is no GEMM for a sparse kernel to replace. Not read, not checked.
+    reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
+    shape = tuple(int(d) for d in shape)
+    return AuditRow(name, "embedding", shape, str(dtype).replace("torch.", ""), None, False, "dense", ("lookup",),
+                    (reason,), dense_bytes(shape, dtype), None)
 
 
 class _NotChecked(Exception):
@@ -256,9 +262,10 @@ def _unique_keys(state: Mapping, notes: list[str]) -> dict:
     """``state`` with ``str`` keys; keys that print the same (``1`` and ``"1"``) get ``#2`` suffixes and a note."""
     out: dict = {}
     collided: dict[str, list[str]] = {}
+    tried: dict[str, int] = {}
     for key, value in state.items():
         name = str(key)
-        final = unique_name(name, out)
+        final = unique_name(name, out, tried)
         if final != name:
             collided.setdefault(name, [name]).append(final)
         out[final] = value
@@ -314,17 +321,14 @@ def _tokens(example_input_shape) -> int | None:
     return M
 
 
-def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str) -> AuditRow:
+def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str, structure=None) -> AuditRow:
     packed = is_packed(W)
     shape = tuple(int(d) for d in W.shape)
     d_bytes = dense_bytes(shape, W.dtype)
     dtype = str(W.dtype).replace("torch.", "")
     if kind == "embedding":
-        # A lookup reads rows; there is no GEMM for a sparse kernel to replace. Not checked, for speed.
-        reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
-        return AuditRow(name, kind, shape, dtype, None, packed, "dense", ("lookup",), (reason,), d_bytes, None)
-    structure = None
-    if not packed and shape[1] % 4 == 0:
+        return _embedding_row(name, shape, W.dtype)
+    if structure is None and not packed and shape[1] % 4 == 0:
         try:
             structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
         except ValueError as exc:  # a self-overlapping view too large to count by its storage

@@ -32,6 +32,7 @@ class AuditReport:
     notes: tuple[str, ...] = field(default=())
     model: str | None = None  # what the folder's config says about how it is stored (compressed-tensors)
     runners: tuple[str, ...] = field(default=())  # what can load and run it, with the steps
+    on_gpu: bool = True  # judged for a GPU (this one or a named one); False: a machine with no CUDA GPU
 
     @property
     def stored_forms(self) -> bool:
@@ -70,18 +71,44 @@ class AuditReport:
                 example.setdefault(topic, f"{printable(r.name, NAME_WIDTH)}: {message}")
         return [(t, n, example[t]) for t, n in counts.most_common()]
 
-    def summary(self) -> str:
+    def checkpoint_line(self) -> str:
+        """What the checkpoint is, on any machine: 2:4 along K per linear weight, how it is stored, what is kept dense.
+
+        >>> from twofour.dispatch.audit_row import AuditRow
+        >>> row = AuditRow("fc.weight", "linear", (8, 8), "float16", 1.0, False, "error", (), (), 128, None)
+        >>> AuditReport((row,), (), "CPU (no CUDA GPU)", "cusparselt", None, on_gpu=False).checkpoint_line()
+        '2:4 CHECKPOINT: 1 of 1 linear weights are 2:4 along K (stored dense: 1)'
+        """
         lin = self.linear
-        valid = sum(r.fraction_valid == 1.0 for r in lin)
+        valid = sum(r.fraction_valid == 1.0 or r.stored == "marlin-24" for r in lin)
+        verdict = "2:4 CHECKPOINT" if lin and valid == len(lin) else ("PARTLY 2:4" if valid else "NOT 2:4")
+        forms = Counter(r.stored for r in lin)
+        kept = Counter(r.kept_dense for r in self.kept_dense)
+        return (f"{verdict}: {valid} of {len(lin)} linear weights are 2:4 along K (stored "
+                + ", ".join(f"{printable(f, 40)}: {n}" for f, n in forms.most_common()) + ")"
+                + ("; kept dense on purpose: " + ", ".join(f"{n} {printable(w, 80)}" for w, n in kept.most_common())
+                   if kept else ""))
+
+    def machine_line(self) -> str:
+        """What would run where it was judged: a GPU's 2:4 kernels, or (no GPU) how to ask about one."""
+        if not self.on_gpu:
+            return (f"on {self.target} no 2:4 kernel runs; to ask what a GPU would run: "
+                    "`twofour audit --capability 9.0` (or 8.0, 8.9), or audit(..., target=hypothetical_gpu((9, 0)))")
+        lin = self.linear
         packed = sum(r.packed for r in lin)
         verdict = "SPARSE-READY" if lin and self.n_sparse == len(lin) else ("PARTLY SPARSE" if self.n_sparse else "NOT SPARSE")
         kept = len(self.kept_dense)
+        valid = sum(r.fraction_valid == 1.0 for r in lin)
         return (
             f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
             f"(2:4 along K: {valid}, already packed: {packed}"
-            + (f"; {kept} more kept dense by the recipe" if kept else "")
+            + (f"; {kept} more kept dense on purpose" if kept else "")
             + f"); packing those saves {format_bytes(self.bytes_saved)} of {format_bytes(self.total_bytes)} weight bytes"
         )
+
+    def summary(self) -> str:
+        """The headline: what would run on the GPU judged for, or, with no GPU, what the checkpoint is."""
+        return self.machine_line() if self.on_gpu else self.checkpoint_line()
 
     def disk_line(self) -> str | None:
         """Bytes on disk of the weights audited against the same weights stored dense in fp16."""
@@ -122,9 +149,12 @@ class AuditReport:
                 lines += [f"  {t} ({n}): {where}", f"    {what}"]
         if self.kept_dense:
             lines.append("")
-            lines.append(f"kept dense by the recipe ({len(self.kept_dense)}): "
-                         + ", ".join(printable(r.name, NAME_WIDTH) for r in self.kept_dense[:5])
-                         + (" ..." if len(self.kept_dense) > 5 else "") + ": the output head and embeddings stay dense")
+            lines.append(f"kept dense on purpose ({len(self.kept_dense)}):")
+            by_reason: dict[str, list[str]] = {}
+            for r in self.kept_dense:
+                by_reason.setdefault(r.kept_dense, []).append(printable(r.name, NAME_WIDTH))
+            for why, names in by_reason.items():
+                lines.append(f"  {printable(why, 120)} ({len(names)}): " + ", ".join(names[:3]) + (" ..." if len(names) > 3 else ""))
         if self.skipped:
             kinds = Counter(why for _, why in self.skipped)
             lines.append("")
@@ -141,7 +171,7 @@ class AuditReport:
                 lines += textwrap.wrap(line, min(width or 100, 100), initial_indent="  ", subsequent_indent="    ",
                                        break_on_hyphens=False)
         lines.append("")
-        lines.append(self.summary())
+        lines += [self.checkpoint_line(), self.machine_line()] if self.on_gpu else [self.machine_line(), self.checkpoint_line()]
         return "\n".join(fit(lines, width))
 
     def _table_html(self) -> str:
@@ -205,6 +235,8 @@ class AuditReport:
                 "backend": self.backend,
                 "M": self.M,
                 "summary": self.summary(),
+                "checkpoint": self.checkpoint_line(),
+                "machine": self.machine_line(),
                 "rows": [asdict(r) for r in self.rows],
                 "skipped": [{"name": n, "why": w} for n, w in self.skipped],
                 "notes": list(self.notes),

@@ -28,7 +28,9 @@ class AuditRow:
     n_bad_groups: int | None = None  # of those, groups holding more than two non-zeros
     stored: str = "dense"  # how the file stores it: dense, sparse-24-bitmask, marlin-24
     stored_bytes: int | None = None  # its bytes on disk (every part), when read from a file
-    kept_dense: bool = False  # a layer the recipe (or the file's config) leaves dense: not a problem
+    # Why the layer is left dense on purpose ("the output head", "a MoE router, in the recipe's ignore list",
+    # "an embedding (a lookup)"), or "" when it is not: a layer kept dense is listed, not judged.
+    kept_dense: str = ""
 
     @property
     def sparse(self) -> bool:

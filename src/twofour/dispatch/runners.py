@@ -25,12 +25,20 @@ from dataclasses import replace
 
 from .._common.text import printable
 from .audit_row import AuditRow
-from .compressed import CompressedError
+from ..checkpoint.compressed import check_claim
 
 __all__ = ["who_runs", "marlin_row", "judge_row"]
 
 # The output head a pruning recipe leaves dense (Sparse-Llama, the site's recipe): not a problem when not 2:4.
 _KEPT_DENSE = re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$")
+
+# What the layers a recipe leaves dense are, by name (LLM Compressor recipes ignore these).
+_KINDS_KEPT = (
+    (re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$"), "the output head"),
+    (re.compile(r"(^|\.)(mlp\.gate|router|block_sparse_moe\.gate|shared_expert_gate)(\.|$)"), "a MoE router"),
+    (re.compile(r"(vision_tower|vision_model|visual|vision_encoder|multi_modal_projector|mm_projector)"), "the vision tower"),
+    (re.compile(r"(embed|wte|wpe)"), "an embedding"),
+)
 
 _VLLM = "vLLM >= 0.19: refuses (Sparse24 removed, vllm-project/vllm#36799: 'Sparse24 models are no longer supported by vLLM')"
 _CT = ("compressed-tensors > 0.14.0: refuses ('the Sparse24 format is no longer supported as of compressed-tensors>0.14.0'); "
@@ -40,7 +48,7 @@ _CT = ("compressed-tensors > 0.14.0: refuses ('the Sparse24 format is no longer 
 def who_runs(ct, rows) -> list[str]:
     """Lines for the audit: each engine's answer, then the steps onto PyTorch's 2:4 path.
 
-    >>> from twofour.dispatch.compressed import parse_config
+    >>> from twofour.checkpoint.compressed import parse_config
     >>> ct = parse_config({"quantization_config": {"quant_method": "compressed-tensors",
     ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "targets": ["Linear"]}}})
     >>> who_runs(ct, [])[0].startswith("vLLM >= 0.19: refuses")
@@ -75,19 +83,38 @@ def marlin_row(name: str, kind: str, shape, stored):
                     shape[0] * shape[1] * 2, None, stored="marlin-24", stored_bytes=stored.stored_bytes)
 
 
+def kept_reason(name: str, ct=None) -> str:
+    """What a layer left dense on purpose is, from its name (and the recipe that left it so).
+
+    >>> kept_reason("model.layers.3.mlp.gate.weight"), kept_reason("lm_head.weight")
+    ('a MoE router', 'the output head')
+    >>> kept_reason("model.vision_tower.blocks.0.attn.qkv.weight")
+    'the vision tower'
+    """
+    for pattern, what in _KINDS_KEPT:
+        if pattern.search(name):
+            return what
+    return "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+
+
 def judge_row(row, ct, path: str):
-    """Mark a layer the recipe keeps dense; refuse a file whose config claims 2:4 for a weight that is not."""
+    """Mark a layer left dense on purpose (with what it is); refuse a file whose config claims 2:4 for a weight that is not.
+
+    A layer is kept dense when it is an embedding (a lookup), when the recipe's ``ignore`` names
+    it or its ``targets`` do not cover it (in any spelling: exact, ``re:``, ``Linear``), or when
+    it is the output head, and it is not 2:4.
+    """
     layer = row.name[: -len(".weight")] if row.name.endswith(".weight") else row.name
     not_24 = row.fraction_valid is not None and row.fraction_valid < 1.0
-    if ct is not None and ct.claims_24 and ct.covers(layer, row.kind) and not_24:
-        raise CompressedError(
-            f"{printable(path, 120)}: config.json claims sparsity_structure 2:4 for "
-            f"{printable(row.name, 120)}, but {row.n_bad_groups:,} of {row.n_groups:,} of its groups of four hold more "
-            "than two non-zeros; the file does not match its config"
-        )
-    ignored = ct is not None and ct.ignore and not ct.covers(layer, row.kind) and any(p == layer for p in ct.ignore)
+    if not_24:
+        check_claim(ct, row.name, row.kind, row.n_groups, row.n_bad_groups, path)
     if row.kind == "embedding":
-        return replace(row, kept_dense=True)
-    if (_KEPT_DENSE.search(row.name) or ignored) and not_24:
-        return replace(row, kept_dense=True, verdict="dense", topics=(), reasons=())
+        return replace(row, kept_dense="an embedding (a lookup)")
+    if not not_24:
+        return row
+    if ct is not None and ct.sparsity_format and (ct.ignores(layer, row.kind) or not ct.covers(layer, row.kind)):
+        why = "in the recipe's ignore list" if ct.ignores(layer, row.kind) else "not in the recipe's targets"
+        return replace(row, kept_dense=f"{kept_reason(row.name, ct)}, {why}", verdict="dense", topics=(), reasons=())
+    if _KEPT_DENSE.search(row.name):
+        return replace(row, kept_dense=kept_reason(row.name), verdict="dense", topics=(), reasons=())
     return row

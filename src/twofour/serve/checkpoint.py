@@ -1,11 +1,11 @@
 """A :class:`~twofour.serve.model.Decoder` from a Llama-style model folder's own shapes and weights.
 
 ``twofour bench --decode --checkpoint DIR`` times the folder's model instead of random weights.
-The folder is read as data (:func:`twofour.dispatch.folder.open_model`): ``config.json`` gives
+The folder is read as data (:func:`twofour.checkpoint.open`): ``config.json`` gives
 the shapes (``hidden_size``, ``intermediate_size``, ``num_hidden_layers``,
 ``num_attention_heads``, ``num_key_value_heads``, ``vocab_size``, ``rope_theta``,
 ``tie_word_embeddings``), checked as plain integers; the weights come through
-:func:`~twofour.dispatch.compressed.stored_view`, so a compressed-tensors 2:4 folder is rebuilt
+that reader, so a compressed-tensors 2:4 folder is rebuilt
 layer by layer and checked. Quantized weights (fp8, int8) are dequantized with their
 ``weight_scale``. The 2:4 arm of a benchmark needs every block linear to be 2:4 along K
 (:func:`all_24`); a dense folder runs the dense arm only.
@@ -59,19 +59,18 @@ def _weight(view, name: str, dtype: torch.dtype, device, shape) -> torch.Tensor:
     if tuple(W.shape) != tuple(shape):
         raise ValueError(f"{name}: shape {tuple(W.shape)}, but config.json implies {tuple(shape)}")
     scale_name = name[: -len("weight")] + "weight_scale"
-    if scale_name in view.files:
-        W = W.float() * view.files.tensor(scale_name).float()  # per tensor [1] or per channel [N, 1]
+    if view.has_raw(scale_name):
+        W = W.float() * view.raw(scale_name).float()  # per tensor [1] or per channel [N, 1]
     return W.to(device=device, dtype=dtype)
 
 
 def from_checkpoint(path, *, dtype=torch.float32, device="cpu", n_layers: int | None = None,
                     max_positions: int = MAX_POSITIONS) -> Decoder:
     """The folder's model, weights cast to ``dtype`` on ``device``, one layer at a time (``n_layers`` blocks)."""
-    from ..dispatch.compressed import stored_view
-    from ..dispatch.folder import open_model
+    from .. import checkpoint
 
-    with stored_view(open_model(path)) as view:
-        cfg = config_from(view.files.config, name=str(path).rstrip("/").rsplit("/", 1)[-1])
+    with checkpoint.open(path) as view:
+        cfg = config_from(view.config, name=str(path).rstrip("/").rsplit("/", 1)[-1])
         n = cfg.layers if n_layers is None else n_layers
         if not 1 <= n <= cfg.layers:
             raise ValueError(f"n_layers must be from 1 to {cfg.layers}, got {n}")
@@ -89,7 +88,7 @@ def from_checkpoint(path, *, dtype=torch.float32, device="cpu", n_layers: int | 
         embedding = _weight(view, "model.embed_tokens.weight", dtype, device, (cfg.vocab, h))
         head = embedding if cfg.tied_embeddings else _weight(view, "lm_head.weight", dtype, device, (cfg.vocab, h))
         final = _weight(view, "model.norm.weight", dtype, device, (h,))
-        theta = view.files.config.get("rope_theta", ROPE_THETA)
+        theta = view.config.get("rope_theta", ROPE_THETA)
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or theta <= 1:
             raise ValueError(f"config.json: rope_theta must be a number above 1, got {printable(repr(theta), 40)}")
     cos, sin = rope_tables(cfg.head_dim, max_positions, theta=float(theta), device=device, dtype=dtype)

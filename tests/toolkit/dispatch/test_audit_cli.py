@@ -220,7 +220,7 @@ def test_unreadable_file(capsys, tmp_path, monkeypatch):
 
 
 def test_safetensors_byte_ranges_match_the_tensors(safetensors_file):
-    from twofour.dispatch.checkpoint import open_checkpoint
+    from twofour.checkpoint.file import open_checkpoint
 
     with open_checkpoint(safetensors_file) as ckpt:
         raw = safetensors_file.read_bytes()

@@ -18,7 +18,7 @@ import twofour
 from twofour.dispatch import audit, classify, explain, hypothetical_gpu, kernels, probe
 from twofour.dispatch.audit import weight_kind
 from twofour.dispatch import rules
-from twofour.dispatch.checkpoint import flatten_state_dict, open_checkpoint
+from twofour.checkpoint.file import flatten_state_dict, open_checkpoint
 from twofour.dispatch.kernels import OpRecord, summarize
 from twofour.dispatch.rules import (
     backend_rules,
@@ -785,7 +785,7 @@ def test_audit_prefetches_a_window_of_bytes_ahead(tmp_path, monkeypatch):
     from safetensors.torch import save_file
 
     audit_module = importlib.import_module("twofour.dispatch.audit")
-    from twofour.dispatch.checkpoint import Checkpoint
+    from twofour.checkpoint.file import Checkpoint
 
     names = [f"l{i}.weight" for i in range(6)]
     save_file({n: torch.zeros(64, 64, dtype=torch.float16) for n in names}, str(tmp_path / "m.safetensors"))  # 8 KiB each

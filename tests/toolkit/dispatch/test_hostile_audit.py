@@ -21,7 +21,7 @@ import twofour
 from twofour._common.text import printable
 from twofour.cli import main
 from twofour.dispatch import audit, hypothetical_gpu
-from twofour.dispatch._flatten import MAX_DEPTH, flatten_state_dict
+from twofour.checkpoint._flatten import MAX_DEPTH, flatten_state_dict
 
 H100 = hypothetical_gpu((9, 0), name="H100")
 
@@ -66,7 +66,7 @@ def test_directories_and_devices_are_refused(capsys, tmp_path, path, expected):
 
 def test_a_path_swapped_after_the_check_is_not_reopened(tmp_path):
     """Reads go through the descriptor that was checked, not the path."""
-    from twofour.dispatch.checkpoint import open_checkpoint
+    from twofour.checkpoint.file import open_checkpoint
 
     path = tmp_path / "m.safetensors"
     save_file({"fc.weight": torch.zeros(4, 8)}, str(path))
@@ -339,7 +339,7 @@ def test_api_refuses_odd_tensors_by_name():
 
 
 def test_audit_rows_and_names_follow_the_file(tmp_path):
-    from twofour.dispatch.checkpoint import open_checkpoint
+    from twofour.checkpoint.file import open_checkpoint
 
     path = tmp_path / "m.safetensors"
     save_file({"a.weight": torch.zeros(32, 32, dtype=torch.float16), "b.weight": torch.zeros(32, 32),

@@ -347,14 +347,14 @@ def _stored_layers(name: str):
 
     from safetensors.torch import load_file
 
-    from ...dispatch.folder import open_model
+    from ... import checkpoint
 
     root = files("twofour") / "data" / "compressed-tensors"
     expected = load_file(str(root / f"{name}.expected.safetensors"))
-    with open_model(str(root / name)) as m:
-        for layer in sorted(n[: -len(".bitmask")] for n in m.names() if n.endswith(".bitmask")):
-            parts = [m.tensor(f"{layer}.{p}").clone() for p in ("compressed", "bitmask", "shape")]
-            yield (layer, *parts, expected[f"{layer}.weight"])
+    with checkpoint.open(str(root / name)) as reader:
+        for weight in sorted(n for n in reader.names() if reader.stored(n).form == "sparse-24-bitmask"):
+            parts = [reader.raw(p).clone() for p in reader.stored(weight).parts]  # compressed, bitmask, shape
+            yield (weight[: -len(".weight")], *parts, expected[weight])
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

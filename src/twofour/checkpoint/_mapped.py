@@ -19,7 +19,7 @@ process's own memory map) and hands out copies read with :func:`read_exact`.
 >>> read_exact(fd, 12, 8)
 Traceback (most recent call last):
     ...
-twofour.dispatch._mapped.ShortRead: 4 of 8 bytes at offset 12: the file ends there
+twofour.checkpoint._mapped.ShortRead: 4 of 8 bytes at offset 12: the file ends there
 >>> os.close(fd)
 """
 

@@ -22,9 +22,9 @@ from safetensors.torch import load_file, save_file
 from twofour import pack
 from twofour.cli.main import main
 from twofour.dispatch import audit, hypothetical_gpu
-from twofour.dispatch.compressed import pack_bitmask, stored_view, unpack_bitmask
-from twofour.dispatch.convert import convert
-from twofour.dispatch.folder import open_model
+from twofour.checkpoint.compressed import pack_bitmask, stored_view, unpack_bitmask
+from twofour.checkpoint.convert import convert
+from twofour.checkpoint.folder import open_model
 from twofour.packing import to_cutlass
 
 FIXTURES = files("twofour") / "data" / "compressed-tensors"

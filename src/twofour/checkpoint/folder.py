@@ -10,7 +10,7 @@ The index is the folder's word on which file holds which tensor, so its file nam
 checked before any is opened: a plain name inside the folder, no absolute path, no ``..``, no
 symlink whose target leaves the folder, and every shard must exist, be a regular file and
 hold the tensors the index names for it. Each refusal is a :class:`FolderError` (a
-:class:`~twofour.dispatch.checkpoint.CheckpointError`) with one line.
+:class:`~twofour.checkpoint.file.CheckpointError`) with one line.
 
 >>> import json, os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -28,7 +28,7 @@ import os
 import stat
 
 from .._common.text import printable
-from .checkpoint import CheckpointError, open_checkpoint
+from .file import CheckpointError, open_checkpoint
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
 
@@ -126,7 +126,7 @@ class ModelFiles:
 
     ``kind`` is ``"folder"``, ``"index"`` or ``"file"``; ``root`` the folder; ``config`` the parsed
     ``config.json`` (a dict) or None; ``files`` the shard paths, in index order; ``notes`` what a
-    reader should know. Shards are opened with :func:`~twofour.dispatch.checkpoint.open_checkpoint`
+    reader should know. Shards are opened with :func:`~twofour.checkpoint.file.open_checkpoint`
     (memory-mapped) and stay open until :meth:`close`.
     """
 

@@ -32,13 +32,25 @@ class FlattenError(ValueError):
     """The loaded object is too deep, too large, or contains itself; the message is one line."""
 
 
-def unique_name(name: str, taken: dict) -> str:
-    """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet."""
+def unique_name(name: str, taken: dict, tried: dict | None = None) -> str:
+    """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet.
+
+    ``tried`` (one dict per walk) remembers the last suffix given to each name, so the k-th
+    collision of a name starts from there: n colliding entries cost O(n) in all, not O(n**2).
+
+    >>> taken, tried = {}, {}
+    >>> for _ in range(3):
+    ...     taken[unique_name("a", taken, tried)] = 1
+    >>> list(taken)
+    ['a', 'a#2', 'a#3']
+    """
     if name not in taken:
         return name
-    i = 2
+    i = tried.get(name, 1) + 1 if tried is not None else 2
     while f"{name}#{i}" in taken:
         i += 1
+    if tried is not None:
+        tried[name] = i
     return f"{name}#{i}"
 
 
@@ -70,6 +82,7 @@ def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str
     tensors: dict = {}
     skipped: list[tuple[str, str]] = []
     collisions: dict[str, list[str]] = {}
+    tried: dict[str, int] = {}
     visited = 0
     # Depth-first, children in file order: a stack of (name, value, depth, ancestors' ids).
     stack = [(prefix, obj, 0, frozenset())]
@@ -82,7 +95,7 @@ def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str
                 "places); refusing to expand it further"
             )
         if isinstance(value, torch.Tensor):
-            final = unique_name(name, tensors)
+            final = unique_name(name, tensors, tried)
             if final != name:
                 collisions.setdefault(name, [name]).append(final)
             tensors[final] = value
@@ -97,7 +110,8 @@ def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str
             skipped.append((name or "<top level>", f"not a tensor ({type(value).__name__})"))
     notes = [
         f"{len(names)} entries flatten to the name '{printable(name, 80)}': listed as "
-        + " and ".join(f"'{printable(n, 80)}'" for n in names)
+        + " and ".join(f"'{printable(n, 80)}'" for n in names[:3])
+        + (f" ... '{printable(names[-1], 80)}'" if len(names) > 3 else "")
         for name, names in collisions.items()
     ]
     return tensors, skipped, notes

@@ -20,11 +20,11 @@ Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
   permuted for the Marlin kernel. compressed-tensors never decompressed it; only a Marlin
   kernel runs it.
 
-:func:`stored_view` wraps opened :class:`~twofour.dispatch.folder.ModelFiles` so the audit sees
+:func:`stored_view` wraps opened :class:`~twofour.checkpoint.folder.ModelFiles` so the audit sees
 one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
 when asked) the weight rebuilt from the bitmask, after checking that every group of four
 along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
-this is refused with a :class:`~twofour.dispatch.checkpoint.CheckpointError`; compressed-tensors'
+this is refused with a :class:`~twofour.checkpoint.file.CheckpointError`; compressed-tensors'
 own writer cannot produce one.
 
 >>> import torch
@@ -43,24 +43,22 @@ from dataclasses import dataclass
 import torch
 
 from .._common.text import printable
-from .checkpoint import CheckpointError
+from ._pattern import PatternError, compile_pattern
+from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, pack_bitmask,
+                       unpack_bitmask)
+from .kinds import is_conv1d
 
 __all__ = [
     "CompressionConfig", "parse_config", "stored_view", "StoredView", "decompress", "pack_bitmask",
     "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS",
 ]
 
-BITMASK_PARTS = ("compressed", "bitmask", "shape")
 MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
 # Tensors a quantization scheme stores beside a weight: not weights themselves.
 _QUANT_PARAMS = ("weight_scale", "weight_zero_point", "weight_g_idx", "input_scale", "input_zero_point",
                  "output_scale", "output_zero_point", "weight_global_scale", "input_global_scale")
 _FORMATS = ("dense", "sparse-24-bitmask", "sparse-bitmask", "marlin-24")
 _MAX_PATTERN = 200
-
-
-class CompressedError(CheckpointError):
-    """A compressed-tensors config or stored weight that is inconsistent; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -89,35 +87,65 @@ class CompressionConfig:
         return "marlin-24" in self.quant_formats or self.sparsity_format == "marlin-24"
 
     def describe(self) -> str:
-        parts = [f"compressed-tensors {self.version or '(version not stated)'}"]
+        """One line; every string from the file escaped (a config may hold terminal control sequences)."""
+        e = lambda text: printable(text, 80)  # noqa: E731
+        parts = [f"compressed-tensors {e(self.version or '(version not stated)')}"]
         if self.sparsity_format:
-            parts.append(f"sparsity {self.sparsity_format} ({self.sparsity_structure or 'structure not stated'}) on "
-                         f"{', '.join(self.targets) or 'no targets'}"
-                         + (f", ignoring {', '.join(self.ignore)}" if self.ignore else ""))
+            parts.append(f"sparsity {e(self.sparsity_format)} ({e(self.sparsity_structure or 'structure not stated')}) on "
+                         f"{', '.join(map(e, self.targets)) or 'no targets'}"
+                         + (f", ignoring {', '.join(map(e, self.ignore))}" if self.ignore else ""))
         if self.quant_formats:
-            parts.append(f"quantization {', '.join(self.quant_formats)}" + (f" ({self.weights})" if self.weights else ""))
+            parts.append(f"quantization {', '.join(map(e, self.quant_formats))}" + (f" ({e(self.weights)})" if self.weights else ""))
         return "; ".join(parts)
 
     def covers(self, layer: str, kind: str) -> bool:
         """Whether the sparsity config's targets (minus ignore) cover ``layer`` (a module name).
 
         Targets are matched as data: ``"Linear"`` covers every linear weight, ``"re:<regex>"`` is
-        matched against the name, anything else must equal the name. Class names other than
-        Linear cannot be known without the model's code, so they cover nothing here.
-        """
-        def match(patterns):
-            for p in patterns:
-                if p == "Linear":
-                    if kind == "linear":
-                        return True
-                elif p.startswith("re:"):
-                    if re.match(p[3:], layer):
-                        return True
-                elif p == layer:
-                    return True
-            return False
+        matched against the name as ``re.match`` would, but without backtracking
+        (:mod:`._pattern`: linear in the name's length, whatever the pattern), anything else must
+        equal the name. Class names other than Linear cannot be known without the model's code,
+        so they cover nothing here.
 
-        return match(self.targets) and not match(self.ignore)
+        >>> ct = parse_config({"quantization_config": {"quant_method": "compressed-tensors",
+        ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4",
+        ...                         "targets": ["Linear"], "ignore": ["re:.*mlp[.]gate$", "lm_head"]}}})
+        >>> ct.covers("model.layers.0.mlp.gate", "linear"), ct.covers("model.layers.0.mlp.up_proj", "linear")
+        (False, True)
+        """
+        return matches(self.targets, layer, kind) and not self.ignores(layer, kind)
+
+    def ignores(self, layer: str, kind: str = "linear") -> bool:
+        """Whether the sparsity config's ``ignore`` names ``layer`` (in any spelling: exact, ``re:``, class)."""
+        return matches(self.ignore, layer, kind)
+
+
+def matches(patterns, layer: str, kind: str) -> bool:
+    """Whether any of a recipe's ``targets``/``ignore`` entries names ``layer``; see :meth:`CompressionConfig.covers`."""
+    for p in patterns:
+        if p == "Linear":
+            if kind == "linear":
+                return True
+        elif p.startswith("re:"):
+            if compile_pattern(p[3:])(layer):
+                return True
+        elif p == layer:
+            return True
+    return False
+
+
+def check_claim(ct: CompressionConfig | None, name: str, kind: str, n_groups: int, n_bad: int, path: str) -> None:
+    """Refuse a file whose config claims 2:4 for the weight ``name`` while ``n_bad`` of its groups break it.
+
+    >>> check_claim(None, "fc.weight", "linear", 8, 3, "m")  # no config: nothing claimed
+    """
+    layer = name[: -len(".weight")] if name.endswith(".weight") else name
+    if ct is not None and ct.claims_24 and n_bad and ct.covers(layer, kind):
+        raise CompressedError(
+            f"{printable(path, 120)}: config.json claims sparsity_structure 2:4 for {printable(name, 120)}, but "
+            f"{n_bad:,} of {n_groups:,} of its groups of four hold more than two non-zeros; the file does not match "
+            "its config"
+        )
 
 
 def _strings(value, where: str) -> tuple[str, ...]:
@@ -130,9 +158,14 @@ def _strings(value, where: str) -> tuple[str, ...]:
             raise CompressedError(f"config.json: {where} holds a pattern of {len(v)} characters (at most {_MAX_PATTERN})")
         if v.startswith("re:"):
             try:
-                re.compile(v[3:])
+                compile_pattern(v[3:])
             except re.error as exc:
                 raise CompressedError(f"config.json: {where} holds an invalid regex {printable(v, 80)!r} ({exc})") from None
+            except PatternError as exc:
+                raise CompressedError(f"config.json: {where} holds the regex {printable(v, 80)!r}, which twofour does not "
+                                      f"run: {exc}") from None
+            except RecursionError:
+                raise CompressedError(f"config.json: {where} holds a regex nested too deeply: {printable(v, 80)!r}") from None
     return tuple(value)
 
 
@@ -191,24 +224,6 @@ def parse_config(config) -> CompressionConfig | None:
     )
 
 
-# -- the bitmask ------------------------------------------------------------------------------------
-_BITS = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8)
-
-
-def unpack_bitmask(bits: torch.Tensor, K: int) -> torch.Tensor:
-    """``[N, ceil(K/8)]`` uint8 -> ``[N, K]`` bool, bit ``k % 8`` of byte ``k // 8`` being element ``k``."""
-    full = (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)
-    return full[:, :K]
-
-
-def pack_bitmask(mask: torch.Tensor) -> torch.Tensor:
-    """``[N, K]`` bool -> ``[N, ceil(K/8)]`` uint8, the inverse of :func:`unpack_bitmask` (padding bits 0)."""
-    N, K = mask.shape
-    pad = (-K) % 8
-    m = torch.nn.functional.pad(mask.to(torch.uint8), (0, pad)).reshape(N, -1, 8)
-    return (m * _BITS).sum(-1, dtype=torch.int64).to(torch.uint8)
-
-
 def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
     if shape_tensor.numel() != 2 or shape_tensor.dtype not in (torch.int64, torch.int32):
         raise CompressedError(
@@ -220,73 +235,6 @@ def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
         raise CompressedError(f"{printable(layer, 120)}.shape says {N}x{K}; a weight has positive sizes")
     return N, K
 
-
-def check_sizes(layer: str, N: int, K: int, values_shape, bits_shape) -> None:
-    """Refuse a stored 2:4 weight whose values or bitmask disagree with its dense shape ``N x K``."""
-    name = printable(layer, 120)
-    if K % 4:
-        raise CompressedError(f"{name}: K = {K} is not a multiple of 4, so it cannot be 2:4 along K")
-    if tuple(bits_shape) != (N, (K + 7) // 8):
-        raise CompressedError(
-            f"{name}: the bitmask is {'x'.join(map(str, bits_shape))}, but a {N}x{K} weight needs {N}x{(K + 7) // 8} "
-            "(one bit per element); the shape and the bitmask disagree"
-        )
-    if tuple(values_shape) != (N, K // 2):
-        raise CompressedError(
-            f"{name}: the values are {'x'.join(map(str, values_shape))}, but 2:4 of a {N}x{K} weight keeps {N}x{K // 2}; "
-            "the shape and the values disagree"
-        )
-
-
-# Each group of four is one nibble of the bitmask (bits 0-3 of a byte: the group at columns 8j..8j+3,
-# bits 4-7: the next). Everything below is elementwise on the nibbles: no index tensors, so a
-# layer of 16M weights is rebuilt in a fraction of a second.
-_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def _nibbles(bits: torch.Tensor, K: int) -> torch.Tensor:
-    """``[N, K/4]`` uint8: the 4-bit mask of each group of four along K."""
-    N = bits.shape[0]
-    return torch.stack((bits & 0x0F, bits >> 4), dim=-1).reshape(N, -1)[:, : K // 4]
-
-
-def check_mask(layer: str, nibbles: torch.Tensor, bits: torch.Tensor, K: int) -> None:
-    """Refuse a bitmask that does not keep exactly two of every four along K (or sets padding bits)."""
-    counts = (nibbles & 1) + (nibbles >> 1 & 1) + (nibbles >> 2 & 1) + (nibbles >> 3)
-    bad = counts.ne(2)
-    if bool(bad.any()):
-        N = nibbles.shape[0]
-        n_bad = int(bad.sum())
-        row, group = (int(v) for v in torch.nonzero(bad)[0])
-        raise CompressedError(
-            f"{printable(layer, 120)}: the bitmask keeps {int(counts[row, group])} of 4 in row {row}, group {group} "
-            f"(columns {4 * group}-{4 * group + 3}); {n_bad:,} of {N * K // 4:,} groups do not keep exactly 2, so it is "
-            "not a 2:4 bitmask"
-        )
-    if K % 8 and bool((bits[:, -1] >> (K % 8)).any()):
-        raise CompressedError(f"{printable(layer, 120)}: the bitmask sets bits past column {K - 1}; it is damaged")
-
-
-def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int], layer: str) -> torch.Tensor:
-    """The dense ``shape`` weight: zeros, with ``values`` (row-major) at the bitmask's set bits.
-
-    Checks sizes and the 2:4 mask first. Byte-exact for every dtype: the values are moved as
-    integers of their size, two per group to the group's two kept positions (lower one first,
-    the order compressed-tensors' ``tensor[mask]`` wrote them in).
-    """
-    N, K = shape
-    check_sizes(layer, N, K, tuple(values.shape), tuple(bits.shape))
-    nib = _nibbles(bits, K)
-    check_mask(layer, nib, bits, K)
-    raw = values.contiguous().view(_INT_VIEW[values.element_size()]).reshape(N, K // 4, 2)
-    first, second = raw[..., 0], raw[..., 1]
-    zero = torch.zeros((), dtype=raw.dtype)
-    columns = []
-    for j in range(4):
-        kept = (nib >> j & 1).bool()
-        is_first = (nib & ((1 << j) - 1)).eq(0)  # no kept position below j: j holds the group's first value
-        columns.append(torch.where(kept, torch.where(is_first, first, second), zero))
-    return torch.stack(columns, dim=-1).reshape(N, K).view(values.dtype)
 
 
 # -- the view the audit reads ---------------------------------------------------------------------------
@@ -310,11 +258,14 @@ def _partial(tail: str, have: set) -> bool:
 
 
 class StoredView:
-    """Opened model files seen as logical weights; see :func:`stored_view`."""
+    """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` every caller uses.
+
+    Made by :func:`twofour.checkpoint.open` (or :func:`stored_view` over files already opened).
+    """
 
     def __init__(self, files, config: CompressionConfig | None):
         self.files, self.ct = files, config
-        self.path, self.format = files.path, "safetensors"
+        self.path, self.format, self.config = files.path, files.format, files.config
         self.notes: list[str] = list(files.notes)
         self.skipped: list[tuple[str, str]] = list(files.skipped)
         self._logical: dict[str, tuple] = {}  # name -> (shape, dtype, Stored)
@@ -416,14 +367,40 @@ class StoredView:
         for p in self.stored(name).parts:
             self.files.prefetch(p)
 
-    def tensor(self, name: str) -> torch.Tensor:
-        """The dense weight (rebuilt from its bitmask when stored so; checked on the way)."""
+    def structure(self, name: str) -> tuple[int, int] | None:
+        """``(groups, groups breaking 2:4)`` read from a bitmask alone (no values); None for other forms.
+
+        A stored bitmask that does not keep exactly two of every four is refused
+        (:class:`CompressedError`), as :meth:`tensor` would.
+        """
+        st = self.stored(name)
+        if st.form != "sparse-24-bitmask":
+            return None
+        N, K = self.shape(name)
+        check_bitmask(name[: -len(".weight")], self.files.tensor(st.parts[1]), K)
+        return N * K // 4, 0
+
+    def transposed(self, name: str) -> bool:
+        return is_conv1d(self.config, name)
+
+    def raw(self, name: str) -> torch.Tensor:
+        return self.files.tensor(name)
+
+    def has_raw(self, name: str) -> bool:
+        return name in self.files
+
+    def tensor(self, name: str, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The dense weight (rebuilt from its bitmask when stored so; checked on the way).
+
+        ``out``: a uint8 buffer a rebuilt weight may be written into (the result is then a view of it).
+        """
         st = self.stored(name)
         if st.form == "dense":
             return self.files.tensor(name)
         if st.form == "sparse-24-bitmask":
             values, bits, _ = st.parts
-            return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")])
+            return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")],
+                              out=out)
         raise CompressedError(f"{printable(name, 120)} is stored marlin-24; only a Marlin kernel reads it (not unpacked here)")
 
     def close(self) -> None:
@@ -437,5 +414,5 @@ class StoredView:
 
 
 def stored_view(files) -> StoredView:
-    """Wrap opened :class:`~twofour.dispatch.folder.ModelFiles` (config read as data) for the audit."""
+    """Wrap opened :class:`~twofour.checkpoint.folder.ModelFiles` (config read as data) for the audit."""
     return StoredView(files, parse_config(files.config))

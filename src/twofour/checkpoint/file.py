@@ -21,7 +21,7 @@ Only a regular file is opened: a FIFO, a device, a socket or a directory is refu
 goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO between the
 check and the read. A zip whose entries are compressed is refused (``torch.save`` stores
 entries uncompressed, and a compressed entry can unpack to far more than the file), and the
-loaded containers are walked with bounds (``twofour.dispatch._flatten``).
+loaded containers are walked with bounds (``twofour.checkpoint._flatten``).
 
 Every failure (missing file, unknown format, corrupt file, refused pickle, a bound exceeded) is
 a :class:`CheckpointError` with one line that says what is wrong and what would work; names
@@ -68,7 +68,8 @@ SAFETENSORS_DTYPES = {
     "U8": torch.uint8,
     "BOOL": torch.bool,
 }
-for _code, _attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")):
+for _code, _attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"), ("U16", "uint16"), ("U32", "uint32"),
+                     ("U64", "uint64")):
     if hasattr(torch, _attr):
         SAFETENSORS_DTYPES[_code] = getattr(torch, _attr)
 
@@ -215,6 +216,8 @@ class Checkpoint:
     should know (names that collided and the names they were given).
     """
 
+    config = None  # a lone file has no config.json
+
     def __init__(self, path: str, fmt: str, fd: int | None = None):
         self.path = path
         self.format = fmt
@@ -312,6 +315,9 @@ class Checkpoint:
         the tensors' data in the file (which the safetensors writer sorts by dtype, then by name, so
         ``l10`` comes before ``l2``). The audit's rows follow this order."""
         return list(self._names)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._meta
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self._meta[name][0]

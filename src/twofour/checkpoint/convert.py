@@ -1,7 +1,7 @@
 """Turn a compressed-tensors 2:4 checkpoint into one plain safetensors file PyTorch's 2:4 path can take.
 
-:func:`convert` reads a model folder (or index, or file) through
-:func:`~twofour.dispatch.compressed.stored_view`, one weight at a time (memory-mapped), and
+:func:`convert` reads a model folder (or index, or file) as a
+:class:`~twofour.checkpoint.reader.Reader`, one weight at a time (``pread`` copies), and
 streams one safetensors file:
 
 * ``layout="dense"``: every ``sparse-24-bitmask`` weight rebuilt as its dense 2:4
@@ -12,8 +12,9 @@ streams one safetensors file:
   ``to_cutlass`` lays them out for PyTorch's CUTLASS backend. Weights that are not 2:4 (the LM
   head, embeddings) are copied dense. The dense shape is kept in the file's metadata.
 
-Every stored 2:4 weight is checked on the way (the bitmask keeps two of every four; sizes
-agree with the shape; a config that claims 2:4 for a dense weight is held to it); the output
+Every stored 2:4 weight is checked once on the way (the bitmask keeps two of every four; sizes
+agree with the shape; a config that claims 2:4 for a dense weight is held to it); bitmask
+weights are rebuilt into one buffer reused from weight to weight. The output
 is written to a temporary file and renamed into place only when complete, and refused when
 it is one of the inputs. ``marlin-24`` is refused: its int4 packing is not unpacked here.
 
@@ -34,13 +35,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .._common.atomic import OutputError, write_with
+from .._common.atomic import OutputError, check_output, write_with
 from .._common.text import printable
-from .checkpoint import SAFETENSORS_DTYPES, CheckpointError
-from .compressed import CompressedError, stored_view
+from .file import SAFETENSORS_DTYPES, CheckpointError
+from .._passes.bits import SUPPORTED_DTYPES
+from .compressed import CompressedError, check_claim
 from .folder import open_model
-from .audit import weight_kind
-from .runners import judge_row
+from .kinds import weight_kind
+from .reader import as_reader
 
 __all__ = ["convert", "ConvertResult", "LAYOUTS"]
 
@@ -89,6 +91,11 @@ def _planned(view, layout: str):
         kind = weight_kind(name, tuple(shape))
         claimed = ct is not None and ct.claims_24 and kind is not None and ct.covers(layer, kind)
         if layout != "dense" and len(shape) == 2 and shape[1] % 4 == 0 and (is_24 or claimed):
+            if dtype not in SUPPORTED_DTYPES or dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
+                raise CheckpointError(
+                    f"{printable(name, 120)}: dtype {str(dtype).replace('torch.', '')} cannot be packed ({layout} takes "
+                    "float16, bfloat16, float32, float8 or 8- to 32-bit integers); --layout dense copies it as it is"
+                )
             N, K = shape
             meta_cols = -(-(K // 4) * 2 * index_bits(4) // 8)
             plan.append((f"{name}.values", (N, K // 2), dtype, (name, "values")))
@@ -98,31 +105,35 @@ def _planned(view, layout: str):
         else:
             plan.append((name, tuple(shape), dtype, (name, "tensor", claimed)))
     for sk_name, _ in view.skipped:  # quantization scales: copied unchanged
-        if sk_name in view.files:
-            plan.append((sk_name, tuple(view.files.shape(sk_name)), view.files.dtype(sk_name), (sk_name, "raw")))
+        if view.has_raw(sk_name):
+            raw = view.files
+            if not isinstance(raw.dtype(sk_name), torch.dtype) or raw.dtype(sk_name) not in _CODES:
+                raise CheckpointError(f"{printable(sk_name, 120)}: dtype {printable(str(raw.dtype(sk_name)), 40)} cannot be "
+                                      "written to safetensors")
+            plan.append((sk_name, tuple(raw.shape(sk_name)), raw.dtype(sk_name), (sk_name, "raw")))
     return plan, rebuilt, packed
 
 
-def _load(view, name: str, claimed: bool):
-    """The dense weight, checked; a weight the config claims 2:4 must be 2:4."""
+def _load(view, name: str, claimed: bool, buffer=None):
+    """The dense weight, checked once; a weight the config claims 2:4 must be 2:4 (a bitmask already is)."""
+    if view.stored(name).form == "sparse-24-bitmask":
+        return view.tensor(name, out=buffer)
     W = view.tensor(name)
     if claimed and W.dim() == 2 and W.shape[1] % 4 == 0 and W.dtype != torch.bool:
-        from types import SimpleNamespace
-
         from ..structure import check
 
         try:
             s = check(W, 2, 4, max_examples=0, max_locations=0)
         except (TypeError, ValueError):
             return W
-        row = SimpleNamespace(name=name, kind="linear", fraction_valid=s.fraction_valid, n_groups=s.num_groups,
-                              n_bad_groups=s.num_bad_groups)
-        judge_row(row, view.ct, view.path)
+        check_claim(view.ct, name, "linear", s.num_groups, s.num_bad_groups, view.path)
     return W
 
 
 def _as_bytes(t: torch.Tensor) -> memoryview:
     t = t.contiguous()
+    if t.numel() == 0:  # a memoryview cannot be cast with a zero in its shape
+        return memoryview(b"")
     return memoryview(t.view(torch.uint8).numpy() if t.dim() else t.reshape(1).view(torch.uint8).numpy()).cast("B")
 
 
@@ -134,23 +145,31 @@ def convert(src, out, layout: str = "dense") -> ConvertResult:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     files = open_model(src)
     try:
-        view = stored_view(files)
         inputs = list(files.files) + [os.path.join(files.root, n) for n in ("config.json", "model.safetensors.index.json")]
+        try:
+            check_output(out, inputs)
+        except OutputError as exc:
+            raise CheckpointError(f"OUT {exc}") from None
+        _check_not_into(files, out)
+        view = as_reader(files)
         plan, rebuilt, n_packed = _planned(view, layout)
         cache: dict[str, tuple] = {}
+        largest = max((_nbytes(view.shape(n), view.dtype(n)) for n in view.names()
+                       if view.stored(n).form == "sparse-24-bitmask"), default=0)
+        buffer = torch.empty(largest, dtype=torch.uint8)  # every rebuilt weight lands here, one after the other
 
         def produce(key):
             name, what = key[0], key[1]
             if what == "raw":
-                return view.files.tensor(name)
+                return view.raw(name)
             if what == "tensor":
-                return _load(view, name, key[2])
+                return _load(view, name, key[2], buffer)
             if name not in cache:
-                W = _load(view, name, True)
+                W = _load(view, name, True, buffer)
                 try:
                     p = pack(W)
                     parts = to_cutlass(p) if layout == "cutlass" else (p.values, p.meta)
-                except ValueError as exc:
+                except (TypeError, ValueError) as exc:
                     raise CheckpointError(f"{printable(name, 120)}: cannot be packed {layout} ({printable(str(exc), 160)})") from None
                 cache.clear()
                 cache[name] = parts
@@ -187,9 +206,30 @@ def convert(src, out, layout: str = "dense") -> ConvertResult:
             write_with(out, fill, inputs=inputs)
         except OutputError as exc:
             raise CheckpointError(f"OUT {exc}") from None
+        except OSError as exc:  # a folder it cannot write, a full disk: nothing left behind, one line
+            raise CheckpointError(f"OUT {printable(os.fspath(out), 200)}: cannot write ({exc.strerror or exc}); "
+                                  "nothing was written") from None
     finally:
         files.close()
     return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files_bytes(files), 8 + len(blob) + offset)
+
+
+def _nbytes(shape, dtype) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n * torch.empty((), dtype=dtype).element_size()
+
+
+def _check_not_into(files, out) -> None:
+    """Refuse an output inside the model folder it reads: a second ``*.safetensors`` there (with no index)
+    leaves a folder no loader can read."""
+    out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
+    if files.kind == "folder" and out_dir == os.path.realpath(files.root):
+        raise CheckpointError(
+            f"OUT {printable(os.fspath(out), 200)} is inside the model folder it converts; a second .safetensors "
+            "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
+        )
 
 
 def files_bytes(files) -> int:

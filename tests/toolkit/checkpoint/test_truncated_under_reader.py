@@ -15,13 +15,13 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from twofour.dispatch import checkpoint as ckpt_module
-from twofour.dispatch._mapped import ShortRead, file_offsets, read_exact, view_span
-from twofour.dispatch.checkpoint import CheckpointError, open_checkpoint
+from twofour.checkpoint import file as ckpt_module
+from twofour.checkpoint._mapped import ShortRead, file_offsets, read_exact, view_span
+from twofour.checkpoint.file import CheckpointError, open_checkpoint
 
 _LIBRARY = """
 import sys, torch
-from twofour.dispatch.checkpoint import open_checkpoint
+from twofour.checkpoint.file import open_checkpoint
 for path in sys.argv[1:]:
     with open_checkpoint(path) as ckpt:
         t = ckpt.tensor("fc.weight")         # handed out, not yet read
@@ -33,7 +33,7 @@ for path in sys.argv[1:]:
 _CLI_IN_PROCESS = """
 import sys
 from twofour.cli import main
-from twofour.dispatch.checkpoint import Checkpoint
+from twofour.checkpoint.file import Checkpoint
 path = sys.argv[1]
 read = Checkpoint.tensor
 

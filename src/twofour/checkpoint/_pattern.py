@@ -1,0 +1,202 @@
+"""Match a ``re:`` pattern from a file in time linear in the name: no backtracking, ever.
+
+compressed-tensors' configs name modules with ``"re:<regex>"`` in ``targets`` and ``ignore``,
+matched like ``re.match`` (anchored at the start, a prefix match is enough). Python's ``re``
+backtracks, so ``re:(a+)+$`` against ``"a" * 40 + "!"`` runs for hours, and the pattern comes
+from the file. Here the pattern is parsed by Python's own parser (so the syntax is exactly
+``re``'s) and run as a Thompson automaton: the set of states is advanced one character at a
+time, so the work is at most (name length) x (automaton size), and the automaton is capped
+(:data:`MAX_STATES`). Back-references, look-arounds, conditionals and atomic groups have no such
+automaton and are refused with one line (:class:`PatternError`).
+
+>>> m = compile_pattern(r"(a+)+$")
+>>> m("a" * 40 + "!"), m("aaa")
+(False, True)
+>>> compile_pattern(r".*mlp\\.gate$")("model.layers.0.mlp.gate"), compile_pattern("lm_head")("lm_head_2")
+(True, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+try:  # Python 3.11+
+    from re import _constants as C, _parser as P
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as C  # type: ignore[no-redef]
+    import sre_parse as P  # type: ignore[no-redef]
+
+__all__ = ["PatternError", "compile_pattern", "MAX_STATES"]
+
+MAX_STATES = 20_000  # a 200-character pattern with counted repeats ({1,100}) stays far below this
+
+
+class PatternError(ValueError):
+    """A pattern this matcher cannot run (or cannot run within its bound); the message is one line."""
+
+
+_WORD = re.compile(r"\w")
+
+
+def _category(cat):
+    tests = {
+        C.CATEGORY_DIGIT: str.isdigit, C.CATEGORY_SPACE: str.isspace,
+        C.CATEGORY_WORD: lambda ch: bool(_WORD.match(ch)),
+    }
+    negated = {C.CATEGORY_NOT_DIGIT: C.CATEGORY_DIGIT, C.CATEGORY_NOT_SPACE: C.CATEGORY_SPACE,
+               C.CATEGORY_NOT_WORD: C.CATEGORY_WORD}
+    if cat in tests:
+        return tests[cat]
+    if cat in negated:
+        inner = tests[negated[cat]]
+        return lambda ch: not inner(ch)
+    raise PatternError(f"the character category {cat} is not supported")
+
+
+class _Builder:
+    def __init__(self, ignore_case: bool, dotall: bool):
+        self.dotall = dotall
+        self.kind: list[str] = []  # "char", "split", "at", "match"
+        self.arg: list = []
+        self.outs: list[list[int]] = []
+        self.fold = ignore_case
+
+    def node(self, kind: str, arg=None, outs=()) -> int:
+        if len(self.kind) >= MAX_STATES:
+            raise PatternError(f"it needs more than {MAX_STATES:,} automaton states (counted repeats too large)")
+        self.kind.append(kind)
+        self.arg.append(arg)
+        self.outs.append(list(outs))
+        return len(self.kind) - 1
+
+    def char(self, test, nxt: int) -> int:
+        if self.fold:
+            inner = test
+            test = lambda ch: inner(ch) or inner(ch.lower()) or inner(ch.upper())  # noqa: E731
+        return self.node("char", test, [nxt])
+
+    def seq(self, items, nxt: int) -> int:
+        for op, av in reversed(list(items)):
+            nxt = self.item(op, av, nxt)
+        return nxt
+
+    def item(self, op, av, nxt: int) -> int:
+        if op is C.LITERAL:
+            c = chr(av)
+            return self.char(lambda ch, c=c: ch == c, nxt)
+        if op is C.NOT_LITERAL:
+            c = chr(av)
+            return self.char(lambda ch, c=c: ch != c, nxt)
+        if op is C.ANY:
+            return self.char((lambda ch: True) if self.dotall else (lambda ch: ch != "\n"), nxt)
+        if op is C.IN:
+            return self.char(self._set(av), nxt)
+        if op is C.CATEGORY:
+            return self.char(_category(av), nxt)
+        if op is C.BRANCH:
+            return self.node("split", None, [self.seq(alt, nxt) for alt in av[1]])
+        if op is C.SUBPATTERN:
+            group, add, remove, body = av
+            if add or remove:
+                raise PatternError("inline flags inside a group are not supported")
+            return self.seq(body, nxt)
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            lo, hi, body = av
+            tail = nxt
+            if hi == C.MAXREPEAT:
+                loop = self.node("split")
+                self.outs[loop] = [self.seq(body, loop), nxt]
+                tail = loop
+            else:
+                for _ in range(hi - lo):
+                    tail = self.node("split", None, [self.seq(body, tail), nxt])
+            for _ in range(lo):
+                tail = self.seq(body, tail)
+            return tail
+        if op is C.AT:
+            if av not in (C.AT_BEGINNING, C.AT_BEGINNING_STRING, C.AT_END, C.AT_END_STRING,
+                          C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                raise PatternError(f"the anchor {av} is not supported")
+            return self.node("at", av, [nxt])
+        name = str(op).lower().replace("_", " ")
+        raise PatternError(f"{name} (back-references, look-arounds, conditionals, atomic groups and possessive "
+                           "repeats) cannot be matched without backtracking; write the pattern without it")
+
+    def _set(self, items):
+        tests, negate = [], False
+        for op, av in items:
+            if op is C.NEGATE:
+                negate = True
+            elif op is C.LITERAL:
+                tests.append(lambda ch, c=chr(av): ch == c)
+            elif op is C.RANGE:
+                tests.append(lambda ch, lo=av[0], hi=av[1]: lo <= ord(ch) <= hi)
+            elif op is C.CATEGORY:
+                tests.append(_category(av))
+            else:
+                raise PatternError(f"{str(op).lower()} inside a character set is not supported")
+        if negate:
+            return lambda ch: not any(t(ch) for t in tests)
+        return lambda ch: any(t(ch) for t in tests)
+
+
+def _at(code, s: str, i: int) -> bool:
+    if code in (C.AT_BEGINNING, C.AT_BEGINNING_STRING):
+        return i == 0
+    if code == C.AT_END_STRING:
+        return i == len(s)
+    if code == C.AT_END:
+        return i == len(s) or (i == len(s) - 1 and s[-1] == "\n")
+    before = i > 0 and bool(_WORD.match(s[i - 1]))
+    after = i < len(s) and bool(_WORD.match(s[i]))
+    return (before != after) if code == C.AT_BOUNDARY else (before == after)
+
+
+@functools.lru_cache(maxsize=256)
+def compile_pattern(pattern: str):
+    """A function ``name -> bool`` that answers ``re.match(pattern, name) is not None`` in linear time.
+
+    Raises :class:`PatternError` (one line) for a pattern it cannot run that way, and
+    ``re.error`` for one that is not a regex at all.
+    """
+    parsed = P.parse(pattern)
+    flags = parsed.state.flags
+    if flags & ~(re.IGNORECASE | re.UNICODE | re.DOTALL):
+        raise PatternError("flags other than (?i) and (?s) are not supported")
+    b = _Builder(bool(flags & re.IGNORECASE), bool(flags & re.DOTALL))
+    accept = b.node("match")
+    start = b.seq(parsed, accept)
+    kind, arg, outs = b.kind, b.arg, b.outs
+
+    def closure(states, s: str, i: int) -> set[int]:
+        seen: set[int] = set()
+        stack = list(states)
+        while stack:
+            q = stack.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            k = kind[q]
+            if k == "split":
+                stack.extend(outs[q])
+            elif k == "at":
+                if _at(arg[q], s, i):
+                    stack.extend(outs[q])
+        return seen
+
+    def match(s: str) -> bool:
+        current = closure([start], s, 0)
+        for i, ch in enumerate(s):
+            if accept in current:
+                return True
+            step = []
+            for q in current:
+                if kind[q] == "char" and arg[q](ch):
+                    step.extend(outs[q])
+            if not step:
+                return False
+            current = closure(step, s, i + 1)
+        return accept in current
+
+    return match
