@@ -53,7 +53,7 @@ from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
 from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
 
-__all__ = ["Calibration", "fit_all", "fit_base", "fit_bf16", "bf16_held_out", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
+__all__ = ["Calibration", "fit_all", "fit_base", "fit_bf16", "bf16_held_out", "legacy_graph_params", "predicted_speedup", "error_row", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
            "error_table", "ceiling_check", "save", "load_fit", "FIT_PATH", "SEARCH_TILES", "TRACE_WEIGHT"]
 
 TRACE_WEIGHT = 5.0  # one decode-step trace point counts as five bench points (four of them pin the L2 flush)
@@ -86,11 +86,24 @@ def fit_points(pts: list[Point] | None = None) -> list[Point]:
     return [p for p in pts if p.origin == "measured" and p.fit_ok] + trace_points(TRACE_WEIGHT)
 
 
+def legacy_graph_params(params: KernelParams) -> KernelParams:
+    """``params`` whose ``cached`` scenario is a legacy-method one-GEMM graph timing: the bench's replay artefact per call.
+
+    Only for comparing with such a timing (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`); a
+    serving engine's chain of calls does not pay it.
+
+    Example:
+        >>> from twofour.roofline import DEFAULT_PARAMS
+        >>> p = legacy_graph_params(DEFAULT_PARAMS)
+        >>> p.graph_sparse_us == DEFAULT_PARAMS.bench_replay_sparse_us > DEFAULT_PARAMS.graph_sparse_us
+        True
+    """
+    return replace(params, graph_dense_us=params.bench_replay_dense_us, graph_sparse_us=params.bench_replay_sparse_us)
+
+
 def _as_measured(p: Point, params: KernelParams) -> KernelParams:
     """``params`` as the point was timed: a legacy-method graph timing holds the bench's replay artefact."""
-    if p.scenario == "cached" and p.extra.get("legacy_replay"):
-        return replace(params, graph_dense_us=params.bench_replay_dense_us, graph_sparse_us=params.bench_replay_sparse_us)
-    return params
+    return legacy_graph_params(params) if p.scenario == "cached" and p.extra.get("legacy_replay") else params
 
 
 def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = False) -> list[Point]:
@@ -206,7 +219,8 @@ def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
     return fam, rms
 
 
-def _speedup(p: Point, params: KernelParams) -> float:
+def predicted_speedup(p: Point, params: KernelParams) -> float:
+    """The speedup ``params`` predict for point ``p``, timed as ``p`` was (scenario, L2, a legacy graph's replay)."""
     params = _as_measured(p, params)
     return predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, params, scenario=p.scenario,
                    l2=p.extra.get("l2", "clean") if p.origin == "measured" else "clean").speedup
@@ -222,7 +236,7 @@ def _refit_sparse_compute(base: KernelParams, pts: list[Point]) -> KernelParams:
         return replace(base, cusparselt=replace(base.cusparselt, compute_eff=ce), cutlass=replace(base.cutlass, compute_eff=ce),
                        cusparselt_bf16=replace(base.cusparselt_bf16, compute_eff=min(1.0, ce * ratio)))
 
-    best = min(grid, key=lambda ce: sum(math.log(_speedup(p, with_ce(ce)) / p.speedup) ** 2 for p in pts))
+    best = min(grid, key=lambda ce: sum(math.log(predicted_speedup(p, with_ce(ce)) / p.speedup) ** 2 for p in pts))
     return with_ce(round(best, 4))
 
 
@@ -250,7 +264,8 @@ def fit_all(pts: list[Point] | None = None, *, exclude_source: str | None = None
                        fitted_on=tuple(fitted) + tuple(p.id for p in published), info=info)
 
 
-def _row(p: Point, pred: float) -> dict:
+def error_row(p: Point, pred: float) -> dict:
+    """One row of an error table: the point, its measured and predicted speedup, ``rel_err``."""
     return {"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime, "scenario": p.scenario,
             "M": p.M, "N": p.N, "K": p.K, "measured": p.speedup, "predicted": pred, "rel_err": abs(pred / p.speedup - 1)}
 
@@ -264,7 +279,7 @@ def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None
     for source in sorted({p.source for p in published}):
         without = fit_all(pts, exclude_source=source, base=cal.base, info=cal.info)
         for p in (q for q in published if q.source == source):
-            rows.append(_row(p, _speedup(p, without.params_for(p.gpu, p.backend))))
+            rows.append(error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend))))
     return rows
 
 
@@ -332,7 +347,7 @@ def bf16_held_out(pts: list[Point], base: KernelParams) -> list[dict]:
     for nk in sorted({(p.N, p.K) for p in bf}):
         fam, _ = fit_bf16(base, [p for p in bf if (p.N, p.K) != nk])
         prm = replace(base, cusparselt_bf16=fam)
-        rows += [{**_row(p, _speedup(p, prm)), "mode": p.extra["mode"]} for p in bf if (p.N, p.K) == nk]
+        rows += [{**error_row(p, predicted_speedup(p, prm)), "mode": p.extra["mode"]} for p in bf if (p.N, p.K) == nk]
     return rows
 
 
@@ -342,10 +357,10 @@ def evaluate(pts: list[Point] | None = None, cal: Calibration | None = None) -> 
     cal = cal or fit_all(pts)
     held, flagged = [], []
     for p in held_out_points(pts, include_flagged=True):
-        (flagged if p.extra.get("flagged") else held).append({**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"],
+        (flagged if p.extra.get("flagged") else held).append({**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"],
                                                               "flagged": p.extra.get("flagged")})
     fit_set = [p for p in fit_points(pts) if p.extra.get("mode") != "trace"]
-    in_sample = [{**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"], "dtype": p.dtype} for p in fit_set]
+    in_sample = [{**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"], "dtype": p.dtype} for p in fit_set]
     loso = leave_one_source_out(pts, cal)
     by_mode = {mode: error_table([r for r in held if r["mode"] == mode]) for mode in ("kernel", "graph")}
     bf16 = bf16_held_out(pts, cal.base)
@@ -415,82 +430,3 @@ def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None =
     checks = {"ceilings": ceiling_check(lambda gpu: cal.params_for(gpu))}
     write_text(path, json.dumps(_to_json(cal, errors, checks), indent=1) + "\n", fit_inputs())
     return path
-
-
-def misses(n: int = 3) -> dict:
-    """What the per-regime medians hide: the worst misses in and out of the fit, and the crossovers.
-
-    ``in_sample`` / ``held_out``: the ``n`` largest ``|predicted / measured - 1|`` of the 2:4
-    speedup, in the fit set (the stored fit's base set on its own points) and on the held-out
-    Llama-3-70B shapes (as the fit file records them); ``crossovers``: per Llama-3-8B weight, the
-    predicted first M where 2:4 wins in CUDA-graph replays (``cached``, L2 flushed, as measured)
-    against the measured one (the smallest recorded M from which every larger recorded M wins,
-    flagged timings handled by :mod:`twofour.request.trusted`; None: never within the run).
-
-    Example:
-        >>> m = misses()
-        >>> [len(m["in_sample"]), len(m["held_out"])], m["in_sample"][0]["rel_err"] >= m["in_sample"][-1]["rel_err"]
-        ([3, 3], True)
-    """
-    from ..bench import recorded_results
-    from ..models import LLAMA_3_8B, linear_shapes
-    from ..request.trusted import trusted_gemm_table
-    from .model import crossover_m
-    from .params import default_params
-
-    params = default_params("H200")
-    fit_set = [p for p in fit_points(points()) if p.extra.get("mode") != "trace" and p.origin == "measured"]
-    in_sample = [{**_row(p, _speedup(p, params)), "mode": p.extra["mode"]} for p in fit_set]
-    held = load_fit()["errors"]["held_out"]["points"]
-
-    def worst(rows):
-        return sorted(rows, key=lambda r: -r["rel_err"])[:n]
-
-    table = trusted_gemm_table(recorded_results("gpu"), "float16", "graph")
-    crossovers = []
-    names: dict = {}
-    for s in linear_shapes(LLAMA_3_8B, include_lm_head=False):
-        names.setdefault((s.out_features, s.in_features), []).append(s.name)
-    for (N, K), layer in names.items():
-        series = sorted((M, r["dense_ms"] / r["sparse_ms"]) for (M, n_, k_), r in table.items() if (n_, k_) == (N, K))
-        measured = None
-        for M, speedup in reversed(series):
-            if speedup <= 1:
-                break
-            measured = M
-        predicted = crossover_m(N, K, "fp16", "H200", params=params, scenario="cached", l2="flushed")
-        crossovers.append({"layer": "/".join(layer), "N": N, "K": K, "predicted": predicted, "measured": measured})
-    return {"in_sample": worst(in_sample), "held_out": worst(held), "crossovers": crossovers}
-
-
-def host_costs() -> list[dict]:
-    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
-
-    The eager scenario takes each call as ``max(kernel, host)``, so a host-bound published eager
-    timing implies the host cost: the predicted dense eager time over the measured speedup (its
-    GPU's fitted set). A point that no host cost explains (the 2:4 kernel alone is already
-    slower than the implied time) gets None. Pass a value as
-    ``replace(default_params(gpu), host_sparse_us=...)`` to :func:`twofour.roofline.predict`.
-
-    Example:
-        >>> rows = host_costs()
-        >>> rows[0]["host"].startswith("this run") and rows[1]["source"] == "https://github.com/pytorch/pytorch/pull/177866"
-        True
-        >>> round(rows[0]["host_sparse_us"]), round(rows[1]["host_sparse_us"])
-        (520, 794)
-    """
-    from .params import default_params
-
-    base = default_params("H200")
-    rows = [{"host": "this run: the H200's host, a 2-vCPU Firecracker VM (median of its host-bound eager calls)",
-             "host_sparse_us": base.host_sparse_us, "source": next(p.source for p in points() if p.origin == "measured")}]
-    for p in points():
-        if (p.origin != "published" or p.scenario != "eager" or p.gpu is None or p.N is None
-                or p.backend != "cuSPARSELt" or p.speedup >= 1):  # a 2:4 win is not host-bound: it implies nothing
-            continue
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="eager")
-        implied = pred.dense_us / p.speedup
-        kernel = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="kernel").sparse_us
-        rows.append({"host": f"{p.id} ({p.gpu}, {p.M} x {p.N} x {p.K} {p.dtype}), implied by its {p.speedup:.2f}x eager",
-                     "host_sparse_us": implied if implied > kernel else None, "source": p.source})
-    return rows

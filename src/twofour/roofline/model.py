@@ -83,8 +83,6 @@ Example:
     ((128, 256, 4, 32), (64, 8, 48))
     >>> p.speedup < 0.5          # 32 CTAs, each the math of a 128 x 256 tile for 1 real token column of 256
     True
-    >>> p.sparse.bound            # the padded math, not the packed weight's bytes, sets its time
-    'compute'
     >>> predict(1, 4096, 4096, "fp16", "H200", algorithm="searched").speedup > 1
     True
     >>> predict(1, 4096, 4096, "fp16", "H200", scenario="eager").bound_sparse   # a plan per call
@@ -401,7 +399,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
         >>> p.bound_dense, p.backend, p.M_padded, p.sparse.family
-        ('compute', 'cuSPARSELt', 4096, 'cusparselt')
+        ('compute', 'cuSPARSELt', 4096, 'cusparselt_bf16')
     """
     _check_shape(M, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)
