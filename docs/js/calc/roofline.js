@@ -45,7 +45,7 @@ export const SCENARIO_TEXT = Object.freeze({
   }),
   cached: Object.freeze({
     label: "cached plans or CUDA graphs",
-    help: "Plans are built once and calls are replayed from a CUDA graph, as serving engines run: the kernels plus the replay's own cost of a few microseconds.",
+    help: "Plans are built once and calls are replayed from a CUDA graph, as serving engines run: the kernels plus the short idle between them inside the captured chain (read off the GEMM-chain traces).",
   }),
   kernel: Object.freeze({
     label: "kernel only",
