@@ -1939,5 +1939,5 @@ export const VOCABULARY = deepFreeze({
 });
 
 export const MECHANISM = deepFreeze({
- "padded_tile": "the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so with {rows} rows it does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's few CTAs, not the weight bytes 2:4 saves, set its time"
+ "padded_tile": "the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's few CTAs, not the weight bytes 2:4 saves, set its time"
 });

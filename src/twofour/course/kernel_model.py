@@ -3,17 +3,16 @@
 The fit itself and its held-out error tables are the toolkit's (:mod:`twofour.roofline.calibration`,
 stored in ``twofour/data/kernel-fit.json``); what only the chapter needs sits here:
 
-* :func:`error_rows`: the stored fit's median errors as one flat table, per dtype, held out or in
-  sample, timing mode and M regime;
 * :func:`crossovers`: per Llama-3-8B weight, the first M where 2:4 wins, measured (the trusted
   CUDA-graph timings, :mod:`twofour.bench.trusted`) and predicted;
 * :func:`misses`: the worst misses in and out of the fit, and the crossovers;
 * :func:`host_costs`: the eager scenario's host cost per 2:4 call, this run's and the published ones'.
 
+The error tables per dtype and M regime are :func:`twofour.course.figures.kernel_launch.error_rows`.
+
 Example:
-    >>> rows = error_rows()
-    >>> sorted({(r["dtype"], r["set"]) for r in rows})
-    [('bf16', 'held out'), ('bf16', 'in sample'), ('fp16', 'held out'), ('fp16', 'in sample')]
+    >>> [r["measured"] for r in crossovers()]
+    [2048, 8192, 256, 1024]
 """
 
 from __future__ import annotations
@@ -23,25 +22,7 @@ from ..roofline.model import crossover_m, predict
 from ..roofline.params import default_params
 from ..roofline.published import points
 
-__all__ = ["error_rows", "crossovers", "misses", "host_costs"]
-
-
-def error_rows(fit: dict | None = None) -> list[dict]:
-    """The stored fit's median errors of the predicted speedup, one row per (dtype, set, mode, regime).
-
-    ``set`` is ``"held out"`` (fp16: the Llama-3-70B shapes; bf16: each weight shape left out of
-    the bf16 fit) or ``"in sample"``; ``median`` and ``p90`` are fractions, ``n`` the points.
-
-    Example:
-        >>> r = [r for r in error_rows() if (r["dtype"], r["set"], r["mode"], r["regime"]) == ("bf16", "held out", "graph", "M<=16")]
-        >>> r[0]["n"], r[0]["median"] <= 0.2
-        (19, True)
-    """
-    err = (fit or load_fit())["errors"]
-    sources = [("fp16", "held out", err["held_out"]["by_mode"]), ("bf16", "held out", err["held_out_bf16"]["by_mode"])]
-    sources += [(d, "in sample", by_mode) for d, by_mode in err["in_sample"]["by_dtype"].items()]
-    return [{"dtype": d, "set": which, "mode": mode, **row} for d, which, by_mode in sources
-            for mode, rows in by_mode.items() for row in rows]
+__all__ = ["crossovers", "misses", "host_costs"]
 
 
 def _first_win(series) -> int | None:

@@ -57,9 +57,9 @@ __all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "
 # Why a 2:4 GEMM whose token tile is wider than its rows loses: one sentence, the words every
 # surface that predicts such a loss uses (the calculator's verdict gets it through data.js as
 # MECHANISM and fills it in as padded_tile_why does).
-PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so with {rows} rows "
-                   "it does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the "
-                   "tile's few CTAs, not the weight bytes 2:4 saves, set its time")
+PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it "
+                   "does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's "
+                   "few CTAs, not the weight bytes 2:4 saves, set its time")
 
 
 def padded_tile_why(tile_n: int, tile_m: int, rows: int) -> str:

@@ -185,21 +185,22 @@ export function ceilingProblems(state, view) {
     const why = compute
       ? "half the math of dense, so at most 2x"
       : `the dense GEMMs at M = ${integerText(M)} are bound by reading their weight, and the packed 2:4 weight is `
-        + `${percentText(DTYPES[state.dtype].packed_ratio)} of its bytes, so at most ${speedupText(cap.memory)}`;
+        + `${percentText(DTYPES[state.dtype].packed_ratio)} of its bytes, so at most ${headlineSpeedupText(cap.memory)}`;
     problems.push(new InputError(name, `${state[name]} is past what a 2:4 GEMM can give in ${phase}: ${why}. `
-      + `A larger measured speedup is a timing error (compare both sides timed the same way); type one up to ${speedupText(limit)}.`));
+      + `A larger measured speedup is a timing error (compare both sides timed the same way); type one up to ${headlineSpeedupText(limit)}.`));
   }
   return problems;
 }
 
-/** The words for why a predicted 2:4 decode GEMM loses, from the kernel the model says it runs (q_proj's shape). */
+/** Why a predicted 2:4 decode GEMM of `rows` rows loses, from the kernel the model says it runs (MECHANISM's words where its token tile is wider). */
 export function predictedLossWhy(q, rows) {
-  if (q.bound_sparse === "host") return "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch";
+  const at = `at M = ${integerText(rows)}`;
+  if (q.bound_sparse === "host") return `${at} each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch`;
   if (q.sparse.tile_m > q.M) {
     return MECHANISM.padded_tile.replaceAll("{tile_n}", String(q.sparse.tile_n)).replaceAll("{tile_m}", String(q.sparse.tile_m))
       .replaceAll("{rows}", integerText(rows));
   }
-  return "the 2:4 kernels reach a smaller share of their peak than the dense ones reach of theirs (as measured and fitted), which outweighs what 2:4 saves";
+  return `${at} the 2:4 kernels reach a smaller share of their peak than the dense ones reach of theirs (as measured and fitted), which outweighs what 2:4 saves`;
 }
 
 /** The headline speedups in every scenario, with the roofline's GEMM speedups: {eager: summary, ...}. */
@@ -583,7 +584,7 @@ export function mount(root) {
       }
       items.push(isWorkedDeployment(state) && state.gemm !== "roofline"
         ? `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}), as measured. ${why}`
-        : `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
+        : `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): ${state.gemm === "roofline" ? why : `at M = ${integerText(mDecode)} rows ${why}`}.`);
     }
     if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
     establish.replaceChildren(...items.map((t) => el("li", { text: t })));
