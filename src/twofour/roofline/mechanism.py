@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "MEASURED_M"]
+__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "verdict_clause", "MEASURED_M"]
 
 # The M the flat-time and efficiency sentences read (kernel mode, Llama-3-8B gate/up, fp16).
 MEASURED_M = (1, 16, 256, 512, 1024, 2048)
@@ -174,3 +174,27 @@ def mechanism_paragraph() -> str:
         f"gate/up at M = 16 in {f['searched']['best_us']:.1f} µs where algorithm 0 takes "
         f"{f['searched']['default_us']:.1f} (called directly; its tile was not recorded)."
     )
+
+
+def verdict_clause(kernel_names) -> str:
+    """Why a profile's 2:4 GEMMs lost, from its kernel names alone (``twofour trace``'s verdict; loads no data).
+
+    A cuSPARSELt kernel names its tile; a token tile wider than decode's few rows means padded math.
+
+    >>> verdict_clause(["sm90_xmma_sparse_gemm_f16f16_f16f32_f32_tn_t_tilesize128x256x64_cgasize4x1x1_"
+    ...                 "warpgroupsize2x1x1_execute_segment_k_on_kernel_5x_cusparselt"])
+    'the 2:4 kernel computes a 256-token-wide tile (128 x 256 in its name), so with fewer tokens it does padded math the dense kernel skips, and its time is set by that math, not by the weight bytes 2:4 saves (chapter 4)'
+    >>> verdict_clause(["some_other_kernel"])[:40]
+    'the 2:4 kernel loses at this size: read '
+    """
+    from .tiles import parse_kernel_name
+
+    tiles = sorted({(k.tile_n, k.tile_m) for k in map(parse_kernel_name, kernel_names)
+                    if k is not None and k.library == "cuSPARSELt"}, key=lambda t: -t[1])
+    if not tiles:
+        return ("the 2:4 kernel loses at this size: read its token tile from its name; a tile wider than the "
+                "step's tokens means padded math the dense kernel skips (chapter 4)")
+    n, m = tiles[0]
+    return (f"the 2:4 kernel computes a {m}-token-wide tile ({n} x {m} in its name), so with fewer tokens it does "
+            "padded math the dense kernel skips, and its time is set by that math, not by the weight bytes 2:4 "
+            "saves (chapter 4)")
