@@ -188,7 +188,7 @@ def headline_sentence() -> str:
     True
     """
     h = chain_headline()
-    return (f"{h['fp16']['per_token']:.2f}x in fp16 and {h['bf16']['per_token']:.2f}x in bf16 per token "
+    return (f"{h['fp16']['per_token']:.2f}x in fp16 and {h['bf16']['per_token']:.2f}x in bf16 "
             f"(decode GEMMs {h['fp16']['gemm']:.2f}x and {h['bf16']['gemm']:.2f}x, from the GEMM-chain traces)")
 
 
