@@ -49,8 +49,8 @@ LABS: list[Lab] = [
         "30–45", "Chapter 3. A GPU is optional: without one the lab uses recorded profiles."),
     Lab("labs/lab4-find-the-crossover.ipynb", "labs/solutions/lab4-solutions.ipynb",
         "notebooks/04-kernel-speed.ipynb", "4. How fast can the sparse GEMM be?",
-        "The roofline model of one GEMM: a decode step's speedup from bytes and per-call cost; the "
-        "first M where 2:4 wins; the same crossover read off measured data.",
+        "Why the default 2:4 kernel loses at decode: its 256-token-wide tile does padded math that "
+        "outlasts reading the weight; the first M where 2:4 wins; the same crossover read off measured data.",
         "30–45", "Chapter 4. A GPU is optional: without one the lab uses recorded results."),
     Lab("labs/lab5-prune-and-recover.ipynb", "labs/solutions/lab5-solutions.ipynb",
         "notebooks/05-quality.ipynb", "5. What did the zeros cost?",

@@ -60,7 +60,7 @@ KERNEL_ENV = {
     "MKL_NUM_THREADS": "2",
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences a debugger warning on kernel start
     # twofour's printed reports fit this width (twofour._common.fit.SITE_WIDTH): an output column
-    # holds 71 characters at 1280 px (tests/site/test_reading.py measures it), so none scrolls there.
+    # holds 71 characters at 1280 px (tests/site/test_what_a_reader_sees.py measures it), so none scrolls there.
     "COLUMNS": "70",
 }
 KERNEL_NAME = "python3"

@@ -58,7 +58,7 @@ HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT = "hide-on-site", "hide-input", "hide-output"
 COLLAPSE_CODE, SHOW_CODE = "collapse-code", "show-code"
 CHECK_ASSERTS, CHECK_LINES = 2, 25
 _ASSERT_LINE = re.compile(r"^\s*assert\b", re.MULTILINE)
-_COLUMNS = re.compile(r"\S {2,}(?=\S)")  # two spaces inside a line: aligned columns (tests/site/test_reader.py reads alike)
+_COLUMNS = re.compile(r"\S {2,}(?=\S)")  # two spaces inside a line: aligned columns (tests/site/test_what_a_reader_sees.py reads alike)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PLACEHOLDER = re.compile(r"(?:<p>)?<!-- nb-output (\d+) -->(?:</p>)?")
 _H1 = re.compile(r"^# .+$", re.MULTILINE)

@@ -11,7 +11,7 @@ cuts: a hyphen before a one-character part ("split-K", "top-k") for a non-breaki
 the swap in the built search index (``search/search_index.json``, written by the search plugin's
 own ``on_post_build``, which runs before hooks'); ``docs/javascripts/site.js`` makes the same swap
 in every query before Material's search worker sees it (``searchTerms`` there is this module's
-:func:`search_terms`, character for character; tests/site/test_reading.py checks that both agree).
+:func:`search_terms`, character for character; tests/site/test_what_a_reader_sees.py checks that both agree).
 The swapped characters look the same in the results. "alg_id" needs nothing: "_" cuts nothing.
 """
 

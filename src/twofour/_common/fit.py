@@ -27,7 +27,7 @@ import textwrap
 __all__ = ["SITE_WIDTH", "fit", "fit_table", "fold_columns", "report_width"]
 
 # The characters of an output line that fit the site's column at 1280 px: 671 px, less its padding,
-# in 9.03 px characters is 71.6 (tests/site/test_reading.py measures it on the built pages); the
+# in 9.03 px characters is 71.6 (tests/site/test_what_a_reader_sees.py measures it on the built pages); the
 # notebooks run with COLUMNS set to this.
 SITE_WIDTH = 70
 _MIN_WIDTH = 40  # narrower than this, a report is not worth folding: lines are kept whole

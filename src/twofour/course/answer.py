@@ -74,6 +74,9 @@ __all__ = [
     "sweep_sentence",
     "step_sentence",
     "decode_loss_explanation",
+    "why_text",
+    "chain_sentence",
+    "bench_bias_sentence",
 ]
 
 # key -> (how the GEMMs are called, timing mode of `twofour bench` that measures it, algorithm)
@@ -263,24 +266,27 @@ def verdict_markdown_table(t: VerdictTable | None = None) -> Table:
 
 
 def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") -> str:
-    """The home page's bottom line (Markdown in a ``div``): what was measured on which path, and what was not.
+    """The home page's answer box (Markdown in a ``div``): the why first, then the headline in each dtype.
+
+    The why is :func:`twofour.roofline.mechanism.why`; the numbers are
+    :func:`twofour.course.gemm_chain.chain_headline`'s (GEMM-chain traces, batch 1).
 
     >>> text = bottom_line_markdown()
-    >>> "The bottom line." in text and "(notebooks/07-the-answer.ipynb)" in text and "adjustment" in text
+    >>> text.index("Why") < text.index("The bottom line.") and "bf16" in text and "(notebooks/07-the-answer.ipynb)" in text
     True
     """
-    t = verdict_table()
-    eager, graph, kernel = t.row("eager"), t.row("graph"), t.row("kernel")
-    direct, adjusted = t.row("graph-searched"), t.row("graph-searched-linear")
-    lo, hi = linear_path_cost()["range_us"]
+    from ..roofline.mechanism import why
+    from .gemm_chain import chain_headline
+
+    h = chain_headline()
     return (
         '<div class="htw-bottom-line" markdown="1">\n\n'
-        "**The bottom line.** Measured on PyTorch's 2:4 path (`F.linear`), Llama-3-8B at batch 1 on an H200 "
-        f"runs each token at **{t.low:.2f}x to {t.high:.2f}x the dense speed** (eager {eager.per_token:.2f}x, "
-        f"CUDA graphs {graph.per_token:.2f}x, kernel time {kernel.per_token:.2f}x; the rest of each step "
-        f"predicted); algorithms 0-7's fastest gave {direct.per_token:.2f}x on a direct `torch._cslt_sparse_mm` "
-        f"call, {adjusted.per_token:.2f}x with `F.linear`'s {lo:.1f}-{hi:.1f} µs per call added (an adjustment, not "
-        f"a measurement): [chapter 7]({chapter_link}) shows where the 2x went.\n\n</div>\n"
+        f"**Why.** {why()}\n\n"
+        "**The bottom line.** Generating one token at a time for Llama-3-8B on an H200, PyTorch's 2:4 path "
+        f"(`F.linear`, its default kernel) runs each token at **{h['fp16']['per_token']:.2f}x the dense speed in "
+        f"fp16 and {h['bf16']['per_token']:.2f}x in bf16**, the dtype Llama-3 ships in. Picking a faster cuSPARSELt "
+        "algorithm by hand brings it near break-even, not to 2x. "
+        f"[Chapter 7]({chapter_link}) shows where the 2x went and how each number was measured.\n\n</div>\n"
     )
 
 
@@ -336,7 +342,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
     return {"gpu": t.gpu, "model": w.model.name, "dtype": w.dtype, "batch": w.batch, "prompt_len": w.prompt_len,
             "output_len": w.output_len, "pruned": list(w.pruned), "speedup_prefill": r.prefill_gemm, "speedup_decode": r.decode_gemm,
             "per_token": r.per_token, "request": r.request, "row": r.key, "source": r.source,
-            "software": t.software_line, "decode_loss": decode_loss_explanation()}
+            "software": t.software_line, "decode_loss": decode_loss_explanation(), "why": why_text()}
 
 
 def calculator_opening(t: VerdictTable | None = None) -> dict:
@@ -359,9 +365,10 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
 
     >>> q = quoted_numbers()
     >>> sorted(q)  # doctest: +NORMALIZE_WHITESPACE
-    ['adjusted', 'decode-loss', 'direct', 'eager', 'graph', 'graph-gemm', 'graph-gemm3', 'graph-prefill-gemm',
-     'graph-request', 'host-costs', 'kernel', 'kernel-gemm', 'kernel-prefill-gemm', 'linear-cost', 'range', 'software',
-     'step-vs-graph', 'sweep']
+    ['adjusted', 'bench-bias', 'chain', 'chain-bf16', 'chain-fp16', 'chain-gemm-bf16', 'chain-gemm-fp16',
+     'decode-loss', 'direct', 'eager', 'graph', 'graph-gemm', 'graph-gemm3', 'graph-prefill-gemm', 'graph-request',
+     'host-costs', 'kernel', 'kernel-gemm', 'kernel-prefill-gemm', 'linear-cost', 'range', 'searched-bracket',
+     'software', 'step-vs-graph', 'sweep', 'why']
     """
     t = t or verdict_table()
     x = "{:.2f}x".format
@@ -384,6 +391,15 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
         "sweep": sweep_sentence(),
         "decode-loss": decode_loss_explanation(),
         "step-vs-graph": step_sentence(),
+        # the headline from the GEMM-chain traces (twofour.course.gemm_chain) and the bench's bias against it
+        "why": why_text(),
+        "chain": chain_sentence(),
+        "chain-fp16": x(_chain()["fp16"]["per_token"]),
+        "chain-bf16": x(_chain()["bf16"]["per_token"]),
+        "chain-gemm-fp16": x(_chain()["fp16"]["gemm"]),
+        "chain-gemm-bf16": x(_chain()["bf16"]["gemm"]),
+        "searched-bracket": "{} to {}".format(*map(x, _chain()["searched"])),
+        "bench-bias": bench_bias_sentence(),
         "host-costs": host_cost_sentence(),
         "software": t.software_line,
     }
@@ -405,15 +421,42 @@ def host_cost_sentence() -> str:
 
 
 def step_sentence() -> str:
-    """The decode-step traces beside the one-GEMM graphs (:func:`twofour.course.decode_loss.step_against_graphs`)."""
+    """The GEMM-chain traces beside the one-GEMM graphs (:func:`twofour.course.decode_loss.step_against_graphs`)."""
     from .decode_loss import step_against_graphs
 
     s = step_against_graphs()
-    return (f"at M = {s['M']}, where both were recorded, the decode-step traces give {s['step_gemm']:.2f}x "
-            f"(GEMM kernels) and {s['step_wall']:.2f}x (the step's wall time), where the one-GEMM CUDA graphs give "
+    return (f"at M = {s['M']}, where both were recorded, the GEMM-chain traces give {s['step_gemm']:.2f}x "
+            f"(GEMM kernels) and {s['step_wall']:.2f}x (the chain's wall time), where the one-GEMM CUDA graphs give "
             f"{s['graph']:.2f}x and their kernel times {s['kernel']:.2f}x: each bench call replays one GEMM from an "
-            f"idle device after an L2 flush, while in a step the kernels run back to back (GPU idle "
+            f"idle device after an L2 flush, while in the chain the kernels run back to back (GPU idle "
             f"{s['idle_us_dense']:.2f} µs per kernel dense, {s['idle_us_sparse']:.2f} µs 2:4)")
+
+
+def _chain() -> dict:
+    from .gemm_chain import chain_headline
+
+    return chain_headline()
+
+
+def why_text() -> str:
+    """:func:`twofour.roofline.mechanism.why` (quoted as ``verdict:why``)."""
+    from ..roofline.mechanism import why
+
+    return why()
+
+
+def chain_sentence() -> str:
+    """:func:`twofour.course.gemm_chain.headline_sentence` (quoted as ``verdict:chain``)."""
+    from .gemm_chain import headline_sentence
+
+    return headline_sentence()
+
+
+def bench_bias_sentence() -> str:
+    """:func:`twofour.course.gemm_chain.bias_sentence` (quoted as ``verdict:bench-bias``)."""
+    from .gemm_chain import bias_sentence
+
+    return bias_sentence()
 
 
 def decode_loss_explanation() -> str:

@@ -1,14 +1,14 @@
-"""Why PyTorch's default 2:4 kernel loses at decode: one explanation, its sizes read off the recorded data.
+"""Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the sizes around it.
 
 Chapter 4 states it, and chapter 7, the calculator page and the practice bank quote it: prose
 puts ``<!-- verdict:decode-loss -->...<!-- /verdict -->`` where it goes and the build fills in
 :func:`decode_loss_explanation` (:func:`twofour.course.answer.fill_quotes`), so no page words it
-differently; a test fails when a file's copy is stale. Every size in it comes from
-:func:`decode_loss_facts`: the kernel names and launch grids of the decode-step traces, the
-bandwidth each kernel reached at one token, the verdict's kernel-time row, and the per-call
-costs (pad kernels in the traces, ``F.linear`` against the direct call, the CUDA-graph replay).
+differently; a test fails when a file's copy is stale. Its words and figures live in
+:mod:`twofour.roofline.mechanism` (the 256-wide token tile's padded math). :func:`decode_loss_facts`
+keeps the secondary sizes: the launch grids of the GEMM-chain traces, the bandwidth each kernel
+reached at one token, the verdict's kernel-time row, and the per-call costs.
 
-:func:`step_against_graphs` sets the decode-step traces (back-to-back kernels of one step)
+:func:`step_against_graphs` sets the GEMM-chain traces (14 ``F.linear`` calls back to back)
 beside the one-GEMM CUDA graphs the bench replays from an idle device after an L2 flush, at
 the M both have.
 
@@ -62,28 +62,15 @@ def decode_loss_facts() -> dict:
 
 
 def decode_loss_explanation() -> str:
-    """The explanation as every page quotes it (one paragraph of Markdown, no line breaks).
+    """The explanation as every page quotes it: :func:`twofour.roofline.mechanism.mechanism_paragraph`.
 
     >>> text = decode_loss_explanation()
-    >>> "kernel time alone" in text and "\\n" not in text
+    >>> "256" in text and "\\n" not in text
     True
     """
-    f = decode_loss_facts()
-    lo, hi = f["splits"][1], f["splits"][-1]
-    return (
-        f"PyTorch's default cuSPARSELt kernel (algorithm 0) loses at decode in the GEMM kernel itself. Its "
-        f"output tile is {f['tile']} (N x M, from the kernel names), so one token fills 1 of its {f['tile_m']} "
-        f"token columns (8 after padding), where cuBLAS picks tiles {' or '.join(map(str, f['dense_tile_m']))} "
-        f"rows tall. With {f['tiles'][0]} to {f['tiles'][1]} tiles for the H200's {f['sms']} SMs it splits K "
-        f"{lo} or {hi} ways on the smaller projections (the decode-step traces' launch grids: {f['ctas'][0]} to "
-        f"{f['ctas'][1]} CTAs), and the SMs it keeps busy pull the weight at {f['bw_sparse'][0]:.2f} to "
-        f"{f['bw_sparse'][1]:.2f} TB/s against cuBLAS's {f['bw_dense'][0]:.2f} to {f['bw_dense'][1]:.2f} TB/s "
-        f"(weight bytes over kernel time, M = 1). Counting kernel time alone, one layer's decode GEMMs run at "
-        f"{f['kernel_gemm']:.2f}x of dense. The costs around the kernel are small beside that: the pad fill and "
-        f"copy take {f['pad_fill_us']:.1f} and {f['pad_copy_us']:.1f} µs, `F.linear` costs {f['linear_us'][0]:.1f} "
-        f"to {f['linear_us'][1]:.1f} µs per call more than calling the library directly, and a CUDA-graph replay "
-        f"adds {f['graph_sparse_us']:.1f} µs to a 2:4 call and {f['graph_dense_us']:.1f} µs to a dense one."
-    )
+    from ..roofline.mechanism import mechanism_paragraph
+
+    return mechanism_paragraph()
 
 
 def step_against_graphs() -> dict:

@@ -1,7 +1,7 @@
 """The answer comes first: the home page, every chapter's opening, chapter 7's order.
 
 These read the committed sources (Markdown and notebook JSON), so they run without a site build;
-``tests/site/test_reader.py`` checks what the built home page shows in its first screen.
+``tests/site/test_what_a_reader_sees.py`` checks what the built home page shows in its first screen.
 """
 
 from __future__ import annotations

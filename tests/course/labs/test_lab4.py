@@ -162,3 +162,17 @@ def test_measurements_are_one_per_gpu_run_and_say_so():
     same_gpu = find_crossover(lambda M: predict(M, 4096, 4096, "fp16", found[0].gpu, scenario="cached", l2="flushed").speedup,
                               16384)
     assert same_gpu == crossover_m(4096, 4096, "fp16", "H200", scenario="cached", l2="flushed")
+
+
+def tile_math_us(tile, K, split, sm_tflops, *, whole_tile=True, halve=False, use_split=True):
+    flops = 2 * tile[0] * (tile[1] if whole_tile else 1) * (K / split if use_split else K)
+    return flops / (1 if not halve else 2) / (sm_tflops * 1e12) * 1e6
+
+
+def test_tile_math_counts_every_token_column_of_the_tile(capsys):
+    assert lab4.check_tile_math_us(tile_math_us).passed is True
+    for mistake, hint in (({"whole_tile": False}, "all tile_m token columns"), ({"halve": True}, "2 FLOPs"),
+                          ({"use_split": False}, "K / split")):
+        with pytest.raises(CheckFailed, match=hint):
+            lab4.check_tile_math_us(lambda t, K, s, tf, m=mistake: tile_math_us(t, K, s, tf, **m))
+    assert lab4.check_tile_math_us(lambda *a: (_ for _ in ()).throw(NotImplementedError)).passed is False

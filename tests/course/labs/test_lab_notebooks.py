@@ -18,7 +18,7 @@ LABS = [
     ("lab1-find-the-broken-groups", "lab1-solutions", 2),
     ("lab2-pack-it-by-hand", "lab2-solutions", 4),
     ("lab3-dispatch-detective", "lab3-solutions", 5),
-    ("lab4-find-the-crossover", "lab4-solutions", 5),
+    ("lab4-find-the-crossover", "lab4-solutions", 6),
     ("lab5-prune-and-recover", "lab5-solutions", 2),
     ("lab6-budget-a-request", "lab6-solutions", 3),
 ]

@@ -1,6 +1,11 @@
 """Lab 4, "Find the crossover": checkers for the learner's launch count, crossover searches and algorithm pick.
 
-The learner writes four functions:
+The learner writes five functions:
+
+* ``tile_math_us(tile, K, split, sm_tflops) -> float``: the µs one CTA spends on the math of its
+  output tile ``tile = (tile_n, tile_m)`` over ``K / split`` of the reduction, at ``sm_tflops``
+  (one SM's peak, TFLOP/s): the whole tile, every token column, however few tokens are real
+  (:mod:`twofour.roofline.mechanism`).
 
 * ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters) -> int``: how many CTAs a GEMM
   kernel with one tile shape ``tile = (tile_n, tile_m)`` launches for ``y = x @ W.T`` (``x``
@@ -41,6 +46,7 @@ from ._common import CheckFailed, CheckResult, exercise_check
 __all__ = [
     "CTA_CASES",
     "MATCH_TOL",
+    "check_tile_math_us",
     "check_ctas",
     "check_find_crossover",
     "check_measured_crossover",
@@ -91,6 +97,34 @@ def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
         "split always max": tiles * fam.max_split,
         "tiles without ceil": floor_tiles * max(1, min(fam.max_split, target // floor_tiles, K // (64 * fam.min_k_iters))),
     }
+
+
+@exercise_check("tile_math_us")
+def check_tile_math_us(fn) -> str:
+    """Check ``tile_math_us(tile, K, split, sm_tflops)`` on the recorded launches of the default 2:4 kernel and cuBLAS's."""
+    from ...roofline.mechanism import mechanism_facts
+
+    f = mechanism_facts()
+    tile = tuple(int(v) for v in f["tile"].split(" x "))
+    cases = [(tile, r["K"], r["split"], f["peak_sm_tflops"]) for r in f["one_token"]]
+    cases += [((128, 8), 4096, 1, f["peak_sm_tflops"] / 2)]  # cuBLAS's decode tile at the dense peak
+    for t, K, split, tflops in cases:
+        where = f"tile_math_us({t}, {K}, {split}, {tflops:.2f})"
+        got = fn(t, K, split, tflops)
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isfinite(got):
+            raise CheckFailed(f"{where} returned {got!r}; return a number of microseconds")
+        want = 2 * t[0] * t[1] * (K / split) / (tflops * 1e12) * 1e6
+        if math.isclose(got, want, rel_tol=1e-6):
+            continue
+        for ratio, hint in ((split, "each CTA computes only K / split of the reduction"),
+                            (0.5, "a multiply-add is 2 FLOPs"),
+                            (1 / t[1], "the tensor cores compute the whole tile, all tile_m token columns, not only the real tokens"),
+                            (1e-6, "convert seconds to microseconds (x 1e6)"), (1e6, "sm_tflops is in TFLOP/s: 1e12 FLOP/s each")):
+            if math.isclose(got, want * ratio, rel_tol=1e-6):
+                raise CheckFailed(f"{where}: {hint}")
+        raise CheckFailed(f"{where} = {got:.4g} is not the time of one tile's math: 2 * tile_n * tile_m * (K / split) "
+                          "FLOPs at sm_tflops")
+    return "tile_math_us counts the whole tile's math, as the kernel does"
 
 
 @exercise_check("ctas")

@@ -316,8 +316,10 @@ class PhaseReport:
                 out.append(f"sparse GEMMs {s:.2f}x faster but only {p:.0%} of step time is GEMM: Amdahl caps the step "
                            f"at {cmp.amdahl:.2f}x (at most {fmt_bound(p)} with infinitely fast GEMMs)")
             else:
-                out.append(f"sparse GEMMs are slower than dense ({s:.2f}x): at this size the 2:4 kernel loses "
-                           "(padding of a few tokens, per-call set-up, tile shapes; chapter 4)")
+                from ...roofline.mechanism import verdict_clause
+
+                out.append(f"sparse GEMMs are slower than dense ({s:.2f}x): "
+                           + verdict_clause(name for name, _ in self.kernel_table))
             if math.isfinite(e2e) and math.isfinite(cmp.amdahl) and e2e < 0.9 * cmp.amdahl:
                 di = "" if cmp.dense_idle_fraction is None or idle is None else (
                     f"; GPU idle {idle:.0%} against {cmp.dense_idle_fraction:.0%} dense")
