@@ -22,7 +22,9 @@ export const MAX_QUESTIONS = 12;
 export const SLOT_MINUTES = Object.freeze({ fundamentals: 3, applied: 5, deep: 8, design: 15 });
 export const DEFAULT_MINUTES = planMinutes(DEFAULT_PLAN);
 export const READING_RULE =
-  "Mid: every must-have met. Senior: that and at least one strong signal. Staff: that and every strong signal. " +
+  "Mid: every must-have met. Senior: that, the question's senior description fits the answer, and at least two " +
+  "signals heard (strong signals, or follow-ups answered as expected). Staff: that, its staff description fits, every " +
+  "strong signal, at least two follow-ups answered (every one when it has fewer) and three signals in all. " +
   "Each red flag heard lowers the reading one level.";
 export const READINGS = Object.freeze(["below mid", "mid", "senior", "staff"]);
 const PHASES = ["run", "grade", "sheet"];
@@ -47,8 +49,11 @@ export function encodeMock(state) {
     const ticks = state.grades && state.grades[id];
     if (!Array.isArray(ticks)) return "-";
     const signals = (state.signals && state.signals[id]) || {};
-    const extra = Array.isArray(signals.strong) || Array.isArray(signals.flags)
-      ? `_${bits(signals.strong || [])}_${bits(signals.flags || [])}` : "";
+    const placed = Number.isInteger(signals.placed) && signals.placed >= 0 && signals.placed < READINGS.length
+      ? String(signals.placed) : "";
+    const more = Array.isArray(signals.follow) || placed ? `_${bits(signals.follow || [])}_${placed}` : "";
+    const extra = Array.isArray(signals.strong) || Array.isArray(signals.flags) || more
+      ? `_${bits(signals.strong || [])}_${bits(signals.flags || [])}${more}` : "";
     return (bits(ticks) || "-") + extra;
   });
   if (grades.some((g) => g !== "-")) params.set("g", grades.join("."));
@@ -72,10 +77,12 @@ export function decodeMock(hash, known = null) {
   const signals = {};
   const ticks = (text) => [...text].map((c) => c === "1");
   raw.forEach((id, i) => {
-    const match = /^([01]+)(?:_([01]*)_([01]*))?$/.exec(gradeParts[i] || "");
+    const match = /^([01]+)(?:_([01]*)_([01]*)(?:_([01]*)_([0-3]?))?)?$/.exec(gradeParts[i] || "");
     if (!ids.includes(id) || !match) return;
     grades[id] = ticks(match[1]);
     if (match[2] !== undefined) signals[id] = { strong: ticks(match[2]), flags: ticks(match[3]) };
+    if (match[4] !== undefined) signals[id].follow = ticks(match[4]);
+    if (match[5]) signals[id].placed = Number(match[5]);
   });
   const seed = Number(params.get("s"));
   const index = Number(params.get("i"));
@@ -164,11 +171,40 @@ export function pickLoop(facts, plan = DEFAULT_PLAN, seed = 1) {
 
 // ---- scoring ----------------------------------------------------------------------------------
 
-// One question's reading (READING_RULE): must-haves met, strong signals heard, red flags heard.
-export function readingOf(metAll, strongHeard, strongTotal, flagsHeard) {
-  let level = !metAll ? 0 : strongTotal && strongHeard === strongTotal ? 3 : strongHeard > 0 ? 2 : 1;
+// One question's reading (READING_RULE) and why: must-haves met, strong signals heard, follow-ups
+// answered as expected, the level description the grader placed the answer at (index in READINGS,
+// or null when none was chosen), red flags heard. The evidence caps the description: ticking one
+// box never reads senior, and a description alone without the signals behind it reads no higher
+// than the signals allow.
+export function readingWhy(metAll, strongHeard, strongTotal, flagsHeard, { followHeard = 0, followTotal = 0, placed = null } = {}) {
+  const signals = strongHeard + followHeard;
+  const followNeeded = Math.min(2, followTotal);
+  let evidence = 0;
+  if (metAll) evidence = 1;
+  if (metAll && signals >= 2) evidence = 2;
+  if (metAll && strongHeard === strongTotal && followHeard >= followNeeded && signals >= 3) evidence = 3;
+  const cap = placed === null || placed === undefined ? 1 : placed;
+  let level = Math.min(evidence, cap);
+  const before = level;
   level = Math.max(0, level - flagsHeard);
-  return READINGS[level];
+  const parts = [];
+  parts.push(metAll ? "every must-have met" : "a must-have missed");
+  parts.push(`${strongHeard} of ${strongTotal} strong signal${strongTotal === 1 ? "" : "s"}`);
+  if (followTotal) parts.push(`${followHeard} of ${followTotal} follow-up${followTotal === 1 ? "" : "s"} answered`);
+  parts.push(placed === null || placed === undefined ? "no level description chosen" : `placed at ${READINGS[placed]}`);
+  if (flagsHeard) parts.push(`${flagsHeard} red flag${flagsHeard === 1 ? "" : "s"} (down ${Math.min(flagsHeard, before)})`);
+  let next = "";
+  if (level < 3 && metAll && !flagsHeard) {
+    if (evidence <= level) {
+      next = level < 2 ? "; senior needs two signals (strong signals or follow-ups)"
+                       : "; staff needs every strong signal, two follow-ups answered and three signals in all";
+    } else next = `; the answer's signals support ${READINGS[evidence]}: choose the description that fits`;
+  }
+  return { reading: READINGS[level], why: `${parts.join(", ")}${next}.` };
+}
+
+export function readingOf(metAll, strongHeard, strongTotal, flagsHeard, extra = {}) {
+  return readingWhy(metAll, strongHeard, strongTotal, flagsHeard, extra).reading;
 }
 
 // facts: {qid: {title, level, topic, must: [text], strong: [text], flags: [text]}} -> the score
@@ -187,10 +223,15 @@ export function scoreLoop(state, facts) {
     const flagTicks = ((signals[id] && signals[id].flags) || []).slice(0, (f.flags || []).length);
     const flags = flagTicks.filter(Boolean).length;
     const heardFlags = (f.flags || []).filter((_, i) => flagTicks[i]);
-    const reading = graded ? readingOf(met === f.must.length, strong, (f.strong || []).length, flags) : null;
+    const followTotal = (f.follow || []).length;
+    const followHeard = ((signals[id] && signals[id].follow) || []).slice(0, followTotal).filter(Boolean).length;
+    const placed = signals[id] && Number.isInteger(signals[id].placed) ? signals[id].placed : null;
+    const read = graded ? readingWhy(met === f.must.length, strong, (f.strong || []).length, flags,
+                                     { followHeard, followTotal, placed }) : null;
     return { id, title: f.title, level: f.level, topic: f.topic, met, total: f.must.length, graded,
              pass: graded && met === f.must.length && flags === 0, missed, strong,
-             strongTotal: (f.strong || []).length, flags, heardFlags, reading };
+             strongTotal: (f.strong || []).length, flags, heardFlags, followHeard, followTotal, placed,
+             reading: read ? read.reading : null, why: read ? read.why : "" };
   });
   const topics = {};
   for (const q of questions) {
@@ -247,7 +288,10 @@ function cardFacts(card) {
   const chapter = card.querySelector('.practice-answer a[href*="notebooks/"]');
   const fact = { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
                  must: texts(".practice-must li"), strong: texts(".practice-strong li"), flags: texts(".practice-flags li"),
-                 levels: texts(".practice-levels li"), chapter: chapter ? chapter.getAttribute("href") : null };
+                 levels: texts(".practice-levels li"),
+                 follow: [...card.querySelectorAll(".practice-follow-ups > ol > li")].map((li) =>
+                   (li.querySelector("em")?.textContent || li.textContent).trim()),
+                 chapter: chapter ? chapter.getAttribute("href") : null };
   fact.minutes = SLOT_MINUTES[slotOf(fact)];
   return fact;
 }
@@ -316,7 +360,17 @@ export function createMockLoop(root, cards, api) {
   let startedAt = 0; // Date.now() when the clock last started; state.used holds time before that
 
   const usedNow = () => (state.phase === "run" && startedAt ? state.used + (Date.now() - startedAt) / 1000 : state.used);
+  // The page the loop lives on. Under Material's instant navigation a link (a calculator task's,
+  // say) replaces the page without unloading this script: the loop must then stop its clock and
+  // leave the new page's address alone; its own history entry keeps the loop, so Back resumes it.
+  const home = location.pathname;
+  const here = () => root.isConnected && location.pathname === home;
   function save() {
+    if (!state) return;
+    if (!here()) {
+      stopClock();
+      return;
+    }
     const hash = `#${encodeMock({ ...state, index, used: usedNow() })}`;
     if (location.hash !== hash) history.replaceState(history.state, "", hash);
   }
@@ -380,6 +434,7 @@ export function createMockLoop(root, cards, api) {
     tick();
     if (activeTimer) clearInterval(activeTimer);
     activeTimer = setInterval(() => {
+      if (!here()) return stopClock(); // the reader followed a link away: the loop waits in its history entry
       tick();
       save();
     }, 1000);
@@ -424,16 +479,29 @@ export function createMockLoop(root, cards, api) {
       };
       const strongList = heard("strong", f.strong, "Strong signals your answer had:");
       const flagList = heard("flags", f.flags, "Red flags your answer had:");
+      signals.follow ||= [];
+      const followList = heard("follow", f.follow, "Follow-ups you answered as the card expects (ask yourself each one):");
+      // The question's own level descriptions: which one fits the answer (the evidence above caps it).
       const levels = f.levels.length
-        ? el("details", { class: "practice-mock-levels" }, el("summary", {}, "What a pass looks like at each level"),
-             el("ul", {}, ...f.levels.map((t) => el("li", {}, t))))
+        ? el("fieldset", { class: "practice-mock-levels" },
+             el("legend", {}, "Which description fits your answer best?"),
+             ...[["", "none of them (below mid)", 0], ...f.levels.map((t, i) => [String(i + 1), t, i + 1])].map(([, text, value]) => {
+               const radio = el("input", { type: "radio", name: `mock-${qi}-placed`, id: `mock-${qi}-placed-${value}`,
+                                           value: String(value), checked: signals.placed === value });
+               radio.addEventListener("change", () => {
+                 if (radio.checked) signals.placed = value;
+                 save();
+               });
+               return el("div", { class: "practice-mock-placed" }, radio, el("label", { htmlFor: radio.id }, text));
+             }))
         : null;
       const answer = byId[id].querySelector(".practice-answer");
       const peek = answer ? el("details", { class: "practice-mock-peek" }, el("summary", {}, "Worked answer"),
                                 ...[...answer.children].filter((c) => c.tagName !== "SUMMARY").map((c) => c.cloneNode(true)))
                           : null;
       list.append(el("li", {}, el("h3", {}, f.title), el("p", { class: "practice-mock-meta" }, `${f.level} · ${topicLabel(f.topic)}`),
-                     el("p", {}, "Tick each must-have your answer contained:"), points, strongList, flagList, levels, peek));
+                     el("p", {}, "Tick each must-have your answer contained:"), points, strongList, flagList, followList,
+                     levels, peek));
     });
     const heading = el("h2", { id: "mock-grade-title", tabIndex: -1 }, "Grade your answers");
     const done = button("Show the score sheet", "mock-sheet");
@@ -475,14 +543,15 @@ export function createMockLoop(root, cards, api) {
       `(${READINGS.filter((r) => s.byReading[r]).map((r) => `${s.byReading[r]} ${r}`).join(", ") || "none graded"}).`);
     const table = el("table", { class: "practice-mock-table" },
       el("caption", {}, "By question"),
-      el("thead", {}, el("tr", {}, ...["Question", "Level", "Topic", "Must-haves met", "Strong signals", "Red flags", "Reading", "Result"]
+      el("thead", {}, el("tr", {}, ...["Question", "Level", "Topic", "Must-haves met", "Strong signals", "Red flags", "Reading", "Result", "Why this reading"]
         .map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, ...s.questions.map((q) => el("tr", { dataset: { qid: q.id } },
         el("td", {}, q.title), el("td", {}, q.level), el("td", {}, topicLabel(q.topic)),
         el("td", { class: "num" }, `${q.met} / ${q.total}`), el("td", { class: "num" }, `${q.strong} / ${q.strongTotal}`),
         el("td", { class: "num", dataset: { flags: String(q.flags) } }, String(q.flags)),
         el("td", { dataset: { reading: q.reading || "" } }, q.reading || "not graded"),
-        el("td", { dataset: { result: q.pass ? "pass" : "fail" } }, q.graded ? (q.pass ? "pass" : "fail") : "not graded")))));
+        el("td", { dataset: { result: q.pass ? "pass" : "fail" } }, q.graded ? (q.pass ? "pass" : "fail") : "not graded"),
+        el("td", { class: "practice-mock-why" }, q.why || "")))));
     const topics = el("table", { class: "practice-mock-table" },
       el("caption", {}, "By topic"),
       el("thead", {}, el("tr", {}, ...["Topic", "Questions passed", "Must-haves met"].map((h) => el("th", { scope: "col" }, h)))),
@@ -530,6 +599,7 @@ export function createMockLoop(root, cards, api) {
 
   function leave({ reopen = false } = {}) {
     stopClock();
+    if (!here()) return;
     restoreCards();
     state = null;
     bar.hidden = true;
@@ -578,6 +648,11 @@ export function createMockLoop(root, cards, api) {
     save();
   });
   finish.addEventListener("click", () => toGrade());
+  // A link followed from a card (a calculator task's) writes the loop's place first: Back returns to it.
+  const deck = cards[0] && cards[0].parentElement;
+  if (deck) deck.addEventListener("click", (event) => {
+    if (state && event.target.closest && event.target.closest("a[href]")) save();
+  }, true);
   quit.addEventListener("click", () => leave());
 
   return {

@@ -91,7 +91,8 @@ export function parseAnswer(text, unit = null) {
     if (scaled) return Number(scaled[1]) * MAGNITUDES[scaled[2]];
   }
   const cleaned = spaced.replace(/ /g, "");
-  const match = cleaned.match(new RegExp(`^${number}[a-zµ%/-]*$`, "i"));
+  // "1.36×" and "1.36 ×" are speedups as they are often typed (× is U+00D7, not the letter x).
+  const match = cleaned.match(new RegExp(`^${number}[a-zµ%/×-]*$`, "i"));
   return match ? Number(match[1]) : NaN;
 }
 
@@ -291,6 +292,10 @@ export const TIMER_SECONDS = Object.freeze({
   concept: [30, 120], calculation: [30, 120], "multi-step": [120, 300], diagnosis: [120, 300], design: [300, 900],
 });
 
+// The rubric's disclosure, as site_hooks/practice.py renders it (twofour.course.practice.render): the
+// timer's end message names it, so the reader knows what to open.
+export const RUBRIC_SUMMARY = "How it is graded: must-haves, signals, levels";
+
 function timerText(seconds) {
   return seconds < 60 ? `${seconds} s` : `${seconds / 60} min`;
 }
@@ -334,7 +339,7 @@ function makeTimer(announce) {
       reset();
       wrap.dataset.state = "done";
       clock.textContent = "Time";
-      announce(`Time is up (${formatTime(total)}). Now open "What a strong answer contains" and grade yourself.`);
+      announce(`Time is up (${formatTime(total)}). Now open "${RUBRIC_SUMMARY}" and grade yourself.`);
     }
   }
   function reset() {
@@ -690,7 +695,7 @@ async function setUpMode(root) {
       if (!mock.active) mock.resumeFrom(location.hash);
       return;
     }
-    const named = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    const named = location.hash ? document.getElementById(fragmentId(location.hash)) : null;
     if (mock.active || !named || !cards.includes(named) || named === current) return;
     // The named question wins over filters that would hide it (they are cleared, visibly):
     // otherwise the first card of the filtered set would replace the address the reader chose.
@@ -716,7 +721,7 @@ async function setUpMode(root) {
     if (document.readyState !== "complete") window.addEventListener("load", () => requestAnimationFrame(place), { once: true });
     return;
   }
-  const fromHash = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+  const fromHash = location.hash ? document.getElementById(fragmentId(location.hash)) : null;
   show(fromHash && cards.includes(fromHash) ? fromHash : cards[0]);
   // A #q-<id> in the URL names the question, not a place to scroll to: the browser (or
   // Material) may already have jumped to the card before it was the only one shown. Start at
@@ -727,6 +732,17 @@ async function setUpMode(root) {
     undoJump();
     requestAnimationFrame(undoJump);
     if (document.readyState !== "complete") window.addEventListener("load", () => requestAnimationFrame(undoJump), { once: true });
+  }
+}
+
+// The element id a URL fragment names: percent-escapes decoded, and a malformed one ("#q-%ZZ",
+// "#%") taken as written instead of throwing a URIError out of the hashchange handler.
+export function fragmentId(hash) {
+  const raw = String(hash || "").replace(/^#/, "");
+  try {
+    return decodeURIComponent(raw);
+  } catch (err) {
+    return raw;
   }
 }
 

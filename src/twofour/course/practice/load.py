@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..._common.text import printable
 from .expressions import check_expression, check_format
-from .questions import Accept, Bank, Design, Levels, Number, Question, QuickCheck, Rubric
+from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
 from .schema import _require, _validate
 from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, _ID
 
@@ -59,7 +59,9 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
         levels=Levels(*(levels[grade].strip() for grade in GRADES)),
         answer=raw["answer"].strip(),
         mistakes=tuple(t.strip() for t in raw["mistakes"]),
-        follow_ups=tuple(t.strip() for t in raw["follow_ups"]),
+        follow_ups=tuple(FollowUp(f.strip()) if isinstance(f, str)
+                         else FollowUp(f["ask"].strip(), f["answer"].strip(), (f.get("strong") or "").strip())
+                         for f in raw["follow_ups"]),
         connects=raw["connects"].strip(),
         numbers=numbers,
         quick_check=quick_check,

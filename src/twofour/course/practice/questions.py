@@ -89,6 +89,27 @@ class Levels:
 
 
 @dataclass(frozen=True)
+class FollowUp:
+    """What the interviewer asks next: ``ask``, the ``answer`` expected ("" for a bare prompt) and
+    what a ``strong`` answer adds ("" when not said).
+
+    >>> FollowUp("Why?", "Because the tile is 256 wide.").answered
+    True
+    """
+
+    ask: str
+    answer: str = ""
+    strong: str = ""
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.answer)
+
+    def texts(self) -> list[str]:
+        return [t for t in (self.ask, self.answer, self.strong) if t]
+
+
+@dataclass(frozen=True)
 class Design:
     """An open-ended question's frame: what the worked answer assumes, and what would change the decision."""
 
@@ -112,7 +133,7 @@ class Question:
     levels: Levels
     answer: str
     mistakes: tuple[str, ...]
-    follow_ups: tuple[str, ...]
+    follow_ups: tuple[FollowUp, ...]
     connects: str
     numbers: tuple[Number, ...] = ()
     quick_check: QuickCheck | None = None
@@ -155,7 +176,7 @@ class Question:
 
     def _texts(self) -> list[str]:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,
-                 *self.follow_ups]
+                 *(t for f in self.follow_ups for t in f.texts())]
         if self.quick_check:
             texts += [self.quick_check.ask, self.quick_check.derivation, *(a.why for a in self.quick_check.accepts)]
         if self.design:

@@ -25,7 +25,8 @@ from ..call_paths import linear_path_cost
 from .helpers import (compute_bound_m, cost_per_token_ratio, first_torch_pinning, measured_bandwidth_ratio,
                       measured_crossover_m, measured_gemm, measured_phase_speedup, published_speedup, published_value,
                       recorded_launch, replaced_timings, searched_gemm, slo_goodput, speculative_speedup, transposable_patterns, wave_count)
-from .planning import kv_batch_limit, normal_quantile, ring_allreduce_us, runs_for_power, tp_degrees
+from .planning import (kv_batch_limit, normal_quantile, one_shot_allreduce_us, ring_allreduce_us, runs_for_power,
+                       runs_for_t_test_power, t_test_power, tp_degrees)
 
 __all__ = ["Namespace", "Function", "NAMESPACE", "RESULT_TYPES", "STR_METHODS"]
 
@@ -139,6 +140,9 @@ NAMESPACE: dict[str, object] = {
         "normal_quantile": normal_quantile,
         "kv_batch_limit": kv_batch_limit,
         "ring_allreduce_us": ring_allreduce_us,
+        "one_shot_allreduce_us": one_shot_allreduce_us,
+        "runs_for_t_test_power": runs_for_t_test_power,
+        "t_test_power": t_test_power,
         # What F.linear adds per call beyond the direct library call (measured both ways on the H200).
         "linear_path_cost": linear_path_cost,
         "min": min,

@@ -51,6 +51,20 @@ def _number_text(value: float, unit: str) -> str:
     return f"{text}{'' if unit in ('', 'x', '%') else ' '}{unit}" if unit else text
 
 
+def _follow_ups(q: Question) -> list[str]:
+    """The follow-up chain: each question the interviewer asks next, its expected answer and what a
+    strong answer adds, in order (they escalate); a bare prompt is listed as a question only."""
+    lines = ['<div class="practice-follow-ups" markdown="1">', "", "**Follow-ups**, in the order an interviewer asks them", ""]
+    for i, f in enumerate(q.follow_ups, 1):
+        lines.append(f"{i}. *{q.fill(f.ask)}*")
+        if f.answer:
+            lines += ["", f"    **Expected:** {q.fill(f.answer)}"]
+        if f.strong:
+            lines += ["", f"    **A strong answer adds:** {q.fill(f.strong)}"]
+        lines.append("")
+    return lines + ["</div>", ""]
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
@@ -101,7 +115,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
     if q.numbers:
         lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
-    lines += ["**Follow-ups**", ""] + [f"- {q.fill(f)}" for f in q.follow_ups] + [""]
+    lines += _follow_ups(q)
     lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
     if q.chapter:
         page = q.chapter

@@ -38,6 +38,7 @@ _ACCEPT_KEYS = ("number", "why")
 _QUICK_CHECK_KEYS = ("ask", "answer", "unit", "tolerance", "accepts", "derivation", "scale", "basis")
 _RUBRIC_KEYS = RUBRIC_FIELDS
 _DESIGN_KEYS = ("assumptions", "changes")
+_FOLLOW_UP_KEYS = ("ask", "answer", "strong")
 _QUESTION_KEYS = ("id", "level", "topic", "kind", "skill", "setting", "drills", "title", "prompt", "rubric", "levels",
                   "answer", "design", "mistakes", "follow_ups", "connects", "numbers", "quick_check", "chapter", "sources", "calculator")
 # A quick check whose tolerance is this wide or wider says which approximation it accepts.
@@ -117,6 +118,19 @@ _DESIGN_SCHEMA = _object_schema(
 )
 
 
+# A follow-up is what the interviewer asks next: a bare question (text), or {ask, answer, strong}:
+# the question, the answer expected, and what a strong answer adds. Chains escalate.
+_FOLLOW_UP_SCHEMA = {"anyOf": [
+    {"type": "string", "pattern": r"\S"},
+    _object_schema(
+        {"ask": _text_schema("follow_ups[{index}].ask must be non-empty text"),
+         "answer": _text_schema("follow_ups[{index}].answer must be non-empty text: the answer expected"),
+         "strong": _text_schema("follow_ups[{index}].strong must be non-empty text: what a strong answer adds")},
+        ["ask", "answer"], "each follow-up must be text or a mapping {ask, answer, strong}",
+        "unknown follow-up keys {unknown}; valid: " + ", ".join(_FOLLOW_UP_KEYS)),
+], "x-message": "follow_ups[{index}] must be non-empty text or a mapping {ask, answer, strong}"}
+
+
 def _kind_for_level(level: str) -> dict:
     kinds = list(KINDS_BY_LEVEL[level])
     return {"if": {"required": ["level"], "properties": {"level": {"const": level}}},
@@ -147,7 +161,9 @@ QUESTION_SCHEMA: dict = {
             "answer": _text_schema("'answer' must be non-empty text"),
             "design": _DESIGN_SCHEMA,
             "mistakes": _texts_schema("mistakes", 1, 5),
-            "follow_ups": _texts_schema("follow_ups", 1, 3),
+            "follow_ups": {"type": "array", "minItems": 1, "maxItems": 3, "items": _FOLLOW_UP_SCHEMA,
+                           "x-message": "'follow_ups' must be a list of 1-3 follow-ups",
+                           "x-count": "'follow_ups' must have 1-3 entries"},
             "connects": _text_schema("'connects' must be non-empty text"),
             "numbers": {"anyOf": [{"type": "null"}, {"type": "array", "items": _NUMBER_SCHEMA}],
                         "x-message": "numbers must be a list"},

@@ -138,9 +138,11 @@ def test_rendered_card_keeps_its_blank_lines_and_headings():
     from twofour.course.practice import render_markdown
 
     q = parse_question(_question(chapter="notebooks/06-amdahl.ipynb", sources=["ref one", "ref two"],
-                                 follow_ups=["f1", "f2"], **_check(ask="How much?", tolerance=0.02)), 0)
+                                 follow_ups=["f1", {"ask": "f2", "answer": "a2", "strong": "s2"}],
+                                 **_check(ask="How much?", tolerance=0.02)), 0)
     md = render_markdown(q)
-    assert "\n**Follow-ups**\n\n- f1\n- f2\n\n" in md
+    assert ("\n**Follow-ups**, in the order an interviewer asks them\n\n1. *f1*\n\n2. *f2*\n\n    **Expected:** a2\n\n"
+            "    **A strong answer adds:** s2\n\n</div>\n") in md
     assert "\nRead more: [the chapter](../notebooks/06-amdahl.ipynb).\n\nSources: ref one; ref two\n\n</details>\n" in md
     assert "graded against first-principles arithmetic)</p>\n\n<details class=\"practice-derivation\" markdown=\"1\">\n" in md
     assert "<summary>Derivation</summary>\n\nd\n\n</details>\n\n</div>\n\n</article>\n" in md
