@@ -239,6 +239,14 @@ def test_png_text_chunks_are_read_and_kept_when_recompressed():
     assert nb_render.png_text(b"not a png") == {} and nb_render.smaller_png(b"not a png") == b"not a png"
 
 
+def test_a_recompressed_figure_is_kept_by_its_hash_and_read_back_next_build(tmp_path, monkeypatch):
+    raw = base64.b64decode(_png("T", "D", size=(200, 100)))
+    small = nb_render.smaller_png(raw, cache=tmp_path)
+    assert [f.read_bytes() for f in tmp_path.iterdir()] == [small]
+    monkeypatch.setattr(nb_render, "_smaller_png", lambda png: pytest.fail("re-encoded a cached figure"))
+    assert nb_render.smaller_png(raw, cache=tmp_path) == small
+
+
 def test_pending_note_says_outputs_are_coming_or_shows_the_error():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
     import notebooks

@@ -16,7 +16,8 @@ from twofour.quality import TrainConfig
 
 
 @pytest.fixture(autouse=True)
-def tiny_lab_model(monkeypatch):
+def tiny_lab_model(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("TWOFOUR_CACHE", str(tmp_path_factory.getbasetemp() / "lab5-cache"))
     monkeypatch.setattr(lab5, "LAB_SIZE", "tiny")
     monkeypatch.setattr(lab5, "LAB_TRAIN", TrainConfig(steps=300, batch_size=16, lr=3e-3, warmup_steps=10, seed=0))
 
@@ -145,3 +146,16 @@ def test_provided_model_is_a_fresh_copy():
         norms_a["blocks.0.mlp.fc1"].zero_()
     assert bool((b.blocks[0].mlp.fc1.weight != 0).any())
     assert bool((lab5.provided_model()[1]["blocks.0.mlp.fc1"] != 0).any())
+
+
+def test_the_provided_model_is_trained_once_and_read_back_bit_for_bit(monkeypatch, tmp_path):
+    monkeypatch.setenv("TWOFOUR_CACHE", str(tmp_path))
+    cfg = TrainConfig(steps=20, batch_size=4, lr=3e-3, warmup_steps=2, seed=0)
+    trained, norms = lab5._provided.__wrapped__("tiny", cfg)
+    assert [f.name for f in tmp_path.glob("*.pt")] == [lab5._cache_file("tiny", cfg, lab5.load_corpus()).name]
+    monkeypatch.setattr(lab5, "_train", lambda *a: pytest.fail("trained again"))  # a new process: no lru_cache
+    read, read_norms = lab5._provided.__wrapped__("tiny", cfg)
+    assert all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), read.state_dict().values()))
+    assert all(torch.equal(norms[k], read_norms[k]) for k in norms) and not read.training
+    other = TrainConfig(steps=21, batch_size=4, lr=3e-3, warmup_steps=2, seed=0)
+    assert lab5._cache_file("tiny", other, lab5.load_corpus()) != lab5._cache_file("tiny", cfg, lab5.load_corpus())

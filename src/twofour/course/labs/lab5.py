@@ -9,8 +9,9 @@ The learner writes two functions:
   returns the loss and leaves every pruned weight exactly zero.
 
 The checkers run them on :func:`provided_model`, a small byte-level language model trained here
-from scratch (deterministic; under a minute on one idle CPU core), and compare with magnitude
-2:4 pruning. Hints point at the mistake, never at the answer.
+from scratch (deterministic; under a minute on one idle CPU core; kept on disk, so the lab, its
+solutions and a second run train it once), and compare with magnitude 2:4 pruning. Hints point
+at the mistake, never at the answer.
 
 >>> import torch
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
@@ -24,6 +25,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
+import os
+from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -65,9 +70,56 @@ LAB_SIZE = "small"
 LAB_TRAIN = DEFAULT_TRAIN
 
 
+def cache_dir() -> Path:
+    """Where trained lab models are kept: ``$TWOFOUR_CACHE``, else ``$XDG_CACHE_HOME/twofour``
+    (``~/.cache/twofour``)."""
+    if os.environ.get("TWOFOUR_CACHE"):
+        return Path(os.environ["TWOFOUR_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "twofour"
+
+
+def _cache_file(size: str, train_cfg, corpus) -> Path:
+    """The file of one trained model: named by everything its weights depend on."""
+    key = repr((SIZES[size].model, train_cfg, corpus.sha256, torch.__version__, SEED)).encode()
+    return cache_dir() / f"lab5-{size}-{hashlib.sha256(key).hexdigest()[:20]}.pt"
+
+
+@contextmanager
+def _only_one_trainer(path: Path):
+    """While held, no other process trains the same model (the lab and its solutions run side by
+    side under ``make test``): the second waits, then reads the first one's file."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: both may train; each writes the same bytes
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @functools.lru_cache(maxsize=2)
 def _provided(size: str, train_cfg) -> tuple[TinyLM, dict[str, torch.Tensor]]:
     corpus = load_corpus()
+    path = _cache_file(size, train_cfg, corpus)
+    try:
+        with _only_one_trainer(path):
+            if path.is_file():
+                saved = torch.load(path, weights_only=True)
+                model = TinyLM(SIZES[size].model)
+                model.load_state_dict(saved["state"])
+                return model.eval(), saved["norms"]
+            model, norms = _train(size, train_cfg, corpus)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            torch.save({"state": model.state_dict(), "norms": norms}, tmp)
+            os.replace(tmp, path)
+            return model, norms
+    except OSError:  # no writable cache: train in this process, as before
+        return _train(size, train_cfg, corpus)
+
+
+def _train(size: str, train_cfg, corpus) -> tuple[TinyLM, dict[str, torch.Tensor]]:
     with deterministic(1):
         model, _ = train(SIZES[size].model, corpus, train_cfg, progress="training the lab's model")
         norms = activation_norms(model, corpus.train)

@@ -1,6 +1,6 @@
 """twofour.pack / unpack / packed bytes: the checks and numbers a one-token bug would break.
 
-Written against the mutation score (`make mutate`): each test names the mistake it catches.
+Each test names the one-token mistake it catches (`make mutate` reports the ones no test catches).
 """
 
 from __future__ import annotations

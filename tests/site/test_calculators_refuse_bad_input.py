@@ -1,4 +1,4 @@
-"""The calculators' JS mirror under hostile input, second round, in a real browser.
+"""The calculators' JS mirror refuses what the Python refuses, with the Python's message, in a real browser.
 
 ``packedRatio("__proto__")`` returned NaN (a lookup reached Object.prototype), a peak lookup by
 ``"constructor"`` returned a function, unknown ``gemmSpeedup`` keys were ignored where Python
@@ -83,7 +83,7 @@ def test_an_estimate_that_overflows_is_blamed_on_its_cause(watched, base_url, qu
     assert not watched.console_errors
 
 
-def test_third_round_lookups_and_numbers_are_refused_by_name(watched, base_url):
+def test_unknown_lookups_and_non_finite_numbers_are_refused_by_name(watched, base_url):
     """``ceilings("__proto__")`` used ``in``, ``indexBits(NaN)`` and ``regimeOf(NaN)`` answered, and
     ``estimate({pruned: "q_proj"})`` threw a TypeError; each is now an InputError naming its argument."""
     page = watched.page

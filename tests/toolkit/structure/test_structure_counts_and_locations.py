@@ -1,6 +1,6 @@
 """twofour.check and prune: counts and locations that a plausible one-token bug would get wrong.
 
-Written against the mutation score (`make mutate`): each test names the mistake it catches.
+Each test names the one-token mistake it catches (`make mutate` reports the ones no test catches).
 """
 
 from __future__ import annotations
