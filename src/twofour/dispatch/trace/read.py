@@ -120,7 +120,8 @@ class Trace:
         """The GPU named in the trace's ``deviceProperties`` (None for a CPU trace)."""
         props = self.meta.get("deviceProperties")
         props = props if type(props) is list else []
-        names = sorted({printable(p.get("name"), limit=80) for p in props if isinstance(p, dict) and p.get("name")})
+        names = sorted({printable(p["name"], limit=80) for p in props
+                        if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip()})
         return ", ".join(names) or None
 
     def __repr__(self) -> str:
