@@ -12,7 +12,7 @@ prints CPU seconds, peak RSS (``VmHWM``) and the outcome:
 Files (written to ``--dir``, deleted at the end):
 
 * **events**: the shipped sparse-eager H200 trace's events repeated to ``--mb`` MB of JSON;
-* **keys**: ``--keys`` top-level keys, each a 1 MB list, then a small ``traceEvents`` (the issue-54
+* **keys**: ``--keys`` top-level keys, each a 1 MB list of zeros, then a small ``traceEvents`` (the issue-54
   memory attack; the hostile round used 1,500 keys, 1.4 MB gzipped);
 * **deep**: one event nested 100,000 arrays deep (a 200 kB file);
 * **nan**: a trace whose one kernel has ``"dur": NaN`` (PyTorch's writer emits bare NaN; the
@@ -66,18 +66,18 @@ print(f"{time.process_time() - t0:.2f}\t{rss:.0f}\t{out}")
 """
 
 
-def write_files(folder: Path, mb: int, keys: int) -> dict:
-    events = json.loads(gzip.decompress(SHIPPED.read_bytes()))["traceEvents"]
-    one = ",".join(json.dumps(e) for e in events)
-    repeat = max(1, (mb << 20) // len(one))
+def write_files(folder: Path, mb: int, keys: int, which: str) -> dict:
     files = {}
-    p = files["events"] = folder / "events.json"
-    with open(p, "w") as f:
-        f.write('{"schemaVersion": 1, "traceEvents": [')
-        f.write(",".join([one] * repeat))
-        f.write("]}")
+    if "events" in which:
+        events = json.loads(gzip.decompress(SHIPPED.read_bytes()))["traceEvents"]
+        one = ",".join(json.dumps(e) for e in events)
+        p = files["events"] = folder / "events.json"
+        with open(p, "w") as f:
+            f.write('{"schemaVersion": 1, "traceEvents": [')
+            f.write(",".join([one] * max(1, (mb << 20) // len(one))))
+            f.write("]}")
     p = files["keys"] = folder / "keys.json"
-    value = "[" + ",".join(["0"] * ((1 << 20) // 2)) + "]"
+    value = "[" + ",".join(["0"] * 500_000) + "]"  # 1,000,001 characters: under the reader's 1 MiB per value
     with open(p, "w") as f:
         f.write("{")
         for i in range(keys):
@@ -96,12 +96,15 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=300, help="top-level 1 MB keys in the keys file (default 300)")
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--ijson-python", default=sys.executable, help="a Python that has ijson installed")
+    ap.add_argument("--files", default="events,keys,deep,nan", help="which files to read (default: all four)")
     ap.add_argument("--reader", default=str(READER), help="the _jsonstream.py to measure (e.g. an older checkout's)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
-        files = write_files(Path(d), args.mb, args.keys)
+        files = write_files(Path(d), args.mb, args.keys, args.files.split(","))
         print("file\tsize MB\treader\tCPU s\tpeak RSS MB\toutcome")
         for what, path in files.items():
+            if what not in args.files.split(","):
+                continue
             size = os.path.getsize(path) / 1e6
             for how in ("stream", "ijson", "json"):
                 python = args.ijson_python if how == "ijson" else sys.executable

@@ -507,7 +507,7 @@ def test_a_64_mb_trace_streams(tmp_path, capsys):
     assert m["sparse"] == m["gemms"] > 0 and m["culprit"] == "aten::_cslt_sparse_mm"
     assert peak_mb - base_mb < 0.75 * size_mb, "reading must stream, peak memory well under the file's size: " + summary
     per_event = (m["peak_kb"] - m["base_kb"]) * 1024 / m["events"]
-    assert per_event < 200, f"read.py's docstring says about 140 bytes per event at peak, measured {per_event:.0f}"
+    assert per_event < 200, f"read.py's docstring says about 150 bytes per event at peak, measured {per_event:.0f}"
     os.unlink(path)
 
 

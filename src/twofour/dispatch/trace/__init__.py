@@ -19,15 +19,16 @@ trace recorded anywhere (your serving box, a colleague's GPU) with ``torch.profi
   ``cudnn_generated_fort_native_sdpa_...``) and anything launched inside an attention operator.
 * **The eligible share p**: GEMM time (2:4 and dense, outside attention) over step time, the
   ``p`` of Amdahl's law; with a dense baseline (``baseline=``), the measured GEMM speedup and
-  end-to-end speedup, and the funnel (:mod:`twofour.funnel`'s stages) with each stage marked
-  measured, predicted or data sheet.
+  end-to-end speedup; and the funnel (:class:`twofour.funnel.FunnelStep` s) with each step marked
+  measured, predicted, data sheet or unknown (none for a CPU trace).
 
 The files follow the data: :mod:`.read` (file checks, streaming, events as columns) ->
 :mod:`.classify` (kernel and operator names) -> :mod:`.analyze` (steps, gaps, shares,
 comparison) -> :mod:`.report` (plain data: the model, funnel and verdicts) -> :mod:`.render`
-(:func:`report_text`, :func:`report_html`, called by whoever shows the report); :mod:`.record` makes a trace of your own code. Reading is streaming: a 1 GB trace
-never sits in memory as text. Nsight Systems exports are not read (an SQLite file gets a clear
-error); export a PyTorch profiler trace.
+(:func:`report_text`, :func:`report_html`, called by whoever shows the report); :mod:`.predict`
+gives the funnel's 2:4 GEMM step without a baseline; :mod:`.record` makes a trace of your own code.
+Reading is streaming: a 1 GB trace never sits in memory as text. Nsight Systems exports are not
+read (an SQLite file gets a clear error); export a PyTorch profiler trace.
 
 Phases are read from annotation names: ``prefill`` or ``decode`` anywhere in a
 ``record_function`` name marks a step of that phase (the innermost such annotations are the

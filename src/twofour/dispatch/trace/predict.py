@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 _DTYPES = {"c10::Half": "fp16", "c10::BFloat16": "bf16"}
+_MAX_SHAPES = 4096  # distinct GEMM shapes predicted; a trace with more is not a model's decode step
 # Operators whose operands say the GEMM: (index of x [.., K], index of the weight, weight stored [N, K]?)
 _OPERANDS = {"aten::linear": (0, 1, True), "aten::mm": (0, 1, False), "aten::matmul": (0, 1, False),
              "aten::addmm": (1, 2, False)}
@@ -72,15 +73,21 @@ def kernel_speedup(gemm_ops, device_name: str | None) -> tuple[float | None, str
         if isinstance(got, str):
             return None, f"the kernel model cannot read every GEMM: {got}"
         shapes[got] = shapes.get(got, 0) + 1
+    if len(shapes) > _MAX_SHAPES:
+        return None, f"{len(shapes):,} distinct GEMM shapes (the prediction covers up to {_MAX_SHAPES:,})"
     for ((M, N, K), dtype), n in shapes.items():
         if K % 4:
             return None, f"a GEMM with K = {K}, not a multiple of 4 (no 2:4 weight)"
-        p = predict(M, N, K, dtype, spec, scenario="kernel")
+        try:
+            p = predict(M, N, K, dtype, spec, scenario="kernel")
+        except ValueError as exc:  # a size past the model's range: said, not a traceback
+            return None, f"the kernel model refuses a GEMM of M = {M:.3g}, N = {N:.3g}, K = {K:.3g}: {str(exc)[:120]}"
         dense += n * p.dense_us
         sparse += n * p.sparse_us
     if not sparse > 0:
         return None, "the kernel model predicts no time for these GEMMs"
     Ms = sorted({M for (M, _, _), _ in shapes})
     return dense / sparse, (f"predicted by the kernel model (twofour.roofline, kernel time, default algorithm) for the "
-                            f"{len(gemm_ops)} GEMMs of the summarized steps ({len(shapes)} shapes, M = "
+                            f"{len(gemm_ops)} GEMM{'s' if len(gemm_ops) != 1 else ''} of the summarized steps ({len(shapes)} "
+                            f"shape{'s' if len(shapes) != 1 else ''}, M = "
                             f"{', '.join(map(str, Ms[:4]))}{', ...' if len(Ms) > 4 else ''}) on {spec.name}")

@@ -3,7 +3,7 @@
 The first stage of :mod:`twofour.dispatch.trace`: the file is refused before it is opened when it
 is not a regular file (a FIFO would block), read streaming (:mod:`._jsonstream`: a 1 GB trace
 never sits in memory as text), and each kept event becomes a few numbers in compact arrays
-(49 bytes an event). At peak, reading and analysing take about 140 bytes per kept event of the
+(49 bytes an event). At peak, reading and analysing take about 150 bytes per kept event of the
 process's own memory (the columns, their growth while read, the analysis's index), on top of the
 interpreter and torch (about 150 MB); ``test_a_64_mb_trace_streams`` measures it and holds it
 under 200. Nsight Systems exports are not read (an SQLite file gets a clear error).
@@ -120,7 +120,8 @@ class Trace:
         """The GPU named in the trace's ``deviceProperties`` (None for a CPU trace)."""
         props = self.meta.get("deviceProperties")
         props = props if type(props) is list else []
-        names = sorted({printable(p.get("name"), limit=80) for p in props if isinstance(p, dict) and p.get("name")})
+        names = sorted({printable(p["name"], limit=80) for p in props
+                        if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip()})
         return ", ".join(names) or None
 
     def __repr__(self) -> str:
