@@ -137,8 +137,11 @@ def _as_bytes(t: torch.Tensor) -> memoryview:
     return memoryview(t.view(torch.uint8).numpy() if t.dim() else t.reshape(1).view(torch.uint8).numpy()).cast("B")
 
 
-def convert(src, out, layout: str = "dense") -> ConvertResult:
-    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``."""
+def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
+    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``.
+
+    ``progress(done, total, name)``, when given, is called after each output tensor is written.
+    """
     from ..packing import pack, to_cutlass
 
     if layout not in LAYOUTS:
@@ -195,7 +198,9 @@ def convert(src, out, layout: str = "dense") -> ConvertResult:
         def fill(f):
             f.write(len(blob).to_bytes(8, "little"))
             f.write(blob)
-            for out_name, key, size in order:
+            for i, (out_name, key, size) in enumerate(order):
+                if progress is not None:
+                    progress(i, len(order), out_name)
                 t = produce(key)
                 data = _as_bytes(t)
                 if len(data) != size:

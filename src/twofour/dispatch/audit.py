@@ -138,6 +138,7 @@ def audit(
     *,
     target=None,
     backend: str | None = None,
+    progress=None,
 ) -> AuditReport:
     """Audit every 2-D weight: 2:4 validity along K, packed or not, the kernel it would get, bytes.
 
@@ -151,6 +152,7 @@ def audit(
             ``(batch, seq_len)``; used for the padding check. None skips it.
         target: where the model would run (None: this machine; or ``hypothetical_gpu(...)``).
         backend: ``"cusparselt"`` / ``"cutlass"``, or None for torch's default.
+        progress: ``progress(done, total, name)``, called before each tensor of a checkpoint (or None).
 
     Returns:
         An :class:`AuditReport`; ``print(report)`` shows the table, the reasons and a summary.
@@ -177,7 +179,10 @@ def audit(
         )
     ct = reader.ct if reader is not None else None
     conv1d = 0
-    for name, kind, shape, dtype, load in _iter_weights(source):
+    total = len(reader.names()) if reader is not None else 0
+    for i, (name, kind, shape, dtype, load) in enumerate(_iter_weights(source)):
+        if progress is not None and reader is not None:
+            progress(i, total, name)
         if load is None:
             skipped.append((name, f"not a tensor ({dtype})"))
             continue
