@@ -82,10 +82,16 @@ def _planned(view, layout: str):
                 f"{printable(name, 120)} is stored marlin-24 (int4 packed for the Marlin kernel); twofour does not "
                 "unpack it, so it cannot convert this checkpoint"
             )
+        if st.form == "pack-quantized":
+            raise CompressedError(
+                f"{printable(name, 120)} is stored pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, "
+                "weight-only); twofour does not dequantize it, so it cannot convert this checkpoint (`twofour audit` "
+                "reads its 2:4 structure)"
+            )
         shape, dtype = view.shape(name), view.dtype(name)
         if not isinstance(dtype, torch.dtype) or dtype not in _CODES:
             raise CheckpointError(f"{printable(name, 120)}: dtype {printable(str(dtype), 40)} cannot be written to safetensors")
-        rebuilt += st.form == "sparse-24-bitmask"
+        rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")
         is_24 = st.form == "sparse-24-bitmask"
         layer = name[: -len(".weight")] if name.endswith(".weight") else name
         kind = weight_kind(name, tuple(shape))

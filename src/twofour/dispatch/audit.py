@@ -41,7 +41,7 @@ from ..checkpoint.file import Checkpoint
 from ..checkpoint.folder import ModelFiles
 from .audit_row import AuditRow
 from .audit_report import AuditReport
-from .runners import judge_row, marlin_row, who_runs
+from .runners import judge_row, marlin_row, packed_int_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
 from .rules import BackendRules, default_backend, is_packed
@@ -192,6 +192,10 @@ def audit(
         stored = reader.stored(name) if reader is not None else None
         if stored is not None and stored.form == "marlin-24":
             rows.append(judge_row(marlin_row(name, kind, shape, stored), ct, reader.path))
+            continue
+        if stored is not None and stored.form == "pack-quantized":  # 2:4 read from the packed integers
+            row = packed_int_row(name, kind, shape, dtype, stored, reader.structure(name))
+            rows.append(judge_row(row, ct, reader.path))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
             skipped.append((name, _dtype_reason(dtype)))
