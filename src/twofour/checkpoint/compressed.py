@@ -19,11 +19,20 @@ Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
   ``scale_packed`` (fp16, ``[K/group, N]``) and ``meta`` (int16, 2 bits per kept value),
   permuted for the Marlin kernel. compressed-tensors never decompressed it; only a Marlin
   kernel runs it.
+* **sparse-bitmask** (``BitmaskConfig``, any pattern): ``compressed`` holds the non-zero values
+  1-D, beside ``bitmask``, ``shape`` and ``row_offsets``; rebuilt, then checked like a dense weight.
+* **pack-quantized** (W4A16, W8A16; LLM Compressor's 2:4 W4A16 recipe keeps
+  ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` int32,
+  ``weight_shape``, ``weight_scale`` (and ``weight_zero_point`` when asymmetric). Its 2:4
+  structure is read from the packed integers against the zero point (:mod:`._packed_int`); it
+  is not dequantized.
+* **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
+  read as the dense weights they are.
 
 :func:`stored_view` wraps opened :class:`~twofour.checkpoint.folder.ModelFiles` so the audit sees
 one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
-when asked) the weight rebuilt from the bitmask, after checking that every group of four
-along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
+when asked) the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every
+group of four along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
 this is refused with a :class:`~twofour.checkpoint.file.CheckpointError`; compressed-tensors'
 own writer cannot produce one.
 
@@ -31,7 +40,7 @@ own writer cannot produce one.
 >>> mask = torch.tensor([[1, 1, 0, 0, 0, 1, 0, 1]], dtype=torch.bool)
 >>> bits = pack_bitmask(mask); bits
 tensor([[163]], dtype=torch.uint8)
->>> decompress(torch.tensor([[1., 2., 3., 4.]]), bits, (1, 8), "fc").tolist()
+>>> decompress(torch.tensor([[1., 2., 3., 4.]], dtype=torch.float16), bits, (1, 8), "fc").tolist()
 [[1.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0]]
 """
 
