@@ -31,7 +31,14 @@ Folders (all deterministic, seed 0):
   ``dense``, structure ``2:4``);
 * ``marlin24-int4``: int4 weights, group size 128, packed for the Marlin 2:4 kernel (quantization
   format ``marlin-24``; ``sparsity_config`` ``dense`` with structure ``2:4``), if this
-  compressed-tensors can write it on this machine (the script says when it cannot).
+  compressed-tensors can write it on this machine (the script says when it cannot);
+* ``sparse-bitmask-fp16``: the fp16 2:4 weights stored ``sparse-bitmask`` (``BitmaskConfig``: 1-D
+  ``compressed`` values, ``bitmask``, ``shape``, ``row_offsets``), with its expected decompression;
+* ``w4a16-24``, ``w4a16-asym-24``: W4A16 (symmetric, and asymmetric with ``weight_zero_point``),
+  group 128, ``pack-quantized`` (``weight_packed`` int32, ``weight_scale``, ``weight_shape``) with
+  ``sparsity_config`` ``dense``, structure ``2:4`` (LLM Compressor's 2:4 W4A16 recipe);
+* ``w8a8-24``, ``fp8-24``: int8 (``int-quantized``) and FP8 (``float-quantized``) weights with
+  ``sparsity_config`` ``dense``, structure ``2:4``.
 """
 
 from __future__ import annotations
@@ -170,6 +177,19 @@ def main(out_root: str) -> int:
     except Exception as exc:  # noqa: BLE001 - report and go on: the other folders stand alone
         shutil.rmtree(os.path.join(out_root, "marlin24-int4"), ignore_errors=True)
         print(f"marlin-24 not written: {type(exc).__name__}: {exc}")
+    from compressed_tensors import BitmaskConfig
+
+    folder = os.path.join(out_root, "sparse-bitmask-fp16")
+    comp = _write(_model(torch.float16), folder, BitmaskConfig(targets=TARGETS, ignore=IGNORE))
+    _expected(comp, folder, os.path.join(out_root, "sparse-bitmask-fp16.expected.safetensors"))
+    made.append("sparse-bitmask-fp16")
+    dense24 = lambda: DenseSparsityConfig(targets=TARGETS, ignore=IGNORE, sparsity_structure="2:4")  # noqa: E731
+    for name, preset, fmt in (("w4a16-24", "W4A16", "pack-quantized"), ("w4a16-asym-24", "W4A16_ASYM", "pack-quantized"),
+                              ("w8a8-24", "W8A8", "int-quantized"), ("fp8-24", "FP8", "float-quantized")):
+        folder = os.path.join(out_root, name)
+        model = _quantize(_model(torch.float16, hidden=128, inter=256), preset)
+        _write(model, folder, dense24(), quantization_format=fmt, shard="200KB")
+        made.append(name)
     with open(os.path.join(out_root, "MADE_BY.json"), "w") as f:
         json.dump({"compressed_tensors": compressed_tensors.__version__, "torch": torch.__version__,
                    "script": "scripts/make_ct_fixtures.py", "folders": made}, f, indent=1)

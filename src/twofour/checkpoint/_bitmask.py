@@ -230,3 +230,31 @@ def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int],
         np.left_shift(H, second_shift[groups], out=H)
         np.bitwise_or(L, H, out=dense[r0:r1])
     return result
+
+
+def decompress_unstructured(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int], layer: str) -> torch.Tensor:
+    """The dense weight of a ``sparse-bitmask`` layer: 1-D ``values`` (row-major) at the bitmask's set bits.
+
+    Any pattern (it is not 2:4 by construction: the audit checks what comes out). The number of
+    values must equal the number of set bits.
+
+    >>> mask = torch.tensor([[1, 0, 1, 1, 0, 0, 0, 0]], dtype=torch.bool)
+    >>> decompress_unstructured(torch.tensor([1., 2., 3.]), pack_bitmask(mask), (1, 8), "fc").tolist()
+    [[1.0, 0.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.0]]
+    """
+    N, K = shape
+    name = printable(layer, 120)
+    if values.dim() != 1 or tuple(bits.shape) != (N, (K + 7) // 8) or bits.dtype != torch.uint8:
+        raise CompressedError(f"{name}: sparse-bitmask needs 1-D values and a {N}x{(K + 7) // 8} uint8 bitmask, got "
+                              f"{'x'.join(map(str, values.shape))} values and a {'x'.join(map(str, bits.shape))} bitmask")
+    if K % 8 and bool((bits[:, -1] >> (K % 8)).any()):
+        raise CompressedError(f"{name}: the bitmask sets bits past column {K - 1}; it is damaged")
+    mask = unpack_bitmask(bits, K)
+    kept = int(mask.sum())
+    if kept != values.numel():
+        raise CompressedError(f"{name}: the bitmask keeps {kept:,} values but {values.numel():,} are stored; "
+                              "the parts disagree")
+    raw = values.view(_INT_VIEW[values.element_size()]) if values.element_size() in _INT_VIEW else values
+    out = torch.zeros((N, K), dtype=raw.dtype)
+    out[mask] = raw
+    return out.view(values.dtype)

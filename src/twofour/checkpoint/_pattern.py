@@ -6,7 +6,8 @@ backtracks, so ``re:(a+)+$`` against ``"a" * 40 + "!"`` runs for hours, and the 
 from the file. Here the pattern is parsed by Python's own parser (so the syntax is exactly
 ``re``'s) and run as a Thompson automaton: the set of states is advanced one character at a
 time, so the work is at most (name length) x (automaton size), and the automaton is capped
-(:data:`MAX_STATES`). Back-references, look-arounds, conditionals and atomic groups have no such
+(:data:`MAX_STATES`). Steps already taken are cached (a DFA built lazily, as RE2 does), so
+the many names of a checkpoint cost about one dictionary look-up per character. Back-references, look-arounds, conditionals and atomic groups have no such
 automaton and are refused with one line (:class:`PatternError`).
 
 >>> m = compile_pattern(r"(a+)+$")
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 __all__ = ["PatternError", "compile_pattern", "MAX_STATES"]
 
 MAX_STATES = 20_000  # a 200-character pattern with counted repeats ({1,100}) stays far below this
+_MAX_MEMO = 50_000  # cached steps of the lazily built DFA, per pattern
 
 
 class PatternError(ValueError):
@@ -185,18 +187,33 @@ def compile_pattern(pattern: str):
                     stack.extend(outs[q])
         return seen
 
+    boundaries = any(k == "at" and a in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY) for k, a in zip(kind, arg))
+    chars = [q for q, k in enumerate(kind) if k == "char"]
+    memo: dict = {}  # (state set, character) -> next state set: a DFA built as it is used (as RE2 does)
+
+    def step(current, s: str, i: int, ch: str):
+        nxt = [o for q in current if kind[q] == "char" and arg[q](ch) for o in outs[q]]
+        return frozenset(closure(nxt, s, i + 1)) if nxt else frozenset()
+
     def match(s: str) -> bool:
-        current = closure([start], s, 0)
+        current = frozenset(closure([start], s, 0))
+        last = len(s) - 1
         for i, ch in enumerate(s):
             if accept in current:
                 return True
-            step = []
-            for q in current:
-                if kind[q] == "char" and arg[q](ch):
-                    step.extend(outs[q])
-            if not step:
+            # Away from the ends (where ^ and $ cannot hold) the next set depends on the set and the character only.
+            if not boundaries and i + 1 < last:
+                key = (current, ch)
+                nxt = memo.get(key)
+                if nxt is None:
+                    if len(memo) >= _MAX_MEMO:
+                        memo.clear()
+                    nxt = memo[key] = step(current, s, i, ch)
+            else:
+                nxt = step(current, s, i, ch)
+            if not nxt:
                 return False
-            current = closure(step, s, i + 1)
+            current = nxt
         return accept in current
 
     return match

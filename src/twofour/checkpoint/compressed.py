@@ -19,11 +19,20 @@ Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
   ``scale_packed`` (fp16, ``[K/group, N]``) and ``meta`` (int16, 2 bits per kept value),
   permuted for the Marlin kernel. compressed-tensors never decompressed it; only a Marlin
   kernel runs it.
+* **sparse-bitmask** (``BitmaskConfig``, any pattern): ``compressed`` holds the non-zero values
+  1-D, beside ``bitmask``, ``shape`` and ``row_offsets``; rebuilt, then checked like a dense weight.
+* **pack-quantized** (W4A16, W8A16; LLM Compressor's 2:4 W4A16 recipe keeps
+  ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` int32,
+  ``weight_shape``, ``weight_scale`` (and ``weight_zero_point`` when asymmetric). Its 2:4
+  structure is read from the packed integers against the zero point (:mod:`._packed_int`); it
+  is not dequantized.
+* **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
+  read as the dense weights they are.
 
 :func:`stored_view` wraps opened :class:`~twofour.checkpoint.folder.ModelFiles` so the audit sees
 one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
-when asked) the weight rebuilt from the bitmask, after checking that every group of four
-along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
+when asked) the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every
+group of four along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
 this is refused with a :class:`~twofour.checkpoint.file.CheckpointError`; compressed-tensors'
 own writer cannot produce one.
 
@@ -31,7 +40,7 @@ own writer cannot produce one.
 >>> mask = torch.tensor([[1, 1, 0, 0, 0, 1, 0, 1]], dtype=torch.bool)
 >>> bits = pack_bitmask(mask); bits
 tensor([[163]], dtype=torch.uint8)
->>> decompress(torch.tensor([[1., 2., 3., 4.]]), bits, (1, 8), "fc").tolist()
+>>> decompress(torch.tensor([[1., 2., 3., 4.]], dtype=torch.float16), bits, (1, 8), "fc").tolist()
 [[1.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0]]
 """
 
@@ -44,8 +53,9 @@ import torch
 
 from .._common.text import printable
 from ._pattern import PatternError, compile_pattern
-from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, pack_bitmask,
-                       unpack_bitmask)
+from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, decompress_unstructured,
+                       pack_bitmask, unpack_bitmask)
+from ._packed_int import bits_of, count_24
 from .kinds import is_conv1d
 
 __all__ = [
@@ -54,6 +64,8 @@ __all__ = [
 ]
 
 MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
+UNSTRUCTURED_PARTS = ("compressed", "bitmask", "shape", "row_offsets")  # sparse-bitmask (BitmaskConfig)
+PACKED_PARTS = ("weight_packed", "weight_shape")  # pack-quantized (W4A16, W8A16)
 # Tensors a quantization scheme stores beside a weight: not weights themselves.
 _QUANT_PARAMS = ("weight_scale", "weight_zero_point", "weight_g_idx", "input_scale", "input_zero_point",
                  "output_scale", "output_zero_point", "weight_global_scale", "input_global_scale")
@@ -282,13 +294,21 @@ class StoredView:
                 continue
             head, _, tail = n.rpartition(".")
             have = prefixes.get(head, set())
-            if tail in BITMASK_PARTS and set(BITMASK_PARTS) <= have:
+            if tail in UNSTRUCTURED_PARTS and set(UNSTRUCTURED_PARTS) <= have:
+                parts = tuple(f"{head}.{p}" for p in UNSTRUCTURED_PARTS)
+                self._add_unstructured(head, parts, have)
+                consumed.update(parts)
+            elif tail in BITMASK_PARTS and set(BITMASK_PARTS) <= have:
                 parts = tuple(f"{head}.{p}" for p in BITMASK_PARTS)
                 self._add_bitmask(head, parts, have)
                 consumed.update(parts)
             elif tail in MARLIN_PARTS and set(MARLIN_PARTS) <= have:
                 parts = tuple(f"{head}.{p}" for p in MARLIN_PARTS)
                 self._add_marlin(head, parts, have)
+                consumed.update(parts)
+            elif tail in PACKED_PARTS and set(PACKED_PARTS) <= have and not set(MARLIN_PARTS) <= have:
+                parts = tuple(f"{head}.{p}" for p in PACKED_PARTS)
+                self._add_packed(head, parts, have)
                 consumed.update(parts)
             elif head and _partial(tail, have):
                 missing = [p for p in (BITMASK_PARTS if tail in BITMASK_PARTS else MARLIN_PARTS) if p not in have]
@@ -323,6 +343,33 @@ class StoredView:
         name = f"{head}.weight"
         self._logical[name] = ((N, K), f.dtype(values), st)
         self._order.append(name)
+
+    def _add_unstructured(self, head, parts, have) -> None:
+        values, bits, shape, _ = parts
+        f = self.files
+        if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 1:
+            raise CompressedError(f"{printable(head, 120)}: sparse-bitmask needs a 2-D uint8 bitmask and 1-D values")
+        N, K = _dense_shape(f.tensor(shape), head)
+        if tuple(f.shape(bits)) != (N, (K + 7) // 8):
+            raise CompressedError(f"{printable(head, 120)}: the bitmask is {'x'.join(map(str, f.shape(bits)))}, but a "
+                                  f"{N}x{K} weight needs {N}x{(K + 7) // 8}; the shape and the bitmask disagree")
+        st = Stored("sparse-bitmask", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
+        self._logical[f"{head}.weight"] = ((N, K), f.dtype(values), st)
+        self._order.append(f"{head}.weight")
+
+    def _add_packed(self, head, parts, have) -> None:
+        packed, shape = parts
+        f = self.files
+        N, K = _dense_shape(f.tensor(shape), head)
+        ps = f.shape(packed)
+        bits = bits_of(ps[1], K) if len(ps) == 2 and f.dtype(packed) == torch.int32 and ps[0] == N else None
+        if bits is None:
+            raise CompressedError(f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} "
+                                  f"{printable(str(f.dtype(packed)), 20)} does not hold a {N}x{K} weight of 4- or 8-bit "
+                                  "values packed in int32")
+        st = Stored("pack-quantized", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
+        self._logical[f"{head}.weight"] = ((N, K), f"int{bits} (pack-quantized)", st)
+        self._order.append(f"{head}.weight")
 
     def _add_marlin(self, head, parts, have) -> None:
         packed, scales, meta = parts
@@ -374,10 +421,15 @@ class StoredView:
         (:class:`CompressedError`), as :meth:`tensor` would.
         """
         st = self.stored(name)
+        layer = name[: -len(".weight")]
+        if st.form == "pack-quantized":
+            zero = f"{layer}.weight_zero_point"
+            return count_24(self.files.tensor(st.parts[0]), self.shape(name),
+                            self.files.tensor(zero) if zero in self.files else None, layer)
         if st.form != "sparse-24-bitmask":
             return None
         N, K = self.shape(name)
-        check_bitmask(name[: -len(".weight")], self.files.tensor(st.parts[1]), K)
+        check_bitmask(layer, self.files.tensor(st.parts[1]), K)
         return N * K // 4, 0
 
     def transposed(self, name: str) -> bool:
@@ -401,6 +453,13 @@ class StoredView:
             values, bits, _ = st.parts
             return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")],
                               out=out)
+        if st.form == "sparse-bitmask":
+            values, bits, _, _ = st.parts
+            return decompress_unstructured(self.files.tensor(values), self.files.tensor(bits), self.shape(name),
+                                           name[: -len(".weight")])
+        if st.form == "pack-quantized":
+            raise CompressedError(f"{printable(name, 120)} is stored pack-quantized ({self.dtype(name).split()[0]}): "
+                                  "twofour reads its 2:4 structure from the packed integers but does not dequantize it")
         raise CompressedError(f"{printable(name, 120)} is stored marlin-24; only a Marlin kernel reads it (not unpacked here)")
 
     def close(self) -> None:

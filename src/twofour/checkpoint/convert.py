@@ -82,10 +82,16 @@ def _planned(view, layout: str):
                 f"{printable(name, 120)} is stored marlin-24 (int4 packed for the Marlin kernel); twofour does not "
                 "unpack it, so it cannot convert this checkpoint"
             )
+        if st.form == "pack-quantized":
+            raise CompressedError(
+                f"{printable(name, 120)} is stored pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, "
+                "weight-only); twofour does not dequantize it, so it cannot convert this checkpoint (`twofour audit` "
+                "reads its 2:4 structure)"
+            )
         shape, dtype = view.shape(name), view.dtype(name)
         if not isinstance(dtype, torch.dtype) or dtype not in _CODES:
             raise CheckpointError(f"{printable(name, 120)}: dtype {printable(str(dtype), 40)} cannot be written to safetensors")
-        rebuilt += st.form == "sparse-24-bitmask"
+        rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")
         is_24 = st.form == "sparse-24-bitmask"
         layer = name[: -len(".weight")] if name.endswith(".weight") else name
         kind = weight_kind(name, tuple(shape))
@@ -137,8 +143,11 @@ def _as_bytes(t: torch.Tensor) -> memoryview:
     return memoryview(t.view(torch.uint8).numpy() if t.dim() else t.reshape(1).view(torch.uint8).numpy()).cast("B")
 
 
-def convert(src, out, layout: str = "dense") -> ConvertResult:
-    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``."""
+def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
+    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``.
+
+    ``progress(done, total, name)``, when given, is called after each output tensor is written.
+    """
     from ..packing import pack, to_cutlass
 
     if layout not in LAYOUTS:
@@ -195,7 +204,9 @@ def convert(src, out, layout: str = "dense") -> ConvertResult:
         def fill(f):
             f.write(len(blob).to_bytes(8, "little"))
             f.write(blob)
-            for out_name, key, size in order:
+            for i, (out_name, key, size) in enumerate(order):
+                if progress is not None:
+                    progress(i, len(order), out_name)
                 t = produce(key)
                 data = _as_bytes(t)
                 if len(data) != size:

@@ -117,11 +117,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json and args.html and os.path.realpath(args.json) == os.path.realpath(args.html):
         raise UserError(f"--json and --html are the same file {show(args.json)}; the second would replace the first")
     target = _target(args)
+    from ._progress import Progress
+
+    progress = Progress("auditing")
     try:
         with checkpoint.open(args.model_file) as source:
-            report = audit(source, args.tokens, target=target, backend=args.backend)
+            report = audit(source, args.tokens, target=target, backend=args.backend, progress=progress)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
+    finally:
+        progress.close()
     if not report.rows:
         kinds = Counter(why for _, why in report.skipped)
         why = "; ".join(f"{n} x {printable(w, 120)}" for w, n in kinds.most_common(3))

@@ -42,9 +42,14 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.out, "OUT", "converted.safetensors", inputs=[args.src])
     if os.path.isdir(args.src) and os.path.realpath(args.out) == os.path.realpath(args.src):
         raise UserError(f"OUT {show(args.out)} is SRC; give a new file name")
+    from ._progress import Progress
+
+    progress = Progress("converting")
     try:
-        result = convert(args.src, args.out, args.layout)
+        result = convert(args.src, args.out, args.layout, progress=progress)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
+    finally:
+        progress.close()
     print(result)
     return 0

@@ -41,7 +41,7 @@ from ..checkpoint.file import Checkpoint
 from ..checkpoint.folder import ModelFiles
 from .audit_row import AuditRow
 from .audit_report import AuditReport
-from .runners import judge_row, marlin_row, who_runs
+from .runners import judge_row, marlin_row, packed_int_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
 from .rules import BackendRules, default_backend, is_packed
@@ -138,6 +138,7 @@ def audit(
     *,
     target=None,
     backend: str | None = None,
+    progress=None,
 ) -> AuditReport:
     """Audit every 2-D weight: 2:4 validity along K, packed or not, the kernel it would get, bytes.
 
@@ -151,6 +152,7 @@ def audit(
             ``(batch, seq_len)``; used for the padding check. None skips it.
         target: where the model would run (None: this machine; or ``hypothetical_gpu(...)``).
         backend: ``"cusparselt"`` / ``"cutlass"``, or None for torch's default.
+        progress: ``progress(done, total, name)``, called before each tensor of a checkpoint (or None).
 
     Returns:
         An :class:`AuditReport`; ``print(report)`` shows the table, the reasons and a summary.
@@ -177,7 +179,10 @@ def audit(
         )
     ct = reader.ct if reader is not None else None
     conv1d = 0
-    for name, kind, shape, dtype, load in _iter_weights(source):
+    total = len(reader.names()) if reader is not None else 0
+    for i, (name, kind, shape, dtype, load) in enumerate(_iter_weights(source)):
+        if progress is not None and reader is not None:
+            progress(i, total, name)
         if load is None:
             skipped.append((name, f"not a tensor ({dtype})"))
             continue
@@ -187,6 +192,10 @@ def audit(
         stored = reader.stored(name) if reader is not None else None
         if stored is not None and stored.form == "marlin-24":
             rows.append(judge_row(marlin_row(name, kind, shape, stored), ct, reader.path))
+            continue
+        if stored is not None and stored.form == "pack-quantized":  # 2:4 read from the packed integers
+            row = packed_int_row(name, kind, shape, dtype, stored, reader.structure(name))
+            rows.append(judge_row(row, ct, reader.path))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:
             skipped.append((name, _dtype_reason(dtype)))

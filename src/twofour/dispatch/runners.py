@@ -27,7 +27,7 @@ from .._common.text import printable
 from .audit_row import AuditRow
 from ..checkpoint.compressed import check_claim
 
-__all__ = ["who_runs", "marlin_row", "judge_row"]
+__all__ = ["who_runs", "marlin_row", "packed_int_row", "judge_row", "kept_reason"]
 
 # The output head a pruning recipe leaves dense (Sparse-Llama, the site's recipe): not a problem when not 2:4.
 _KEPT_DENSE = re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$")
@@ -95,6 +95,19 @@ def kept_reason(name: str, ct=None) -> str:
         if pattern.search(name):
             return what
     return "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+
+
+def packed_int_row(name: str, kind: str, shape, dtype: str, stored, counted):
+    """An audit row for a pack-quantized (W4A16, W8A16) weight: 2:4 counted from its integers; PyTorch's 2:4 kernels
+    do not take it (they take fp16/bf16/int8/fp8 values), so its verdict is dense, with why."""
+    groups, bad = counted
+    bits = dtype.split()[0]
+    why = (f"stored pack-quantized ({bits}, weight-only): PyTorch's 2:4 kernels take fp16, bf16, int8 or fp8 values, "
+           f"not {bits}; a Sparse-Marlin kernel (vLLM 0.15.1 or older) runs 2:4 {bits}")
+    n, k = shape
+    return AuditRow(name, kind, tuple(shape), bits, 1.0 - bad / groups, False, "dense", ("dtype",), (why,),
+                    n * k * 2, None, n_groups=groups, n_bad_groups=bad, stored="pack-quantized",
+                    stored_bytes=stored.stored_bytes)
 
 
 def judge_row(row, ct, path: str):
