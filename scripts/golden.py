@@ -356,6 +356,9 @@ def _custom_params() -> list[KernelParams]:
                                    cta_target=100, max_split=3, min_k_iters=8, fill_gain=0.25),
         cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((32, None, 64, 32), (None, None, 128, 256)), cta_target=0,
                            max_split=8, min_k_iters=4, mem_eff=0.55, per_sm_gbs=25.5),
+        cusparselt_bf16=replace(ASSUMED_PARAMS.cusparselt_bf16, tiles=((None, None, 128, 128),), mem_eff=0.45,
+                                sm_compute_eff=0.35, latency_us=12.5),
+        bench_replay_dense_us=7.5, bench_replay_sparse_us=8.5,
         pad_to=32, pad_us=3.25, graph_dense_us=6.5, graph_sparse_us=11.0, host_dense_us=40.0, host_sparse_us=35.0,
         dram_eff=0.75, flush_dirty_mb=12.5, flush_dirty_frac=0.0)
     slow_dense = ASSUMED_PARAMS.with_family("cublas", latency_us=400.0)  # the 2:4 side would pass the ceilings
@@ -370,8 +373,8 @@ def roofline_table(rng: random.Random) -> dict:
 
     points = [(shape, d, g, b, opt, None) for shape in _ROOFLINE_SHAPES for d, g, b in _ROOFLINE_TARGETS
               for opt in options(b, g)]
-    points += [(shape, "fp16", "H100", None, opt, p) for shape in _ROOFLINE_SHAPES for opt in options(None, "H100")
-               for p in _custom_params()]
+    points += [(shape, d, g, None, opt, p) for shape in _ROOFLINE_SHAPES for d, g in (("fp16", "H100"), ("bf16", "H200"))
+               for opt in options(None, g) for p in _custom_params()]
     for _ in range(150):  # random shapes: M log-uniform over 1..65536
         d, g, b = rng.choice(_ROOFLINE_TARGETS)
         K = 4 * _log_int(rng, 1, 8192)

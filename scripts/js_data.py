@@ -22,6 +22,8 @@ What it holds, each from its one source:
 ``PACKED_FORMS`` :data:`twofour._common.dtypes.PACKED_FORMS` (the n:m forms the packing calculator offers)
 ``VERDICT``      :func:`twofour.course.answer.calculator_opening` (what the request calculator opens on)
 ``VOCABULARY``   :mod:`twofour._common.vocabulary` (backend names, kernel classes, timing modes, the palette)
+``MECHANISM``    :data:`twofour.roofline.tiles.PADDED_TILE_WHY` (why a 2:4 kernel whose token tile is wider
+                 than the GEMM's rows loses: the verdict's sentence, filled in with the tile)
 """
 
 from __future__ import annotations
@@ -104,9 +106,11 @@ def tables() -> dict:
     from twofour._common import vocabulary
     from twofour.course.answer import calculator_opening
     from twofour.roofline import ASSUMED_PARAMS
+    from twofour.roofline.tiles import PADDED_TILE_WHY
 
     return {"GPUS": gpu_table(), **request_tables(), "FIT": fitted_subset(), "ASSUMED": ASSUMED_PARAMS.to_dict(),
-            "DTYPES": dtype_table(), "PACKED_FORMS": packed_forms(), "VERDICT": calculator_opening(), "VOCABULARY": vocabulary.to_json()}
+            "DTYPES": dtype_table(), "PACKED_FORMS": packed_forms(), "VERDICT": calculator_opening(), "VOCABULARY": vocabulary.to_json(),
+            "MECHANISM": {"padded_tile": PADDED_TILE_WHY}}
 
 
 def data_js() -> str:

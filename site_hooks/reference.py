@@ -221,7 +221,8 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
      "deployment and verdict range, and the dated status box.",
      ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.deployment",
-      "twofour.course.answer", "twofour.course.call_paths", "twofour.course.decode_loss", "twofour.course.status"]),
+      "twofour.course.answer", "twofour.course.call_paths", "twofour.course.decode_loss", "twofour.course.kernel_model",
+      "twofour.course.status"]),
     (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
      ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
 ]

@@ -145,3 +145,45 @@ def test_no_table_is_shown_empty_in_any_state(watched, base_url):
     root.get_by_role("button", name="Reset to the defaults").click()
     _assert_no_empty_table(root, "after Reset")
     assert not watched.console_errors
+
+
+def test_each_scenario_says_what_it_gives_and_eager_is_never_called_cuda_graphs(watched, base_url):
+    """At the opening state every scenario radio shows the per-token and request speedups choosing it
+    gives; the measured speedups are CUDA-graph timings, so choosing eager leaves them for the prediction."""
+    page, root = _open(watched, base_url)
+    gives = {sc: _out(root, f"gives_{sc}") for sc in ("eager", "cached", "kernel")}
+    assert all("per output token" in g and "whole request" in g for g in gives.values()), gives
+    head = root.locator("[data-headline='box']").text_content()
+    assert gives["cached"].startswith("gives:") and "CUDA graphs" in head
+    per_token = gives["eager"].split("per output token ")[1].split(",")[0]
+    root.get_by_label("eager PyTorch", exact=True).check()
+    head = root.locator("[data-headline='box']").text_content()
+    assert "CUDA graphs" not in head and "eager PyTorch" in head, head
+    assert f"per output token {per_token}" in head  # what the radio said it would give
+    assert root.get_by_label("predicted by the roofline model").is_checked()
+    assert "worked deployment" in _out(root, "gemm_note")
+    assert not watched.console_errors
+
+
+@pytest.mark.parametrize("query,fields", [("?gemm=measured&s_prefill=100&s_decode=100", ("speedup_prefill", "speedup_decode")),
+                                          ("?gemm=measured&s_prefill=1.2&s_decode=1.9", ("speedup_decode",))])
+def test_a_typed_speedup_past_the_physical_ceiling_is_refused_on_its_field(watched, base_url, query, fields):
+    """A 2:4 GEMM is at most 2x faster (half the math), and 1.78x where the dense GEMM reads its weight:
+    a typed speedup past that is a timing error, said on the field, and never headlined."""
+    page, root = _open(watched, base_url, query)
+    for name in fields:
+        message = root.locator(f"[data-field='{name}'] .calc-msg").inner_text()
+        assert "past what a 2:4 GEMM can give" in message and ("1.78x" in message or "2x" in message), message
+    head = root.locator("[data-headline='box']").text_content()
+    assert "19.13x" not in head and "last valid result" in head, head
+    assert not watched.console_errors
+
+
+def test_the_predicted_decode_loss_is_told_by_the_kernels_token_tile(watched, base_url):
+    """The verdict under a predicted loss names the mechanism (the 256-token tile's padded math), not
+    "padding and a larger per-call cost"."""
+    page, root = _open(watched, base_url, "?gemm=roofline")
+    text = root.locator("[data-out='establish']").inner_text()
+    assert "256-token-wide tile" in text and "padded math" in text, text
+    assert "larger per-call cost" not in text
+    assert not watched.console_errors

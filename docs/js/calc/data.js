@@ -284,10 +284,10 @@ export const BLOCK_LINEARS = deepFreeze([
 ]);
 
 export const FIT = deepFreeze({
- "schema": "twofour-kernel-fit/2",
+ "schema": "twofour-kernel-fit/3",
  "provenance": {
-  "date": "2026-12-01",
-  "n_points": 136,
+  "date": "2026-12-06",
+  "n_points": 200,
   "sources": [
    "decode-step traces, NVIDIA H200",
    "https://github.com/NVIDIA/CUDALibrarySamples/issues/203",
@@ -491,24 +491,44 @@ export const FIT = deepFreeze({
     "latency_us": 10.768895443680593,
     "helper_split_us": 0.832
    },
-   "cusparselt_searched": {
+   "cusparselt_bf16": {
     "tiles": [
      [
       null,
       null,
-      64,
+      128,
       256
      ]
     ],
     "cta_target": 120,
     "max_split": 4,
     "min_k_iters": 16,
-    "compute_eff": 0.6041799366831565,
-    "sm_compute_eff": 0.8425940858953449,
-    "mem_eff": 0.9999999999999425,
-    "per_sm_gbs": 117.39747766382781,
-    "fill_gain": 1.0096667151941206e-08,
-    "latency_us": 5.252858629251959,
+    "compute_eff": 0.5378602780919228,
+    "sm_compute_eff": 0.930945451755948,
+    "mem_eff": 0.5098013059166051,
+    "per_sm_gbs": 13.448473329866312,
+    "fill_gain": 2.0254107101477334,
+    "latency_us": 5.548266616010335,
+    "helper_split_us": 0.832
+   },
+   "cusparselt_searched": {
+    "tiles": [
+     [
+      null,
+      null,
+      64,
+      128
+     ]
+    ],
+    "cta_target": 120,
+    "max_split": 1,
+    "min_k_iters": 16,
+    "compute_eff": 0.4538196113018521,
+    "sm_compute_eff": 0.6261403730086471,
+    "mem_eff": 0.6906449795048218,
+    "per_sm_gbs": 164.14956543277836,
+    "fill_gain": 4.443716221596205,
+    "latency_us": 3.8165686505420418,
     "helper_split_us": 0.832
    },
    "cutlass": {
@@ -532,8 +552,10 @@ export const FIT = deepFreeze({
     "helper_split_us": 0.0
    },
    "pad_us": 1.9675999999998113,
-   "graph_dense_us": 8.345000092178793,
-   "graph_sparse_us": 7.320499274849681,
+   "graph_dense_us": 0.3290831473214285,
+   "graph_sparse_us": 2.4571677827380958,
+   "bench_replay_dense_us": 8.345000092178793,
+   "bench_replay_sparse_us": 7.320499274849681,
    "host_dense_us": 22.964999079704285,
    "host_sparse_us": 520.1504230499268,
    "dram_eff": 0.9118164196028868,
@@ -736,24 +758,44 @@ export const FIT = deepFreeze({
      "latency_us": 10.768895443680593,
      "helper_split_us": 0.832
     },
-    "cusparselt_searched": {
+    "cusparselt_bf16": {
      "tiles": [
       [
        null,
        null,
-       64,
+       128,
        256
       ]
      ],
      "cta_target": 120,
      "max_split": 4,
      "min_k_iters": 16,
-     "compute_eff": 0.6041799366831565,
-     "sm_compute_eff": 0.8425940858953449,
-     "mem_eff": 0.9999999999999425,
-     "per_sm_gbs": 117.39747766382781,
-     "fill_gain": 1.0096667151941206e-08,
-     "latency_us": 5.252858629251959,
+     "compute_eff": 0.5378602780919228,
+     "sm_compute_eff": 0.930945451755948,
+     "mem_eff": 0.5098013059166051,
+     "per_sm_gbs": 13.448473329866312,
+     "fill_gain": 2.0254107101477334,
+     "latency_us": 5.548266616010335,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       128
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.4538196113018521,
+     "sm_compute_eff": 0.6261403730086471,
+     "mem_eff": 0.6906449795048218,
+     "per_sm_gbs": 164.14956543277836,
+     "fill_gain": 4.443716221596205,
+     "latency_us": 3.8165686505420418,
      "helper_split_us": 0.832
     },
     "cutlass": {
@@ -777,8 +819,10 @@ export const FIT = deepFreeze({
      "helper_split_us": 0.0
     },
     "pad_us": 1.9675999999998113,
-    "graph_dense_us": 8.345000092178793,
-    "graph_sparse_us": 7.320499274849681,
+    "graph_dense_us": 0.3290831473214285,
+    "graph_sparse_us": 2.4571677827380958,
+    "bench_replay_dense_us": 8.345000092178793,
+    "bench_replay_sparse_us": 7.320499274849681,
     "host_dense_us": 22.964999079704285,
     "host_sparse_us": 520.1504230499268,
     "dram_eff": 0.9118164196028868,
@@ -980,24 +1024,44 @@ export const FIT = deepFreeze({
      "latency_us": 10.768895443680593,
      "helper_split_us": 0.832
     },
-    "cusparselt_searched": {
+    "cusparselt_bf16": {
      "tiles": [
       [
        null,
        null,
-       64,
+       128,
        256
       ]
      ],
      "cta_target": 120,
      "max_split": 4,
      "min_k_iters": 16,
-     "compute_eff": 0.6041799366831565,
-     "sm_compute_eff": 0.8425940858953449,
-     "mem_eff": 0.9999999999999425,
-     "per_sm_gbs": 117.39747766382781,
-     "fill_gain": 1.0096667151941206e-08,
-     "latency_us": 5.252858629251959,
+     "compute_eff": 0.5562249476823908,
+     "sm_compute_eff": 0.930945451755948,
+     "mem_eff": 0.5098013059166051,
+     "per_sm_gbs": 13.448473329866312,
+     "fill_gain": 2.0254107101477334,
+     "latency_us": 5.548266616010335,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       128
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.4538196113018521,
+     "sm_compute_eff": 0.6261403730086471,
+     "mem_eff": 0.6906449795048218,
+     "per_sm_gbs": 164.14956543277836,
+     "fill_gain": 4.443716221596205,
+     "latency_us": 3.8165686505420418,
      "helper_split_us": 0.832
     },
     "cutlass": {
@@ -1021,8 +1085,10 @@ export const FIT = deepFreeze({
      "helper_split_us": 0.0
     },
     "pad_us": 1.9675999999998113,
-    "graph_dense_us": 8.345000092178793,
-    "graph_sparse_us": 7.320499274849681,
+    "graph_dense_us": 0.3290831473214285,
+    "graph_sparse_us": 2.4571677827380958,
+    "bench_replay_dense_us": 8.345000092178793,
+    "bench_replay_sparse_us": 7.320499274849681,
     "host_dense_us": 22.964999079704285,
     "host_sparse_us": 520.1504230499268,
     "dram_eff": 0.9118164196028868,
@@ -1224,24 +1290,44 @@ export const FIT = deepFreeze({
      "latency_us": 10.768895443680593,
      "helper_split_us": 0.832
     },
-    "cusparselt_searched": {
+    "cusparselt_bf16": {
      "tiles": [
       [
        null,
        null,
-       64,
+       128,
        256
       ]
      ],
      "cta_target": 120,
      "max_split": 4,
      "min_k_iters": 16,
-     "compute_eff": 0.6041799366831565,
-     "sm_compute_eff": 0.8425940858953449,
-     "mem_eff": 0.9999999999999425,
-     "per_sm_gbs": 117.39747766382781,
-     "fill_gain": 1.0096667151941206e-08,
-     "latency_us": 5.252858629251959,
+     "compute_eff": 0.5077682892648774,
+     "sm_compute_eff": 0.930945451755948,
+     "mem_eff": 0.5098013059166051,
+     "per_sm_gbs": 13.448473329866312,
+     "fill_gain": 2.0254107101477334,
+     "latency_us": 5.548266616010335,
+     "helper_split_us": 0.832
+    },
+    "cusparselt_searched": {
+     "tiles": [
+      [
+       null,
+       null,
+       64,
+       128
+      ]
+     ],
+     "cta_target": 120,
+     "max_split": 1,
+     "min_k_iters": 16,
+     "compute_eff": 0.4538196113018521,
+     "sm_compute_eff": 0.6261403730086471,
+     "mem_eff": 0.6906449795048218,
+     "per_sm_gbs": 164.14956543277836,
+     "fill_gain": 4.443716221596205,
+     "latency_us": 3.8165686505420418,
      "helper_split_us": 0.832
     },
     "cutlass": {
@@ -1265,8 +1351,10 @@ export const FIT = deepFreeze({
      "helper_split_us": 0.0
     },
     "pad_us": 1.9675999999998113,
-    "graph_dense_us": 8.345000092178793,
-    "graph_sparse_us": 7.320499274849681,
+    "graph_dense_us": 0.3290831473214285,
+    "graph_sparse_us": 2.4571677827380958,
+    "bench_replay_dense_us": 8.345000092178793,
+    "bench_replay_sparse_us": 7.320499274849681,
     "host_dense_us": 22.964999079704285,
     "host_sparse_us": 520.1504230499268,
     "dram_eff": 0.9118164196028868,
@@ -1279,14 +1367,14 @@ export const FIT = deepFreeze({
  },
  "errors": {
   "held_out": {
-   "label": "Llama-3-70B shapes on the H200 (never in the fit)",
+   "label": "Llama-3-70B shapes on the H200 (fp16, never in the fit)",
    "by_mode": {
     "kernel": [
      {
       "regime": "M<=16",
       "n": 8,
-      "median": 0.1302,
-      "p90": 0.1821
+      "median": 0.1143,
+      "p90": 0.1698
      },
      {
       "regime": "16<M<=256",
@@ -1303,8 +1391,8 @@ export const FIT = deepFreeze({
      {
       "regime": "all",
       "n": 17,
-      "median": 0.1275,
-      "p90": 0.1836
+      "median": 0.0983,
+      "p90": 0.1709
      }
     ],
     "graph": [
@@ -1312,7 +1400,7 @@ export const FIT = deepFreeze({
       "regime": "M<=16",
       "n": 8,
       "median": 0.1191,
-      "p90": 0.1605
+      "p90": 0.14
      },
      {
       "regime": "16<M<=256",
@@ -1566,6 +1654,26 @@ export const ASSUMED = deepFreeze({
   "latency_us": 10.0,
   "helper_split_us": 0.8
  },
+ "cusparselt_bf16": {
+  "tiles": [
+   [
+    null,
+    null,
+    128,
+    256
+   ]
+  ],
+  "cta_target": 120,
+  "max_split": 4,
+  "min_k_iters": 16,
+  "compute_eff": 0.5,
+  "sm_compute_eff": 0.8,
+  "mem_eff": 0.7,
+  "per_sm_gbs": 40.0,
+  "fill_gain": 1.0,
+  "latency_us": 10.0,
+  "helper_split_us": 0.8
+ },
  "cusparselt_searched": {
   "tiles": [
    [
@@ -1607,8 +1715,10 @@ export const ASSUMED = deepFreeze({
   "helper_split_us": 0.0
  },
  "pad_us": 2.0,
- "graph_dense_us": 8.0,
- "graph_sparse_us": 8.0,
+ "graph_dense_us": 0.3,
+ "graph_sparse_us": 3.0,
+ "bench_replay_dense_us": 7.0,
+ "bench_replay_sparse_us": 8.0,
  "host_dense_us": 20.0,
  "host_sparse_us": 500.0,
  "dram_eff": 0.9,
@@ -1763,13 +1873,13 @@ export const VERDICT = deepFreeze({
   "down_proj"
  ],
  "speedup_prefill": 1.046,
- "speedup_decode": 0.642,
- "per_token": 0.6518,
- "request": 0.6538,
+ "speedup_decode": 0.626,
+ "per_token": 0.6398,
+ "request": 0.6423,
  "row": "graph",
  "source": "bench-nvidia-h200-llama-3-8b-20261130.json, mode graph",
  "software": "NVIDIA H200, torch 2.11.0+cu130, CUDA 13.0, cuSPARSELt 0.8.0, driver 580.159.04, measured 2026-11-30",
- "decode_loss": "PyTorch's default cuSPARSELt kernel (algorithm 0) loses at decode in the GEMM kernel itself. Its output tile is 128 x 256 (N x M, from the kernel names), so one token fills 1 of its 256 token columns (8 after padding), where cuBLAS picks tiles 16 rows tall. With 8 to 112 tiles for the H200's 132 SMs it splits K 3 or 4 ways on the smaller projections (the decode-step traces' launch grids: 32 to 112 CTAs), and the SMs it keeps busy pull the weight at 0.19 to 1.39 TB/s against cuBLAS's 1.14 to 3.15 TB/s (weight bytes over kernel time, M = 1). Counting kernel time alone, one layer's decode GEMMs run at 0.58x of dense. The costs around the kernel are small beside that: the pad fill and copy take 0.8 and 1.2 µs, `F.linear` costs 2.1 to 4.6 µs per call more than calling the library directly, and a CUDA-graph replay adds 7.3 µs to a 2:4 call and 8.3 µs to a dense one."
+ "decode_loss": "PyTorch's default cuSPARSELt kernel (algorithm 0) loses at decode in the GEMM kernel itself. Its output tile is 128 x 256 (N x M, from the kernel names), so one token fills 1 of its 256 token columns (8 after padding), where cuBLAS picks tiles 16 rows tall. With 8 to 112 tiles for the H200's 132 SMs it splits K 3 or 4 ways on the smaller projections (the decode-step traces' launch grids: 32 to 112 CTAs), and the SMs it keeps busy pull the weight at 0.19 to 1.39 TB/s against cuBLAS's 1.14 to 3.15 TB/s (weight bytes over kernel time, M = 1). Counting kernel time alone, one layer's decode GEMMs run at 0.58x of dense. The costs around the kernel are small beside that: the pad fill and copy take 0.8 and 1.2 µs, `F.linear` costs 2.1 to 4.6 µs per call more than calling the library directly, and a CUDA-graph replay adds 2.5 µs to a 2:4 call and 0.3 µs to a dense one."
 });
 
 export const VOCABULARY = deepFreeze({
@@ -1826,4 +1936,8 @@ export const VOCABULARY = deepFreeze({
   "other": "#999999",
   "unclassified": "#CC79A7"
  }
+});
+
+export const MECHANISM = deepFreeze({
+ "padded_tile": "the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's few CTAs, not the weight bytes 2:4 saves, set its time"
 });

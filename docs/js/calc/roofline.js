@@ -13,12 +13,13 @@
 //   dirty     = min(n_bytes * flush_dirty_frac, flush_dirty_mb * 1e6) if l2 === "flushed", else 0
 //               (l2: "clean" by default, kernels back to back; "flushed" as twofour bench measured)
 //   t_memory  = max(n_bytes / (bw_gbs * 1e3), (n_bytes + dirty) / (mem_bw_gbs * dram_eff * 1e3))
-//   cta_flops = 2 * tile_n * min(tile_m, Mp) * ceil(K / split)
+//   cta_flops = 2 * tile_n * tile_m * ceil(K / split)      (the whole tile: its padding columns are math too)
 //   cta_rate  = min(peak * 1e6 / sms * sm_compute_eff, peak * 1e6 * compute_eff / busy)
 //   t_compute = waves * cta_flops / cta_rate
 //   kernel_us = latency_us + max(t_compute, t_memory) + (split > 1 ? helper_split_us : 0) + (2:4 && M % mult ? pad_us : 0)
 //
-// Then the scenario: "kernel" is kernel_us, "cached" adds the CUDA-graph replay's cost, "eager"
+// Then the scenario: "kernel" is kernel_us, "cached" adds the idle time between kernels of a captured
+// chain (graph_dense_us / graph_sparse_us, from the GEMM-chain traces), "eager"
 // is max(kernel_us, host_us) (cuSPARSELt builds a plan per call; cuBLAS and CUTLASS do not).
 // The ceiling guard raises the 2:4 time to dense / ceiling where the model would pass it.
 // Python computes the byte count as an exact integer; BigInt does the same here, so the two
@@ -34,7 +35,7 @@ export const SCENARIOS = Object.freeze(["eager", "cached", "kernel"]);
 export const DEFAULT_SCENARIO = "cached";
 export const ALGORITHMS = Object.freeze(["default", "searched"]);
 export const L2_STATES = Object.freeze(["flushed", "clean"]);
-export const FAMILIES = Object.freeze(["cublas", "cusparselt", "cusparselt_searched", "cutlass"]);
+export const FAMILIES = Object.freeze(["cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass"]);
 
 // What each scenario means, in the words the calculators show (one sentence each).
 export const SCENARIO_TEXT = Object.freeze({
@@ -44,7 +45,7 @@ export const SCENARIO_TEXT = Object.freeze({
   }),
   cached: Object.freeze({
     label: "cached plans or CUDA graphs",
-    help: "Plans are built once and calls are replayed from a CUDA graph, as serving engines run: the kernels plus the replay's own cost of a few microseconds.",
+    help: "Plans are built once and calls are replayed from a CUDA graph, as serving engines run: the kernels plus the short idle between them inside the captured chain (read off the GEMM-chain traces).",
   }),
   kernel: Object.freeze({
     label: "kernel only",
@@ -78,8 +79,9 @@ function requirePositiveInt(name, value) {
 
 const FAMILY_FIELDS = ["tiles", "cta_target", "max_split", "min_k_iters", "compute_eff", "sm_compute_eff", "mem_eff",
   "per_sm_gbs", "fill_gain", "latency_us", "helper_split_us"];
-const PARAM_FIELDS = [...FAMILIES, "pad_us", "graph_dense_us", "graph_sparse_us", "host_dense_us", "host_sparse_us",
-  "dram_eff", "flush_dirty_mb", "flush_dirty_frac", "pad_to"];
+const COST_FIELDS = ["pad_us", "graph_dense_us", "graph_sparse_us", "bench_replay_dense_us", "bench_replay_sparse_us",
+  "host_dense_us", "host_sparse_us"];
+const PARAM_FIELDS = [...FAMILIES, ...COST_FIELDS, "dram_eff", "flush_dirty_mb", "flush_dirty_frac", "pad_to"];
 
 function isNumber(v) {
   return typeof v === "number" && !Number.isNaN(v);
@@ -148,7 +150,7 @@ export function kernelParams(obj) {
     if (!(name in obj)) throw new InputError("params", `KernelParams needs the family '${name}'; families: ('${FAMILIES.join("', '")}')`);
     p[name] = kernelFamily(obj[name]);
   }
-  for (const name of ["pad_us", "graph_dense_us", "graph_sparse_us", "host_dense_us", "host_sparse_us"]) nonNegative(name, p[name]);
+  for (const name of COST_FIELDS) nonNegative(name, p[name]);
   nonNegative("flush_dirty_mb", p.flush_dirty_mb, "MB");
   fraction("dram_eff", p.dram_eff);
   fraction("flush_dirty_frac", p.flush_dirty_frac, true);
@@ -244,7 +246,7 @@ function kernelTimeOf(M, N, K, d, spec, name, fam, params, mult, l2) {
   const dirty = l2 === "flushed" ? Math.min(nBytes * params.flush_dirty_frac, params.flush_dirty_mb * 1e6) : 0.0;
   const tMemory = Math.max(nBytes / (bw * 1e3), (nBytes + dirty) / (spec.mem_bw_gbs * params.dram_eff * 1e3));
   const peak = peakTflops(spec, d, sparse);
-  const ctaFlops = 2 * L.tile_n * Math.min(L.tile_m, Mp) * Math.ceil(K / L.split);
+  const ctaFlops = 2 * L.tile_n * L.tile_m * Math.ceil(K / L.split);
   const ctaRate = Math.min(peak * 1e6 / spec.sms * fam.sm_compute_eff, peak * 1e6 * fam.compute_eff / L.busy_sms);
   const tCompute = L.waves * ctaFlops / ctaRate;
   const gemm = fam.latency_us + Math.max(tCompute, tMemory);
@@ -263,9 +265,10 @@ export function scenarioUs(kernelUs, scenario, graphUs, hostUs) {
   return [Math.max(kernelUs, hostUs), hostUs > kernelUs];
 }
 
-function familyFor(backend, algorithm) {
+function familyFor(backend, algorithm, d) {
   if (backend === "CUTLASS") return "cutlass";
-  return algorithm === "default" ? "cusparselt" : "cusparselt_searched";
+  if (algorithm !== "default") return "cusparselt_searched";
+  return d === "bf16" ? "cusparselt_bf16" : "cusparselt";
 }
 
 function checkOptions(algorithm, l2, backend) {
@@ -312,7 +315,7 @@ export function predict(M, N, K, d = "fp16", gpu = "H100", backend = null, param
   checkOptions(algorithm, l2, backend);
   const P = params === null || params === undefined ? defaultParams(spec.name, backend) : kernelParams(params);
   const mult = P.pad_to || padMultiple(backend, d);
-  const fam = familyFor(backend, algorithm);
+  const fam = familyFor(backend, algorithm, d);
   const kd = kernelTimeOf(M, N, K, d, spec, "cublas", P.cublas, P, mult, l2);
   const ks = kernelTimeOf(M, N, K, d, spec, fam, P[fam], P, mult, l2);
   const hostSparse = fam === "cutlass" ? P.host_dense_us : P.host_sparse_us;

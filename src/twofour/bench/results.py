@@ -223,7 +223,7 @@ class Results:
         listed by :meth:`problems` instead. ``flagged`` is None, or the reasons
         (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
         ``dense_call_path`` say how each side was called (keys of
-        :data:`twofour.request.trusted.CALL_PATHS`), derived, not read from the file: every
+        :data:`twofour.bench.trusted.CALL_PATHS`), derived, not read from the file: every
         results file is written by :func:`twofour.bench.measure_point`, which times the 2:4 side
         as ``F.linear(x, W)`` on the weight :func:`twofour.bench.sparse_weight` converted
         (``to_sparse_semi_structured``, ``x`` as the caller passes it) and the dense side as

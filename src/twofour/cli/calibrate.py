@@ -65,11 +65,18 @@ def run(args: argparse.Namespace) -> int:
     for mode, rows in held["by_mode"].items():
         print(f"  {mode:7} {_regimes(rows)}")
     print(f"  flagged, not counted: {len(held['flagged'])} point(s)")
+    bf16 = errors["held_out_bf16"]
+    print(f"on {bf16['label']}:")
+    for mode, rows in bf16["by_mode"].items():
+        if rows:
+            print(f"  {mode:7} {_regimes(rows)}")
     pub = errors["published_leave_one_source_out"]
     print(f"published points, each of {pub['n_sources']} sources left out in turn:\n  {_regimes(pub['by_regime'])}")
     print("in the fit set (for comparison, not held out):")
-    for mode, rows in errors["in_sample"]["by_mode"].items():
-        print(f"  {mode:7} {_regimes(rows)}")
+    for dtype, by_mode in errors["in_sample"]["by_dtype"].items():
+        for mode, rows in by_mode.items():
+            if rows:
+                print(f"  {dtype} {mode:7} {_regimes(rows)}")
     if args.points:
         print("\npoint                                                                 measured  predicted  error")
         for r in held["points"] + held["flagged"] + pub["points"]:

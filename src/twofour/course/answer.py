@@ -10,11 +10,11 @@ The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is
 ``measured`` (the decode GEMMs were timed on the H200; the file and timing mode are named),
 ``adjusted`` (a measurement on another call path with a measured per-call cost added, named) or
 ``predicted`` (nothing was measured; the kernel model fills in), and names its **call path**
-(:data:`twofour.request.trusted.CALL_PATHS`): PyTorch's ``F.linear`` on a
+(:data:`twofour.bench.trusted.CALL_PATHS`): PyTorch's ``F.linear`` on a
 ``to_sparse_semi_structured`` weight, or ``torch._cslt_sparse_mm`` called directly on an ``x``
 already padded (the algorithm sweep). The range (:attr:`VerdictTable.low`, :attr:`VerdictTable.high`)
 spans the rows on the reader's path, ``F.linear``; a flagged timing never enters
-(:mod:`twofour.request.trusted` replaces it by a named rule, and the row's note says so). The per-token and request
+(:mod:`twofour.bench.trusted` replaces it by a named rule, and the row's note says so). The per-token and request
 speedups put the row's GEMM speedup into the request model (:func:`twofour.request.estimate`):
 the GEMMs are measured, the rest of the step (attention, KV cache, the LM head, element-wise
 work) is predicted, which is said with every number.
@@ -193,7 +193,7 @@ def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tupl
 def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     """The measured-first verdict of ``workload`` on the recorded GPU (fp16, Llama-3-8B shapes)."""
     from ..bench import recorded_alg_search
-    from ..request.trusted import trusted_gemm_table
+    from ..bench.trusted import trusted_gemm_table
 
     res = verdict_results()
     sweep = recorded_alg_search()
@@ -210,7 +210,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             decode, status, source = measured[mode]["decode"]["speedup"], "measured", f"{BENCH_FILE}, mode {mode}"
             replaced = measured[mode]["decode"]["replaced"]
             if replaced:
-                note = "flagged timings replaced: " + ", ".join(replaced) + " (twofour.request.trusted.FLAG_RULES)"
+                note = "flagged timings replaced: " + ", ".join(replaced) + " (twofour.bench.trusted.FLAG_RULES)"
         elif algorithm == "searched":
             path = "_cslt_sparse_mm" if mode == "graph" else "model"
         if algorithm == "searched" and mode == "graph":
@@ -247,7 +247,7 @@ def bf16_rows(gpu: str = GPU) -> list[VerdictRow]:
         s = measured_gemm_detail(res, w, mode=mode)
         est = estimate(w, gpu, gemm_speedup={"decode": s["decode"]["speedup"], "prefill": s["prefill"]["speedup"]})
         replaced = s["decode"]["replaced"] + s["prefill"]["replaced"]
-        note = ("flagged timings replaced: " + ", ".join(replaced) + " (twofour.request.trusted.FLAG_RULES)") if replaced else ""
+        note = ("flagged timings replaced: " + ", ".join(replaced) + " (twofour.bench.trusted.FLAG_RULES)") if replaced else ""
         out.append(VerdictRow(key, label, "measured", f"{BENCH_FILE}, mode {mode}", s["decode"]["speedup"],
                               s["prefill"]["speedup"], est, note))
     return out
@@ -407,7 +407,7 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
 
 def host_cost_sentence() -> str:
     """The eager scenario's host cost per 2:4 call, as this run's host and the published ones imply it."""
-    from ..roofline.calibration import host_costs
+    from .kernel_model import host_costs
 
     rows = host_costs()
     implied = [r for r in rows[1:] if r["host_sparse_us"]]

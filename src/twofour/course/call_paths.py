@@ -33,7 +33,7 @@ def linear_path_cost(workload=None) -> dict:
 
     from ..bench import recorded_alg_search
     from ..request.inputs import gemm_shapes
-    from ..request.trusted import trusted_gemm_table
+    from ..bench.trusted import trusted_gemm_table
 
     from .deployment import BENCH_FILE, SWEEP_FILE, verdict_results
 

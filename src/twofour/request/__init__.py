@@ -9,10 +9,10 @@ so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`)
 >>> from twofour.models import LLAMA_3_8B
 >>> est = estimate(Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256), "H100")
 >>> round(est.decode.p, 3)            # bs1 decode: streaming the pruned weights is most of the time
-0.951
+0.938
 >>> fast = estimate(Workload(LLAMA_3_8B, 1, 512, 256), "H100", gemm_speedup=1.6)   # a measured GEMM speedup
 >>> round(fast.speedup("tpot"), 3)     # Amdahl: 1 / ((1 - p) + p / 1.6)
-1.555
+1.543
 
 One file per stage of the data: :mod:`.workload` (the machine, the assumptions, the workload,
 how a serving engine sets M) -> :mod:`.gemm` (each GEMM's predicted time) and :mod:`.measured`

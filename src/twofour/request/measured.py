@@ -15,7 +15,7 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
     ``"stream"`` or ``"eager"``: PyTorch eager). The phase's speedup is the *time-weighted* one,
     ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
     with any GEMM not measured is None: it is never filled in from another M or shape.
-    Flagged timings never enter as recorded: :func:`twofour.request.trusted.trusted_gemm_table`
+    Flagged timings never enter as recorded: :func:`twofour.bench.trusted.trusted_gemm_table`
     replaces them by a named rule or drops them (:func:`measured_gemm_detail` says which).
     Every timing is PyTorch's own call: ``F.linear`` on a ``to_sparse_semi_structured`` weight
     against cuBLAS through ``F.linear``. Pass the result to :func:`estimate` as ``gemm_speedup``
@@ -43,7 +43,7 @@ def measured_gemm_detail(results, workload: Workload, *, mode: str = "graph") ->
         ['gate_proj M=1: kernel-plus-graph-cost', 'up_proj M=1: kernel-plus-graph-cost']
     """
     from ..bench import MODES
-    from .trusted import trusted_gemm_table
+    from ..bench.trusted import trusted_gemm_table
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

@@ -55,7 +55,9 @@ def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: st
     (:func:`twofour.roofline.predict`). The 2:4 side is a what-if kernel: it streams its bytes
     (packed weight, padded ``x``, ``y``) at ``memory_ratio`` times the bandwidth cuBLAS achieves
     on the same GEMM (1.0: as fast as dense; the default 2:4 kernel's own ratio is
-    :func:`kernel_bandwidth_ratio`), does its math as the fitted 2:4 kernel does, and costs
+    :func:`kernel_bandwidth_ratio`), does the math of its real rows only (the fitted 2:4 kernel's math,
+    less its token tile's padding columns: a tile as narrow as the rows, the cure of the default
+    kernel's 256-token tile), and costs
     ``per_call_us`` per call beyond that (kernel latency, helper kernels, the graph replay:
     device and host; never taken below the dense call's own). Returns rows ``{per_call_us,
     memory_ratio, speedup}`` (``per_call_us`` as given) where ``speedup`` is
@@ -79,7 +81,9 @@ def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: st
                 p = roofline.predict(M, N, K, workload.dtype, gpu, None, params, scenario="cached")
                 dense_bytes, sparse_bytes, dense_fixed = _sides(p, workload.dtype)
                 bw = dense_bytes / p.dense.t_memory_us  # bytes per µs cuBLAS achieves here
-                sparse_us = max(p.sparse.t_compute_us, sparse_bytes / (ratio_f * bw)) + max(cost_f, dense_fixed)
+                tile_m = p.sparse.tile_m
+                useful = p.M_padded / (-(-p.M_padded // tile_m) * tile_m)  # real columns of the token tiles
+                sparse_us = max(p.sparse.t_compute_us * useful, sparse_bytes / (ratio_f * bw)) + max(cost_f, dense_fixed)
                 return GemmTime(p.dense_us * 1e-6, sparse_us * 1e-6)
 
             est = estimate(workload, gpu, gemm=gemm)

@@ -8,7 +8,7 @@ from pathlib import Path
 from .._common.jsonfile import check_schema, read_json
 
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "kernel-fit.json"
-FIT_SCHEMA = "twofour-kernel-fit/2"  # the tile model's parameters (KernelParams); a file of any other schema is refused
+FIT_SCHEMA = "twofour-kernel-fit/3"  # /3: full token-tile math, a bf16 family, chain idle for `cached`; the tile model's parameters (KernelParams); a file of any other schema is refused
 # The parts of the file the model and the calibration report read.
 FIT_FILE_SCHEMA = {
     "type": "object",
@@ -25,7 +25,7 @@ FIT_FILE_SCHEMA = {
 
 
 def load_fit(path=None) -> dict:
-    """The stored fit (schema ``twofour-kernel-fit/2``), checked."""
+    """The stored fit (schema :data:`FIT_SCHEMA`), checked."""
     path = Path(path) if path is not None else FIT_PATH
     data = read_json(path, "kernel fit file", "; write it with `twofour calibrate --out`")
     if not isinstance(data, dict) or data.get("schema") != FIT_SCHEMA:

@@ -5,14 +5,18 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
 1. **Tiles** from the recorded kernel names (:func:`twofour.roofline.tiles.tile_table_from_names`
    on the Llama-3-8B fp16 cuBLAS names; cuSPARSELt algorithm 0 ran one tile everywhere).
 2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels (split-K reduce,
-   workspace memset, the 2:4 path's pad fill and copy), the CUDA-graph replay's own cost (graph
-   minus kernel time, per side), the host time of back-to-back eager calls that the host bounds.
+   workspace memset, the 2:4 path's pad fill and copy), the idle time per GEMM inside captured
+   chains (the GEMM-chain traces: what the ``cached`` scenario adds), the legacy bench's replay
+   artefact (graph minus kernel time of the legacy-method graph timings, per side: added to the
+   model only where it is compared with such a timing), the host time of back-to-back eager
+   calls that the host bounds.
 3. **The families' constants**, fitted (:func:`twofour.roofline.fitting.fit_family`) to the fit
-   set: the H200 points that :data:`twofour.roofline.published.FIT_RULES` allow (fp16, kernel and
+   set: the H200 points that :data:`twofour.roofline.published.FIT_RULES` allow (kernel and
    graph modes, unflagged, no Llama-3-70B shape: Llama-3-8B and reference shapes) and the
-   decode-step traces (L2 not flushed). cuBLAS first, with the GPU-wide DRAM and L2-flush
-   numbers; then cuSPARSELt algorithm 0. CUTLASS takes cuSPARSELt's constants with its own
-   tile and no split (an assumption: no CUTLASS 2:4 kernel runs on the H200).
+   GEMM-chain traces (L2 not flushed). cuBLAS first (fp16), with the GPU-wide DRAM and L2-flush
+   numbers; then cuSPARSELt algorithm 0 on the fp16 points, and its bf16 kernel on the bf16
+   points (its own family). CUTLASS takes cuSPARSELt's constants with its own tile and no split
+   (an assumption: no CUTLASS 2:4 kernel runs on the H200).
 4. **The searched algorithm**: the sweep (cuSPARSELt algorithms 0-7 called directly, graph replays on padded
    ``x``) recorded times, not names; each candidate tile is fitted to the fastest times and the
    best explaining one is kept.
@@ -21,8 +25,10 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
    decides the speedup). GPUs without any keep the base set.
 
 :func:`evaluate` then reports the median ``|predicted speedup / measured - 1|`` per M regime on
-the **held-out Llama-3-70B shapes** (kernel time and graph replay), **leave-one-source-out** on
-the published points, in-sample on the fit set, and checks the ceilings on a grid.
+the **held-out Llama-3-70B shapes** (fp16, kernel time and graph replay), on **bf16 with each
+Llama-3-8B weight shape left out of the bf16 fit** (no Llama-3-70B shape was timed in bf16),
+**leave-one-source-out** on the published points, in-sample on the fit set, and checks the
+ceilings on a grid.
 
 Example:
     >>> cal = fit_all()
@@ -40,14 +46,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._fitfile import FIT_PATH, FIT_SCHEMA, load_fit
-from .evidence import helper_costs, tile_observations, trace_points
+from .evidence import chain_idle_us, helper_costs, tile_observations, trace_points
 from .fitting import fit_family
 from .model import predict
 from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
 from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
 
-__all__ = ["Calibration", "fit_all", "fit_base", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
+__all__ = ["Calibration", "fit_all", "fit_base", "fit_bf16", "bf16_held_out", "legacy_graph_params", "predicted_speedup", "error_row", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
            "error_table", "ceiling_check", "save", "load_fit", "FIT_PATH", "SEARCH_TILES", "TRACE_WEIGHT"]
 
 TRACE_WEIGHT = 5.0  # one decode-step trace point counts as five bench points (four of them pin the L2 flush)
@@ -80,6 +86,26 @@ def fit_points(pts: list[Point] | None = None) -> list[Point]:
     return [p for p in pts if p.origin == "measured" and p.fit_ok] + trace_points(TRACE_WEIGHT)
 
 
+def legacy_graph_params(params: KernelParams) -> KernelParams:
+    """``params`` whose ``cached`` scenario is a legacy-method one-GEMM graph timing: the bench's replay artefact per call.
+
+    Only for comparing with such a timing (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`); a
+    serving engine's chain of calls does not pay it.
+
+    Example:
+        >>> from twofour.roofline import DEFAULT_PARAMS
+        >>> p = legacy_graph_params(DEFAULT_PARAMS)
+        >>> p.graph_sparse_us == DEFAULT_PARAMS.bench_replay_sparse_us > DEFAULT_PARAMS.graph_sparse_us
+        True
+    """
+    return replace(params, graph_dense_us=params.bench_replay_dense_us, graph_sparse_us=params.bench_replay_sparse_us)
+
+
+def _as_measured(p: Point, params: KernelParams) -> KernelParams:
+    """``params`` as the point was timed: a legacy-method graph timing holds the bench's replay artefact."""
+    return legacy_graph_params(params) if p.scenario == "cached" and p.extra.get("legacy_replay") else params
+
+
 def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = False) -> list[Point]:
     """The held-out test set: fp16 points of the :data:`HELD_OUT_MODEL` shapes, kernel time and graph replay."""
     pts = points() if pts is None else pts
@@ -88,8 +114,11 @@ def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = F
 
 
 def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
-    graph = params.graph_dense_us if side == "dense" else params.graph_sparse_us
-    return [graph if p.scenario == "cached" else 0.0 for p in pts]
+    out = []
+    for p in pts:
+        prm = _as_measured(p, params)
+        out.append((prm.graph_dense_us if side == "dense" else prm.graph_sparse_us) if p.scenario == "cached" else 0.0)
+    return out
 
 
 def _structure_points(pts) -> list[dict]:
@@ -97,7 +126,7 @@ def _structure_points(pts) -> list[dict]:
 
 
 def _call_costs(pts: list[Point]) -> dict:
-    """Graph replay minus kernel time (medians, per side) and the host time of host-bound eager calls."""
+    """The chain idle per GEMM (traces), the legacy replay artefact (graph minus kernel time, medians per side), the host time of host-bound eager calls."""
     by = {}
     for p in pts:
         if p.origin == "measured" and p.dtype == "fp16" and not p.extra.get("held_out") and p.scenario != LONE:
@@ -107,13 +136,15 @@ def _call_costs(pts: list[Point]) -> dict:
     for modes in by.values():
         k, g, e = modes.get("kernel"), modes.get("cached"), modes.get("eager")
         for side in ("dense", "sparse"):
-            if k and g and not k.extra.get("flagged") and not g.extra.get("flagged"):
+            if k and g and g.extra.get("legacy_replay") and not k.extra.get("flagged") and not g.extra.get("flagged"):
                 graph[side].append(getattr(g, f"{side}_us") - getattr(k, f"{side}_us"))
             if k and e and getattr(k, f"{side}_us") < 0.5 * getattr(e, f"{side}_us"):  # bound by the host, 2x over
                 host[side].append(getattr(e, f"{side}_us"))
-    if not graph["dense"] or not host["sparse"]:
-        raise ValueError("the fit needs measured kernel, graph and stream timings (twofour bench --modes graph stream kernel)")
-    return {"graph_dense_us": statistics.median(graph["dense"]), "graph_sparse_us": statistics.median(graph["sparse"]),
+    if not host["sparse"]:
+        raise ValueError("the fit needs measured kernel and stream timings (twofour bench --modes stream kernel)")
+    replay = {f"bench_replay_{side}_us": statistics.median(graph[side]) if graph[side] else getattr(ASSUMED_PARAMS, f"bench_replay_{side}_us")
+              for side in ("dense", "sparse")}
+    return {"graph_dense_us": chain_idle_us("dense-graph"), "graph_sparse_us": chain_idle_us("sparse-graph"), **replay,
             "host_dense_us": statistics.median(host["dense"] or [ASSUMED_PARAMS.host_dense_us]),
             "host_sparse_us": statistics.median(host["sparse"])}
 
@@ -125,7 +156,7 @@ def _searched(params: KernelParams) -> tuple:
     cases = recorded_alg_search()
     pts = [dict(M=c["M_padded"], N=c["N"], K=c["K"], dtype="fp16", gpu="H200", l2="flushed") for c in cases]
     meas = [c["best"]["ms"] * 1e3 for c in cases]
-    extra = [params.graph_sparse_us] * len(cases)
+    extra = [params.bench_replay_sparse_us] * len(cases)  # the sweep of 2026-11-30 timed one-GEMM graphs the legacy way
     trials = []
     for tn, tm, ms in SEARCH_TILES:
         start = replace(params.cusparselt, tiles=((None, None, tn, tm),), max_split=ms)
@@ -150,25 +181,47 @@ def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
         ASSUMED_PARAMS, pad_us=helpers["pad_fill_us"] + helpers["pad_copy_us"], **_call_costs(pts),
         cublas=replace(ASSUMED_PARAMS.cublas, tiles=cublas_tiles, helper_split_us=helpers["splitk_reduce_us"]),
         cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((None, None, stn, stm),), helper_split_us=helpers["memset_us"]))
-    sp = _structure_points(fit_set)
-    w = [p.extra.get("weight", 1.0) for p in fit_set]
-    fam_d, params, rms_d = fit_family(sp, [p.dense_us for p in fit_set], params.cublas, params, sparse=False,
-                                      extra_us=_extra_us(fit_set, params, "dense"), weights=w, fit_dram=True)
-    fam_s, _, rms_s = fit_family(sp, [p.sparse_us for p in fit_set], params.cusparselt, params, sparse=True,
-                                 extra_us=_extra_us(fit_set, params, "sparse"), weights=w)
+    fp16 = [p for p in fit_set if p.dtype == "fp16"]
+    sp = _structure_points(fp16)
+    w = [p.extra.get("weight", 1.0) for p in fp16]
+    fam_d, params, rms_d = fit_family(sp, [p.dense_us for p in fp16], params.cublas, params, sparse=False,
+                                      extra_us=_extra_us(fp16, params, "dense"), weights=w, fit_dram=True)
+    fam_s, _, rms_s = fit_family(sp, [p.sparse_us for p in fp16], params.cusparselt, params, sparse=True,
+                                 extra_us=_extra_us(fp16, params, "sparse"), weights=w)
     params = replace(params, cublas=fam_d, cusparselt=fam_s,
                      cutlass=replace(fam_s, tiles=DEFAULT_TILE_TABLES["cutlass"], cta_target=0, max_split=1,
                                      helper_split_us=0.0))
+    fam_b, rms_b = fit_bf16(params, [p for p in fit_set if p.dtype == "bf16"])
+    params = replace(params, cusparselt_bf16=fam_b)
     searched, trials, n_sweep = _searched(params)
     params = replace(params, cusparselt_searched=searched)
     info = {"n_fit_points": len(fit_set), "n_trace_points": sum(p.extra.get("mode") == "trace" for p in fit_set),
-            "dense_rms_log": round(rms_d, 4), "sparse_rms_log": round(rms_s, 4), "helpers_us": helpers,
+            "n_bf16_points": sum(p.dtype == "bf16" for p in fit_set),
+            "dense_rms_log": round(rms_d, 4), "sparse_rms_log": round(rms_s, 4), "bf16_sparse_rms_log": round(rms_b, 4),
+            "helpers_us": helpers,
             "searched_tile_trials": trials, "n_sweep_cases": n_sweep,
             "fitted_on": [p.id for p in fit_set]}
     return params, info
 
 
-def _speedup(p: Point, params: KernelParams) -> float:
+def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
+    """The bf16 2:4 kernel's family fitted to bf16 points (cuSPARSELt's tile and split rule), and its rms log error.
+
+    Fewer than enough points (a run without bf16) keep the fp16 family: the only evidence there is.
+    """
+    from .fitting import FREE
+
+    if len(pts) < len(FREE):
+        return params.cusparselt, float("nan")
+    start = replace(params.cusparselt, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"])
+    fam, _, rms = fit_family(_structure_points(pts), [p.sparse_us for p in pts], start, params, sparse=True,
+                             extra_us=_extra_us(pts, params, "sparse"), weights=[p.extra.get("weight", 1.0) for p in pts])
+    return fam, rms
+
+
+def predicted_speedup(p: Point, params: KernelParams) -> float:
+    """The speedup ``params`` predict for point ``p``, timed as ``p`` was (scenario, L2, a legacy graph's replay)."""
+    params = _as_measured(p, params)
     return predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, params, scenario=p.scenario,
                    l2=p.extra.get("l2", "clean") if p.origin == "measured" else "clean").speedup
 
@@ -177,10 +230,13 @@ def _refit_sparse_compute(base: KernelParams, pts: list[Point]) -> KernelParams:
     """The 2:4 families' ``compute_eff`` (cuSPARSELt default and CUTLASS) refitted to ``pts`` on a grid, least squares in log speedup."""
     grid = [base.cublas.compute_eff * i / 200 for i in range(10, 201)]
 
-    def with_ce(ce):
-        return replace(base, cusparselt=replace(base.cusparselt, compute_eff=ce), cutlass=replace(base.cutlass, compute_eff=ce))
+    ratio = base.cusparselt_bf16.compute_eff / base.cusparselt.compute_eff  # the bf16 kernel keeps its H200 ratio
 
-    best = min(grid, key=lambda ce: sum(math.log(_speedup(p, with_ce(ce)) / p.speedup) ** 2 for p in pts))
+    def with_ce(ce):
+        return replace(base, cusparselt=replace(base.cusparselt, compute_eff=ce), cutlass=replace(base.cutlass, compute_eff=ce),
+                       cusparselt_bf16=replace(base.cusparselt_bf16, compute_eff=min(1.0, ce * ratio)))
+
+    best = min(grid, key=lambda ce: sum(math.log(predicted_speedup(p, with_ce(ce)) / p.speedup) ** 2 for p in pts))
     return with_ce(round(best, 4))
 
 
@@ -208,7 +264,8 @@ def fit_all(pts: list[Point] | None = None, *, exclude_source: str | None = None
                        fitted_on=tuple(fitted) + tuple(p.id for p in published), info=info)
 
 
-def _row(p: Point, pred: float) -> dict:
+def error_row(p: Point, pred: float) -> dict:
+    """One row of an error table: the point, its measured and predicted speedup, ``rel_err``."""
     return {"id": p.id, "source": p.source, "origin": p.origin, "gpu": p.gpu, "regime": p.regime, "scenario": p.scenario,
             "M": p.M, "N": p.N, "K": p.K, "measured": p.speedup, "predicted": pred, "rel_err": abs(pred / p.speedup - 1)}
 
@@ -222,7 +279,7 @@ def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None
     for source in sorted({p.source for p in published}):
         without = fit_all(pts, exclude_source=source, base=cal.base, info=cal.info)
         for p in (q for q in published if q.source == source):
-            rows.append(_row(p, _speedup(p, without.params_for(p.gpu, p.backend))))
+            rows.append(error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend))))
     return rows
 
 
@@ -283,23 +340,42 @@ def ceiling_check(params_for, *, Ms=None, shapes=None, gpus=("H200", "H100", "A1
             "max_speedup_over_ceiling": worst[0], "at": worst[1]}
 
 
+def bf16_held_out(pts: list[Point], base: KernelParams) -> list[dict]:
+    """bf16 points, each weight shape's predicted by a bf16 family fitted without that shape (one row per point)."""
+    bf = [p for p in fit_points(pts) if p.dtype == "bf16"]
+    rows = []
+    for nk in sorted({(p.N, p.K) for p in bf}):
+        fam, _ = fit_bf16(base, [p for p in bf if (p.N, p.K) != nk])
+        prm = replace(base, cusparselt_bf16=fam)
+        rows += [{**error_row(p, predicted_speedup(p, prm)), "mode": p.extra["mode"]} for p in bf if (p.N, p.K) == nk]
+    return rows
+
+
 def evaluate(pts: list[Point] | None = None, cal: Calibration | None = None) -> dict:
     """Every error table the site shows, each held out in its own way (see the keys)."""
     pts = points() if pts is None else pts
     cal = cal or fit_all(pts)
     held, flagged = [], []
     for p in held_out_points(pts, include_flagged=True):
-        (flagged if p.extra.get("flagged") else held).append({**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"],
+        (flagged if p.extra.get("flagged") else held).append({**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"],
                                                               "flagged": p.extra.get("flagged")})
     fit_set = [p for p in fit_points(pts) if p.extra.get("mode") != "trace"]
-    in_sample = [{**_row(p, _speedup(p, cal.base)), "mode": p.extra["mode"]} for p in fit_set]
+    in_sample = [{**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"], "dtype": p.dtype} for p in fit_set]
     loso = leave_one_source_out(pts, cal)
     by_mode = {mode: error_table([r for r in held if r["mode"] == mode]) for mode in ("kernel", "graph")}
+    bf16 = bf16_held_out(pts, cal.base)
+
+    def modes(rows):
+        return {m: error_table([r for r in rows if r["mode"] == m]) for m in ("kernel", "graph")}
+
     return {
-        "held_out": {"label": f"{HELD_OUT_MODEL} shapes on the H200 (never in the fit)", "by_mode": by_mode,
+        "held_out": {"label": f"{HELD_OUT_MODEL} shapes on the H200 (fp16, never in the fit)", "by_mode": by_mode,
                      "points": held, "flagged": flagged},
-        "in_sample": {"label": "the fit set (Llama-3-8B and reference shapes, fp16, unflagged)",
-                      "by_mode": {m: error_table([r for r in in_sample if r["mode"] == m]) for m in ("kernel", "graph")}},
+        "held_out_bf16": {"label": "bf16 on the H200, each weight shape left out of the bf16 fit (no "
+                                   f"{HELD_OUT_MODEL} shape was timed in bf16)", "by_mode": modes(bf16), "points": bf16},
+        "in_sample": {"label": "the fit set (Llama-3-8B and reference shapes, unflagged), per dtype",
+                      "by_mode": modes([r for r in in_sample if r["dtype"] == "fp16"]),
+                      "by_dtype": {d: modes([r for r in in_sample if r["dtype"] == d]) for d in ("fp16", "bf16")}},
         "published_leave_one_source_out": {"by_regime": error_table(loso, "regime"), "by_gpu": error_table(loso, "gpu"),
                                            "points": loso, "n_sources": len({r["source"] for r in loso})},
     }
@@ -354,82 +430,3 @@ def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None =
     checks = {"ceilings": ceiling_check(lambda gpu: cal.params_for(gpu))}
     write_text(path, json.dumps(_to_json(cal, errors, checks), indent=1) + "\n", fit_inputs())
     return path
-
-
-def misses(n: int = 3) -> dict:
-    """What the per-regime medians hide: the worst misses in and out of the fit, and the crossovers.
-
-    ``in_sample`` / ``held_out``: the ``n`` largest ``|predicted / measured - 1|`` of the 2:4
-    speedup, in the fit set (the stored fit's base set on its own points) and on the held-out
-    Llama-3-70B shapes (as the fit file records them); ``crossovers``: per Llama-3-8B weight, the
-    predicted first M where 2:4 wins in CUDA-graph replays (``cached``, L2 flushed, as measured)
-    against the measured one (the smallest recorded M from which every larger recorded M wins,
-    flagged timings handled by :mod:`twofour.request.trusted`; None: never within the run).
-
-    Example:
-        >>> m = misses()
-        >>> [len(m["in_sample"]), len(m["held_out"])], m["in_sample"][0]["rel_err"] >= m["in_sample"][-1]["rel_err"]
-        ([3, 3], True)
-    """
-    from ..bench import recorded_results
-    from ..models import LLAMA_3_8B, linear_shapes
-    from ..request.trusted import trusted_gemm_table
-    from .model import crossover_m
-    from .params import default_params
-
-    params = default_params("H200")
-    fit_set = [p for p in fit_points(points()) if p.extra.get("mode") != "trace" and p.origin == "measured"]
-    in_sample = [{**_row(p, _speedup(p, params)), "mode": p.extra["mode"]} for p in fit_set]
-    held = load_fit()["errors"]["held_out"]["points"]
-
-    def worst(rows):
-        return sorted(rows, key=lambda r: -r["rel_err"])[:n]
-
-    table = trusted_gemm_table(recorded_results("gpu"), "float16", "graph")
-    crossovers = []
-    names: dict = {}
-    for s in linear_shapes(LLAMA_3_8B, include_lm_head=False):
-        names.setdefault((s.out_features, s.in_features), []).append(s.name)
-    for (N, K), layer in names.items():
-        series = sorted((M, r["dense_ms"] / r["sparse_ms"]) for (M, n_, k_), r in table.items() if (n_, k_) == (N, K))
-        measured = None
-        for M, speedup in reversed(series):
-            if speedup <= 1:
-                break
-            measured = M
-        predicted = crossover_m(N, K, "fp16", "H200", params=params, scenario="cached", l2="flushed")
-        crossovers.append({"layer": "/".join(layer), "N": N, "K": K, "predicted": predicted, "measured": measured})
-    return {"in_sample": worst(in_sample), "held_out": worst(held), "crossovers": crossovers}
-
-
-def host_costs() -> list[dict]:
-    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
-
-    The eager scenario takes each call as ``max(kernel, host)``, so a host-bound published eager
-    timing implies the host cost: the predicted dense eager time over the measured speedup (its
-    GPU's fitted set). A point that no host cost explains (the 2:4 kernel alone is already
-    slower than the implied time) gets None. Pass a value as
-    ``replace(default_params(gpu), host_sparse_us=...)`` to :func:`twofour.roofline.predict`.
-
-    Example:
-        >>> rows = host_costs()
-        >>> rows[0]["host"].startswith("this run") and rows[1]["source"] == "https://github.com/pytorch/pytorch/pull/177866"
-        True
-        >>> round(rows[0]["host_sparse_us"]), round(rows[1]["host_sparse_us"])
-        (520, 794)
-    """
-    from .params import default_params
-
-    base = default_params("H200")
-    rows = [{"host": "this run: the H200's host, a 2-vCPU Firecracker VM (median of its host-bound eager calls)",
-             "host_sparse_us": base.host_sparse_us, "source": next(p.source for p in points() if p.origin == "measured")}]
-    for p in points():
-        if (p.origin != "published" or p.scenario != "eager" or p.gpu is None or p.N is None
-                or p.backend != "cuSPARSELt" or p.speedup >= 1):  # a 2:4 win is not host-bound: it implies nothing
-            continue
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="eager")
-        implied = pred.dense_us / p.speedup
-        kernel = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="kernel").sparse_us
-        rows.append({"host": f"{p.id} ({p.gpu}, {p.M} x {p.N} x {p.K} {p.dtype}), implied by its {p.speedup:.2f}x eager",
-                     "host_sparse_us": implied if implied > kernel else None, "source": p.source})
-    return rows

@@ -7,6 +7,8 @@ their fit eligibility and flags, are :func:`twofour.roofline.published.points`.
 * :func:`trace_points`: the decode step's GEMMs from the graph-replay traces (Llama-3-8B
   shapes, M = 16, kernels back to back with no L2 flush between them);
 * :func:`trace_grids`: the launch grids of those kernels (CTAs, and so the split-K factor);
+* :func:`chain_idle_us`: the idle time per GEMM between kernels of a captured chain (what a
+  call costs beyond its kernels when plans are cached and calls are replayed back to back);
 * :func:`helper_costs`: the helper kernels of one call (split-K reduce, workspace memset, the
   2:4 path's padding fill and copy), medians of the traces and kernel tables;
 * :func:`tile_observations`: the tiles the recorded kernel names say each GEMM ran.
@@ -27,7 +29,7 @@ import statistics
 
 from .tiles import kernel_role, parse_kernel_name
 
-__all__ = ["trace_points", "trace_grids", "helper_costs", "tile_observations", "TRACE_M", "TRACE_ORDER"]
+__all__ = ["trace_points", "trace_grids", "helper_costs", "chain_idle_us", "STEP_GAP_US", "tile_observations", "TRACE_M", "TRACE_ORDER"]
 
 # The traces (twofour.dispatch.trace.read.recorded): 3 decode steps of the 7 linears of two
 # Llama-3-8B blocks at M = 16, fp16, in this launch order.
@@ -117,6 +119,28 @@ def trace_points(weight: float = 5.0) -> list:
                          kind="gemm", extra={"shape": "Llama-3-8B " + "/".join(layers), "mode": "trace", "l2": "clean",
                                              "weight": weight, "held_out": False, "flagged": None}))
     return out
+
+
+# A gap this long between two kernels of a trace is the end of one replayed chain and the start
+# of the next (the host's launch of the next replay), not idle time inside a chain.
+STEP_GAP_US = 10.0
+
+
+def chain_idle_us(tag: str) -> float:
+    """µs of idle device time per GEMM inside the captured chains of trace ``tag`` (``"dense-graph"``, ``"sparse-graph"``).
+
+    The sum of the gaps between consecutive kernels (helpers included) of each replayed chain,
+    gaps of :data:`STEP_GAP_US` or more (between chains) left out, over the number of GEMM
+    kernels: what one call adds to its kernels when calls run back to back from a CUDA graph.
+
+    Example:
+        >>> round(chain_idle_us("dense-graph"), 2), round(chain_idle_us("sparse-graph"), 2)
+        (0.33, 2.46)
+    """
+    events = _trace_events(tag)
+    idle = sum(max(0.0, g) for g in (float(b["ts"]) - float(a["ts"]) - float(a["dur"])
+                                     for a, b in zip(events, events[1:])) if g < STEP_GAP_US)
+    return idle / sum(kernel_role(e["name"]) == "gemm" for e in events)
 
 
 def helper_costs() -> dict[str, float]:

@@ -110,7 +110,7 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
         cols["fill"].append(min(Mp, L.tile_m) / L.tile_m)
         cols["n_bytes"].append(weight + Mp * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
                                + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4)
-        cols["cta_flops"].append(2 * L.tile_n * min(L.tile_m, Mp) * -(-K // L.split))
+        cols["cta_flops"].append(2 * L.tile_n * L.tile_m * -(-K // L.split))  # the whole tile
         cols["split"].append(L.split > 1)
         cols["pad"].append(bool(sparse and M % mult))
         cols["flushed"].append(get("l2", "flushed") == "flushed")

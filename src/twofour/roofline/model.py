@@ -23,16 +23,20 @@ One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain
     bw_gbs    = sat * busy_sms / (busy_sms + sat / per_sm)       (grows with busy SMs, saturates)
     dirty     = min(n_bytes * flush_dirty_frac, flush_dirty_mb * 1e6)   if l2 == "flushed", else 0
     t_memory  = max(n_bytes / (bw_gbs * 1e3), (n_bytes + dirty) / (mem_bw_gbs * dram_eff * 1e3))
-    cta_flops = 2 * tile_n * min(tile_m, Mp) * ceil(K / split)
+    cta_flops = 2 * tile_n * tile_m * ceil(K / split)             (the whole tile, padding columns too)
     cta_rate  = min(peak * 1e6 / sms * sm_compute_eff, peak * 1e6 * compute_eff / busy_sms)
     t_compute = waves * cta_flops / cta_rate                      (peak: the side's TFLOP/s)
     gemm_us   = latency_us + max(t_compute, t_memory)
     helpers   = helper_split_us if split > 1  +  pad_us if 2:4 and M % mult != 0
     kernel_us = gemm_us + helpers
 
-Why each term: the default 2:4 kernel's 128 x 256 tile wastes 255 of 256 token columns at
-decode and launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the
-data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
+Why each term: a kernel computes whole tiles, so its math is that of ``tile_m`` token columns
+whatever M is. PyTorch's default 2:4 kernel (cuSPARSELt algorithm 0) has a 128 x 256 tile whose
+256 columns are tokens: at one token it does the math of 256 (its time is flat from M = 1 to 256
+and grows with the M-tile waves beyond, at about half of the per-SM sparse peak), and that
+padded math, not the weight's bytes, sets its decode time. bf16 runs another kernel of the same
+tile (its own family, about 1.7x slower at decode). The kernel also launches few CTAs (32 on
+132 SMs for N = 1024), so the SMs it keeps busy, not the data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
 49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py`` recomputes
 the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench``
 flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
@@ -43,7 +47,8 @@ them); ``"flushed"`` is how ``twofour bench`` measured, and what a comparison wi
 files needs.
 
 Then the scenario (:mod:`twofour.roofline.scenarios`): ``kernel`` is ``kernel_us``; ``cached``
-adds the CUDA-graph replay's cost (``graph_dense_us`` / ``graph_sparse_us``); ``eager`` is
+adds the idle time between kernels inside a captured chain of calls (``graph_dense_us`` /
+``graph_sparse_us``, from the GEMM-chain traces); ``eager`` is
 ``max(kernel_us, host_us)``, cuSPARSELt paying ``host_sparse_us`` (a plan per call) and cuBLAS
 and CUTLASS ``host_dense_us``.
 
@@ -51,10 +56,10 @@ and CUTLASS ``host_dense_us``.
 ``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
 raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
 The tables were read on one GPU and a few shapes, and where cuBLAS's table gives a badly
-quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 280 of a
+quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 224 of a
 grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
-65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 128 to
-4096, 228 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
+65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 64 to
+4096, 168 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
 it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/toolkit/roofline/test_roofline.py`` checks the share).
 
 Assumptions, each a simplification a measurement can contradict:
@@ -76,7 +81,7 @@ Example:
     >>> p = predict(1, 1024, 4096, "fp16", "H200", scenario="kernel")   # k_proj at decode
     >>> (p.sparse.tile_n, p.sparse.tile_m, p.sparse.split, p.sparse.ctas), (p.dense.tile_n, p.dense.tile_m, p.dense.ctas)
     ((128, 256, 4, 32), (64, 8, 48))
-    >>> p.speedup < 0.5          # 32 CTAs, each a 128 x 256 tile with 1 real token column of 256
+    >>> p.speedup < 0.5          # 32 CTAs, each the math of a 128 x 256 tile for 1 real token column of 256
     True
     >>> predict(1, 4096, 4096, "fp16", "H200", algorithm="searched").speedup > 1
     True
@@ -215,7 +220,7 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
     dirty = min(n_bytes * params.flush_dirty_frac, params.flush_dirty_mb * 1e6) if l2 == "flushed" else 0.0
     t_memory = max(n_bytes / (bw * 1e3), (n_bytes + dirty) / (spec.mem_bw_gbs * params.dram_eff * 1e3))
     peak = spec.peak_tflops(d, sparse=sparse)
-    cta_flops = 2 * L.tile_n * min(L.tile_m, Mp) * math.ceil(K / L.split)
+    cta_flops = 2 * L.tile_n * L.tile_m * math.ceil(K / L.split)
     cta_rate = min(peak * 1e6 / spec.sms * fam.sm_compute_eff, peak * 1e6 * fam.compute_eff / L.busy_sms)
     t_compute = L.waves * cta_flops / cta_rate
     gemm = fam.latency_us + max(t_compute, t_memory)
@@ -358,10 +363,10 @@ class Prediction:
 
 
 def _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult) -> Prediction:
-    fam = family_for(backend, algorithm, True)
+    fam = family_for(backend, algorithm, True, d)
     kd = _kernel_time(M, N, K, d, spec, "cublas", params.cublas, params, mult, l2)
     ks = _kernel_time(M, N, K, d, spec, fam, params.family(fam), params, mult, l2)
-    host_sparse = params.host_sparse_us if fam in ("cusparselt", "cusparselt_searched") else params.host_dense_us
+    host_sparse = params.host_sparse_us if fam.startswith("cusparselt") else params.host_dense_us
     dense_us, host_d = scenario_us(kd.kernel_us, scenario, graph_us=params.graph_dense_us, host_us=params.host_dense_us)
     sparse_us, host_s = scenario_us(ks.kernel_us, scenario, graph_us=params.graph_sparse_us, host_us=host_sparse)
     cap = 2.0 if kd.bound == "compute" else 1 / DTYPES[d].packed_ratio
@@ -394,7 +399,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
         >>> p.bound_dense, p.backend, p.M_padded, p.sparse.family
-        ('compute', 'cuSPARSELt', 4096, 'cusparselt')
+        ('compute', 'cuSPARSELt', 4096, 'cusparselt_bf16')
     """
     _check_shape(M, N, K)
     spec, d, backend = _resolve(gpu, dtype, backend)

@@ -14,9 +14,11 @@ __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "A
            "default_params", "fit_summary", "family_for"]
 
 # The kernel families the model knows, as KernelParams names them, and which one a side runs:
-# cuBLAS for dense; cuSPARSELt with PyTorch's default algorithm 0 or the fastest algorithm a
+# cuBLAS for dense; cuSPARSELt with PyTorch's default algorithm 0 (fp16, fp8, int8), its bf16
+# kernel (another kernel: the H200's kernel tables name `..._bf16bf16_..._cgasize1x1x1` where
+# fp16 runs `cgasize4x1x1`, 78.9 vs 44.7 µs for gate/up at M = 1), or the fastest algorithm a
 # search finds; PyTorch's CUTLASS 2:4 kernels.
-FAMILIES = ("cublas", "cusparselt", "cusparselt_searched", "cutlass")
+FAMILIES = ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass")
 
 # Tile tables (twofour.roofline.tiles), as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS
 # 13.1, cuSPARSELt 0.8.0). "cublas" is read off the kernel names of the Llama-3-8B fp16 shapes by
@@ -34,6 +36,7 @@ DEFAULT_TILE_TABLES = {
         (None, 1024, 256, 128), (None, 4096, 320, 128), (None, None, 192, 192),
     ),
     "cusparselt": ((None, None, 128, 256),),
+    "cusparselt_bf16": ((None, None, 128, 256),),
     "cusparselt_searched": ((None, None, 64, 256),),
     "cutlass": ((None, None, 128, 128),),
 }
@@ -111,11 +114,16 @@ class KernelParams:
     """Every free number of the model: one :class:`KernelFamily` per family, and the costs outside the GEMM kernel.
 
     Attributes:
-        cublas, cusparselt, cusparselt_searched, cutlass: the families (:data:`FAMILIES`).
+        cublas, cusparselt, cusparselt_bf16, cusparselt_searched, cutlass: the families (:data:`FAMILIES`).
         pad_us: the 2:4 path's padding of ``x`` (a fill and a device copy) when M is not a
             multiple of the row multiple (measured kernels).
-        graph_dense_us, graph_sparse_us: a CUDA-graph replay minus its kernels (medians of
-            measured differences): what the ``cached`` scenario adds.
+        graph_dense_us, graph_sparse_us: the idle time per GEMM between kernels inside a captured
+            chain of calls (the GEMM-chain traces): what the ``cached`` scenario adds per call.
+        bench_replay_dense_us, bench_replay_sparse_us: what ``twofour bench``'s graph mode added
+            per call before it recorded its timing method (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`:
+            one-GEMM graphs started on an idle device, so the host's replay launch sits inside the
+            timed window; medians of graph minus kernel time). Not a cost of serving: the fit adds it
+            to the model only where it compares with a legacy-method graph timing.
         host_dense_us, host_sparse_us: host time per eager call, back to back (cuSPARSELt builds
             descriptors and a plan per call; CUTLASS does not, so it pays the dense one): the
             ``eager`` scenario's floor.
@@ -128,11 +136,14 @@ class KernelParams:
 
     cublas: KernelFamily
     cusparselt: KernelFamily
+    cusparselt_bf16: KernelFamily
     cusparselt_searched: KernelFamily
     cutlass: KernelFamily
     pad_us: float = 2.0
-    graph_dense_us: float = 8.0
-    graph_sparse_us: float = 8.0
+    graph_dense_us: float = 0.3
+    graph_sparse_us: float = 3.0
+    bench_replay_dense_us: float = 7.0
+    bench_replay_sparse_us: float = 8.0
     host_dense_us: float = 20.0
     host_sparse_us: float = 500.0
     dram_eff: float = 0.9
@@ -144,7 +155,8 @@ class KernelParams:
         for name in FAMILIES:
             if not isinstance(getattr(self, name), KernelFamily):
                 raise TypeError(f"{name} must be a KernelFamily, got {type(getattr(self, name)).__name__}")
-        for name in ("pad_us", "graph_dense_us", "graph_sparse_us", "host_dense_us", "host_sparse_us"):
+        for name in ("pad_us", "graph_dense_us", "graph_sparse_us", "bench_replay_dense_us", "bench_replay_sparse_us",
+                     "host_dense_us", "host_sparse_us"):
             _nonneg(name, getattr(self, name))
         _nonneg("flush_dirty_mb", self.flush_dirty_mb, "MB")
         _fraction("dram_eff", self.dram_eff)
@@ -187,18 +199,22 @@ class KernelParams:
         return replace(self, **{name: replace(self.family(name), **changes)})
 
 
-def family_for(backend: str, algorithm: str, sparse: bool) -> str:
-    """The family a side runs: ``cublas`` (dense), ``cutlass``, ``cusparselt`` or ``cusparselt_searched``.
+def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") -> str:
+    """The family a side runs: ``cublas`` (dense), ``cutlass``, ``cusparselt``, ``cusparselt_bf16`` or ``cusparselt_searched``.
 
     Example:
         >>> family_for("cuSPARSELt", "searched", True), family_for("CUTLASS", "default", True)
         ('cusparselt_searched', 'cutlass')
+        >>> family_for("cuSPARSELt", "default", True, "bf16")     # bf16's algorithm 0 is its own kernel
+        'cusparselt_bf16'
     """
     if not sparse:
         return "cublas"
     if backend == "CUTLASS":
         return "cutlass"
-    return "cusparselt" if algorithm == "default" else "cusparselt_searched"
+    if algorithm != "default":
+        return "cusparselt_searched"
+    return "cusparselt_bf16" if dtype == "bf16" else "cusparselt"
 
 
 # What the model assumes before any fit (round numbers, the H200's tables): kept for a reader
@@ -210,6 +226,9 @@ ASSUMED_PARAMS = KernelParams(
     cusparselt=KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
                             compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
                             latency_us=10.0, helper_split_us=0.8),
+    cusparselt_bf16=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_bf16"], cta_target=120, max_split=4, min_k_iters=16,
+                                 compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
+                                 latency_us=10.0, helper_split_us=0.8),
     cusparselt_searched=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_searched"], cta_target=120, max_split=4,
                                      min_k_iters=16, compute_eff=0.6, sm_compute_eff=0.8, mem_eff=0.9,
                                      per_sm_gbs=120.0, latency_us=5.0, helper_split_us=0.8),

@@ -30,9 +30,13 @@ Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
 * measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``eager``
   mode: one call with the device idle before it, so host and device time add up).
 
-Measured points are fitted only where :data:`FIT_RULES` allow: fp16 in ``kernel`` or ``graph``
-mode, not flagged by :mod:`twofour.bench.flags`, and not a shape of :data:`HELD_OUT_MODEL` (the
-held-out test set, ``Point.extra["held_out"]``).
+Measured points are fitted only where :data:`FIT_RULES` allow: fp16 or bf16 in ``kernel`` or
+``graph`` mode, not flagged by :mod:`twofour.bench.flags`, and not a shape of
+:data:`HELD_OUT_MODEL` (the held-out test set, ``Point.extra["held_out"]``). Each measured point
+says how it was timed (``extra["method"]``, :meth:`twofour.bench.Results.timing_method`);
+``extra["legacy_replay"]`` is True for a graph timing of the legacy method, whose window held the
+host's replay launch (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``extra["l2"]`` is
+``"flushed"`` where the method wrote a flush buffer before each call.
 
 Example:
     >>> pts = points()
@@ -84,9 +88,9 @@ FIT_RULES = (
     "a PyTorch backend (cuSPARSELt or CUTLASS), not a kernel its source calls immature (KNOWN_IMMATURE)",
     "a scenario the model has: kernel (kernel time, incl. library examples and single-GEMM timings), cached "
     "(CUDA-graph replay) or eager (PyTorch calls back to back)",
-    "measured here: fp16, timed as kernel time or CUDA-graph replay (a lone eager call is evidence; back-to-back "
-    "calls set the host time per call), not flagged by twofour.bench.flags (clock, drift, graph outlier), and not "
-    "a shape of the held-out model (Llama-3-70B: the test set)",
+    "measured here: fp16 or bf16 (bf16's 2:4 kernel is its own family), timed as kernel time or CUDA-graph replay (a "
+    "lone eager call is evidence; back-to-back calls set the host time per call), not flagged by twofour.bench.flags "
+    "(clock, drift, graph outlier), and not a shape of the held-out model (Llama-3-70B: the test set)",
 )
 # The model whose shapes no fit sees: its measured points are the held-out test of the fit
 # (twofour.roofline.calibration reports the error on them, per M regime).
@@ -244,8 +248,8 @@ def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None
         return "timing mode 'eager' (one lone call after an idle device): kept as evidence, not fitted"
     if mode == "stream":
         return "timing mode 'stream': back-to-back calls set the host time per call (a median), not fitted point by point"
-    if _dtype_of(row["dtype"]) != "fp16":
-        return f"dtype {row['dtype']}: the fit uses the fp16 kernels (the bf16 2:4 kernel is another kernel)"
+    if _dtype_of(row["dtype"]) not in ("fp16", "bf16"):
+        return f"dtype {row['dtype']}: the fit uses the fp16 and bf16 kernels"
     if held_out:
         return f"held out: a {HELD_OUT_MODEL} shape, the fit's test set"
     return None
@@ -256,7 +260,15 @@ def _from_results(res, held_shapes: set) -> list[Point]:
     spec = match_device_name(prov.get("gpu_name"))
     label = f"twofour bench, {prov.get('gpu_name')}, torch {prov.get('torch')}, {str(prov.get('date'))[:10]}"
     out = []
+    from ..bench.gpu_timing import LEGACY_METHODS
+
     for mode in TIMING_MODES:
+        method = res.timing_method(mode) or {}
+        if method.get("flush"):
+            l2 = "flushed" if method["flush"] == "write" else "clean"
+        else:
+            l2 = "flushed" if res.settings.get("flush_l2", True) else "clean"
+        legacy = mode == "graph" and method.get("id") == LEGACY_METHODS["graph"]["id"]
         for row in res.gpu_points(mode):
             scenario = MODE_SCENARIO.get(mode, LONE)
             held = (row["N"], row["K"]) in held_shapes
@@ -269,8 +281,8 @@ def _from_results(res, held_shapes: set) -> list[Point]:
                 speedup=row["dense_ms"] / row["sparse_ms"], dense_us=row["dense_ms"] * 1e3, sparse_us=row["sparse_ms"] * 1e3,
                 scenario=scenario, reliability="high", caveats=f"timing mode {mode}; {res.settings.get('cache_note', '')}",
                 kind="gemm", excluded=why, extra={"shape": row["shape"], "mode": mode, "command": prov.get("command"),
-                                                  "held_out": held, "flagged": row.get("flagged"), "l2": "flushed"
-                                                  if res.settings.get("flush_l2", True) else "clean"},
+                                                  "held_out": held, "flagged": row.get("flagged"), "l2": l2,
+                                                  "method": method.get("id"), "legacy_replay": legacy},
             ))
     return out
 

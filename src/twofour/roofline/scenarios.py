@@ -5,8 +5,12 @@
     kernel with its fixed latency, and the call's helper kernels (split-K reduce, workspace
     memset, the 2:4 path's padding of ``x``). Nothing of the host or of a launch.
 ``cached``
-    Plans cached, the call replayed from a CUDA graph, as a serving engine runs
-    (``twofour bench --modes graph``): kernel time plus the replay's own cost.
+    Plans cached, the calls replayed from a CUDA graph, as a serving engine runs: kernel time
+    plus the idle time between kernels inside a captured chain of calls (``graph_dense_us`` /
+    ``graph_sparse_us``, read off the GEMM-chain traces: well under a microsecond per dense call,
+    a few per 2:4 call). What ``twofour bench --modes graph`` recorded before it recorded its
+    timing method also held the host's launch of a one-GEMM graph (about 7-8 µs per call,
+    ``bench_replay_*_us``); the fit adds that only where it compares with such a timing.
 ``eager``
     PyTorch eager calls issued back to back, as a model's forward pass issues them (``twofour
     bench --modes stream``): the host's work per call (Python dispatch; for cuSPARSELt,

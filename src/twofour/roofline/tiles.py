@@ -52,7 +52,24 @@ from dataclasses import dataclass
 from .._common.args import require_positive_int
 
 __all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "split_k", "launch", "wave_efficiency",
-           "parse_kernel_name", "kernel_role", "tile_table_from_names"]
+           "parse_kernel_name", "kernel_role", "tile_table_from_names", "PADDED_TILE_WHY", "padded_tile_why"]
+
+# Why a 2:4 GEMM whose token tile is wider than its rows loses: one sentence, the words every
+# surface that predicts such a loss uses (the calculator's verdict gets it through data.js as
+# MECHANISM and fills it in as padded_tile_why does).
+PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it "
+                   "does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's "
+                   "few CTAs, not the weight bytes 2:4 saves, set its time")
+
+
+def padded_tile_why(tile_n: int, tile_m: int, rows: int) -> str:
+    """:data:`PADDED_TILE_WHY` for a kernel of tile ``tile_n x tile_m`` on a GEMM of ``rows`` rows.
+
+    Example:
+        >>> padded_tile_why(128, 256, 1)[:58]
+        'the 2:4 kernel computes a 256-token-wide tile (128 x 256),'
+    """
+    return PADDED_TILE_WHY.format(tile_n=tile_n, tile_m=tile_m, rows=f"{rows:,}")
 
 
 @dataclass(frozen=True)

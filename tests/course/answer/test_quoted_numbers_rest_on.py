@@ -4,7 +4,7 @@ The walk computes every number the site quotes from the recorded GPU runs: the v
 markers (``quoted_numbers``), the home page's bottom line, the calculator's defaults
 (``calculator_verdict``), the bf16 rows and every practice-bank answer. While it runs, each
 recorded row ``Results.gpu_points`` hands out reports any read of its timing (``dense_ms``,
-``sparse_ms``) while the row is flagged, unless the reader is ``twofour.request.trusted`` (which
+``sparse_ms``) while the row is flagged, unless the reader is ``twofour.bench.trusted`` (which
 replaces it by a named rule or drops it). A planted flag shows the walk sees what it should.
 """
 
@@ -19,7 +19,7 @@ from twofour.bench.results import Results
 from twofour.course import answer, decode_loss
 from twofour.course.practice import helpers, load_bank
 from twofour.course.practice import questions as bank_questions
-from twofour.request import trusted
+from twofour.bench import trusted
 
 TIMINGS = ("dense_ms", "sparse_ms")
 # Readers that may read a flagged row's timing: the trusted reader (it replaces or drops it), and
@@ -39,6 +39,31 @@ class _Row(dict):
             if reader not in ALLOWED:
                 self.sink.append((reader, self["shape"], self["M"], self["dtype"], self["mode"], key))
         return dict.__getitem__(self, key)
+
+
+class _Watched(dict):
+    """A trusted table that reports each row it hands out to ``sink``."""
+
+    sink: list
+
+    def _note(self, key, row):
+        if row is not None:
+            self.sink.append({"file": row["file"], "mode": row["mode"], "M": key[0], "N": key[1], "K": key[2],
+                              "shape": row["shape"], "dtype": row["dtype"], "flagged": row["flagged"], "rule": row["rule"],
+                              "raw": (row["dense_ms"], row["sparse_ms"]) == (row["raw_dense_ms"], row["raw_sparse_ms"])})
+        return row
+
+    def get(self, key, default=None):
+        return self._note(key, super().get(key)) if key in self else default
+
+    def __getitem__(self, key):
+        return self._note(key, super().__getitem__(key))
+
+    def items(self):
+        return [(k, self._note(k, v)) for k, v in super().items()]
+
+    def values(self):
+        return [v for _, v in self.items()]
 
 
 def _clear_caches():
@@ -61,16 +86,24 @@ def walk(monkeypatch) -> tuple[list, list]:
             rows.append(row)
         return rows
 
+    used: list = []
+    table = trusted.trusted_gemm_table
+
+    def watched_table(*args, **kwargs):
+        out = _Watched(table(*args, **kwargs))
+        out.sink = used
+        return out
+
     monkeypatch.setattr(Results, "gpu_points", gpu_points)
+    monkeypatch.setattr(trusted, "trusted_gemm_table", watched_table)
     _clear_caches()
     try:
-        with trusted.watch_uses() as used:
-            answer.quoted_numbers()
-            answer.bottom_line_markdown()
-            answer.calculator_verdict()
-            answer.bf16_rows()
-            for q in load_bank():
-                q.evaluate()
+        answer.quoted_numbers()
+        answer.bottom_line_markdown()
+        answer.calculator_verdict()
+        answer.bf16_rows()
+        for q in load_bank():
+            q.evaluate()
     finally:
         _clear_caches()
     return raw_reads, used
@@ -93,7 +126,7 @@ def _plant(monkeypatch, shape, M, dtype, mode, side):
 
 def test_no_quoted_number_rests_on_a_flagged_timing(monkeypatch):
     raw_reads, used = walk(monkeypatch)
-    assert not raw_reads, f"flagged timings read outside twofour.request.trusted: {sorted(set(raw_reads))[:10]}"
+    assert not raw_reads, f"flagged timings read outside twofour.bench.trusted: {sorted(set(raw_reads))[:10]}"
     flagged = [u for u in used if u["flagged"]]
     # the recorded flagged points the quoted numbers need were all replaced by a named rule, none taken raw
     assert flagged and all(u["rule"] in trusted.FLAG_RULES and not u["raw"] for u in flagged)

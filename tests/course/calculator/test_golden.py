@@ -188,7 +188,7 @@ def test_roofline_cases_reproduce_predict(golden):
     assert any(o["bound_sparse"] == "host" for o in outs) and any(o["ceiling_guard"] for o in outs)
     assert any(o["sparse"]["split"] > 1 for o in outs) and any(o["dense"]["split"] > 1 for o in outs)
     assert any(o["sparse"]["waves"] > 1 for o in outs) and any(o["sparse"]["helpers_us"] > 0 for o in outs)
-    assert {o["sparse"]["family"] for o in outs} == {"cusparselt", "cusparselt_searched", "cutlass"}
+    assert {o["sparse"]["family"] for o in outs} == {"cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass"}
     assert len({(o["dense"]["tile_n"], o["dense"]["tile_m"]) for o in outs}) >= 8
     assert data["default_params"]["L4"] == DEFAULT_PARAMS.to_dict()
     assert data["default_params"]["A100/CUTLASS"] == data["default_params"]["A100"] != DEFAULT_PARAMS.to_dict()

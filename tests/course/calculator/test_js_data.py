@@ -39,7 +39,7 @@ def test_the_committed_module_is_what_the_script_writes():
 def test_the_module_holds_each_table_from_its_source():
     tables = _exported((ROOT / js_data.DATA_JS).read_text(encoding="utf-8"))
     assert set(tables) == {"GPUS", "PRESETS", "SCENARIOS", "BLOCK_LINEARS", "FIT", "ASSUMED", "DTYPES", "PACKED_FORMS", "VERDICT",
-                           "VOCABULARY"}
+                           "VOCABULARY", "MECHANISM"}
     assert list(tables["GPUS"]) == list(hardware.GPUS)
     assert tables["GPUS"]["H100"]["sparse_tflops"]["fp16"] == hardware.GPUS["H100"].sparse_tflops["fp16"]
     assert sorted(tables["GPUS"]["A10G"]["unconfirmed"]) == sorted(f for g, f in hardware.unconfirmed_fields() if g == "A10G")
@@ -48,6 +48,9 @@ def test_the_module_holds_each_table_from_its_source():
     assert tables["BLOCK_LINEARS"] == list(request.BLOCK_LINEARS)
     assert tables["VERDICT"] == calculator_opening()
     assert tables["VOCABULARY"]["timing_modes"] == list(vocabulary.TIMING_MODES)
+    from twofour.roofline.tiles import PADDED_TILE_WHY
+
+    assert tables["MECHANISM"] == {"padded_tile": PADDED_TILE_WHY}
 
 
 def test_the_fit_is_kernel_fit_json_less_its_per_point_lists():

@@ -4,7 +4,7 @@ replaced (flagged) timing says so, with the rule.
 Which numbers rest on what is found by moving the data, not by reading the expressions: every
 recorded GPU timing is made 13% slower on the 2:4 side (``Results.gpu_points``: PyTorch's
 ``F.linear`` path, against cuBLAS), then the algorithm sweep's (the direct
-``torch._cslt_sparse_mm`` call), then only the values a :data:`twofour.request.trusted.FLAG_RULES`
+``torch._cslt_sparse_mm`` call), then only the values a :data:`twofour.bench.trusted.FLAG_RULES`
 rule put in place of a flagged timing, one rule at a time; a number whose value moves rests on
 what was moved. A number whose label claims a measurement must then name that call (in its label
 or source), and one resting on a replaced timing must name the rule, so the reader never takes a
@@ -23,7 +23,7 @@ from twofour.bench.results import Results
 from twofour.course import answer, decode_loss
 from twofour.course.practice import helpers, load_bank
 from twofour.course.practice import questions as bank_questions
-from twofour.request import trusted
+from twofour.bench import trusted
 
 CALLS = {"bench": "F.linear", "sweep": "_cslt_sparse_mm"}
 
@@ -86,8 +86,8 @@ def what_numbers_rest_on() -> dict:
 
         replace = trusted._replace
         for rule in trusted.FLAG_RULES:
-            def moved_rule(point, side, mode, by_weight, rule=rule):
-                value, name = replace(point, side, mode, by_weight)
+            def moved_rule(point, side, mode, by_weight, graph_cost, rule=rule):
+                value, name = replace(point, side, mode, by_weight, graph_cost)
                 return (value * 1.37 if value is not None and name == rule else value), name
 
             mp.setattr(trusted, "_replace", moved_rule)

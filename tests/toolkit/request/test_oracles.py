@@ -223,7 +223,12 @@ def test_dense_decode_on_a100_matches_torchaos_measured_rate():
     2039 / 15.01 = 135.8 tok/s at most, and torchao's rate is 70.4% of it.
 
     Then the calibrated model (the default: roofline GEMMs with the fitted parameters, CUDA-graph
-    style ``cached`` calls, as ``--compile`` runs them) must land within 10%. Why 10%: its dense
+    style ``cached`` calls, as ``--compile`` runs them) must predict more than was measured, by at
+    most 15%. More: it sums the GEMMs, attention and element-wise passes with no launch or idle
+    time beyond the GEMM-chain traces' (0.3 µs per dense GEMM), and a real step has ~290 kernels.
+    Why 15%, where it was 10%: the bound held at 10% only while the model added the bench's one-GEMM
+    replay launch (8.3 µs) to each of the step's 225 GEMMs, about 1.9 ms per token that a captured
+    chain does not pay (the traces); without it the model gives 108 tok/s, 13% above. Its dense
     memory efficiency (0.727) was fitted to our H200 GEMM timings, not to this number or to any
     A100 run, and is carried here to another GPU and to a whole model whose ~290 kernels per step
     it sums without overlap; the fit's own leave-one-source-out error on published GEMMs is ~20%
@@ -237,7 +242,7 @@ def test_dense_decode_on_a100_matches_torchaos_measured_rate():
     bound = 1 / estimate(workload, Machine.from_gpu("A100", "bf16")).tpot_dense_s
     assert 135 < bound < 136.5 and bound > published
     predicted = 1 / estimate(workload, "A100").tpot_dense_s
-    assert predicted == pytest.approx(published, rel=0.10), (
+    assert published < predicted <= 1.15 * published, (
         f"dense decode predicted {predicted:.1f} tok/s, torchao measured {published} tok/s")
     # the byte count alone, at the data sheet's bandwidth: 2,039e9 / 15,009,849,344 = 135.84
     assert formats.decode_tokens_per_s(15_009_849_344, "A100") == pytest.approx(135.84, abs=0.01)

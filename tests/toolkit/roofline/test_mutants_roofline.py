@@ -35,19 +35,22 @@ def test_intensity_counts_weight_input_and_output_bytes(dtype, in_b, out_b):
 def _perfect(tiles=((None, None, 128, 128),)):
     fam = KernelFamily(tiles, cta_target=0, max_split=1, min_k_iters=1, compute_eff=1.0, sm_compute_eff=1.0,
                        mem_eff=1.0, per_sm_gbs=1e12, fill_gain=0.0, latency_us=0.0, helper_split_us=0.0)
-    return replace(ASSUMED_PARAMS, cublas=fam, cusparselt=fam, cusparselt_searched=fam, cutlass=fam, pad_us=0.0,
+    return replace(ASSUMED_PARAMS, cublas=fam, cusparselt=fam, cusparselt_bf16=fam, cusparselt_searched=fam, cutlass=fam, pad_us=0.0,
                    graph_dense_us=0.0, graph_sparse_us=0.0, host_dense_us=0.0, host_sparse_us=0.0, dram_eff=1.0,
                    flush_dirty_mb=0.0, flush_dirty_frac=0.0)
 
 
 PERFECT = _perfect()
+# A kernel computes its whole tile: a 128 x 128 tile at one token is the math of 128 tokens, which
+# outlasts streaming the weight. A 16-token tile (cuBLAS-like at decode) leaves decode to the bytes.
+PERFECT_NARROW = _perfect(((None, None, 128, 16),))
 
 
 def test_predicted_int8_decode_moves_the_bytes_counted_by_hand():
     # H100: 3,350 GB/s. A 1-token int8 GEMV is memory-bound on both sides.
-    p = predict(1, 4096, 4096, "int8", "H100", params=PERFECT, scenario="kernel")
+    p = predict(1, 4096, 4096, "int8", "H100", params=PERFECT_NARROW, scenario="kernel")
     assert (p.bound_dense, p.bound_sparse) == ("memory", "memory")
-    bw = 3350 * 32 / (32 + 3350 / 1e12)  # 32 tiles of 128 x 128: 32 busy SMs, each saturating
+    bw = 3350 * 32 / (32 + 3350 / 1e12)  # 32 tiles of 128 x 16: 32 busy SMs, each saturating
     # Dense: weight 16 Mi bytes, x 4 Ki bytes, y 4 Ki bf16 values = 8 Ki bytes.
     assert p.dense.n_bytes == 16 * MI + 4096 + 8192
     assert p.dense_us == _approx((16 * MI + 4096 + 8192) / (bw * 1e3))
@@ -111,8 +114,8 @@ def test_scenario_costs_by_family():
 
 
 def test_the_guard_caps_at_the_dense_kernels_own_bound():
-    prm = replace(PERFECT, cusparselt=replace(PERFECT.cusparselt, latency_us=0.0),
-                  cublas=replace(PERFECT.cublas, latency_us=50.0))
+    prm = replace(PERFECT_NARROW, cusparselt=replace(PERFECT_NARROW.cusparselt, latency_us=0.0),
+                  cublas=replace(PERFECT_NARROW.cublas, latency_us=50.0))
     p = predict(1, 4096, 4096, "fp16", "H200", params=prm, scenario="kernel")  # dense memory-bound
     assert p.ceiling_guard and p.sparse_us == _approx(p.dense_us / (1 / 0.5625))
     assert p.sparse.kernel_us < p.sparse_us  # the kernel's own time is kept, the reported time is raised
@@ -271,7 +274,7 @@ def test_gemm_speedup_passes_the_algorithm_on():
 def test_cached_and_kernel_scenarios_are_never_host_bound():
     # Only eager calls wait on the host; a cached replay adds its fixed cost to a kernel that still
     # has its own bound, however large the host's per-call work.
-    prm = replace(PERFECT, graph_dense_us=8.0, graph_sparse_us=7.0, host_dense_us=1e6, host_sparse_us=1e6)
+    prm = replace(PERFECT_NARROW, graph_dense_us=8.0, graph_sparse_us=7.0, host_dense_us=1e6, host_sparse_us=1e6)
     for sc in ("cached", "kernel"):
         p = predict(1, 4096, 4096, "fp16", "H200", params=prm, scenario=sc)
         assert (p.bound_dense, p.bound_sparse) == ("memory", "memory"), sc

@@ -142,7 +142,7 @@ def test_one_2to4_decode_call_worked_by_hand():
     assert k.bw_gbs == sat * 96 / (96 + sat / per_sm)
     dirty = min(n_bytes * 0.25, 1.0 * 1e6)
     assert k.t_memory_us == max(n_bytes / (k.bw_gbs * 1e3), (n_bytes + dirty) / (4800 * 1.0 * 1e3))
-    cta_flops = 2 * 128 * 8 * math.ceil(4096 / 3)
+    cta_flops = 2 * 128 * 256 * math.ceil(4096 / 3)  # the whole 128 x 256 tile: 8 padded rows of 256 columns are math too
     assert k.t_compute_us == 1 * cta_flops / min(1979.0 * 1e6 / 132 * 1.0, 1979.0 * 1e6 * 0.5 / 96)
     assert k.kernel_us == 5.0 + max(k.t_compute_us, k.t_memory_us) + 1.0 + 2.0
     assert k.bound == "memory"
@@ -154,7 +154,7 @@ def test_vectorised_fit_arithmetic_is_the_model():
     """fitting.kernel_us repeats kernel_time on arrays: the same numbers, every family, both L2 states."""
     pts = [dict(M=M, N=N, K=K, dtype=d, gpu=g, l2=l2) for M in (1, 7, 16, 300, 4096) for N, K in ((1024, 4096), (14336, 4096))
            for d, g in (("fp16", "H200"), ("int8", "A100")) for l2 in ("flushed", "clean")]
-    for name in ("cublas", "cusparselt", "cusparselt_searched"):
+    for name in ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched"):
         fam = DEFAULT_PARAMS.family(name)
         got = fitting.kernel_us(fitting.structure(pts, fam, sparse=name != "cublas"), fam, DEFAULT_PARAMS)
         want = [kernel_time(p["M"], p["N"], p["K"], p["dtype"], p["gpu"], name, DEFAULT_PARAMS, l2=p["l2"]).kernel_us
@@ -200,9 +200,14 @@ def test_reproduces_the_decode_bandwidth_pattern():
 
 
 def test_searched_algorithm_beats_dense_at_decode_where_the_sweep_did():
+    """Timed as the sweep timed (one-GEMM graphs of the legacy method, L2 flushed by a write)."""
+    from twofour.roofline.calibration import legacy_graph_params
+
+    as_swept = dict(params=legacy_graph_params(DEFAULT_PARAMS), l2="flushed")
     for key in ("q", "gate", "down"):
         N, K = SHAPES_8B[key]
-        assert predict(1, N, K, "fp16", "H200").speedup < 1 < predict(1, N, K, "fp16", "H200", algorithm="searched").speedup
+        assert predict(1, N, K, "fp16", "H200", **as_swept).speedup < 1 < \
+            predict(1, N, K, "fp16", "H200", algorithm="searched", **as_swept).speedup
 
 
 def test_the_default_2to4_kernel_launches_few_ctas_at_decode():
@@ -345,3 +350,45 @@ def test_every_gpu_predicts_inside_its_ceilings_at_decode_and_prefill(gpu):
         p = predict(M, 8192, 8192, "fp16", gpu)
         assert 0 < p.speedup <= 2.0 * (1 + 1e-12)
         assert p.dense.busy_sms <= get_gpu(gpu).sms
+
+
+# --- the token tile, bf16's own kernel, what a cached call costs ------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_the_default_2to4_kernel_does_the_math_of_its_whole_token_tile(dtype):
+    """Its 256 token columns are math at every M: the same math from M = 1 to 256, twice the
+    tiles at 257 (the kernel tables: time flat to M = 256, growing with the M-tile waves beyond)."""
+    k = {M: kernel_time(M, 14336, 4096, dtype, "H200", "cusparselt_bf16" if dtype == "bf16" else "cusparselt")
+         for M in (1, 16, 256, 257)}
+    assert k[1].t_compute_us == k[16].t_compute_us == k[256].t_compute_us > 0
+    assert k[1].tile_m == 256 and k[257].tiles == 2 * k[256].tiles
+    # the math of one CTA is 2 * tile_n * tile_m * K / split whatever the rows: at one token 256x the useful math
+    spec = get_gpu("H200")
+    per_cta = 2 * 128 * 256 * math.ceil(4096 / k[1].split)
+    fam = DEFAULT_PARAMS.family(k[1].family)
+    rate = min(spec.peak_tflops(dtype, sparse=True) * 1e6 / spec.sms * fam.sm_compute_eff,
+               spec.peak_tflops(dtype, sparse=True) * 1e6 * fam.compute_eff / k[1].busy_sms)
+    assert k[1].t_compute_us == pytest.approx(k[1].waves * per_cta / rate, rel=1e-12)
+
+
+def test_bf16_runs_its_own_2to4_kernel_and_fp16_does_not():
+    """The kernel tables name another kernel for bf16 (``..._bf16bf16_..._cgasize1x1x1``, 78.9 vs 44.7 µs
+    at gate/up M = 1): the model gives it its own fitted family, slower at decode, as measured."""
+    fp16, bf16 = (predict(1, 14336, 4096, d, "H200", scenario="kernel") for d in ("fp16", "bf16"))
+    assert (fp16.sparse.family, bf16.sparse.family) == ("cusparselt", "cusparselt_bf16")
+    assert DEFAULT_PARAMS.cusparselt_bf16 != DEFAULT_PARAMS.cusparselt
+    assert bf16.sparse.kernel_us > 1.3 * fp16.sparse.kernel_us
+    assert predict(1, 14336, 4096, "bf16", "H200", algorithm="searched").sparse.family == "cusparselt_searched"
+
+
+def test_a_cached_call_costs_the_idle_inside_a_captured_chain_not_the_benchs_replay_launch():
+    """The cached scenario adds what the GEMM-chain traces show between kernels (well under the
+    7-8 µs the legacy bench's one-GEMM graphs held), and clean L2 is the default."""
+    assert DEFAULT_PARAMS.graph_dense_us == pytest.approx(evidence.chain_idle_us("dense-graph"))
+    assert DEFAULT_PARAMS.graph_sparse_us == pytest.approx(evidence.chain_idle_us("sparse-graph"))
+    assert DEFAULT_PARAMS.graph_dense_us < 1 and DEFAULT_PARAMS.graph_sparse_us < 4
+    assert DEFAULT_PARAMS.bench_replay_dense_us > 5 and DEFAULT_PARAMS.bench_replay_sparse_us > 5
+    p = predict(1, 4096, 4096, "fp16", "H200")
+    assert (p.scenario, p.l2) == ("cached", "clean")
+    assert p.dense_us == pytest.approx(p.dense.kernel_us + DEFAULT_PARAMS.graph_dense_us)

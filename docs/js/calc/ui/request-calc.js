@@ -12,9 +12,9 @@ import { InputError } from "../errors.js";
 import { headlineSpeedupText, integerText, percentText, speedupText, timeText } from "../format.js";
 import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
-import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
+import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, ceilings, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
 import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
-import { VERDICT } from "../data.js";
+import { DTYPES, MECHANISM, VERDICT } from "../data.js";
 import { drawFunnel, funnelRises } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";
 import { SCENARIO_OPTIONS, backendOptions, refreshBackends } from "./gemm-calc.js";
@@ -66,10 +66,14 @@ export const DEFAULTS = {
   scope: "request",
 };
 
-/** True when the inputs the measured GEMM speedups depend on are the worked deployment's. */
+// How the worked deployment's GEMM speedups were measured: CUDA-graph replays (VERDICT.row "graph"),
+// the "cached" scenario. In another scenario they do not hold.
+export const WORKED_SCENARIO = "cached";
+
+/** True when the inputs the measured GEMM speedups depend on are the worked deployment's (its scenario included). */
 export function isWorkedWorkload(state) {
   const same = (a, b) => a.length === b.length && a.every((k) => b.includes(k));
-  return state.gpu === VERDICT.gpu && state.dtype === VERDICT.dtype && state.model === VERDICT.model
+  return (state.scenario ?? DEFAULT_SCENARIO) === WORKED_SCENARIO && state.gpu === VERDICT.gpu && state.dtype === VERDICT.dtype && state.model === VERDICT.model
     && state.batch === VERDICT.batch && state.prompt_len === VERDICT.prompt_len && state.output_len === VERDICT.output_len
     && state.prefill_chunk_tokens === 0 && same(state.pruned, VERDICT.pruned)
     && (state.backend ?? GPUS[state.gpu].backends[0]) === GPUS[VERDICT.gpu].backends[0];
@@ -140,6 +144,65 @@ export function computeScenario(state) {
   return { model, inputs, est, summary: summary(est), stages: funnel(est, state.scope), prunedShare: prunedWeightShare(model, state.pruned) };
 }
 
+/**
+ * What choosing each scenario would show, as the form would then be: {eager: summary, ...}. The
+ * worked deployment's measured speedups hold in its own scenario only (choosing another switches
+ * the GEMM speedups to the prediction); typed-in speedups stay. A scenario whose numbers cannot be
+ * computed gets null.
+ */
+export function scenarioChoices(state) {
+  const worked = isWorkedDeployment(state);
+  return Object.fromEntries(GEMM_SCENARIOS.map((sc) => {
+    const next = { ...state, scenario: sc, ...(worked && sc !== WORKED_SCENARIO ? { gemm: "roofline" } : {}) };
+    try {
+      return [sc, computeScenario(next).summary];
+    } catch (err) {
+      if (err instanceof InputError) return [sc, null];
+      throw err;
+    }
+  }));
+}
+
+/**
+ * A typed-in GEMM speedup past what 2:4 can physically give, refused on its own field: a 2:4 GEMM
+ * is at most 2x faster (half the math) and, where the dense GEMMs read their weight (memory-bound),
+ * at most the packed byte ratio (1 / 0.5625 = 1.78x for 16-bit). Returns InputErrors (none: fine).
+ */
+export function ceilingProblems(state, view) {
+  if (state.gemm !== "measured") return [];
+  const cap = ceilings(state.dtype);
+  const problems = [];
+  for (const [name, phase] of [["speedup_prefill", "prefill"], ["speedup_decode", "decode"]]) {
+    const shapes = gemmShapes(view.inputs, phase);
+    const kinds = state.pruned.filter((k) => k in shapes);
+    const M = kinds.length ? shapes[kinds[0]][0] : null;
+    const compute = kinds.some((k) => {
+      const [m, n, kk] = shapes[k];
+      return predict(m, n, kk, state.dtype, state.gpu, state.backend, null, { scenario: "kernel" }).bound_dense === "compute";
+    });
+    const limit = compute ? cap.compute : cap.memory;
+    if (!(state[name] > limit * (1 + 1e-9))) continue;
+    const why = compute
+      ? "half the math of dense, so at most 2x"
+      : `the dense GEMMs at M = ${integerText(M)} are bound by reading their weight, and the packed 2:4 weight is `
+        + `${percentText(DTYPES[state.dtype].packed_ratio)} of its bytes, so at most ${headlineSpeedupText(cap.memory)}`;
+    problems.push(new InputError(name, `${state[name]} is past what a 2:4 GEMM can give in ${phase}: ${why}. `
+      + `A larger measured speedup is a timing error (compare both sides timed the same way); type one up to ${headlineSpeedupText(limit)}.`));
+  }
+  return problems;
+}
+
+/** Why a predicted 2:4 decode GEMM of `rows` rows loses, from the kernel the model says it runs (MECHANISM's words where its token tile is wider). */
+export function predictedLossWhy(q, rows) {
+  const at = `at M = ${integerText(rows)}`;
+  if (q.bound_sparse === "host") return `${at} each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch`;
+  if (q.sparse.tile_m > q.M) {
+    return MECHANISM.padded_tile.replaceAll("{tile_n}", String(q.sparse.tile_n)).replaceAll("{tile_m}", String(q.sparse.tile_m))
+      .replaceAll("{rows}", integerText(rows));
+  }
+  return `${at} the 2:4 kernels reach a smaller share of their peak than the dense ones reach of theirs (as measured and fitted), which outweighs what 2:4 saves`;
+}
+
 /** The headline speedups in every scenario, with the roofline's GEMM speedups: {eager: summary, ...}. */
 export function scenarioRange(state) {
   return Object.fromEntries(GEMM_SCENARIOS.map((sc) => [sc, computeScenario({ ...state, gemm: "roofline", scenario: sc }).summary]));
@@ -198,6 +261,12 @@ export function mount(root) {
   f.backend = selectField("backend", "2:4 backend", backendOptions(DEFAULTS.gpu), GPUS[DEFAULTS.gpu].backends[0], id,
     "the PyTorch path that runs the 2:4 GEMMs; each has its own fitted parameters where measurements exist");
   f.scenario = radioGroup("scenario", "How the GEMMs are run", SCENARIO_OPTIONS, DEFAULTS.scenario, id);
+  // Beside each scenario: what choosing it gives (the numbers the headline would then show).
+  const gives = {};
+  for (const r of f.scenario.radios) {
+    gives[r.value] = el("span", { class: "calc-help calc-gives", "data-out": `gives_${r.value}` });
+    r.node.append(gives[r.value]);
+  }
 
   const gemmName = `${id}-gemm`;
   const gemmRadios = [["roofline", "predicted by the roofline model"], ["measured", "typed in from a measurement"]].map(([v, text]) => {
@@ -405,7 +474,12 @@ export function mount(root) {
           throw err;
         }
         if (firstNonFinite(shownNumbers(view)) !== null) throw blame(state, numeric);
-        if (state.gemm === "roofline") {
+        const past = ceilingProblems(state, view);
+        if (past.length) {
+          errors.push(...past);
+          view = null;
+        }
+        if (view && state.gemm === "roofline") {
           try {
             view.range = scenarioRange(state);
           } catch (err) {
@@ -446,6 +520,13 @@ export function mount(root) {
     for (const key of ["speedup_ttft", "speedup_tpot", "speedup_request"]) o[key].textContent = speedupText(s[key]);
     for (const key of ["p_prefill", "p_decode", "p_request"]) o[key].textContent = percentText(s[key]);
     prunedShare.textContent = percentText(view.prunedShare);
+    const choices = scenarioChoices(state);
+    for (const sc of GEMM_SCENARIOS) {
+      const c = choices[sc];
+      gives[sc].textContent = c && Number.isFinite(c.speedup_tpot) && Number.isFinite(c.speedup_request)
+        ? `${sc === state.scenario ? "gives" : "would give"}: per output token ${headlineSpeedupText(c.speedup_tpot)}, whole request ${headlineSpeedupText(c.speedup_request)}`
+        : "";
+    }
     const scenarioLabel = SCENARIO_TEXT[state.scenario].label;
     const worked = isWorkedDeployment(state);
     const source = worked ? `measured on the ${VERDICT.gpu} in CUDA graphs, ${VERDICT.software.split("measured ")[1] ?? ""}; chapter 7's verdict`
@@ -498,16 +579,12 @@ export function mount(root) {
       let why = isWorkedDeployment(state) ? `${VERDICT.decode_loss}` : "the typed-in speedups say the 2:4 kernels lost; a profile of your own run says why (chapter 4 shows how to read one)";
       if (state.gemm === "roofline") {
         const [M, N, K] = gemmShapes(view.inputs, "decode").q_proj;
-        const q = predict(M, N, K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario });
-        // With a prefill chunk (or a large batch) the decode GEMMs can be compute-bound: say so.
-        why = {
-          host: "each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch",
-          compute: "the GEMMs are compute-bound, and the 2:4 kernels reach a smaller share of their doubled peak than the dense ones reach of theirs (as measured and fitted), and pay padding and a larger per-call cost",
-        }[q.bound_sparse] ?? "the 2:4 kernels reach less of the memory bandwidth than the dense ones (as measured and fitted), and pay padding and a larger per-call cost, which outweighs the bytes saved";
+        // The mechanism's one sentence (MECHANISM in data.js) where the kernel's token tile is wider than M.
+        why = predictedLossWhy(predict(M, N, K, state.dtype, state.gpu, state.backend, null, { scenario: state.scenario }), M);
       }
       items.push(isWorkedDeployment(state) && state.gemm !== "roofline"
         ? `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}), as measured. ${why}`
-        : `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): at M = ${integerText(mDecode)} rows ${why}.`);
+        : `The decode GEMMs come out slower with 2:4 (${speedupText(s.gemm_speedup_decode)}): ${state.gemm === "roofline" ? why : `at M = ${integerText(mDecode)} rows ${why}`}.`);
     }
     if (s.speedup_request < 1) items.push("On these numbers 2:4 makes this request slower than dense.");
     establish.replaceChildren(...items.map((t) => el("li", { text: t })));

@@ -209,7 +209,8 @@ def algorithm_rows(cases) -> list[dict]:
 
 
 def error_rows(fit: dict) -> list[dict]:
-    """The stored fit's median error per M regime: held-out shapes (kernel, graph), published (source left out), in-sample."""
+    """The stored fit's median error per M regime: held-out shapes (fp16 kernel and graph; bf16 graph, each
+    weight shape left out), published (source left out), in-sample per dtype."""
     regimes = ("M<=16", "16<M<=256", "M>256", "all")
 
     def row(label, table):
@@ -218,12 +219,15 @@ def error_rows(fit: dict) -> list[dict]:
                                      for reg in regimes}}
 
     e = fit["errors"]
-    held = e["held_out"]
-    return [row(f"held out: {held['label']}, kernel time", held["by_mode"]["kernel"]),
+    held, bf16 = e["held_out"], e["held_out_bf16"]
+    rows = [row(f"held out: {held['label']}, kernel time", held["by_mode"]["kernel"]),
             row(f"held out: {held['label']}, CUDA-graph replay", held["by_mode"]["graph"]),
-            row("published A100/H100, each source left out", e["published_leave_one_source_out"]["by_regime"]),
-            row("in the fit set (not held out), kernel time", e["in_sample"]["by_mode"]["kernel"]),
-            row("in the fit set (not held out), CUDA-graph replay", e["in_sample"]["by_mode"]["graph"])]
+            row(f"held out: {bf16['label']}, CUDA-graph replay", bf16["by_mode"]["graph"]),
+            row("published A100/H100, each source left out", e["published_leave_one_source_out"]["by_regime"])]
+    for dtype, by_mode in e["in_sample"]["by_dtype"].items():
+        rows += [row(f"in the fit set (not held out), {dtype}, {name}", by_mode[mode])
+                 for mode, name in (("kernel", "kernel time"), ("graph", "CUDA-graph replay")) if by_mode[mode]]
+    return rows
 
 
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):

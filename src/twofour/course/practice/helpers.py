@@ -84,9 +84,9 @@ def published_value(record_id: str, field_name: str) -> float:
 def _measured_table(mode: str) -> dict:
     from ...bench import recorded_results
 
-    from ...request.trusted import trusted_gemm_table
+    from ...bench.trusted import trusted_gemm_table
 
-    # flagged timings are replaced by a named rule or left out (twofour.request.trusted), never used as recorded
+    # flagged timings are replaced by a named rule or left out (twofour.bench.trusted), never used as recorded
     table = {}
     for dtype in ("float16", "bfloat16"):
         trusted = trusted_gemm_table(recorded_results("gpu"), dtype, mode)
@@ -136,7 +136,7 @@ def replaced_timings(workload: request.Workload, phase: str, mode: str = "graph"
 
     The same lookup as :func:`measured_phase_speedup` (:func:`twofour.request.measured_gemm_detail`),
     so a number derived from replaced timings can say which, in the words of
-    :data:`twofour.request.trusted.FLAG_RULES`.
+    :data:`twofour.bench.trusted.FLAG_RULES`.
 
     >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 64, 512, 256), "decode")
     'k_proj M=64: dense-at-larger-m, v_proj M=64: dense-at-larger-m'

@@ -9,29 +9,32 @@ unflagged timing as it is and, for a flagged one, either
   value, so a page can say which number was replaced and how), or
 * drops the point, when no rule applies (a phase that needs it then has no measured speedup).
 
-Every lookup can be watched (:func:`watch_uses`): the walking test collects what each quoted
-number rested on and fails if one is a flagged timing taken as it was.
+The replacement reads the results file only: what a graph replay costs beyond its kernels is a
+rule passed in (``graph_cost=``, default :func:`neighbour_graph_cost`: the same weight's own
+unflagged points), never the fitted kernel model, which is itself fitted to trusted timings.
 
 Example:
-    >>> from twofour.bench import recorded_results
     >>> from twofour.course.answer import verdict_results
     >>> t = trusted_gemm_table(verdict_results(), "float16", "graph")
     >>> g = t[(1, 14336, 4096)]                    # gate/up, one token: its 2:4 replay is flagged
     >>> g["rule"], round(g["raw_sparse_ms"] * 1e3, 1), round(g["sparse_ms"] * 1e3, 1)
-    ('kernel-plus-graph-cost', 65.3, 54.8)
+    ('kernel-plus-graph-cost', 65.3, 58.9)
 """
 
 from __future__ import annotations
 
-import contextlib
+import statistics
 
-__all__ = ["FLAG_RULES", "CALL_PATHS", "trusted_gemm_table", "watch_uses"]
+from .flags import timing_entry
+
+__all__ = ["FLAG_RULES", "CALL_PATHS", "TILE_M", "trusted_gemm_table", "neighbour_graph_cost"]
 
 FLAG_RULES = {
     "kernel-plus-graph-cost": (
-        "a flagged CUDA-graph time replaced by the same side's kernel time (kernel mode, unflagged) plus the "
-        "fitted CUDA-graph replay cost of that side (twofour.roofline.default_params: graph_dense_us / "
-        "graph_sparse_us, the median of graph minus kernel time over the unflagged fp16 points)"),
+        "a flagged CUDA-graph time replaced by the same side's kernel time (kernel mode, unflagged) plus what a "
+        "replay of that side cost beyond its kernel at the same weight's other points (the median of graph minus "
+        "kernel time over its unflagged points in the same M class, M <= 256 or above: the default 2:4 kernel's "
+        "token tile is 256 wide)"),
     "dense-at-larger-m": (
         "a flagged dense CUDA-graph time with no kernel time beside it replaced by the fastest dense replay of "
         "the same weight at a larger M (cuBLAS never got slower with fewer rows in any recorded fp16 "
@@ -47,50 +50,51 @@ CALL_PATHS = {
     "cuBLAS": "cuBLAS through F.linear on the dense weight",
 }
 
-_WATCHERS: list[list] = []
+# The M classes of neighbour_graph_cost: the default cuSPARSELt kernel's token tile (128 x 256, from
+# the kernel names) is one M-tile up to 256 tokens, so a replay costs alike within M <= 256.
+TILE_M = 256
 
 
-@contextlib.contextmanager
-def watch_uses():
-    """Collect every timing a trusted lookup hands out while the block runs (a list of dicts).
+def _flagged(point: dict, mode: str, side: str) -> bool:
+    return any(f["mode"] == mode and f["side"] in (side, "all") for f in point.get("_flags", []))
 
-    Each entry: ``file, mode, M, N, K, shape, dtype, flagged`` (the reasons, or None), ``rule`` (the
-    :data:`FLAG_RULES` name that replaced it, or None) and ``raw`` (True when the value handed out
-    is the timing as recorded).
+
+def neighbour_graph_cost(point: dict, side: str, same_weight: list[dict]) -> float | None:
+    """ms a graph replay of ``side`` costs beyond its kernels, from ``point``'s own weight: the median of
+    graph minus kernel time over ``same_weight``'s other points in ``point``'s M class (:data:`TILE_M`),
+    neither mode flagged; None when there are none.
+
+    ``side``: ``"dense"`` or a 2:4 backend. Points are results-file points as
+    :func:`trusted_gemm_table` annotates them (``_flags``).
+
+    Example:
+        >>> def pt(M, g, k):
+        ...     return {"M": M, "modes": {m: {"dense": {"median_ms": v}} for m, v in (("graph", g), ("kernel", k))}}
+        >>> round(neighbour_graph_cost(pt(1, 0.09, 0.03), "dense", [pt(2, 0.04, 0.03), pt(4, 0.045, 0.03)]), 4)
+        0.0125
     """
-    seen: list = []
-    _WATCHERS.append(seen)
-    try:
-        yield seen
-    finally:
-        _WATCHERS.remove(seen)
+    diffs = []
+    for q in same_weight:
+        if q is point or (q["M"] <= TILE_M) != (point["M"] <= TILE_M):
+            continue
+        g, k = timing_entry(q, "graph", side), timing_entry(q, "kernel", side)
+        if g is not None and k is not None and not _flagged(q, "graph", side) and not _flagged(q, "kernel", side):
+            diffs.append(g["median_ms"] - k["median_ms"])
+    return statistics.median(diffs) if diffs else None
 
 
-def _record(entry: dict) -> None:
-    for seen in _WATCHERS:
-        seen.append(entry)
-
-
-def _graph_costs() -> dict:
-    from ..roofline import default_params
-
-    p = default_params("H200")
-    return {"dense": p.graph_dense_us * 1e-3, "sparse": p.graph_sparse_us * 1e-3}
-
-
-def _replace(point: dict, side: str, mode: str, by_weight: dict) -> tuple[float | None, str | None]:
+def _replace(point: dict, side: str, mode: str, by_weight: dict, graph_cost) -> tuple[float | None, str | None]:
     """The replacement of ``side``'s flagged time in ``mode`` (ms) and the rule's name, or (None, None)."""
-    from ..bench.flags import timing_entry
-
     if mode != "graph":
         return None, None
-    backend = "dense" if side == "dense" else side
-    kernel = timing_entry(point, "kernel", backend)
-    kernel_flagged = any(f["mode"] == "kernel" and f["side"] in (backend, "all") for f in point.get("_flags", []))
-    if kernel is not None and not kernel_flagged:
-        return kernel["median_ms"] + _graph_costs()["dense" if side == "dense" else "sparse"], "kernel-plus-graph-cost"
+    kernel = timing_entry(point, "kernel", side)
+    same_weight = by_weight[(point.get("shape"), point["N"], point["K"])]
+    if kernel is not None and not _flagged(point, "kernel", side):
+        cost = graph_cost(point, side, same_weight)
+        if cost is not None:
+            return kernel["median_ms"] + cost, "kernel-plus-graph-cost"
     if side == "dense":
-        later = [timing_entry(q, "graph", "dense") for q in by_weight[(point.get("shape"), point["N"], point["K"])]
+        later = [timing_entry(q, "graph", "dense") for q in same_weight
                  if q["M"] > point["M"] and not q.get("_flags_graph_dense")]
         later = [e["median_ms"] for e in later if e is not None]
         if later:
@@ -98,7 +102,8 @@ def _replace(point: dict, side: str, mode: str, by_weight: dict) -> tuple[float 
     return None, None
 
 
-def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSPARSELt") -> dict[tuple, dict]:
+def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSPARSELt", *,
+                       graph_cost=neighbour_graph_cost) -> dict[tuple, dict]:
     """``{(M, N, K): row}`` of ``results`` (one :class:`twofour.bench.Results` or a list) in ``mode``.
 
     Each row: ``dense_ms``, ``sparse_ms`` (what a number may use), ``raw_dense_ms``,
@@ -106,6 +111,10 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
     :data:`FLAG_RULES` name that replaced a flagged side, or None), ``call_path`` and
     ``dense_call_path`` (keys of :data:`CALL_PATHS`) and ``file``. A flagged point no rule can
     replace is left out. A later results file's point replaces an earlier one's.
+
+    ``graph_cost(point, side, same_weight_points)``: ms a graph replay of ``side`` costs beyond its
+    kernels (``side``: ``"dense"`` or the backend), or None (the rule then does not apply);
+    default :func:`neighbour_graph_cost`, which reads the results file only.
     """
     from pathlib import Path
 
@@ -139,7 +148,7 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
                 sides = {"dense", backend} if "all" in sides else sides
                 rules = []
                 for side in sorted(sides):
-                    value, rule = _replace(q, "dense" if side == "dense" else backend, mode, by_weight)
+                    value, rule = _replace(q, "dense" if side == "dense" else backend, mode, by_weight, graph_cost)
                     if value is None:
                         rules = None
                         break
@@ -149,27 +158,4 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
                     continue  # no rule: the point is dropped
                 out["rule"] = "+".join(sorted(set(rules)))
             table[(row["M"], row["N"], row["K"])] = out
-    return _Watched(table)
-
-
-class _Watched(dict):
-    """The table, reporting each row handed out to :func:`watch_uses`."""
-
-    def _note(self, key, row):
-        if row is not None:
-            _record({"file": row["file"], "mode": row["mode"], "M": key[0], "N": key[1], "K": key[2],
-                     "shape": row["shape"], "dtype": row["dtype"], "flagged": row["flagged"], "rule": row["rule"],
-                     "raw": (row["dense_ms"], row["sparse_ms"]) == (row["raw_dense_ms"], row["raw_sparse_ms"])})
-        return row
-
-    def get(self, key, default=None):
-        return self._note(key, super().get(key)) if key in self else default
-
-    def __getitem__(self, key):
-        return self._note(key, super().__getitem__(key))
-
-    def items(self):
-        return [(k, self._note(k, v)) for k, v in super().items()]
-
-    def values(self):
-        return [v for _, v in self.items()]
+    return table
