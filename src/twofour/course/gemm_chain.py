@@ -135,22 +135,27 @@ def chain_headline() -> dict:
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs
     from ..roofline.tiles import kernel_role
-    from .answer import bf16_rows, verdict_table
+    from ..request import measured_gemm_detail
+    from .deployment import CHAT, verdict_results
 
     rows = chain_rows()
     pad = helper_costs()["pad_fill_us"] + helper_costs()["pad_copy_us"]
     n = len(rows)
-    t = verdict_table()
-    graph, graph_bf16 = t.row("graph"), next(r for r in bf16_rows() if r.key == "graph")
+    # the one-GEMM graph bench on the same deployment (chapter 7's verdict table, its "graph" row)
+    graph = {dtype: measured_gemm_detail(verdict_results(), replace(CHAT, dtype=dtype), mode="graph")
+             for dtype in ("fp16", "bf16")}
     out = {"pad_us": pad, "n_gemms": n}
-    for dtype, d_key, s_key, prefill in (("fp16", "chain_dense", "chain_sparse", graph.prefill_gemm),
-                                         ("bf16", "bf16_dense", "bf16_sparse", graph_bf16.prefill_gemm)):
+    for dtype, d_key, s_key in (("fp16", "chain_dense", "chain_sparse"), ("bf16", "bf16_dense", "bf16_sparse")):
         d, s = sum(r[d_key] for r in rows), sum(r[s_key] for r in rows)
         gemm = d / (s + n * pad)
+        prefill = graph[dtype]["prefill"]["speedup"]
         out[dtype] = {"gemm_m16": d / s, "gemm": gemm, "per_token": _per_token(gemm, dtype, prefill)}
+    bench = {dtype: (g["decode"]["speedup"], _per_token(g["decode"]["speedup"], dtype, g["prefill"]["speedup"]))
+             for dtype, g in graph.items()}
     bench16 = sum(r["graph_dense"] for r in rows) / sum(r["graph_sparse"] for r in rows)
-    out["bench"] = {"gemm_m16": bench16, "gemm": graph.decode_gemm, "per_token": graph.per_token,
-                    "bf16_gemm": graph_bf16.decode_gemm, "bf16_per_token": graph_bf16.per_token}
+    out["bench"] = {"gemm_m16": bench16, "gemm": bench["fp16"][0], "per_token": bench["fp16"][1],
+                    "bf16_gemm": bench["bf16"][0], "bf16_per_token": bench["bf16"][1]}
+    fp16_prefill = graph["fp16"]["prefill"]["speedup"]
     out["bias_us"] = {side: (min(r[f"bias_{side}"] for r in rows), max(r[f"bias_{side}"] for r in rows))
                       for side in ("dense", "sparse")}
     gate = next(r for r in rows if r["kind"] == "gate_proj")
@@ -161,7 +166,7 @@ def chain_headline() -> dict:
     out["bf16_check"] = {"corrected_dense": gate["bf16_dense"], "corrected_sparse": gate["bf16_sparse"],
                          "table_dense": table.get("dense"), "table_sparse": table.get("sparse")}
     out["searched_gemm"] = _searched_bracket(rows)
-    out["searched"] = tuple(_per_token(g, "fp16", graph.prefill_gemm) for g in out["searched_gemm"])
+    out["searched"] = tuple(_per_token(g, "fp16", fp16_prefill) for g in out["searched_gemm"])
     return out
 
 

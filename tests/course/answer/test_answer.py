@@ -147,14 +147,14 @@ def test_bf16_rows_are_what_was_measured_in_bf16():
     assert "dense-at-larger-m" in rows[1].note
 
 
-def test_the_bottom_line_quotes_the_table(verdict):
-    text = answer.bottom_line_markdown()
-    for key in ("eager", "graph", "kernel", "graph-searched", "graph-searched-linear"):
-        assert f"{verdict.row(key).per_token:.2f}x" in text
-    assert f"**{verdict.low:.2f}x to {verdict.high:.2f}x the dense speed**" in text
-    # what was measured where: the direct call is named as such, the F.linear figure for it as an adjustment
-    assert "Measured on PyTorch's 2:4 path (`F.linear`" in text and "direct `torch._cslt_sparse_mm` call" in text
-    assert "an adjustment, not a measurement" in text
+def test_the_bottom_line_gives_the_why_then_the_chain_headline_in_both_dtypes():
+    from twofour.course.gemm_chain import chain_headline
+    from twofour.roofline.mechanism import why
+
+    text, h = answer.bottom_line_markdown(), chain_headline()
+    assert text.index(why()) < text.index("The bottom line.")
+    assert f"**{h['fp16']['per_token']:.2f}x the dense speed in fp16 and {h['bf16']['per_token']:.2f}x in bf16**" in text
+    assert "`F.linear`" in text and "near break-even" in text
 
 
 def test_quotes_fill_refuse_unknown_keys_and_are_idempotent():
@@ -183,13 +183,13 @@ def test_every_quoted_number_on_the_site_is_current():
     assert not stale, "run `.venv/bin/python scripts/refresh_quotes.py`:\n" + "\n".join(stale)
 
 
-def test_the_home_page_and_chapter_7_quote_the_range_and_the_same_checklist():
+def test_the_home_page_and_chapter_7_quote_the_headline_and_the_same_checklist():
     home = (ROOT / "docs/index.md").read_text(encoding="utf-8")
     nb = json.loads((ROOT / "notebooks/07-the-answer.ipynb").read_text(encoding="utf-8"))
     chapter = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert "<!-- bottom-line -->" in home and "<!-- checklist -->" in home
     takeaway = "".join(nb["cells"][0]["source"])
-    assert "<!-- verdict:range -->" in takeaway  # the "In short" box gives the range
+    assert "<!-- verdict:chain -->" in takeaway and "<!-- verdict:why -->" in takeaway  # the why, then the headline
     assert chapter.count("<!-- checklist -->") == 1
     def items(text):  # the list between the markers, wrapping undone
         body = text.split("<!-- checklist -->", 1)[1].split("<!-- /checklist -->")[0]
