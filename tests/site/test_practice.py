@@ -114,6 +114,12 @@ def test_quick_check_accepts_a_right_answer_and_rejects_a_wrong_one(watched, bas
     check.get_by_role("button", name="Check").click()
     assert result.get_attribute("data-verdict") == "right"
 
+    # A speedup as it is often typed, with the multiplication sign.
+    for typed in (f"{expected:.3f}×", f"{expected:.3f} ×"):
+        field.fill(typed)
+        field.press("Enter")
+        assert result.get_attribute("data-verdict") == "right", typed
+
     field.fill("about one and a half")
     field.press("Enter")
     assert result.get_attribute("data-verdict") == "invalid"
@@ -164,7 +170,11 @@ def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url)
     assert timer.locator("[role=timer]").inner_text() in ("0:18", "0:17")
     page.clock.run_for(20_000)
     assert timer.get_attribute("data-state") == "done"
-    assert "Time is up" in page.locator(".practice-announce").inner_text()
+    announced = page.locator(".practice-announce").inner_text()
+    assert "Time is up" in announced
+    # The end message names the rubric's disclosure as the card shows it.
+    summary = _visible_cards(page).first.locator("details.practice-rubric > summary").inner_text()
+    assert f'open "{summary}"' in announced, (announced, summary)
     # Two minutes, stopped early; moving to another question resets the timer.
     page.get_by_role("button", name="Start a 2 minute timer").click()
     assert timer.locator("[role=timer]").inner_text() in ("2:00", "1:59")
@@ -374,3 +384,16 @@ def test_practice_mode_gives_each_card_its_terms_tooltips_back(watched, base_url
     level.goto(base_url + "/practice/deep/", wait_until="load")
     titled = level.evaluate("() => [...document.querySelectorAll('.practice-q abbr[title]')].map(a => a.textContent)")
     assert titled and len(titled) == len(set(titled)), "a level page repeats a term's tooltip"
+
+
+@pytest.mark.parametrize("fragment", ["#q-%ZZ", "#%", "#q-%E0%A4%A"])
+def test_a_malformed_fragment_is_taken_as_written_without_an_error(watched, base_url, fragment):
+    """A fragment with a broken %-escape names no question: the page stays where it is, and the
+    hashchange handler throws no URIError (on load or when the fragment changes)."""
+    page = _open(watched, base_url, MODE + fragment)
+    assert _visible_cards(page).count() == 1
+    page.evaluate("f => { location.hash = f; }", fragment.replace("%", "%%", 1))
+    page.evaluate("f => { location.hash = f; }", fragment)
+    page.wait_for_timeout(200)
+    assert _visible_cards(page).count() == 1
+    assert not watched.console_errors, watched.console_errors
