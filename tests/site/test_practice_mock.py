@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from twofour.course.practice import load_bank
+from twofour.course.practice import load_bank, page_of
 
 pytestmark = pytest.mark.browser
 
@@ -267,7 +267,7 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     missed = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", qs[1].fill(qs[1].rubric.must[1])).replace("`", "").replace("*", "")
     assert " ".join(missed.split())[:60] in " ".join(review.inner_text().split())
     link = review.locator("a", has_text="the question and its worked answer").first
-    assert link.get_attribute("href") == f"{qs[1].level}/#q-{qs[1].id}"
+    assert link.get_attribute("href") == f"/practice/{page_of(qs[1])}/#q-{qs[1].id}"
     assert "p=sheet" in unquote(page.url) and "g=" in page.url
     _no_sideways_scroll(page)
     page.screenshot(path=str(shots / f"mock-{width}-3-sheet.png"), full_page=True)

@@ -287,6 +287,7 @@ function cardFacts(card) {
   const texts = (selector) => [...card.querySelectorAll(selector)].map((li) => li.textContent.trim());
   const chapter = card.querySelector('.practice-answer a[href*="notebooks/"]');
   const fact = { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
+                 page: card.dataset.page || null,
                  must: texts(".practice-must li"), strong: texts(".practice-strong li"), flags: texts(".practice-flags li"),
                  levels: texts(".practice-levels li"),
                  follow: [...card.querySelectorAll(".practice-follow-ups > ol > li")].map((li) =>
@@ -562,7 +563,7 @@ export function createMockLoop(root, cards, api) {
     if (!s.review.length) review.append(el("p", {}, "Every must-have met. Try a longer loop, or more design questions."));
     for (const q of s.review) {
       const f = facts[q.id];
-      const links = el("p", {}, el("a", { href: `${f.level}/#q-${q.id}` }, "the question and its worked answer"));
+      const links = el("p", {}, el("a", { href: `${f.page || `${f.level}/`}#q-${q.id}` }, "the question and its worked answer"));
       if (f.chapter) links.append(" · ", el("a", { href: f.chapter }, "the chapter"));
       review.append(el("h4", {}, q.title), el("ul", {}, ...q.missed.map((m) => el("li", {}, m)),
                                                ...q.heardFlags.map((m) => el("li", {}, `Red flag: ${m}`))), links);
