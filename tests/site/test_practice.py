@@ -36,7 +36,8 @@ def _visible_cards(page):
 
 
 def test_practice_pages_are_in_the_site(pages):
-    for path in ("/practice/", "/practice/fundamentals/", "/practice/applied/", "/practice/deep/", "/notebooks/07-the-answer/"):
+    for path in ("/practice/", "/practice/fundamentals/", "/practice/applied/", "/practice/deep/", "/practice/neighbours/",
+                 "/notebooks/07-the-answer/"):
         assert path in pages
 
 
