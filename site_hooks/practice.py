@@ -3,7 +3,9 @@
 Markers in ``docs/practice/*.md``:
 
 * ``<!-- practice-level LEVEL -->`` becomes every question of that level, as readable cards
-  (prompt, collapsible rubric and worked answer, the numbers table, a quick check);
+  (prompt, collapsible rubric and worked answer, the numbers table, a quick check), except the
+  questions on the 2:4 question's neighbours (``twofour.course.practice.page_of``);
+* ``<!-- practice-neighbours -->`` becomes those neighbour questions, of every level;
 * ``<!-- practice-mode -->`` becomes the practice-mode root (filters and buttons are added by
   ``docs/js/practice/practice.js``) and an empty deck. The script fills the deck with the cards
   of the level pages (``data-sources``: same-site pages, fetched when practice mode opens), so
@@ -54,6 +56,9 @@ log = logging.getLogger("mkdocs.hooks.practice")
 
 _LEVEL_MARKER = re.compile(r"<!--\s*practice-level\s+(?P<level>[a-z]+)\s*-->")
 _MODE_MARKER = re.compile(r"<!--\s*practice-mode\s*-->")
+_NEIGHBOURS_MARKER = re.compile(r"<!--\s*practice-neighbours\s*-->")
+# The pages cards live on, in the order practice mode asks them.
+CARD_PAGES = (*LEVELS, "neighbours")
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,12 +69,12 @@ def _bank():
 
 
 def level_markdown(level: str) -> str:
-    """All cards of one level."""
-    if level not in LEVELS:
-        raise ValueError(f"practice-level marker: level must be one of {LEVELS}, got {level!r}")
-    from twofour.course.practice import render_markdown
+    """All cards of one page: a level's (neighbour topics aside), or ``"neighbours"``."""
+    from twofour.course.practice import NEIGHBOURS_PAGE, page_of, render_markdown
 
-    return "\n".join(render_markdown(q) for q in _bank().by_level(level))
+    if level not in LEVELS and level != NEIGHBOURS_PAGE:
+        raise ValueError(f"practice-level marker: level must be one of {LEVELS}, got {level!r}")
+    return "\n".join(render_markdown(q) for q in _bank() if page_of(q) == level)
 
 
 def mode_markdown(sources: list[str] | None = None) -> str:
@@ -79,7 +84,7 @@ def mode_markdown(sources: list[str] | None = None) -> str:
     level, ``fundamentals/``, ...), in the order their cards are asked.
     """
     topics = {key: label for key, label in TOPICS.items() if _bank().by_topic(key)}
-    sources = sources if sources is not None else [f"{level}/" for level in LEVELS]
+    sources = sources if sources is not None else [f"{page}/" for page in CARD_PAGES]
     root = (
         f'<div class="practice-mode" data-practice-mode data-levels="{html.escape(json.dumps(list(LEVELS)))}" '
         f'data-topics="{html.escape(json.dumps(topics))}" data-sources="{html.escape(json.dumps(sources))}"></div>'
@@ -97,7 +102,7 @@ def _level_sources(page_src: str, files) -> list[str]:
 
     here = posixpath.dirname(page_src)
     sources = []
-    for level in LEVELS:
+    for level in CARD_PAGES:
         src = posixpath.join(here, f"{level}.md")
         if files is None or files.get_file_from_path(src) is not None:
             sources.append(f"{level}/" if page_src.endswith("index.md") else f"../{level}/")
@@ -189,8 +194,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return markdown
     if quick.quick_mode():
         note = quick.deferred_html(DEFERRED)
-        return _MODE_MARKER.sub(lambda m: note, _LEVEL_MARKER.sub(lambda m: note, markdown))
+        return _NEIGHBOURS_MARKER.sub(lambda m: note, _MODE_MARKER.sub(lambda m: note, _LEVEL_MARKER.sub(lambda m: note, markdown)))
     markdown = _LEVEL_MARKER.sub(lambda m: level_markdown(m.group("level")), markdown)
+    markdown = _NEIGHBOURS_MARKER.sub(lambda m: level_markdown("neighbours"), markdown)
     if _MODE_MARKER.search(markdown):
         sources = _level_sources(page.file.src_uri, files)
         markdown = _MODE_MARKER.sub(lambda m: mode_markdown(sources), markdown)

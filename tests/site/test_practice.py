@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from twofour.course.practice import load_bank
+from twofour.course.practice import load_bank, page_of
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +36,8 @@ def _visible_cards(page):
 
 
 def test_practice_pages_are_in_the_site(pages):
-    for path in ("/practice/", "/practice/fundamentals/", "/practice/applied/", "/practice/deep/", "/notebooks/07-the-answer/"):
+    for path in ("/practice/", "/practice/fundamentals/", "/practice/applied/", "/practice/deep/", "/practice/neighbours/",
+                 "/notebooks/07-the-answer/"):
         assert path in pages
 
 
@@ -114,6 +115,12 @@ def test_quick_check_accepts_a_right_answer_and_rejects_a_wrong_one(watched, bas
     check.get_by_role("button", name="Check").click()
     assert result.get_attribute("data-verdict") == "right"
 
+    # A speedup as it is often typed, with the multiplication sign.
+    for typed in (f"{expected:.3f}×", f"{expected:.3f} ×"):
+        field.fill(typed)
+        field.press("Enter")
+        assert result.get_attribute("data-verdict") == "right", typed
+
     field.fill("about one and a half")
     field.press("Enter")
     assert result.get_attribute("data-verdict") == "invalid"
@@ -124,7 +131,7 @@ def test_level_page_cards_work_without_practice_mode(watched, base_url):
     page = watched.page
     page.goto(base_url + "/practice/applied/", wait_until="load")
     page.wait_for_function("() => document.querySelector('.practice-q')?.dataset.practiceReady === 'true'")
-    applied = load_bank().by_level("applied")
+    applied = [q for q in load_bank().by_level("applied") if page_of(q) == "applied"]
     assert page.locator(".practice-q").count() == len(applied)
     assert page.locator(".practice-q:not([hidden])").count() == len(applied)  # all shown, none gated
     assert not watched.console_errors and not watched.external_requests
@@ -164,7 +171,11 @@ def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url)
     assert timer.locator("[role=timer]").inner_text() in ("0:18", "0:17")
     page.clock.run_for(20_000)
     assert timer.get_attribute("data-state") == "done"
-    assert "Time is up" in page.locator(".practice-announce").inner_text()
+    announced = page.locator(".practice-announce").inner_text()
+    assert "Time is up" in announced
+    # The end message names the rubric's disclosure as the card shows it.
+    summary = _visible_cards(page).first.locator("details.practice-rubric > summary").inner_text()
+    assert f'open "{summary}"' in announced, (announced, summary)
     # Two minutes, stopped early; moving to another question resets the timer.
     page.get_by_role("button", name="Start a 2 minute timer").click()
     assert timer.locator("[role=timer]").inner_text() in ("2:00", "1:59")
@@ -226,7 +237,7 @@ def test_quick_check_answer_is_remembered_and_counts_as_weak_when_wrong(watched,
     assert check.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
     assert check.locator("details.practice-derivation").is_visible()
     # The level pages remember it too: same browser storage.
-    page.goto(base_url + f"/practice/{q.level}/", wait_until="load")
+    page.goto(base_url + f"/practice/{page_of(q)}/", wait_until="load")
     page.wait_for_function("() => document.querySelector('.practice-q')?.dataset.practiceReady === 'true'")
     card = page.locator("#q-amdahl-bs1-decode")
     assert card.locator(".practice-check-result").get_attribute("data-verdict") == "wrong"
@@ -374,3 +385,16 @@ def test_practice_mode_gives_each_card_its_terms_tooltips_back(watched, base_url
     level.goto(base_url + "/practice/deep/", wait_until="load")
     titled = level.evaluate("() => [...document.querySelectorAll('.practice-q abbr[title]')].map(a => a.textContent)")
     assert titled and len(titled) == len(set(titled)), "a level page repeats a term's tooltip"
+
+
+@pytest.mark.parametrize("fragment", ["#q-%ZZ", "#%", "#q-%E0%A4%A"])
+def test_a_malformed_fragment_is_taken_as_written_without_an_error(watched, base_url, fragment):
+    """A fragment with a broken %-escape names no question: the page stays where it is, and the
+    hashchange handler throws no URIError (on load or when the fragment changes)."""
+    page = _open(watched, base_url, MODE + fragment)
+    assert _visible_cards(page).count() == 1
+    page.evaluate("f => { location.hash = f; }", fragment.replace("%", "%%", 1))
+    page.evaluate("f => { location.hash = f; }", fragment)
+    page.wait_for_timeout(200)
+    assert _visible_cards(page).count() == 1
+    assert not watched.console_errors, watched.console_errors

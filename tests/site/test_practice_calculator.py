@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
-from twofour.course.practice import load_bank
+from twofour.course.practice import load_bank, page_of
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def test_there_are_at_least_twelve_tasks():
 def test_a_calculator_task_opens_the_calculator_in_its_state(watched, base_url, qid):
     q = next(t for t in TASKS if t.id == qid)
     page = watched.page
-    page.goto(f"{base_url}/practice/{q.level}/", wait_until="load")
+    page.goto(f"{base_url}/practice/{page_of(q)}/", wait_until="load")
     link = page.locator(f"#q-{q.id} a.practice-calc-link")
     assert link.count() == 1 and link.inner_text() == "Open the calculator in this state"
     href = link.get_attribute("href")

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "site_hooks"))
 
 import practice as hook  # noqa: E402
 
-from twofour.course.practice import LEVELS, load_bank  # noqa: E402
+from twofour.course.practice import LEVELS, load_bank, page_of  # noqa: E402
 
 BANK = load_bank()
 
@@ -26,7 +26,7 @@ def _page(src_uri: str):
 @pytest.mark.parametrize("level", LEVELS)
 def test_level_marker_becomes_that_levels_cards(level):
     out = hook.on_page_markdown(f"# T\n\n<!-- practice-level {level} -->\n", _page(f"practice/{level}.md"), None, None)
-    ids = [q.id for q in BANK.by_level(level)]
+    ids = [q.id for q in BANK.by_level(level) if page_of(q) == level]
     assert out.count('<article class="practice-q"') == len(ids)
     assert all(f'id="q-{qid}"' in out for qid in ids)
     assert "{{" not in out and "<!-- practice-level" not in out  # the marker is gone ("practice-levels" is a rubric class)
@@ -41,12 +41,13 @@ def test_mode_marker_holds_the_filters_and_loads_cards_from_the_level_pages():
     topics = json.loads(html.unescape(root.split('data-topics="', 1)[1].split('"', 1)[0]))
     assert set(topics) == {q.topic for q in BANK}
     sources = json.loads(html.unescape(root.split('data-sources="', 1)[1].split('"', 1)[0]))
-    assert sources == [f"{level}/" for level in LEVELS]
-    # Together the level pages hold every question once.
-    cards = sum(level_page.count('<article class="practice-q"') for level_page in (
-        hook.on_page_markdown(f"<!-- practice-level {level} -->", _page(f"practice/{level}.md"), None, None)
-        for level in LEVELS))
-    assert cards == len(BANK)
+    assert sources == [f"{level}/" for level in LEVELS] + ["neighbours/"]
+    # Together the level pages and the neighbours' page hold every question once.
+    pages = [hook.on_page_markdown(f"<!-- practice-level {level} -->", _page(f"practice/{level}.md"), None, None)
+             for level in LEVELS]
+    pages.append(hook.on_page_markdown("<!-- practice-neighbours -->", _page("practice/neighbours.md"), None, None))
+    assert sum(page.count('<article class="practice-q"') for page in pages) == len(BANK)
+    assert all(page.count('<article class="practice-q"') >= 25 for page in pages)
 
 
 def test_other_pages_are_left_alone_and_bad_levels_refused():

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from twofour.course.practice import load_bank
+from twofour.course.practice import load_bank, page_of
 
 pytestmark = pytest.mark.browser
 
@@ -98,6 +98,11 @@ def test_state_round_trips_through_the_url_and_refuses_junk(watched, base_url):
         return {h, back: m.decodeMock('#' + h), old: m.decodeMock('#mock&q=a&g=10')};
     }""", mod)
     assert "g=10_1_01.1" in signals["h"]
+    more = page.evaluate("""m => { const h = m.encodeMock({ids: ['a'], minutes: 10, phase: 'sheet', used: 0,
+                   grades: {a: [true]}, signals: {a: {strong: [true], flags: [false], follow: [true, false], placed: 2}}});
+                   return {h, back: m.decodeMock('#' + h)}; }""", mod)
+    assert "g=1_1_0_10_2" in more["h"]
+    assert more["back"]["signals"] == {"a": {"strong": [True], "flags": [False], "follow": [True, False], "placed": 2}}
     assert signals["back"]["signals"] == {"a": {"strong": [True], "flags": [False, True]}}
     assert signals["back"]["grades"] == {"a": [True, False], "b": [True]}
     assert signals["old"]["grades"] == {"a": [True, False]} and signals["old"]["signals"] == {}
@@ -141,18 +146,31 @@ def test_a_loop_is_drawn_by_plan_seeded_and_spread_over_topics(watched, base_url
         assert {q.level for q in qs} == {"fundamentals", "applied", "deep"}, ids
         assert {q.kind for q in qs} == {"concept", "calculation", "multi-step", "diagnosis", "design"}, ids
         assert any(q.level == "deep" and q.kind != "design" for q in qs), ids
-    # Readings from the rubric: must-haves, strong signals, red flags.
-    readings = page.evaluate("""m => [m.readingOf(false, 2, 2, 0), m.readingOf(true, 0, 2, 0), m.readingOf(true, 1, 2, 0),
-                                      m.readingOf(true, 2, 2, 0), m.readingOf(true, 2, 2, 1), m.readingOf(true, 1, 2, 3)]""", mod)
-    assert readings == ["below mid", "mid", "senior", "staff", "senior", "below mid"]
+    # Readings from the rubric and the question's level descriptions: must-haves, strong signals,
+    # follow-ups answered, the description the grader placed the answer at, red flags.
+    readings = page.evaluate("""m => [
+        m.readingOf(false, 2, 2, 0, {placed: 3}),
+        m.readingOf(true, 1, 1, 0),                                          // one box ticked, no description chosen
+        m.readingOf(true, 1, 1, 0, {placed: 3}),                             // one box ticked, placed at staff
+        m.readingOf(true, 1, 1, 0, {followHeard: 1, followTotal: 2, placed: 2}),
+        m.readingOf(true, 1, 1, 0, {followHeard: 2, followTotal: 2, placed: 3}),
+        m.readingOf(true, 1, 1, 1, {followHeard: 2, followTotal: 2, placed: 3}),
+        m.readingOf(true, 2, 2, 0, {followHeard: 2, followTotal: 3, placed: 2}),
+        m.readingOf(true, 2, 2, 0, {followHeard: 0, followTotal: 0, placed: 0})]""", mod)
+    assert readings == ["below mid", "mid", "mid", "senior", "staff", "senior", "senior", "below mid"]
+    why = page.evaluate("m => m.readingWhy(true, 1, 1, 0, {followHeard: 0, followTotal: 2, placed: 3}).why", mod)
+    assert "every must-have met, 1 of 1 strong signal, 0 of 2 follow-ups answered, placed at staff" in why
+    assert "senior needs two signals" in why
     sheet = page.evaluate("""m => m.scoreLoop(
         {ids: ['x', 'y', 'z'], grades: {x: [true], y: [true], z: [false]},
-         signals: {x: {strong: [true, true], flags: [false]}, y: {strong: [true, false], flags: [true]}}},
-        {x: {title: 'X', level: 'fundamentals', topic: 't', must: ['a'], strong: ['s1', 's2'], flags: ['f']},
+         signals: {x: {strong: [true, true], flags: [false], follow: [true, true], placed: 3},
+                   y: {strong: [true, false], flags: [true], placed: 2}}},
+        {x: {title: 'X', level: 'fundamentals', topic: 't', must: ['a'], strong: ['s1', 's2'], flags: ['f'], follow: ['q1', 'q2']},
          y: {title: 'Y', level: 'applied', topic: 't', must: ['b'], strong: ['s1', 's2'], flags: ['f']},
          z: {title: 'Z', level: 'deep', topic: 't', must: ['c'], strong: ['s'], flags: ['f']}})""", mod)
-    assert [q["reading"] for q in sheet["questions"]] == ["staff", "mid", "below mid"]
-    assert sheet["flags"] == 1 and sheet["reading"] == "mid" and sheet["passed"] == 1
+    assert [q["reading"] for q in sheet["questions"]] == ["staff", "below mid", "below mid"]
+    assert sheet["questions"][0]["why"].startswith("every must-have met, 2 of 2 strong signals, 2 of 2 follow-ups answered")
+    assert sheet["flags"] == 1 and sheet["reading"] == "below mid" and sheet["passed"] == 1
     assert sheet["review"][0]["heardFlags"] == ["f"]
     score = page.evaluate("""m => m.scoreLoop(
         {ids: ['x', 'y', 'z'], grades: {x: [true, true], y: [true, false]}},
@@ -206,15 +224,17 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     assert page.get_by_role("heading", name="Grade your answers").is_visible()
     items = grade.locator(".practice-mock-grade-list > li")
     assert items.count() == 6
-    # First answer met every must-have and every strong signal, the second one must-have, the
-    # third every must-have but with a red flag, the rest none.
-    for box in items.nth(0).locator(".practice-mock-must input, .practice-mock-strong input").all():
+    # First answer met every must-have, every strong signal and every follow-up and reads at the
+    # staff description, the second one must-have, the third every must-have but with a red flag,
+    # the rest none.
+    for box in items.nth(0).locator(".practice-mock-must input, .practice-mock-strong input, .practice-mock-follow input").all():
         box.check()
+    items.nth(0).locator(".practice-mock-levels input[type=radio]").last.check()
     items.nth(1).locator(".practice-mock-must input").first.check()
     for box in items.nth(2).locator(".practice-mock-must input").all():
         box.check()
     items.nth(2).locator(".practice-mock-flags input").first.check()
-    assert items.nth(5).locator(".practice-mock-levels").count() == 1
+    assert items.nth(5).locator(".practice-mock-levels input[type=radio]").count() == 4  # none, mid, senior, staff
     page.screenshot(path=str(shots / f"mock-{width}-2-grade.png"), full_page=True)
     _no_sideways_scroll(page)
     page.get_by_role("button", name="Show the score sheet").click()
@@ -226,7 +246,9 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     assert results == ["pass", "fail", "fail", "fail", "fail", "fail"]
     readings = [rows.nth(i).locator("td").nth(6).inner_text() for i in range(6)]
     strong = len(qs[0].rubric.strong)
-    assert readings == ["staff"] + ["below mid"] * 5  # the third: every must-have, one red flag, no strong signal
+    # The third: every must-have, one red flag, no strong signal: its mid reading drops a level.
+    assert readings == ["staff"] + ["below mid"] * 5
+    assert "placed at staff" in rows.nth(0).locator("td").nth(8).inner_text()
     assert rows.nth(0).locator("td").nth(4).inner_text() == f"{strong} / {strong}"
     assert rows.nth(2).locator("td").nth(5).inner_text() == "1"
     musts = [len(q.rubric.must) for q in qs]
@@ -235,7 +257,7 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     summary = sheet.locator(".practice-mock-summary").inner_text()
     assert summary.startswith("Reading: below mid · 1 of 6 questions passed")
     assert f"{musts[0] + 1 + musts[2]} of {sum(musts)} must-haves met" in summary and "1 red flag " in summary
-    assert "Staff: that and every strong signal" in sheet.locator(".practice-mock-rule").inner_text()
+    assert "Staff: that, its staff description fits, every strong signal" in sheet.locator(".practice-mock-rule").inner_text()
     topic_rows = sheet.locator("table").nth(1).locator("tbody tr")
     assert topic_rows.count() == len({q.topic for q in qs})
     review = sheet.locator(".practice-mock-review")
@@ -245,7 +267,7 @@ def test_mock_loop_runs_grades_scores_and_prints(watched, base_url, shots, width
     missed = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", qs[1].fill(qs[1].rubric.must[1])).replace("`", "").replace("*", "")
     assert " ".join(missed.split())[:60] in " ".join(review.inner_text().split())
     link = review.locator("a", has_text="the question and its worked answer").first
-    assert link.get_attribute("href") == f"{qs[1].level}/#q-{qs[1].id}"
+    assert link.get_attribute("href") == f"/practice/{page_of(qs[1])}/#q-{qs[1].id}"
     assert "p=sheet" in unquote(page.url) and "g=" in page.url
     _no_sideways_scroll(page)
     page.screenshot(path=str(shots / f"mock-{width}-3-sheet.png"), full_page=True)
@@ -399,3 +421,56 @@ def test_a_plan_that_cannot_be_filled_says_so_and_minutes_follow_the_plan(watche
     page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.mock === 'run'")
     assert len(_loop_ids(page)) == 5
     assert not watched.console_errors
+
+
+def test_one_ticked_box_reads_below_senior_and_the_sheet_says_why(watched, base_url):
+    """A question with one strong signal: ticking every must-have and that one box, and choosing the
+    staff description, reads mid (the signals do not support more), not staff as it used to."""
+    one = next(q for q in BANK if len(q.rubric.strong) == 1 and q.level == "fundamentals" and q.kind != "design")
+    page = _open(watched, base_url, f"{MODE}#mock&q={one.id}&t=3&p=grade&u=0")
+    grade = page.locator(".practice-mock-grade")
+    grade.wait_for(state="visible")
+    item = grade.locator(".practice-mock-grade-list > li").first
+    for box in item.locator(".practice-mock-must input, .practice-mock-strong input").all():
+        box.check()
+    item.locator(".practice-mock-levels input[type=radio]").last.check()
+    page.get_by_role("button", name="Show the score sheet").click()
+    row = page.locator(".practice-mock-sheet table").first.locator("tbody tr").first
+    assert row.locator("td").nth(6).inner_text() == "mid"
+    why = row.locator("td").nth(8).inner_text()
+    assert "1 of 1 strong signal" in why and "senior needs two signals" in why
+    assert not watched.console_errors and not watched.external_requests
+
+
+def test_the_loop_survives_a_calculator_task_and_back_under_instant_navigation(watched, base_url):
+    """Mid-loop, the reader opens a calculator task's link (Material's instant navigation replaces
+    the page without unloading the loop's script) and comes back with Back: the loop is where it
+    was, and the calculator page's address was never rewritten by the loop's clock."""
+    task = next(q for q in BANK if q.calculator and q.level == "fundamentals")
+    other = next(q for q in BANK if q.level == "applied" and not q.calculator)
+    page = watched.page
+    page.goto(base_url + "/practice/deep/", wait_until="load")
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/deep/'")
+    page.evaluate("window.__noReload = 'still here'")
+    page.locator(".md-content a", has_text="practice mode").first.click()  # instant navigation to practice mode
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/'")
+    _ready(page)
+    # A loop whose second question is the calculator task, resumed from its link.
+    page.evaluate("h => { location.hash = h; }", f"#mock&q={other.id}.{task.id}&t=20&p=run&u=0&i=0")
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.mock === 'run'")
+    page.get_by_role("button", name="Next", exact=True).click()
+    assert _visible(page).first.get_attribute("data-qid") == task.id
+    page.wait_for_timeout(1200)  # the loop's clock writes its place into this page's address
+    link = _visible(page).first.locator("a.practice-calc-link")
+    link.click()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/calculator/'")
+    assert page.evaluate("window.__noReload") == "still here", "navigation was not instant"
+    page.wait_for_timeout(2500)  # two ticks of the loop's clock, were it still running
+    assert "mock" not in page.url, page.url
+    page.go_back()
+    page.wait_for_function("document.documentElement.dataset.htwPage === '/practice/'")
+    page.wait_for_function("() => document.querySelector('[data-practice-mode]')?.dataset.mock === 'run'", timeout=10000)
+    assert _visible(page).first.get_attribute("data-qid") == task.id
+    assert page.locator(".practice-mock-where").inner_text().startswith("Question 2 of 2")
+    assert _loop_ids(page) == [other.id, task.id]
+    assert not watched.console_errors and not watched.external_requests

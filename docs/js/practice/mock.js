@@ -24,7 +24,7 @@ export const DEFAULT_MINUTES = planMinutes(DEFAULT_PLAN);
 export const READING_RULE =
   "Mid: every must-have met. Senior: that, the question's senior description fits the answer, and at least two " +
   "signals heard (strong signals, or follow-ups answered as expected). Staff: that, its staff description fits, every " +
-  "strong signal, at least two follow-ups answered (every one when it has fewer) and three signals in all. " +
+  "strong signal and at least two follow-ups answered (every one when it has fewer). " +
   "Each red flag heard lowers the reading one level.";
 export const READINGS = Object.freeze(["below mid", "mid", "senior", "staff"]);
 const PHASES = ["run", "grade", "sheet"];
@@ -182,7 +182,7 @@ export function readingWhy(metAll, strongHeard, strongTotal, flagsHeard, { follo
   let evidence = 0;
   if (metAll) evidence = 1;
   if (metAll && signals >= 2) evidence = 2;
-  if (metAll && strongHeard === strongTotal && followHeard >= followNeeded && signals >= 3) evidence = 3;
+  if (metAll && signals >= 2 && strongHeard === strongTotal && followHeard >= followNeeded) evidence = 3;
   const cap = placed === null || placed === undefined ? 1 : placed;
   let level = Math.min(evidence, cap);
   const before = level;
@@ -197,7 +197,7 @@ export function readingWhy(metAll, strongHeard, strongTotal, flagsHeard, { follo
   if (level < 3 && metAll && !flagsHeard) {
     if (evidence <= level) {
       next = level < 2 ? "; senior needs two signals (strong signals or follow-ups)"
-                       : "; staff needs every strong signal, two follow-ups answered and three signals in all";
+                       : "; staff needs every strong signal and two follow-ups answered (every one when it has fewer)";
     } else next = `; the answer's signals support ${READINGS[evidence]}: choose the description that fits`;
   }
   return { reading: READINGS[level], why: `${parts.join(", ")}${next}.` };
@@ -287,6 +287,7 @@ function cardFacts(card) {
   const texts = (selector) => [...card.querySelectorAll(selector)].map((li) => li.textContent.trim());
   const chapter = card.querySelector('.practice-answer a[href*="notebooks/"]');
   const fact = { qid: card.dataset.qid, title, level: card.dataset.level, topic: card.dataset.topic, kind: card.dataset.kind,
+                 page: card.dataset.page || null,
                  must: texts(".practice-must li"), strong: texts(".practice-strong li"), flags: texts(".practice-flags li"),
                  levels: texts(".practice-levels li"),
                  follow: [...card.querySelectorAll(".practice-follow-ups > ol > li")].map((li) =>
@@ -562,7 +563,7 @@ export function createMockLoop(root, cards, api) {
     if (!s.review.length) review.append(el("p", {}, "Every must-have met. Try a longer loop, or more design questions."));
     for (const q of s.review) {
       const f = facts[q.id];
-      const links = el("p", {}, el("a", { href: `${f.level}/#q-${q.id}` }, "the question and its worked answer"));
+      const links = el("p", {}, el("a", { href: `${f.page || `${f.level}/`}#q-${q.id}` }, "the question and its worked answer"));
       if (f.chapter) links.append(" · ", el("a", { href: f.chapter }, "the chapter"));
       review.append(el("h4", {}, q.title), el("ul", {}, ...q.missed.map((m) => el("li", {}, m)),
                                                ...q.heardFlags.map((m) => el("li", {}, `Red flag: ${m}`))), links);

@@ -45,3 +45,14 @@ def test_a_follow_up_mapping_needs_an_ask_and_an_answer_and_nothing_else():
         parse_question({**base, "follow_ups": [{"ask": "Why?"}]}, 0)
     with pytest.raises(BankError, match="follow_ups"):
         parse_question({**base, "follow_ups": [{"ask": "Why?", "answer": "A", "hint": "h"}]}, 0)
+
+
+def test_the_seeds_neighbours_are_at_least_a_quarter_of_the_bank():
+    """GEMM work partitioning, routing and cascades, reasoning budgets, serving design, speculative
+    decoding, multi-LoRA and long context, each asked on its own terms."""
+    from twofour.course.practice.terms import NEIGHBOUR_TOPICS
+
+    neighbours = [q for q in BANK if q.topic in NEIGHBOUR_TOPICS]
+    assert len(neighbours) >= 0.25 * len(BANK), (len(neighbours), len(BANK))
+    for topic in NEIGHBOUR_TOPICS:
+        assert len(BANK.by_topic(topic)) >= 3, topic

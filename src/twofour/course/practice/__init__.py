@@ -55,10 +55,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {
                     ".helpers"),
     **dict.fromkeys(("load_bank", "parse_question"), ".load"),
     **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Levels", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
-    **dict.fromkeys(("render_markdown",), ".render"),
+    **dict.fromkeys(("NEIGHBOURS_PAGE", "page_of", "render_markdown"), ".render"),
     **dict.fromkeys(("BANK_SCHEMA", "QUESTION_SCHEMA"), ".schema"),
     **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "LIST_FIELDS",
-                      "MAX_DRILLS", "TEXT_FIELDS", "TOPICS", "UNITS", "BankError"),
+                      "MAX_DRILLS", "NEIGHBOUR_TOPICS", "TEXT_FIELDS", "TOPICS", "UNITS", "BankError"),
                     ".terms"),
 })
 
@@ -106,5 +106,7 @@ __all__ = [
     "transposable_patterns",
     "first_torch_pinning",
     "render_markdown",
+    "page_of",
+    "NEIGHBOURS_PAGE",
     "DEFAULT_BANK",
 ]

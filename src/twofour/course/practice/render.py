@@ -5,7 +5,24 @@ from __future__ import annotations
 import html
 
 from .questions import Question
-from .terms import BASES, GRADES, KINDS, LEVELS, TOPICS, UNITS
+from .terms import BASES, GRADES, KINDS, LEVELS, NEIGHBOUR_TOPICS, TOPICS, UNITS
+
+# The page that holds the questions on the 2:4 question's neighbours, asked on their own terms
+# (every level); the other questions are on their level's page.
+NEIGHBOURS_PAGE = "neighbours"
+
+
+def page_of(q: Question) -> str:
+    """The practice page a question's card is on: its level, or :data:`NEIGHBOURS_PAGE` for the
+    neighbouring topics (:data:`~twofour.course.practice.terms.NEIGHBOUR_TOPICS`), so no page
+    outgrows the site's HTML budget as the bank grows.
+
+    >>> from twofour.course.practice import load_bank
+    >>> bank = load_bank()
+    >>> page_of(bank.get("what-is-two-four")), page_of(bank.get("one-wave-too-many"))
+    ('fundamentals', 'neighbours')
+    """
+    return NEIGHBOURS_PAGE if q.topic in NEIGHBOUR_TOPICS else q.level
 
 
 def _attr(text: str) -> str:

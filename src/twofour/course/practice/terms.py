@@ -32,7 +32,16 @@ TOPICS: dict[str, str] = {
     "attention-kernels": "Attention kernels",
     "communication": "Multi-GPU communication",
     "architecture": "If you could change the GPU",
+    "serving-design": "Serving design from QPS and SLOs",
+    "speculative": "Speculative decoding",
+    "multi-lora": "Many LoRA adapters on one model",
+    "long-context": "Long context",
 }
+# The neighbours of the 2:4 question an inference loop asks about on their own terms (GEMM work
+# partitioning, routing and cascades, reasoning budgets, serving design, speculative decoding,
+# multi-LoRA, long context): together at least a quarter of the bank (a test holds it).
+NEIGHBOUR_TOPICS: tuple[str, ...] = ("gemm-partitioning", "cost", "latency", "serving-design", "speculative", "multi-lora",
+                                     "long-context")
 # What kind of thinking a question asks for. Fundamentals test a concept or one calculation;
 # deep questions need several steps, a diagnosis from evidence, or a design trade-off.
 KINDS: dict[str, str] = {
