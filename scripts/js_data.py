@@ -18,10 +18,10 @@ What it holds, each from its one source:
 ``FIT``          the part of ``src/twofour/data/kernel-fit.json`` the calculators use (the fitted
                  parameter sets, what each was fitted to, the held-out errors; per-point lists stay)
 ``ASSUMED``      :data:`twofour.roofline.ASSUMED_PARAMS` (the model before any fit)
-``DTYPES``       :data:`twofour._common.dtypes.DTYPES` (bytes per element, packed form and ratio)
-``PACKED_FORMS`` :data:`twofour._common.dtypes.PACKED_FORMS` (the n:m forms the packing calculator offers)
+``DTYPES``       :data:`twofour.vocabulary.DTYPES` (bytes per element, packed form and ratio)
+``PACKED_FORMS`` :data:`twofour.vocabulary.PACKED_FORMS` (the n:m forms the packing calculator offers)
 ``VERDICT``      :func:`twofour.course.answer.calculator_opening` (what the request calculator opens on)
-``VOCABULARY``   :mod:`twofour._common.vocabulary` (backend names, kernel classes, timing modes, the palette)
+``VOCABULARY``   :mod:`twofour.vocabulary` (backend names, kernel classes, timing modes, the palette)
 ``MECHANISM``    :data:`twofour.roofline.tiles.PADDED_TILE_WHY` (why a 2:4 kernel whose token tile is wider
                  than the GEMM's rows loses: the verdict's sentence, filled in with the tile)
 """
@@ -61,15 +61,15 @@ def fitted_subset(fit: dict | None = None) -> dict:
 
 
 def dtype_table() -> dict:
-    """The one dtype table (:data:`twofour._common.dtypes.DTYPES`) as the calculators read it."""
-    from twofour._common.dtypes import DTYPES
+    """The one dtype table (:data:`twofour.vocabulary.DTYPES`) as the calculators read it."""
+    from twofour.vocabulary import DTYPES
 
     return {key: facts.to_dict() for key, facts in DTYPES.items()}
 
 
 def packed_forms() -> dict:
-    """Every n:m form of :data:`twofour._common.dtypes.PACKED_FORMS` (the GEMM dtypes' and FP4's)."""
-    from twofour._common.dtypes import PACKED_FORMS
+    """Every n:m form of :data:`twofour.vocabulary.PACKED_FORMS` (the GEMM dtypes' and FP4's)."""
+    from twofour.vocabulary import PACKED_FORMS
 
     return {key: form.to_dict() for key, form in PACKED_FORMS.items()}
 
@@ -103,7 +103,7 @@ def request_tables() -> dict:
 
 def tables() -> dict:
     """Every exported constant of ``data.js``, by name, in the order written."""
-    from twofour._common import vocabulary
+    from twofour import vocabulary
     from twofour.course.answer import calculator_opening
     from twofour.roofline import ASSUMED_PARAMS
     from twofour.roofline.tiles import PADDED_TILE_WHY

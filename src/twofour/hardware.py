@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .device import sparse_backends_for
-from ._common.dtypes import DTYPE_KEYS, dtype_key
+from .vocabulary import DTYPE_KEYS, dtype_key
 
 __all__ = [
     "Citation",

@@ -32,7 +32,7 @@ Example:
 
 from __future__ import annotations
 
-from .._common.vocabulary import TIMING_MODES as MODES
+from ..vocabulary import TIMING_MODES as MODES
 
 __all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 

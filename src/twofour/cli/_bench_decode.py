@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._common.dtypes import DTYPES
+from ..vocabulary import DTYPES
 from .main import UserError
 from ._output import check_output_file, show, write_error
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .._common.dtypes import DTYPES, SPARSE_24_DTYPES, dtype_key
+from ..vocabulary import DTYPES, SPARSE_24_DTYPES, dtype_key
 from ..models import LLAMA_3_8B, TransformerConfig
 
 BLOCK_LINEARS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -32,7 +32,7 @@ COMPONENTS: tuple[str, ...] = (
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
 # Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
-# the one dtype table (twofour._common.dtypes; ratio = 1/2 + 2 bits of metadata per kept value,
+# the one dtype table (twofour.vocabulary; ratio = 1/2 + 2 bits of metadata per kept value,
 # PyTorch's docs/source/sparse.rst, "Sparse Semi-Structured Tensors"). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
 # assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
 DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from twofour import hardware, models, request
-from twofour._common import vocabulary
+from twofour import vocabulary
 from twofour.course.answer import calculator_opening
 
 ROOT = Path(__file__).resolve().parents[3]

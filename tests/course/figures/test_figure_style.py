@@ -298,7 +298,7 @@ def test_no_notebook_shrinks_a_legend_below_the_axis_labels():
 
 def test_every_timing_mode_has_its_style_in_the_kernel_speed_figure():
     """A mode added to the vocabulary fails here, not as a KeyError while a chapter builds."""
-    from twofour._common.vocabulary import TIMING_MODES
+    from twofour.vocabulary import TIMING_MODES
     from twofour.course.figures.kernel_speed import MODE_STYLE
 
     assert set(MODE_STYLE) == set(TIMING_MODES)

@@ -1,4 +1,4 @@
-"""One source per fact: every module's view of a dtype agrees with the table in twofour._common.dtypes.
+"""One source per fact: every module's view of a dtype agrees with the table in twofour.vocabulary.
 
 The table's own numbers are checked against hand-derived values in tests/toolkit/request/test_oracles.py; here
 the point is that nobody keeps a private copy that can drift.
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from twofour import packing, request, roofline
-from twofour._common.dtypes import DTYPE_KEYS, DTYPES, PACKED_FORMS, SPARSE_24_DTYPES, dtype_key, nm_ratio
+from twofour.vocabulary import DTYPE_KEYS, DTYPES, PACKED_FORMS, SPARSE_24_DTYPES, dtype_key, nm_ratio
 from twofour.hardware import DTYPES as HARDWARE_DTYPES
 from twofour.roofline import formats
 

@@ -271,7 +271,7 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
     True
     """
     from ... import packing
-    from ..._common.dtypes import DTYPES
+    from ...vocabulary import DTYPES
     from ...models import linear_shapes
 
     if what not in ("ratio", "min", "max"):

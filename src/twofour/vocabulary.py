@@ -1,11 +1,20 @@
-"""The one table of dtype facts: bytes, the packed form, and PyTorch's padding, per GEMM dtype.
+"""The project's vocabulary: one definition per concept, imported by every module that names it.
 
-``twofour.request``, ``twofour.roofline`` and ``twofour.packing`` each read :data:`DTYPES`, so a
-fact about a dtype is written once; the calculators get it through the generated
-``docs/js/calc/data.js`` (``scripts/js_data.py``), and ``tests/toolkit/common/test_dtypes.py``
-checks that every module's view of a dtype agrees with this table.
+Each concept has one identity here and every other spelling derives from it: the 2:4 backends
+(key, shown name, kernel class, PyTorch class), the dtypes (:data:`DTYPES`, below), the kernel
+classes the dispatch and trace stages sort kernels into, the phases of a request, the timing
+modes of ``twofour bench`` (one GEMM call, :data:`TIMING_MODES`, each with the model scenario it
+measures) and of ``twofour bench --decode`` (one decode step, :data:`DECODE_MODES`), and the
+figure palette. The calculators get the same values through ``docs/js/calc/data.js``
+(``VOCABULARY`` and ``DTYPES``, written by ``scripts/js_data.py``). Workload presets are
+:data:`twofour.request.WORKLOADS`; call scenarios :data:`twofour.roofline.SCENARIOS`.
 
-What a row says, and where each fact comes from:
+>>> BACKENDS["cusparselt"].name, CUTLASS.kernel_class
+('cuSPARSELt', 'sparse-cutlass')
+>>> MODE_SCENARIO["graph"], DTYPES["bf16"].packed_ratio, dtype_key("torch.float16")
+('cached', 0.5625, 'fp16')
+
+What a :data:`DTYPES` row says, and where each fact comes from:
 
 * ``in_bytes``: bytes per element of the GEMM inputs (weight, activation) and, by default, of
   every other tensor the request model reads (KV cache, embedding);
@@ -20,11 +29,6 @@ What a row says, and where each fact comes from:
 * ``pad_multiple``: the dense operand's row multiple of PyTorch's 2:4 path per backend
   (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``). Older
   releases padded fp16 activations to 32 rows (pytorch#111339). CUTLASS has no fp8 path.
-
->>> DTYPES["bf16"].packed_ratio, DTYPES["fp8"].packed_ratio, DTYPES["tf32"].packed_ratio
-(0.5625, 0.625, 0.5625)
->>> dtype_key("torch.bfloat16"), dtype_key("float8_e4m3fn"), dtype_key("half")
-('bf16', 'fp8', 'fp16')
 """
 
 from __future__ import annotations
@@ -33,8 +37,56 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["DtypeFacts", "DTYPES", "GEMM_DTYPES", "SPARSE_24_DTYPES", "DTYPE_KEYS", "dtype_key", "nm_ratio",
-           "SPARSE_24", "BACKENDS", "PackedForm", "PACKED_FORMS"]
+
+@dataclass(frozen=True)
+class Backend:
+    """One 2:4 backend of PyTorch: its key (lower case, as options take it), shown name, kernel class and torch class."""
+
+    key: str
+    name: str
+    kernel_class: str
+    torch_class: str  # its torch.sparse subclass of SparseSemiStructuredTensor
+
+
+# Kernel classes (twofour.dispatch.kernels sorts profiler kernels into these; the trace adds two).
+SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL = "sparse-cusparselt", "sparse-cutlass", "sparse-general"
+DENSE, OTHER = "dense-gemm", "other"
+KERNEL_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, OTHER)
+SPARSE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL)  # the 2:4 set
+ATTENTION, UNCLASSIFIED = "attention", "unclassified"  # trace only: attention kernels, unknown GPU work
+
+CUSPARSELT = Backend("cusparselt", "cuSPARSELt", SPARSE_CUSPARSELT, "SparseSemiStructuredTensorCUSPARSELT")
+CUTLASS = Backend("cutlass", "CUTLASS", SPARSE_CUTLASS, "SparseSemiStructuredTensorCUTLASS")
+BACKENDS: dict[str, Backend] = {b.key: b for b in (CUSPARSELT, CUTLASS)}
+BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BACKENDS.values())
+
+# The phases of a request: the prompt's forward pass, then one step per generated token.
+PHASES: tuple[str, ...] = ("prefill", "decode")
+
+# How `twofour bench` times a call (GPU only beyond "eager"): eager = one lone eager call, host
+# set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls back to back
+# (the host overlaps the device); kernel = the kernels' own time, as the profiler records it.
+TIMING_MODES: tuple[str, ...] = ("eager", "graph", "stream", "kernel")
+# The roofline scenario each mode measures. "eager" (a lone call after an idle device adds host
+# and device set-up) stands for no scenario: it is kept as evidence only.
+MODE_SCENARIO: dict[str, str] = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
+# How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure):
+# eager PyTorch, a CUDA graph, a graph after searching cuSPARSELt's algorithms, torch.compile.
+DECODE_MODES: tuple[str, ...] = ("eager", "graph", "graph-searched", "compile")
+
+# The figure palette: Okabe-Ito hues (distinct for every common colour-vision deficiency); yellow
+# is left out, it has too little contrast on white.
+PALETTE: dict[str, str] = {
+    "blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "purple": "#CC79A7",
+    "vermillion": "#D55E00", "sky": "#56B4E9", "black": "#000000", "grey": "#6E6E6E", "light grey": "#999999",
+}
+# The kernel classes' colours (trace timeline): dense blue and 2:4 orange, as in every figure.
+CLASS_COLORS: dict[str, str] = {
+    SPARSE_CUSPARSELT: PALETTE["orange"], SPARSE_CUTLASS: PALETTE["orange"], SPARSE_GENERAL: PALETTE["vermillion"],
+    DENSE: PALETTE["blue"], ATTENTION: PALETTE["green"], OTHER: PALETTE["light grey"], UNCLASSIFIED: PALETTE["purple"],
+}
+
+
 
 # The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
 # short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
@@ -49,7 +101,6 @@ _ALIASES = {
     "float32": "fp32", "float": "fp32", "fp32": "fp32",
 }
 
-BACKENDS: tuple[str, ...] = ("cuSPARSELt", "CUTLASS")
 # The 2:4 pattern of 16- and 8-bit types: (n kept, of m, metadata bits per kept value).
 SPARSE_24: tuple[int, int, int] = (2, 4, 2)
 
@@ -103,15 +154,19 @@ def _row(key, label, torch_name, in_bytes, out_bytes, nmk, pads) -> DtypeFacts:
 DTYPES: Mapping[str, DtypeFacts] = MappingProxyType({
     f.key: f
     for f in (
-        _row("fp16", "float16", "float16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
-        _row("bf16", "bfloat16", "bfloat16", 2, 2, SPARSE_24, {"cuSPARSELt": 8, "CUTLASS": 8}),
-        _row("fp8", "float8 (e4m3 / e5m2)", "float8_e4m3fn", 1, 2, SPARSE_24, {"cuSPARSELt": 16}),
-        _row("int8", "int8", "int8", 1, 2, SPARSE_24, {"cuSPARSELt": 16, "CUTLASS": 16}),
+        _row("fp16", "float16", "float16", 2, 2, SPARSE_24, {CUSPARSELT.name: 8, CUTLASS.name: 8}),
+        _row("bf16", "bfloat16", "bfloat16", 2, 2, SPARSE_24, {CUSPARSELT.name: 8, CUTLASS.name: 8}),
+        _row("fp8", "float8 (e4m3 / e5m2)", "float8_e4m3fn", 1, 2, SPARSE_24, {CUSPARSELT.name: 16}),
+        _row("int8", "int8", "int8", 1, 2, SPARSE_24, {CUSPARSELT.name: 16, CUTLASS.name: 16}),
         # float32 on sparse tensor cores: 1:2, 4 metadata bits per kept value.
-        _row("tf32", "float32 / tf32 (runs as 1:2)", "float32", 4, 4, (1, 2, 4), {"cuSPARSELt": 4, "CUTLASS": 4}),
+        _row("tf32", "float32 / tf32 (runs as 1:2)", "float32", 4, 4, (1, 2, 4), {CUSPARSELT.name: 4, CUTLASS.name: 4}),
     )
 })
 GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
+# The 2:4 dtypes the GPU runs here measure (benchmarks, decode steps), and the torch name each
+# dtype key has (the measured results name dtypes by torch name: "float16").
+MEASURED_DTYPES: tuple[str, ...] = ("fp16", "bf16")
+TORCH_NAMES: Mapping[str, str] = MappingProxyType({"fp32": "float32", **{k: f.torch_name for k, f in DTYPES.items()}})
 # The dtypes of 2:4 proper (n=2 of m=4): what the request model and the calculators accept.
 SPARSE_24_DTYPES: tuple[str, ...] = tuple(k for k, f in DTYPES.items() if (f.n, f.m, f.meta_bits) == SPARSE_24)
 
@@ -151,3 +206,11 @@ def dtype_key(dtype) -> str:
     if name not in _ALIASES:
         raise ValueError(f"dtype must be one of {DTYPE_KEYS} (or the torch dtype), got {dtype!r}")
     return _ALIASES[name]
+
+
+def to_json() -> dict:
+    """The vocabulary as the calculators read it (``VOCABULARY`` in ``docs/js/calc/data.js``)."""
+    return {"backends": {k: {"name": b.name, "kernel_class": b.kernel_class} for k, b in BACKENDS.items()},
+            "kernel_classes": list(KERNEL_CLASSES), "sparse_classes": list(SPARSE_CLASSES),
+            "timing_modes": list(TIMING_MODES), "mode_scenario": dict(MODE_SCENARIO),
+            "palette": dict(PALETTE), "class_colors": dict(CLASS_COLORS)}
