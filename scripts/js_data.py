@@ -13,7 +13,7 @@ What it holds, each from its one source:
 ``GPUS``         :data:`twofour.hardware.GPUS` (peaks, bandwidth, SMs, capability, backends, and the
                  fields whose source is unconfirmed, which the page labels)
 ``PRESETS``      :data:`twofour.models.PRESETS` (Meta's config.json shapes)
-``SCENARIOS``    :data:`twofour.request.SCENARIOS` (chapter 6's three workloads)
+``WORKLOADS``    :data:`twofour.request.WORKLOADS` (chapter 6's three workloads)
 ``BLOCK_LINEARS`` :data:`twofour.request.BLOCK_LINEARS` (the linears pruned by default)
 ``FIT``          the part of ``src/twofour/data/kernel-fit.json`` the calculators use (the fitted
                  parameter sets, what each was fitted to, the held-out errors; per-point lists stay)
@@ -88,15 +88,15 @@ def gpu_table() -> dict:
 
 
 def request_tables() -> dict:
-    """PRESETS, SCENARIOS and BLOCK_LINEARS of the request model."""
+    """PRESETS, WORKLOADS and BLOCK_LINEARS of the request model."""
     from twofour import models, request
 
     fields = ("name", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")
     return {
         "PRESETS": {name: {f: getattr(cfg, f) for f in fields} for name, cfg in models.PRESETS.items()},
-        "SCENARIOS": {name: {"model": w.model.name, "batch": w.batch, "prompt_len": w.prompt_len,
+        "WORKLOADS": {name: {"model": w.model.name, "batch": w.batch, "prompt_len": w.prompt_len,
                              "output_len": w.output_len, "dtype": w.dtype, "prefill_chunk_tokens": w.prefill_chunk_tokens}
-                      for name, w in request.SCENARIOS.items()},
+                      for name, w in request.WORKLOADS.items()},
         "BLOCK_LINEARS": list(request.BLOCK_LINEARS),
     }
 

@@ -167,6 +167,8 @@ GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
 # dtype key has (the measured results name dtypes by torch name: "float16").
 MEASURED_DTYPES: tuple[str, ...] = ("fp16", "bf16")
 TORCH_NAMES: Mapping[str, str] = MappingProxyType({"fp32": "float32", **{k: f.torch_name for k, f in DTYPES.items()}})
+# The dtypes a decode step is timed in, by torch name: the measured 2:4 ones, and float32 (the CPU).
+DECODE_DTYPES: tuple[str, ...] = tuple(TORCH_NAMES[k] for k in (*MEASURED_DTYPES, "fp32"))
 # The dtypes of 2:4 proper (n=2 of m=4): what the request model and the calculators accept.
 SPARSE_24_DTYPES: tuple[str, ...] = tuple(k for k, f in DTYPES.items() if (f.n, f.m, f.meta_bits) == SPARSE_24)
 

@@ -32,7 +32,8 @@ from ..device import environment
 from ..structure import prune
 from .gpu_timing import METHODS
 from .results import Results, provenance, torch_dtype
-from .timing import MODES, on_gpu, summarize, time_callable
+from ..vocabulary import TIMING_MODES
+from .timing import on_gpu, summarize, time_callable
 
 # Relative tolerance (max |sparse - dense| / max |dense|) for the 2:4 vs dense check. The two
 # kernels accumulate in different orders; bf16 has 8 mantissa bits, fp16 11.
@@ -93,9 +94,9 @@ def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
 
 def _modes(modes, device: torch.device) -> tuple[str, ...]:
     modes = tuple(modes)
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in TIMING_MODES]
     if bad or not modes or modes[0] != "eager":
-        raise ValueError(f"modes must start with 'eager' and use only {MODES}, got {modes!r}")
+        raise ValueError(f"modes must start with 'eager' and use only {TIMING_MODES}, got {modes!r}")
     if not on_gpu(device) and modes != ("eager",):
         raise ValueError(f"modes {modes[1:]} need a CUDA GPU (CUDA graphs, stream timing, the CUDA profiler); "
                          "on CPU use modes=('eager',)")
@@ -120,7 +121,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     across M. On a device without 2:4 kernels pass ``backends=()``; the record then says why
     no sparse time exists instead of leaving it out silently.
 
-    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`MODES` under
+    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`TIMING_MODES` under
     ``record["modes"][mode]``; see :mod:`twofour.bench.gpu_timing`. A mode that fails for a
     backend records the error there and the other modes still run.
 
@@ -314,7 +315,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
             reports usable (none on CPU).
         progress: show a tqdm progress bar (stderr).
-        modes: ``("eager",)`` or, on a GPU, any of :data:`MODES` starting with ``"eager"``.
+        modes: ``("eager",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"eager"``.
         alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
             instead of PyTorch's default; GPU with cuSPARSELt only.
     """

@@ -117,12 +117,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.Ms and not args.quick:
             print(f"CPU sweep: M limited to {_CPU_DEFAULT_MS} (pass --m to choose others).")
 
-    from ..bench import MODES
+    from ..vocabulary import TIMING_MODES
 
     modes = ["eager"] + [m for m in (args.modes or []) if m != "eager"]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in TIMING_MODES]
     if unknown:
-        raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
+        raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(TIMING_MODES)}")
     if not on_gpu and modes != ["eager"]:
         raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only eager timing runs")
     kwargs = {} if Ms is None else {"Ms": Ms}
