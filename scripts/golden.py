@@ -51,7 +51,7 @@ import sys
 from pathlib import Path
 
 from twofour import __version__
-from twofour._common.dtypes import SPARSE_24_DTYPES
+from twofour.vocabulary import SPARSE_24_DTYPES
 from twofour.amdahl import averaged_speedup_mistake, combined_speedup, max_speedup, speedup
 from twofour.funnel import SCOPES, funnel, funnel_dict
 from twofour.hardware import GPUS

@@ -46,7 +46,8 @@ from pathlib import Path
 
 import torch
 
-from twofour.bench import MODES, Results, model_shapes, provenance, sweep
+from twofour.vocabulary import TIMING_MODES as MODES
+from twofour.bench import Results, model_shapes, provenance, sweep
 
 SMALL_MS = [2**i for i in range(15)]  # 1 .. 16384
 

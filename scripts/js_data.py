@@ -13,15 +13,15 @@ What it holds, each from its one source:
 ``GPUS``         :data:`twofour.hardware.GPUS` (peaks, bandwidth, SMs, capability, backends, and the
                  fields whose source is unconfirmed, which the page labels)
 ``PRESETS``      :data:`twofour.models.PRESETS` (Meta's config.json shapes)
-``SCENARIOS``    :data:`twofour.request.SCENARIOS` (chapter 6's three workloads)
+``WORKLOADS``    :data:`twofour.request.WORKLOADS` (chapter 6's three workloads)
 ``BLOCK_LINEARS`` :data:`twofour.request.BLOCK_LINEARS` (the linears pruned by default)
 ``FIT``          the part of ``src/twofour/data/kernel-fit.json`` the calculators use (the fitted
                  parameter sets, what each was fitted to, the held-out errors; per-point lists stay)
 ``ASSUMED``      :data:`twofour.roofline.ASSUMED_PARAMS` (the model before any fit)
-``DTYPES``       :data:`twofour._common.dtypes.DTYPES` (bytes per element, packed form and ratio)
-``PACKED_FORMS`` :data:`twofour._common.dtypes.PACKED_FORMS` (the n:m forms the packing calculator offers)
+``DTYPES``       :data:`twofour.vocabulary.DTYPES` (bytes per element, packed form and ratio)
+``PACKED_FORMS`` :data:`twofour.vocabulary.PACKED_FORMS` (the n:m forms the packing calculator offers)
 ``VERDICT``      :func:`twofour.course.answer.calculator_opening` (what the request calculator opens on)
-``VOCABULARY``   :mod:`twofour._common.vocabulary` (backend names, kernel classes, timing modes, the palette)
+``VOCABULARY``   :mod:`twofour.vocabulary` (backend names, kernel classes, timing modes, the palette)
 ``MECHANISM``    :data:`twofour.roofline.tiles.PADDED_TILE_WHY` (why a 2:4 kernel whose token tile is wider
                  than the GEMM's rows loses: the verdict's sentence, filled in with the tile)
 """
@@ -61,15 +61,15 @@ def fitted_subset(fit: dict | None = None) -> dict:
 
 
 def dtype_table() -> dict:
-    """The one dtype table (:data:`twofour._common.dtypes.DTYPES`) as the calculators read it."""
-    from twofour._common.dtypes import DTYPES
+    """The one dtype table (:data:`twofour.vocabulary.DTYPES`) as the calculators read it."""
+    from twofour.vocabulary import DTYPES
 
     return {key: facts.to_dict() for key, facts in DTYPES.items()}
 
 
 def packed_forms() -> dict:
-    """Every n:m form of :data:`twofour._common.dtypes.PACKED_FORMS` (the GEMM dtypes' and FP4's)."""
-    from twofour._common.dtypes import PACKED_FORMS
+    """Every n:m form of :data:`twofour.vocabulary.PACKED_FORMS` (the GEMM dtypes' and FP4's)."""
+    from twofour.vocabulary import PACKED_FORMS
 
     return {key: form.to_dict() for key, form in PACKED_FORMS.items()}
 
@@ -88,22 +88,22 @@ def gpu_table() -> dict:
 
 
 def request_tables() -> dict:
-    """PRESETS, SCENARIOS and BLOCK_LINEARS of the request model."""
+    """PRESETS, WORKLOADS and BLOCK_LINEARS of the request model."""
     from twofour import models, request
 
     fields = ("name", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")
     return {
         "PRESETS": {name: {f: getattr(cfg, f) for f in fields} for name, cfg in models.PRESETS.items()},
-        "SCENARIOS": {name: {"model": w.model.name, "batch": w.batch, "prompt_len": w.prompt_len,
+        "WORKLOADS": {name: {"model": w.model.name, "batch": w.batch, "prompt_len": w.prompt_len,
                              "output_len": w.output_len, "dtype": w.dtype, "prefill_chunk_tokens": w.prefill_chunk_tokens}
-                      for name, w in request.SCENARIOS.items()},
+                      for name, w in request.WORKLOADS.items()},
         "BLOCK_LINEARS": list(request.BLOCK_LINEARS),
     }
 
 
 def tables() -> dict:
     """Every exported constant of ``data.js``, by name, in the order written."""
-    from twofour._common import vocabulary
+    from twofour import vocabulary
     from twofour.course.answer import calculator_opening
     from twofour.roofline import ASSUMED_PARAMS
     from twofour.roofline.tiles import PADDED_TILE_WHY

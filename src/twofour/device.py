@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._common.fit import fit, report_width
+from .vocabulary import CUSPARSELT, CUTLASS
 
 __all__ = ["Environment", "pick_device", "environment", "sparse_backends_for"]
 
@@ -92,8 +93,8 @@ def sparse_backends_for(capability: tuple[int, int] | None) -> tuple[str, ...]:
     if capability < MIN_SPARSE_CC:
         return ()
     if capability[0] == 8:
-        return ("cuSPARSELt", "CUTLASS")
-    return ("cuSPARSELt",)
+        return (CUSPARSELT.name, CUTLASS.name)
+    return (CUSPARSELT.name,)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class Environment:
             ("CUDA (torch build)", show(self.cuda_version)),
             ("GPU", show(self.gpu_name)),
             ("compute capability", show(self.capability_str)),
-            ("cuSPARSELt", show(self.cusparselt_version) if self.cusparselt_available else "not available"),
+            (CUSPARSELT.name, show(self.cusparselt_version) if self.cusparselt_available else "not available"),
             ("2:4 sparse kernels", "expected to work" if self.sparse_ok else "not available here"),
             ("backend(s)", ", ".join(self.backends) if self.backends else "—"),
             ("why", self.reason),
@@ -193,13 +194,13 @@ def _verdict(
             f"This GPU has compute capability {cc}; 2:4 sparse tensor cores need 8.0 or "
             "newer (Ampere, e.g. A100), so sparse matmuls cannot run here."
         )
-    backends = tuple(b for b in by_arch if b != "cuSPARSELt" or cusparselt_available)
+    backends = tuple(b for b in by_arch if b != CUSPARSELT.name or cusparselt_available)
     if not backends:
         return (), (
             f"Compute capability {cc} supports 2:4 only through cuSPARSELt, and this torch "
             "build does not ship cuSPARSELt."
         )
-    if backends == ("cuSPARSELt",):
+    if backends == (CUSPARSELT.name,):
         return backends, (
             f"Compute capability {cc} has sparse tensor cores; PyTorch's CUTLASS 2:4 path is "
             "limited to 8.x, so cuSPARSELt is the backend here."

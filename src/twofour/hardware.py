@@ -36,20 +36,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .device import sparse_backends_for
-from ._common.dtypes import DTYPE_KEYS, dtype_key
+from .vocabulary import DTYPE_KEYS, dtype_key
 
 __all__ = [
     "Citation",
     "GPUSpec",
     "GPUS",
-    "DTYPES",
     "get_gpu",
     "match_device_name",
     "spec_rows",
     "unconfirmed_fields",
 ]
 
-DTYPES: tuple[str, ...] = DTYPE_KEYS
 STATUSES: tuple[str, ...] = ("verified", "secondary", "derived", "unconfirmed")
 
 
@@ -142,8 +140,8 @@ def _c(source: str, status: str) -> Citation:
 
 def _spec(name, arch, cc, sms, bw, dense, sparse, cite, aliases=(), cc_cite=None):
     """Assemble a GPUSpec and make sure every number has a citation (a missing one is a bug)."""
-    full_dense = {d: dense.get(d) for d in DTYPES}
-    full_sparse = {d: sparse.get(d) for d in DTYPES}
+    full_dense = {d: dense.get(d) for d in DTYPE_KEYS}
+    full_sparse = {d: sparse.get(d) for d in DTYPE_KEYS}
     cite = dict(cite)
     cite.setdefault("capability", cc_cite or _c(_SM_LIST, "secondary"))
     for kind, table in (("dense", full_dense), ("sparse", full_sparse)):

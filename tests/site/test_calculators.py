@@ -345,7 +345,7 @@ def test_js_tables_equal_the_python_tables(watched, base_url):
         """() => ({gpus: window.__m.hardware.GPUS, eff: window.__m.roofline.DEFAULT_PARAMS,
                    assumed: window.__m.roofline.ASSUMED_PARAMS, fit: window.__m.data.FIT,
                    pad: window.__m.roofline.PAD_MULTIPLE, presets: window.__m.request.PRESETS,
-                   scenarios: window.__m.request.SCENARIOS, dtypes: window.__m.request.DTYPE_BYTES})"""
+                   scenarios: window.__m.request.WORKLOADS, dtypes: window.__m.request.DTYPE_BYTES})"""
     )
     assert js["fit"] == js_data.fitted_subset()
     assert js["assumed"] == roofline.ASSUMED_PARAMS.to_dict()
@@ -366,8 +366,8 @@ def test_js_tables_equal_the_python_tables(watched, base_url):
     assert set(js["presets"]) == set(models.PRESETS)
     for name, cfg in models.PRESETS.items():
         assert {f: js["presets"][name][f] for f in fields} == {f: getattr(cfg, f) for f in fields}
-    assert set(js["scenarios"]) == set(request.SCENARIOS)
-    for name, w in request.SCENARIOS.items():
+    assert set(js["scenarios"]) == set(request.WORKLOADS)
+    for name, w in request.WORKLOADS.items():
         s = js["scenarios"][name]
         assert (s["model"], s["batch"], s["prompt_len"], s["output_len"], s["dtype"], s["prefill_chunk_tokens"]) == (
             w.model.name, w.batch, w.prompt_len, w.output_len, w.dtype, w.prefill_chunk_tokens)
@@ -398,7 +398,7 @@ def test_the_defaults_table_on_the_page_states_the_defaults_the_code_uses(watche
     assert (f"{cfg.name} ({cfg.layers} layers, hidden {cfg.hidden}, MLP {cfg.intermediate}, {cfg.heads} heads, "
             f"{cfg.kv_heads} KV heads)") in row["model shapes"]
     assert f"| {defaults['gpu']} SXM |" in row["GPU peaks and bandwidth"]
-    chat = request.SCENARIOS["chat decode, batch 1"]
+    chat = request.WORKLOADS["chat decode, batch 1"]
     assert (defaults["batch"], defaults["prompt_len"], defaults["output_len"]) == (chat.batch, chat.prompt_len, chat.output_len)
     assert f"batch {chat.batch}, {chat.prompt_len} prompt and {chat.output_len} output tokens" in row["workload"]
     # The prose cites the fit rather than typing its numbers: no parameter value appears in it.
@@ -560,7 +560,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
 
     # A chapter-6 scenario from the list.
     root.get_by_label("start from a workload").select_option("high throughput, batch 64, 8K context")
-    scenario = request.SCENARIOS["high throughput, batch 64, 8K context"]
+    scenario = request.WORKLOADS["high throughput, batch 64, 8K context"]
     est = _estimate(Workload(scenario.model, scenario.batch, scenario.prompt_len, scenario.output_len, dtype="bf16",
                              pruned=pruned), "A100", backend="CUTLASS", scenario="eager",
                     assumptions=Assumptions(step_overhead_s=0.2 * 1e-3))

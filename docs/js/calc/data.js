@@ -246,7 +246,7 @@ export const PRESETS = deepFreeze({
  }
 });
 
-export const SCENARIOS = deepFreeze({
+export const WORKLOADS = deepFreeze({
  "chat decode, batch 1": {
   "model": "Llama-3-8B",
   "batch": 1,

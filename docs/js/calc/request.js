@@ -7,13 +7,13 @@
 
 import { MIN_SPEEDUP } from "./amdahl.js";
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
-import { BLOCK_LINEARS, DTYPES, PRESETS, SCENARIOS } from "./data.js";
+import { BLOCK_LINEARS, DTYPES, PRESETS, WORKLOADS } from "./data.js";
 import { getGpu, peakTflops } from "./hardware.js";
 import { DEFAULT_SCENARIO, checkScenario, predict } from "./roofline.js";
 
 // The block linears pruned by default, the model presets (Meta's released config.json files) and the
 // three workloads chapter 6 follows: twofour.request and twofour.models, delivered in ./data.js.
-export { BLOCK_LINEARS, PRESETS, SCENARIOS };
+export { BLOCK_LINEARS, PRESETS, WORKLOADS };
 export const LINEAR_KINDS = [...BLOCK_LINEARS, "lm_head"];
 export const COMPONENTS = [
   "pruned_linear", "dense_linear", "attention", "kv_cache", "embedding", "lm_head", "other",

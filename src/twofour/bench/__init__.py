@@ -35,7 +35,7 @@ from .results import (
     recorded_alg_search,
     recorded_results,
 )
-from .timing import MODES, summarize, time_callable
+from .timing import summarize, time_callable
 
 __all__ = [
     "SCHEMA",
@@ -62,5 +62,4 @@ __all__ = [
     "default_out_path",
     "DATA_DIR",
     "DEFAULT_MS",
-    "MODES",
 ]

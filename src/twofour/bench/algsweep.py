@@ -34,6 +34,8 @@ import re
 import statistics
 from typing import Callable
 
+from ..vocabulary import CUSPARSELT
+
 __all__ = ["PATHS", "CaseOps", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 
 PATHS = ("_cslt_sparse_mm", "F.linear")
@@ -264,7 +266,7 @@ class CudaCase(CaseOps):
         linear = self.torch.nn.functional.linear
         if path == "_cslt_sparse_mm":
             return [self._direct(Wc, alg_id) for Wc in self._compressed]
-        weights = [self.sparse_weight(self.W24, "cuSPARSELt", alg_id) for _ in range(self.n_packed)]
+        weights = [self.sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
         return [lambda W=W: linear(self.x, W) for W in weights]
 
     def dense(self):

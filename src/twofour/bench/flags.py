@@ -32,7 +32,7 @@ Example:
 
 from __future__ import annotations
 
-from .._common.vocabulary import TIMING_MODES as MODES
+from ..vocabulary import TIMING_MODES
 
 __all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 
@@ -89,7 +89,7 @@ def flag_points(points) -> list[dict]:
                 out.append({**base, "mode": "kernel", "side": side, "rule": "clock",
                             "evidence": f"kernel {k:.1f} µs > " + " / ".join(
                                 f"{n} {x:.1f}" for n, x in (("graph", g), ("eager", e)) if x is not None) + " µs"})
-            for mode in MODES:
+            for mode in TIMING_MODES:
                 entry = timing_entry(p, mode, side)
                 if entry is not None and drifts(entry.get("raw_ms")):
                     out.append({**base, "mode": mode, "side": side, "rule": "drift",

@@ -18,7 +18,7 @@ last read), and nothing else is waiting to be written back. The timings here rep
   back to back until the window holds ``calls`` calls; the time per call is the window over
   the count.
 
-Modes (:data:`twofour.bench.MODES`), each described with its method in :data:`METHODS`, which
+Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described with its method in :data:`METHODS`, which
 the results file records per point (:func:`twofour.bench.results.timing_method` reads it, and
 gives the 2026-11-30 method, :data:`LEGACY_METHODS`, for files written before it was recorded):
 

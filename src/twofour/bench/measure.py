@@ -32,14 +32,15 @@ from ..device import environment
 from ..structure import prune
 from .gpu_timing import METHODS
 from .results import Results, provenance, torch_dtype
-from .timing import MODES, on_gpu, summarize, time_callable
+from ..vocabulary import CUSPARSELT, CUTLASS, TIMING_MODES
+from .timing import on_gpu, summarize, time_callable
 
 # Relative tolerance (max |sparse - dense| / max |dense|) for the 2:4 vs dense check. The two
 # kernels accumulate in different orders; bf16 has 8 mantissa bits, fp16 11.
 TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 
 
-def sparse_weight(W24: torch.Tensor, backend: str = "cuSPARSELt", alg_id: int | None = None):
+def sparse_weight(W24: torch.Tensor, backend: str = CUSPARSELT.name, alg_id: int | None = None):
     """Convert a 2:4 weight with PyTorch's ``backend``, and for cuSPARSELt with algorithm ``alg_id``.
 
     Every ``F.linear(x, W)`` on the result runs the kernel of that algorithm: PyTorch passes the
@@ -61,10 +62,10 @@ def sparse_weight(W24: torch.Tensor, backend: str = "cuSPARSELt", alg_id: int | 
     if alg_id is not None:
         if isinstance(alg_id, bool) or not isinstance(alg_id, int) or alg_id < 0:
             raise ValueError(f"alg_id must be an int >= 0 (a cuSPARSELt algorithm number), got {alg_id!r}")
-        if backend != "cuSPARSELt":
+        if backend != CUSPARSELT.name:
             raise ValueError(f"alg_id picks a cuSPARSELt algorithm; backend {backend!r} has none (use backend='cuSPARSELt')")
     saved = SparseSemiStructuredTensor._FORCE_CUTLASS, SparseSemiStructuredTensor._DEFAULT_ALG_ID
-    SparseSemiStructuredTensor._FORCE_CUTLASS = backend == "CUTLASS"
+    SparseSemiStructuredTensor._FORCE_CUTLASS = backend == CUTLASS.name
     kwargs = {}
     if alg_id is not None:
         if "alg_id" in inspect.signature(to_sparse_semi_structured).parameters:
@@ -93,9 +94,9 @@ def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
 
 def _modes(modes, device: torch.device) -> tuple[str, ...]:
     modes = tuple(modes)
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in TIMING_MODES]
     if bad or not modes or modes[0] != "eager":
-        raise ValueError(f"modes must start with 'eager' and use only {MODES}, got {modes!r}")
+        raise ValueError(f"modes must start with 'eager' and use only {TIMING_MODES}, got {modes!r}")
     if not on_gpu(device) and modes != ("eager",):
         raise ValueError(f"modes {modes[1:]} need a CUDA GPU (CUDA graphs, stream timing, the CUDA profiler); "
                          "on CPU use modes=('eager',)")
@@ -120,7 +121,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     across M. On a device without 2:4 kernels pass ``backends=()``; the record then says why
     no sparse time exists instead of leaving it out silently.
 
-    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`MODES` under
+    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`TIMING_MODES` under
     ``record["modes"][mode]``; see :mod:`twofour.bench.gpu_timing`. A mode that fails for a
     backend records the error there and the other modes still run.
 
@@ -150,7 +151,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             f"this run is on {device.type}, so only the dense GEMM was timed"
         )
     if alg_id is not None:
-        backends = tuple(b for b in backends if b == "cuSPARSELt")
+        backends = tuple(b for b in backends if b == CUSPARSELT.name)
         if not backends:
             raise ValueError("alg_id picks a cuSPARSELt algorithm, but cuSPARSELt is not among the backends to time")
     ref = dense_fn()
@@ -314,7 +315,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
             reports usable (none on CPU).
         progress: show a tqdm progress bar (stderr).
-        modes: ``("eager",)`` or, on a GPU, any of :data:`MODES` starting with ``"eager"``.
+        modes: ``("eager",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"eager"``.
         alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
             instead of PyTorch's default; GPU with cuSPARSELt only.
     """
@@ -334,7 +335,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
                          "would measure the emulation, not the CPU's roofline")
     if not shapes or not Ms:
         raise ValueError("shapes and Ms must each hold at least one entry")
-    if alg_id is not None and (device.type != "cuda" or "cuSPARSELt" not in backends):
+    if alg_id is not None and (device.type != "cuda" or CUSPARSELT.name not in backends):
         raise ValueError(f"alg_id={alg_id!r} picks a cuSPARSELt algorithm for the 2:4 kernel: that needs an NVIDIA GPU "
                          "with compute capability >= 8.0 and cuSPARSELt among the backends "
                          f"(device {device.type}, backends {list(backends)})")

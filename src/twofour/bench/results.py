@@ -25,7 +25,7 @@ import torch
 from .._common.jsonfile import check_schema, read_json
 from ..device import environment
 from .gpu_timing import LEGACY_METHODS
-from .timing import MODES
+from ..vocabulary import TIMING_MODES
 
 SCHEMA = "twofour-bench/4"
 # /2 added the optional "modes" block; /3 the optional per-point "clocks" (before and after each
@@ -207,8 +207,8 @@ class Results:
             >>> [r.timing_method("graph")["id"] for r in recorded_results("gpu")][:1]
             ['graph/1']
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode not in TIMING_MODES:
+            raise ValueError(f"mode must be one of {TIMING_MODES}, got {mode!r}")
         if self.provenance.get("device") != "cuda" and not self.settings.get("methods"):
             return None
         if self.schema in READABLE_SCHEMAS[:3]:
@@ -218,7 +218,7 @@ class Results:
     def gpu_points(self, mode: str = "eager") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
-        ``mode`` picks the timing (:data:`MODES`); points measured without it give no rows.
+        ``mode`` picks the timing (:data:`TIMING_MODES`); points measured without it give no rows.
         Points whose check failed or whose backend raised are not timing rows; they are
         listed by :meth:`problems` instead. ``flagged`` is None, or the reasons
         (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
@@ -230,8 +230,8 @@ class Results:
         ``F.linear`` on the dense weight (cuBLAS on a GPU). ``method`` is the id of the timing
         method (:meth:`timing_method`): rows timed different ways are not one series.
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode not in TIMING_MODES:
+            raise ValueError(f"mode must be one of {TIMING_MODES}, got {mode!r}")
         from .flags import point_key
 
         suspect = self.flagged()

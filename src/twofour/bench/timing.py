@@ -21,11 +21,7 @@ from typing import Callable
 
 import torch
 
-from .._common.vocabulary import TIMING_MODES
 from . import gpu_timing
-
-# How a call is timed (GPU only beyond "eager"): the vocabulary's timing modes, each described there.
-MODES = TIMING_MODES
 
 
 def on_gpu(device) -> bool:

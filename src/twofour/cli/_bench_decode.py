@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._common.dtypes import DTYPES
+from ..vocabulary import DECODE_DTYPES, DECODE_MODES, MEASURED_DTYPES, TORCH_NAMES, dtype_key
 from .main import UserError
 from ._output import check_output_file, show, write_error
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import DATA_DIR, default_out_path
     from ..device import environment
     from ..models import PRESETS
-    from ..serve import DECODE_STEPS, MODES, TINY, OutputRefused, make_plan, ops_for, run_plan
+    from ..serve import DECODE_STEPS, TINY, OutputRefused, make_plan, ops_for, run_plan
     from ..serve.model import MAX_POSITIONS
 
     env = environment()
@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--layers must be from 1 to {cfg.layers} (the blocks of {cfg.name}), got {args.layers}")
 
     modes = args.modes or defaults["modes"]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in DECODE_MODES]
     if unknown:
-        raise UserError(f"--modes: with --decode unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
+        raise UserError(f"--modes: with --decode unknown {' '.join(unknown)}; valid: {' '.join(DECODE_MODES)}")
     if not on_gpu and any(m.startswith("graph") for m in modes):
         raise UserError(f"--modes {' '.join(m for m in modes if m.startswith('graph'))}: CUDA graphs need a CUDA GPU; "
                         "on the CPU use eager (or compile)")
@@ -179,17 +179,24 @@ def _checkpoint_config(path: str, on_gpu: bool):
 
 
 def _dtypes(asked, default, on_gpu: bool) -> list[str]:
-    aliases = {key: facts.torch_name for key, facts in DTYPES.items()}  # fp16 -> float16, ...
     if not asked:
         return list(default)
-    dtypes = [aliases.get(d, d) for d in asked]
+    measured = [TORCH_NAMES[k] for k in MEASURED_DTYPES]  # float16 bfloat16
+
+    def torch_name(d):
+        try:
+            return TORCH_NAMES[dtype_key(d)]
+        except ValueError:
+            return d
+
+    dtypes = [torch_name(d) for d in asked]
     if not on_gpu:
-        if any(d != "float32" for d in dtypes):
+        if any(d != DECODE_DTYPES[-1] for d in dtypes):
             print(f"note: --dtypes {' '.join(asked)} ignored on CPU: only float32 runs here", file=sys.stderr)
-        return ["float32"]
-    bad = [d for d in asked if aliases.get(d, d) not in ("float16", "bfloat16")]
+        return [DECODE_DTYPES[-1]]
+    bad = [d for d, t in zip(asked, dtypes) if t not in measured]
     if bad:
-        raise UserError(f"--dtypes: {' '.join(bad)} has no 2:4 tensor-core path measured here; valid: float16 bfloat16")
+        raise UserError(f"--dtypes: {' '.join(bad)} has no 2:4 tensor-core path measured here; valid: {' '.join(measured)}")
     return list(dict.fromkeys(dtypes))
 
 

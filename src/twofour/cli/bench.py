@@ -25,6 +25,7 @@ from .._common.atomic import OutputError
 from .._common.text import printable
 from . import _bench_decode
 from ._output import check_output_file, show, write_error
+from ..vocabulary import CUSPARSELT
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
 _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "warmup": 1}
@@ -117,19 +118,19 @@ def run(args: argparse.Namespace) -> int:
         if not args.Ms and not args.quick:
             print(f"CPU sweep: M limited to {_CPU_DEFAULT_MS} (pass --m to choose others).")
 
-    from ..bench import MODES
+    from ..vocabulary import TIMING_MODES
 
     modes = ["eager"] + [m for m in (args.modes or []) if m != "eager"]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in TIMING_MODES]
     if unknown:
-        raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(MODES)}")
+        raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(TIMING_MODES)}")
     if not on_gpu and modes != ["eager"]:
         raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only eager timing runs")
     kwargs = {} if Ms is None else {"Ms": Ms}
     kwargs["modes"] = tuple(modes)
     if args.alg_id is not None:
         kwargs["alg_id"] = args.alg_id
-        kwargs["backends"] = ("cuSPARSELt",)
+        kwargs["backends"] = (CUSPARSELT.name,)
     command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
@@ -163,7 +164,7 @@ def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
         raise UserError(f"--alg-id {alg_id}: picks the cuSPARSELt algorithm of the 2:4 kernel, and 2:4 kernels need an "
                         f"NVIDIA GPU with compute capability >= 8.0; this run has none ({env.reason.split('; ')[0]}). The recorded "
                         "sweep of algorithms 0-7 on an H200 is twofour.bench.recorded_alg_search()")
-    if "cuSPARSELt" not in env.backends:
+    if CUSPARSELT.name not in env.backends:
         raise UserError(f"--alg-id {alg_id}: needs PyTorch's cuSPARSELt backend, which is not usable here "
                         f"(backends: {', '.join(env.backends) or 'none'})")
     import torch

@@ -69,7 +69,7 @@ def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16
         >>> f"{lo:.1%} to {hi:.1%}"
         '16.7% to 49.5%'
     """
-    from .._common.dtypes import DTYPES, dtype_key
+    from ..vocabulary import DTYPES, dtype_key
 
     packed = DTYPES[dtype_key(dtype)].packed_ratio
     ratios = []

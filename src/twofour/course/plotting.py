@@ -51,7 +51,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from .._common.args import require_positive_int
-from .._common.vocabulary import PALETTE
+from ..vocabulary import PALETTE
 from .measured_rows import measured_on  # re-exported: figures name their data with it
 
 __all__ = [

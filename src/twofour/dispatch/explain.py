@@ -35,6 +35,7 @@ import torch
 from .._passes.tensors import SUPPORTED_DTYPES, dtype_name
 from ..structure import StructureReport, check
 from .probe import NO_CUSPARSELT, as_environment, build_lacks
+from ..vocabulary import BACKENDS, CUTLASS
 from .rules import backend_rules, default_backend, is_packed, packed_backend
 
 __all__ = ["Check", "Verdict", "explain", "PATHS", "STATUSES"]
@@ -362,7 +363,7 @@ def _dtype_rule(case: _Case) -> list[Check]:
     rules, dtype = case.rules, case.W.dtype
     if rules.shapes.get(dtype) is None:
         others = [
-            backend_rules(b).label for b in ("cusparselt", "cutlass") if b != case.backend and dtype in backend_rules(b).shapes
+            BACKENDS[b].name for b in BACKENDS if b != case.backend and dtype in backend_rules(b).shapes
         ]
         hint = f"; {', '.join(others)} takes it" if others else ""
         return [
@@ -514,7 +515,7 @@ def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, kn
         return Check("structure", "ok", f"every group of {m} along K holds at most {n} non-zeros{extra}")
     consequence = (
         "packing silently drops the extra non-zeros, so the sparse result differs from the dense layer"
-        if backend == "cutlass"
+        if backend == CUTLASS.key
         else "packing does not check it, so the sparse result differs from the dense layer"
     )
     detail = f"{report.num_bad_groups:,} of {report.num_groups:,} groups ({report.fraction_bad:.1%}) break {name} along K"

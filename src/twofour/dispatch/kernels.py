@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._common.stderr import without_profiler_chatter
-from .._common.vocabulary import (DENSE, KERNEL_CLASSES, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
+from ..vocabulary import (DENSE, KERNEL_CLASSES, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
                                   SPARSE_GENERAL)
 
 __all__ = [
@@ -70,7 +70,7 @@ __all__ = [
     "recorded_reports",
 ]
 
-# The class names are the project vocabulary's (twofour._common.vocabulary).
+# The class names are the project vocabulary's (twofour.vocabulary).
 CLASSES: tuple[str, ...] = KERNEL_CLASSES
 
 # Convolutions: cuDNN runs them as implicit GEMMs (sm80_xmma_fprop_implicit_gemm_..., dgrad, wgrad),

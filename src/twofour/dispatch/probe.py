@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..device import Environment, environment, sparse_backends_for
-from .rules import BACKENDS, backend_rules, cusparselt_version_str, default_backend
+from ..vocabulary import BACKENDS, CUSPARSELT, CUTLASS
+from .rules import backend_rules, cusparselt_version_str, default_backend
 
 __all__ = ["BackendStatus", "LiveCheck", "Probe", "probe", "hypothetical_gpu", "as_environment"]
 
@@ -91,16 +92,16 @@ class Probe:
             ("GPU", gpu),
             ("compute capability", self.env.capability_str or "—"),
             (
-                "cuSPARSELt",
+                CUSPARSELT.name,
                 cusparselt_version_str(self.env.cusparselt_version) if self.env.cusparselt_available else "not available",
             ),
-            ("default backend", f"{_label(self.default_backend)} (torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS)"),
+            ("default backend", f"{BACKENDS[self.default_backend].name} (torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS)"),
         ]
         for b in self.backends:
             dtypes = ", ".join(str(d).replace("torch.", "") for d in b.dtypes)
             rows.append((b.label, f"{'usable' if b.usable else 'NOT usable'}: {b.why} [dtypes: {dtypes}]"))
         for c in self.live:
-            rows.append((f"tried {_label(c.backend)}", f"{'ran' if c.ok else 'FAILED'}: {c.detail}"))
+            rows.append((f"tried {BACKENDS[c.backend].name}", f"{'ran' if c.ok else 'FAILED'}: {c.detail}"))
         return rows
 
     def __str__(self) -> str:
@@ -114,17 +115,13 @@ class Probe:
         return f"<table class='twofour-probe'><tbody>{body}</tbody></table>"
 
 
-def _label(backend: str) -> str:
-    return {"cusparselt": "cuSPARSELt", "cutlass": "CUTLASS"}.get(backend, backend)
-
-
 # What both probe() and explain() say when the build lacks cuSPARSELt (one place for the check).
 NO_CUSPARSELT = "this torch build has no cuSPARSELt (torch.backends.cusparselt.is_available() is False"
 
 
 def build_lacks(backend: str, env: Environment) -> bool:
     """True when ``backend`` is missing from the torch build ``env`` describes (only cuSPARSELt can be)."""
-    return backend == "cusparselt" and not env.cusparselt_available
+    return backend == CUSPARSELT.key and not env.cusparselt_available
 
 
 def _statuses(env: Environment) -> tuple[BackendStatus, ...]:
@@ -204,7 +201,7 @@ def hypothetical_gpu(
         raise TypeError(f"capability must be a (major, minor) tuple of non-negative ints such as (9, 0), got {capability!r}")
     backends = sparse_backends_for(capability)
     if not cusparselt_available:
-        backends = tuple(b for b in backends if b != "cuSPARSELt")
+        backends = tuple(b for b in backends if b != CUSPARSELT.name)
     env = Environment(
         torch_version=torch.__version__,
         python_version=environment().python_version,
@@ -233,7 +230,7 @@ def _try_kernels(env: Environment) -> tuple[LiveCheck, ...]:  # pragma: no cover
     results = []
     try:
         for name in BACKENDS:
-            base._FORCE_CUTLASS = name == "cutlass"
+            base._FORCE_CUTLASS = name == CUTLASS.key
             try:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", message=".*prototype.*")

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 import torch
 
 from .._passes.tensors import dtype_name
+from ..vocabulary import BACKENDS, CUSPARSELT, CUTLASS
 
 __all__ = [
-    "BACKENDS",
     "MIN_SPARSE_CAPABILITY",
     "MIN_CUSPARSELT_FOR_SM90",
     "MIN_CUSPARSELT_FOR_BLACKWELL",
@@ -66,12 +66,6 @@ __all__ = [
     "cusparselt_version_str",
 ]
 
-BACKENDS: tuple[str, ...] = ("cusparselt", "cutlass")
-_LABEL = {"cusparselt": "cuSPARSELt", "cutlass": "CUTLASS"}
-_CLASS_NAME = {
-    "cusparselt": "SparseSemiStructuredTensorCUSPARSELT",
-    "cutlass": "SparseSemiStructuredTensorCUTLASS",
-}
 
 # Sparse tensor cores arrived with Ampere. Source: PyTorch semi-structured sparsity tutorial.
 MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)
@@ -126,7 +120,7 @@ class BackendRules:
     @property
     def label(self) -> str:
         """Display name: ``"cuSPARSELt"`` or ``"CUTLASS"``."""
-        return _LABEL[self.name]
+        return BACKENDS[self.name].name
 
     @property
     def dtypes(self) -> tuple[torch.dtype, ...]:
@@ -149,13 +143,13 @@ class BackendRules:
                 f"compute capability {cc} has no sparse tensor cores; 2:4 kernels need 8.0 or newer "
                 "(PyTorch semi-structured tutorial)"
             )
-        if self.name == "cutlass" and capability[0] != 8:
+        if self.name == CUTLASS.key and capability[0] != 8:
             return (
                 f"PyTorch's CUTLASS 2:4 kernels are built and validated for compute capability 8.x only, "
                 f"this GPU is {cc} (pytorch#132928); use the default cuSPARSELt backend"
             )
         if (
-            self.name == "cusparselt"
+            self.name == CUSPARSELT.key
             and capability >= (9, 0)
             and cusparselt_version is not None
             and cusparselt_version < MIN_CUSPARSELT_FOR_SM90
@@ -165,7 +159,7 @@ class BackendRules:
                 "(0.6.0 added it; older versions fail with 'architecture mismatch', pytorch#132009)"
             )
         if (
-            self.name == "cusparselt"
+            self.name == CUSPARSELT.key
             and capability >= (10, 0)
             and cusparselt_version is not None
             and cusparselt_version < MIN_CUSPARSELT_FOR_BLACKWELL
@@ -193,7 +187,7 @@ class BackendRules:
         if capability < (8, 9):
             return f"{dtype_name(dtype)} needs fp8 tensor cores: compute capability 8.9 or newer, this GPU is {cc}"
         if (
-            self.name == "cusparselt"
+            self.name == CUSPARSELT.key
             and capability[0] == 8
             and cusparselt_version is not None
             and cusparselt_version < MIN_CUSPARSELT_FOR_FP8_SM89
@@ -206,7 +200,7 @@ class BackendRules:
 
     def mm_problem(self, dtype: torch.dtype) -> str | None:
         """Why a plain matmul with a packed ``dtype`` weight raises although packing succeeds."""
-        if self.name == "cusparselt" and "float8" in str(dtype):
+        if self.name == CUSPARSELT.key and "float8" in str(dtype):
             return (
                 f"cuSPARSELt packs {dtype_name(dtype)} but refuses a plain mm/linear with it; PyTorch points to "
                 "torch._scaled_mm: torch._scaled_mm(W_sparse, x.t(), scale_a, scale_b, out_dtype=...) with "
@@ -223,7 +217,7 @@ class BackendRules:
         """
         if dtype != torch.int8:
             return None
-        if self.name == "cutlass":
+        if self.name == CUTLASS.key:
             what = ("returns int8: the CUTLASS kernel clamps every int32 sum to [-128, 127] (saturating "
                     "epilogue, output dtype defaults to int8), with no scale")
             src = "aten/src/ATen/native/sparse/cuda/SparseSemiStructuredOps.cu"
@@ -244,7 +238,7 @@ def semi_structured_classes() -> dict:
     sparsity (it arrived in torch 2.1).
     """
     found = {}
-    for name, cls_name in _CLASS_NAME.items():
+    for name, cls_name in ((b.key, b.torch_class) for b in BACKENDS.values()):
         cls = getattr(torch.sparse, cls_name, None)
         if cls is None:
             raise RuntimeError(
@@ -293,7 +287,7 @@ def default_backend() -> str:
     base = getattr(torch.sparse, "SparseSemiStructuredTensor", None)
     if base is None:
         semi_structured_classes()  # raises the version message
-    return "cutlass" if bool(getattr(base, "_FORCE_CUTLASS", False)) else "cusparselt"
+    return CUTLASS.key if bool(getattr(base, "_FORCE_CUTLASS", False)) else CUSPARSELT.key
 
 
 def is_packed(W) -> bool:

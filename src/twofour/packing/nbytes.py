@@ -7,7 +7,7 @@ import operator
 
 import torch
 
-from .._common.dtypes import DTYPES, nm_ratio
+from ..vocabulary import DTYPES, nm_ratio
 from .._passes.bits import unsupported_reason
 from .._passes.tensors import SUPPORTED_DTYPES, dtype_name, require_nm
 

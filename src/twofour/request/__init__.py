@@ -33,7 +33,7 @@ from .workload import (
     LINEAR_KINDS,
     OUT_BYTES,
     PHASES,
-    SCENARIOS,
+    WORKLOADS,
     Assumptions,
     GemmTime,
     Machine,
@@ -71,5 +71,5 @@ __all__ = [
     "build_inputs",
     "evaluate",
     "estimate",
-    "SCENARIOS",
+    "WORKLOADS",
 ]

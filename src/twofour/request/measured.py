@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .inputs import gemm_shapes
-from .workload import BLOCK_LINEARS, PHASES, Workload
+from ..vocabulary import MEASURED_DTYPES, PHASES, TORCH_NAMES
+from .workload import BLOCK_LINEARS, Workload
 
 
 def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -> dict[str, float | None]:
@@ -42,17 +43,16 @@ def measured_gemm_detail(results, workload: Workload, *, mode: str = "graph") ->
         >>> d["decode"]["replaced"]
         ['gate_proj M=1: kernel-plus-graph-cost', 'up_proj M=1: kernel-plus-graph-cost']
     """
-    from ..bench import MODES
+    from ..vocabulary import TIMING_MODES
     from ..bench.trusted import trusted_gemm_table
 
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in TIMING_MODES:
+        raise ValueError(f"mode must be one of {TIMING_MODES}, got {mode!r}")
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
-    dtype_name = {"fp16": "float16", "bf16": "bfloat16"}.get(workload.dtype)
-    if dtype_name is None:
+    if workload.dtype not in MEASURED_DTYPES:
         return {phase: {"speedup": None, "rows": {}, "replaced": []} for phase in PHASES}
-    table = trusted_gemm_table(results, dtype_name, mode)
+    table = trusted_gemm_table(results, TORCH_NAMES[workload.dtype], mode)
     out = {}
     for phase in PHASES:
         shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,

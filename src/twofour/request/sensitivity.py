@@ -8,7 +8,7 @@ from .workload import GemmTime, Workload, _require_number
 
 def _sides(pred, dtype: str):
     """Bytes each side must stream (no split-K partials), and each side's time beyond streaming and math (µs)."""
-    from .._common.dtypes import DTYPES
+    from ..vocabulary import DTYPES
     from ..packing import packed_bytes
 
     f = DTYPES[dtype]

@@ -2,7 +2,7 @@
 
 The inputs of :mod:`twofour.request`, validated once: :class:`Machine` (peaks and bandwidth),
 :class:`Assumptions` (efficiencies and fixed costs), :class:`Workload` (model, batch, lengths,
-what is pruned); the three preset workloads (:data:`SCENARIOS`); and the functions that give
+what is pruned); the three preset workloads (:data:`WORKLOADS`); and the functions that give
 the GEMM's M under chunked prefill, speculative decoding, mixture of experts and tensor
 parallelism.
 """
@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .._common.dtypes import DTYPES, SPARSE_24_DTYPES, dtype_key
+from ..vocabulary import DTYPES, PHASES, SPARSE_24_DTYPES, dtype_key
 from ..models import LLAMA_3_8B, TransformerConfig
 
 BLOCK_LINEARS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -29,10 +29,9 @@ COMPONENTS: tuple[str, ...] = (
     "step_overhead",
     "request_overhead",
 )
-PHASES: tuple[str, ...] = ("prefill", "decode")
 
 # Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
-# the one dtype table (twofour._common.dtypes; ratio = 1/2 + 2 bits of metadata per kept value,
+# the one dtype table (twofour.vocabulary; ratio = 1/2 + 2 bits of metadata per kept value,
 # PyTorch's docs/source/sparse.rst, "Sparse Semi-Structured Tensors"). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
 # assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
 DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
@@ -283,7 +282,7 @@ def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[
 
 # The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).
 # Llama-3-8B's context window is 8K tokens: prompt + output stay within 8,192.
-SCENARIOS: dict[str, Workload] = {
+WORKLOADS: dict[str, Workload] = {
     "chat decode, batch 1": Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256),
     "high throughput, batch 64, 8K context": Workload(LLAMA_3_8B, batch=64, prompt_len=7680, output_len=512),
     "long-prompt summarisation": Workload(LLAMA_3_8B, batch=1, prompt_len=7936, output_len=256),

@@ -28,6 +28,7 @@ import json
 import statistics
 
 from .tiles import kernel_role, parse_kernel_name
+from ..vocabulary import CUSPARSELT
 
 __all__ = ["trace_points", "trace_grids", "helper_costs", "chain_idle_us", "STEP_GAP_US", "tile_observations", "TRACE_M", "TRACE_ORDER"]
 
@@ -114,7 +115,7 @@ def trace_points(weight: float = 5.0) -> list:
         d, s = statistics.mean(dense[x] for x in layers), statistics.mean(sparse[x] for x in layers)
         out.append(Point(id=f"trace:{'/'.join(layers)}:M{TRACE_M}", origin="measured", source="decode-step traces, NVIDIA H200",
                          source_url=str(recorded("dense-graph").name), gpu="H200", gpu_as_reported="NVIDIA H200",
-                         backend="cuSPARSELt", dtype="fp16", M=TRACE_M, N=N, K=K, speedup=d / s, dense_us=d, sparse_us=s,
+                         backend=CUSPARSELT.name, dtype="fp16", M=TRACE_M, N=N, K=K, speedup=d / s, dense_us=d, sparse_us=s,
                          scenario="kernel", reliability="high", caveats="kernels back to back in a CUDA-graph replay",
                          kind="gemm", extra={"shape": "Llama-3-8B " + "/".join(layers), "mode": "trace", "l2": "clean",
                                              "weight": weight, "held_out": False, "flagged": None}))

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._common.dtypes import SPARSE_24
+from ..vocabulary import SPARSE_24
 from ..hardware import get_gpu
 from ..models import TransformerConfig, parameter_counts
 

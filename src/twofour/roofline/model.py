@@ -99,7 +99,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .._common.args import require_positive_int
-from .._common.dtypes import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
+from ..vocabulary import DTYPES, GEMM_DTYPES, dtype_key as _dtype_key
 from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
 from .params import KernelFamily, KernelParams, default_params, family_for
@@ -113,7 +113,7 @@ ALGORITHMS = ("default", "searched")
 L2_STATES = ("flushed", "clean")
 
 # Row multiple of the 2:4 path's dense operand, bytes per input and output element: all from the
-# one dtype table, twofour._common.dtypes (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS).
+# one dtype table, twofour.vocabulary (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS).
 _PAD_MULTIPLE = {(backend, d): mult for d, f in DTYPES.items() for backend, mult in f.pad_multiple.items()}
 _IN_BYTES = {d: f.in_bytes for d, f in DTYPES.items()}
 _OUT_BYTES = {d: f.out_bytes for d, f in DTYPES.items()}

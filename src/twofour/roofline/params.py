@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from .._common.args import require_positive_int
 from ..hardware import get_gpu
 from .tiles import check_tile_table
+from ..vocabulary import CUTLASS
 
 __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "ASSUMED_PARAMS", "DEFAULT_PARAMS",
            "default_params", "fit_summary", "family_for"]
@@ -210,7 +211,7 @@ def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") 
     """
     if not sparse:
         return "cublas"
-    if backend == "CUTLASS":
+    if backend == CUTLASS.name:
         return "cutlass"
     if algorithm != "default":
         return "cusparselt_searched"

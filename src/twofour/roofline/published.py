@@ -54,9 +54,9 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._common.dtypes import SPARSE_24_DTYPES, dtype_key
+from ..vocabulary import SPARSE_24_DTYPES, dtype_key
 from .._common.jsonfile import read_json
-from .._common.vocabulary import BACKEND_NAMES, MODE_SCENARIO, TIMING_MODES
+from ..vocabulary import BACKEND_NAMES, MODE_SCENARIO, TIMING_MODES
 from ..hardware import get_gpu, match_device_name
 
 __all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "HELD_OUT_MODEL", "LONE", "points", "published_records", "PUBLISHED_PATH"]

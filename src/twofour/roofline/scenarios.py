@@ -24,11 +24,11 @@ kernel time as measured.
 
 from __future__ import annotations
 
-from .._common import vocabulary as _vocabulary
+from .. import vocabulary as _vocabulary
 
 SCENARIOS = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# twofour bench timing mode -> the scenario it measures: the vocabulary's (twofour._common.vocabulary).
+# twofour bench timing mode -> the scenario it measures: the vocabulary's (twofour.vocabulary).
 MODE_SCENARIO = _vocabulary.MODE_SCENARIO
 
 _MEANING = ("eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph "

@@ -50,6 +50,7 @@ import re
 from dataclasses import dataclass
 
 from .._common.args import require_positive_int
+from ..vocabulary import CUSPARSELT
 
 __all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "split_k", "launch", "wave_efficiency",
            "parse_kernel_name", "kernel_role", "tile_table_from_names", "PADDED_TILE_WHY", "padded_tile_why"]
@@ -245,7 +246,7 @@ def parse_kernel_name(name: str) -> KernelName | None:
                           "splitK" in m["rest"].split("_"))
     m = _XMMA.match(name)
     if m:
-        return KernelName(name, "cuSPARSELt", int(m["a"]), int(m["b"]), int(m["k"]), m["cluster"], m["seg"] == "on")
+        return KernelName(name, CUSPARSELT.name, int(m["a"]), int(m["b"]), int(m["k"]), m["cluster"], m["seg"] == "on")
     return None
 
 

@@ -18,10 +18,10 @@ GPU with compute capability >= 8.0.
 (['decode', 'prefill'], '2:4 needs an NVIDIA GPU')
 """
 
-from .measure import DECODE_STEPS, MODES, PHASES, gemm_share, measure_decode, measure_prefill
+from .measure import DECODE_STEPS, gemm_share, measure_decode, measure_prefill
 from .model import BLOCK_LINEARS, ELIGIBLE_LABEL, TINY, Decoder, KVCache, apply_rope, rms_norm, rope_tables, weight_bytes
 from .ops import NEEDS_GPU, CpuOps, CudaOps, NotSupported, Ops, RehearsalOps, ops_for
-from .plan import DTYPES, Item, Plan, make_plan, run_plan
+from .plan import Item, Plan, make_plan, run_plan
 from .predict import predict
 from .results import (DECODE_SCHEMA, WEIGHTS, DecodeResults, OutputRefused, load_decode_results, recorded_decode_results,
                       write_atomic)
@@ -34,8 +34,8 @@ __all__ = [
     "prune_blocks", "pack_blocks", "search_algorithms", "algorithm_per_linear", "check_agreement", "Agreement",
     "AGREEMENT_TOL",
     "Ops", "CpuOps", "CudaOps", "RehearsalOps", "NotSupported", "ops_for", "NEEDS_GPU",
-    "MODES", "PHASES", "DECODE_STEPS", "measure_decode", "measure_prefill", "gemm_share",
-    "Item", "Plan", "make_plan", "run_plan", "DTYPES", "predict",
+    "DECODE_STEPS", "measure_decode", "measure_prefill", "gemm_share",
+    "Item", "Plan", "make_plan", "run_plan", "predict",
     "DecodeResults", "DECODE_SCHEMA", "WEIGHTS", "load_decode_results", "recorded_decode_results", "write_atomic",
     "OutputRefused",
 ]

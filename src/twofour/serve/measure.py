@@ -1,6 +1,6 @@
 """Time one decode step or one prefill of a :class:`~twofour.serve.Decoder`, in one mode, and profile it.
 
-Modes (:data:`MODES`), each a way a practitioner can run a 2:4 model in PyTorch today:
+Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can run a 2:4 model in PyTorch today:
 
 ``eager``
     Python calls every operator; for a 2:4 weight PyTorch builds cuSPARSELt descriptors and a
@@ -49,15 +49,14 @@ from __future__ import annotations
 import torch
 
 from ..bench import summarize
+from ..vocabulary import DECODE_MODES
 from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
 from .model import ELIGIBLE_LABEL, Decoder
 from .ops import Ops
 
-__all__ = ["MODES", "PHASES", "DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
+__all__ = ["DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
            "eligible_positions"]
 
-MODES = ("eager", "graph", "graph-searched", "compile")
-PHASES = ("decode", "prefill")
 # Steps per timed run: enough that the two timing events cost nothing beside them, few enough
 # that the context barely grows (16 tokens on top of hundreds).
 DECODE_STEPS = 16
@@ -117,8 +116,8 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
 
 
 def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in DECODE_MODES:
+        raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
 
 
 def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,

@@ -38,6 +38,7 @@ import torch
 
 from .._common.stderr import without_profiler_chatter
 from ..device import environment
+from ..vocabulary import CUSPARSELT
 
 __all__ = ["NotSupported", "Ops", "CpuOps", "CudaOps", "RehearsalOps", "ops_for", "NEEDS_GPU"]
 
@@ -170,7 +171,7 @@ class CudaOps(Ops):
             raise NotSupported("CudaOps needs a CUDA GPU; torch sees none here")
         self.device = torch.device(device)
         self.env = env
-        self.supports_2to4 = env.sparse_ok and "cuSPARSELt" in env.backends
+        self.supports_2to4 = env.sparse_ok and CUSPARSELT.name in env.backends
         self.why_not_2to4 = None if self.supports_2to4 else env.reason
 
     def pack(self, W: torch.Tensor, alg_id: int | None = None) -> torch.Tensor:
@@ -179,7 +180,7 @@ class CudaOps(Ops):
         from ..bench import sparse_weight
 
         # cuSPARSELt explicitly (the algorithm is a cuSPARSELt knob), the algorithm pinned at conversion
-        return sparse_weight(W, "cuSPARSELt", alg_id)
+        return sparse_weight(W, CUSPARSELT.name, alg_id)
 
     def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
         """Time ``F.linear(x, W packed with alg_id)`` for each candidate ``alg_id``; keep the fastest that matches.

@@ -33,16 +33,16 @@ import torch
 from ..bench import provenance
 from ..hardware import match_device_name
 from ..models import TransformerConfig
-from .measure import DECODE_STEPS, MODES, PROFILED_CALLS, measure_decode, measure_prefill
+from ..vocabulary import DECODE_DTYPES, DECODE_MODES
+from .measure import DECODE_STEPS, PROFILED_CALLS, measure_decode, measure_prefill
 from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module docstring's example)
 from .ops import NotSupported, Ops, ops_for
 from .predict import predict
 from .results import WEIGHTS, DecodeResults
 from .sparse import algorithm_per_linear, check_agreement, pack_blocks, search_algorithms
 
-__all__ = ["Item", "Plan", "make_plan", "run_plan", "DTYPES", "REHEARSAL_GPU"]
+__all__ = ["Item", "Plan", "make_plan", "run_plan", "REHEARSAL_GPU"]
 
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # A rehearsal predicts for the GPU `make gpu-check` is written for, so the prediction code runs too.
 REHEARSAL_GPU = "H200"
 WEIGHTS_NOTE = ("random weights with the model's shapes, block linears pruned to 2:4 by magnitude (the dense model "
@@ -94,9 +94,9 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     """
     dtypes, modes = list(dtypes), list(modes)
     prefill_modes = modes if prefill_modes is None else list(prefill_modes)
-    _require_among("dtypes", dtypes, DTYPES)
-    _require_among("modes", modes, MODES)
-    _require_among("prefill_modes", prefill_modes, MODES, allow_empty=True)
+    _require_among("dtypes", dtypes, DECODE_DTYPES)
+    _require_among("modes", modes, DECODE_MODES)
+    _require_among("prefill_modes", prefill_modes, DECODE_MODES, allow_empty=True)
     _require_among("weights", list(weights), WEIGHTS)
     for name, values in (("batches", batches), ("prompt_lens", prompt_lens)):
         for v in values:
@@ -243,7 +243,7 @@ class _Models:
 
     def _dense(self) -> Decoder:
         t0 = time.monotonic()
-        torch_dtype = self.ops.compute_dtype(DTYPES[self.dtype])
+        torch_dtype = self.ops.compute_dtype(getattr(torch, self.dtype))
         n = self.plan.n_layers or self.plan.cfg.layers
         _check_memory(self.ops, self.plan.cfg.with_(layers=n, name=self.plan.cfg.name), torch_dtype)
         if self.plan.checkpoint is not None:

@@ -22,10 +22,9 @@ from ..bench import recorded_alg_search
 from ..hardware import get_gpu
 from ..models import TransformerConfig
 from ..request import Workload, estimate, searched_gemm_speedup
+from ..vocabulary import MEASURED_DTYPES, dtype_key
 
-__all__ = ["predict", "PREDICTED_DTYPES"]
-
-PREDICTED_DTYPES = {"float16": "fp16", "bfloat16": "bf16"}  # the 2:4 tensor-core dtypes measured here
+__all__ = ["predict"]
 
 
 def predict(cfg: TransformerConfig, *, phase: str, dtype: str, weights: str, mode: str, batch: int,
@@ -38,8 +37,8 @@ def predict(cfg: TransformerConfig, *, phase: str, dtype: str, weights: str, mod
     the others run with plans cached; for ``graph-searched`` in fp16 the 2:4 GEMM speedup of
     the recorded algorithm sweep is used where it covers the shapes.
     """
-    key = PREDICTED_DTYPES.get(dtype)
-    if key is None:
+    key = dtype_key(dtype)
+    if key not in MEASURED_DTYPES:
         return None
     spec = get_gpu(gpu)
     scenario = "eager" if mode == "eager" else "cached"

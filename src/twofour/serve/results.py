@@ -38,7 +38,7 @@ from pathlib import Path
 import jsonschema
 
 from ..bench import DATA_DIR, REQUIRED_PROVENANCE
-from .measure import MODES, PHASES
+from ..vocabulary import DECODE_MODES, PHASES
 
 __all__ = ["SCHEMA", "DECODE_SCHEMA", "WEIGHTS", "DecodeResults", "load_decode_results", "recorded_decode_results",
            "write_atomic", "OutputRefused"]
@@ -53,7 +53,7 @@ _MEASUREMENT = {
     "required": ["phase", "dtype", "weights", "mode", "batch", "prompt_len"],
     "properties": {
         "phase": {"enum": list(PHASES)}, "dtype": {"type": "string"}, "weights": {"enum": list(WEIGHTS)},
-        "mode": {"enum": list(MODES)}, "batch": {"type": "integer", "minimum": 1},
+        "mode": {"enum": list(DECODE_MODES)}, "batch": {"type": "integer", "minimum": 1},
         "prompt_len": {"type": "integer", "minimum": 1},
         "t_ms": _TIMING, "tokens_per_s": {"type": "number", "exclusiveMinimum": 0},
         "profile": {"type": ["object", "null"]}, "prediction": {"type": ["object", "null"]},

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from twofour import hardware, models, request
-from twofour._common import vocabulary
+from twofour import vocabulary
 from twofour.course.answer import calculator_opening
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,13 +38,13 @@ def test_the_committed_module_is_what_the_script_writes():
 
 def test_the_module_holds_each_table_from_its_source():
     tables = _exported((ROOT / js_data.DATA_JS).read_text(encoding="utf-8"))
-    assert set(tables) == {"GPUS", "PRESETS", "SCENARIOS", "BLOCK_LINEARS", "FIT", "ASSUMED", "DTYPES", "PACKED_FORMS", "VERDICT",
+    assert set(tables) == {"GPUS", "PRESETS", "WORKLOADS", "BLOCK_LINEARS", "FIT", "ASSUMED", "DTYPES", "PACKED_FORMS", "VERDICT",
                            "VOCABULARY", "MECHANISM"}
     assert list(tables["GPUS"]) == list(hardware.GPUS)
     assert tables["GPUS"]["H100"]["sparse_tflops"]["fp16"] == hardware.GPUS["H100"].sparse_tflops["fp16"]
     assert sorted(tables["GPUS"]["A10G"]["unconfirmed"]) == sorted(f for g, f in hardware.unconfirmed_fields() if g == "A10G")
     assert tables["PRESETS"]["Llama-3-8B"]["hidden"] == models.LLAMA_3_8B.hidden
-    assert set(tables["SCENARIOS"]) == set(request.SCENARIOS)
+    assert set(tables["WORKLOADS"]) == set(request.WORKLOADS)
     assert tables["BLOCK_LINEARS"] == list(request.BLOCK_LINEARS)
     assert tables["VERDICT"] == calculator_opening()
     assert tables["VOCABULARY"]["timing_modes"] == list(vocabulary.TIMING_MODES)

@@ -65,9 +65,9 @@ def _quality():
 
 def _sensitivity():
     from twofour.course.figures.funnel import plot_sensitivity
-    from twofour.request import SCENARIOS, kernel_bandwidth_ratio, sensitivity
+    from twofour.request import WORKLOADS, kernel_bandwidth_ratio, sensitivity
 
-    chat = SCENARIOS["chat decode, batch 1"]
+    chat = WORKLOADS["chat decode, batch 1"]
     ratio = kernel_bandwidth_ratio(chat, "H200")
     rows = sensitivity(chat, "H200", per_call_us=[0, 8, 18, 40, 100, 600], memory_ratio=[ratio, 0.8, 1.0])
     return plot_sensitivity(rows, measured_ratio=ratio)[0]
@@ -76,9 +76,9 @@ def _sensitivity():
 def _funnel():
     from twofour.course.figures.funnel import plot_funnel
     from twofour.funnel import funnel
-    from twofour.request import SCENARIOS, estimate
+    from twofour.request import WORKLOADS, estimate
 
-    return plot_funnel(funnel(estimate(SCENARIOS["chat decode, batch 1"], "H100"), "decode")).figure
+    return plot_funnel(funnel(estimate(WORKLOADS["chat decode, batch 1"], "H100"), "decode")).figure
 
 
 def _layouts():
@@ -298,7 +298,7 @@ def test_no_notebook_shrinks_a_legend_below_the_axis_labels():
 
 def test_every_timing_mode_has_its_style_in_the_kernel_speed_figure():
     """A mode added to the vocabulary fails here, not as a KeyError while a chapter builds."""
-    from twofour._common.vocabulary import TIMING_MODES
+    from twofour.vocabulary import TIMING_MODES
     from twofour.course.figures.kernel_speed import MODE_STYLE
 
     assert set(MODE_STYLE) == set(TIMING_MODES)

@@ -29,8 +29,8 @@ EXPLOITS = [
     "hardware.get_gpu('H200').cite",
     "hardware.get_gpu('H200').__class__",
     "hardware.get_gpu('H200').peak_tflops.__func__",
-    "estimate(request.SCENARIOS['chat decode, batch 1'], 'H200').inputs",
-    "estimate(request.SCENARIOS['chat decode, batch 1'], 'H200').to_dict()",
+    "estimate(request.WORKLOADS['chat decode, batch 1'], 'H200').inputs",
+    "estimate(request.WORKLOADS['chat decode, batch 1'], 'H200').to_dict()",
     "LLAMA_3_8B.with_(name='x')",
     "', '.format",
     "'{0.__class__}'.format(1)",
@@ -128,7 +128,7 @@ def test_9_to_the_9_to_the_9_is_refused_before_it_is_computed():
         ("math.comb(1000000, 500000)", "math.comb: n must be an int in [0, 1024]"),
         ("transposable_patterns(3, 6)", "0 < n <= m <= 5"),
         ("math.ceil(1e300)", "bits"),
-        ("request.SCENARIOS[1:]", "slices"),
+        ("request.WORKLOADS[1:]", "slices"),
         ("'abc'[0]", "only lists, tuples and dicts are indexed"),
         ("1j", "complex literal"),
         ("b'x'", "bytes literal"),
@@ -147,7 +147,7 @@ def test_what_the_bank_needs_still_works():
     assert evaluate_expression("p_group ** groups_row", {"p_group": 0.6875, "groups_row": 1024}) == 0.6875 ** 1024
     assert evaluate_expression("'%d.%d' % hardware.get_gpu('A100').capability") == "8.0"
     assert evaluate_expression("', '.join(hardware.get_gpu('H200').backends)").startswith("cu")
-    assert evaluate_expression("estimate(request.SCENARIOS['chat decode, batch 1'], 'H200').speedup('tpot')") > 0
+    assert evaluate_expression("estimate(request.WORKLOADS['chat decode, batch 1'], 'H200').speedup('tpot')") > 0
     assert 0 < evaluate_expression("estimate(Workload(LLAMA_3_8B, 1, 512, 2), 'H200').decode.p") < 1
     assert evaluate_expression("2 ** 100") == 2 ** 100 and evaluate_expression("math.comb(4, 2) ** 4") == 1296
     assert evaluate_expression("1 < 2 <= 2 and not (3 == 4)") is True

@@ -507,9 +507,9 @@ def test_helpers():
     with pytest.raises(ValueError, match="record_id must be the id of one published record"):
         published_speedup("ao1460")  # a prefix of two ids, not an id
     assert published_speedup("ao1460-bs64") == pytest.approx(0.5939)
-    from twofour.request import SCENARIOS, estimate
+    from twofour.request import WORKLOADS, estimate
 
-    est = estimate(SCENARIOS["chat decode, batch 1"], "H100")
+    est = estimate(WORKLOADS["chat decode, batch 1"], "H100")
     assert funnel_step(est, "decode", "request") == pytest.approx(est.speedup("tpot"))
     with pytest.raises(ValueError, match="funnel step key"):
         funnel_step(est, "decode", "nope")
@@ -611,7 +611,7 @@ def test_each_quoted_verdict_number_is_the_verdict_tables():
     assert {"eager", "graph", "graph-searched", "kernel"} <= quoted_in_bank
 
 
-_WORKED = ("SCENARIOS['chat decode, batch 1']", "Workload(LLAMA_3_8B, 1, 512, 256", "verdict_table().workload")
+_WORKED = ("WORKLOADS['chat decode, batch 1']", "Workload(LLAMA_3_8B, 1, 512, 256", "verdict_table().workload")
 
 
 def test_the_worked_deployment_is_quoted_only_from_the_table():
@@ -636,7 +636,7 @@ def test_one_decode_p_per_setting_and_never_typed_for_a_named_model():
             if n.expr.endswith(".decode.p"):
                 assert "predict" in n.label, f"{q.id}.{n.name}: label p as predicted"
                 by_setting.setdefault(n.expr.split(".decode.p")[0].replace("verdict_table().row('graph').estimate",
-                                      "estimate(request.SCENARIOS['chat decode, batch 1'], 'H200')"), set()).add(
+                                      "estimate(request.WORKLOADS['chat decode, batch 1'], 'H200')"), set()).add(
                     round(q.evaluate()[n.name], 12))
             literal = re.fullmatch(r"[-+]?\d+(\.\d+)?", n.expr) is not None
             if literal and re.search(r"eligible|\bp\b", n.label):

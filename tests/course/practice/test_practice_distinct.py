@@ -91,7 +91,7 @@ def test_the_measure_catches_a_copy_and_a_reworded_copy():
 SCENARIO_CALLS = re.compile(
     r"\b(?:measured_gemm|measured_phase_speedup|measured_bandwidth_ratio|measured_crossover_m|recorded_launch|"
     r"searched_gemm|replaced_timings|published_speedup|published_value|estimate|capacity_at_tpot|"
-    r"break_even_bandwidth_ratio|decode_step_bytes|kv_batch_limit|SCENARIOS)\b")
+    r"break_even_bandwidth_ratio|decode_step_bytes|kv_batch_limit|WORKLOADS)\b")
 WORKED_DEPLOYMENT = re.compile(r"\b(?:verdict_table|bf16_rows|decode_loss_explanation)\b")
 READS_A_FIELD = frozenset({"what", "field_name"})
 SHARED_LIMIT = 2
@@ -122,7 +122,7 @@ def _registered(dotted: str):
 
 
 def _outer_calls(expr: str) -> list[str]:
-    """The outermost scenario calls (or ``SCENARIOS[...]`` lookups) in ``expr``, as source text."""
+    """The outermost scenario calls (or ``WORKLOADS[...]`` lookups) in ``expr``, as source text."""
     spans, i = [], 0
     for m in SCENARIO_CALLS.finditer(expr):
         if m.start() < i:

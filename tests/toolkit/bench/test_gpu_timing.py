@@ -137,7 +137,7 @@ def test_bad_counts_are_named(call):
 
 
 def test_the_methods_of_every_mode_are_described_and_the_old_ones_kept():
-    from twofour.bench import MODES
+    from twofour.vocabulary import TIMING_MODES as MODES
 
     assert set(gpu_timing.METHODS) == set(gpu_timing.LEGACY_METHODS) == set(MODES)
     assert all(m["flush"] != "write" for m in gpu_timing.METHODS.values())
@@ -145,7 +145,8 @@ def test_the_methods_of_every_mode_are_described_and_the_old_ones_kept():
 
 
 def test_a_sweep_on_the_simulated_gpu_records_how_each_point_was_timed(tmp_path):
-    from twofour.bench import MODES, load_results, sweep
+    from twofour.bench import load_results, sweep
+    from twofour.vocabulary import TIMING_MODES as MODES
 
     with simulated_gpu(l2_bytes=L2):
         res = sweep([("toy", 256, 1024)], Ms=[1, 4], dtypes=["float32"], device="cpu", modes=MODES, warmup=1,

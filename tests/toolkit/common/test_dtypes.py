@@ -1,4 +1,4 @@
-"""One source per fact: every module's view of a dtype agrees with the table in twofour._common.dtypes.
+"""One source per fact: every module's view of a dtype agrees with the table in twofour.vocabulary.
 
 The table's own numbers are checked against hand-derived values in tests/toolkit/request/test_oracles.py; here
 the point is that nobody keeps a private copy that can drift.
@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from twofour import packing, request, roofline
-from twofour._common.dtypes import DTYPE_KEYS, DTYPES, PACKED_FORMS, SPARSE_24_DTYPES, dtype_key, nm_ratio
-from twofour.hardware import DTYPES as HARDWARE_DTYPES
+from twofour.vocabulary import DTYPE_KEYS, DTYPES, PACKED_FORMS, SPARSE_24_DTYPES, dtype_key, nm_ratio
 from twofour.roofline import formats
 
 REPO = Path(__file__).resolve().parents[3]
@@ -71,7 +70,6 @@ def test_weight_formats_agree_with_the_table():
 
 
 def test_dtype_names_have_one_normaliser():
-    assert HARDWARE_DTYPES == DTYPE_KEYS
     for key, f in DTYPES.items():
         # tf32's torch dtype is float32, which names CUDA-core fp32
         assert dtype_key(_torch_dtype(f)) == (key if key != "tf32" else "fp32")

@@ -2,7 +2,8 @@
 
 import pytest
 
-from twofour.hardware import DTYPES, GPUS, STATUSES, Citation, get_gpu, match_device_name, spec_rows, unconfirmed_fields
+from twofour.vocabulary import DTYPE_KEYS as DTYPES
+from twofour.hardware import GPUS, STATUSES, Citation, get_gpu, match_device_name, spec_rows, unconfirmed_fields
 
 REQUIRED = ["T4", "A10G", "L4", "A100", "H100", "H200", "B200"]
 

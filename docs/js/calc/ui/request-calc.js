@@ -13,7 +13,7 @@ import { headlineSpeedupText, integerText, percentText, speedupText, timeText } 
 import { funnel } from "../funnel.js";
 import { GPUS, SPARSE_GPUS } from "../hardware.js";
 import { DEFAULT_SCENARIO, SCENARIOS as GEMM_SCENARIOS, SCENARIO_TEXT, ceilings, fitFacts, fitLine, padMultiple, predict } from "../roofline.js";
-import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, SCENARIOS as WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
+import { DTYPE_BYTES, LINEAR_KINDS, PRESETS, WORKLOADS, buildInputs, evaluate, gemmShapes, summary } from "../request.js";
 import { DTYPES, MECHANISM, VERDICT } from "../data.js";
 import { drawFunnel, funnelRises } from "./funnel-svg.js";
 import { Messages, el, firstNonFinite, headline, nextId, numberField, outOfRange, parseField, radioGroup, scrollBox, selectField, versusDense } from "./form.js";

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..._common.vocabulary import PALETTE
+from ...vocabulary import PALETTE
 from ...hardware import get_gpu
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series

@@ -14,7 +14,7 @@ from ...funnel import funnel as _funnel
 def funnel_step(est: request.RequestEstimate, scope: str, key: str) -> float:
     """Speedup of one funnel step (``datasheet`` ... ``request``) of a request estimate.
 
-    >>> est = request.estimate(request.SCENARIOS["chat decode, batch 1"], "H100")
+    >>> est = request.estimate(request.WORKLOADS["chat decode, batch 1"], "H100")
     >>> funnel_step(est, "decode", "datasheet")
     2.0
     """
@@ -120,7 +120,7 @@ def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "
     :func:`twofour.request.measured_gemm_speedup` on ``recorded_results("gpu")``; raises if a GEMM of
     the phase was not measured.
 
-    >>> measured_phase_speedup(request.SCENARIOS["chat decode, batch 1"], "decode") < 1
+    >>> measured_phase_speedup(request.WORKLOADS["chat decode, batch 1"], "decode") < 1
     True
     """
     from ...bench import recorded_results
@@ -271,7 +271,7 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
     True
     """
     from ... import packing
-    from ..._common.dtypes import DTYPES
+    from ...vocabulary import DTYPES
     from ...models import linear_shapes
 
     if what not in ("ratio", "min", "max"):

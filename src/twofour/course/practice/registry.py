@@ -87,7 +87,7 @@ NAMESPACE: dict[str, object] = {
                     ceilings=roofline.ceilings, crossover_m=roofline.crossover_m, wave_efficiency=roofline.wave_efficiency),
     "hardware": _ns("hardware", get_gpu=hardware.get_gpu),
     "models": _ns("models", parameter_counts=models.parameter_counts),
-    "request": _ns("request", SCENARIOS=request.SCENARIOS,
+    "request": _ns("request", WORKLOADS=request.WORKLOADS,
                    Assumptions=request.Assumptions),
     "published": _ns("published", WANDA_LLAMA2=quality_published.WANDA_LLAMA2,
                      MASKLLM_LLAMA2_7B=quality_published.MASKLLM_LLAMA2_7B, SPARSE_LLAMA_8B=quality_published.SPARSE_LLAMA_8B,

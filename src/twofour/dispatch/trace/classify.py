@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from ..._common.vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
+from ...vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
                                    SPARSE_GENERAL, UNCLASSIFIED)
 from ..kernels import NON_GEMM_MARKERS, classify
 

@@ -14,7 +14,7 @@ import os
 
 from ..._common.fit import fit, report_width
 from ..._common.text import printable
-from ..._common.vocabulary import CLASS_COLORS
+from ...vocabulary import CLASS_COLORS
 from ...amdahl import speedup
 from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT
 from . import validate
@@ -161,7 +161,7 @@ def report_text(r: TraceReport, width: int | None = None) -> str:
     return "\n".join(fit(lines, width))
 
 
-_COLORS = CLASS_COLORS  # the figures' palette (twofour._common.vocabulary): dense blue, 2:4 orange
+_COLORS = CLASS_COLORS  # the figures' palette (twofour.vocabulary): dense blue, 2:4 orange
 
 
 def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
