@@ -67,9 +67,11 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 -m "not slow" tests/toolkit
 
-# Mutation score of the toolkit modules (issue 21); not part of `make test`. A fixed sample
-# of MUTATE_SAMPLE mutants per module (or "all"), one worker, stopped after MUTATE_BUDGET
-# seconds; prints killed/survived/equivalent per module (scripts/mutate_report.py).
+# Mutation score of the toolkit modules the site's numbers come from: a report to run after
+# changing one of them, not part of `make test`. A fixed sample of MUTATE_SAMPLE mutants per
+# module (or "all"), one worker, stopped after MUTATE_BUDGET seconds; prints
+# killed/survived/equivalent per module (scripts/mutate_report.py). Renaming a function changes
+# which mutants a sample draws: compare scores of the same code, or run with MUTATE_SAMPLE=all.
 # e.g. `make mutate MUTATE_MODULES=request,amdahl MUTATE_SAMPLE=all`
 MUTATE_MODULES ?= structure,packing,roofline,amdahl,request,explain,practice
 MUTATE_SAMPLE ?= 40

@@ -15,8 +15,10 @@ def _modules():
         yield info.name
 
 
-# Their examples train a small model (seconds each): left out of `make test-fast`.
-SLOW = {"twofour.quality.train"}
+# Left out of `make test-fast` (seconds each): quality.train's examples train a small model;
+# roofline.calibration's run the whole kernel-model fit, as tests/toolkit/roofline/test_calibration.py
+# does (it checks the stored fit is what the code fits today).
+SLOW = {"twofour.quality.train", "twofour.roofline.calibration"}
 # Modules whose doctests a test of their own runs, with stricter options (no ELLIPSIS or
 # NORMALIZE_WHITESPACE), so that the seconds their examples take are spent once.
 OWN_TEST = {"twofour.course.examples": "tests/course/chapters/test_examples.py"}
