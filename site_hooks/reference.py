@@ -91,8 +91,9 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (TOOLKIT, "Stage 6: Amdahl", "From the GEMM speedup to the request: model shapes, request time, the funnel, "
      "and whole decode steps measured dense vs 2:4.",
      ["twofour.models", "twofour.request", "twofour.amdahl", "twofour.funnel", "twofour.serve"]),
-    (TOOLKIT, "Environment", "The one device helper every GPU cell goes through.",
-     ["twofour.device"]),
+    (TOOLKIT, "Environment and vocabulary", "The one device helper every GPU cell goes through, and the one "
+     "definition of each backend, dtype, timing mode, call scenario and phase.",
+     ["twofour.device", "twofour.vocabulary"]),
     (CLI, "the `twofour` command", "The console script and one module per subcommand; each calls the toolkit.",
      ["twofour.cli", "twofour.cli.main", "twofour.cli.audit", "twofour.cli.convert", "twofour.cli.trace", "twofour.cli.bench", "twofour.cli.calibrate",
       "twofour.cli.quality"]),

@@ -67,6 +67,11 @@ PHASES: tuple[str, ...] = ("prefill", "decode")
 # set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls back to back
 # (the host overlaps the device); kernel = the kernels' own time, as the profiler records it.
 TIMING_MODES: tuple[str, ...] = ("eager", "graph", "stream", "kernel")
+# How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each): eager =
+# PyTorch eager calls back to back, a plan per call; cached = plans cached or a CUDA-graph replay;
+# kernel = the kernels' own time.
+SCENARIOS: tuple[str, ...] = ("eager", "cached", "kernel")
+DEFAULT_SCENARIO = "cached"
 # The roofline scenario each mode measures. "eager" (a lone call after an idle device adds host
 # and device set-up) stands for no scenario: it is kept as evidence only.
 MODE_SCENARIO: dict[str, str] = {"kernel": "kernel", "graph": "cached", "stream": "eager"}

@@ -192,11 +192,6 @@ class SimGPU:
             self.device_free_us += self.gap_us
             self._run(op, ready)
 
-    def kernels_between(self, t0_us: float, t1_us: float) -> list[tuple[float, float, str]]:
-        """``(start, end, name)`` of every kernel the device ran from ``t0_us`` to ``t1_us`` (events left out)."""
-        return [(e["start_us"], e["end_us"], e["name"]) for e in self.log
-                if e["name"] != "event" and t0_us <= e["start_us"] and e["end_us"] <= t1_us]
-
 
 @contextlib.contextmanager
 def simulated_gpu(**params):

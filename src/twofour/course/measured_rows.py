@@ -43,7 +43,9 @@ def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dic
     """Weight bytes over kernel-mode time at ``M``, dense and 2:4 (packed bytes), measured and modelled (TB/s)."""
     from ..packing import packed_bytes
 
-    d = {"float16": "fp16", "bfloat16": "bf16"}[dtype]
+    from ..vocabulary import dtype_key
+
+    d = dtype_key(dtype)
     out = []
     for res in results_list:
         for r in res.gpu_points("kernel"):

@@ -24,12 +24,7 @@ kernel time as measured.
 
 from __future__ import annotations
 
-from .. import vocabulary as _vocabulary
-
-SCENARIOS = ("eager", "cached", "kernel")
-DEFAULT_SCENARIO = "cached"
-# twofour bench timing mode -> the scenario it measures: the vocabulary's (twofour.vocabulary).
-MODE_SCENARIO = _vocabulary.MODE_SCENARIO
+from ..vocabulary import DEFAULT_SCENARIO, SCENARIOS
 
 _MEANING = ("eager: PyTorch eager, calls back to back, a plan built per call; cached: plans cached or a CUDA-graph "
             "replay, as a serving engine runs; kernel: the kernels' own time, as the profiler records it")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ...vocabulary import PALETTE
+from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
@@ -293,7 +293,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     if model and spec is not None:
         N, K = any_rows[0]["N"], any_rows[0]["K"]
         Ms = sorted({r["M"] for rows in by_mode.values() for r in rows})
-        d = "fp16" if dtype == "float16" else "bf16"
+        d = dtype_key(dtype)
         for scenario, (what, dash) in _MODEL_STYLE.items():
             ys = [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms]  # as the bench measured
             ax.plot(Ms, ys, color=color("predicted"), linestyle=dash, linewidth=1.3, marker="",
@@ -424,7 +424,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
             ax.plot(Ms, measured, color=st.color, marker=st.marker, linestyle="-", label=f"measured: {shape} {backend} ({mode})")
             wins.append((shape, next((M for M, v in zip(Ms, measured) if v > 1), None)))
             if spec is not None:
-                d = "fp16" if dtype == "float16" else "bf16"
+                d = dtype_key(dtype)
                 pred = [predict(M, N, K, d, spec, scenario=scenario, l2="flushed").speedup for M in Ms]
                 ax.plot(Ms, pred, color=st.color, marker=st.marker, markerfacecolor="white", linestyle=":",
                         label=f"model: {shape} ({spec.name}, {scenario})")

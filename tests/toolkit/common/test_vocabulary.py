@@ -103,3 +103,41 @@ def test_every_packed_form_is_what_twofour_packing_counts():
         if key in DTYPES:
             assert want == DTYPES[key].packed_ratio and form.label == DTYPES[key].label, key
     assert (PACKED_FORMS["fp4_paired"].n, PACKED_FORMS["fp4_paired"].m, PACKED_FORMS["fp4_paired"].meta_bits) == (4, 8, 1)
+
+
+# Names that only twofour.vocabulary may bind at module level (roofline.SCENARIOS are the call
+# scenarios, request.WORKLOADS the presets: each word one sense).
+_VOCABULARY_NAMES = {"BACKENDS", "BACKEND_NAMES", "DTYPES", "DTYPE_KEYS", "MODES", "TIMING_MODES", "DECODE_MODES",
+                     "PHASES", "MODE_SCENARIO", "SCENARIOS", "DEFAULT_SCENARIO"}
+
+
+def _module_level_names(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def test_only_the_vocabulary_defines_backends_dtypes_modes_and_phases():
+    src = REPO / "src" / "twofour"
+    second = {str(p.relative_to(src)): sorted(_module_level_names(p) & _VOCABULARY_NAMES)
+              for p in src.rglob("*.py") if p.name != "vocabulary.py"}
+    assert {k: v for k, v in second.items() if v} == {}
+
+
+def test_the_only_check_catches_a_second_table(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text('MODES = ("eager",)\nPHASES: tuple = ("decode", "prefill")\nOTHER = 1\n')
+    assert _module_level_names(p) & _VOCABULARY_NAMES == {"MODES", "PHASES"}
+
+
+def test_every_backend_name_comes_from_the_vocabulary():
+    from twofour.dispatch.rules import backend_rules
+    from twofour.vocabulary import BACKENDS
+
+    for key, backend in BACKENDS.items():
+        assert backend_rules(key).label == backend.name
+        assert hasattr(torch.sparse, backend.torch_class)
