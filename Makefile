@@ -65,7 +65,9 @@ test: setup
 # tests/site/); `make test` (what CI runs) is still the whole thing. A toolkit test that takes
 # more than a few seconds is marked `slow` where it is defined, so this target needs no list.
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 -m "not slow" tests/toolkit
+	@# loadgroup: tests that share one costly module fixture (the kernel-model fit) carry an
+	@# xdist_group mark and run on one worker; under the default distribution each worker made it.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" tests/toolkit
 
 # Mutation score of the toolkit modules the site's numbers come from: a report to run after
 # changing one of them, not part of `make test`. A fixed sample of MUTATE_SAMPLE mutants per
