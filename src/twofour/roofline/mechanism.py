@@ -135,11 +135,9 @@ def why() -> str:
     True
     """
     f = mechanism_facts()
-    return (f"PyTorch's default 2:4 kernel computes {f['token_tile']} tokens at a time, so when a server "
-            f"generates one token per sequence per step it still does the math for {f['token_tile']}. "
-            "That wasted math, not reading the weight, sets the kernel's time: storing half the weight saves "
-            "bytes the kernel was not waiting for, and the 2:4 GEMM ends up slower than the dense one, which "
-            "only has to read its weight.")
+    return (f"PyTorch's default 2:4 kernel computes {f['token_tile']} tokens at a time, so a server generating "
+            f"one token per sequence still pays for the math of {f['token_tile']}. That wasted math, not reading the "
+            "weight, sets its time, and it ends up slower than the dense kernel, which only reads the weight.")
 
 
 def mechanism_paragraph() -> str:
