@@ -431,7 +431,7 @@ async function loadCards(root, deck, state) {
       }
       for (const el of card.querySelectorAll("[src]")) el.setAttribute("src", new URL(el.getAttribute("src"), url).href);
       const copy = document.importNode(card, true);
-      copy.dataset.page = url.pathname; // the page it came from: links back to the card go there
+      copy.dataset.page = url.pathname.replace(/cards\.html$/, ""); // its page: links back to the card go there
       deck.append(copy);
       setUpCard(copy, state);
     }
