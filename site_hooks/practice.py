@@ -84,7 +84,7 @@ def mode_markdown(sources: list[str] | None = None) -> str:
     level, ``fundamentals/``, ...), in the order their cards are asked.
     """
     topics = {key: label for key, label in TOPICS.items() if _bank().by_topic(key)}
-    sources = sources if sources is not None else [f"{page}/" for page in CARD_PAGES]
+    sources = sources if sources is not None else [f"{page}/{CARDS_FILE}" for page in CARD_PAGES]
     root = (
         f'<div class="practice-mode" data-practice-mode data-levels="{html.escape(json.dumps(list(LEVELS)))}" '
         f'data-topics="{html.escape(json.dumps(topics))}" data-sources="{html.escape(json.dumps(sources))}"></div>'
@@ -105,7 +105,7 @@ def _level_sources(page_src: str, files) -> list[str]:
     for level in CARD_PAGES:
         src = posixpath.join(here, f"{level}.md")
         if files is None or files.get_file_from_path(src) is not None:
-            sources.append(f"{level}/" if page_src.endswith("index.md") else f"../{level}/")
+            sources.append(f"{level}/{CARDS_FILE}" if page_src.endswith("index.md") else f"../{level}/{CARDS_FILE}")
     if not sources:
         raise ValueError(f"{page_src}: practice mode needs the level pages (practice/<level>.md), found none")
     return sources
@@ -180,10 +180,35 @@ def on_page_content(html_text: str, page, config, files) -> str:
     return first_tooltip_per_page(html_text)
 
 
+CARDS_FILE = "cards.html"
+
+
+def cards_document(page_html: str) -> str:
+    """A page's cards alone, as the small document practice mode fetches (``<page>/cards.html``).
+
+    The theme's navigation, header and table of contents are a sixth of a level page; practice
+    mode needs only the cards (their tooltips included), so it fetches this instead of the page
+    and the practice page stays within the site's 1.5 MB budget as the bank grows. Links in the
+    cards are relative to the page's folder, which is this file's folder too.
+
+    >>> cards_document('<nav>n</nav><article class="practice-q" id="q-a">A</article><p>x</p>')
+    '<!doctype html><meta charset="utf-8"><title>cards</title><article class="practice-q" id="q-a">A</article>'
+    """
+    return '<!doctype html><meta charset="utf-8"><title>cards</title>' + "".join(m[0] for m in _CARD.finditer(page_html))
+
+
 def on_post_page(output: str, page, config) -> str:
     if not page.file.src_uri.startswith("practice/"):
         return output
-    return squeeze_whitespace(output)
+    output = squeeze_whitespace(output)
+    if page.file.src_uri.removeprefix("practice/").removesuffix(".md") in CARD_PAGES and _CARD.search(output):
+        import os
+
+        target = os.path.join(os.path.dirname(page.file.abs_dest_path), CARDS_FILE)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(cards_document(output))
+    return output
 
 
 DEFERRED = "the practice questions (their numbers are computed from the toolkit while the page is built)"

@@ -41,7 +41,7 @@ def test_mode_marker_holds_the_filters_and_loads_cards_from_the_level_pages():
     topics = json.loads(html.unescape(root.split('data-topics="', 1)[1].split('"', 1)[0]))
     assert set(topics) == {q.topic for q in BANK}
     sources = json.loads(html.unescape(root.split('data-sources="', 1)[1].split('"', 1)[0]))
-    assert sources == [f"{level}/" for level in LEVELS] + ["neighbours/"]
+    assert sources == [f"{page}/cards.html" for page in (*LEVELS, "neighbours")]
     # Together the level pages and the neighbours' page hold every question once.
     pages = [hook.on_page_markdown(f"<!-- practice-level {level} -->", _page(f"practice/{level}.md"), None, None)
              for level in LEVELS]

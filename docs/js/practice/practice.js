@@ -384,6 +384,26 @@ function makeTimer(announce) {
 let progressListener = null;
 let hashListener = null;
 
+// Back to a mock loop under Material's instant navigation: the popped history entry's address
+// holds the loop (#mock&...), but Material fetches the page for it and rewrites the address
+// without its fragment before practice mode is set up again. The fragment is caught here, when
+// the entry is popped, and handed to the practice page set up next.
+let poppedMock = null;
+if (typeof window !== "undefined") {
+  window.addEventListener("popstate", () => {
+    poppedMock = isMockHash(location.hash) ? { path: location.pathname, hash: location.hash } : null;
+  });
+}
+
+function mockHashToResume() {
+  if (isMockHash(location.hash)) return location.hash;
+  const popped = poppedMock;
+  poppedMock = null;
+  if (!popped || popped.path !== location.pathname || location.hash) return null;
+  history.replaceState(history.state, "", popped.hash);
+  return popped.hash;
+}
+
 // The cards live on the level pages (site_hooks/practice.py: data-sources); practice mode
 // fetches them (same site, no other host) into its deck. Links in a card are made absolute
 // against the page it came from, since this page sits at another depth.
@@ -431,7 +451,7 @@ async function loadCards(root, deck, state) {
       }
       for (const el of card.querySelectorAll("[src]")) el.setAttribute("src", new URL(el.getAttribute("src"), url).href);
       const copy = document.importNode(card, true);
-      copy.dataset.page = url.pathname; // the page it came from: links back to the card go there
+      copy.dataset.page = url.pathname.replace(/cards\.html$/, ""); // its page: links back to the card go there
       deck.append(copy);
       setUpCard(copy, state);
     }
@@ -709,7 +729,8 @@ async function setUpMode(root) {
   };
   window.addEventListener("hashchange", hashListener);
 
-  if (isMockHash(location.hash) && mock.resumeFrom(location.hash)) {
+  const resumeHash = mockHashToResume();
+  if (resumeHash && mock.resumeFrom(resumeHash)) {
     root.dataset.practiceReady = "true";
     // A loop resumes where it is: a running one at the top with its bar, a grading sheet or a
     // score sheet (a shared link) at its heading, not five paragraphs above it. The browser may
