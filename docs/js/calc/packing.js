@@ -7,7 +7,7 @@ import { InputError } from "./errors.js";
 import { PACKED_FORMS } from "./data.js";
 
 // The formats sparse tensor cores take, as chapter 2 lists them: element bits, the n:m
-// pattern, and metadata bits per kept value. One table, twofour._common.dtypes.PACKED_FORMS
+// pattern, and metadata bits per kept value. One table, twofour.vocabulary.PACKED_FORMS
 // (the GEMM dtypes' forms and FP4's), delivered in data.js.
 export const FORMATS = PACKED_FORMS;
 

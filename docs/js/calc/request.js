@@ -21,7 +21,7 @@ export const COMPONENTS = [
 ];
 export const PHASES = ["prefill", "decode"];
 // Bytes per element, GEMM output bytes and packed ratio of the 2:4 dtypes: the one dtype table
-// (twofour._common.dtypes), delivered in data.js; 2:4 proper is n=2 of m=4 (tf32 runs as 1:2).
+// (twofour.vocabulary), delivered in data.js; 2:4 proper is n=2 of m=4 (tf32 runs as 1:2).
 const SPARSE_24 = Object.entries(DTYPES).filter(([, f]) => f.n === 2 && f.m === 4);
 export const DTYPE_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.in_bytes]));
 const OUT_BYTES = Object.fromEntries(SPARSE_24.map(([k, f]) => [k, f.out_bytes]));

@@ -55,7 +55,7 @@ export const SCENARIO_TEXT = Object.freeze({
 
 // Dense-operand row multiple of PyTorch's 2:4 path (torch/sparse/semi_structured.py,
 // _DTYPE_SHAPE_CONSTRAINTS), bytes per input and output element (8-bit GEMMs are
-// assumed to write bf16): all from the one dtype table (twofour._common.dtypes), delivered in data.js.
+// assumed to write bf16): all from the one dtype table (twofour.vocabulary), delivered in data.js.
 export const PAD_MULTIPLE = Object.fromEntries(Object.entries(DTYPES).flatMap(
   ([d, f]) => Object.entries(f.pad_multiple).map(([backend, mult]) => [`${backend}/${d}`, mult])));
 const IN_BYTES = Object.fromEntries(Object.entries(DTYPES).map(([d, f]) => [d, f.in_bytes]));

@@ -222,3 +222,8 @@ def recorded_decode_results(folder=None) -> list[DecodeResults]:
     folder = Path(folder) if folder is not None else DATA_DIR
     return [load_decode_results(p) for p in sorted(folder.glob("decode-*.json"))]
 
+
+def _example_settings() -> dict:
+    """Settings with every required key (for examples and tests)."""
+    return {"model": "tiny", "layers": 2, "model_layers": 2, "decode_steps": 16, "warmup": 1, "repeats": 2,
+            "weights_note": "random weights"}

@@ -168,10 +168,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     if not rows:
         raise ValueError("rows must hold the output of twofour.request.sensitivity")
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=4.4)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     ratios = sorted({r["memory_ratio"] for r in rows})
     # What-if ratios take the house series without the measured line's green, so no two lines
     # share a colour, a dash or a marker.

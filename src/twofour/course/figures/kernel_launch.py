@@ -53,10 +53,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
 
     rows = launch_rows(shapes, M, dtype, gpu)
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=3.8)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
     x = np.arange(len(rows))
     width = 0.27
     for i, (key, fam) in enumerate((("dense CTAs", "cublas"), ("2:4 CTAs", "cusparselt"), ("searched CTAs", "cusparselt_searched"))):
@@ -112,10 +109,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=4.4)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     Ns = [r["N"] for r in rows]
     for side, role, cross in (("dense", "dense", "x"), ("2:4", "2:4", "+")):
         ax.plot(Ns, [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="", color=color(role),
@@ -242,10 +236,7 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     from .kernel_speed import predictable
 
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=4.6)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     import re
 
     lo, hi = 1.0, 1.0

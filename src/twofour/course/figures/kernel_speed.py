@@ -92,10 +92,7 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
 
     spec = get_gpu(gpu)
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     bw = spec.mem_bw_gbs * 1e9
     intensity = np.geomspace(0.3, 3e4, 300)
     for kind, role in (("dense", "dense"), ("sparse", "2:4")):
@@ -149,10 +146,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     """
     Ms = Ms or log2_Ms()
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     ends = []
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario, algorithm=algorithm).speedup for M in Ms]
@@ -275,10 +269,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     if not by_mode:
         raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=4.6)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     flagged = []
     for mode, rows in by_mode.items():
         c, m, ls = MODE_STYLE[mode]
@@ -404,10 +395,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     from ...hardware import match_device_name
 
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=4.2)
-    else:
-        fig = ax.figure
+    fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
     i, errors, wins = 0, [], []
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))
