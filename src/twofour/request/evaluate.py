@@ -109,7 +109,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .gemm import _ideal_times
+from .gemm import ideal_times
 from .inputs import RequestInputs, build_inputs, gemm_shapes
 from .workload import COMPONENTS, LINEAR_KINDS, Assumptions, GemmModel, Workload
 
@@ -190,7 +190,7 @@ def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens:
         sparse[component] += t_sparse
         if pruned:
             M, N, K = shapes[kind]
-            ideal_dense, ideal_sparse = _ideal_times(M, N, K, b, r.out_bytes_per_element, r.packed_ratio, r)
+            ideal_dense, ideal_sparse = ideal_times(M, N, K, b, r.out_bytes_per_element, r.packed_ratio, r)
             eligible_dense += t_dense
             eligible_sparse += t_sparse
             eligible_ideal += t_dense / (ideal_dense / ideal_sparse)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .workload import DTYPE_BYTES, OUT_BYTES, _PACKED_RATIO, GemmModel, GemmTime, Machine, _require_dtype
+from .workload import DTYPE_BYTES, OUT_BYTES, PACKED_RATIO, GemmModel, GemmTime, Machine, require_dtype
 
 
-def _ideal_times(M: float, N: float, K: float, b: float, b_out: float, packed_ratio: float, machine) -> tuple[float, float]:
+def ideal_times(M: float, N: float, K: float, b: float, b_out: float, packed_ratio: float, machine) -> tuple[float, float]:
     """Spec step 3: perfect kernels at the data-sheet peaks, weights and activations read once."""
     flops = 2.0 * M * N * K
     act = M * K * b + M * N * b_out
@@ -27,11 +27,11 @@ def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
         >>> round(t.dense_s / t.sparse_s, 3)
         1.777
     """
-    dtype = _require_dtype(dtype)
-    b, b_out, ratio = float(DTYPE_BYTES[dtype]), float(OUT_BYTES[dtype]), _PACKED_RATIO[dtype]
+    dtype = require_dtype(dtype)
+    b, b_out, ratio = float(DTYPE_BYTES[dtype]), float(OUT_BYTES[dtype]), PACKED_RATIO[dtype]
 
     def gemm(M: int, N: int, K: int) -> GemmTime:
-        dense_s, sparse_s = _ideal_times(M, N, K, b, b_out, ratio, machine)
+        dense_s, sparse_s = ideal_times(M, N, K, b, b_out, ratio, machine)
         return GemmTime(dense_s, sparse_s)
 
     return gemm
@@ -60,7 +60,7 @@ def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=N
     """
     from .. import roofline
 
-    dtype = _require_dtype(dtype)
+    dtype = require_dtype(dtype)
     roofline.check_scenario(scenario)
 
     def gemm(M: int, N: int, K: int) -> GemmTime:

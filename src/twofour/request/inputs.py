@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from ..amdahl import MIN_SPEEDUP
 from ..models import TransformerConfig
 from .gemm import ideal_gemm_model, roofline_gemm_model
-from .workload import (DTYPE_BYTES, LINEAR_KINDS, OUT_BYTES, PHASES, _PACKED_RATIO, Assumptions, GemmModel, Machine,
-                       Workload, _require_number, _require_positive_int)
+from .workload import (DTYPE_BYTES, LINEAR_KINDS, OUT_BYTES, PHASES, PACKED_RATIO, Assumptions, GemmModel, Machine,
+                       Workload, require_number, require_count)
 
 __all__ = ["RequestInputs", "gemm_shapes", "build_inputs"]
 
@@ -100,10 +100,10 @@ def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len:
     elif isinstance(inputs_or_cfg, TransformerConfig):
         cfg = inputs_or_cfg
         h, I, vocab, kv_dim = cfg.hidden, cfg.intermediate, cfg.vocab, cfg.kv_dim
-        _require_positive_int("batch", batch)
+        require_count("batch", batch)
         if phase == "prefill":
-            _require_positive_int("prompt_len", prompt_len)
-        _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+            require_count("prompt_len", prompt_len)
+        require_count("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
     else:
         raise TypeError(f"first argument must be a TransformerConfig or RequestInputs, got {type(inputs_or_cfg).__name__}")
     if phase not in PHASES:
@@ -173,8 +173,8 @@ def build_inputs(
         for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len,
                                            workload.prefill_chunk_tokens).items():
             t = gemm(M, N, K)
-            dense_s = _require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
-            sparse_s = _require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
+            dense_s = require_number(f"gemm({M}, {N}, {K}).dense_s", getattr(t, "dense_s", None))
+            sparse_s = require_number(f"gemm({M}, {N}, {K}).sparse_s", getattr(t, "sparse_s", None))
             if speedups[phase] is not None:
                 sparse_s = dense_s / speedups[phase]
             times[phase][kind] = [dense_s, sparse_s]
@@ -192,7 +192,7 @@ def build_inputs(
         bytes_per_element=b,
         out_bytes_per_element=float(OUT_BYTES[workload.dtype]),
         kv_bytes_per_element=kv_b,
-        packed_ratio=_PACKED_RATIO[workload.dtype],
+        packed_ratio=PACKED_RATIO[workload.dtype],
         dense_flops=machine.dense_flops,
         sparse_flops=machine.sparse_flops,
         bandwidth=machine.bandwidth,
@@ -224,7 +224,7 @@ def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
 
 def _require_gemm_speedup(name: str, value) -> float:
     """A measured GEMM speedup: a finite number no smaller than the smallest normal double (as amdahl's s)."""
-    value = _require_number(name, value)
+    value = require_number(name, value)
     if value < MIN_SPEEDUP:  # a denormal: the 2:4 times would be infinite
         raise ValueError(f"{name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller "
                          f"speedup makes the arithmetic overflow), got {value!r}")

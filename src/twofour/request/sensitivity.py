@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .evaluate import estimate
-from .workload import GemmTime, Workload, _require_number
+from .workload import GemmTime, Workload, require_number
 
 
 def _sides(pred, dtype: str):
@@ -73,9 +73,9 @@ def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: st
 
     rows = []
     for cost in per_call_us:
-        cost_f = _require_number("per_call_us", cost, low_open=False)
+        cost_f = require_number("per_call_us", cost, low_open=False)
         for ratio in memory_ratio:
-            ratio_f = _require_number("memory_ratio", ratio, high=1.0)
+            ratio_f = require_number("memory_ratio", ratio, high=1.0)
 
             def gemm(M: int, N: int, K: int, cost_f=cost_f, ratio_f=ratio_f) -> GemmTime:
                 p = roofline.predict(M, N, K, workload.dtype, gpu, None, params, scenario="cached")

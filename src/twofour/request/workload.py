@@ -36,12 +36,12 @@ COMPONENTS: tuple[str, ...] = (
 # assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
 DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
 OUT_BYTES: dict[str, int] = {d: DTYPES[d].out_bytes for d in SPARSE_24_DTYPES}
-_PACKED_RATIO: dict[str, float] = {d: DTYPES[d].packed_ratio for d in SPARSE_24_DTYPES}
+PACKED_RATIO: dict[str, float] = {d: DTYPES[d].packed_ratio for d in SPARSE_24_DTYPES}
 
 _MAX_COUNT = 2**31 - 1  # batch and lengths: far beyond any real request, exact in a double
 
 
-def _require_positive_int(name: str, value, *, minimum: int = 1) -> int:
+def require_count(name: str, value, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
     if not minimum <= value <= _MAX_COUNT:
@@ -49,7 +49,7 @@ def _require_positive_int(name: str, value, *, minimum: int = 1) -> int:
     return value
 
 
-def _require_number(name: str, value, *, low: float = 0.0, low_open: bool = True, high: float | None = None) -> float:
+def require_number(name: str, value, *, low: float = 0.0, low_open: bool = True, high: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     value = float(value)
@@ -83,7 +83,7 @@ class Machine:
 
     def __post_init__(self):
         for f in ("dense_flops", "sparse_flops", "bandwidth"):
-            object.__setattr__(self, f, _require_number(f, getattr(self, f)))
+            object.__setattr__(self, f, require_number(f, getattr(self, f)))
 
     @classmethod
     def from_gpu(cls, gpu, dtype: str) -> "Machine":
@@ -91,7 +91,7 @@ class Machine:
         from ..hardware import get_gpu
 
         spec = get_gpu(gpu)
-        dtype = _require_dtype(dtype)
+        dtype = require_dtype(dtype)
         if not spec.sparse_24:
             cc = f"{spec.capability[0]}.{spec.capability[1]}"
             raise ValueError(
@@ -106,7 +106,7 @@ class Machine:
         )
 
 
-def _require_dtype(dtype) -> str:
+def require_dtype(dtype) -> str:
     try:
         key = dtype_key(dtype)
     except ValueError:
@@ -150,13 +150,13 @@ class Assumptions:
 
     def __post_init__(self):
         for f in ("attention_efficiency", "memory_efficiency"):
-            _require_number(f, getattr(self, f), high=1.0)
+            require_number(f, getattr(self, f), high=1.0)
         if self.kv_bytes_per_element is not None:
-            _require_number("kv_bytes_per_element", self.kv_bytes_per_element)
+            require_number("kv_bytes_per_element", self.kv_bytes_per_element)
         if self.other_elems_per_token_layer is not None:
-            _require_number("other_elems_per_token_layer", self.other_elems_per_token_layer, low_open=False)
+            require_number("other_elems_per_token_layer", self.other_elems_per_token_layer, low_open=False)
         for f in ("step_overhead_s", "request_overhead_s"):
-            _require_number(f, getattr(self, f), low_open=False)
+            require_number(f, getattr(self, f), low_open=False)
 
 
 @dataclass(frozen=True)
@@ -189,13 +189,13 @@ class Workload:
     prefill_chunk_tokens: int = 0
 
     def __post_init__(self):
-        _require_positive_int("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
+        require_count("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
         if not isinstance(self.model, TransformerConfig):
             raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
-        _require_positive_int("batch", self.batch)
-        _require_positive_int("prompt_len", self.prompt_len)
-        _require_positive_int("output_len", self.output_len)
-        object.__setattr__(self, "dtype", _require_dtype(self.dtype))
+        require_count("batch", self.batch)
+        require_count("prompt_len", self.prompt_len)
+        require_count("output_len", self.output_len)
+        object.__setattr__(self, "dtype", require_dtype(self.dtype))
         if isinstance(self.pruned, str) or not isinstance(self.pruned, Iterable):
             raise TypeError(f"pruned must be a collection of linear kinds from {LINEAR_KINDS}, got {self.pruned!r}")
         pruned = tuple(self.pruned)
@@ -228,9 +228,9 @@ def decode_gemm_m(batch: int, *, prefill_chunk_tokens: int = 0, speculative_toke
         >>> decode_gemm_m(8), decode_gemm_m(8, speculative_tokens=4), decode_gemm_m(8, prefill_chunk_tokens=256)
         (8, 40, 264)
     """
-    _require_positive_int("batch", batch)
-    _require_positive_int("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
-    _require_positive_int("speculative_tokens", speculative_tokens, minimum=0)
+    require_count("batch", batch)
+    require_count("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0)
+    require_count("speculative_tokens", speculative_tokens, minimum=0)
     return batch * (speculative_tokens + 1) + prefill_chunk_tokens
 
 
@@ -246,9 +246,9 @@ def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
         >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
         4.0
     """
-    _require_positive_int("M", M)
-    _require_positive_int("experts", experts)
-    _require_positive_int("top_k", top_k)
+    require_count("M", M)
+    require_count("experts", experts)
+    require_count("top_k", top_k)
     if top_k > experts:
         raise ValueError(f"top_k must be <= experts, got top_k={top_k}, experts={experts}")
     return M * top_k / experts
@@ -268,7 +268,7 @@ def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[
         ((16, 1792, 4096), (16, 4096, 1792))
     """
     for name, v in (("M", M), ("N", N), ("K", K), ("tp", tp)):
-        _require_positive_int(name, v)
+        require_count(name, v)
     if split == "column":
         if N % tp:
             raise ValueError(f"N={N} must be divisible by tp={tp} for a column split")

@@ -25,7 +25,8 @@ import math
 from dataclasses import dataclass, replace
 
 from ..hardware import get_gpu
-from .model import _IN_BYTES, _OUT_BYTES, _packed_weight_bytes, pad_multiple
+from ..vocabulary import DTYPES
+from .model import packed_weight_bytes, pad_multiple
 from .params import KernelFamily, KernelParams
 from .tiles import launch
 
@@ -104,11 +105,11 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
         Mp = -(-M // mult) * mult if sparse else M
         L = launch(Mp, N, K, family.tiles, spec.sms, cta_target=family.cta_target, max_split=family.max_split,
                    min_k_iters=family.min_k_iters)
-        weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
+        weight = packed_weight_bytes(N, K, d) if sparse else N * K * DTYPES[d].in_bytes
         cols["busy"].append(L.busy_sms)
         cols["waves"].append(L.waves)
         cols["fill"].append(min(Mp, L.tile_m) / L.tile_m)
-        cols["n_bytes"].append(weight + Mp * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
+        cols["n_bytes"].append(weight + Mp * K * DTYPES[d].in_bytes + M * N * DTYPES[d].out_bytes
                                + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4)
         cols["cta_flops"].append(2 * L.tile_n * L.tile_m * -(-K // L.split))  # the whole tile
         cols["split"].append(L.split > 1)

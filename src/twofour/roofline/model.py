@@ -115,11 +115,9 @@ L2_STATES = ("flushed", "clean")
 # Row multiple of the 2:4 path's dense operand, bytes per input and output element: all from the
 # one dtype table, twofour.vocabulary (its docstring cites PyTorch's _DTYPE_SHAPE_CONSTRAINTS).
 _PAD_MULTIPLE = {(backend, d): mult for d, f in DTYPES.items() for backend, mult in f.pad_multiple.items()}
-_IN_BYTES = {d: f.in_bytes for d, f in DTYPES.items()}
-_OUT_BYTES = {d: f.out_bytes for d, f in DTYPES.items()}
 
 
-def _packed_weight_bytes(N: int, K: int, d: str) -> int:
+def packed_weight_bytes(N: int, K: int, d: str) -> int:
     """Bytes of the packed ``[N, K]`` weight in dtype ``d`` (twofour.packing's count, the table's form)."""
     f = DTYPES[d]
     return packed_bytes((N, K), f.value_bits, f.n, f.m, meta_bits_per_value=f.meta_bits)
@@ -211,8 +209,8 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
     Mp = math.ceil(M / mult) * mult if sparse else M
     L = launch(Mp, N, K, fam.tiles, spec.sms, cta_target=fam.cta_target, max_split=fam.max_split,
                min_k_iters=fam.min_k_iters)
-    in_b, out_b = _IN_BYTES[d], _OUT_BYTES[d]
-    weight = _packed_weight_bytes(N, K, d) if sparse else N * K * in_b
+    in_b, out_b = DTYPES[d].in_bytes, DTYPES[d].out_bytes
+    weight = packed_weight_bytes(N, K, d) if sparse else N * K * in_b
     n_bytes = weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
     sat = spec.mem_bw_gbs * fam.mem_eff
     per_sm = fam.per_sm_gbs * (1 + fam.fill_gain * min(Mp, L.tile_m) / L.tile_m)
@@ -498,8 +496,8 @@ def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool =
     _check_shape(M, N, K)
     _require_bool("sparse", sparse)
     d = _gemm_dtype(dtype)
-    weight = _packed_weight_bytes(N, K, d) if sparse else N * K * _IN_BYTES[d]
-    n_bytes = weight + M * K * _IN_BYTES[d] + M * N * _OUT_BYTES[d]
+    weight = packed_weight_bytes(N, K, d) if sparse else N * K * DTYPES[d].in_bytes
+    n_bytes = weight + M * K * DTYPES[d].in_bytes + M * N * DTYPES[d].out_bytes
     return 2 * M * N * K / n_bytes
 
 
