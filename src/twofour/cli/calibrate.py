@@ -8,7 +8,7 @@ Llama-3-8B and reference shapes, flagged points left out); reports the median er
 predicted speedup per M regime on the held-out Llama-3-70B shapes and on the published points
 with their source left out; checks the ceilings; and with ``--out`` writes the fit as JSON.
 
-    twofour calibrate                                          # report only (~20 s on 2 cores)
+    twofour calibrate                                          # report only (about a minute on 2 cores)
     twofour calibrate --out src/twofour/data/kernel-fit.json   # refresh the package's defaults
     python scripts/js_data.py                                  # then the calculators' copy
 """

@@ -204,6 +204,7 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
                    fit_dram)
         x = nelder_mead(loss, x0)
         x = nelder_mead(loss, x)  # restart: Nelder-Mead stalls on ridges
+        x = nelder_mead(loss, x, step=0.1)  # and a finer one: a whole tile's math is flat in M, a long ridge
         v = loss(x)
         if best is None or v < best[1]:
             best = (x, v)

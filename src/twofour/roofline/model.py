@@ -56,10 +56,10 @@ and CUTLASS ``host_dense_us``.
 ``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
 raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
 The tables were read on one GPU and a few shapes, and where cuBLAS's table gives a badly
-quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 224 of a
+quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 238 of a
 grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
 65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 64 to
-4096, 168 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
+4096, 176 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
 it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/toolkit/roofline/test_roofline.py`` checks the share).
 
 Assumptions, each a simplification a measurement can contradict:
@@ -83,7 +83,7 @@ Example:
     ((128, 256, 4, 32), (64, 8, 48))
     >>> p.speedup < 0.5          # 32 CTAs, each the math of a 128 x 256 tile for 1 real token column of 256
     True
-    >>> predict(1, 4096, 4096, "fp16", "H200", algorithm="searched").speedup > 1
+    >>> predict(16, 14336, 4096, "fp16", "H200", algorithm="searched").speedup > 1   # gate/up, a narrower tile
     True
     >>> predict(1, 4096, 4096, "fp16", "H200", scenario="eager").bound_sparse   # a plan per call
     'host'

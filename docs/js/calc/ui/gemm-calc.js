@@ -32,7 +32,8 @@ export const ALGORITHM_OPTIONS = [
 
 /** One side's kernel in words: library, tile, split-K, CTAs and the SMs they keep busy. */
 export function kernelText(k, sms) {
-  const lib = { cublas: "cuBLAS", cusparselt: "cuSPARSELt alg 0", cusparselt_searched: "cuSPARSELt searched", cutlass: "CUTLASS" }[k.family];
+  const lib = { cublas: "cuBLAS", cusparselt: "cuSPARSELt alg 0", cusparselt_bf16: "cuSPARSELt alg 0", cusparselt_searched: "cuSPARSELt searched",
+    cutlass: "CUTLASS" }[k.family];
   return `${lib} tile ${k.tile_n}×${k.tile_m}, split-K ${k.split}, ${integerText(k.ctas)} CTAs on ${sms} SMs (${integerText(k.busy_sms)} busy, ${k.waves} wave${k.waves > 1 ? "s" : ""})`;
 }
 

@@ -71,7 +71,7 @@ def funnel_caption(stages: list[FunnelStep]) -> str:
         >>> from twofour.models import LLAMA_3_8B
         >>> from twofour.request import Workload, estimate
         >>> funnel_caption(funnel(estimate(Workload(LLAMA_3_8B, 1, 512, 64), "H100")))
-        "The data sheet's 2.00x ends at 0.65x, slower than dense; the biggest cut comes at step 3 (2:4 GEMM), from 1.78x to 0.64x. Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x."
+        "The data sheet's 2.00x ends at 0.38x, slower than dense; the biggest cut comes at step 3 (2:4 GEMM), from 1.78x to 0.36x. Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x."
     """
     if not stages:
         raise ValueError("stages must be a non-empty list of FunnelStep (the steps from twofour.funnel.funnel)")
