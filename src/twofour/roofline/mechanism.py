@@ -135,9 +135,9 @@ def why() -> str:
     True
     """
     f = mechanism_facts()
-    return (f"PyTorch's default 2:4 kernel computes {f['token_tile']} tokens at a time, so a server generating "
-            f"one token per sequence still pays for the math of {f['token_tile']}. That wasted math, not reading the "
-            "weight, sets its time, and it ends up slower than the dense kernel, which only reads the weight.")
+    return (f"PyTorch's default 2:4 kernel computes {f['token_tile']} tokens at a time, so at one token per "
+            f"sequence it still does the math of {f['token_tile']}. That wasted math, not the weight's bytes, sets "
+            "its time, and the dense kernel wins.")
 
 
 def mechanism_paragraph() -> str:
