@@ -22,7 +22,7 @@ What it holds, each from its one source:
 ``PACKED_FORMS`` :data:`twofour.vocabulary.PACKED_FORMS` (the n:m forms the packing calculator offers)
 ``VERDICT``      :func:`twofour.course.answer.calculator_opening` (what the request calculator opens on)
 ``VOCABULARY``   :mod:`twofour.vocabulary` (backend names, kernel classes, timing modes, the palette)
-``MECHANISM``    :data:`twofour.roofline.tiles.PADDED_TILE_WHY` (why a 2:4 kernel whose token tile is wider
+``MECHANISM``    :data:`twofour.roofline.mechanism.PADDED_TILE_WHY` (why a 2:4 kernel whose token tile is wider
                  than the GEMM's rows loses: the verdict's sentence, filled in with the tile)
 """
 
@@ -106,7 +106,7 @@ def tables() -> dict:
     from twofour import vocabulary
     from twofour.course.answer import calculator_opening
     from twofour.roofline import ASSUMED_PARAMS
-    from twofour.roofline.tiles import PADDED_TILE_WHY
+    from twofour.roofline.mechanism import PADDED_TILE_WHY
 
     return {"GPUS": gpu_table(), **request_tables(), "FIT": fitted_subset(), "ASSUMED": ASSUMED_PARAMS.to_dict(),
             "DTYPES": dtype_table(), "PACKED_FORMS": packed_forms(), "VERDICT": calculator_opening(), "VOCABULARY": vocabulary.to_json(),

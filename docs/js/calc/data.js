@@ -289,7 +289,7 @@ export const FIT = deepFreeze({
   "date": "2026-12-06",
   "n_points": 200,
   "sources": [
-   "decode-step traces, NVIDIA H200",
+   "GEMM-chain traces, NVIDIA H200",
    "https://github.com/NVIDIA/CUDALibrarySamples/issues/203",
    "https://github.com/NVIDIA/CUDALibrarySamples/issues/57",
    "https://github.com/pytorch/pytorch/pull/177866",
@@ -1873,11 +1873,11 @@ export const VERDICT = deepFreeze({
   "down_proj"
  ],
  "speedup_prefill": 1.046,
- "speedup_decode": 0.626,
- "per_token": 0.6398,
- "request": 0.6423,
- "row": "graph",
- "source": "bench-nvidia-h200-llama-3-8b-20261130.json, mode graph",
+ "speedup_decode": 0.469,
+ "per_token": 0.4842,
+ "request": 0.4867,
+ "row": "chain",
+ "source": "decode: the GEMM-chain traces; prefill: bench-nvidia-h200-llama-3-8b-20261130.json, mode graph",
  "software": "NVIDIA H200, torch 2.11.0+cu130, CUDA 13.0, cuSPARSELt 0.8.0, driver 580.159.04, measured 2026-11-30",
  "decode_loss": "PyTorch's default cuSPARSELt kernel (algorithm 0) computes a 128 x 256 output tile (N x M, from the kernel names) whose 256 columns are tokens, at every M; at M = 1 cuBLAS runs 128 x 8 (fp16) and 64 x 8 (bf16) tiles, 8 tokens wide. So at decode it does the math of 256 tokens for one: its gate/up GEMM takes 47.5 µs at M = 1, 43.1 at 16 and 37.5 at 256 (kernel time, fp16), and grows only when a second token tile is needed (62, 122, 247 µs at M = 512, 1024, 2048), running at 48% of the busy SMs' sparse peak at M = 256 and 49% at 2048. At one token, the padded math of one tile per SM at the full sparse peak (17.9, 20.9, 6.0, 4.5 µs for gate/up, down, q/o and k/v) already takes longer than streaming the packed weight at the data sheet's 4.8 TB/s (13.8, 13.8, 3.9, 1.0 µs): the weight's bytes do not set this kernel's time, so halving them cannot make it faster. The rest is secondary: split-K 3 or 4 ways on the smaller projections, the pad fill and copy (2.0 µs per call at M = 1) and the host's cost per call, which CUDA graphs remove. Hardware counters (Nsight Compute: tensor-pipe busy, DRAM throughput well below peak) would prove it; none were recorded. It predicts that a kernel with a narrow token tile wins at decode, and the sweep agrees: algorithm 1 runs gate/up at M = 16 in 34.4 µs where algorithm 0 takes 52.0 (called directly; its tile was not recorded).",
  "why": "PyTorch's default 2:4 kernel computes 256 tokens at a time, so at one token per sequence it still does the math of 256. That wasted math, not the weight's bytes, sets its time, and the dense kernel wins."
@@ -1940,5 +1940,5 @@ export const VOCABULARY = deepFreeze({
 });
 
 export const MECHANISM = deepFreeze({
- "padded_tile": "the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's few CTAs, not the weight bytes 2:4 saves, set its time"
+ "padded_tile": "the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so {where} it does the math of {tile_m} tokens, padded math the dense kernel skips; that math, not the weight bytes 2:4 saves, sets its time"
 });

@@ -1,7 +1,7 @@
 """``twofour calibrate``: fit the kernel model to the GPU run and report its error where it was not fitted.
 
 Reads the GPU results files ``twofour bench`` wrote (``twofour/data/bench-*.json``), the kernel
-tables, the decode-step traces, the cuSPARSELt algorithm sweep and the published measurements
+tables, the GEMM-chain traces, the cuSPARSELt algorithm sweep and the published measurements
 (``twofour/data/published-gemm.json``); fits the tile model (:mod:`twofour.roofline.calibration`:
 tiles from kernel names, per-call costs from medians, each kernel family's constants on the
 Llama-3-8B and reference shapes, flagged points left out); reports the median error of the
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  - {rule}")
     cal = cal_mod.fit_all(pts)
     info = cal.info
-    print(f"\nbase set, fitted on {info['n_fit_points']} points ({info['n_trace_points']} of them decode-step traces); "
+    print(f"\nbase set, fitted on {info['n_fit_points']} points ({info['n_trace_points']} of them GEMM-chain traces); "
           f"rms log error dense {info['dense_rms_log']:.3f}, 2:4 {info['sparse_rms_log']:.3f}:")
     for name, value in cal.base.to_dict().items():
         if isinstance(value, dict):

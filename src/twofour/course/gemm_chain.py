@@ -58,15 +58,15 @@ def chain_rows() -> list[dict]:
     """
     from ..dispatch.trace import analyze
     from ..dispatch.trace.read import recorded
-    from ..roofline.evidence import TRACE_M, TRACE_ORDER, _per_layer_us, _trace_shapes
+    from ..roofline.evidence import TRACE_M, TRACE_ORDER, per_layer_us, trace_shapes
 
-    shapes = _trace_shapes()
+    shapes = trace_shapes()
     idle = {}
     for side, tag in (("dense", "dense-graph"), ("sparse", "sparse-graph")):
         ph = analyze(recorded(tag), phase="decode").phase("decode")
         calls = statistics.fmean(ph.steps[i].gemms for i in ph.summarized)  # GEMM calls per chain
         idle[side] = (ph.wall_us - (ph.busy_us or 0.0)) / calls
-    dense, sparse = _per_layer_us("dense-graph"), _per_layer_us("sparse-graph")
+    dense, sparse = per_layer_us("dense-graph"), per_layer_us("sparse-graph")
     g16, b16 = _graph_us("float16", TRACE_M), _graph_us("bfloat16", TRACE_M)
     rows = []
     for kind in TRACE_ORDER:

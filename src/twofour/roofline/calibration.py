@@ -56,7 +56,7 @@ from .tiles import tile_table_from_names
 __all__ = ["Calibration", "fit_all", "fit_base", "fit_bf16", "bf16_held_out", "legacy_graph_params", "predicted_speedup", "error_row", "held_out_points", "fit_points", "leave_one_source_out", "evaluate",
            "error_table", "ceiling_check", "save", "load_fit", "FIT_PATH", "SEARCH_TILES", "TRACE_WEIGHT"]
 
-TRACE_WEIGHT = 5.0  # one decode-step trace point counts as five bench points (four of them pin the L2 flush)
+TRACE_WEIGHT = 5.0  # one GEMM-chain trace point counts as five bench points (four of them pin the L2 flush)
 # Candidate tiles of the searched cuSPARSELt algorithm: (tile_n, tile_m, max_split).
 SEARCH_TILES = tuple((tn, tm, ms) for tn in (64, 128, 256) for tm in (16, 32, 64, 128, 256) for ms in (1, 4))
 REGIMES = ("M<=16", "16<M<=256", "M>256")
@@ -81,7 +81,7 @@ class Calibration:
 
 
 def fit_points(pts: list[Point] | None = None) -> list[Point]:
-    """The measured points the base set is fitted to (:data:`FIT_RULES`), and the decode-step traces."""
+    """The measured points the base set is fitted to (:data:`FIT_RULES`), and the GEMM-chain traces."""
     pts = points() if pts is None else pts
     return [p for p in pts if p.origin == "measured" and p.fit_ok] + trace_points(TRACE_WEIGHT)
 
@@ -259,7 +259,7 @@ def fit_all(pts: list[Point] | None = None, *, exclude_source: str | None = None
                       f"{len({p.source for p in mine})} source(s)")
     fitted = info.get("fitted_on", [])
     return Calibration(base=base, base_source=measured_label, per_gpu=per_gpu, notes=notes,
-                       n_points=len(fitted) + len(published), sources=tuple(sorted({measured_label, "decode-step traces, NVIDIA H200"}
+                       n_points=len(fitted) + len(published), sources=tuple(sorted({measured_label, "GEMM-chain traces, NVIDIA H200"}
                                                                                | {p.source for p in published})),
                        fitted_on=tuple(fitted) + tuple(p.id for p in published), info=info)
 

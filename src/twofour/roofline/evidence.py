@@ -1,6 +1,6 @@
 """What the kernel model is fitted to and checked against, read from this project's GPU run (``twofour/data``).
 
-Everything here only reads recorded files (the kernel tables, the decode-step traces, the
+Everything here only reads recorded files (the kernel tables, the GEMM-chain traces, the
 results files' kernel names); nothing computes a model. The timed points themselves, with
 their fit eligibility and flags, are :func:`twofour.roofline.published.points`.
 
@@ -48,7 +48,7 @@ def _trace_events(tag: str) -> tuple:
                         key=lambda e: e["ts"]))
 
 
-def _trace_shapes() -> dict[str, tuple[int, int]]:
+def trace_shapes() -> dict[str, tuple[int, int]]:
     from ..models import LLAMA_3_8B, linear_shapes
 
     return {s.name: (s.out_features, s.in_features) for s in linear_shapes(LLAMA_3_8B, include_lm_head=False)}
@@ -61,7 +61,7 @@ def trace_grids(tag: str = "sparse-graph") -> list[dict]:
         >>> sorted({(g["N"], g["K"], g["ctas"], g["split"]) for g in trace_grids("sparse-graph")})
         [(1024, 4096, 32, 4), (4096, 4096, 96, 3), (4096, 14336, 96, 3), (14336, 4096, 112, 1)]
     """
-    shapes = _trace_shapes()
+    shapes = trace_shapes()
     out = []
     gemms = [e for e in _trace_events(tag) if e.get("cat") == "kernel" and parse_kernel_name(e["name"])]
     for i, e in enumerate(gemms):
@@ -76,7 +76,7 @@ def trace_grids(tag: str = "sparse-graph") -> list[dict]:
     return out
 
 
-def _per_layer_us(tag: str) -> dict[str, float]:
+def per_layer_us(tag: str) -> dict[str, float]:
     """Median µs per layer of a trace: the GEMM plus its split-K reduce (after it) or memset (before it)."""
     total: list[float] = []
     pending = 0.0
@@ -106,14 +106,14 @@ def trace_points(weight: float = 5.0) -> list:
     from ..dispatch.trace.read import recorded
     from .published import Point
 
-    dense, sparse = _per_layer_us("dense-graph"), _per_layer_us("sparse-graph")
+    dense, sparse = per_layer_us("dense-graph"), per_layer_us("sparse-graph")
     groups: dict[tuple[int, int], list[str]] = {}
-    for layer, nk in _trace_shapes().items():
+    for layer, nk in trace_shapes().items():
         groups.setdefault(nk, []).append(layer)
     out = []
     for (N, K), layers in groups.items():
         d, s = statistics.mean(dense[x] for x in layers), statistics.mean(sparse[x] for x in layers)
-        out.append(Point(id=f"trace:{'/'.join(layers)}:M{TRACE_M}", origin="measured", source="decode-step traces, NVIDIA H200",
+        out.append(Point(id=f"trace:{'/'.join(layers)}:M{TRACE_M}", origin="measured", source="GEMM-chain traces, NVIDIA H200",
                          source_url=str(recorded("dense-graph").name), gpu="H200", gpu_as_reported="NVIDIA H200",
                          backend=CUSPARSELT.name, dtype="fp16", M=TRACE_M, N=N, K=K, speedup=d / s, dense_us=d, sparse_us=s,
                          scenario="kernel", reliability="high", caveats="kernels back to back in a CUDA-graph replay",

@@ -35,7 +35,24 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "verdict_clause", "MEASURED_M"]
+__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "padded_tile_why", "verdict_clause",
+           "MEASURED_M"]
+
+# Why a 2:4 GEMM whose token tile is wider than its rows loses, in one sentence: the words every
+# surface that names the kernel's tile uses (`twofour trace`'s verdict here; the calculator gets the
+# template through data.js as MECHANISM and fills in {where} with "at M = ...").
+PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so {where} it does "
+                   "the math of {tile_m} tokens, padded math the dense kernel skips; that math, not the weight "
+                   "bytes 2:4 saves, sets its time")
+
+
+def padded_tile_why(tile_n: int, tile_m: int, where: str) -> str:
+    """:data:`PADDED_TILE_WHY` for a kernel of tile ``tile_n x tile_m``; ``where`` says at which rows.
+
+    >>> padded_tile_why(128, 256, "at M = 1")[:69]
+    'the 2:4 kernel computes a 256-token-wide tile (128 x 256), so at M = '
+    """
+    return PADDED_TILE_WHY.format(tile_n=tile_n, tile_m=tile_m, where=where)
 
 # The M the flat-time and efficiency sentences read (kernel mode, Llama-3-8B gate/up, fp16).
 MEASURED_M = (1, 16, 256, 512, 1024, 2048)
@@ -181,7 +198,7 @@ def verdict_clause(kernel_names) -> str:
 
     >>> verdict_clause(["sm90_xmma_sparse_gemm_f16f16_f16f32_f32_tn_t_tilesize128x256x64_cgasize4x1x1_"
     ...                 "warpgroupsize2x1x1_execute_segment_k_on_kernel_5x_cusparselt"])
-    'the 2:4 kernel computes a 256-token-wide tile (128 x 256 in its name), so with fewer tokens it does padded math the dense kernel skips, and its time is set by that math, not by the weight bytes 2:4 saves (chapter 4)'
+    'the 2:4 kernel computes a 256-token-wide tile (128 x 256), so with fewer tokens it does the math of 256 tokens, padded math the dense kernel skips; that math, not the weight bytes 2:4 saves, sets its time (chapter 4)'
     >>> verdict_clause(["some_other_kernel"])[:40]
     'the 2:4 kernel loses at this size: read '
     """
@@ -193,6 +210,4 @@ def verdict_clause(kernel_names) -> str:
         return ("the 2:4 kernel loses at this size: read its token tile from its name; a tile wider than the "
                 "step's tokens means padded math the dense kernel skips (chapter 4)")
     n, m = tiles[0]
-    return (f"the 2:4 kernel computes a {m}-token-wide tile ({n} x {m} in its name), so with fewer tokens it does "
-            "padded math the dense kernel skips, and its time is set by that math, not by the weight bytes 2:4 "
-            "saves (chapter 4)")
+    return padded_tile_why(n, m, "with fewer tokens") + " (chapter 4)"

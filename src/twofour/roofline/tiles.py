@@ -9,7 +9,7 @@ partial tiles and adding them up. Which tile and which split a library picks dec
 SMs pull the weight from memory, and so how fast a decode GEMM can be.
 
 What the H200 run recorded (``twofour/data``, kernel names of the ``kernel`` timing mode, and
-the launch grids in the decode-step traces), read by :func:`parse_kernel_name`:
+the launch grids in the GEMM-chain traces), read by :func:`parse_kernel_name`:
 
 * **cuBLAS** (``nvjet_sm90_<types>_<A>x<B>_...``) picks a tile per shape: ``128x8`` or ``64x8``
   at one token with split-K, up to ``256x128`` and ``320x128`` for prefill. Its table is read
@@ -53,25 +53,7 @@ from .._common.args import require_positive_int
 from ..vocabulary import CUSPARSELT
 
 __all__ = ["Launch", "KernelName", "ROLES", "check_tile_table", "choose_tile", "split_k", "launch", "wave_efficiency",
-           "parse_kernel_name", "kernel_role", "tile_table_from_names", "PADDED_TILE_WHY", "padded_tile_why"]
-
-# Why a 2:4 GEMM whose token tile is wider than its rows loses: one sentence, the words every
-# surface that predicts such a loss uses (the calculator's verdict gets it through data.js as
-# MECHANISM and fills it in as padded_tile_why does).
-PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so at M = {rows} it "
-                   "does the math of {tile_m} tokens, padded math the dense kernel skips; that math and the tile's "
-                   "few CTAs, not the weight bytes 2:4 saves, set its time")
-
-
-def padded_tile_why(tile_n: int, tile_m: int, rows: int) -> str:
-    """:data:`PADDED_TILE_WHY` for a kernel of tile ``tile_n x tile_m`` on a GEMM of ``rows`` rows.
-
-    Example:
-        >>> padded_tile_why(128, 256, 1)[:58]
-        'the 2:4 kernel computes a 256-token-wide tile (128 x 256),'
-    """
-    return PADDED_TILE_WHY.format(tile_n=tile_n, tile_m=tile_m, rows=f"{rows:,}")
-
+           "parse_kernel_name", "kernel_role", "tile_table_from_names"]
 
 @dataclass(frozen=True)
 class Launch:

@@ -48,7 +48,7 @@ def test_the_module_holds_each_table_from_its_source():
     assert tables["BLOCK_LINEARS"] == list(request.BLOCK_LINEARS)
     assert tables["VERDICT"] == calculator_opening()
     assert tables["VOCABULARY"]["timing_modes"] == list(vocabulary.TIMING_MODES)
-    from twofour.roofline.tiles import PADDED_TILE_WHY
+    from twofour.roofline.mechanism import PADDED_TILE_WHY
 
     assert tables["MECHANISM"] == {"padded_tile": PADDED_TILE_WHY}
 

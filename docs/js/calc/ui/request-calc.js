@@ -198,7 +198,7 @@ export function predictedLossWhy(q, rows) {
   if (q.bound_sparse === "host") return `${at} each 2:4 call waits for the host, which builds a cuSPARSELt plan per call in eager PyTorch`;
   if (q.sparse.tile_m > q.M) {
     return MECHANISM.padded_tile.replaceAll("{tile_n}", String(q.sparse.tile_n)).replaceAll("{tile_m}", String(q.sparse.tile_m))
-      .replaceAll("{rows}", integerText(rows));
+      .replaceAll("{where}", at);
   }
   return `${at} the 2:4 kernels reach a smaller share of their peak than the dense ones reach of theirs (as measured and fitted), which outweighs what 2:4 saves`;
 }
@@ -575,8 +575,8 @@ export function mount(root) {
       `With the GEMM speedups above, the model gives ${speedupText(s.speedup_ttft)} on TTFT, ${speedupText(s.speedup_tpot)} per output token and ${speedupText(s.speedup_request)} on the whole request.`,
     ];
     if (s.gemm_speedup_decode < 1) {
-      // The worked deployment's measured loss has one explanation, chapter 4's, carried in data.js (VERDICT).
-      let why = isWorkedDeployment(state) ? `${VERDICT.decode_loss}` : "the typed-in speedups say the 2:4 kernels lost; a profile of your own run says why (chapter 4 shows how to read one)";
+      // The worked deployment's measured loss has one explanation, roofline.mechanism.why(), carried in data.js (VERDICT.why).
+      let why = isWorkedDeployment(state) ? `${VERDICT.why}` : "the typed-in speedups say the 2:4 kernels lost; a profile of your own run says why (chapter 4 shows how to read one)";
       if (state.gemm === "roofline") {
         const [M, N, K] = gemmShapes(view.inputs, "decode").q_proj;
         // The mechanism's one sentence (MECHANISM in data.js) where the kernel's token tile is wider than M.

@@ -2,7 +2,7 @@
 
 The model is :mod:`twofour.roofline` (each side predicted from the kernel it runs); the
 measurements are the H200 results files (:mod:`twofour.bench`, flagged by
-:mod:`twofour.bench.flags`), the decode-step traces and the algorithm sweep. This module only
+:mod:`twofour.bench.flags`), the GEMM-chain traces and the algorithm sweep. This module only
 arranges them for the chapter, in the house style of :mod:`twofour.course.plotting`.
 
 Example:
@@ -73,7 +73,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     name = get_gpu(gpu).name
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
-                label=f"recorded launch grid ({name} decode-step trace)")
+                label=f"recorded launch grid ({name} GEMM-chain trace)")
     ax.set_xticks(x)
     ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows])
     ax.set_ylabel("CTAs launched")
@@ -179,7 +179,7 @@ def helper_cost_rows() -> list[dict]:
         {"kernel": "padding x to 8 rows: device copy", "µs per call": h["pad_copy_us"], "source": "kernel tables (median)"},
         {"kernel": "F.linear's device work besides the GEMM", "µs per call": statistics.median(other),
          "source": "kernel table, class 'other', M = 1"},
-        {"kernel": "segment-K workspace memset", "µs per call": h["memset_us"], "source": "decode-step trace (median)"},
+        {"kernel": "segment-K workspace memset", "µs per call": h["memset_us"], "source": "GEMM-chain trace (median)"},
         {"kernel": "the 2:4 GEMM kernel itself", "µs per call": statistics.median(gemm),
          "source": "kernel table, M = 1, N = 14336, K = 4096"},
     ]
