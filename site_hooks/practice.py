@@ -50,7 +50,7 @@ import re
 import quick
 # The bank's loader and renderer are imported where a full build uses them: they import the
 # expression registry (PyTorch and most of the toolkit), which a quick build never needs.
-from twofour.course.practice import LEVELS, TOPICS
+from twofour.course.practice import KINDS, LEVELS, TOPICS
 
 log = logging.getLogger("mkdocs.hooks.practice")
 
@@ -87,6 +87,7 @@ def mode_markdown(sources: list[str] | None = None) -> str:
     sources = sources if sources is not None else [f"{page}/{CARDS_FILE}" for page in CARD_PAGES]
     root = (
         f'<div class="practice-mode" data-practice-mode data-levels="{html.escape(json.dumps(list(LEVELS)))}" '
+        f'data-kinds="{html.escape(json.dumps(KINDS))}" '
         f'data-topics="{html.escape(json.dumps(topics))}" data-sources="{html.escape(json.dumps(sources))}"></div>'
     )
     loading = (
@@ -191,10 +192,46 @@ def cards_document(page_html: str) -> str:
     and the practice page stays within the site's 1.5 MB budget as the bank grows. Links in the
     cards are relative to the page's folder, which is this file's folder too.
 
-    >>> cards_document('<nav>n</nav><article class="practice-q" id="q-a">A</article><p>x</p>')
+    Two parts of a card practice mode rebuilds or links to instead, to stay inside the budget: the
+    tags line (level, topic, kind), which it makes from the card's data attributes, and the numbers
+    table's "how it is obtained" column (each number's expression and source), which the card's
+    own page keeps; practice mode links there.
+
+    >>> cards_document('<nav>n</nav><article class="practice-q" id="q-a"><p class="practice-meta">t</p>A</article><p>x</p>')
     '<!doctype html><meta charset="utf-8"><title>cards</title><article class="practice-q" id="q-a">A</article>'
+    >>> cards_document('<article class="practice-q"><table><thead><tr><th>q</th><th>v</th><th>how it is obtained</th></tr>'
+    ...                '</thead><tbody><tr><td>a</td><td>1</td><td><code>x</code></td></tr></tbody></table></article>'
+    ...                ).split('<table>')[1]
+    '<thead><tr><th>q</th><th>v</th></tr></thead><tbody><tr><td>a</td><td>1</td></tr></tbody></table></article>'
     """
-    return '<!doctype html><meta charset="utf-8"><title>cards</title>' + "".join(m[0] for m in _CARD.finditer(page_html))
+    cards, titles = [], {}
+    for m in _CARD.finditer(page_html):
+        for a in _ABBR.finditer(m[0]):
+            titles.setdefault(a["term"], a["title"])
+        card = _META.sub("", m[0])
+        card = _HOW_HEADER.sub("", card)
+        card = _NUMBER_ROW.sub(lambda r: r["keep"] + "</tr>", card)
+        cards.append(card)
+    body = "".join(cards)
+    # A term whose one tooltip was in a removed part gets it back on its first remaining occurrence.
+    seen: set[str] = set()
+
+    def first_title(m: re.Match) -> str:
+        term = m["term"]
+        if term in seen or term not in titles:
+            return f"<abbr>{term}</abbr>"
+        seen.add(term)
+        return f'<abbr title="{titles[term]}">{term}</abbr>'
+
+    body = _ANY_ABBR.sub(first_title, body)
+    return '<!doctype html><meta charset="utf-8"><title>cards</title>' + body
+
+
+_META = re.compile(r'<p class="practice-meta">.*?</p>', re.S)
+_ANY_ABBR = re.compile(r'<abbr(?: title="[^"]*")?>(?P<term>.*?)</abbr>', re.S)
+_HOW_HEADER = re.compile(r"<th>how it is obtained</th>")
+# a numbers-table row: quantity, value, how it is obtained (the last cell goes)
+_NUMBER_ROW = re.compile(r"(?P<keep><tr><td>(?:(?!</td>).)*</td><td>(?:(?!</td>).)*</td>)<td>(?:(?!</td>).)*</td></tr>", re.S)
 
 
 def on_post_page(output: str, page, config) -> str:

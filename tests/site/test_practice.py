@@ -398,3 +398,32 @@ def test_a_malformed_fragment_is_taken_as_written_without_an_error(watched, base
     page.wait_for_timeout(200)
     assert _visible_cards(page).count() == 1
     assert not watched.console_errors, watched.console_errors
+
+
+def test_practice_mode_weighs_at_most_1_5_mb_in_the_browser_and_cards_keep_their_tags(watched, base_url):
+    """Everything practice mode loads (the page, its scripts and styles, every page's cards file),
+    the site-wide search index aside (a worker fetches it on every page), stays within 1.5 MB; the
+    cards' tags and the way to each number's expression come back in the browser."""
+    page = watched.page
+    sizes = {}
+
+    def weigh(response):
+        try:
+            sizes[response.url] = len(response.body())
+        except Exception:  # a redirect or an aborted request has no body
+            pass
+
+    page.on("response", weigh)
+    page = _open(watched, base_url, MODE)
+    page.wait_for_timeout(500)
+    total = sum(n for url, n in sizes.items() if "search_index" not in url)
+    assert total <= 1_500_000, f"practice mode loads {total / 1e6:.2f} MB: {sorted(sizes.items(), key=lambda kv: -kv[1])[:6]}"
+    assert any(url.endswith("/cards.html") for url in sizes), "practice mode fetches the cards files, not the pages"
+    card = _visible_cards(page).first
+    q = BANK.get(card.get_attribute("data-qid"))
+    assert card.locator(".practice-meta .practice-tag").count() == 3
+    assert q.level in card.locator(".practice-meta").inner_text()
+    if q.numbers:
+        link = card.locator(".practice-how a")
+        assert link.get_attribute("href").endswith(f"/practice/{page_of(q)}/#q-{q.id}")
+    assert not watched.console_errors and not watched.external_requests

@@ -431,6 +431,40 @@ export function restoreTooltips(card, tooltips) {
   }
 }
 
+// A card from a page's cards file comes without its tags line (level, topic, kind) and without
+// its numbers table's "how it is obtained" column (site_hooks/practice.py: cards_document, to
+// keep practice mode's page weight down): the tags are made again from the card's data, and a
+// link under the table leads to the card on its own page, where each number's expression is.
+function completeCard(card, root, pageUrl) {
+  const levels = JSON.parse(root.dataset.levels || "[]");
+  const topics = JSON.parse(root.dataset.topics || "{}");
+  const kinds = JSON.parse(root.dataset.kinds || "{}");
+  if (!card.querySelector(".practice-meta")) {
+    const meta = document.createElement("p");
+    meta.className = "practice-meta";
+    const tag = (text, extra = "") => {
+      const span = document.createElement("span");
+      span.className = `practice-tag${extra}`;
+      span.textContent = text;
+      return span;
+    };
+    meta.append(tag(`${levels.indexOf(card.dataset.level) + 1} · ${card.dataset.level}`), " ",
+                tag(topics[card.dataset.topic] || card.dataset.topic), " ",
+                tag(kinds[card.dataset.kind] || card.dataset.kind, " practice-tag--kind"));
+    card.querySelector(".practice-title")?.after(meta);
+  }
+  const table = card.querySelector(".practice-answer table");
+  if (table && table.querySelectorAll("thead th").length === 2 && !card.querySelector(".practice-how")) {
+    const how = document.createElement("p");
+    how.className = "practice-how";
+    const link = document.createElement("a");
+    link.href = new URL(`#${card.id}`, pageUrl).href;
+    link.textContent = "how each number is obtained";
+    how.append("See ", link, " (its expression on the toolkit, and its source) on the question's own page.");
+    table.after(how);
+  }
+}
+
 async function loadCards(root, deck, state) {
   const sources = JSON.parse(root.dataset.sources || "[]");
   const pages = await Promise.all(
@@ -452,6 +486,7 @@ async function loadCards(root, deck, state) {
       for (const el of card.querySelectorAll("[src]")) el.setAttribute("src", new URL(el.getAttribute("src"), url).href);
       const copy = document.importNode(card, true);
       copy.dataset.page = url.pathname.replace(/cards\.html$/, ""); // its page: links back to the card go there
+      completeCard(copy, root, new URL(copy.dataset.page, url));
       deck.append(copy);
       setUpCard(copy, state);
     }
