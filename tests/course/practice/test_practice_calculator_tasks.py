@@ -46,7 +46,7 @@ TASKS = {
     "calc-prune-mlp-only": ({"pruned": "gate_proj,up_proj,down_proj"},
                             [("t_all", "t_mlp", "tpot", "up"), ("p_all", "p_mlp", "p", "down")]),
     "calc-seventy-b-fp8": ({"dtype": "fp8"}, [("tpot_bf16", "tpot_fp8", "tpot_dense_ms", "down"),
-                                              ("t_bf16", "t_fp8", "tpot", "down")]),
+                                              ("t_bf16", "t_fp8", "tpot", "up")]),
     "calc-eager-versus-cached": ({"scenario": "eager"}, [("cevc_t_cached", "cevc_t_eager", "tpot", "down")]),
     "calc-step-overhead": ({"step_ms": "2"}, [("p0", "p2", "p", "down"), ("t0", "t2", "tpot", "up")]),
     "calc-reasoning-output": ({"output": "8192"}, [("r_short", "r_long", "request", "up")]),
@@ -125,4 +125,6 @@ def test_the_old_attention_knob_would_fail_this_test():
     state = dict(q.calculator)
     p_before = calculator_estimate(state).decode.p
     p_after = calculator_estimate({**state, "attn_eff": "0.5"}).decode.p
-    assert f"{p_before:.0%}" == f"{p_after:.0%}"  # "60% -> 60%": the visible-change check refuses it
+    p_memory = calculator_estimate({**state, "mem_eff": "0.5"}).decode.p
+    # attention math is negligible at decode: about a point of p, where the memory knob moves it by many
+    assert abs(p_after - p_before) < 0.02 < 0.10 < p_before - p_memory

@@ -95,7 +95,7 @@ SCENARIO_CALLS = re.compile(
 WORKED_DEPLOYMENT = re.compile(r"\b(?:verdict_table|bf16_rows|decode_loss_explanation)\b")
 READS_A_FIELD = frozenset({"what", "field_name"})
 SHARED_LIMIT = 2
-_NAME = re.compile(r"(?<![.\w'\"])([a-z_]\w*)(?![\w'\"(])")
+NAME = re.compile(r"(?<![.\w'\"])([a-z_]\w*)(?![\w'\"(])")
 
 
 def expanded_expressions(q) -> dict[str, str]:
@@ -108,7 +108,7 @@ def expanded_expressions(q) -> dict[str, str]:
     out: dict[str, str] = {}
     for n in q.numbers:
         expr = re.sub(r"\s+", "", n.expr)
-        out[n.name] = _NAME.sub(lambda m: f"({out[m.group(1)]})" if m.group(1) in out else m.group(0), expr)
+        out[n.name] = NAME.sub(lambda m: f"({out[m.group(1)]})" if m.group(1) in out else m.group(0), expr)
     return out
 
 
@@ -204,7 +204,7 @@ def test_the_setup_measure_catches_a_setup_asked_again_in_new_words():
     def rename(text: str) -> str:
         return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: "{{" + renamed[m.group(1)] + "}}", text)
 
-    numbers = tuple(dataclasses.replace(n, name=renamed[n.name], expr=_NAME.sub(
+    numbers = tuple(dataclasses.replace(n, name=renamed[n.name], expr=NAME.sub(
         lambda m: renamed.get(m.group(1), m.group(0)), n.expr).replace(", ", ",")) for n in original.numbers)
     again = dataclasses.replace(original, id="capacity-again", numbers=numbers,
                                 prompt="A different story about " + rename(original.prompt),

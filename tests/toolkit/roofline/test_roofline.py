@@ -74,7 +74,7 @@ def test_tile_table_checks_and_first_matching_row():
 
 
 def test_split_rule_reproduces_every_launch_grid_of_the_traces():
-    """The decode-step traces (M = 16) recorded CTAs per GEMM: the rule gives them all, both libraries."""
+    """The GEMM-chain traces (M = 16) recorded CTAs per GEMM: the rule gives them all, both libraries."""
     checked = 0
     for tag, family in (("sparse-graph", "cusparselt"), ("dense-graph", "cublas")):
         for g in {(x["N"], x["K"]): x for x in evidence.trace_grids(tag)}.values():

@@ -296,7 +296,7 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
 
 
 def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") -> int:
-    """One field of the kernel launch the H200's decode-step trace recorded for ``layer``.
+    """One field of the kernel launch the H200's GEMM-chain trace recorded for ``layer``.
 
     The traces are Llama-3-8B's seven block linears at M = 16, fp16, replayed in a CUDA graph
     (:func:`twofour.roofline.evidence.trace_grids`): ``tile_n``, ``tile_m``, ``tiles``, ``split``

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..._common.text import printable
 from .expressions import check_expression, check_format
 from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
-from .schema import _require, _validate
-from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, _ID
+from .schema import require, validate
+from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, ID
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
@@ -24,22 +24,22 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     """
     prefix = f"{source}: " if source else ""
     qid = raw.get("id") if isinstance(raw, Mapping) else None
-    ok_id = isinstance(qid, str) and bool(_ID.match(qid))
+    ok_id = isinstance(qid, str) and bool(ID.match(qid))
     where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
-    _validate(raw, "question", where)
+    validate(raw, "question", where)
     numbers = tuple(
         Number(n["name"], _expr(n, i, where, raw["numbers"][:i]), _fmt(n, i, where),
                n["label"].strip(), n["source"].strip() if n.get("source") else None)
         for i, n in enumerate(raw.get("numbers") or [])
     )
     names = [n.name for n in numbers]
-    _require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
+    require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
     quick_check = None
     if raw.get("quick_check") is not None:
         qc = raw["quick_check"]
         answer, tol = qc["answer"], qc.get("tolerance", 0.01)  # the schema checked answer is in names
         # The page's checker reports the tolerance in whole percent; a finer one would read "within 0%".
-        _require(abs(tol * 100 - round(tol * 100)) < 1e-9, where + " (at quick_check.tolerance)",
+        require(abs(tol * 100 - round(tol * 100)) < 1e-9, where + " (at quick_check.tolerance)",
                  f"quick_check.tolerance must be a whole percent (0.01, 0.02, ...), as the page reports it, got {tol!r}")
         accepts = tuple(Accept(a["number"], a["why"].strip()) for a in qc.get("accepts") or [])
         quick_check = QuickCheck(qc["ask"].strip(), answer, qc.get("unit", ""), float(tol), qc["derivation"].strip(),
@@ -74,10 +74,10 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     )
     if q.calculator:  # a calculator task grades what its result establishes and what it leaves open
         for opening in CALCULATOR_MUSTS:
-            _require(any(m.startswith(opening) for m in q.rubric.must), where + " (at rubric.must)",
+            require(any(m.startswith(opening) for m in q.rubric.must), where + " (at rubric.must)",
                      f"a calculator task needs a must-have that opens with {opening!r}")
     missing = q.placeholders() - set(names)
-    _require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
+    require(not missing, where, f"text uses {{{{...}}}} names that are not numbers of the question: {sorted(missing)}")
     return q
 
 
@@ -226,7 +226,7 @@ def load_bank(path=None) -> Bank:
     """
     text, source = _bank_text(path)
     data = _parse_yaml(text, source)
-    _validate(data, "bank", source)
+    validate(data, "bank", source)
     questions = tuple(parse_question(raw, i, source) for i, raw in enumerate(data["questions"]))
     ids = [q.id for q in questions]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .expressions import evaluate_expression, format_value
-from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, _PLACEHOLDER
+from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Question:
         """Names used as ``{{name}}`` anywhere in the question's text."""
         used: set[str] = set()
         for text in self._texts():
-            used.update(_PLACEHOLDER.findall(text))
+            used.update(PLACEHOLDER.findall(text))
         return used
 
     def grading_texts(self) -> list[str]:
@@ -198,7 +198,7 @@ class Question:
                 raise BankError(f"question {self.id!r}: {{{{{m.group(1)}}}}} is not one of its numbers {sorted(shown)}")
             return shown[m.group(1)]
 
-        return _PLACEHOLDER.sub(sub, text)
+        return PLACEHOLDER.sub(sub, text)
 
     def quick_check_expected(self) -> float:
         """The quick check's right answer in the unit asked for."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ..._common.text import printable
 from .terms import (BASES, CALCULATOR_KEYS, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, RUBRIC_FIELDS, TOPICS, UNITS, BankError,
-                    _ID, _NAME, _SLUG)
+                    ID, NAME, SLUG)
 
 
 def _text_schema(message: str) -> dict:
@@ -46,7 +46,7 @@ ACCEPTS_FROM = 0.02
 
 _NUMBER_SCHEMA = _object_schema(
     {
-        "name": {"type": "string", "pattern": _NAME.pattern, "x-message": "number name must be lower_snake_case"},
+        "name": {"type": "string", "pattern": NAME.pattern, "x-message": "number name must be lower_snake_case"},
         "expr": {"anyOf": [{"type": "string", "pattern": r"\S"}, {"type": "number"}],
                  "x-message": "number {name!r} needs an expr"},
         "fmt": {"type": "string", "pattern": r"\{", "x-message": "number {name!r}: fmt must be a format template like '{{:.3f}}'"},
@@ -143,13 +143,13 @@ QUESTION_SCHEMA: dict = {
     "title": "one question of the practice bank (twofour/course/data/practice.yaml)",
     **_object_schema(
         {
-            "id": {"type": "string", "pattern": _ID.pattern, "x-message": "id must be lower-case-with-dashes"},
+            "id": {"type": "string", "pattern": ID.pattern, "x-message": "id must be lower-case-with-dashes"},
             "level": {"enum": list(LEVELS), "x-message": f"level must be one of {LEVELS}"},
             "topic": {"enum": sorted(TOPICS), "x-message": f"topic must be one of {sorted(TOPICS)}"},
             "kind": {"enum": list(KINDS), "x-message": f"kind must be one of {list(KINDS)}"},
-            "skill": {"type": "string", "pattern": _SLUG.pattern,
+            "skill": {"type": "string", "pattern": SLUG.pattern,
                       "x-message": "skill must be lower-case-with-dashes: what the question tests"},
-            "setting": {"type": "string", "pattern": _SLUG.pattern,
+            "setting": {"type": "string", "pattern": SLUG.pattern,
                         "x-message": "setting must be lower-case-with-dashes: the scenario it is asked in"},
             "drills": {"type": "array", "maxItems": 2, "uniqueItems": True,
                        "items": {"enum": sorted(FORMULAS), "x-message": f"drills[{{index}}] must be one of {sorted(FORMULAS)}"},
@@ -278,7 +278,7 @@ def _answer_schema(raw) -> dict:
     return schema
 
 
-def _validate(raw, which: str, where: str) -> None:
+def validate(raw, which: str, where: str) -> None:
     validator = _validator(which)
     if which == "question" and isinstance(raw, Mapping) and isinstance(raw.get("quick_check"), Mapping):
         validator = type(validator)(_answer_schema(raw))
@@ -313,6 +313,6 @@ def _check_texts(value, where: str, path: str = "") -> None:
             _check_texts(v, where, f"{path}[{i}]")
 
 
-def _require(cond: bool, where: str, message: str) -> None:
+def require(cond: bool, where: str, message: str) -> None:
     if not cond:
         raise BankError(f"{where}: {message}")

@@ -124,10 +124,10 @@ CALCULATOR_KEYS: tuple[str, ...] = (
 CALCULATOR_MUSTS: tuple[str, ...] = ("What the result establishes:", "What still needs measurement:")
 
 DEFAULT_BANK = "practice.yaml"
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "answer", "connects")
 LIST_FIELDS: tuple[str, ...] = ("mistakes", "follow_ups")
 RUBRIC_FIELDS: tuple[str, ...] = ("must", "strong", "red_flags")
