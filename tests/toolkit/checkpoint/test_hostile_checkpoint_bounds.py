@@ -68,6 +68,34 @@ def test_the_automaton_answers_as_re_match_does(pattern, name):
     assert compile_pattern(pattern)(name) == (re.match(pattern, name) is not None)
 
 
+@pytest.mark.parametrize("pattern, name", [
+    ("(?i)[^a]", "A"),   # a negated class under (?i): "A" is an "a", so [^a] must not match it
+    ("(?i)[^A]x", "ax"),
+    (r"\d", "\u00b2"),  # superscript two is a digit to str.isdigit, not to re's \d
+    ("(?i)s", "\u017f"),  # long s folds to s in re
+    ("(?i)\u017f", "S"),
+    (r"\B", ""),        # re: \B never holds in an empty string
+])
+def test_case_folding_negated_classes_and_digits_answer_as_re_does(pattern, name):
+    assert compile_pattern(pattern)(name) == (re.match(pattern, name) is not None)
+
+
+def test_a_pattern_too_costly_to_match_is_refused_in_one_line_not_run_for_minutes(tmp_path):
+    # (?:.?.?){1,400}x has about 2,000 states and no small DFA: 200 long names took tens of seconds.
+    from twofour.checkpoint._pattern import MAX_WORK, PatternError
+
+    m = compile_pattern("(?:.?.?){1,400}xz")
+    names = ["".join("ab."[(i * 7 + j * j) % 3] for j in range(190)) for i in range(200)]
+    with pytest.raises(PatternError, match=f"more than {MAX_WORK:,} automaton steps"):
+        for n in names:
+            m(n)
+    w = torch.ones(4, 4)  # not 2:4, so the claim is checked against the targets
+    d = _folder(tmp_path, {f"{n}.weight": w.clone() for n in names[:40]}, _ct(targets=["re:(?:.?.?){1,400}xy"]))
+    with pytest.raises(checkpoint.CheckpointError, match="within twofour's bound"):
+        with checkpoint.open(d) as r:
+            audit(r)
+
+
 def test_a_config_with_a_catastrophic_target_is_audited_not_hung(tmp_path):
     # Before: audit of this 1 kB folder ran for hours (`re.match` in CompressionConfig.covers).
     w = torch.zeros(8, 8)
