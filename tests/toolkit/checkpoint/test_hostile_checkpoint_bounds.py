@@ -167,7 +167,7 @@ import os, signal, sys
 from twofour._common import atomic
 real = atomic.os.fsync
 def fsync_then_term(fd):
-    os.kill(os.getpid(), signal.SIGTERM)   # what `kill PID` does while the output is being written
+    os.kill(os.getpid(), int(sys.argv[3]))   # what `kill PID` (or a closed terminal) does mid-write
     real(fd)
 atomic.os.fsync = fsync_then_term
 from twofour.cli.main import main
@@ -176,14 +176,16 @@ sys.exit(main(["convert", sys.argv[1], sys.argv[2]]))
 
 
 @pytest.mark.slow  # a real process (imports torch: seconds)
-def test_sigterm_during_convert_leaves_no_partial_file(tmp_path):
-    # Before: SIGTERM killed the process with its hidden `.OUT.<pid>.<hex>.tmp` left in the folder.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_during_convert_leaves_no_partial_file(tmp_path, sig):
+    # Before: SIGTERM (and, later, SIGHUP: a closed ssh session) killed the process with its hidden
+    # `.OUT.<pid>.<hex>.tmp` left in the folder.
     src = str(FIXTURES / "sparse24-fp16")
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    proc = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE, src, str(out_dir / "dense.safetensors")],
+    proc = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE, src, str(out_dir / "dense.safetensors"), str(int(sig))],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert proc.returncode == 128 + sig, proc.stderr[-2000:]
     assert os.listdir(out_dir) == [] and "Traceback" not in proc.stderr
 
 
