@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 try:  # Python 3.11+
     from re import _constants as C, _parser as P
@@ -160,7 +161,9 @@ def compile_pattern(pattern: str):
     Raises :class:`PatternError` (one line) for a pattern it cannot run that way, and
     ``re.error`` for one that is not a regex at all.
     """
-    parsed = P.parse(pattern)
+    with warnings.catch_warnings():  # re's FutureWarning ("Possible nested set") would print a source line
+        warnings.simplefilter("ignore")
+        parsed = P.parse(pattern)
     flags = parsed.state.flags
     if flags & ~(re.IGNORECASE | re.UNICODE | re.DOTALL):
         raise PatternError("flags other than (?i) and (?s) are not supported")

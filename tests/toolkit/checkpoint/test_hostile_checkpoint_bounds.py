@@ -80,6 +80,16 @@ def test_case_folding_negated_classes_and_digits_answer_as_re_does(pattern, name
     assert compile_pattern(pattern)(name) == (re.match(pattern, name) is not None)
 
 
+def test_a_pattern_re_warns_about_prints_no_warning_with_a_source_line():
+    # Before: "re:[[:alpha:]]" printed "FutureWarning: Possible nested set" and a line of twofour's source.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = compile_pattern("[[:alpha:]]x")
+    assert m(":]x") is True and m("b]x") is False
+
+
 def test_a_pattern_too_costly_to_match_is_refused_in_one_line_not_run_for_minutes(tmp_path):
     # (?:.?.?){1,400}x has about 2,000 states and no small DFA: 200 long names took tens of seconds.
     from twofour.checkpoint._pattern import MAX_WORK, PatternError
