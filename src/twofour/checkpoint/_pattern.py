@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 try:  # Python 3.11+
     from re import _constants as C, _parser as P
@@ -28,9 +29,10 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as C  # type: ignore[no-redef]
     import sre_parse as P  # type: ignore[no-redef]
 
-__all__ = ["PatternError", "compile_pattern", "MAX_STATES"]
+__all__ = ["PatternError", "compile_pattern", "MAX_STATES", "MAX_WORK"]
 
 MAX_STATES = 20_000  # a 200-character pattern with counted repeats ({1,100}) stays far below this
+MAX_WORK = 1_500_000  # states visited outside the cache, over all names: a few seconds at worst; real patterns use far less
 _MAX_MEMO = 50_000  # cached steps of the lazily built DFA, per pattern
 
 
@@ -41,19 +43,16 @@ class PatternError(ValueError):
 _WORD = re.compile(r"\w")
 
 
-def _category(cat):
-    tests = {
-        C.CATEGORY_DIGIT: str.isdigit, C.CATEGORY_SPACE: str.isspace,
-        C.CATEGORY_WORD: lambda ch: bool(_WORD.match(ch)),
-    }
-    negated = {C.CATEGORY_NOT_DIGIT: C.CATEGORY_DIGIT, C.CATEGORY_NOT_SPACE: C.CATEGORY_SPACE,
-               C.CATEGORY_NOT_WORD: C.CATEGORY_WORD}
-    if cat in tests:
-        return tests[cat]
-    if cat in negated:
-        inner = tests[negated[cat]]
-        return lambda ch: not inner(ch)
-    raise PatternError(f"the character category {cat} is not supported")
+_CATEGORY_TEXT = {
+    C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_SPACE: r"\s",
+    C.CATEGORY_NOT_SPACE: r"\S", C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
+}
+
+
+def _category_text(cat) -> str:
+    if cat not in _CATEGORY_TEXT:
+        raise PatternError(f"the character category {cat} is not supported")
+    return _CATEGORY_TEXT[cat]
 
 
 class _Builder:
@@ -63,6 +62,7 @@ class _Builder:
         self.arg: list = []
         self.outs: list[list[int]] = []
         self.fold = ignore_case
+        self.classes: dict = {}  # regex text of a character class -> its compiled fullmatch
 
     def node(self, kind: str, arg=None, outs=()) -> int:
         if len(self.kind) >= MAX_STATES:
@@ -72,11 +72,12 @@ class _Builder:
         self.outs.append(list(outs))
         return len(self.kind) - 1
 
-    def char(self, test, nxt: int) -> int:
-        if self.fold:
-            inner = test
-            test = lambda ch: inner(ch) or inner(ch.lower()) or inner(ch.upper())  # noqa: E731
-        return self.node("char", test, [nxt])
+    def char(self, text: str, nxt: int) -> int:
+        """A node for one character class, given as regex text: tested by ``re`` itself on one character,
+        so case folding (``(?i)``, with its special cases such as ``ſ`` and ``s``) and ``\\d`` are exactly ``re``'s."""
+        if text not in self.classes:  # one test per distinct class: ``(.?){1,400}`` has 400 nodes and one class
+            self.classes[text] = re.compile(text, (re.IGNORECASE if self.fold else 0) | re.DOTALL).fullmatch
+        return self.node("char", text, [nxt])
 
     def seq(self, items, nxt: int) -> int:
         for op, av in reversed(list(items)):
@@ -85,17 +86,15 @@ class _Builder:
 
     def item(self, op, av, nxt: int) -> int:
         if op is C.LITERAL:
-            c = chr(av)
-            return self.char(lambda ch, c=c: ch == c, nxt)
+            return self.char(re.escape(chr(av)), nxt)
         if op is C.NOT_LITERAL:
-            c = chr(av)
-            return self.char(lambda ch, c=c: ch != c, nxt)
+            return self.char(f"[^{re.escape(chr(av))}]", nxt)
         if op is C.ANY:
-            return self.char((lambda ch: True) if self.dotall else (lambda ch: ch != "\n"), nxt)
+            return self.char("." if self.dotall else "[^\n]", nxt)
         if op is C.IN:
             return self.char(self._set(av), nxt)
         if op is C.CATEGORY:
-            return self.char(_category(av), nxt)
+            return self.char(_category_text(av), nxt)
         if op is C.BRANCH:
             return self.node("split", None, [self.seq(alt, nxt) for alt in av[1]])
         if op is C.SUBPATTERN:
@@ -125,22 +124,20 @@ class _Builder:
         raise PatternError(f"{name} (back-references, look-arounds, conditionals, atomic groups and possessive "
                            "repeats) cannot be matched without backtracking; write the pattern without it")
 
-    def _set(self, items):
-        tests, negate = [], False
+    def _set(self, items) -> str:
+        parts = []
         for op, av in items:
             if op is C.NEGATE:
-                negate = True
+                parts.insert(0, "^")
             elif op is C.LITERAL:
-                tests.append(lambda ch, c=chr(av): ch == c)
+                parts.append(re.escape(chr(av)))
             elif op is C.RANGE:
-                tests.append(lambda ch, lo=av[0], hi=av[1]: lo <= ord(ch) <= hi)
+                parts.append(f"{re.escape(chr(av[0]))}-{re.escape(chr(av[1]))}")
             elif op is C.CATEGORY:
-                tests.append(_category(av))
+                parts.append(_category_text(av))
             else:
                 raise PatternError(f"{str(op).lower()} inside a character set is not supported")
-        if negate:
-            return lambda ch: not any(t(ch) for t in tests)
-        return lambda ch: any(t(ch) for t in tests)
+        return "[" + "".join(parts) + "]"
 
 
 def _at(code, s: str, i: int) -> bool:
@@ -150,6 +147,8 @@ def _at(code, s: str, i: int) -> bool:
         return i == len(s)
     if code == C.AT_END:
         return i == len(s) or (i == len(s) - 1 and s[-1] == "\n")
+    if code == C.AT_NON_BOUNDARY and not s:
+        return False  # as in re: \B never holds in an empty string
     before = i > 0 and bool(_WORD.match(s[i - 1]))
     after = i < len(s) and bool(_WORD.match(s[i]))
     return (before != after) if code == C.AT_BOUNDARY else (before == after)
@@ -162,7 +161,9 @@ def compile_pattern(pattern: str):
     Raises :class:`PatternError` (one line) for a pattern it cannot run that way, and
     ``re.error`` for one that is not a regex at all.
     """
-    parsed = P.parse(pattern)
+    with warnings.catch_warnings():  # re's FutureWarning ("Possible nested set") would print a source line
+        warnings.simplefilter("ignore")
+        parsed = P.parse(pattern)
     flags = parsed.state.flags
     if flags & ~(re.IGNORECASE | re.UNICODE | re.DOTALL):
         raise PatternError("flags other than (?i) and (?s) are not supported")
@@ -170,6 +171,8 @@ def compile_pattern(pattern: str):
     accept = b.node("match")
     start = b.seq(parsed, accept)
     kind, arg, outs = b.kind, b.arg, b.outs
+
+    work = [0]  # automaton states visited outside the cache, over every name this pattern has seen
 
     def closure(states, s: str, i: int) -> set[int]:
         seen: set[int] = set()
@@ -185,32 +188,38 @@ def compile_pattern(pattern: str):
             elif k == "at":
                 if _at(arg[q], s, i):
                     stack.extend(outs[q])
+        work[0] += len(seen)
+        if work[0] > MAX_WORK:
+            raise PatternError(f"matching it took more than {MAX_WORK:,} automaton steps (a pattern of counted repeats "
+                               "against many long names); write it with fewer repeats")
         return seen
 
-    boundaries = any(k == "at" and a in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY) for k, a in zip(kind, arg))
-    chars = [q for q, k in enumerate(kind) if k == "char"]
-    memo: dict = {}  # (state set, character) -> next state set: a DFA built as it is used (as RE2 does)
+    memo: dict = {}  # (state set, character, what follows) -> next state set: a DFA built as it is used (as RE2 does)
+
+    classes = b.classes
 
     def step(current, s: str, i: int, ch: str):
-        nxt = [o for q in current if kind[q] == "char" and arg[q](ch) for o in outs[q]]
+        work[0] += len(current)
+        hits = {text: test(ch) is not None for text, test in classes.items()}
+        nxt = [o for q in current if kind[q] == "char" and hits[arg[q]] for o in outs[q]]
         return frozenset(closure(nxt, s, i + 1)) if nxt else frozenset()
 
     def match(s: str) -> bool:
         current = frozenset(closure([start], s, 0))
-        last = len(s) - 1
+        n = len(s)
         for i, ch in enumerate(s):
             if accept in current:
                 return True
-            # Away from the ends (where ^ and $ cannot hold) the next set depends on the set and the character only.
-            if not boundaries and i + 1 < last:
-                key = (current, ch)
-                nxt = memo.get(key)
-                if nxt is None:
-                    if len(memo) >= _MAX_MEMO:
-                        memo.clear()
-                    nxt = memo[key] = step(current, s, i, ch)
-            else:
-                nxt = step(current, s, i, ch)
+            # The anchors after this step (^ $ \A \Z \b \B at i + 1) see only ch, the next character's class
+            # and whether the end is near, so those, with the set and ch, decide the next set: one look-up.
+            j = i + 1
+            after = 0 if j == n else (1 if j == n - 1 and s[j] == "\n" else 2 + bool(_WORD.match(s[j])))
+            key = (current, ch, after)
+            nxt = memo.get(key)
+            if nxt is None:
+                if len(memo) >= _MAX_MEMO:
+                    memo.clear()
+                nxt = memo[key] = step(current, s, i, ch)
             if not nxt:
                 return False
             current = nxt

@@ -139,8 +139,12 @@ def matches(patterns, layer: str, kind: str) -> bool:
             if kind == "linear":
                 return True
         elif p.startswith("re:"):
-            if compile_pattern(p[3:])(layer):
-                return True
+            try:
+                if compile_pattern(p[3:])(layer):
+                    return True
+            except PatternError as exc:
+                raise CompressedError(f"config.json: the regex {printable(p, 80)!r} cannot be matched against "
+                                      f"{printable(layer, 80)!r} within twofour's bound: {exc}") from None
         elif p == layer:
             return True
     return False

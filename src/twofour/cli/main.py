@@ -69,24 +69,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``), raised where the command is, so every ``finally`` runs: partial files are removed."""
+    """SIGTERM (``kill PID``) or SIGHUP (a closed terminal or ssh session), raised where the command is, so
+    every ``finally`` runs: partial files are removed."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
 @contextlib.contextmanager
 def _terminated_as_interrupt():
-    """While a command runs, SIGTERM unwinds it like Ctrl-C (temporary outputs removed) and ends it with 143."""
+    """While a command runs, SIGTERM and SIGHUP unwind it like Ctrl-C (temporary outputs removed) and end it
+    with 128 + the signal's number (143, 129); a signal already ignored (``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
-        raise _Terminated()
+        raise _Terminated(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _run(args) -> int:
@@ -97,9 +107,10 @@ def _run(args) -> int:
     except UserError as exc:
         _say(f"twofour {args.command}: error: {exc}")
         return 2
-    except _Terminated:
-        _say(f"twofour {args.command}: terminated (SIGTERM); nothing half-written was left behind")
-        return 143
+    except _Terminated as exc:
+        name = signal.Signals(exc.signum).name
+        _say(f"twofour {args.command}: terminated ({name}); nothing half-written was left behind")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         _say(f"twofour {args.command}: interrupted")
         return 130

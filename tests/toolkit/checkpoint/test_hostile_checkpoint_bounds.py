@@ -68,6 +68,44 @@ def test_the_automaton_answers_as_re_match_does(pattern, name):
     assert compile_pattern(pattern)(name) == (re.match(pattern, name) is not None)
 
 
+@pytest.mark.parametrize("pattern, name", [
+    ("(?i)[^a]", "A"),   # a negated class under (?i): "A" is an "a", so [^a] must not match it
+    ("(?i)[^A]x", "ax"),
+    (r"\d", "\u00b2"),  # superscript two is a digit to str.isdigit, not to re's \d
+    ("(?i)s", "\u017f"),  # long s folds to s in re
+    ("(?i)\u017f", "S"),
+    (r"\B", ""),        # re: \B never holds in an empty string
+])
+def test_case_folding_negated_classes_and_digits_answer_as_re_does(pattern, name):
+    assert compile_pattern(pattern)(name) == (re.match(pattern, name) is not None)
+
+
+def test_a_pattern_re_warns_about_prints_no_warning_with_a_source_line():
+    # Before: "re:[[:alpha:]]" printed "FutureWarning: Possible nested set" and a line of twofour's source.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = compile_pattern("[[:alpha:]]x")
+    assert m(":]x") is True and m("b]x") is False
+
+
+def test_a_pattern_too_costly_to_match_is_refused_in_one_line_not_run_for_minutes(tmp_path):
+    # (?:.?.?){1,400}x has about 2,000 states and no small DFA: 200 long names took tens of seconds.
+    from twofour.checkpoint._pattern import MAX_WORK, PatternError
+
+    m = compile_pattern("(?:.?.?){1,400}xz")
+    names = ["".join("ab."[(i * 7 + j * j) % 3] for j in range(190)) for i in range(200)]
+    with pytest.raises(PatternError, match=f"more than {MAX_WORK:,} automaton steps"):
+        for n in names:
+            m(n)
+    w = torch.ones(4, 4)  # not 2:4, so the claim is checked against the targets
+    d = _folder(tmp_path, {f"{n}.weight": w.clone() for n in names[:40]}, _ct(targets=["re:(?:.?.?){1,400}xy"]))
+    with pytest.raises(checkpoint.CheckpointError, match="within twofour's bound"):
+        with checkpoint.open(d) as r:
+            audit(r)
+
+
 def test_a_config_with_a_catastrophic_target_is_audited_not_hung(tmp_path):
     # Before: audit of this 1 kB folder ran for hours (`re.match` in CompressionConfig.covers).
     w = torch.zeros(8, 8)
@@ -139,7 +177,7 @@ import os, signal, sys
 from twofour._common import atomic
 real = atomic.os.fsync
 def fsync_then_term(fd):
-    os.kill(os.getpid(), signal.SIGTERM)   # what `kill PID` does while the output is being written
+    os.kill(os.getpid(), int(sys.argv[3]))   # what `kill PID` (or a closed terminal) does mid-write
     real(fd)
 atomic.os.fsync = fsync_then_term
 from twofour.cli.main import main
@@ -148,14 +186,16 @@ sys.exit(main(["convert", sys.argv[1], sys.argv[2]]))
 
 
 @pytest.mark.slow  # a real process (imports torch: seconds)
-def test_sigterm_during_convert_leaves_no_partial_file(tmp_path):
-    # Before: SIGTERM killed the process with its hidden `.OUT.<pid>.<hex>.tmp` left in the folder.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_during_convert_leaves_no_partial_file(tmp_path, sig):
+    # Before: SIGTERM (and, later, SIGHUP: a closed ssh session) killed the process with its hidden
+    # `.OUT.<pid>.<hex>.tmp` left in the folder.
     src = str(FIXTURES / "sparse24-fp16")
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    proc = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE, src, str(out_dir / "dense.safetensors")],
+    proc = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE, src, str(out_dir / "dense.safetensors"), str(int(sig))],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert proc.returncode == 128 + sig, proc.stderr[-2000:]
     assert os.listdir(out_dir) == [] and "Traceback" not in proc.stderr
 
 

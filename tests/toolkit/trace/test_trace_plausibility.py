@@ -273,6 +273,16 @@ def test_a_baseline_recorded_on_another_gpu_is_refused_naming_both(tmp_path, cap
     assert "recorded on NVIDIA H100 80GB HBM3" in err and "on NVIDIA H200" in err and "measures the GPUs" in err
 
 
+def test_a_baseline_that_names_no_gpu_is_compared_with_a_verdict_saying_so(tmp_path, dense):
+    # Before: a baseline without deviceProperties gave "GEMM speedup 0.53x" with no word on the GPUs.
+    d = copy.deepcopy(dense)
+    d.pop("deviceProperties", None)
+    base = _write(tmp_path, d, "dense-unnamed.json")
+    text = report_text(analyze(recorded("sparse-eager"), baseline=base))
+    assert "GPUs not compared: the baseline (dense-unnamed.json) names no GPU" in text
+    assert "GPUs not compared" not in report_text(analyze(recorded("sparse-eager"), baseline=recorded("dense-eager")))
+
+
 def test_gpu_events_after_the_last_step_are_left_out_and_counted_not_refused(tmp_path, capsys, sparse):
     # work the profiler saw run long after the last step (launched late, or a trace cut by the schedule)
     d = copy.deepcopy(sparse)

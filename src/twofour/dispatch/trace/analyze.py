@@ -117,9 +117,10 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         if matched:
             notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
                                   devices=(tr.device_name, btr.device_name))
+            gpus = compare.gpu_note(tr.path, btr.path, (tr.device_name, btr.device_name))
             for ph in phases:
                 if ph.comparison is not None:
-                    ph.comparison = dataclasses.replace(ph.comparison, shapes=notes[ph.phase])
+                    ph.comparison = dataclasses.replace(ph.comparison, shapes=notes[ph.phase], gpus=gpus)
         if not matched:
             raise TraceError(
                 f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "

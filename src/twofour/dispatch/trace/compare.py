@@ -85,6 +85,24 @@ def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(Fa
     return {name: _shapes(shown, bshown, names, name, ph, bphases[name], has_shapes) for name, ph in ours.items()}
 
 
+def gpu_note(trace_path: str, base_path: str, devices) -> str:
+    """What the comparison knows of the two GPUs, when either trace names none (``deviceProperties``); else ``""``.
+
+    >>> gpu_note("s.json", "d.json", ("NVIDIA H200", None))
+    'the baseline (d.json) names no GPU (no deviceProperties): the speedup assumes both runs used the same one'
+    >>> gpu_note("s.json", "d.json", ("NVIDIA H200", "NVIDIA H200"))
+    ''
+    """
+    if all(devices):
+        return ""
+    if not any(devices):
+        which = "neither trace names its GPU"
+    else:
+        which = f"the trace ({_base(trace_path)}) names" if devices[1] else f"the baseline ({_base(base_path)}) names"
+        which += " no GPU"
+    return f"{which} (no deviceProperties): the speedup assumes both runs used the same one"
+
+
 def _base(path: str) -> str:
     return printable(os.path.basename(path), 120)
 

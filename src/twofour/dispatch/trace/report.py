@@ -100,6 +100,7 @@ class Comparison:
     dense_idle_fraction: float | None
     baseline_sparse_gemms: int
     shapes: str = ""  # what the comparison of operand shapes found (compare.py), one sentence
+    gpus: str = ""  # when either trace names no GPU, that the speedup assumes one GPU (compare.gpu_note)
 
     @property
     def gemm_speedup(self) -> float:
@@ -329,6 +330,8 @@ class PhaseReport:
                 out.append(f"end to end {e2e:.2f}x (dense {fmt_ms(cmp.dense_wall_us)}, 2:4 {fmt_ms(cmp.sparse_wall_us)} per step)")
             if cmp.shapes.startswith("not compared"):
                 out.append(f"GEMM operand shapes {cmp.shapes}: the speedup assumes both runs multiplied the same shapes")
+            if cmp.gpus:
+                out.append(f"GPUs not compared: {cmp.gpus}")
             if cmp.baseline_sparse_gemms > 0 and self.sparse_gemms == 0:
                 out.append("the baseline ran 2:4 kernels and this trace did not: are the two files swapped? "
                            "(FILE is the 2:4 run, --compare the dense one)")
