@@ -83,7 +83,7 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
      ["twofour.structure", "twofour.packing"]),
     (TOOLKIT, "Stage 3: dispatch", "Which kernel will run, which one did (in a profile you take or a trace "
      "someone recorded), and a whole checkpoint audited.",
-     ["twofour.dispatch"]),
+     ["twofour.dispatch", "twofour.checkpoint"]),
     (TOOLKIT, "Stage 4: kernel speed", "GPU peaks, the kernel model of one GEMM (tiles, split-K, busy SMs), and measuring it.",
      ["twofour.hardware", "twofour.roofline", "twofour.bench"]),
     (TOOLKIT, "Stage 5: quality", "What pruning cost a small language model, and what recovery gives back.",
@@ -107,7 +107,7 @@ API_GROUPS: list[tuple[str, str, str, list[str]]] = [
     (COURSE, "Chapter material", "Example weights, the measurements the chapters make on them, chapter 7's worked "
      "deployment and verdict range, and the dated status box.",
      ["twofour.course.examples", "twofour.course.damage", "twofour.course.meta_layout", "twofour.course.deployment",
-      "twofour.course.answer", "twofour.course.call_paths", "twofour.course.decode_loss", "twofour.course.kernel_model",
+      "twofour.course.answer", "twofour.course.call_paths", "twofour.course.decode_loss", "twofour.course.gemm_chain", "twofour.course.kernel_model",
       "twofour.course.status"]),
     (COURSE, "Widgets, practice and labs", "Notebook calculators, the practice bank and the lab checkers.",
      ["twofour.course.widgets", "twofour.course.practice", "twofour.course.labs"]),
