@@ -170,7 +170,7 @@ def test_edge_cases_cover_every_scenario_and_the_fitted_sets(golden):
 def test_roofline_cases_reproduce_predict(golden):
     """A round-trip lock, not an oracle (predict() wrote the file): the golden cases must reload
     into the same predictions. The formula's values are checked by hand in tests/toolkit/roofline/test_roofline.py
-    and tests/toolkit/roofline/test_mutants_roofline.py."""
+    and tests/toolkit/roofline/test_roofline_edges.py."""
     data = golden["roofline"]
     assert data["scenarios"] == list(SCENARIOS) and data["algorithms"] == ["default", "searched"] and len(data["cases"]) > 1000
     cases = data["cases"]
