@@ -254,9 +254,12 @@ def test_convert_library_call_into_an_unwritable_place_is_a_checkpoint_error(tmp
 
 
 @pytest.mark.parametrize("command", [["convert", str(FIXTURES / "sparse24-fp16")],
-                                     ["audit", str(FIXTURES / "sparse24-fp16"), "--json"]])
+                                     ["audit", str(FIXTURES / "sparse24-fp16"), "--json"],
+                                     ["quality", "--sizes", "tiny", "--no-progress", "--out"],  # Path() dropped the slash
+                                     ["calibrate", "--out"]])  # type=Path dropped the slash
 def test_an_output_path_ending_in_a_slash_is_refused_not_written_as_a_file(tmp_path, capsys, command):
-    # Before: `convert SRC newdir/` wrote a regular file `newdir` and said "wrote newdir/".
+    # Before: `convert SRC newdir/` (later `quality --out newdir/`, `calibrate --out newdir/`) wrote a regular
+    # file `newdir` and said "wrote newdir/".
     target = str(tmp_path / "newdir") + "/"
     line = _refused(capsys, *command, target)
     assert "names a folder" in line and not os.path.exists(tmp_path / "newdir")
