@@ -294,3 +294,14 @@ def test_unsigned_tensors_are_read_audited_and_copied(tmp_path, dtype):
     out = tmp_path / "o.safetensors"
     checkpoint.convert(d, out)
     assert torch.equal(load_file(str(out))["counts.weight"], torch.arange(32).reshape(4, 8).to(dtype))
+
+
+@pytest.mark.parametrize("dtype, layout, wanted", [
+    (torch.uint16, "packed", "int8, uint8, int16 or int32"),   # before: "8- to 32-bit integers", uint16 among them
+    (torch.float32, "packed", "cannot be written as --layout packed"),  # before: "cannot be packed packed"
+])
+def test_a_weight_convert_cannot_pack_is_refused_with_an_accurate_message(tmp_path, dtype, layout, wanted):
+    w = torch.tensor([[1, 0, 0, 1]] * 4, dtype=dtype) if dtype != torch.float32 else torch.zeros(0, 8)
+    d = _folder(tmp_path, {"fc.weight": w}, _ct(targets=["Linear"]))
+    with pytest.raises(checkpoint.CheckpointError, match=re.escape(wanted)):
+        checkpoint.convert(d, tmp_path / "o.safetensors", layout)
