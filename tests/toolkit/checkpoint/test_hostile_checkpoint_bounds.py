@@ -305,3 +305,15 @@ def test_a_weight_convert_cannot_pack_is_refused_with_an_accurate_message(tmp_pa
     d = _folder(tmp_path, {"fc.weight": w}, _ct(targets=["Linear"]))
     with pytest.raises(checkpoint.CheckpointError, match=re.escape(wanted)):
         checkpoint.convert(d, tmp_path / "o.safetensors", layout)
+
+
+def test_the_bound_on_matching_work_is_per_checkpoint_not_per_process(monkeypatch):
+    # A long-lived process auditing many checkpoints must not run out of the budget one pattern accumulates.
+    from twofour.checkpoint import _pattern
+    from twofour.checkpoint.compressed import matches
+
+    monkeypatch.setattr(_pattern, "MAX_WORK", 400)
+    config = _ct(targets=[r"re:.*\.(q|k|v)_proj$"])
+    for i in range(40):
+        parse_config(config)  # what opening a checkpoint does
+        assert matches([r"re:.*\.(q|k|v)_proj$"], f"model.layers.{i}.self_attn.{'qkv'[i % 3]}_proj.x{i}", "linear") is False
