@@ -201,6 +201,7 @@ def parse_config(config) -> CompressionConfig | None:
     """
     if not isinstance(config, dict):
         return None
+    compile_pattern.cache_clear()  # fresh matchers, so the bound on matching work (MAX_WORK) is per checkpoint opened
     q = config.get("quantization_config", config.get("compression_config"))
     if not isinstance(q, dict) or q.get("quant_method") != "compressed-tensors":
         return None

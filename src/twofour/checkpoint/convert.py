@@ -100,7 +100,7 @@ def _planned(view, layout: str):
             if dtype not in SUPPORTED_DTYPES or dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
                 raise CheckpointError(
                     f"{printable(name, 120)}: dtype {str(dtype).replace('torch.', '')} cannot be packed ({layout} takes "
-                    "float16, bfloat16, float32, float8 or 8- to 32-bit integers); --layout dense copies it as it is"
+                    "float16, bfloat16, float32, float8, int8, uint8, int16 or int32); --layout dense copies it as it is"
                 )
             N, K = shape
             meta_cols = -(-(K // 4) * 2 * index_bits(4) // 8)
@@ -179,7 +179,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
                     p = pack(W)
                     parts = to_cutlass(p) if layout == "cutlass" else (p.values, p.meta)
                 except (TypeError, ValueError) as exc:
-                    raise CheckpointError(f"{printable(name, 120)}: cannot be packed {layout} ({printable(str(exc), 160)})") from None
+                    raise CheckpointError(f"{printable(name, 120)}: cannot be written as --layout {layout} ({printable(str(exc), 160)})") from None
                 cache.clear()
                 cache[name] = parts
             return cache[name][0] if what == "values" else cache[name][1]

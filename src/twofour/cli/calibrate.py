@@ -16,13 +16,12 @@ with their source left out; checks the ceilings; and with ``--out`` writes the f
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .main import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write the fit as JSON (the package default: "
+    parser.add_argument("--out", metavar="FILE", help="write the fit as JSON (the package default: "
                         "src/twofour/data/kernel-fit.json)")
     parser.add_argument("--points", action="store_true", help="also list every held-out and published point with its error")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shlex
-from pathlib import Path
 
 from .main import UserError
 from .._common.atomic import OutputError
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from ..quality.corpus import STDLIB_FILES, stdlib_dir
 
     inputs = [stdlib_dir() / name for name in STDLIB_FILES]  # the corpus it trains on
-    out = check_output_file(Path(args.out), "--out", "quality.json", inputs=inputs, make_folder=True)  # save makes it
+    out = check_output_file(args.out, "--out", "quality.json", inputs=inputs, make_folder=True)  # save makes it
     if not 0 <= args.seed <= _MAX_SEED:  # torch seeds are 64-bit, and recovery uses seed + 1
         raise UserError(f"--seed must be an integer from 0 to {_MAX_SEED:,} (2^63 - 2), got {args.seed:,}")
     for option, value, top in (

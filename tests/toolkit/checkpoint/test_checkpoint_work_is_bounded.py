@@ -254,9 +254,12 @@ def test_convert_library_call_into_an_unwritable_place_is_a_checkpoint_error(tmp
 
 
 @pytest.mark.parametrize("command", [["convert", str(FIXTURES / "sparse24-fp16")],
-                                     ["audit", str(FIXTURES / "sparse24-fp16"), "--json"]])
+                                     ["audit", str(FIXTURES / "sparse24-fp16"), "--json"],
+                                     ["quality", "--sizes", "tiny", "--no-progress", "--out"],  # Path() dropped the slash
+                                     ["calibrate", "--out"]])  # type=Path dropped the slash
 def test_an_output_path_ending_in_a_slash_is_refused_not_written_as_a_file(tmp_path, capsys, command):
-    # Before: `convert SRC newdir/` wrote a regular file `newdir` and said "wrote newdir/".
+    # Before: `convert SRC newdir/` (later `quality --out newdir/`, `calibrate --out newdir/`) wrote a regular
+    # file `newdir` and said "wrote newdir/".
     target = str(tmp_path / "newdir") + "/"
     line = _refused(capsys, *command, target)
     assert "names a folder" in line and not os.path.exists(tmp_path / "newdir")
@@ -291,3 +294,26 @@ def test_unsigned_tensors_are_read_audited_and_copied(tmp_path, dtype):
     out = tmp_path / "o.safetensors"
     checkpoint.convert(d, out)
     assert torch.equal(load_file(str(out))["counts.weight"], torch.arange(32).reshape(4, 8).to(dtype))
+
+
+@pytest.mark.parametrize("dtype, layout, wanted", [
+    (torch.uint16, "packed", "int8, uint8, int16 or int32"),   # before: "8- to 32-bit integers", uint16 among them
+    (torch.float32, "packed", "cannot be written as --layout packed"),  # before: "cannot be packed packed"
+])
+def test_a_weight_convert_cannot_pack_is_refused_with_an_accurate_message(tmp_path, dtype, layout, wanted):
+    w = torch.tensor([[1, 0, 0, 1]] * 4, dtype=dtype) if dtype != torch.float32 else torch.zeros(0, 8)
+    d = _folder(tmp_path, {"fc.weight": w}, _ct(targets=["Linear"]))
+    with pytest.raises(checkpoint.CheckpointError, match=re.escape(wanted)):
+        checkpoint.convert(d, tmp_path / "o.safetensors", layout)
+
+
+def test_the_bound_on_matching_work_is_per_checkpoint_not_per_process(monkeypatch):
+    # A long-lived process auditing many checkpoints must not run out of the budget one pattern accumulates.
+    from twofour.checkpoint import _pattern
+    from twofour.checkpoint.compressed import matches
+
+    monkeypatch.setattr(_pattern, "MAX_WORK", 400)
+    config = _ct(targets=[r"re:.*\.(q|k|v)_proj$"])
+    for i in range(40):
+        parse_config(config)  # what opening a checkpoint does
+        assert matches([r"re:.*\.(q|k|v)_proj$"], f"model.layers.{i}.self_attn.{'qkv'[i % 3]}_proj.x{i}", "linear") is False
