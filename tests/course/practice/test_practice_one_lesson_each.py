@@ -63,7 +63,7 @@ def test_the_questions_a_lesson_kept_are_in_the_bank():
 
 
 def test_the_rewritten_questions_teach_their_own_lesson():
-    """Three pairs were differentiated instead of merged: each question keeps a lesson the other does not teach."""
+    """Two pairs were differentiated instead of merged: each question keeps a lesson the other does not teach."""
     typed = BANK.get("calc-typed-gemm-speedup")  # Amdahl's law solved for s, against the bytes ceiling
     assert "solved for s" in next(n.label for n in typed.numbers if n.name == "s")
     assert not any("1 / ((1 - p) + p / s)" in m for m in typed.rubric.must)  # the forward formula is amdahl-bs1-decode's
