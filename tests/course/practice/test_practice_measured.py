@@ -116,7 +116,7 @@ def test_the_perturbations_find_what_they_should(rests_on):
     # the verdict's CUDA-graph row rests on gate/up's replaced M = 1 replay; the sweep on the direct call
     assert ("measured-decode-verdict", "g_graph") in rests_on["bench"] & rests_on["kernel-plus-graph-cost"]
     assert ("two-minute-answer", "best") in rests_on["sweep"]
-    assert ("chunked-prefill", "s_512") in rests_on["bench"] and ("what-is-two-four", "ratio") not in rests_on["bench"]
+    assert ("calc-chunked-prefill", "s_512") in rests_on["bench"] and ("what-is-two-four", "ratio") not in rests_on["bench"]
 
 
 @pytest.mark.parametrize("source", sorted(CALLS))
