@@ -12,7 +12,7 @@ import pytest
 from twofour._common.fit import SITE_WIDTH, fit, fold_columns, report_width
 from twofour.cli import main
 from twofour.device import environment
-from twofour.dispatch.trace import analyze, recorded
+from twofour.dispatch.trace import analyze, recorded, report_text
 
 FOLDER = str(files("twofour") / "data" / "compressed-tensors" / "sparse24-fp16")
 
@@ -98,7 +98,7 @@ def test_the_environment_report_wraps_its_reason_under_its_value(monkeypatch):
     assert _words(" ".join(lines[why:]))[1:] == _words(env.reason)
 
 
-def test_str_of_a_trace_report_fits_the_width_too(monkeypatch):
+def test_a_trace_reports_text_fits_the_width_too(monkeypatch):
     monkeypatch.setenv("COLUMNS", str(SITE_WIDTH))
-    text = str(analyze(recorded("sparse-eager"), baseline=recorded("dense-eager")))
+    text = report_text(analyze(recorded("sparse-eager"), baseline=recorded("dense-eager")), width=report_width())
     assert max(len(line) for line in text.splitlines()) <= SITE_WIDTH
