@@ -487,7 +487,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     # the GEMM speedups measured there; its headline is the verdict table's number, worded as a ratio.
     _assert_shows(root, _expected_request(_default_estimate(), "request", request.BLOCK_LINEARS))
     head = root.locator("[data-headline='box']")
-    assert head.locator("[data-headline='value']").inner_text() == answer.quoted_numbers()["graph-request"]
+    assert head.locator("[data-headline='value']").inner_text() == answer.quoted_numbers()["chain-request"]
     assert head.locator("[data-headline='note']").inner_text() == "the dense speed (slower)"
     assert answer.quoted_numbers()["graph"] in head.locator("[data-headline='detail']").inner_text()  # per token
     assert "measured on the H200" in _outputs(root)["gemm_line"]

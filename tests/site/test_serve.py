@@ -459,7 +459,7 @@ def test_the_first_page_comes_from_a_quick_build_and_the_full_build_follows(serv
     wheel = next(f for f in status["deferred"] if f.startswith("downloads/"))
     from twofour.course.answer import quoted_numbers
 
-    assert quoted_numbers()["range"] in home and "nb-deferred" not in home
+    assert quoted_numbers()["chain-fp16"] in home and quoted_numbers()["chain-bf16"] in home and "nb-deferred" not in home
     deadline = time.monotonic() + 900  # hang guard: the full build comes after the quick one
     while time.monotonic() < deadline:
         now = json.loads(_get(base + serve.STATUS_API)[1])
