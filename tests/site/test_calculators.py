@@ -489,7 +489,7 @@ def test_request_calculator_driven_like_a_user_matches_python_and_survives_a_sha
     head = root.locator("[data-headline='box']")
     assert head.locator("[data-headline='value']").inner_text() == answer.quoted_numbers()["chain-request"]
     assert head.locator("[data-headline='note']").inner_text() == "the dense speed (slower)"
-    assert answer.quoted_numbers()["graph"] in head.locator("[data-headline='detail']").inner_text()  # per token
+    assert answer.quoted_numbers()["chain-fp16"] in head.locator("[data-headline='detail']").inner_text()  # per token
     assert "measured on the H200" in _outputs(root)["gemm_line"]
 
     # A user's scenario: A100, fp16, batch 8, 1024 in / 128 out, LM head pruned too, measured

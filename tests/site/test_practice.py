@@ -395,7 +395,9 @@ def test_a_malformed_fragment_is_taken_as_written_without_an_error(watched, base
     assert _visible_cards(page).count() == 1
     page.evaluate("f => { location.hash = f; }", fragment.replace("%", "%%", 1))
     page.evaluate("f => { location.hash = f; }", fragment)
-    page.wait_for_timeout(200)
+    # practice mode fetches the shown card's HTML, so the card can take longer than a fixed pause
+    page.wait_for_function("() => document.querySelectorAll('.practice-deck .practice-q:not([hidden])').length === 1",
+                           timeout=10_000)
     assert _visible_cards(page).count() == 1
     assert not watched.console_errors, watched.console_errors
 
