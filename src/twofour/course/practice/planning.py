@@ -87,6 +87,16 @@ def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, b
     return int(free_bytes // per_seq)
 
 
+def _check_allreduce(n_bytes, ranks, link_gbs, latency_us) -> None:
+    """Refuse an all-reduce's inputs by name (both all-reduce formulas take the same four)."""
+    require_positive_int("ranks", ranks)
+    for name, v in (("n_bytes", n_bytes), ("link_gbs", link_gbs)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if not (isinstance(latency_us, (int, float)) and math.isfinite(latency_us) and latency_us >= 0):
+        raise ValueError(f"latency_us must be a finite number >= 0, got {latency_us!r}")
+
+
 def ring_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: float = 0.0) -> float:
     """Time of one ring all-reduce of ``n_bytes`` over ``ranks`` GPUs, in µs.
 
@@ -96,12 +106,7 @@ def ring_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: f
     >>> round(ring_allreduce_us(16384, 8, 450, 0.0), 4)
     0.0637
     """
-    require_positive_int("ranks", ranks)
-    for name, v in (("n_bytes", n_bytes), ("link_gbs", link_gbs)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    if not (isinstance(latency_us, (int, float)) and math.isfinite(latency_us) and latency_us >= 0):
-        raise ValueError(f"latency_us must be a finite number >= 0, got {latency_us!r}")
+    _check_allreduce(n_bytes, ranks, link_gbs, latency_us)
     if ranks == 1:
         return 0.0
     steps = 2 * (ranks - 1)
@@ -194,12 +199,7 @@ def one_shot_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_u
     >>> round(one_shot_allreduce_us(131072, 8, 450, 5.0), 2)
     7.04
     """
-    require_positive_int("ranks", ranks)
-    for name, v in (("n_bytes", n_bytes), ("link_gbs", link_gbs)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    if not (isinstance(latency_us, (int, float)) and math.isfinite(latency_us) and latency_us >= 0):
-        raise ValueError(f"latency_us must be a finite number >= 0, got {latency_us!r}")
+    _check_allreduce(n_bytes, ranks, link_gbs, latency_us)
     if ranks == 1:
         return 0.0
     return (ranks - 1) * n_bytes / (link_gbs * 1e3) + latency_us
