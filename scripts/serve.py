@@ -320,8 +320,13 @@ class NotebookRunner(Worker):
         # ten minutes after the server had exited (seen when `make serve` was stopped at its first page).
         self._starting = threading.Lock()
 
+    def request(self) -> None:
+        # From the request on, not from the job's start: waiting for the site is part of the run, and
+        # the thread may not have been scheduled yet when a status is read.
+        self.site.notebooks_running = True
+        super().request()
+
     def job(self) -> None:
-        self.site.notebooks_running = True  # from the request on: waiting for the site is part of the run
         try:
             while not self.site.ready.wait(0.2):
                 if self._stop.is_set():
@@ -339,7 +344,8 @@ class NotebookRunner(Worker):
                 log(f"notebooks: {len(ran)} executed; some failed, their pages show the error "
                     "(`make site` stops on it)")
         finally:
-            self.site.notebooks_running = False
+            # a request during this run: another is coming (a stop also sets _wanted, but ends the loop)
+            self.site.notebooks_running = self._wanted.is_set() and not self._stop.is_set()
 
     def stop(self) -> None:
         super().stop()
