@@ -9,7 +9,7 @@
 #   3. counters    ncu: DRAM bytes, SM throughput, tensor pipe of cuBLAS, 2:4 alg 0 and best at
 #                  M = 1, 16, 256, 2048; "not available" where ncu is missing (limit 60 s)
 #   4. bench-8b    dense vs 2:4 GEMMs, Llama-3-8B shapes, M = 1 ... 16384, fp16 every timing mode,
-#                  bf16 eager/graph                                         (limit 90 s)
+#                  bf16 lone/graph                                          (limit 90 s)
 #   5. gpu-tests   the GPU-marked tests of tests/toolkit                   (limit 45 s)
 #   then file      the run folder as benchmarks/gpu-runs/<day>-<gpu>/, the results as
 #                  src/twofour/data/ files (nothing replaced)

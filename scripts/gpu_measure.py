@@ -15,9 +15,9 @@ time limit keeps what it measured; --budget SECONDS: work not started by then is
   counters    ncu (where it exists): DRAM bytes, SM throughput, tensor-pipe use of cuBLAS and 2:4
               algorithm 0 / best at M = 1, 16, 256, 2048 (gate_proj shape, fp16); else says why not
   bench-8b    dense vs 2:4 on the Llama-3-8B linear shapes, M = 1 ... 16384 (powers of two): fp16
-              with every timing mode (eager, graph, stream, kernel), then bf16 eager and graph
-  bench-ref   the GEMM shapes of published measurements, eager / graph / kernel
-  bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, eager / graph / kernel
+              with every timing mode (lone, graph, stream, kernel), then bf16 lone and graph
+  bench-ref   the GEMM shapes of published measurements, lone / graph / kernel
+  bench-70b   the Llama-3-70B shapes, fp16, M = 1, 16, 256, 4096, 16384, lone / graph / kernel
   kernels     probe(try_kernels=True) and the profiler's kernel tables at gate_proj, M = 1, 16, 4096
   traces      Chrome traces of the linear layers of two Llama-3-8B blocks at M = 16
   file        file a finished run: the folder as benchmarks/gpu-runs/<day>-<gpu>/ and its results
@@ -120,10 +120,10 @@ REFERENCE_POINTS = [
 
 
 def bench_reference(out: Path, *, rehearse: bool) -> None:
-    """The published GEMM shapes, eager / graph / kernel, one results file."""
+    """The published GEMM shapes, lone / graph / kernel, one results file."""
     command = "scripts/gpu_measure.py bench-ref (twofour.bench.sweep per published shape, warmup=3 repeats=10)"
     points = REFERENCE_POINTS if not rehearse else [(8, 64, 128, "float32"), (16, 128, 64, "float32")]
-    modes = ("eager", "graph", "kernel") if not rehearse else ("eager",)
+    modes = ("lone", "graph", "kernel") if not rehearse else ("lone",)
     parts: list[Results] = []
     for M, N, K, dtype in points:
         res = sweep([(f"{N}x{K}", N, K)], Ms=[M], dtypes=[dtype], modes=modes, warmup=3 if not rehearse else 1,
@@ -504,12 +504,12 @@ def main(argv=None) -> int:
         print("gpu_measure.py: no CUDA GPU; pass --rehearse to run the CPU versions", file=sys.stderr)
         return 3
     if args.step == "bench-8b":
-        # fp16 with every timing mode first (what the model is fitted to); bf16 eager and graph
-        bench(args.out, models=["Llama-3-8B"], Ms=SMALL_MS, plan=[("float16", MODES), ("bfloat16", ("eager", "graph"))],
+        # fp16 with every timing mode first (what the model is fitted to); bf16 lone and graph
+        bench(args.out, models=["Llama-3-8B"], Ms=SMALL_MS, plan=[("float16", MODES), ("bfloat16", ("lone", "graph"))],
               name="llama-3-8b", rehearse=args.rehearse, budget_s=args.budget)
     elif args.step == "bench-70b":
         bench(args.out, models=["Llama-3-70B"], Ms=[1, 16, 256, 4096, 16384],
-              plan=[("float16", ("eager", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse,
+              plan=[("float16", ("lone", "graph", "kernel"))], name="llama-3-70b", rehearse=args.rehearse,
               budget_s=args.budget)
     elif args.step == "bench-ref":
         bench_reference(args.out, rehearse=args.rehearse)

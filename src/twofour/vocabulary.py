@@ -63,17 +63,18 @@ BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BACKENDS.values())
 # The phases of a request: the prompt's forward pass, then one step per generated token.
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
-# How `twofour bench` times a call (GPU only beyond "eager"): eager = one lone eager call, host
-# set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls back to back
-# (the host overlaps the device); kernel = the kernels' own time, as the profiler records it.
-TIMING_MODES: tuple[str, ...] = ("eager", "graph", "stream", "kernel")
+# How `twofour bench` times a call (GPU only beyond "lone"): lone = one call on an idle device, the
+# host's launch and set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls
+# back to back (the host overlaps the device); kernel = the kernels' own time, as the profiler
+# records it. "eager" always means PyTorch's eager execution (no graph), never a timing window.
+TIMING_MODES: tuple[str, ...] = ("lone", "graph", "stream", "kernel")
 # How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each): eager =
 # PyTorch eager calls back to back, a plan per call; cached = plans cached or a CUDA-graph replay;
 # kernel = the kernels' own time.
 SCENARIOS: tuple[str, ...] = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# The roofline scenario each mode measures. "eager" (a lone call after an idle device adds host
-# and device set-up) stands for no scenario: it is kept as evidence only.
+# The roofline scenario each mode measures. "lone" (a call after an idle device adds host and
+# device set-up) stands for no scenario: it is kept as evidence only.
 MODE_SCENARIO: dict[str, str] = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
 # How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure):
 # eager PyTorch, a CUDA graph, a graph after searching cuSPARSELt's algorithms, torch.compile.

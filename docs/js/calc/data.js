@@ -1907,7 +1907,7 @@ export const VOCABULARY = deepFreeze({
   "sparse-general"
  ],
  "timing_modes": [
-  "eager",
+  "lone",
   "graph",
   "stream",
   "kernel"

@@ -8,7 +8,7 @@ existed are judged the same way.
 
 ``clock`` (kernel mode)
     The profiler's summed kernel time exceeds the same call's own event-timed time, CUDA-graph
-    replay or lone eager call, by more than 2% (``kernel > 1.02 * min(graph, eager)``). The
+    replay or lone call, by more than 2% (``kernel > 1.02 * min(graph, lone)``). The
     kernels are part of both, so at a fixed clock this cannot happen: the GPU ran slower during
     the kernel-mode pass (clock or power throttling, or profiler overhead).
 ``drift`` (any mode)
@@ -55,7 +55,7 @@ def drifts(raw) -> bool:
 
 def timing_entry(point: dict, mode: str, side: str) -> dict | None:
     """The timing of ``side`` (``"dense"`` or a 2:4 backend) in ``mode``, if it has a median."""
-    if mode == "eager":
+    if mode == "lone":
         entry = point.get("dense") if side == "dense" else (point.get("sparse") or {}).get(side)
     else:
         block = (point.get("modes") or {}).get(mode) or {}
@@ -83,12 +83,12 @@ def flag_points(points) -> list[dict]:
         base = {"shape": p.get("shape"), "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"]}
         sides = ["dense"] + sorted((p.get("sparse") or {}).keys())
         for side in sides:
-            k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "eager", side)
+            k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "lone", side)
             others = [x for x in (g, e) if x is not None]
             if k is not None and others and k > TOL_CLOCK * min(others):
                 out.append({**base, "mode": "kernel", "side": side, "rule": "clock",
                             "evidence": f"kernel {k:.1f} µs > " + " / ".join(
-                                f"{n} {x:.1f}" for n, x in (("graph", g), ("eager", e)) if x is not None) + " µs"})
+                                f"{n} {x:.1f}" for n, x in (("graph", g), ("lone", e)) if x is not None) + " µs"})
             for mode in TIMING_MODES:
                 entry = timing_entry(p, mode, side)
                 if entry is not None and drifts(entry.get("raw_ms")):

@@ -67,7 +67,7 @@ MARK_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel: at::cuda::(anonymous 
 CALLS = 16  # calls per event pair (graph replays x copies)
 
 METHODS = {
-    "eager": {"id": "eager/2", "window": "one eager call, device idle at the start event: the host's launch and "
+    "lone": {"id": "lone/2", "window": "one call, device idle at the start event: the host's launch and "
               "set-up (cuSPARSELt descriptors and plan) are inside the window, by design",
               "l2": "cold: a buffer twice the L2 size read (not written) before the call", "flush": "read"},
     "graph": {"id": "graph/2", "window": f"{CALLS} calls per event pair: one CUDA graph holding one call per weight copy, "
@@ -81,7 +81,7 @@ METHODS = {
 }
 # How the 2026-11-30 files (schemas twofour-bench/1-3) timed each mode: the method this module replaced.
 LEGACY_METHODS = {
-    "eager": {"id": "eager/1", "window": "one eager call, device idle at the start event (host launch and set-up inside)",
+    "lone": {"id": "lone/1", "window": "one call, device idle at the start event (host launch and set-up inside)",
               "l2": "a buffer twice the L2 size written (zero_) before the call: dirty lines written back inside it",
               "flush": "write"},
     "graph": {"id": "graph/1", "window": "one replay of a one-call graph per event pair, device idle at the start "

@@ -95,11 +95,11 @@ def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
 def _modes(modes, device: torch.device) -> tuple[str, ...]:
     modes = tuple(modes)
     bad = [m for m in modes if m not in TIMING_MODES]
-    if bad or not modes or modes[0] != "eager":
-        raise ValueError(f"modes must start with 'eager' and use only {TIMING_MODES}, got {modes!r}")
-    if not on_gpu(device) and modes != ("eager",):
+    if bad or not modes or modes[0] != "lone":
+        raise ValueError(f"modes must start with 'lone' and use only {TIMING_MODES}, got {modes!r}")
+    if not on_gpu(device) and modes != ("lone",):
         raise ValueError(f"modes {modes[1:]} need a CUDA GPU (CUDA graphs, stream timing, the CUDA profiler); "
-                         "on CPU use modes=('eager',)")
+                         "on CPU use modes=('lone',)")
     return modes
 
 
@@ -113,7 +113,7 @@ def _gpu_state(device: torch.device) -> dict | None:
 
 def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[str] = (),
                   warmup: int = 3, repeats: int = 10, flush_l2: bool = True, seed: int = 0,
-                  W24: torch.Tensor | None = None, modes: Iterable[str] = ("eager",),
+                  W24: torch.Tensor | None = None, modes: Iterable[str] = ("lone",),
                   alg_id: int | None = None) -> dict:
     """Time dense and each 2:4 backend for one (M, N, K, dtype); returns one result record.
 
@@ -121,7 +121,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     across M. On a device without 2:4 kernels pass ``backends=()``; the record then says why
     no sparse time exists instead of leaving it out silently.
 
-    ``modes`` (GPU only beyond ``"eager"``) adds the other timings of :data:`TIMING_MODES` under
+    ``modes`` (GPU only beyond ``"lone"``) adds the other timings of :data:`TIMING_MODES` under
     ``record["modes"][mode]``; see :mod:`twofour.bench.gpu_timing`. A mode that fails for a
     backend records the error there and the other modes still run.
 
@@ -140,10 +140,10 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
-    clocks = {"eager": {"before": _gpu_state(device)}}
+    clocks = {"lone": {"before": _gpu_state(device)}}
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
     if on_gpu(device):
-        record["dense"]["method"] = METHODS["eager"]["id"]
+        record["dense"]["method"] = METHODS["lone"]["id"]
     backends = tuple(backends)
     if not backends:
         record["sparse_skipped"] = (
@@ -165,14 +165,14 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
-            entry["method"] = METHODS["eager"]["id"]
+            entry["method"] = METHODS["lone"]["id"]
             if alg_id is not None:
                 entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
         except (RuntimeError, NotImplementedError, ValueError, TypeError) as exc:
             entry = {"error": _one_line(exc)}
         record["sparse"][backend] = entry
-    clocks["eager"]["after"] = _gpu_state(device)
+    clocks["lone"]["after"] = _gpu_state(device)
     if len(modes) > 1:
         record["modes"] = _other_modes(modes[1:], x, W24, sparse_weights, device=device, warmup=warmup,
                                        repeats=repeats, flush_l2=flush_l2, clocks=clocks, alg_id=alg_id)
@@ -305,7 +305,7 @@ DEFAULT_MS = [2**i for i in range(15)]  # 1 .. 16384
 def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS, dtypes=("float16", "bfloat16"),
           *, device=None, backends: Iterable[str] | None = None, warmup: int = 3, repeats: int = 10,
           flush_l2: bool = True, progress: bool = True, command: str | None = None, seed: int = 0,
-          modes: Iterable[str] = ("eager",), alg_id: int | None = None) -> "Results":
+          modes: Iterable[str] = ("lone",), alg_id: int | None = None) -> "Results":
     """Measure every (shape, M, dtype): dense and every available 2:4 backend.
 
     Args:
@@ -315,7 +315,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
             reports usable (none on CPU).
         progress: show a tqdm progress bar (stderr).
-        modes: ``("eager",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"eager"``.
+        modes: ``("lone",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"lone"``.
         alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
             instead of PyTorch's default; GPU with cuSPARSELt only.
     """
@@ -376,7 +376,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         "backends": list(backends),
         "modes": list(modes),
         "methods": {mode: METHODS[mode] for mode in modes} if timed_on_gpu else {},
-        "cache_note": ("L2 cold before every timed call: read, never written (eager), or weight copies in turn "
+        "cache_note": ("L2 cold before every timed call: read, never written (lone), or weight copies in turn "
                        "(graph, stream, kernel)" if timed_on_gpu and flush_l2 else "caches not flushed between repeats"),
         "alg_id": alg_id,
         "alg_note": ("PyTorch's default cuSPARSELt algorithm (alg_id_cusparselt 0)" if alg_id is None

@@ -1,6 +1,6 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON (``schema`` ``twofour-bench/4``) with a provenance block
+:class:`Results` is written as JSON (``schema`` ``twofour-bench/5``) with a provenance block
 (GPU name, compute capability, driver, CUDA, torch, cuSPARSELt, date, command, ...), the
 settings, and one record per point with raw timings and, where the GPU exposes them, its clocks,
 power and temperature before and after each timing mode (:mod:`.clocks`). :func:`load_results`
@@ -27,14 +27,16 @@ from ..device import environment
 from .gpu_timing import LEGACY_METHODS
 from ..vocabulary import TIMING_MODES
 
-SCHEMA = "twofour-bench/4"
+SCHEMA = "twofour-bench/5"
 # /2 added the optional "modes" block; /3 the optional per-point "clocks" (before and after each
 # timing mode) and the top-level "flags" written for readers of the JSON (this package recomputes
 # them, so the files of /1 and /2 read the same way); /4 says how each point was timed: the
 # settings' "methods" (per mode, twofour.bench.gpu_timing.METHODS) and each timing's "method" id,
 # with its calls per window, weight copies and host_ahead. Files before /4 were timed the way
-# gpu_timing.LEGACY_METHODS describes (timing_method gives it for them).
-READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", "twofour-bench/3", SCHEMA)
+# gpu_timing.LEGACY_METHODS describes (timing_method gives it for them). /5 calls the lone-call
+# mode "lone" (before: "eager", the word that elsewhere means PyTorch's eager execution); the
+# reader renames it in older files' settings.
+READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", "twofour-bench/3", "twofour-bench/4", SCHEMA)
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -215,7 +217,7 @@ class Results:
             return LEGACY_METHODS[mode]
         return (self.settings.get("methods") or {}).get(mode)
 
-    def gpu_points(self, mode: str = "eager") -> list[dict]:
+    def gpu_points(self, mode: str = "lone") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
         ``mode`` picks the timing (:data:`TIMING_MODES`); points measured without it give no rows.
@@ -238,7 +240,7 @@ class Results:
         method = (self.timing_method(mode) or {}).get("id")
         rows = []
         for p in self.points:
-            if mode == "eager":
+            if mode == "lone":
                 dense, sparse = p.get("dense") or {}, p.get("sparse") or {}
             else:
                 block = (p.get("modes") or {}).get(mode) or {}
@@ -248,12 +250,12 @@ class Results:
             for backend, entry in sparse.items():
                 if "median_ms" not in entry:
                     continue
-                eager_check = (p.get("sparse") or {}).get(backend, {}).get("check", {})
+                lone_check = (p.get("sparse") or {}).get(backend, {}).get("check", {})
                 rows.append({
                     "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"], "backend": backend,
                     "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"), "mode": mode,
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
-                    "check_passed": eager_check.get("passed"),
+                    "check_passed": lone_check.get("passed"),
                     "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
                     "call_path": "F.linear", "method": entry.get("method", method),
                     "dense_call_path": "cuBLAS" if self.provenance.get("device") == "cuda" else "F.linear",
@@ -285,7 +287,13 @@ def load_results(path) -> Results:
         raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
                          f"expected one of {READABLE_SCHEMAS}")
     check_schema(data, RESULTS_SCHEMA, f"results file {str(path)!r}")
-    return Results(data["provenance"], data.get("settings", {}), data["points"], data["schema"], str(path))
+    settings = data.get("settings", {})
+    if data["schema"] != SCHEMA:  # the lone-call mode's old name (see SCHEMA)
+        lone = lambda m: "lone" if m == "eager" else m  # noqa: E731
+        settings = {**settings, **{k: type(settings[k])(lone(m) for m in settings[k]) if k == "modes" else
+                                   {lone(m): v for m, v in settings[k].items()}
+                                   for k in ("modes", "methods") if isinstance(settings.get(k), (list, dict))}}
+    return Results(data["provenance"], settings, data["points"], data["schema"], str(path))
 
 
 def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:

@@ -1,11 +1,11 @@
 """Timing one call: warm-up, L2 flush, repeats, and the summary of the raw times.
 
-* **GPU** (CUDA events): the ``eager`` mode. ``warmup`` untimed calls, then ``repeats`` timed
+* **GPU** (CUDA events): the ``lone`` mode. ``warmup`` untimed calls, then ``repeats`` timed
   calls, each alone: before it a buffer twice the L2 size is *read* (never written: a dirty line
   left in L2 would be written back inside the timed kernel), and the device is synchronised, so
   the call starts cold on an idle device and its time includes the host's launch and any set-up
   the call does before its kernel starts (cuSPARSELt builds descriptors and a plan per call).
-  That is a lone eager call, kept as evidence of the host's share; the ways that time calls as
+  That is a lone call, kept as evidence of the host's share; the ways that time calls as
   a serving step runs them are in :mod:`.gpu_timing`.
 * **CPU** (``time.perf_counter``). Same warm-up and repeats; caches are *not* flushed (there is
   no portable way), so small weights may run from cache.

@@ -6,7 +6,7 @@ GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a 
 
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
-    twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes eager graph kernel   # cuSPARSELt algorithm 1
+    twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes lone graph kernel   # cuSPARSELt algorithm 1
     twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
 
 Where the GPU exposes them, the SM and memory clocks, power and temperature are read before and
@@ -51,9 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--no-flush", action="store_true", help="do not flush L2 between timed calls (GPU)")
     parser.add_argument("--modes", nargs="+", metavar="MODE",
-                        help="timings per point (GPU): eager (default; a lone eager call, host set-up included), "
+                        help="timings per point (GPU): lone (default; one call on an idle device, host set-up included), "
                              "graph (CUDA-graph replay: plans cached), stream (back-to-back calls), "
-                             "kernel (profiler kernel time only); eager is always first. With --decode: eager, "
+                             "kernel (profiler kernel time only); lone is always first. With --decode: eager, "
                              "graph, graph-searched, compile (default on GPU: eager graph graph-searched)")
     parser.add_argument("--alg-id", type=int, metavar="N", dest="alg_id",
                         help="time cuSPARSELt algorithm N for the 2:4 kernel instead of PyTorch's default 0, set through "
@@ -120,12 +120,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ..vocabulary import TIMING_MODES
 
-    modes = ["eager"] + [m for m in (args.modes or []) if m != "eager"]
+    modes = ["lone"] + [m for m in (args.modes or []) if m != "lone"]
     unknown = [m for m in modes if m not in TIMING_MODES]
     if unknown:
         raise UserError(f"--modes: unknown {' '.join(unknown)}; valid: {' '.join(TIMING_MODES)}")
-    if not on_gpu and modes != ["eager"]:
-        raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only eager timing runs")
+    if not on_gpu and modes != ["lone"]:
+        raise UserError(f"--modes {' '.join(modes[1:])}: needs a CUDA GPU; on CPU only lone timing runs")
     kwargs = {} if Ms is None else {"Ms": Ms}
     kwargs["modes"] = tuple(modes)
     if args.alg_id is not None:

@@ -238,11 +238,11 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
 
 
 def bf16_rows(gpu: str = GPU) -> list[VerdictRow]:
-    """The bf16 measurements of the same deployment: eager and CUDA graph (the only modes timed in bf16)."""
+    """The bf16 measurements of the same deployment: lone calls and CUDA graph (the only modes timed in bf16)."""
     res = verdict_results()
     w = replace(CHAT, dtype="bf16")
     out = []
-    for key, mode, label in (("eager", "eager", "PyTorch eager, one lone call per GEMM"),
+    for key, mode, label in (("lone", "lone", "PyTorch eager, one lone call per GEMM"),
                              ("graph", "graph", "CUDA graph, PyTorch's default algorithm")):
         s = measured_gemm_detail(res, w, mode=mode)
         est = estimate(w, gpu, gemm_speedup={"decode": s["decode"]["speedup"], "prefill": s["prefill"]["speedup"]})

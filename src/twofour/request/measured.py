@@ -13,7 +13,7 @@ def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -
     For each phase, every pruned block linear's GEMM (``gemm_shapes``) is looked up in
     ``results`` (:class:`twofour.bench.Results`, one or a list) at exactly that ``M``, ``N``,
     ``K`` and dtype, timed in ``mode`` (``"graph"``: plans cached, as a serving engine runs;
-    ``"stream"`` or ``"eager"``: PyTorch eager). The phase's speedup is the *time-weighted* one,
+    ``"stream"``: PyTorch eager calls back to back; ``"lone"``: one call on an idle device). The phase's speedup is the *time-weighted* one,
     ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
     with any GEMM not measured is None: it is never filled in from another M or shape.
     Flagged timings never enter as recorded: :func:`twofour.bench.trusted.trusted_gemm_table`

@@ -27,7 +27,7 @@ Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
   time), library examples and profilers that reuse a plan (cuSPARSELt samples, the CUTLASS
   profiler), a single GEMM's timing (scope ``gemm_kernel``), and PyTorch with descriptors and
   plans cached (pytorch#177866, back-to-back calls no longer waiting for the host);
-* measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``eager``
+* measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``lone``
   mode: one call with the device idle before it, so host and device time add up).
 
 Measured points are fitted only where :data:`FIT_RULES` allow: fp16 or bf16 in ``kernel`` or
@@ -89,7 +89,7 @@ FIT_RULES = (
     "a scenario the model has: kernel (kernel time, incl. library examples and single-GEMM timings), cached "
     "(CUDA-graph replay) or eager (PyTorch calls back to back)",
     "measured here: fp16 or bf16 (bf16's 2:4 kernel is its own family), timed as kernel time or CUDA-graph replay (a "
-    "lone eager call is evidence; back-to-back calls set the host time per call), not flagged by twofour.bench.flags "
+    "lone call is evidence; back-to-back calls set the host time per call), not flagged by twofour.bench.flags "
     "(clock, drift, graph outlier), and not a shape of the held-out model (Llama-3-70B: the test set)",
 )
 # The model whose shapes no fit sees: its measured points are the held-out test of the fit
@@ -232,7 +232,7 @@ def _from_published(r: dict) -> Point:
 
 
 # The scenario of a measured point: the one its timing mode measures (the vocabulary's
-# MODE_SCENARIO); a mode that measures none (eager: one lone call) is "lone", evidence only.
+# MODE_SCENARIO); the mode that measures none (lone: one call on an idle device) is evidence only.
 LONE = "lone"
 
 
@@ -244,8 +244,8 @@ def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None
         return "2:4 result failed its numerical check"
     if row.get("flagged"):
         return f"flagged by twofour.bench.flags: {row['flagged']}"
-    if mode == "eager":
-        return "timing mode 'eager' (one lone call after an idle device): kept as evidence, not fitted"
+    if mode == "lone":
+        return "timing mode 'lone' (one call after an idle device): kept as evidence, not fitted"
     if mode == "stream":
         return "timing mode 'stream': back-to-back calls set the host time per call (a median), not fitted point by point"
     if _dtype_of(row["dtype"]) not in ("fp16", "bf16"):

@@ -169,13 +169,13 @@ def test_gpu_sweep_provenance_clocks_and_flags(tmp_path):
     if not env.sparse_ok:
         pytest.skip(env.reason)
     res = sweep([("q", 4096, 4096)], Ms=[1, 64, 1024, 4096], dtypes=["float16"], device="cuda",
-                warmup=2, repeats=5, progress=False, command="pytest gpu", modes=("eager", "graph", "kernel"))
+                warmup=2, repeats=5, progress=False, command="pytest gpu", modes=("lone", "graph", "kernel"))
     p = res.provenance
     assert p["gpu_name"] and p["capability"] and p["cuda"] and p["device"] == "cuda"
     assert res.settings["flush_l2"] is True and res.settings["alg_id"] is None
     assert res.problems() == []
     back = load_results(res.save(tmp_path / "g.json"))
-    assert back.schema == "twofour-bench/4" and len(back.gpu_points()) == 4 * len(env.backends)
+    assert back.schema == "twofour-bench/5" and len(back.gpu_points()) == 4 * len(env.backends)
     assert back.flags() == res.flags() == json.loads((tmp_path / "g.json").read_text())["flags"]
     # the clocks, where this machine exposes them (nvidia-smi is part of every NVIDIA driver install)
     readings = [c for pt in back.points for c in (pt.get("clocks") or {}).values()]
@@ -202,13 +202,13 @@ def test_gpu_alg_id_through_pytorchs_path():
     assert res.settings["alg_id"] == 1 and all(p["sparse"]["cuSPARSELt"]["alg_id"] == 1 for p in res.points)
 
 
-def test_modes_beyond_eager_need_a_gpu_and_are_validated():
+def test_modes_beyond_lone_need_a_gpu_and_are_validated():
     with pytest.raises(ValueError, match="need a CUDA GPU"):
-        measure_point(1, 8, 8, "float32", device="cpu", modes=("eager", "graph"))
-    with pytest.raises(ValueError, match="modes must start with 'eager'"):
+        measure_point(1, 8, 8, "float32", device="cpu", modes=("lone", "graph"))
+    with pytest.raises(ValueError, match="modes must start with 'lone'"):
         sweep([("t", 8, 8)], Ms=[1], dtypes=["float32"], device="cpu", modes=("graph",), progress=False)
-    with pytest.raises(ValueError, match="modes must start with 'eager'"):
-        measure_point(1, 8, 8, "float32", device="cpu", modes=("eager", "warp"))
+    with pytest.raises(ValueError, match="modes must start with 'lone'"):
+        measure_point(1, 8, 8, "float32", device="cpu", modes=("lone", "warp"))
 
 
 def test_gpu_points_per_mode_and_mode_errors_are_problems():
@@ -235,13 +235,13 @@ def test_gpu_modes_graph_stream_kernel():
     if not env.sparse_ok:
         pytest.skip(env.reason)
     rec = measure_point(16, 4096, 4096, "float16", device="cuda", backends=env.backends, warmup=2, repeats=5,
-                        modes=("eager", "graph", "stream", "kernel"))
+                        modes=("lone", "graph", "stream", "kernel"))
     for mode in ("graph", "stream", "kernel"):
         block = rec["modes"][mode]
         for entry in [block["dense"], *block["sparse"].values()]:
             assert "error" not in entry, (mode, entry)
             assert entry["median_ms"] > 0
-    # the kernel time of a call cannot exceed the eager time of the same call
+    # the kernel time of a call cannot exceed the lone time of the same call
     assert rec["modes"]["kernel"]["dense"]["median_ms"] <= rec["dense"]["median_ms"]
     names = rec["modes"]["kernel"]["sparse"][env.backends[0]]["kernels"]
     from twofour.dispatch import classify

@@ -85,13 +85,13 @@ def test_a_cpu_sweep_records_no_clocks():
 
 # --- flags --------------------------------------------------------------------------------------
 
-def _point(M, *, kernel=None, graph=None, eager=None, raw=None, clocks_=None, shape="s", dtype="float16"):
+def _point(M, *, kernel=None, graph=None, lone=None, raw=None, clocks_=None, shape="s", dtype="float16"):
     def t(us, r=None):
         return {**summarize([us / 1e3]), **({"raw_ms": [x / 1e3 for x in r]} if r else {})}
 
     sides = lambda d: {"dense": d[0], "sparse": {"cuSPARSELt": d[1]}}  # noqa: E731
     p = {"M": M, "N": 1024, "K": 4096, "dtype": dtype, "shape": shape,
-         "dense": t(eager[0], raw) if eager else t(100.0), "sparse": {"cuSPARSELt": t(eager[1]) if eager else t(100.0)}}
+         "dense": t(lone[0], raw) if lone else t(100.0), "sparse": {"cuSPARSELt": t(lone[1]) if lone else t(100.0)}}
     modes = {}
     if kernel:
         modes["kernel"] = sides((t(kernel[0]), t(kernel[1])))
@@ -105,9 +105,9 @@ def _point(M, *, kernel=None, graph=None, eager=None, raw=None, clocks_=None, sh
 
 
 def test_the_clock_rule():
-    fl = flag_points([_point(8192, kernel=(110.0, 50.0), graph=(100.0, 60.0), eager=(104.0, 200.0))])
+    fl = flag_points([_point(8192, kernel=(110.0, 50.0), graph=(100.0, 60.0), lone=(104.0, 200.0))])
     assert [(f["rule"], f["mode"], f["side"]) for f in fl] == [("clock", "kernel", "dense")]
-    assert "kernel 110.0 µs > graph 100.0 / eager 104.0 µs" == fl[0]["evidence"]
+    assert "kernel 110.0 µs > graph 100.0 / lone 104.0 µs" == fl[0]["evidence"]
     assert flag_points([_point(8192, kernel=(101.9, 50.0), graph=(100.0, 60.0))]) == []  # within 2%
 
 
@@ -116,8 +116,8 @@ def test_the_drift_rule():
     assert not flags_mod.drifts([1.0, 1.01, 1.02, 1.03, 1.04])  # rises, but < 5%
     assert not flags_mod.drifts([1.0, 1.2, 1.1, 1.3, 1.4])  # not every step
     assert not flags_mod.drifts([1.0, 1.1, 1.2])  # too few
-    fl = flag_points([_point(1, eager=(100.0, 200.0), raw=[100, 101, 103, 104, 107])])
-    assert [(f["rule"], f["mode"], f["side"]) for f in fl] == [("drift", "eager", "dense")]
+    fl = flag_points([_point(1, lone=(100.0, 200.0), raw=[100, 101, 103, 104, 107])])
+    assert [(f["rule"], f["mode"], f["side"]) for f in fl] == [("drift", "lone", "dense")]
 
 
 def test_the_graph_outlier_rules():
@@ -135,7 +135,7 @@ def test_the_graph_outlier_rules():
 def test_the_clock_drop_rule():
     c = {"graph": {"before": {"sm_clock_mhz": 1980.0}, "after": {"sm_clock_mhz": 1700.0}},
          "kernel": {"before": {"sm_clock_mhz": 1980.0}, "after": {"sm_clock_mhz": 1960.0}},
-         "eager": {"before": None, "after": None}}
+         "lone": {"before": None, "after": None}}
     fl = flag_points([_point(1, kernel=(10.0, 30.0), graph=(18.0, 40.0), clocks_=c)])
     assert [(f["rule"], f["mode"]) for f in fl] == [("clock-drop", "graph")]
     assert fl[0]["evidence"] == "SM clock 1980 MHz before, 1700 MHz after"
@@ -160,10 +160,10 @@ def test_flags_of_the_recorded_h200_run():
 
 def test_results_write_flags_and_older_files_read_with_the_method_they_were_timed_by(tmp_path):
     res = Results({**{k: None for k in REQUIRED_PROVENANCE}, "gpu_name": "NVIDIA H200", "device": "cuda"},
-                  points=[_point(8192, kernel=(110.0, 50.0), graph=(100.0, 60.0), eager=(104.0, 200.0))])
+                  points=[_point(8192, kernel=(110.0, 50.0), graph=(100.0, 60.0), lone=(104.0, 200.0))])
     path = res.save(tmp_path / "r.json")
     data = json.loads(path.read_text())
-    assert data["schema"] == "twofour-bench/4" and data["flags"][0]["rule"] == "clock"
+    assert data["schema"] == "twofour-bench/5" and data["flags"][0]["rule"] == "clock"
     assert load_results(path).flags() == data["flags"]
     old = dict(data, schema="twofour-bench/2")
     del old["flags"]

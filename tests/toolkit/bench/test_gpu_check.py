@@ -26,7 +26,7 @@ def test_the_rehearsal_runs_every_step_and_files_what_it_wrote(tmp_path):
         assert f"{step}: rc=0" in run.stdout
     # the GEMM bench went through every timing mode on the simulated GPU, each point saying how it was timed
     bench = load_results(out / "bench-llama-3-8b.json")
-    assert bench.settings["modes"] == ["eager", "graph", "stream", "kernel"]
+    assert bench.settings["modes"] == ["lone", "graph", "stream", "kernel"]
     assert {p["modes"]["graph"]["dense"]["method"] for p in bench.points} == {"graph/2"}
     # decode: algorithm 0 and the searched one, both dtypes, each with its timing method and profile
     decode = load_decode_results(out / "decode-rehearsal.json")

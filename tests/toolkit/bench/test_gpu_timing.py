@@ -95,14 +95,14 @@ def test_stream_timing_shows_a_host_slower_than_the_kernels():
     assert all(t * 1e3 == pytest.approx(40.0, rel=0.005) for t in ms)
 
 
-def test_a_lone_eager_call_is_flushed_by_reading_so_nothing_is_written_back_inside_it():
+def test_a_lone_call_is_flushed_by_reading_so_nothing_is_written_back_inside_it():
     with simulated_gpu(l2_bytes=L2) as sim:
         W, x = _weights(128)  # fits L2: only the flush makes it cold
         first = len(sim.log)
         ms = time_callable(lambda: linear(x, W), device="cuda", warmup=1, repeats=4)
         gemms = [e for e in sim.log[first:] if e["name"] == GEMM_KERNEL]
         want_us = sim.launch_us + sim.kernel_us(W, x, cold=True)  # the start event waits out the latency too
-    # the lone call keeps its launch (that is what eager measures), and the weight comes from DRAM
+    # the lone call keeps its launch (that is what lone measures), and the weight comes from DRAM
     assert all(t * 1e3 == pytest.approx(want_us, rel=0.01) for t in ms)
     assert sum(g["writeback_bytes"] for g in gemms[-4:]) < 0.01 * L2
 
@@ -152,10 +152,10 @@ def test_a_sweep_on_the_simulated_gpu_records_how_each_point_was_timed(tmp_path)
         res = sweep([("toy", 256, 1024)], Ms=[1, 4], dtypes=["float32"], device="cpu", modes=MODES, warmup=1,
                     repeats=3, progress=False, command="pytest")
     back = load_results(res.save(tmp_path / "r.json"))
-    assert back.schema == "twofour-bench/4"
+    assert back.schema == "twofour-bench/5"
     assert back.settings["methods"] == {m: gpu_timing.METHODS[m] for m in MODES}
     for p in back.points:
-        assert p["dense"]["method"] == "eager/2"
+        assert p["dense"]["method"] == "lone/2"
         graph, stream, kernel = (p["modes"][m]["dense"] for m in ("graph", "stream", "kernel"))
         assert graph["method"] == "graph/2" and graph["copies"] == 3 and graph["calls_per_window"] == 18
         assert graph["host_ahead"] == 1.0 and stream["lead_calls"] == 3 and kernel["kernels"] == {GEMM_KERNEL: 1.0}

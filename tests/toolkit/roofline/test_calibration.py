@@ -303,7 +303,7 @@ def test_bench_modes_option_on_cpu(capsys):
     assert main(["bench", "--quick", "--modes", "graph", "--no-progress"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
     assert main(["bench", "--quick", "--modes", "warp", "--no-progress"]) == 2
-    assert "unknown warp; valid: eager graph stream kernel" in capsys.readouterr().err
+    assert "unknown warp; valid: lone graph stream kernel" in capsys.readouterr().err
 
 
 def test_algorithm_sweep_data_and_searched_speedup():

@@ -40,13 +40,13 @@ __all__ = [
 
 # twofour bench timing modes, in the order a reader meets them, with what each one is.
 MODE_LABELS = {
-    "eager": "eager, one lone call (host set-up + kernels)",
+    "lone": "eager, one lone call (host set-up + kernels)",
     "stream": "eager, back to back (as in a forward pass)",
     "graph": "CUDA graph replay (plans cached)",
     "kernel": "kernels only (profiler)",
 }
 # One style per timing mode of the vocabulary (a test fails when a mode has none).
-MODE_STYLE = {"eager": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
+MODE_STYLE = {"lone": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
               "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
 # The model's scenario for each measured mode, each drawn thin in the "predicted" colour with a
 # dash of its own (no marker): the three model lines stay apart from each other and from the
@@ -319,9 +319,9 @@ def modes_caption(results_list, shapes, dtype: str = "float16") -> str:
         start = "At decode (M = 1) 2:4 loses in every timing mode"
     else:
         start = "At decode (M = 1) 2:4 wins only in " + ", ".join(sorted({r["mode"] for r in rows if (r[1] or 0) >= 1}))
-    eager = [r[1] for r in rows if r["mode"] == "eager" and r[1] is not None]
-    if eager:
-        span = f"{min(eager):.2f}x" if f"{min(eager):.2f}" == f"{max(eager):.2f}" else f"{min(eager):.2f}x to {max(eager):.2f}x"
+    lone = [r[1] for r in rows if r["mode"] == "lone" and r[1] is not None]
+    if lone:
+        span = f"{min(lone):.2f}x" if f"{min(lone):.2f}" == f"{max(lone):.2f}" else f"{min(lone):.2f}x to {max(lone):.2f}x"
         start += f", and a lone eager call runs at {span} of dense (host set-up per call)"
     wins = []
     for mode, what in (("graph", "replayed from a CUDA graph"), ("kernel", "in kernel time alone")):
@@ -369,7 +369,7 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
     """
     shapes = []
     for res in results_list:
-        for row in res.gpu_points("eager"):
+        for row in res.gpu_points("lone"):
             if row["dtype"] == dtype and row["shape"] not in shapes:
                 shapes.append(row["shape"])
     out = []

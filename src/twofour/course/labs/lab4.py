@@ -368,7 +368,7 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
                 if r["backend"] == backend:  # a file given twice adds no timing: same M, same times
                     group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)
             group["files"].add(str(res.path) if res.path else id(res))
-    how = {"graph": "CUDA graph replays", "kernel": "kernel time", "stream": "eager back to back", "eager": "lone eager calls"}
+    how = {"graph": "CUDA graph replays", "kernel": "kernel time", "stream": "eager back to back", "lone": "lone eager calls"}
     backends = {backend for _, backend in groups}
     out = []
     for (_, backend), group in groups.items():

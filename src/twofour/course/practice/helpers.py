@@ -99,7 +99,7 @@ def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "
     """One GEMM as the project's H200 run measured it (``twofour.bench.recorded_results("gpu")``).
 
     ``what`` is ``"speedup"`` (dense / 2:4), ``"dense_us"`` or ``"sparse_us"``; ``mode`` how the
-    call was timed (``"graph"``: CUDA-graph replay, plans cached; ``"eager"``: one lone call).
+    call was timed (``"graph"``: CUDA-graph replay, plans cached; ``"lone"``: one call on an idle device).
 
     >>> round(measured_gemm(1, 4096, 14336), 2)          # Llama-3-8B down_proj, one token
     0.43
