@@ -54,6 +54,18 @@ def test_results_round_trip(tmp_path):
     assert recorded_results("gpu", folder=tmp_path / "sub") == []
 
 
+def test_older_files_call_the_lone_call_mode_lone(tmp_path):
+    """Files before schema /5 named the lone-call mode "eager"; read back, they use today's word."""
+    data = json.loads(json.dumps(_tiny().to_dict()))
+    data["schema"] = "twofour-bench/4"
+    data["settings"].update(modes=["eager"], methods={"eager": {"id": "eager/2"}})
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    back = load_results(tmp_path / "old.json")
+    assert back.settings["modes"] == ["lone"] and back.settings["methods"] == {"lone": {"id": "eager/2"}}
+    old = [r for r in recorded_results("gpu") if r.schema == "twofour-bench/2"][0]
+    assert old.settings["modes"][0] == "lone" and old.gpu_points("lone")
+
+
 def test_load_rejects_bad_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_results(tmp_path / "nope.json")
