@@ -174,6 +174,7 @@ def test_the_audit_program_runs_in_one_process(tmp_path):
 
 _TERM_MID_WRITE = """
 import os, signal, sys
+signal.signal(int(sys.argv[3]), signal.SIG_DFL)  # as in a terminal, even when the tests run under nohup
 from twofour._common import atomic
 real = atomic.os.fsync
 def fsync_then_term(fd):
