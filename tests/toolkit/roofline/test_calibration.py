@@ -35,6 +35,12 @@ def fresh(pts):
     return cal.fit_all(pts)
 
 
+@pytest.fixture(scope="module")
+def fresh_errors(pts, fresh):
+    """The fit's evaluation (five more fits, each source left out in turn), run once."""
+    return cal.evaluate(pts, fresh)
+
+
 # --- the data -------------------------------------------------------------------------------
 
 def test_published_records_keep_provenance(pts):
@@ -120,8 +126,7 @@ def test_held_out_errors_meet_the_targets(stored):
 
 
 @pytest.mark.xdist_group("calibration-fit")
-def test_the_evaluation_recomputes_the_stored_errors(pts, fresh, stored):
-    fresh_errors = cal.evaluate(pts, fresh)
+def test_the_evaluation_recomputes_the_stored_errors(fresh_errors, stored):
     for mode in ("kernel", "graph"):
         assert fresh_errors["held_out"]["by_mode"][mode] == stored["errors"]["held_out"]["by_mode"][mode]
     assert fresh_errors["published_leave_one_source_out"]["by_regime"] == \
@@ -276,11 +281,13 @@ def test_sensitivity_moves_the_right_way():
 
 
 @pytest.mark.xdist_group("calibration-fit")  # the one fit of the module (seconds), on one worker
-def test_calibrate_command(tmp_path, capsys, stored, fresh, monkeypatch):
-    """The command's wiring and report; the fit itself is the module's (run once above), the ceiling grid cut short."""
+def test_calibrate_command(tmp_path, capsys, stored, fresh, fresh_errors, monkeypatch):
+    """The command's wiring and report; the fit and its evaluation are the module's (run once above), the
+    ceiling grid cut short."""
     from twofour.cli import main
 
     monkeypatch.setattr(cal, "fit_all", lambda pts=None, **kw: fresh)
+    monkeypatch.setattr(cal, "evaluate", lambda pts, fit: fresh_errors)
     small = cal.ceiling_check
     monkeypatch.setattr(cal, "ceiling_check", lambda params_for: small(params_for, Ms=[1, 4096], shapes=[(4096, 4096)]))
     out = tmp_path / "fit.json"
