@@ -1,8 +1,9 @@
 """The built site in a real browser (Debian's chromium via Playwright), served on 127.0.0.1.
 
 Every page: loads with no console errors, makes zero requests to other hosts, runs the site
-script, and has no serious or critical axe-core (WCAG 2 A/AA) violation. Plus the features
-a reader touches: dark mode, search, instant navigation.
+script, and has no serious or critical axe-core (WCAG 2 A/AA) violation (the API reference's
+pages: its index and its largest page; see :func:`axe_checked`). Plus the features a reader
+touches: dark mode, search, instant navigation.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ def _serious_axe_violations(page, axe_source: str) -> list[str]:
     ]
 
 
+def axe_checked(site, pages: list[str]) -> set[str]:
+    """The pages axe checks: every page but the API reference's, of which the index and the largest
+    page. Those 46 pages are one mkdocstrings template filled from docstrings, whose markup (tables,
+    code, admonitions, links) the largest page holds too; axe on all of them took 133 of the 225 s
+    axe took over the site (2026-12-06, this 2-core machine, run alone)."""
+    api = [p for p in pages if p.startswith("/reference/api/") and p != "/reference/api/"]
+    largest = max(api, key=lambda p: (site / p.strip("/") / "index.html").stat().st_size, default=None)
+    return {p for p in pages if p not in api} | {largest} - {None}
+
+
 # The pages in interleaved shards, so that xdist's two workers share them (axe takes seconds on a
 # long chapter); every page is in exactly one shard. The search index each page loads is the
 # empty one (tests/site/conftest.py): the search worker is the same on every page, and the tests
@@ -50,15 +61,16 @@ SHARDS = 4
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_every_page_loads_offline_cleanly_and_passes_axe(watched, base_url, pages, axe_source, shard):
+def test_every_page_loads_offline_cleanly_and_passes_axe(watched, base_url, site, pages, axe_source, shard):
     assert "/" in pages and "/notebooks/00-environment/" in pages
+    checked = axe_checked(site, pages)
     paths = pages[shard::SHARDS]
     assert paths
     failures = []
     for path in paths:
         page = _open(watched, base_url, path)
         assert page.locator("h1").count() == 1, f"{path}: expected exactly one h1"
-        for problem in _serious_axe_violations(page, axe_source):
+        for problem in (_serious_axe_violations(page, axe_source) if path in checked else []):
             failures.append(f"{path}: {problem}")
     assert not watched.external_requests, f"requests to other hosts: {watched.external_requests}"
     assert not watched.console_errors, f"console errors: {watched.console_errors}"
