@@ -91,7 +91,8 @@ def test_measured_points_map_bench_modes_to_scenarios_and_hold_out_a_model(pts):
 
 # --- the stored fit -------------------------------------------------------------------------
 
-@pytest.mark.xdist_group("calibration-fit")  # the one fit of the module (seconds), on one worker
+@pytest.mark.slow  # the whole fit: 13 s of `make test-fast`'s 69 on 2 cores
+@pytest.mark.xdist_group("calibration-fit")  # the one fit of the module, on one worker
 def test_stored_fit_is_what_the_code_fits_today(fresh, stored):
     def same(a, b):
         if isinstance(a, dict):
@@ -125,6 +126,7 @@ def test_held_out_errors_meet_the_targets(stored):
     assert (errs[2] + errs[3]) / 2 == pytest.approx(loso["by_regime"][-1]["median"], abs=1e-4) and errs[2] <= 0.15
 
 
+@pytest.mark.slow  # five more fits
 @pytest.mark.xdist_group("calibration-fit")
 def test_the_evaluation_recomputes_the_stored_errors(fresh_errors, stored):
     for mode in ("kernel", "graph"):
@@ -280,7 +282,8 @@ def test_sensitivity_moves_the_right_way():
         sensitivity(chat, "H200", per_call_us=[10], memory_ratio=[1.5])
 
 
-@pytest.mark.xdist_group("calibration-fit")  # the one fit of the module (seconds), on one worker
+@pytest.mark.slow  # needs the module's fit and evaluation
+@pytest.mark.xdist_group("calibration-fit")
 def test_calibrate_command(tmp_path, capsys, stored, fresh, fresh_errors, monkeypatch):
     """The command's wiring and report; the fit and its evaluation are the module's (run once above), the
     ceiling grid cut short."""
