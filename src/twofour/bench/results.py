@@ -287,12 +287,13 @@ def load_results(path) -> Results:
         raise ValueError(f"results file {str(path)!r} has schema {data.get('schema') if isinstance(data, dict) else None!r}; "
                          f"expected one of {READABLE_SCHEMAS}")
     check_schema(data, RESULTS_SCHEMA, f"results file {str(path)!r}")
-    settings = data.get("settings", {})
+    settings = dict(data.get("settings", {}))
     if data["schema"] != SCHEMA:  # the lone-call mode's old name (see SCHEMA)
-        lone = lambda m: "lone" if m == "eager" else m  # noqa: E731
-        settings = {**settings, **{k: type(settings[k])(lone(m) for m in settings[k]) if k == "modes" else
-                                   {lone(m): v for m, v in settings[k].items()}
-                                   for k in ("modes", "methods") if isinstance(settings.get(k), (list, dict))}}
+        lone = {"eager": "lone"}
+        if isinstance(settings.get("modes"), list):
+            settings["modes"] = [lone.get(m, m) for m in settings["modes"]]
+        if isinstance(settings.get("methods"), dict):
+            settings["methods"] = {lone.get(m, m): v for m, v in settings["methods"].items()}
     return Results(data["provenance"], settings, data["points"], data["schema"], str(path))
 
 

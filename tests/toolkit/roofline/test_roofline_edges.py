@@ -142,16 +142,6 @@ def test_fit_summary_names_the_gpu_and_each_regime_of_each_held_out_test():
     assert fit_summary().startswith("base set: no usable measurement on this GPU")
 
 
-def test_crossover_m_reports_a_bad_backend_before_a_bad_scenario_like_predict():
-    from twofour.roofline import crossover_m
-
-    message = r"^backend 'bogus' is not available on H100; valid: \['cuSPARSELt'\]$"
-    with pytest.raises(ValueError, match=message):
-        predict(1, 4096, 4096, "fp16", "H100", "bogus", scenario="bogus")
-    with pytest.raises(ValueError, match=message):
-        crossover_m(4096, 4096, "fp16", "H100", "bogus", scenario="bogus")
-
-
 @pytest.mark.parametrize("pad_to", [0, -8, 2.5, True])
 def test_pad_to_error_names_it(pad_to):
     with pytest.raises(ValueError, match=rf"^pad_to must be a positive int, got {pad_to!r}$"):
@@ -252,14 +242,19 @@ def test_an_oversized_dimension_is_shown_by_its_digits_from_10_to_the_30():
         predict(1, 4096, 10**4000, "fp16", "H100")
 
 
-def test_crossover_m_refuses_a_search_on_cutlass_like_predict():
+@pytest.mark.parametrize("gpu, backend, kw, message", [
+    # a bad backend is reported before a bad scenario
+    ("H100", "bogus", {"scenario": "bogus"}, r"^backend 'bogus' is not available on H100; valid: \['cuSPARSELt'\]$"),
+    ("A100", "CUTLASS", {"algorithm": "searched"},
+     r"^algorithm='searched' picks a cuSPARSELt algorithm; the CUTLASS backend has none to search"),
+])
+def test_crossover_m_refuses_what_predict_refuses_with_the_same_message(gpu, backend, kw, message):
     from twofour.roofline import crossover_m
 
-    message = r"^algorithm='searched' picks a cuSPARSELt algorithm; the CUTLASS backend has none to search"
     with pytest.raises(ValueError, match=message):
-        predict(64, 4096, 4096, "fp16", "A100", "CUTLASS", algorithm="searched")
+        predict(64, 4096, 4096, "fp16", gpu, backend, **kw)
     with pytest.raises(ValueError, match=message):
-        crossover_m(4096, 4096, "fp16", "A100", "CUTLASS", algorithm="searched")
+        crossover_m(4096, 4096, "fp16", gpu, backend, **kw)
 
 
 def test_gemm_speedup_passes_the_algorithm_on():
