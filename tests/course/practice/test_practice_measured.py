@@ -25,6 +25,9 @@ from twofour.course.practice import helpers, load_bank
 from twofour.course.practice import questions as bank_questions
 from twofour.bench import trusted
 
+# Every test here reads one costly walk over the bank (the module fixture below): on one worker.
+pytestmark = pytest.mark.xdist_group("bank-rests-on")
+
 CALLS = {"bench": "F.linear", "sweep": "_cslt_sparse_mm"}
 
 
@@ -63,7 +66,7 @@ def what_numbers_rest_on() -> dict:
     try:
         original = Results.gpu_points
 
-        def slower_points(self, mode="eager"):
+        def slower_points(self, mode="lone"):
             return [dict(r, sparse_ms=r["sparse_ms"] * 1.13) for r in original(self, mode)]
 
         mp.setattr(Results, "gpu_points", slower_points)
