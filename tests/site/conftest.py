@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:  # the build's command and server, shared with the xdist controller (tests/conftest.py)
     from twofour_site_build import (EMPTY_SEARCH_HEADER, SITE_BUILD_TIMEOUT_S, serve, site_build_command,
                                     site_build_env)
+    import page_walk
+    from page_walk import is_external
 finally:
     sys.path.pop(0)
 CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium"))
@@ -182,15 +184,6 @@ class Watched:
     console_errors: list[str]
 
 
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-
-
-def is_external(url: str) -> bool:
-    """A network request to another host (blob: and data: URLs never leave the page)."""
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL_HOSTS
-
-
 @pytest.fixture
 def watched(browser, base_url) -> Watched:
     """A fresh page (light scheme) whose non-local requests are recorded (and fail: CHROMIUM_ARGS).
@@ -218,3 +211,15 @@ def axe_source() -> str:
         return (files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
     except (ImportError, FileNotFoundError):
         missing("axe-core not found: install the test extra (`make setup`), which brings axe-playwright-python")
+
+
+@pytest.fixture(scope="session")
+def desktop_walk(_chromium, base_url, site, pages, axe_source) -> page_walk.Walk:
+    """Every page opened once at 1280 px and measured (tests/site/page_walk.py); mark its readers page_walk.DESKTOP_WALK."""
+    return page_walk.desktop_walk(Browser(_chromium), base_url, site, pages, axe_source)
+
+
+@pytest.fixture(scope="session")
+def phone_walk(_chromium, base_url, pages) -> page_walk.Walk:
+    """Every page opened once on a 390 px phone and measured; mark its readers page_walk.PHONE_WALK."""
+    return page_walk.phone_walk(Browser(_chromium), base_url, pages)

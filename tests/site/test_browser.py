@@ -2,19 +2,17 @@
 
 Every page: loads with no console errors, makes zero requests to other hosts, runs the site
 script, and has no serious or critical axe-core (WCAG 2 A/AA) violation (the API reference's
-pages: its index and its largest page; see :func:`axe_checked`). Plus the features a reader
+pages: its index and its largest page; see :func:`page_walk.axe_checked`). Plus the features a reader
 touches: dark mode, search, instant navigation.
 """
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-pytestmark = pytest.mark.browser
+import page_walk
 
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+pytestmark = pytest.mark.browser
 
 
 def _open(watched, base_url: str, path: str):
@@ -25,55 +23,24 @@ def _open(watched, base_url: str, path: str):
     return page
 
 
-# resultTypes: axe still runs every rule and lists every violation in full; passes, incomplete and
-# inapplicable results keep one node each, and only the violations come back to Python. On a
-# long chapter that is 3x faster (axe's own advice for large pages) and checks the same.
-AXE_RUN = "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']}).then(r => r.violations)"
-
-
 def _serious_axe_violations(page, axe_source: str) -> list[str]:
     page.add_script_tag(content=axe_source)  # inline: no request
-    violations = page.evaluate(AXE_RUN, AXE_TAGS)
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']} at "
-        + ", ".join(json.dumps(n["target"]) for n in v["nodes"][:3])
-        for v in violations
-        if v["impact"] in ("serious", "critical")
-    ]
+    return page_walk.serious(page.evaluate(page_walk.AXE_RUN, page_walk.AXE_TAGS))
 
 
-def axe_checked(site, pages: list[str]) -> set[str]:
-    """The pages axe checks: every page but the API reference's, of which the index and the largest
-    page. Those 46 pages are one mkdocstrings template filled from docstrings, whose markup (tables,
-    code, admonitions, links) the largest page holds too; axe on all of them took 133 of the 225 s
-    axe took over the site (2026-12-06, this 2-core machine, run alone)."""
-    api = [p for p in pages if p.startswith("/reference/api/") and p != "/reference/api/"]
-    largest = max(api, key=lambda p: (site / p.strip("/") / "index.html").stat().st_size, default=None)
-    return {p for p in pages if p not in api} | {largest} - {None}
-
-
-# The pages in interleaved shards, so that xdist's two workers share them (axe takes seconds on a
-# long chapter); every page is in exactly one shard. The search index each page loads is the
-# empty one (tests/site/conftest.py): the search worker is the same on every page, and the tests
-# marked search_index load the real one.
-SHARDS = 4
-
-
+# The search index each page loads in the walk is the empty one (tests/site/conftest.py): the
+# search worker is the same on every page, and the tests marked search_index load the real one.
 @pytest.mark.slow
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_every_page_loads_offline_cleanly_and_passes_axe(watched, base_url, site, pages, axe_source, shard):
+@page_walk.DESKTOP_WALK
+def test_every_page_loads_offline_cleanly_and_passes_axe(desktop_walk, site, pages):
     assert "/" in pages and "/notebooks/00-environment/" in pages
-    checked = axe_checked(site, pages)
-    paths = pages[shard::SHARDS]
-    assert paths
-    failures = []
-    for path in paths:
-        page = _open(watched, base_url, path)
-        assert page.locator("h1").count() == 1, f"{path}: expected exactly one h1"
-        for problem in (_serious_axe_violations(page, axe_source) if path in checked else []):
-            failures.append(f"{path}: {problem}")
-    assert not watched.external_requests, f"requests to other hosts: {watched.external_requests}"
-    assert not watched.console_errors, f"console errors: {watched.console_errors}"
+    assert set(desktop_walk.seen) == set(pages)
+    assert set(desktop_walk.of("axe")) == page_walk.axe_checked(site, pages)
+    not_one_h1 = [path for path, n in desktop_walk.of("h1").items() if n != 1]
+    assert not not_one_h1, f"pages without exactly one h1: {not_one_h1}"
+    assert not desktop_walk.external_requests, f"requests to other hosts: {desktop_walk.external_requests}"
+    assert not desktop_walk.console_errors, f"console errors: {desktop_walk.console_errors}"
+    failures = [f"{path}: {problem}" for path, problems in desktop_walk.of("axe").items() for problem in problems]
     assert not failures, "accessibility violations:\n" + "\n".join(failures)
 
 

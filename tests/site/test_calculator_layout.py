@@ -246,7 +246,7 @@ def test_calculators_on_a_phone_pass_axe(browser, base_url, axe_source, scheme):
         if scheme == "dark":
             page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'slate')")
         page.add_script_tag(content=axe_source)
-        # Only the violations, in full (see AXE_RUN in test_browser.py).
+        # Only the violations, in full (see AXE_RUN in page_walk.py).
         violations = page.evaluate("""() => axe.run(document.querySelectorAll('[data-calc]').length ? [...document.querySelectorAll('[data-calc]')] : document,
             {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations']})
             .then(r => r.violations)""")

@@ -12,61 +12,12 @@ from __future__ import annotations
 
 import pytest
 
+import page_walk
+
 pytestmark = pytest.mark.browser
 
-PHONE = {"width": 390, "height": 844}
 
-
-def _open(page, base_url: str, path: str):
-    page.goto(base_url + path, wait_until="load")
-    page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path)
-    return page
-
-
-def chapter_and_lab_pages(pages: list[str]) -> list[str]:
-    """The chapters (notebooks/0*), the labs overview, every lab and every lab's solutions page."""
-    return [p for p in pages if p.startswith("/notebooks/0") or p.startswith("/labs/")]
-
-
-# Every table on the page: its scroll box (the widest ancestor that clips or scrolls, or the
-# nearest if none is too narrow; the table's own overflow is Material's and does not apply to a
-# display:table box; a box inside another that scrolls would hide its cue), how much wider its
-# content is than the box, whether the box shows the cue, and each header cell. A table that is not
-# rendered at all (display: none, as a calculator's range table while its speedups are typed in:
-# tests/site/test_calculator_states.py) has nothing to fit and is left out.
-_TABLES = """() => [...document.querySelectorAll('.md-content table')].filter((table) => table.getClientRects().length > 0)
-  .map((table, index) => {
-  const boxes = [];
-  for (let e = table.parentElement; e && !e.classList.contains('md-content'); e = e.parentElement) {
-    if (getComputedStyle(e).overflowX !== 'visible') boxes.push(e);
-  }
-  const box = boxes.find((e) => e.scrollWidth > e.clientWidth + 1) || boxes[0] || document.querySelector('.md-content');
-  const nested = boxes.filter((e) => e.scrollWidth > e.clientWidth + 1).length > 1;
-  const cs = getComputedStyle(box);
-  const heads = [...table.querySelectorAll('thead th, tr:first-child > th')].map((th) => {
-    const s = getComputedStyle(th);
-    return {text: th.textContent.trim().replace(/\\s+/g, ' ').slice(0, 40), width: Math.round(th.getBoundingClientRect().width),
-            clipped: th.scrollWidth > th.clientWidth + 1, hidden: s.display === 'none' || s.visibility === 'hidden'};
-  });
-  const cells = [...table.querySelectorAll('tbody td')];
-  const stacked = !!table.closest('.htw-stack') && cells.length > 0 && getComputedStyle(cells[0]).display === 'block';
-  const unlabelled = stacked ? cells.filter((td, i) => {
-    const head = table.querySelectorAll('thead th')[td.cellIndex];
-    const shown = getComputedStyle(td, '::before').content;
-    return !head || td.dataset.label !== head.textContent.trim()
-      || (td.cellIndex > 0 && !shown.includes(head.textContent.trim()));
-  }).map((td) => td.textContent.trim().slice(0, 30)) : [];
-  return {index, box: box.className.split(' ')[0] || box.tagName, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
-          tableWidth: Math.round(table.getBoundingClientRect().width), overflowX: cs.overflowX,
-          cue: cs.backgroundImage.includes('radial-gradient'), focusable: box.getAttribute('tabindex') === '0',
-          heads, stacked, unlabelled, nested};
-})"""
-
-# Lab check messages ("passed: ...", "not done yet: ...") that run past the edge of their box.
-_CUT_CHECKS = """() => [...document.querySelectorAll('.md-content pre.nb-check')].map((pre) => ({
-  text: pre.textContent.slice(0, 60), over: pre.scrollWidth - pre.clientWidth, whiteSpace: getComputedStyle(pre).whiteSpace}))"""
-
-
+# The tables a walk measured (tests/site/page_walk.py: TABLES, CUT_CHECKS), judged.
 def _problems(path: str, width: int, tables: list[dict]) -> list[str]:
     out = []
     for t in tables:
@@ -92,26 +43,22 @@ def _problems(path: str, width: int, tables: list[dict]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("width", [1280, PHONE["width"]])  # one test per width: xdist's two workers share them
-def test_every_table_fits_its_column_or_says_it_scrolls(browser, base_url, pages, width):
-    paths = chapter_and_lab_pages(pages)
+@pytest.mark.parametrize("walk", [pytest.param("desktop_walk", marks=page_walk.DESKTOP_WALK),
+                                  pytest.param("phone_walk", marks=page_walk.PHONE_WALK)])
+def test_every_table_fits_its_column_or_says_it_scrolls(request, pages, walk):
+    walk = request.getfixturevalue(walk)
+    paths = page_walk.chapter_and_lab_pages(pages)
     assert len([p for p in paths if p.startswith("/notebooks/0")]) >= 8 and "/labs/" in paths, paths
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    failures, counted, stacked, checks = [], 0, 0, 0
+    tables, checks = walk.of("tables"), walk.of("checks")
+    assert set(tables) == set(checks) == set(paths)
+    failures = [problem for path in paths for problem in _problems(path, walk.width, tables[path])]
     for path in paths:
-        tables = _open(page, base_url, path).evaluate(_TABLES)
-        counted += len(tables)
-        stacked += sum(t["stacked"] for t in tables)
-        failures += _problems(path, width, tables)
-        for check in page.evaluate(_CUT_CHECKS):
-            checks += 1
-            if check["over"] > 1:
-                failures.append(f"{path} at {width}px: lab check message runs {check['over']}px past its box "
-                                f"(white-space {check['whiteSpace']}): {check['text']!r}")
-    context.close()
+        failures += [f"{path} at {walk.width}px: lab check message runs {check['over']}px past its box "
+                     f"(white-space {check['whiteSpace']}): {check['text']!r}" for check in checks[path] if check["over"] > 1]
+    counted = sum(len(t) for t in tables.values())
     assert counted >= 60, f"expected the chapters' and labs' tables, found {counted}"
-    assert checks >= 6, f"expected the labs' check messages (pre.nb-check), found {checks}"
-    if width < 600:
+    assert sum(len(c) for c in checks.values()) >= 6, "expected the labs' check messages (pre.nb-check)"
+    if walk.width < 600:
+        stacked = sum(t["stacked"] for ts in tables.values() for t in ts)
         assert stacked >= 1, "expected the labs overview to stack into one card per lab on a phone"
     assert not failures, f"{len(failures)} tables that do not fit:\n" + "\n".join(failures)

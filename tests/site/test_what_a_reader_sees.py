@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import page_walk
 from twofour.course.answer import CHECKLIST
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,18 +283,9 @@ def test_checking_code_is_folded_and_its_output_shown(site, path):
         assert len(folds) >= 3, "chapter 7's checking cells are not folded"
 
 
-# How many characters of an output block's font its column holds (what twofour's reports are
-# fitted to: COLUMNS in the notebooks' kernels, twofour._common.fit.SITE_WIDTH).
-_COLUMN_CHARS = """() => { const pre = document.querySelector('.md-content .nb-output pre');
-  const cs = getComputedStyle(pre); const probe = document.createElement('span');
-  probe.textContent = 'x'.repeat(200); probe.style.cssText = 'display: inline-block; white-space: pre';
-  pre.appendChild(probe);  // a probe that cannot wrap, even in a block whose sentences may
-  const char = probe.getBoundingClientRect().width / 200; probe.remove();
-  return (pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)) / char; }"""
-
-
 @pytest.mark.slow
-def test_no_printed_line_is_wider_than_its_column_at_1280_px(watched, base_url, pages):
+@page_walk.DESKTOP_WALK
+def test_no_printed_line_is_wider_than_its_column_at_1280_px(desktop_walk, pages):
     """Chapter 0's environment report, chapter 3's audit and trace reports and lab 3's used to run
     off the column (up to 2,146 px): twofour's printers fit them to COLUMNS, the column's width."""
     import sys
@@ -306,22 +298,12 @@ def test_no_printed_line_is_wider_than_its_column_at_1280_px(watched, base_url, 
     finally:
         sys.path.pop(0)
     assert nb_execute.KERNEL_ENV["COLUMNS"] == str(SITE_WIDTH)
-    page = watched.page
-    wide, checked = [], 0
-    for path in pages:
-        if not path.startswith(("/notebooks/", "/labs/")):
-            continue
-        page.goto(base_url + path, wait_until="load")
-        page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path)
-        if path == "/notebooks/03-dispatch/":
-            held = page.evaluate(_COLUMN_CHARS)
-            assert held >= SITE_WIDTH, f"an output column holds {held:.1f} characters at 1280 px, not {SITE_WIDTH}"
-        checked += page.evaluate("() => document.querySelectorAll('.md-content .nb-output pre').length")
-        wide += [f"{path}: {t}" for t in page.evaluate(
-            """() => [...document.querySelectorAll('.md-content .nb-output pre')]
-                 .filter(p => p.scrollWidth > p.clientWidth + 1)
-                 .map(p => `${p.scrollWidth} px in ${p.clientWidth}: ${p.textContent.split('\\n')
-                   .reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 90)}`)""")]
+    held = desktop_walk.of("column_chars")[page_walk.COLUMN_PAGE]
+    assert held >= SITE_WIDTH, f"an output column holds {held:.1f} characters at 1280 px, not {SITE_WIDTH}"
+    seen = desktop_walk.of("wide_pres")
+    assert set(seen) == set(page_walk.printed_pages(pages))
+    checked = sum(got["count"] for got in seen.values())
+    wide = [f"{path}: {line}" for path, got in seen.items() for line in got["wide"]]
     assert checked >= 100, f"expected the chapters' and labs' printed outputs, found {checked}"
     assert not wide, "printed lines wider than their column:\n" + "\n".join(wide)
 
@@ -343,38 +325,25 @@ def _svg_font_sizes(svg_text: str) -> tuple[float, list[float]]:
 
 
 @pytest.mark.slow
-def test_figures_can_be_read_at_390_px(browser, base_url, pages, site):
+@page_walk.PHONE_WALK
+def test_figures_can_be_read_at_390_px(phone_walk, pages, site):
     """At 390 px every label of a drawn figure is at least 10 px, or the picture opens full size on a tap."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="light")
-    page = context.new_page()
+    seen = phone_walk.of("figure_sizes")
+    assert set(seen) == {"/", *page_walk.notebook_pages(pages)}
     problems = []
-    try:
-        for path in ["/", *[p for p in pages if p.startswith(("/notebooks/", "/labs/lab"))]]:
-            page.goto(base_url + path, wait_until="load")
-            page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path)
-            found = page.evaluate("""() => ({
-              svgs: [...document.querySelectorAll('.md-content img[src$=".svg"]')].map(i => [i.getAttribute('src'), i.clientWidth]),
-              pngs: [...document.querySelectorAll('.md-content figure.nb-figure img')].map(i => ({
-                zoom: i.closest('a.nb-zoom')?.getAttribute('href') === i.getAttribute('src'),
-                hint: [...i.closest('figure').querySelectorAll('.nb-zoom-hint')].some(h => h.offsetParent !== null),
-                shrunk: i.clientWidth < i.naturalWidth / 2 - 1, src: i.getAttribute('src')})),
-              inline: [...document.querySelectorAll('.md-content figure.nb-figure svg text')].map(t =>
-                t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize)).filter(x => x > 0),
-            })""")
-            page_dir = site / path.strip("/")
-            for src, shown in found["svgs"]:
-                where = urlsplit(src).path
-                file = site / where.lstrip("/") if where.startswith("/") else page_dir / where
-                width, sizes = _svg_font_sizes(file.read_text(encoding="utf-8"))
-                if sizes and min(sizes) * shown / width < 10:
-                    problems.append(f"{path}: {src} labels {min(sizes) * shown / width:.1f} px on screen")
-            for img in found["pngs"]:
-                if not (img["zoom"] and img["hint"]):
-                    problems.append(f"{path}: {img['src']} neither opens full size on a tap nor says so")
-            if found["inline"] and min(found["inline"]) < 10 and path not in _INLINE_TOO_SMALL:
-                problems.append(f"{path}: an inline figure's labels are {min(found['inline']):.1f} px")
-    finally:
-        context.close()
+    for path, found in seen.items():
+        page_dir = site / path.strip("/")
+        for src, shown in found["svgs"]:
+            where = urlsplit(src).path
+            file = site / where.lstrip("/") if where.startswith("/") else page_dir / where
+            width, sizes = _svg_font_sizes(file.read_text(encoding="utf-8"))
+            if sizes and min(sizes) * shown / width < 10:
+                problems.append(f"{path}: {src} labels {min(sizes) * shown / width:.1f} px on screen")
+        for img in found["pngs"]:
+            if not (img["zoom"] and img["hint"]):
+                problems.append(f"{path}: {img['src']} neither opens full size on a tap nor says so")
+        if found["inline"] and min(found["inline"]) < 10 and path not in _INLINE_TOO_SMALL:
+            problems.append(f"{path}: an inline figure's labels are {min(found['inline']):.1f} px")
     assert not problems, "\n".join(problems)
 
 
@@ -517,7 +486,7 @@ def test_the_worked_deployment_has_one_number_per_quantity(watched, base_url, si
 # ---------------------------------------------------------------------------------------------
 # In the browser: outputs, figures, phone widths, the labs, search order, the home page
 
-PHONE = {"width": 390, "height": 844}
+PHONE = page_walk.PHONE_SCREEN
 GENERIC_ALT = "Figure produced by the code above"
 
 
@@ -527,46 +496,16 @@ def _open(page, base_url: str, path: str):
     return page
 
 
-def _notebook_pages(pages: list[str]) -> list[str]:
-    return [p for p in pages if p.startswith("/notebooks/") or p.startswith("/labs/lab")]
-
-
-# Lines each output <pre> would have without wrapping vs the height it takes: a wrapped line
-# makes the block taller than its line count. One rule for every printed block: output with
-# aligned columns (a run of two or more spaces ending at the same place on two lines) keeps its
-# lines, so a table is never broken mid-row; sentences may wrap at the column's edge, as a lab
-# check's message does (pre.nb-check, tests/site/test_tables.py; pre.nb-wrap, site_hooks/nb_render.py).
-# Which blocks have columns is read here from the text itself, not from the class the build gave.
-_WRAPPED_PRES = """() => [...document.querySelectorAll('.md-content .nb-output pre')].flatMap((pre) => {
-  const cs = getComputedStyle(pre);
-  const text = pre.textContent;
-  const lines = text.split('\\n').length;
-  const ends = {};
-  for (const line of text.split('\\n')) {
-    for (const m of line.trimEnd().matchAll(/\\S {2,}(?=\\S)/g)) ends[m.index + m[0].length] = (ends[m.index + m[0].length] || 0) + 1;
-  }
-  const columns = Object.values(ends).some((n) => n >= 2);
-  const lh = parseFloat(cs.lineHeight);
-  const content = pre.scrollHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
-  const problems = [];
-  if (columns && cs.whiteSpace !== 'pre') problems.push(`aligned columns with white-space ${cs.whiteSpace}`);
-  if (columns && content > lines * lh + lh / 2) problems.push(`${lines} lines take ${(content / lh).toFixed(1)} line heights`);
-  if (!columns && !pre.matches('.nb-check, .nb-wrap') && cs.whiteSpace !== 'pre') problems.push(`white-space is ${cs.whiteSpace}`);
-  return problems.length ? [`${text.slice(0, 60)}...: ${problems.join(', ')}`] : [];
-})"""
-
-
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("width", [1280, PHONE["width"]])  # one test per width: xdist's workers share them
-def test_no_notebook_output_wraps_mid_line(browser, base_url, pages, width):
-    failures = []
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    for path in _notebook_pages(pages):
-        for problem in _open(page, base_url, path).evaluate(_WRAPPED_PRES):
-            failures.append(f"{path} at {width}px: {problem}")
-    context.close()
+@pytest.mark.parametrize("walk", [pytest.param("desktop_walk", marks=page_walk.DESKTOP_WALK),
+                                  pytest.param("phone_walk", marks=page_walk.PHONE_WALK)])
+def test_no_notebook_output_wraps_mid_line(request, pages, walk):
+    """page_walk.WRAPPED_PRES: a printed block with aligned columns keeps its lines; sentences may wrap."""
+    walk = request.getfixturevalue(walk)
+    seen = walk.of("wrapped_pres")
+    assert set(seen) == set(page_walk.notebook_pages(pages))
+    failures = [f"{path} at {walk.width}px: {problem}" for path, problems in seen.items() for problem in problems]
     assert not failures, "output blocks that wrap mid-line:\n" + "\n".join(failures[:20])
 
 
@@ -589,30 +528,14 @@ def test_wide_output_scrolls_sideways_with_a_cue_and_takes_focus(browser, base_u
         assert box["overflow"] == "auto" and "radial-gradient" in box["cue"], box
 
 
-_FIGURES = """() => [...document.querySelectorAll('.md-content .nb-output .nb-image')].map((wrap) => {
-  const fig = wrap.closest('figure.nb-figure');
-  const img = wrap.querySelector('img');
-  const svg = wrap.querySelector('svg');
-  return {
-    alt: img ? img.getAttribute('alt') : svg && svg.getAttribute('aria-label'),
-    caption: fig && fig.querySelector('figcaption') ? fig.querySelector('figcaption').textContent.trim() : null,
-    natural: img ? img.naturalWidth : null,
-    shown: img ? Number(img.getAttribute('width')) : null,
-  };
-})"""
-
-
 @pytest.mark.browser
 @pytest.mark.slow
-def test_every_figure_has_its_own_alt_text_and_a_numbered_caption(browser, base_url, pages):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
+@page_walk.DESKTOP_WALK
+def test_every_figure_has_its_own_alt_text_and_a_numbered_caption(desktop_walk, pages):
+    seen = desktop_walk.of("figures")
+    assert set(seen) == set(page_walk.notebook_pages(pages))
     failures, counted = [], 0
-    for path in _notebook_pages(pages):
-        _open(page, base_url, path)
-        page.evaluate("() => document.querySelectorAll('img[loading=lazy]').forEach((i) => { i.loading = 'eager'; })")
-        page.wait_for_function("() => [...document.querySelectorAll('.md-content img')].every((i) => i.complete)")
-        figures = page.evaluate(_FIGURES)
+    for path, figures in seen.items():
         counted += len(figures)
         alts = [f["alt"] for f in figures]
         for n, fig in enumerate(figures, start=1):
@@ -624,7 +547,6 @@ def test_every_figure_has_its_own_alt_text_and_a_numbered_caption(browser, base_
                 failures.append(f"{path} figure {n}: {fig['natural']} px drawn for {fig['shown']} px shown (not 2x)")
         if len(set(alts)) != len(alts):
             failures.append(f"{path}: two figures share an alt text")
-    context.close()
     assert counted >= 15, f"expected the chapters' figures, found {counted}"
     assert not failures, "\n".join(failures)
 
@@ -640,67 +562,22 @@ def test_figures_are_framed_cards_in_dark_mode(browser, base_url):
     assert "brightness" in style["filter"] and style["radius"] > 0, style
 
 
-# Smallest text in each content SVG, in CSS pixels as drawn (inline SVG, or an <img> of one).
-_SVG_LABELS = """async () => {
-  const out = [];
-  const scaleOf = (el, viewBoxWidth) => el.getBoundingClientRect().width / viewBoxWidth;
-  for (const svg of document.querySelectorAll('.md-content svg[viewBox]')) {
-    // Calculators draw their own charts (docs/js/calc, checked by their own tests).
-    if (svg.closest('.md-icon, .headerlink, .md-button, [data-calc]')) continue;
-    const texts = [...svg.querySelectorAll('text')];
-    if (!texts.length) continue;
-    const scale = scaleOf(svg, svg.viewBox.baseVal.width);
-    const min = Math.min(...texts.map((t) => parseFloat(getComputedStyle(t).fontSize)));
-    out.push({what: svg.querySelector('title')?.textContent.slice(0, 40) || 'inline svg', px: min * scale});
-  }
-  for (const img of document.querySelectorAll('.md-content img[src$=".svg"]')) {
-    const text = await (await fetch(img.src)).text();
-    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
-    const root = doc.documentElement;
-    const texts = [...doc.querySelectorAll('text')];
-    if (!texts.length) continue;
-    const size = (el) => { for (let e = el; e && e.getAttribute; e = e.parentNode) {
-      const v = e.getAttribute('font-size'); if (v) return parseFloat(v); } return 16; };
-    const min = Math.min(...texts.flatMap((t) => [size(t), ...[...t.querySelectorAll('tspan[font-size]')].map(size)]));
-    const vbw = parseFloat(root.getAttribute('viewBox').split(/[ ,]+/)[2]);
-    out.push({what: img.getAttribute('src'), px: min * scaleOf(img, vbw)});
-  }
-  return out;
-}"""
-
-
-# The pages in interleaved shards, so that xdist's two workers share them; every page is in
-# exactly one shard.
-PHONE_SHARDS = 3
 # Pages whose diagrams the label check must find (so that it never passes by finding none).
 DIAGRAM_PAGES = {"/": "the home page funnel", "/notebooks/03-dispatch/": "chapter 3's dispatch path"}
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("shard", range(PHONE_SHARDS))
-def test_no_page_scrolls_sideways_on_a_phone_and_diagram_labels_stay_legible(browser, base_url, pages, shard):
-    assert set(DIAGRAM_PAGES) <= set(pages)
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
-    page = context.new_page()
-    wide, small, diagrams = [], [], {}
-    for path in pages[shard::PHONE_SHARDS]:
-        _open(page, base_url, path)
-        overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        if overflow > 0:
-            culprit = page.evaluate("""() => { const w = document.documentElement.clientWidth;
-                const el = [...document.querySelectorAll('.md-content *')].find((e) => e.getBoundingClientRect().right > w + 1
-                  && !e.closest('[data-htw-scrolls], .md-typeset__scrollwrap, .nb-output pre, .nb-html, .nb-image, .highlight, .math-block'));
-                return el ? el.tagName + '.' + el.className + ': ' + (el.textContent || '').slice(0, 50) : '?'; }""")
-            wide.append(f"{path}: {overflow}px wider than the screen ({culprit})")
-        for label in page.evaluate(_SVG_LABELS):
-            diagrams[path] = diagrams.get(path, 0) + 1
-            if label["px"] < 10:
-                small.append(f"{path}: {label['what']}: smallest label {label['px']:.1f}px")
-    context.close()
+@page_walk.PHONE_WALK
+def test_no_page_scrolls_sideways_on_a_phone_and_diagram_labels_stay_legible(phone_walk, pages):
+    assert set(DIAGRAM_PAGES) <= set(pages) and set(phone_walk.seen) == set(pages)
+    wide = [f"{path}: {got['over']}px wider than the screen ({got['culprit']})"
+            for path, got in phone_walk.of("overflow").items() if got["over"] > 0]
+    labels = phone_walk.of("svg_labels")
     for path, what in DIAGRAM_PAGES.items():
-        if path in pages[shard::PHONE_SHARDS]:
-            assert diagrams.get(path), f"expected {what} on {path}"
+        assert labels[path], f"expected {what} on {path}"
+    small = [f"{path}: {label['what']}: smallest label {label['px']:.1f}px"
+             for path, found in labels.items() for label in found if label["px"] < 10]
     assert not wide, "pages that scroll sideways at 390 px:\n" + "\n".join(wide)
     assert not small, "diagram labels under 10 px at 390 px:\n" + "\n".join(small)
 
