@@ -226,6 +226,8 @@ def _open(page, base_url: str, path: str) -> None:
     page.goto(base_url + path, wait_until="load")
     # site.js stamps the path on <html> from Material's document$: proves scripts ran.
     page.wait_for_function("p => document.documentElement.dataset.htwPage === p", arg=path)
+    # A calculator mounts once its code has come (docs/js/calc/boot.js): measure the page with it.
+    page.wait_for_function("() => [...document.querySelectorAll('[data-calc]')].every((e) => e.dataset.calcReady)")
 
 
 def serious(violations: list[dict]) -> list[str]:
