@@ -1,8 +1,9 @@
 """MkDocs hook: fill the generated parts of the Reference pages.
 
 * ``reference/glossary.md``: ``<!-- glossary-terms -->`` becomes a definition list built from
-  ``includes/abbreviations.md``, the same file that gives every page its hover definitions,
-  so the glossary and the tooltips can never disagree.
+  ``includes/abbreviations.md``, the same file that gives every page its hover definitions
+  (:func:`on_config` hands it to every Markdown conversion), so the glossary and the tooltips
+  can never disagree.
 * The API reference: one page per public module of ``src/twofour``
   (``reference/api/<module>.md``, generated), whose entries mkdocstrings renders from the
   docstrings (``::: twofour.structure``; its options are in ``mkdocs.yml``). The pages are grouped
@@ -298,6 +299,11 @@ def _replace_api_entry(node):
 def on_config(config):
     if config.nav:
         config.nav = _replace_api_entry(config.nav)
+    # Every Markdown conversion knows the glossary (abbr's ``glossary`` option): the pages and
+    # each docstring mkdocstrings converts. Appended to every text instead (pymdownx.snippets'
+    # auto_append), the file's definitions were parsed again, line by line, in each of the
+    # build's ~1,000 conversions.
+    config.mdx_configs.setdefault("abbr", {})["glossary"] = dict(glossary_terms())
     return config
 
 
