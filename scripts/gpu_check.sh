@@ -109,16 +109,31 @@ if [ -n "$missing" ]; then
     exit 2
 fi
 
-HAS_CUDA=$("$PY" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
+# One Python process reports the interpreter, twofour's environment, torch and the device, and
+# whether CUDA is usable (each process that imports torch costs seconds of the device's time).
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "python: $("$PY" -c 'import sys; print(sys.version.split()[0], sys.executable)')"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu,memory.total --format=csv
     command -v nvidia-smi >/dev/null && nvidia-smi
-    "$PY" -c "from twofour.device import environment; print(environment())"
-    "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cusparselt', torch.backends.cusparselt.version() if torch.backends.cusparselt.is_available() else None); p = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None; print(p, 'L2', getattr(p, 'L2_cache_size', None))"
+    "$PY" - <<'EOF'
+import sys
+
+import torch
+
+print("python:", sys.version.split()[0], sys.executable)
+print("cuda_available:", int(torch.cuda.is_available()), flush=True)  # first: read even if what follows fails
+cusparselt = torch.backends.cusparselt.version() if torch.backends.cusparselt.is_available() else None
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cusparselt", cusparselt)
+p = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
+print(p, "L2", getattr(p, "L2_cache_size", None))
+from twofour.device import environment
+
+print(environment())
+EOF
     "$PY" -m pip list 2>/dev/null | grep -i -E "^(torch|triton|numpy|nvidia-cusparselt|nvidia-cublas|nbval|pytest) "
 } > "$OUT_DIR/environment.txt" 2>&1
+HAS_CUDA=$(sed -n 's/^cuda_available: \([01]\)$/\1/p' "$OUT_DIR/environment.txt")
+HAS_CUDA=${HAS_CUDA:-0}
 cat "$OUT_DIR/environment.txt"
 
 if [ "$HAS_CUDA" != "1" ]; then
