@@ -4,8 +4,8 @@
 // the first load and after every instant navigation, which swaps the page content without a
 // reload; each emission mounts the placeholders of the new content. Mounting is idempotent:
 // a placeholder is marked when mounted and skipped after that. A calculator's code is fetched
-// when a page first has one: four pages of the site do, and every other page used to fetch and
-// compile the code (about 170 kB) for nothing. Each placeholder says when it is mounted
+// when a page first has one: most pages have none, and each used to fetch and compile every
+// calculator's code for nothing. Each placeholder says when it is mounted
 // (data-calc-ready="true", or "error" with the reason in its place).
 
 const CALCULATORS = {
