@@ -24,6 +24,7 @@ that is packed already, the kernel it runs now), with one exception: a weight th
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -39,8 +40,7 @@ from ..checkpoint import CheckpointError, Reader, as_reader, weight_kind
 from ..checkpoint._flatten import unique_name
 from ..checkpoint.file import Checkpoint
 from ..checkpoint.folder import ModelFiles
-from .audit_row import AuditRow
-from .audit_report import AuditReport
+from .audit_report import AuditReport, AuditRow
 from .runners import judge_row, marlin_row, packed_int_row, who_runs
 from .explain import Verdict, explain
 from .probe import as_environment
@@ -52,7 +52,7 @@ __all__ = ["AuditRow", "AuditReport", "audit", "weight_kind", "MAX_TENSORS"]
 # thousands (a Llama-3-70B about 720). Past this many the audit refuses at once instead of running for minutes.
 MAX_TENSORS = 200_000
 
-def _skip_reason(name: str, shape: tuple[int, ...], dtype) -> str:
+def _skip_reason(shape: tuple[int, ...]) -> str:
     if len(shape) == 1:
         return "1-D (bias or norm scale): not a matmul weight"
     if len(shape) == 0:
@@ -166,20 +166,20 @@ def audit(
     if isinstance(source, (Checkpoint, ModelFiles)):  # files opened by hand: seen through their stored forms
         source = as_reader(source)
     reader = source if isinstance(source, Reader) else None
-    skipped: list[tuple[str, str]] = list(reader.skipped) if reader is not None else []
-    notes: list[str] = list(reader.notes) if reader is not None else []
+    skipped: list[tuple[str, str]] = []
+    notes: list[str] = []
+    ct, total = None, 0
+    if reader is not None:
+        skipped, notes, ct, total = list(reader.skipped), list(reader.notes), reader.ct, len(reader.names())
+        if total > MAX_TENSORS:
+            raise CheckpointError(
+                f"{printable(reader.path, 200)}: holds {total:,} tensors, more than {MAX_TENSORS:,}; at about a "
+                "millisecond each that audit would take minutes and no published model needs it (audit its shards "
+                "one at a time)"
+            )
     if isinstance(source, Mapping):
         source = _unique_keys(source, notes)
-    n_bytes_read = 0
-    if reader is not None and len(reader.names()) > MAX_TENSORS:
-        raise CheckpointError(
-            f"{printable(reader.path, 200)}: holds {len(reader.names()):,} tensors, more than "
-            f"{MAX_TENSORS:,}; at about a millisecond each that audit would take minutes and no published model "
-            "needs it (audit its shards one at a time)"
-        )
-    ct = reader.ct if reader is not None else None
-    conv1d = 0
-    total = len(reader.names()) if reader is not None else 0
+    n_bytes_read = conv1d = 0
     for i, (name, kind, shape, dtype, load) in enumerate(_iter_weights(source)):
         if progress is not None and reader is not None:
             progress(i, total, name)
@@ -187,7 +187,7 @@ def audit(
             skipped.append((name, f"not a tensor ({dtype})"))
             continue
         if kind is None:
-            skipped.append((name, _skip_reason(name, shape, dtype)))
+            skipped.append((name, _skip_reason(shape)))
             continue
         stored = reader.stored(name) if reader is not None else None
         if stored is not None and stored.form == "marlin-24":
@@ -208,7 +208,8 @@ def audit(
         else:
             counted = reader.structure(name) if reader is not None else None
             if counted is not None:  # decided by the stored form alone (a bitmask): no values read
-                W, report = torch.empty(_along_k(shape, reader, name), dtype=dtype, device="meta"), _report(counted, shape, dtype, reader, name)
+                along_k = tuple(reversed(shape)) if reader.transposed(name) else tuple(shape)
+                W, report = torch.empty(along_k, dtype=dtype, device="meta"), _report(counted, along_k, dtype)
             else:
                 W, report = load(), None
                 odd = _odd_tensor(W)
@@ -225,8 +226,7 @@ def audit(
                 continue
             del W
         if reader is not None:
-            on_disk = stored.stored_bytes or None
-            row = replace(row, stored=stored.form, stored_bytes=on_disk)
+            row = replace(row, stored=stored.form, stored_bytes=stored.stored_bytes or None)
             conv1d += reader.transposed(name)
             row = judge_row(row, ct, reader.path)
         elif kind == "linear":
@@ -236,21 +236,16 @@ def audit(
         notes.append(f"{conv1d} Conv1D weights (stored [in_features, out_features], config.json model_type "
                      f"{printable(str(reader.config.get('model_type')), 40)}) were judged along in_features, "
                      "as their matmul reads them")
-    notes = tuple(notes)
     model = ct.describe() if ct is not None else None
     runners = tuple(who_runs(ct, rows)) if ct is not None else ()
-    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, notes, model, runners,
+    return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, tuple(notes), model, runners,
                        on_gpu=bool(env.cuda_available))
 
 
-def _along_k(shape, reader, name) -> tuple[int, int]:
-    return tuple(reversed(shape)) if reader.transposed(name) else tuple(shape)
-
-
-def _report(counted: tuple[int, int], shape, dtype, reader, name) -> StructureReport:
+def _report(counted: tuple[int, int], shape, dtype) -> StructureReport:
     """A :class:`~twofour.structure.StructureReport` from a stored form's own count (no values read)."""
     groups, bad = counted
-    return StructureReport(valid=bad == 0, n=2, m=4, shape=_along_k(shape, reader, name), dtype=dtype,
+    return StructureReport(valid=bad == 0, n=2, m=4, shape=shape, dtype=dtype,
                            num_groups=groups, num_bad_groups=bad, bad_groups_per_row=torch.zeros(0, dtype=torch.int64),
                            bad_locations=torch.zeros(0, 2, dtype=torch.int64), examples=(), nonzero_fraction=0.5)
 
@@ -313,30 +308,20 @@ def _tokens(example_input_shape) -> int | None:
         return None
     if isinstance(example_input_shape, (bool, str, bytes)):
         raise TypeError(f"example_input_shape must be an int (tokens) or (batch, seq_len), got {example_input_shape!r}")
-    if isinstance(example_input_shape, int):
-        dims = [example_input_shape]
-    else:
-        try:
-            dims = [int(d) for d in example_input_shape]
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"example_input_shape must be an int (tokens) or a shape such as (batch, seq_len), got {example_input_shape!r}"
-            ) from None
+    try:
+        dims = [example_input_shape] if isinstance(example_input_shape, int) else [int(d) for d in example_input_shape]
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"example_input_shape must be an int (tokens) or a shape such as (batch, seq_len), got {example_input_shape!r}"
+        ) from None
     if not dims or any(d < 1 for d in dims):
         raise ValueError(f"example_input_shape must hold positive sizes, got {example_input_shape!r}")
-    M = 1
-    for d in dims:
-        M *= d
-    return M
+    return math.prod(dims)
 
 
 def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str, structure=None) -> AuditRow:
     packed = is_packed(W)
     shape = tuple(int(d) for d in W.shape)
-    d_bytes = dense_bytes(shape, W.dtype)
-    dtype = str(W.dtype).replace("torch.", "")
-    if kind == "embedding":
-        return _embedding_row(name, shape, W.dtype)
     if structure is None and not packed and shape[1] % 4 == 0:
         try:
             structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
@@ -356,7 +341,7 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         name=name,
         kind=kind,
         shape=shape,
-        dtype=dtype,
+        dtype=str(W.dtype).replace("torch.", ""),
         fraction_valid=None if structure is None else structure.fraction_valid,
         n_groups=None if structure is None else structure.num_groups,
         n_bad_groups=None if structure is None else structure.num_bad_groups,
@@ -364,6 +349,6 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         verdict=path,
         topics=tuple(c.topic for c in problems),
         reasons=tuple(c.message for c in problems),
-        dense_bytes=d_bytes,
+        dense_bytes=dense_bytes(shape, W.dtype),
         packed_bytes=p_bytes,
     )

@@ -1,24 +1,105 @@
-"""What an audit found, and how it is shown: :class:`AuditReport` (text, HTML page, JSON).
+"""What an audit found, and how it is shown: :class:`AuditRow` s and :class:`AuditReport` (text, HTML page, JSON).
 
-:func:`twofour.dispatch.audit.audit` walks a model or checkpoint and makes the rows; this module
-only adds them up and renders them, so a change to the walk and a change to the page are made in
-different files. The table cells every view shares are in :mod:`._audit_cells`.
+:func:`twofour.dispatch.audit.audit` walks a model or checkpoint and makes the rows (with
+:mod:`.runners` for compressed-tensors files); this module only adds them up and renders them,
+so a change to the walk and a change to the page are made in different files.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from .._common.fit import fit, fit_table, report_width
 from .._common.text import printable
-from ._audit_cells import NAME_WIDTH, STORED_HEADER, TABLE_HEADER, format_bytes, table_cells
-from .audit_row import AuditRow
 
-__all__ = ["AuditReport"]
+__all__ = ["AuditRow", "AuditReport"]
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One 2-D weight of the model."""
+
+    name: str
+    kind: str  # "linear" or "embedding" (a lookup: never a sparse GEMM)
+    shape: tuple[int, int]
+    dtype: str
+    fraction_valid: float | None  # fraction of 2:4-valid groups along K; None when not checked
+    packed: bool
+    verdict: str  # sparse-cusparselt / sparse-cutlass / dense / error
+    topics: tuple[str, ...]
+    reasons: tuple[str, ...]
+    dense_bytes: int
+    packed_bytes: int | None  # bytes once packed, for rows whose verdict is sparse
+    n_groups: int | None = None  # groups of four along K checked (None when not checked)
+    n_bad_groups: int | None = None  # of those, groups holding more than two non-zeros
+    stored: str = "dense"  # how the file stores it: dense, sparse-24-bitmask, marlin-24
+    stored_bytes: int | None = None  # its bytes on disk (every part), when read from a file
+    # Why the layer is left dense on purpose ("the output head", "a MoE router, in the recipe's ignore list",
+    # "an embedding (a lookup)"), or "" when it is not: a layer kept dense is listed, not judged.
+    kept_dense: str = ""
+
+    @property
+    def sparse(self) -> bool:
+        return self.verdict.startswith("sparse")
+
+
+# The audit table's columns, shared by the text and the HTML renderings; rows read from files
+# add STORED_HEADER's two after the dtype.
+TABLE_HEADER = ("name", "shape", "dtype", "2:4 valid", "packed", "verdict", "problems")
+STORED_HEADER = ("stored", "on disk")
+# Names are printed escaped (they come from the file) and at most this long, shortened in the middle.
+NAME_WIDTH = 60
+
+
+def valid_cell(r) -> str:
+    """The 2:4-valid fraction, never rounded up to 100% when a group fails: ``99.9% (1 of 1,024 bad)``.
+
+    >>> from types import SimpleNamespace as R
+    >>> valid_cell(R(fraction_valid=32767 / 32768, n_groups=32768, n_bad_groups=1))
+    '99.9% (1 of 32,768 bad)'
+    >>> valid_cell(R(fraction_valid=1.0, n_groups=64, n_bad_groups=0)), valid_cell(R(fraction_valid=None, n_groups=None, n_bad_groups=None))
+    ('100.0%', '—')
+    """
+    if r.fraction_valid is None:
+        return "—"
+    if not r.n_bad_groups:
+        return "100.0%" if r.n_groups is not None or r.fraction_valid == 1.0 else f"{r.fraction_valid:.1%}"
+    shown = math.floor(r.fraction_valid * 1000) / 10  # rounded down: a failing weight never reads 100.0%
+    return f"{shown:.1f}% ({r.n_bad_groups:,} of {r.n_groups:,} bad)"
+
+
+def _disk_cell(r) -> str:
+    if r.stored_bytes is None:
+        return "—"
+    fp16 = r.shape[0] * r.shape[1] * 2
+    return f"{format_bytes(r.stored_bytes)} ({r.stored_bytes / fp16:.2f}x fp16)"
+
+
+def table_cells(r, stored: bool = False) -> tuple[str, ...]:
+    """One audit row as the table's cell strings (the name escaped and shortened)."""
+    verdict = r.verdict if r.kind == "linear" else "embedding"
+    cells = (
+        printable(r.name, NAME_WIDTH),
+        "x".join(map(str, r.shape)),
+        str(r.dtype),
+        valid_cell(r),
+        "yes" if r.packed else "no",
+        "dense (kept)" if r.kept_dense and r.kind == "linear" else verdict,
+        ", ".join(r.topics) or "—",
+    )
+    return cells[:3] + (r.stored, _disk_cell(r)) + cells[3:] if stored else cells
+
+
+def format_bytes(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
 
 
 @dataclass(frozen=True)
@@ -74,7 +155,6 @@ class AuditReport:
     def checkpoint_line(self) -> str:
         """What the checkpoint is, on any machine: 2:4 along K per linear weight, how it is stored, what is kept dense.
 
-        >>> from twofour.dispatch.audit_row import AuditRow
         >>> row = AuditRow("fc.weight", "linear", (8, 8), "float16", 1.0, False, "error", (), (), 128, None)
         >>> AuditReport((row,), (), "CPU (no CUDA GPU)", "cusparselt", None, on_gpu=False).checkpoint_line()
         '2:4 CHECKPOINT: 1 of 1 linear weights are 2:4 along K (stored dense: 1)'
@@ -119,13 +199,21 @@ class AuditReport:
         fp16 = sum(r.shape[0] * r.shape[1] * 2 for r in rows)
         return f"on disk: {format_bytes(disk)} for these {len(rows)} weights, {disk / fp16:.2f}x their {format_bytes(fp16)} as dense fp16"
 
+    def _skipped_line(self) -> str:
+        """How many tensors were skipped, by reason: ``3 tensors: 2 x 1-D ...; 1 x scalar``."""
+        kinds = Counter(why for _, why in self.skipped)
+        return f"{len(self.skipped)} tensors: " + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
+
+    def _cells(self, rows) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        """The table's header, and the cells of ``rows``."""
+        stored = self.stored_forms
+        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
+        return header, [table_cells(r, stored) for r in rows]
+
     def table(self, max_rows: int | None = None, width: int | None = None) -> str:
         """The per-layer table (its first ``max_rows`` rows); wider than ``width`` it is printed as
         two tables that repeat the layer name, or one block per layer (:func:`twofour._common.fit.fit_table`)."""
-        rows = self.rows if max_rows is None else self.rows[:max_rows]
-        stored = self.stored_forms
-        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
-        body = [table_cells(r, stored) for r in rows]
+        header, body = self._cells(self.rows if max_rows is None else self.rows[:max_rows])
         more = [f"... {len(self.rows) - max_rows} more rows"] if max_rows is not None and len(self.rows) > max_rows else []
         return "\n\n".join("\n".join(lines + more) for lines in fit_table(header, body, width))
 
@@ -156,12 +244,7 @@ class AuditReport:
             for why, names in by_reason.items():
                 lines.append(f"  {printable(why, 120)} ({len(names)}): " + ", ".join(names[:3]) + (" ..." if len(names) > 3 else ""))
         if self.skipped:
-            kinds = Counter(why for _, why in self.skipped)
-            lines.append("")
-            lines.append(
-                f"skipped {len(self.skipped)} tensors: "
-                + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
-            )
+            lines += ["", f"skipped {self._skipped_line()}"]
         lines += [f"note: {printable(n, 400)}" for n in self.notes]
         if self.disk_line():
             lines += ["", self.disk_line()]
@@ -175,12 +258,9 @@ class AuditReport:
         return "\n".join(fit(lines, width))
 
     def _table_html(self) -> str:
-        stored = self.stored_forms
-        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
+        header, cells = self._cells(self.rows)
         head = "".join(f"<th>{h}</th>" for h in header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in table_cells(r, stored)) + "</tr>" for r in self.rows
-        )
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def _repr_html_(self) -> str:
@@ -208,9 +288,7 @@ class AuditReport:
                          + "".join(f'<tr><td>{e(t)}</td><td class="num">{n}</td><td>{e(m)}</td></tr>' for t, n, m in counts)
                          + "</tbody></table>")
         if self.skipped:
-            kinds = Counter(why for _, why in self.skipped)
-            parts.append(f"<h2>Skipped</h2><p>{len(self.skipped)} tensors: "
-                         + "; ".join(f"{n} x {e(printable(why, 200))}" for why, n in kinds.most_common()) + "</p>")
+            parts.append(f"<h2>Skipped</h2><p>{e(self._skipped_line())}</p>")
         parts += [f"<p>note: {e(printable(n, 400))}</p>" for n in self.notes]
         if self.disk_line():
             parts.append(f"<p>{e(self.disk_line())}</p>")

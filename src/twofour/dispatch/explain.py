@@ -220,15 +220,8 @@ def explain(
     # What decides the path as W stands, then what decides it after packing: one rule each, in
     # the order PyTorch meets them (and the pattern, which PyTorch never checks).
     dense_checks = [*_activation_rule(case), *_representation_rule(case)]
-    pack_checks = [
-        *_device_rule(case),
-        *_capability_rule(case),
-        *_backend_rule(case),
-        *_dtype_rule(case),
-        *_contiguity_rule(case),
-        *_shape_rule(case),
-        *_structure_rule(case),
-    ]
+    pack_rules = (_device_rule, _capability_rule, _backend_rule, _dtype_rule, _contiguity_rule, _shape_rule, _structure_rule)
+    pack_checks = [check for rule in pack_rules for check in rule(case)]
     padding, M_padded = _padding_rule(case)
     pack_checks += padding
 
@@ -352,8 +345,8 @@ def _backend_rule(case: _Case) -> list[Check]:
             )
         )
     if not case.packed:
-        forced = "" if case.backend == default_backend() else " (asked for explicitly; torch's default is "
-        forced += "" if not forced else f"{backend_rules(default_backend()).label})"
+        default = default_backend()
+        forced = "" if case.backend == default else f" (asked for explicitly; torch's default is {BACKENDS[default].name})"
         found.append(Check("backend", "info", f"to_sparse_semi_structured would use {case.rules.label}{forced}"))
     return found
 
@@ -425,10 +418,44 @@ def _shape_rule(case: _Case) -> list[Check]:
 
 
 def _structure_rule(case: _Case) -> list[Check]:
-    """Is W really n:m along K? PyTorch never checks it (a packed W has no zeros left to check)."""
+    """Is W really n:m along K? PyTorch never checks it (a packed W has no zeros left to check).
+    If not, is it 2:4 along the wrong axis, or merely half zeros?"""
     if case.packed:
         return []
-    return [_structure_check(case.W, case.rules.pattern(case.W.dtype), case.backend, case.structure)]
+    W = case.W
+    pattern = n, m = case.rules.pattern(W.dtype)
+    name = f"{n}:{m}"
+    src = "PyTorch does not check the pattern: torch/sparse/_semi_structured_conversions.py"
+    if W.device.type == "meta":
+        return [Check("structure", "info", f"W is a meta tensor (no values): {name} validity not checked")]
+    if W.dtype not in SUPPORTED_DTYPES:
+        return [Check("structure", "info", f"{dtype_name(W.dtype)} has no {name} check here")]
+    if W.shape[1] % m:
+        return [Check("structure", "error", f"K={W.shape[1]} is not a multiple of the group size {m}")]
+    # explain() checked that a caller's report answers this W
+    report = case.structure if case.structure is not None else _count(W, n, m)
+    if report.valid:
+        extra = " (float32 is stored as 1:2 pairs)" if pattern == (1, 2) else ""
+        return [Check("structure", "ok", f"every group of {m} along K holds at most {n} non-zeros{extra}")]
+    consequence = (
+        "packing silently drops the extra non-zeros, so the sparse result differs from the dense layer"
+        if case.backend == CUTLASS.key
+        else "packing does not check it, so the sparse result differs from the dense layer"
+    )
+    if pattern == (1, 2):
+        detail = f"{report.num_bad_groups:,} of {report.num_groups:,} pairs ({report.fraction_bad:.1%}) hold 2 non-zeros"
+        if _count(W, 2, 4).valid:
+            detail += "; W is 2:4, but float32 is stored 1:2 (one non-zero per pair), which is stricter"
+        else:
+            detail += "; float32 is stored 1:2 (one non-zero per pair)"
+    else:
+        detail = f"{report.num_bad_groups:,} of {report.num_groups:,} groups ({report.fraction_bad:.1%}) break {name} along K"
+        if report.nonzero_fraction <= n / m + 1e-9:
+            if W.shape[0] % m == 0 and _count(W.t(), n, m).valid:  # a view: checked block by block, never copied whole
+                detail += f"; W.t() is {name}: the zeros run along out_features (pruned along the wrong axis)"
+            else:
+                detail += f"; {1 - report.nonzero_fraction:.0%} of W is zero, but not {n} in every {m} along K (unstructured)"
+    return [Check("structure", "wrong", f"{detail}; {consequence}", src)]
 
 
 def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
@@ -496,38 +523,3 @@ def _require_report_on(report, W: torch.Tensor, pattern: tuple[int, int]) -> Non
     if (report.n, report.m) != (n, m):
         raise ValueError(f"structure= checked {report.n}:{report.m}, but a {dtype_name(W.dtype)} W is stored {n}:{m}: "
                          f"pass twofour.check(W, {n}, {m}) or omit structure")
-
-
-def _structure_check(W: torch.Tensor, pattern: tuple[int, int], backend: str, known: StructureReport | None) -> Check:
-    """Is W n:m along K? If not, is it 2:4 along the wrong axis, or merely half zeros?"""
-    n, m = pattern
-    name = f"{n}:{m}"
-    src = "PyTorch does not check the pattern: torch/sparse/_semi_structured_conversions.py"
-    if W.device.type == "meta":
-        return Check("structure", "info", f"W is a meta tensor (no values): {name} validity not checked")
-    if W.dtype not in SUPPORTED_DTYPES:
-        return Check("structure", "info", f"{dtype_name(W.dtype)} has no {name} check here")
-    if W.shape[1] % m:
-        return Check("structure", "error", f"K={W.shape[1]} is not a multiple of the group size {m}")
-    report = known if known is not None else _count(W, n, m)  # explain() checked that it answers this W
-    if report.valid:
-        extra = " (float32 is stored as 1:2 pairs)" if pattern == (1, 2) else ""
-        return Check("structure", "ok", f"every group of {m} along K holds at most {n} non-zeros{extra}")
-    consequence = (
-        "packing silently drops the extra non-zeros, so the sparse result differs from the dense layer"
-        if backend == CUTLASS.key
-        else "packing does not check it, so the sparse result differs from the dense layer"
-    )
-    detail = f"{report.num_bad_groups:,} of {report.num_groups:,} groups ({report.fraction_bad:.1%}) break {name} along K"
-    if report.nonzero_fraction <= n / m + 1e-9:
-        if W.shape[0] % m == 0 and _count(W.t(), n, m).valid:  # a view: checked block by block, never copied whole
-            detail += f"; W.t() is {name}: the zeros run along out_features (pruned along the wrong axis)"
-        else:
-            detail += f"; {1 - report.nonzero_fraction:.0%} of W is zero, but not {n} in every {m} along K (unstructured)"
-    if pattern == (1, 2):
-        detail = f"{report.num_bad_groups:,} of {report.num_groups:,} pairs ({report.fraction_bad:.1%}) hold 2 non-zeros"
-        if _count(W, 2, 4).valid:
-            detail += "; W is 2:4, but float32 is stored 1:2 (one non-zero per pair), which is stricter"
-        else:
-            detail += "; float32 is stored 1:2 (one non-zero per pair)"
-    return Check("structure", "wrong", f"{detail}; {consequence}", src)

@@ -43,6 +43,7 @@ operator is attributed to the sparse class of its nearest sparse ancestor, becau
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 from collections import defaultdict
@@ -51,6 +52,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._common.stderr import without_profiler_chatter
+from .rules import cusparselt_version_str
 from ..vocabulary import (DENSE, KERNEL_CLASSES, OTHER, SPARSE_CLASSES, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
                                   SPARSE_GENERAL)
 
@@ -195,9 +197,13 @@ class KernelReport:
             raise ValueError(f"cls must be one of {CLASSES}, got {cls!r}")
         return self.time_us.get(cls, 0.0) / 1000 / self.calls
 
+    def _top(self, n: int) -> list[KernelRow]:
+        """The ``n`` rows with the most time on the report's device."""
+        return sorted((r for r in self.rows if r.device == self.device), key=lambda r: -r.time_us)[:n]
+
     def table(self, top: int = 8) -> str:
         """The ``top`` rows by time on the report's device, as text."""
-        rows = sorted((r for r in self.rows if r.device == self.device), key=lambda r: -r.time_us)[:top]
+        rows = self._top(top)
         width = min(max((len(r.name) for r in rows), default=4), 70)
         lines = [f"{'name':<{width}}  {'class':<17} {'calls':>5} {'ms/call':>9}"]
         for r in rows:
@@ -214,11 +220,10 @@ class KernelReport:
         return self.summary() + "\n" + self.table()
 
     def _repr_html_(self) -> str:
-        rows = sorted((r for r in self.rows if r.device == self.device), key=lambda r: -r.time_us)[:8]
         body = "".join(
             f"<tr><td><code>{html.escape(r.name[:90])}</code></td><td>{r.cls}</td>"
             f"<td>{r.count // self.calls}</td><td>{r.time_us / 1000 / self.calls:.3f}</td></tr>"
-            for r in rows
+            for r in self._top(8)
         )
         return (
             f"<p><strong>{html.escape(self.summary())}</strong></p>"
@@ -348,26 +353,34 @@ def kernels(fn, *args, warmup: int = 1, calls: int = 1, **kwargs) -> KernelRepor
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, e.g. lambda: layer(x); got {type(fn).__name__}")
-    for name, value in (("warmup", warmup), ("calls", calls)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1):
-            raise ValueError(f"{name} must be an int >= {0 if name == 'warmup' else 1}, got {value!r}")
-    from torch.profiler import ProfilerActivity, profile
-
-    use_cuda = torch.cuda.is_available()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    for _ in range(warmup):
-        fn(*args, **kwargs)
-    if use_cuda:
-        torch.cuda.synchronize()
-    with without_profiler_chatter():
-        with profile(activities=activities) as prof:
-            for _ in range(calls):
-                fn(*args, **kwargs)
-            if use_cuda:
-                torch.cuda.synchronize()
+    prof = profile_calls(lambda: fn(*args, **kwargs), calls, warmup)
     return summarize(records_from_profiler(prof), calls=calls)
 
 
+def profile_calls(fn, calls: int, warmup: int, *, calls_name: str = "calls", step_name: str | None = None):
+    """The finished ``torch.profiler.profile`` of ``calls`` calls of ``fn()`` after ``warmup`` unprofiled ones.
+
+    GPU kernels are recorded when CUDA is available; with ``step_name`` each call runs inside
+    ``record_function(f"{step_name}_{i}")``. ``calls_name`` is what an error calls ``calls``.
+    """
+    for arg, value, low in ((calls_name, calls, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{arg} must be an int >= {low}, got {value!r}")
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    cuda = torch.cuda.is_available()
+    for _ in range(warmup):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+    with without_profiler_chatter():
+        with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+            for i in range(calls):
+                with record_function(f"{step_name}_{i}") if step_name else contextlib.nullcontext():
+                    fn()
+            if cuda:
+                torch.cuda.synchronize()
+    return prof
 
 
 # ------------------------------------------------------------------------------------------
@@ -389,8 +402,6 @@ class RecordedReport:
 
     @property
     def where(self) -> str:
-        from .rules import cusparselt_version_str
-
         p = self.provenance
         return (f"{p.get('gpu_name')}, torch {p.get('torch')}, cuSPARSELt {cusparselt_version_str(p.get('cusparselt'))}, "
                 f"{str(p.get('date', ''))[:10]}")

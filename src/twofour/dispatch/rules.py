@@ -18,7 +18,7 @@ What the classes do not expose is written down here, each with its source (the S
 * PyTorch's CUTLASS kernels are built and validated for 8.x only (pytorch#132928);
 * cuSPARSELt before 0.6.0 fails on 9.0 with "architecture mismatch" (pytorch#132009);
 * PyTorch moved to cuSPARSELt 0.7.1 because it was "needed to support sparse operations on
-  Blackwell" (pytorch PR #155232); torch 2.8.0 is the first default wheel that pins it;
+  Blackwell" (pytorch PR #155232, 2025-06-05); torch 2.8.0 is the first default wheel that pins it;
 * fp8 (e4m3/e5m2) 2:4 kernels for SM 8.9 (Ada: L4, RTX 40) arrived in cuSPARSELt 0.8.0 (its
   release notes), which the default wheels pin from torch 2.11 (:data:`TORCH_CUSPARSELT_PINS`);
   fp8 tensor cores do not exist below 8.9;
@@ -67,17 +67,13 @@ __all__ = [
 ]
 
 
-# Sparse tensor cores arrived with Ampere. Source: PyTorch semi-structured sparsity tutorial.
+# The sources of these minima are in the module docstring. torch reports cuSPARSELt's version as
+# one int (602 is 0.6.2).
 MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)
-# torch reports cuSPARSELt's version as one int (602 is 0.6.2). 0.6.0 added SM 9.0: older
-# versions fail there with "architecture mismatch" (pytorch#132009).
 MIN_CUSPARSELT_FOR_SM90: int = 600
-# 0.7.1: PyTorch's update "needed to support sparse operations on Blackwell" (pytorch PR
-# #155232, 2025-06-05), first pinned by the default torch 2.8.0 wheel. Whether 0.7.0 already
-# ran on SM 10.x/12.x is unconfirmed (its release notes could not be retrieved).
+# Whether 0.7.0 already ran on SM 10.x/12.x is unconfirmed (its release notes could not be retrieved).
 MIN_CUSPARSELT_FOR_BLACKWELL: int = 701
-# 0.8.0 release notes: "Introduced E4M3 and E5M2 kernels for SM 8.9".
-MIN_CUSPARSELT_FOR_FP8_SM89: int = 800
+MIN_CUSPARSELT_FOR_FP8_SM89: int = 800  # 0.8.0 release notes: "Introduced E4M3 and E5M2 kernels for SM 8.9"
 # cuSPARSELt that PyTorch's default PyPI wheels require (their metadata's Requires-Dist; checked
 # 2026-11-30). Other CUDA variants (cu126/cu128 indexes) may pin differently; 2.12 and 2.15 were
 # not checked. 2.11 moved the default wheel to CUDA 13 (nvidia-cusparselt-cu13).
@@ -148,24 +144,17 @@ class BackendRules:
                 f"PyTorch's CUTLASS 2:4 kernels are built and validated for compute capability 8.x only, "
                 f"this GPU is {cc} (pytorch#132928); use the default cuSPARSELt backend"
             )
-        if (
-            self.name == CUSPARSELT.key
-            and capability >= (9, 0)
-            and cusparselt_version is not None
-            and cusparselt_version < MIN_CUSPARSELT_FOR_SM90
-        ):
+        if self.name != CUSPARSELT.key or cusparselt_version is None:  # an unknown version counts as recent
+            return None
+        version = cusparselt_version_str(cusparselt_version)
+        if capability >= (9, 0) and cusparselt_version < MIN_CUSPARSELT_FOR_SM90:
             return (
-                f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} predates SM 9.0 support "
+                f"cuSPARSELt {version} predates SM 9.0 support "
                 "(0.6.0 added it; older versions fail with 'architecture mismatch', pytorch#132009)"
             )
-        if (
-            self.name == CUSPARSELT.key
-            and capability >= (10, 0)
-            and cusparselt_version is not None
-            and cusparselt_version < MIN_CUSPARSELT_FOR_BLACKWELL
-        ):
+        if capability >= (10, 0) and cusparselt_version < MIN_CUSPARSELT_FOR_BLACKWELL:
             return (
-                f"cuSPARSELt {cusparselt_version_str(cusparselt_version)} predates PyTorch's Blackwell support: "
+                f"cuSPARSELt {version} predates PyTorch's Blackwell support: "
                 f"PyTorch moved to 0.7.1 to run 2:4 on Blackwell (pytorch PR #155232; torch >= 2.8), this GPU is {cc}"
             )
         return None
@@ -249,19 +238,15 @@ def semi_structured_classes() -> dict:
     return found
 
 
-def _require_backend(backend: str) -> str:
-    if not isinstance(backend, str) or backend.lower() not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} or None (torch's default), got {backend!r}")
-    return backend.lower()
-
-
 def backend_rules(backend: str) -> BackendRules:
     """The rules of ``backend`` (``"cusparselt"`` or ``"cutlass"``) in the installed torch.
 
     >>> sorted(str(d) for d in backend_rules("cusparselt").dtypes)  # doctest: +SKIP
     ['torch.bfloat16', 'torch.float16', 'torch.float8_e4m3fn', 'torch.int8']
     """
-    backend = _require_backend(backend)
+    if not isinstance(backend, str) or backend.lower() not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} or None (torch's default), got {backend!r}")
+    backend = backend.lower()
     cls = semi_structured_classes()[backend]
     shapes = {
         dtype: ShapeRule(

@@ -23,8 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .._common.text import printable
-from .audit_row import AuditRow
+from .audit_report import AuditRow
 from ..checkpoint.compressed import check_claim
 
 __all__ = ["who_runs", "marlin_row", "packed_int_row", "judge_row", "kept_reason"]
@@ -34,7 +33,7 @@ _KEPT_DENSE = re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$")
 
 # What the layers a recipe leaves dense are, by name (LLM Compressor recipes ignore these).
 _KINDS_KEPT = (
-    (re.compile(r"(^|\.)(lm_head|embed_out|output)\.weight$"), "the output head"),
+    (_KEPT_DENSE, "the output head"),
     (re.compile(r"(^|\.)(mlp\.gate|router|block_sparse_moe\.gate|shared_expert_gate)(\.|$)"), "a MoE router"),
     (re.compile(r"(vision_tower|vision_model|visual|vision_encoder|multi_modal_projector|mm_projector)"), "the vision tower"),
     (re.compile(r"(embed|wte|wpe)"), "an embedding"),

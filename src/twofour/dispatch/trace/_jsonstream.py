@@ -44,8 +44,7 @@ class ChromeTraceStream:
 
     Args:
         raw: a binary file object (already un-gzipped if the file was gzipped).
-        on_read: called with the number of bytes the caller's progress bar should advance by;
-            optional (``bytes_read`` below is what it reports).
+        on_read: optional, called after each chunk is read (a caller's progress bar).
 
     ``meta`` holds the small top-level keys seen so far (complete after :meth:`events` is
     exhausted); ``n_events`` counts the events handed out.
@@ -117,11 +116,10 @@ class ChromeTraceStream:
             except json.JSONDecodeError as exc:
                 # Cut by the chunk boundary (the error sits at the buffer's end, or a string was
                 # left open) -> read on. Anywhere else it is a real syntax error.
-                near_end = exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")
-                if self.eof or not near_end:
-                    if self.eof and near_end:
-                        raise StreamError(self._where(f"the file ends inside {context}: it is truncated")) from None
+                if not (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")):
                     raise StreamError(self._where(f"invalid JSON in {context}: {exc.msg}")) from None
+                if self.eof:
+                    raise StreamError(self._where(f"the file ends inside {context}: it is truncated")) from None
                 if len(self.buf) - self.pos > _MAX_ITEM:
                     raise StreamError(self._where(f"{context} is larger than {_MAX_ITEM >> 20} MB: not a profiler trace"))
                 self._more()
@@ -143,6 +141,16 @@ class ChromeTraceStream:
             raise StreamError(self._where(f"invalid JSON: expected {ch!r} in {context}, found {got!r}"))
         self.pos += 1
 
+    def _closed(self, close: str, inside: str, between: str) -> bool:
+        """Consume the ',' after an element (False) or the ``close`` that ends its container (True)."""
+        sep = self._peek()
+        if sep in (",", close):
+            self.pos += 1
+            return sep == close
+        if sep == "":
+            raise StreamError(self._where(f"the file ends inside {inside}: it is truncated"))
+        raise StreamError(self._where(f"invalid JSON: expected ',' or '{close}' {between}, found {sep!r}"))
+
     # -- structure ---------------------------------------------------------------------------
     def events(self):
         """Yield each element of ``traceEvents`` (usually a dict) in file order."""
@@ -161,40 +169,31 @@ class ChromeTraceStream:
         self.pos += 1
         keys = []
         found = False
-        if self._peek() == "}":
+        closed = self._peek() == "}"
+        if closed:
             self.pos += 1
-        else:
-            while True:
-                key = self._value("a key of the top-level object")
-                if not isinstance(key, str):
-                    raise StreamError(self._where("invalid JSON: a key of the top-level object is not a string"))
-                self._expect(":", "the top-level object")
-                keys.append(key)
-                if key == "traceEvents":
-                    if self._peek() != "[":
-                        raise StreamError(self._where("\"traceEvents\" is not an array: not a profiler trace"))
-                    found = True
-                    yield from self._array()
-                else:
-                    start = self.offset + self.pos
-                    value = self._value(f"the top-level key {key!r}")
-                    size = self.offset + self.pos - start
-                    if key == "deviceProperties" and size <= _KEEP_META:
-                        self.meta[key] = value  # what the analysis reads: its own allowance
-                    elif size <= self._meta_left:
-                        self.meta[key] = value
-                        self._meta_left -= size
-                    del value
-                sep = self._peek()
-                if sep == ",":
-                    self.pos += 1
-                    continue
-                if sep == "}":
-                    self.pos += 1
-                    break
-                if sep == "":
-                    raise StreamError(self._where("the file ends inside the top-level object: it is truncated"))
-                raise StreamError(self._where(f"invalid JSON: expected ',' or '}}' in the top-level object, found {sep!r}"))
+        while not closed:
+            key = self._value("a key of the top-level object")
+            if not isinstance(key, str):
+                raise StreamError(self._where("invalid JSON: a key of the top-level object is not a string"))
+            self._expect(":", "the top-level object")
+            keys.append(key)
+            if key == "traceEvents":
+                if self._peek() != "[":
+                    raise StreamError(self._where("\"traceEvents\" is not an array: not a profiler trace"))
+                found = True
+                yield from self._array()
+            else:
+                start = self.offset + self.pos
+                value = self._value(f"the top-level key {key!r}")
+                size = self.offset + self.pos - start
+                if key == "deviceProperties" and size <= _KEEP_META:
+                    self.meta[key] = value  # what the analysis reads: its own allowance
+                elif size <= self._meta_left:
+                    self.meta[key] = value
+                    self._meta_left -= size
+                del value
+            closed = self._closed("}", "the top-level object", "in the top-level object")
         if not found:
             shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "") if keys else "none"
             raise StreamError(f"JSON, but not a profiler trace: no \"traceEvents\" array (top-level keys: {shown})")
@@ -250,16 +249,8 @@ class ChromeTraceStream:
             item = self._value(f"event {self.n_events:,} of traceEvents")
             self.n_events += 1
             yield item
-            sep = self._peek()
-            if sep == ",":
-                self.pos += 1
-                continue
-            if sep == "]":
-                self.pos += 1
+            if self._closed("]", "the traceEvents array", "between events"):
                 return
-            if sep == "":
-                raise StreamError(self._where("the file ends inside the traceEvents array: it is truncated"))
-            raise StreamError(self._where(f"invalid JSON: expected ',' or ']' between events, found {sep!r}"))
 
     def _end(self) -> None:
         rest = self._peek()

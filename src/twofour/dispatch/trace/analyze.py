@@ -1,19 +1,13 @@
 """Measure a trace: cut it into steps and phases, sum GPU time by class, find the idle gaps and who caused them.
 
-* **GPU busy vs idle.** A step's window runs from its start on the CPU (or the end of the
-  previous step's GPU work, if later) to the end of its last GPU activity. Idle time is split
-  into gaps; each gap is charged to the innermost CPU operator that covers at least half of it,
-  and called *set-up* when that operator launches the kernel that ends the gap.
-* **Time by class** (:mod:`.classify`) and **the eligible share p**: GEMM time (2:4 and dense,
-  outside attention) over step time; with a dense baseline, the measured GEMM and end-to-end
-  speedups.
+What is measured, and how (step windows, gaps and their culprits, time by class, the eligible
+share p, a dense baseline's speedups), is described in :mod:`twofour.dispatch.trace`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections import defaultdict
 
 import numpy as np
@@ -23,12 +17,9 @@ from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, ker
 from . import compare, plausibility, validate
 from .validate import TraceError, shown_path
 from .index import Index
-from .read import ANNOTATION, GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
+from .read import GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
-_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
-
-_PHASE_RE = re.compile(r"prefill|decode", re.IGNORECASE)
 _BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
 _LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
 
@@ -36,14 +27,10 @@ _LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us
 def _steps(ix: Index):
     """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
     tr = ix.tr
-    cand = np.flatnonzero((tr.kind == ANNOTATION) | (tr.kind == OP))
     names = tr.names
-    phase_ids = {i for i, n in enumerate(names) if _PHASE_RE.search(n)}
-    step_ids = {i for i, n in enumerate(names) if _STEP_RE.match(n)}
-    kind = tr.kind
-    picked = [int(i) for i in cand if tr.name[i] in phase_ids and kind[i] == ANNOTATION]
-    if picked:
-        picked.sort(key=lambda i: (tr.ts[i], -tr.dur[i]))
+    rows, phased = tr.step_rows()
+    if phased:
+        picked = sorted(rows.tolist(), key=lambda i: (tr.ts[i], -tr.dur[i]))
         # The innermost phase annotations are the steps: one is a leaf when the next one (in
         # start order) begins after it ends.
         leaves = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
@@ -53,9 +40,8 @@ def _steps(ix: Index):
             out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i]),
                         int(tr.thread[i])))
         return out
-    picked = [int(i) for i in cand if tr.name[i] in step_ids]
-    if picked:
-        picked.sort(key=lambda i: tr.ts[i])
+    if len(rows):
+        picked = sorted(rows.tolist(), key=lambda i: tr.ts[i])
         return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i])) for i in picked]
     keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
     if not len(keep):
@@ -103,28 +89,21 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         base_path = btr.path
         bphases_list, _, base_excluded, base_outside = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
         bphases = {p.phase: p for p in bphases_list}
-        matched = False
-        for ph in phases:
-            b = bphases.get(ph.phase)
-            if b is None:
-                continue
-            matched = True
+        if not any(ph.phase in bphases for ph in phases):
+            raise TraceError(
+                f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "
+                f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
+            )
+        notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
+                              devices=(tr.device_name, btr.device_name))
+        gpus = compare.gpu_note(tr.path, btr.path, (tr.device_name, btr.device_name))
+        for ph in phases:  # compare.check refuses phases found in one run only: every phase has its baseline
+            b = bphases[ph.phase]
             ph.comparison = Comparison(
                 baseline_path=btr.path, dense_wall_us=b.wall_us, sparse_wall_us=ph.wall_us,
                 dense_gemm_us=b.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=b.p,
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
-            )
-        if matched:
-            notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
-                                  devices=(tr.device_name, btr.device_name))
-            gpus = compare.gpu_note(tr.path, btr.path, (tr.device_name, btr.device_name))
-            for ph in phases:
-                if ph.comparison is not None:
-                    ph.comparison = dataclasses.replace(ph.comparison, shapes=notes[ph.phase], gpus=gpus)
-        if not matched:
-            raise TraceError(
-                f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "
-                f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
+                shapes=notes[ph.phase], gpus=gpus,
             )
     plausibility.check_speedup(phases, shown_path(tr.path))
     return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
@@ -135,24 +114,6 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
     raise TraceError(
         f"{shown_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
         "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
-    )
-
-
-def _refuse_gpu_trace_without_kernels(tr: Trace, ix: Index, what: str) -> None:
-    if len(ix.gpu):
-        return
-    n_runtime = int((tr.kind == RUNTIME).sum())
-    device = tr.device_name
-    if not (n_runtime or device):
-        plausibility.refuse_cpu_trace_of_gpu_run(tr, what)
-        return
-    on = f"on {device}" if device else f"with {n_runtime:,} CUDA runtime calls"
-    left = sum(i.count for i in tr.invalid.values())
-    left_out = f" ({left:,} invalid events left out)" if left else ""
-    raise TraceError(
-        f"{shown_path(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not recorded or were "
-        "removed, and its CPU times are launch times, not the work; no verdict (a CPU analysis would promise a "
-        "speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
     )
 
 
@@ -185,9 +146,9 @@ def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
         a = windows[si][0]
         g = ix.gpu[gpos]
         early = (tr.ts[g] < a - _BEYOND_US) | (tr.ts[g] < ix.launch_ts[gpos] - _LAUNCH_SKEW_US)
-        for k in np.flatnonzero(early).tolist():
-            bad.add(int(g[k]))
-            validate.add(invalid, "beyond step", _event_no(tr, g[k]), tr.names[tr.name[g[k]]])
+        for row in g[early].tolist():
+            bad.add(row)
+            tr.mark_invalid(invalid, "beyond step", row)
     cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
     cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
     cpu_ts = tr.ts[cpu]
@@ -197,15 +158,10 @@ def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
         lo, hi = np.searchsorted(cpu_ts, [cs, ce])
         rows = cpu[lo:hi]
         over = rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)]
-        for i in over.tolist():
-            bad.add(int(i))
-            validate.add(invalid, "beyond step", _event_no(tr, i), tr.names[tr.name[i]])
+        for row in over.tolist():
+            bad.add(row)
+            tr.mark_invalid(invalid, "beyond step", row)
     return bad
-
-
-def _event_no(tr: Trace, row) -> int:
-    """The row's position in traceEvents (the row itself for a Trace built without ``index``)."""
-    return int(tr.index[row]) if tr.index is not None else int(row)
 
 
 def _without_rows(tr: Trace, rows) -> Trace:
@@ -222,7 +178,7 @@ def _layout(tr: Trace, want: str | None, what: str):
     """The index, the steps (of phase ``want``), which step launched each GPU event, the windows, and
     the positions (in ``ix.gpu``) of GPU events launched inside no step of any phase."""
     ix = Index(tr)
-    _refuse_gpu_trace_without_kernels(tr, ix, what)
+    plausibility.refuse_gpu_run_without_kernels(tr, ix, what)
     steps = _steps(ix)
     # GPU event -> step, by its launch time inside the step's CPU window (every phase's steps).
     starts = np.array([s[2] for s in steps])
@@ -272,7 +228,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     # no step holds them, so none is measured with them; left out and counted, never a refusal.
     n_outside = len(outside)
     bad |= plausibility.late_gpu_rows(ix, tr, invalid, skip=outside)
-    bad |= plausibility.bad_step_rows(tr, invalid, phase_re=_PHASE_RE, step_re=_STEP_RE)
+    bad |= plausibility.bad_step_rows(tr, invalid)
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)
@@ -288,31 +244,29 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     for si in order.tolist():
         per_phase_steps[steps[si][1]].append(si)
     for ph, sis in per_phase_steps.items():
-        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=[], dtype_bits=dtype_bits, gpu=tr.device_name)
-        summarized = list(range(1, len(sis))) if len(sis) >= 3 else list(range(len(sis)))
-        rep.summarized = summarized
-        summarized_set = set(summarized)
+        first = 1 if len(sis) >= 3 else 0  # the first of three steps or more carries warm-up: not summarized
+        rep = PhaseReport(phase=ph, device=device, steps=[], summarized=list(range(first, len(sis))),
+                          dtype_bits=dtype_bits, gpu=tr.device_name)
         backends = set()
         for j, si in enumerate(sis):
             name, _, cs, ce, _ = steps[si]
             a, b = windows[si]
-            st, gemms, sparse, cls_backends, kt, uncl = _step_stats(ix, tr, name, ph, si, a, b, cs, ce,
-                                                                   by_step.get(si, []), op_order, op_ts)
+            st, seen, kt = _step_stats(ix, tr, name, ph, a, b, cs, ce, by_step.get(si, []), op_order, op_ts)
             rep.steps.append(st)
-            rep.all_gemms += gemms
-            rep.all_sparse_gemms += sparse
-            backends |= cls_backends
-            if j in summarized_set:
-                for key, (n, us) in kt.items():
-                    cur = rep.kernel_table.setdefault(key, [0, 0.0])
-                    cur[0] += n
-                    cur[1] += us
-                for nm, us in uncl.items():
-                    rep.unclassified[nm] = rep.unclassified.get(nm, 0.0) + us
-                if device == "cuda":
-                    _gaps(ix, rep, name, a, b)
+            rep.all_gemms += st.gemms
+            rep.all_sparse_gemms += st.sparse_gemms
+            backends |= seen
+            if j < first:
+                continue
+            for key, (n, us) in kt.items():
+                cur = rep.kernel_table.setdefault(key, [0, 0.0])
+                cur[0] += n
+                cur[1] += us
+                if key[1] == UNCLASSIFIED:
+                    rep.unclassified[key[0]] = rep.unclassified.get(key[0], 0.0) + us
+            if device == "cuda":
+                _gaps(ix, rep, name, a, b)
         rep.all_backends = tuple(BACKEND_NAME[c] for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS) if c in backends)
-        rep.largest_gaps.sort(key=lambda g: -g.dur_us)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]
@@ -320,17 +274,15 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     return phases, ix, invalid, n_outside
 
 
-def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
-    """StepStats for one step, plus GEMM counts, 2:4 classes seen, kernel table, unclassified."""
+def _step_stats(ix, tr, name, ph, a, b, cs, ce, gpos, op_order, op_ts):
+    """StepStats for one step, plus the 2:4 classes seen and its kernel table ((name, class) -> [count, us])."""
     lo, hi = np.searchsorted(op_ts, [cs - 1e-3, ce + 1e-3])
     ops = op_order[lo:hi]
     ops = ops[ix.end[ops] <= ce + 1e-3]
     local = {int(g): k for k, g in enumerate(ops.tolist())}
     names = tr.names
-    recs = []
-    for g in ops.tolist():
-        p = int(ix.parent[g])
-        recs.append(OpRecord(names[tr.name[g]], "cpu", float(ix.self_us[g]), local.get(p)))
+    recs = [OpRecord(names[tr.name[g]], "cpu", float(ix.self_us[g]), local.get(int(ix.parent[g])))
+            for g in ops.tolist()]
     gidx = ix.gpu[gpos] if gpos else np.zeros(0, dtype=np.int64)
     for pos, g in zip(gpos, gidx.tolist()):
         lop = int(ix.launch_op[pos])
@@ -339,31 +291,23 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
     n_ops = len(ops)
     # Attention context flows from an operator to everything inside it and everything it launches.
     in_att = [False] * len(recs)
-    for k in range(n_ops):
-        p = recs[k].parent
-        in_att[k] = (p is not None and in_att[p]) or is_attention_op(recs[k].name)
-    for k in range(n_ops, len(recs)):
-        p = recs[k].parent
-        in_att[k] = p is not None and in_att[p]
-    device = "cuda" if len(gidx) or len(ix.gpu) else "cpu"
+    for k, r in enumerate(recs):
+        in_att[k] = (r.parent is not None and in_att[r.parent]) or (k < n_ops and is_attention_op(r.name))
+    device = "cuda" if len(ix.gpu) else "cpu"
     classes = [trace_class(r.name, c, device=r.device, in_attention=att) for r, c, att in zip(recs, base, in_att)]
     time_us: dict[str, float] = defaultdict(float)
     kt: dict[tuple, list] = {}
-    uncl: dict[str, float] = defaultdict(float)
     gemms = sparse = 0
     seen = set()
     issuers = []  # per counted GEMM, in time order: the outermost operator around it (compare.py's shapes)
     op_rows = ops.tolist()
-    counted_dev = "cuda" if device == "cuda" else "cpu"
     for k, (r, c) in enumerate(zip(recs, classes)):
-        if r.device != counted_dev:
+        if r.device != device:
             continue
         time_us[c] += r.self_us
         cur = kt.setdefault((r.name, c), [0, 0.0])
         cur[0] += 1
         cur[1] += r.self_us
-        if c == UNCLASSIFIED:
-            uncl[r.name] += r.self_us
         if c in ELIGIBLE:
             if r.device == "cuda":
                 counts = "reduce" not in r.name.lower()  # a split-K GEMM's second kernel
@@ -384,22 +328,16 @@ def _step_stats(ix, tr, name, ph, si, a, b, cs, ce, gpos, op_order, op_ts):
         busy = _busy(ix, a, b)
     else:
         # Time inside the step not covered by any operator (on any thread).
-        iv = sorted((float(tr.ts[g]), float(ix.end[g])) for g in ops.tolist() if int(ix.parent[g]) < 0 or
-                    int(ix.parent[g]) not in local)
-        covered, cur_s, cur_e = 0.0, None, None
-        for s, e in iv:
-            if cur_e is None or s > cur_e:
-                if cur_e is not None:
-                    covered += cur_e - cur_s
-                cur_s, cur_e = s, e
+        blocks = []  # the step's outermost operators, merged where they overlap
+        for s, e in sorted((float(tr.ts[g]), float(ix.end[g])) for g in op_rows if int(ix.parent[g]) not in local):
+            if blocks and s <= blocks[-1][1]:
+                blocks[-1][1] = max(blocks[-1][1], e)
             else:
-                cur_e = max(cur_e, e)
-        if cur_e is not None:
-            covered += cur_e - cur_s
-        outside = max(0.0, wall - covered)
+                blocks.append([s, e])
+        outside = max(0.0, wall - sum(e - s for s, e in blocks))
     st = StepStats(name=name, phase=ph, start_us=a, wall_us=wall, busy_us=busy, time_us=dict(time_us),
                    gemms=gemms, sparse_gemms=sparse, outside_ops_us=outside, gemm_ops=tuple(issuers))
-    return st, gemms, sparse, seen, kt, dict(uncl)
+    return st, seen, kt
 
 
 def _issuer(ix, tr: Trace, row: int) -> tuple:
@@ -473,12 +411,10 @@ def _gaps(ix, rep: PhaseReport, step: str, a: float, b: float, keep: int = 5, mi
         if k >= 0:
             pos = int(ix.busy_first[k])
             nxt = ix.name(ix.gpu[pos])
-            lop = int(ix.launch_op[pos])
-            if chosen >= 0 and lop >= 0:
-                j = lop
-                while j >= 0 and j != chosen:
-                    j = int(ix.parent[j])
-                setup = j == chosen
+            j = int(ix.launch_op[pos])  # set-up when the culprit is the launching operator or holds it
+            while chosen >= 0 and j >= 0 and j != chosen:
+                j = int(ix.parent[j])
+            setup = chosen >= 0 and j == chosen
         rep.culprits[label] = rep.culprits.get(label, 0.0) + d
         if setup:
             rep.setup_us[label] = rep.setup_us.get(label, 0.0) + d

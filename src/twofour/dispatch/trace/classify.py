@@ -12,7 +12,7 @@ import functools
 
 from ...vocabulary import (ATTENTION, BACKENDS, DENSE, OTHER, SPARSE_CUSPARSELT, SPARSE_CUTLASS,
                                    SPARSE_GENERAL, UNCLASSIFIED)
-from ..kernels import NON_GEMM_MARKERS, classify
+from ..kernels import NON_GEMM_MARKERS
 
 TRACE_CLASSES: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE, ATTENTION, OTHER, UNCLASSIFIED)
 ELIGIBLE: tuple[str, ...] = (SPARSE_CUSPARSELT, SPARSE_CUTLASS, SPARSE_GENERAL, DENSE)
@@ -39,16 +39,13 @@ _KNOWN_OTHER_CPU_PREFIXES = ("aten::", "prim::", "profiler::", "c10d::", "autogr
                              "PythonSubclass", "Optimizer.", "enumerate(DataLoader)", "ProfilerStep#")
 
 
-def _has_marker(low: str, markers) -> bool:
-    return any(m in low for m in markers)
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def is_attention_op(name: str) -> bool:
     """An operator whose kernels (and child operators) are attention: SDPA and friends."""
-    return _has_marker(name.lower(), ("attention", "sdpa", "flash"))
+    return any(m in name.lower() for m in ("attention", "sdpa", "flash"))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def trace_class(name: str, base: str, *, device: str = "cuda", in_attention: bool = False) -> str:
     """The class of one event in a trace report, from its name and its class by ``classify_records``.
 
@@ -61,30 +58,17 @@ def trace_class(name: str, base: str, *, device: str = "cuda", in_attention: boo
     >>> trace_class("my_fused_thing_kernel", "other"), trace_class("Memset (Device)", "other")
     ('unclassified', 'other')
     """
-    return _trace_class(name, base, device, in_attention)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _trace_class(name: str, base: str, device: str, in_attention: bool) -> str:
     if base in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
         return base
     low = name.lower()
-    if in_attention or _has_marker(low, _ATTENTION_MARKERS):
+    if in_attention or any(m in low for m in _ATTENTION_MARKERS):
         return ATTENTION
     if base != OTHER:
         return base
-    if device == "cpu":
-        known = name.startswith(_KNOWN_OTHER_CPU_PREFIXES)
-    else:
-        known = _has_marker(low, NON_GEMM_MARKERS)
+    known = name.startswith(_KNOWN_OTHER_CPU_PREFIXES) if device == "cpu" else any(m in low for m in NON_GEMM_MARKERS)
     return OTHER if known else UNCLASSIFIED
 
 
 def kernel_dtype_bits(names) -> int:
     low = " ".join(names).lower()
     return 8 if any(m in low for m in ("e4m3", "e5m2", "fp8", "_i8", "s8s8", "int8", "imma")) else 16
-
-
-def kernel_base(name: str) -> str:
-    """The class :func:`twofour.dispatch.kernels.classify` gives a kernel name on its own."""
-    return classify(name)

@@ -41,10 +41,6 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
-def _per_step(ph) -> list[int]:
-    return [st.gemms for st in ph.steps]
-
-
 def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(False, False),
           devices=(None, None)) -> dict:
     """Refuse a comparison of different work (see the module doc); when the runs match, ``{phase: shapes note}``.
@@ -74,7 +70,7 @@ def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(Fa
         if len(ph.steps) != len(b.steps):
             raise TraceError(f"{bshown}: {name}: the trace has {len(ph.steps)} steps, the baseline {len(b.steps)}: "
                              "record the same steps in both runs")
-        mine, theirs = _per_step(ph), _per_step(b)
+        mine, theirs = [st.gemms for st in ph.steps], [st.gemms for st in b.steps]
         if mine != theirs:
             k = next(i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y)
             raise TraceError(
@@ -109,12 +105,11 @@ def _base(path: str) -> str:
 
 def _shapes(shown: str, bshown: str, names, name: str, ph, b, has_shapes) -> str:
     """Compare the operands of each GEMM's call, step by step; refuse the first mismatch, else describe what was compared."""
-    if not any(has_shapes):
-        return ("not compared: neither trace carries them (recorded without torch.profiler.profile(record_shapes=True)); "
-                "only the GEMM counts per step were checked")
     if not all(has_shapes):
-        which = f"the trace ({names[0]})" if not has_shapes[0] else f"the baseline ({names[1]})"
-        return (f"not compared: {which} carries none (recorded without torch.profiler.profile(record_shapes=True)); "
+        which = "neither trace carries them"
+        if any(has_shapes):
+            which = f"the trace ({names[0]}) carries none" if has_shapes[1] else f"the baseline ({names[1]}) carries none"
+        return (f"not compared: {which} (recorded without torch.profiler.profile(record_shapes=True)); "
                 "only the GEMM counts per step were checked")
     same = other_call = unknown = 0
     first_other = None

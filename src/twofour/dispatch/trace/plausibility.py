@@ -10,8 +10,8 @@
 * a step annotation of zero length (it holds nothing; its kernels were charged nowhere) and
   one that starts inside another and ends after it (the first was dropped in silence and its
   kernels given to the next);
-* a CPU-only trace whose operators only exist on CUDA (``aten::_cslt_sparse_mm``): a GPU run
-  recorded without device activity, whose host times are launch times;
+* a trace without GPU kernels of a GPU run: one that names its GPU, holds CUDA runtime calls or
+  operators that only exist on CUDA (``aten::_cslt_sparse_mm``), whose host times are launch times;
 * a measured GEMM speedup above the physical ceiling of its comparison: flagged above the
   roofline ceiling (:attr:`~.report.PhaseReport.ceiling`), refused above :data:`MAX_GEMM_SPEEDUP`.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import validate
 from .validate import TraceError, shown_path as _shown
 from .read import ANNOTATION, OP, RUNTIME, Trace
 
@@ -36,16 +35,6 @@ MAX_GEMM_SPEEDUP = 2.5
 _CUDA_ONLY_PREFIXES = ("aten::_cslt_", "aten::_sparse_semi_structured_", "aten::cudnn_", "aten::_cudnn_",
                        "aten::_flash_attention_", "aten::_efficient_attention_", "aten::_cufft_",
                        "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_efficient_attention")
-
-
-def cuda_only_operators(tr: Trace) -> tuple[int, str | None]:
-    """(how many operator events only a CUDA run has, the first such name)."""
-    ids = [i for i, n in enumerate(tr.names) if n.startswith(_CUDA_ONLY_PREFIXES)]
-    if not ids:
-        return 0, None
-    hit = (tr.kind == OP) & np.isin(tr.name, ids)
-    rows = np.flatnonzero(hit)
-    return len(rows), (tr.names[tr.name[rows[0]]] if len(rows) else None)
 
 
 def late_gpu_rows(ix, tr: Trace, invalid: dict, skip=()) -> set:
@@ -73,37 +62,27 @@ def late_gpu_rows(ix, tr: Trace, invalid: dict, skip=()) -> set:
         first, last = float(tr.ts[cpu].min()), float(ix.end[cpu].max())
         late |= ends > last + max(last - first, 1e3)
     late[np.asarray(skip, dtype=np.int64)] = False
-    rows = set()
-    for pos in np.flatnonzero(late).tolist():
-        row = int(g[pos])
-        rows.add(row)
-        validate.add(invalid, "beyond step", _event_no(tr, row), tr.names[tr.name[row]])
+    rows = set(g[late].tolist())
+    for row in rows:
+        tr.mark_invalid(invalid, "beyond step", row)
     return rows
 
 
-def bad_step_rows(tr: Trace, invalid: dict, *, phase_re, step_re) -> set:
-    """Step annotations of zero length, or overlapping another without nesting in it (the later one).
-
-    The candidates are the annotations :func:`~.analyze._steps` reads as steps: names matching
-    ``phase_re`` (``prefill`` / ``decode``), else ``step_re`` (``ProfilerStep#N``).
-    """
-    phase_ids = [i for i, n in enumerate(tr.names) if phase_re.search(n)]
-    step_rows = np.flatnonzero((tr.kind == ANNOTATION) & np.isin(tr.name, phase_ids)) if phase_ids else []
-    if not len(step_rows):
-        ids = [i for i, n in enumerate(tr.names) if step_re.match(n)]
-        step_rows = np.flatnonzero(np.isin(tr.kind, (ANNOTATION, OP)) & np.isin(tr.name, ids)) if ids else []
+def bad_step_rows(tr: Trace, invalid: dict) -> set:
+    """Step annotations (:meth:`~.read.Trace.step_rows`) of zero length, or overlapping another without nesting in it
+    (the later one)."""
     rows = set()
-    spans = sorted((float(tr.ts[r]), float(tr.ts[r] + tr.dur[r]), int(r)) for r in step_rows)
+    spans = sorted((float(tr.ts[r]), float(tr.ts[r] + tr.dur[r]), int(r)) for r in tr.step_rows()[0])
     for s, e, r in spans:
         if e - s <= 0:
             rows.add(r)
-            validate.add(invalid, "zero-length step", _event_no(tr, r), tr.names[tr.name[r]])
+            tr.mark_invalid(invalid, "zero-length step", r)
     live = [x for x in spans if x[2] not in rows]
     reach, reach_row = -np.inf, -1
     for s, e, r in live:
         if reach_row >= 0 and reach - 1e-3 > s and e > reach + 1e-3 and tr.thread[r] == tr.thread[reach_row]:
             rows.add(r)  # starts inside an earlier step and ends after it
-            validate.add(invalid, "overlapping step", _event_no(tr, r), tr.names[tr.name[r]])
+            tr.mark_invalid(invalid, "overlapping step", r)
             continue
         if e > reach:
             reach, reach_row = e, r
@@ -137,17 +116,22 @@ def above_ceiling(ph) -> str | None:
     return None
 
 
-def _event_no(tr: Trace, row) -> int:
-    return int(tr.index[row]) if tr.index is not None else int(row)
-
-
-def refuse_cpu_trace_of_gpu_run(tr: Trace, what: str) -> None:
-    """A CPU-only trace naming CUDA-only operators is a GPU run without its device side: no verdict."""
-    n, first = cuda_only_operators(tr)
-    if not n:
+def refuse_gpu_run_without_kernels(tr: Trace, ix, what: str) -> None:
+    """A trace of a GPU run (a named GPU, CUDA runtime calls or CUDA-only operators) without GPU kernels: no verdict."""
+    if len(ix.gpu):
         return
-    raise TraceError(
-        f"{_shown(tr.path)}: {what} holds no GPU kernels but {n:,} calls of CUDA-only operators (first: {first!r}): a GPU "
-        "run recorded without device activity, whose CPU times are launch times, not the work; no verdict (a CPU "
-        "analysis would promise a speedup the GPU never showed). Record with activities=[ProfilerActivity.CPU, "
-        "ProfilerActivity.CUDA]")
+    n_runtime = int((tr.kind == RUNTIME).sum())
+    device = tr.device_name
+    why = ("CPU times are launch times, not the work; no verdict (a CPU analysis would promise a speedup the GPU never "
+           "showed). Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]")
+    if n_runtime or device:
+        on = f"on {device}" if device else f"with {n_runtime:,} CUDA runtime calls"
+        left = sum(i.count for i in tr.invalid.values())
+        left_out = f" ({left:,} invalid events left out)" if left else ""
+        raise TraceError(f"{_shown(tr.path)}: {what} was recorded {on} but holds no GPU kernels{left_out}: they were not "
+                         f"recorded or were removed, and its {why}")
+    ids = [i for i, n in enumerate(tr.names) if n.startswith(_CUDA_ONLY_PREFIXES)]
+    rows = np.flatnonzero((tr.kind == OP) & np.isin(tr.name, ids))
+    if len(rows):
+        raise TraceError(f"{_shown(tr.path)}: {what} holds no GPU kernels but {len(rows):,} calls of CUDA-only operators "
+                         f"(first: {tr.names[tr.name[rows[0]]]!r}): a GPU run recorded without device activity, whose {why}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 import sys
 from array import array
@@ -40,6 +41,9 @@ _CATEGORIES = {
     "overhead": OVERHEAD,
 }
 GPU_KINDS = (KERNEL, MEMCPY, MEMSET)
+# Steps are annotations naming a phase; without any, ProfilerStep#N annotations (or operators).
+_PHASE_RE = re.compile(r"prefill|decode", re.IGNORECASE)
+_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 RECORDED = {
@@ -101,6 +105,21 @@ class Trace:
     def __len__(self) -> int:
         return len(self.kind)
 
+    def mark_invalid(self, invalid: dict, reason: str, row) -> None:
+        """Count column row ``row`` in ``invalid`` under ``reason``, by its position in traceEvents."""
+        at = int(self.index[row]) if self.index is not None else int(row)  # a Trace built without index
+        validate.add(invalid, reason, at, self.names[self.name[row]])
+
+    def step_rows(self) -> tuple[np.ndarray, bool]:
+        """The rows that may be steps, in row order, and whether they are phase annotations (``prefill`` or
+        ``decode`` in the name) rather than ``ProfilerStep#N`` ones."""
+        phase_ids = [i for i, n in enumerate(self.names) if _PHASE_RE.search(n)]
+        rows = np.flatnonzero((self.kind == ANNOTATION) & np.isin(self.name, phase_ids))
+        if len(rows):
+            return rows, True
+        step_ids = [i for i, n in enumerate(self.names) if _STEP_RE.match(n)]
+        return np.flatnonzero(np.isin(self.kind, (ANNOTATION, OP)) & np.isin(self.name, step_ids)), False
+
     def count(self, kind: str) -> int:
         """How many events of one kind (``"kernel"``, ``"cpu_op"``, ...) were kept."""
         return int((self.kind == KIND_NAMES.index(kind)).sum())
@@ -118,10 +137,9 @@ class Trace:
     @property
     def device_name(self) -> str | None:
         """The GPU named in the trace's ``deviceProperties`` (None for a CPU trace)."""
-        props = self.meta.get("deviceProperties")
-        props = props if type(props) is list else []
-        names = sorted({printable(p["name"], limit=80) for p in props
-                        if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip()})
+        # load() checked that deviceProperties, when not null, is a list of objects
+        names = sorted({printable(p["name"], limit=80) for p in self.meta.get("deviceProperties") or ()
+                        if isinstance(p.get("name"), str) and p["name"].strip()})
         return ", ".join(names) or None
 
     def __repr__(self) -> str:
@@ -187,13 +205,6 @@ def load(path, *, progress: bool | None = None) -> Trace:
         from tqdm import tqdm
 
         bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", file=sys.stderr, leave=False)
-    last = [0]
-
-    def on_read():
-        if bar is not None:
-            now = raw.tell()
-            bar.update(now - last[0])
-            last[0] = now
 
     names: dict[str, int] = {}
     threads: dict[tuple, int] = {}
@@ -202,7 +213,7 @@ def load(path, *, progress: bool | None = None) -> Trace:
     shape_col, signatures = array("i"), {}
     signature = shapes.signature
     invalid: dict = {}
-    stream = ChromeTraceStream(f, on_read=on_read)
+    stream = ChromeTraceStream(f, on_read=None if bar is None else lambda: bar.update(raw.tell() - bar.n))
     categories = _CATEGORIES
     kind_append, name_append, thread_append = kind.append, name_col.append, thread_col.append
     ts_append, dur_append, ext_append, corr_append = ts_col.append, dur_col.append, ext_col.append, corr_col.append
@@ -277,7 +288,10 @@ def load(path, *, progress: bool | None = None) -> Trace:
         if bar is not None:
             bar.close()
         raw.close()
-    _check_meta(stream.meta, path)
+    props = stream.meta.get("deviceProperties")
+    if props is not None and not (type(props) is list and all(type(p) is dict for p in props)):
+        raise TraceError(f"{_shown(path)}: \"deviceProperties\" must be a list of objects (one per GPU), got "
+                         f"{printable(repr(props), 60)}: not a profiler trace")
     cols = _drop_invalid_rows(
         invalid, names,
         kind=_column(kind, np.int8), name=_column(name_col, np.int32), ts=_column(ts_col, np.float64),
@@ -290,13 +304,6 @@ def load(path, *, progress: bool | None = None) -> Trace:
         path=str(path), meta=stream.meta, names=[printable(n, limit=400) for n in names], threads=list(threads),
         n_read=stream.n_events, size_bytes=size, invalid=invalid, shapes=list(signatures), **cols,
     )
-
-
-def _check_meta(meta: dict, path) -> None:
-    props = meta.get("deviceProperties")
-    if props is not None and not (type(props) is list and all(type(p) is dict for p in props)):
-        raise TraceError(f"{_shown(path)}: \"deviceProperties\" must be a list of objects (one per GPU), got "
-                         f"{printable(repr(props), 60)}: not a profiler trace")
 
 
 def _drop_invalid_rows(invalid: dict, names: dict, **cols) -> dict:

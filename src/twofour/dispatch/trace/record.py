@@ -30,32 +30,16 @@ def record(fn, path=None, *, steps: int = 4, name: str = "decode_step", warmup: 
     """
     import tempfile
 
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     from ..._common.stderr import without_profiler_chatter
+    from ..kernels import profile_calls
 
     if not callable(fn):
         raise TypeError(f"fn must be callable (one step, e.g. lambda: model(tokens)), got {type(fn).__name__}")
-    for arg, value, low in (("steps", steps, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{arg} must be an int >= {low}, got {value!r}")
+    prof = profile_calls(fn, steps, warmup, calls_name="steps", step_name=name)
     if path is None:
         fd, path = tempfile.mkstemp(prefix="twofour-trace-", suffix=".json")
         os.close(fd)
     path = Path(path)
-    cuda = torch.cuda.is_available()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    for _ in range(warmup):
-        fn()
-    if cuda:
-        torch.cuda.synchronize()
     with without_profiler_chatter():
-        with profile(activities=activities) as prof:
-            for i in range(steps):
-                with record_function(f"{name}_{i}"):
-                    fn()
-            if cuda:
-                torch.cuda.synchronize()
         prof.export_chrome_trace(str(path))
     return path

@@ -12,15 +12,14 @@ from __future__ import annotations
 import html
 import os
 
-from ..._common.fit import fit, report_width
+from ..._common.fit import fit
 from ..._common.text import printable
 from ...vocabulary import CLASS_COLORS
 from ...amdahl import speedup
-from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT
+from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, classify
 from . import validate
-from .classify import ATTENTION, LABELS, TRACE_CLASSES, kernel_base, trace_class
+from .classify import ATTENTION, LABELS, TRACE_CLASSES, trace_class
 from .index import Index
-
 from .report import PhaseReport, TraceReport, fmt_bound, fmt_ms, fmt_speedup
 
 
@@ -105,8 +104,8 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
     if ph.unclassified:
         L.append("")
         L.append("  unclassified kernel names (not guessed; counted as not eligible), per step")
-        for nm, us in sorted(ph.unclassified.items(), key=lambda kv: -kv[1])[:10]:
-            L.append(f"    {_short(nm, 70):<70}{fmt_ms(us / ph.n):>11}")
+        L += [f"    {_short(nm, 70):<70}{fmt_ms(us / ph.n):>11}"
+              for nm, us in sorted(ph.unclassified.items(), key=lambda kv: -kv[1])[:10]]
     if gpu and ph.largest_gaps:
         L.append("")
         L.append("  largest GPU idle gaps (CPU operators running during each)")
@@ -136,18 +135,16 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
     funnel = ph.funnel()
     if not funnel:
         L.append("    none: a CPU trace (2:4 kernels run on NVIDIA GPUs only)")
-    for s in funnel:
-        L.append(f"    {s.label:<20}{fmt_speedup(s.speedup):>8}  {s.how:<10} {s.explains}")
-    p = min(ph.comparison.dense_p if ph.comparison else ph.p, 1.0)
-    src = "the dense baseline" if ph.comparison else "this trace"
-    at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
+    L += [f"    {s.label:<20}{fmt_speedup(s.speedup):>8}  {s.how:<10} {s.explains}" for s in funnel]
     if funnel:
+        p = min(ph.comparison.dense_p if ph.comparison else ph.p, 1.0)
+        src = "the dense baseline" if ph.comparison else "this trace"
+        at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
         L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x "
                  f"GEMMs, {fmt_bound(p)} with infinitely fast GEMMs")
     L.append("")
     L.append("  verdicts")
-    for v in ph.verdicts():
-        L.append(f"    - {v}")
+    L += [f"    - {v}" for v in ph.verdicts()]
     return L
 
 
@@ -159,9 +156,6 @@ def report_text(r: TraceReport, width: int | None = None) -> str:
         lines.append("")
         lines += _phase_text(ph, width)
     return "\n".join(fit(lines, width))
-
-
-_COLORS = CLASS_COLORS  # the figures' palette (twofour.vocabulary): dense blue, 2:4 orange
 
 
 def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
@@ -177,10 +171,10 @@ def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
     rects = []
     for g in sel.tolist():
         nm = tr.names[tr.name[g]]
-        c = trace_class(nm, kernel_base(nm))
+        c = trace_class(nm, classify(nm))
         x = 10 + (max(tr.ts[g], a) - a) * scale
         w = max((min(ix.end[g], b) - max(tr.ts[g], a)) * scale, 0.8)
-        rects.append(f'<rect x="{x:.1f}" y="24" width="{w:.1f}" height="26" fill="{_COLORS[c]}">'
+        rects.append(f'<rect x="{x:.1f}" y="24" width="{w:.1f}" height="26" fill="{CLASS_COLORS[c]}">'
                      f"<title>{html.escape(nm[:200])} ({tr.dur[g]:.1f} us, {LABELS[c]})</title></rect>")
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="70" role="img" '
@@ -209,7 +203,7 @@ def report_html(r: TraceReport) -> str:
                         f"<td>{html.escape(s.explains)}</td></tr>")
         body.append("</table>")
         body.append("<h3>full report</h3><pre>" + html.escape("\n".join(_phase_text(ph))) + "</pre>")
-    legend = " ".join(f'<span style="background:{_COLORS[c]};padding:0 6px;color:#000">{LABELS[c]}</span>'
+    legend = " ".join(f'<span style="background:{CLASS_COLORS[c]};padding:0 6px;color:#000">{LABELS[c]}</span>'
                       for c in TRACE_CLASSES)
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"

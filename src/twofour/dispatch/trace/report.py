@@ -57,8 +57,29 @@ class Gap:
     next_kernel: str | None
 
 
+class _Shares:
+    """GEMM time, the eligible share p and the idle share of a step, or of a phase's mean step
+    (from its ``time_us`` by class, ``wall_us`` and ``busy_us``)."""
+
+    @property
+    def gemm_us(self) -> float:
+        return sum(self.time_us.get(c, 0.0) for c in ELIGIBLE)
+
+    @property
+    def p(self) -> float:
+        """Eligible share: GEMM time / step time."""
+        return self.gemm_us / self.wall_us if self.wall_us > 0 else 0.0
+
+    @property
+    def idle_fraction(self) -> float | None:
+        """GPU idle time / step time; None in a CPU trace."""
+        if self.busy_us is None:
+            return None
+        return max(0.0, 1.0 - self.busy_us / self.wall_us) if self.wall_us > 0 else 0.0
+
+
 @dataclass(frozen=True)
-class StepStats:
+class StepStats(_Shares):
     """One step: its wall time, GPU busy time (None in a CPU trace) and time by class."""
 
     name: str
@@ -72,19 +93,6 @@ class StepStats:
     outside_ops_us: float | None = None  # CPU traces: step time outside any operator
     # Per GEMM counted, in time order: (outermost operator's name, its operand signature or None).
     gemm_ops: tuple = field(default=(), repr=False)
-
-    @property
-    def gemm_us(self) -> float:
-        return sum(self.time_us.get(c, 0.0) for c in ELIGIBLE)
-
-    @property
-    def p(self) -> float:
-        """Eligible share: GEMM time / step time."""
-        return self.gemm_us / self.wall_us if self.wall_us > 0 else 0.0
-
-    @property
-    def idle_fraction(self) -> float | None:
-        return None if self.busy_us is None else max(0.0, 1.0 - self.busy_us / self.wall_us) if self.wall_us > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ class Comparison:
 
 
 @dataclass
-class PhaseReport:
+class PhaseReport(_Shares):
     """Everything measured for one phase (prefill, decode, step or the whole trace)."""
 
     phase: str
@@ -162,21 +170,6 @@ class PhaseReport:
             for c, t in self.steps[i].time_us.items():
                 out[c] += t / self.n
         return {c: out[c] for c in TRACE_CLASSES if c in out}
-
-    @property
-    def gemm_us(self) -> float:
-        return sum(self.time_us.get(c, 0.0) for c in ELIGIBLE)
-
-    @property
-    def p(self) -> float:
-        """Measured eligible share: GEMM time / step time over the summarized steps."""
-        return self.gemm_us / self.wall_us if self.wall_us > 0 else 0.0
-
-    @property
-    def idle_fraction(self) -> float | None:
-        if self.device == "cpu":
-            return None
-        return max(0.0, 1.0 - self.busy_us / self.wall_us) if self.wall_us > 0 else 0.0
 
     @property
     def outside_ops_fraction(self) -> float | None:
@@ -239,12 +232,9 @@ class PhaseReport:
             return []
         cmp = self.comparison
         bits = "8-bit" if self.dtype_bits == 8 else "16-bit"
-        if self.phase == "decode":
-            ceiling_note = f"decode GEMMs are bytes-bound: 1 / packed ratio of {bits} weights"
-        elif self.phase == "prefill":
-            ceiling_note = "prefill GEMMs are compute-bound: the full 2x"
-        else:
-            ceiling_note = "phase not annotated: the compute-bound 2x (a decode step is capped at 1.78x)"
+        ceiling_note = {"decode": f"decode GEMMs are bytes-bound: 1 / packed ratio of {bits} weights",
+                        "prefill": "prefill GEMMs are compute-bound: the full 2x"}.get(
+            self.phase, "phase not annotated: the compute-bound 2x (a decode step is capped at 1.78x)")
         steps = [
             FunnelStep("datasheet", "data sheet", 2.0, "peak 2:4 over peak dense tensor-core FLOP/s", "data sheet"),
             FunnelStep("roofline_ceiling", "roofline ceiling", self.ceiling, ceiling_note),
@@ -351,10 +341,10 @@ class PhaseReport:
 
     def _host_verdict(self, idle: float) -> str:
         culprit, share = self.culprit, self.culprit_share
-        if culprit is None:
-            return f"GPU idle {idle:.0%} of the step"
-        setup = self.setup_us.get(culprit, 0.0) >= 0.5 * self.culprits[culprit]
         head = f"GPU idle {idle:.0%} of the step"
+        if culprit is None:
+            return head
+        setup = self.setup_us.get(culprit, 0.0) >= 0.5 * self.culprits[culprit]
         if share < 0.5:
             parts = sorted(self.culprits.items(), key=lambda kv: -kv[1])[:3]
             return head + ", spread over " + ", ".join(f"`{k}` {v / self.idle_us:.0%}" for k, v in parts) + \

@@ -20,6 +20,8 @@ ValueError: "Input Dims" holds -1, not a size (an int >= 0)
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 from ..._common.text import printable
 
 _MAX_DEPTH = 3  # a tensor's sizes (1), a tensor list (2), a list of those (3: never seen, allowed)
@@ -78,11 +80,6 @@ def describe(sig: tuple, limit: int = 160) -> str:
     def show(d) -> str:
         return "[" + ", ".join(show(x) if isinstance(x, tuple) else str(x) for x in d) + "]"
 
-    n = max(len(dims), len(types))
-    parts = []
-    for i in range(n):
-        d = show(dims[i]) if i < len(dims) else "?"
-        t = types[i] if i < len(types) else ""
-        parts.append(f"{d} {t}".strip())
+    parts = [f"{'?' if d is None else show(d)} {t or ''}".strip() for d, t in zip_longest(dims, types)]
     text = ", ".join(parts) or "no inputs"
     return text if len(text) <= limit else text[: limit - 3] + "..."

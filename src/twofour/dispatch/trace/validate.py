@@ -101,25 +101,19 @@ def add(invalid: dict, reason: str, event: int, name, count: int = 1) -> None:
 
 def field_problem(ev: dict) -> str | None:
     """The reason an event's fields are invalid, or None (the slow path: called only when the fast check failed)."""
-    ts, dur = ev.get("ts"), ev.get("dur")
-    for v in (ts, dur):
-        if type(v) not in (int, float):
-            return "no time"
-    for v in (ts, dur):
-        if isinstance(v, float) and not math.isfinite(v):
-            return "non-finite"
-    for v in (ts, dur):
-        if v < 0:
-            return "negative"
-    for v in (ts, dur):
-        if v > MAX_US:
-            return "out of range"
-    return "malformed"
+    times = (ev.get("ts"), ev.get("dur"))
+    if any(type(v) not in (int, float) for v in times):
+        return "no time"
+    if any(isinstance(v, float) and not math.isfinite(v) for v in times):
+        return "non-finite"
+    if any(v < 0 for v in times):
+        return "negative"
+    return "out of range" if any(v > MAX_US for v in times) else "malformed"
 
 
-def summary(invalid, what: str = "the trace") -> str:
-    """One line: how many invalid events of each kind, and the first of each."""
-    items = sorted(invalid.values(), key=lambda i: i.first_event) if isinstance(invalid, dict) else list(invalid)
+def summary(invalid: dict, what: str = "the trace") -> str:
+    """One line: how many invalid events of each kind (``invalid``: reason -> :class:`Invalid`), and the first of each."""
+    items = sorted(invalid.values(), key=lambda i: i.first_event)
     total = sum(i.count for i in items)
     return f"{total:,} invalid event{'s' if total != 1 else ''} in {what}: " + "; ".join(i.describe() for i in items)
 
