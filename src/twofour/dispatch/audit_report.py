@@ -230,14 +230,12 @@ class AuditReport:
         lines = ([self.model, ""] if self.model else []) + self.table(max_rows, width).split("\n")
         counts = self.reason_counts()
         if counts:
-            lines.append("")
-            lines.append("problems (number of linear layers): the first layer with it, and its message")
+            lines += ["", "problems (number of linear layers): the first layer with it, and its message"]
             for t, n, msg in counts:
                 where, _, what = msg.partition(": ")
                 lines += [f"  {t} ({n}): {where}", f"    {what}"]
         if self.kept_dense:
-            lines.append("")
-            lines.append(f"kept dense on purpose ({len(self.kept_dense)}):")
+            lines += ["", f"kept dense on purpose ({len(self.kept_dense)}):"]
             by_reason: dict[str, list[str]] = {}
             for r in self.kept_dense:
                 by_reason.setdefault(r.kept_dense, []).append(printable(r.name, NAME_WIDTH))

@@ -47,7 +47,7 @@ def late_gpu_rows(ix, tr: Trace, invalid: dict, skip=()) -> set:
         return set()
     ends = ix.end[g]
     sync_ids = [i for i, n in enumerate(tr.names) if n.startswith(_SYNC_CALLS)]
-    syncs = np.flatnonzero((tr.kind == RUNTIME) & np.isin(tr.name, sync_ids)) if sync_ids else np.zeros(0, int)
+    syncs = np.flatnonzero((tr.kind == RUNTIME) & np.isin(tr.name, sync_ids))
     late = np.zeros(len(g), dtype=bool)
     if len(syncs):
         order = np.argsort(tr.ts[syncs], kind="stable")

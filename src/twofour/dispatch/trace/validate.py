@@ -126,12 +126,10 @@ def duplicate_rows(kind, name, thread, ts, dur, ext, corr) -> np.ndarray:
     """
     n = len(ts)
     out = np.zeros(n, dtype=bool)
-    if n < 2:
-        return out
     order = np.argsort(ts, kind="stable")
     t = ts[order]
     same = t[1:] == t[:-1]
-    if not same.any():
+    if not same.any():  # also a trace of fewer than two events
         return out
     cand = np.zeros(n, dtype=bool)
     cand[1:] |= same
