@@ -32,7 +32,7 @@ from dataclasses import replace
 import torch
 
 from .._passes.bits import unsupported_reason
-from .._passes.tensors import SUPPORTED_DTYPES
+from .._passes.tensors import SUPPORTED_DTYPES, dtype_name
 from .._common.text import printable
 from ..packing import dense_bytes, packed_bytes
 from ..structure import StructureReport, check
@@ -254,7 +254,7 @@ def _embedding_row(name: str, shape, dtype) -> AuditRow:
     # A lookup reads rows; there is no GEMM for a sparse kernel to replace. Not read, not checked.
     reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
     shape = tuple(int(d) for d in shape)
-    return AuditRow(name, "embedding", shape, str(dtype).replace("torch.", ""), None, False, "dense", ("lookup",),
+    return AuditRow(name, "embedding", shape, dtype_name(dtype), None, False, "dense", ("lookup",),
                     (reason,), dense_bytes(shape, dtype), None)
 
 
@@ -282,7 +282,7 @@ def _unique_keys(state: Mapping, notes: list[str]) -> dict:
 def _dtype_reason(dtype) -> str:
     if isinstance(dtype, torch.dtype):
         why = unsupported_reason(dtype)
-        return f"dtype {str(dtype).replace('torch.', '')}: {why}" if why else f"dtype {dtype} has no 2:4 kernel"
+        return f"dtype {dtype_name(dtype)}: {why}" if why else f"dtype {dtype} has no 2:4 kernel"
     return f"dtype {printable(dtype, 40)} is not one torch knows"
 
 
@@ -299,7 +299,7 @@ def _odd_tensor(W) -> str | None:
     if W.device.type == "meta":
         return "a meta tensor: a shape without values"
     if W.is_quantized:
-        return f"quantized ({str(W.dtype).replace('torch.', '')}): dequantize it to audit it"
+        return f"quantized ({dtype_name(W.dtype)}): dequantize it to audit it"
     return None
 
 
@@ -341,7 +341,7 @@ def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str
         name=name,
         kind=kind,
         shape=shape,
-        dtype=str(W.dtype).replace("torch.", ""),
+        dtype=dtype_name(W.dtype),
         fraction_valid=None if structure is None else structure.fraction_valid,
         n_groups=None if structure is None else structure.num_groups,
         n_bad_groups=None if structure is None else structure.num_bad_groups,

@@ -109,7 +109,7 @@ class Verdict:
 
     def summary(self) -> str:
         shape = "x".join(map(str, self.shape))
-        what = f"W {shape} {str(self.dtype).replace('torch.', '')} ({'packed' if self.packed else 'dense tensor'})"
+        what = f"W {shape} {dtype_name(self.dtype)} ({'packed' if self.packed else 'dense tensor'})"
         if self.packed:
             return f"{what} on {self.target}: {self.path}"
         return f"{what} on {self.target}: {self.path} now, {self.if_packed} if packed"
@@ -179,9 +179,6 @@ def explain(
         structure: a ``twofour.check(W, n, m)`` report you already have, reused instead of
             checking ``W`` again. It must be on ``W``'s shape and dtype and for the pattern the
             dtype is stored in (2:4; 1:2 for float32), else ValueError.
-
-    Returns:
-        A :class:`Verdict`.
 
     >>> import torch
     >>> from twofour.dispatch import hypothetical_gpu

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._passes.tensors import dtype_name
 from ..device import Environment, environment, sparse_backends_for
 from ..vocabulary import BACKENDS, CUSPARSELT, CUTLASS
 from .rules import backend_rules, cusparselt_version_str, default_backend
@@ -98,15 +99,16 @@ class Probe:
             ("default backend", f"{BACKENDS[self.default_backend].name} (torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS)"),
         ]
         for b in self.backends:
-            dtypes = ", ".join(str(d).replace("torch.", "") for d in b.dtypes)
+            dtypes = ", ".join(dtype_name(d) for d in b.dtypes)
             rows.append((b.label, f"{'usable' if b.usable else 'NOT usable'}: {b.why} [dtypes: {dtypes}]"))
         for c in self.live:
             rows.append((f"tried {BACKENDS[c.backend].name}", f"{'ran' if c.ok else 'FAILED'}: {c.detail}"))
         return rows
 
     def __str__(self) -> str:
-        width = max(len(k) for k, _ in self.rows())
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows())
+        rows = self.rows()
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
     def _repr_html_(self) -> str:
         body = "".join(
