@@ -129,7 +129,6 @@ class Verdict:
         return f"<p><strong>{html.escape(self.summary())}</strong></p><table>{rows}</table>"
 
 
-
 def _parse_x_shape(x_shape, K: int) -> tuple[int | None, int | None]:
     """(M, K_x) from ``x_shape``: an int M (tokens), or a shape ``(..., K)`` whose leading dims multiply to M."""
     if x_shape is None:
