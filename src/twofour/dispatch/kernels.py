@@ -233,7 +233,7 @@ class KernelReport:
 
 
 def classify_records(records) -> list[str]:
-    """The class of every record, in order, with the context rules of :func:`summarize`.
+    """The class of every record, in order, by :func:`classify` and the context rules below.
 
     A GPU kernel launched by PyTorch's cuSPARSELt or CUTLASS 2:4 operator belongs to that
     backend whatever its name; an unfamiliar kernel launched straight from ``aten::mm`` is the
@@ -287,10 +287,7 @@ def classify_records(records) -> list[str]:
 
 
 def summarize(records, *, calls: int = 1) -> KernelReport:
-    """Classify profiled events and add up time per class.
-
-    CPU operators inside a sparse operator (or a matmul reading CSR/COO indices) count as that
-    sparse class; GPU kernels are classified by their own name (see :func:`classify_records`).
+    """Classify profiled events (:func:`classify_records`) and add up time per class.
 
     >>> recs = [OpRecord("aten::linear", "cpu", 5.0), OpRecord("aten::addmm", "cpu", 95.0, parent=0)]
     >>> summarize(recs).time_us
