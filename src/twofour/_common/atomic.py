@@ -29,7 +29,7 @@ import os
 import stat
 from pathlib import Path
 
-from .text import printable
+from .text import show_path as _show
 
 __all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_bytes", "write_with"]
 
@@ -44,10 +44,6 @@ _KINDS = (
 
 class OutputError(ValueError):
     """An output path that must not be written (an input, not a regular file); one sentence."""
-
-
-def _show(path) -> str:
-    return printable(os.fspath(path), 200)
 
 
 def _identity(path) -> tuple[int, int] | None:

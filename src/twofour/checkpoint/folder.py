@@ -27,7 +27,7 @@ import json
 import os
 import stat
 
-from .._common.text import printable
+from .._common.text import printable, show_path as _show
 from .file import CheckpointError, open_checkpoint
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
@@ -43,10 +43,6 @@ _MAX_SHARDS = 10_000
 
 class FolderError(CheckpointError):
     """A model folder, index or config that cannot be used; the message is one line."""
-
-
-def _show(path) -> str:
-    return printable(os.fspath(path), 200)
 
 
 def _no_duplicates(pairs):
@@ -198,8 +194,8 @@ class ModelFiles:
         self._where[name].prefetch(name)
 
     def file_bytes(self) -> int:
-        """Bytes of all shards on disk."""
-        return sum(os.path.getsize(p) for p in self.files)
+        """Bytes of all shards on disk (a shard gone since it was read counts 0)."""
+        return sum(os.path.getsize(p) for p in self.files if os.path.exists(p))
 
     def close(self) -> None:
         for ckpt in self._open:
