@@ -226,11 +226,7 @@ def _from_index(index_path: str, kind: str, label: str) -> ModelFiles:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not weight_map:
         raise FolderError(f"{_show(index_path)}: a shard index needs a non-empty \"weight_map\" object of tensor name -> file")
-    shards: list[str] = []
-    for name, shard in weight_map.items():
-        real = _inside(root, shard, index_path)
-        if real not in shards:
-            shards.append(real)
+    shards = list(dict.fromkeys(_inside(root, shard, index_path) for shard in weight_map.values()))  # in index order
     if len(shards) > _MAX_SHARDS:
         raise FolderError(f"{_show(index_path)}: names {len(shards):,} shard files, more than {_MAX_SHARDS:,}; refused")
     for real in shards:
