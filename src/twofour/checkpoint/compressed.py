@@ -155,8 +155,7 @@ def check_claim(ct: CompressionConfig | None, name: str, kind: str, n_groups: in
 
     >>> check_claim(None, "fc.weight", "linear", 8, 3, "m")  # no config: nothing claimed
     """
-    layer = name[: -len(".weight")] if name.endswith(".weight") else name
-    if ct is not None and ct.claims_24 and n_bad and ct.covers(layer, kind):
+    if ct is not None and ct.claims_24 and n_bad and ct.covers(name.removesuffix(".weight"), kind):
         raise CompressedError(
             f"{printable(path, 120)}: config.json claims sparsity_structure 2:4 for {printable(name, 120)}, but "
             f"{n_bad:,} of {n_groups:,} of its groups of four hold more than two non-zeros; the file does not match "

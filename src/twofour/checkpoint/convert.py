@@ -91,8 +91,8 @@ def _planned(view, layout: str):
         _check_writable(name, dtype)
         rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")
         is_24 = st.form == "sparse-24-bitmask"
-        layer = name[: -len(".weight")] if name.endswith(".weight") else name
         kind = weight_kind(name, tuple(shape))
+        layer = name.removesuffix(".weight")
         claimed = ct is not None and ct.claims_24 and kind is not None and ct.covers(layer, kind)
         if layout != "dense" and len(shape) == 2 and shape[1] % 4 == 0 and (is_24 or claimed):
             if dtype not in SUPPORTED_DTYPES or dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
