@@ -86,10 +86,8 @@ _KINDS = (
 
 
 def _not_regular(mode: int) -> str | None:
-    for test, why in _KINDS:
-        if test(mode):
-            return why
-    return None if stat.S_ISREG(mode) else "is not a regular file"
+    default = None if stat.S_ISREG(mode) else "is not a regular file"
+    return next((why for test, why in _KINDS if test(mode)), default)
 
 
 def open_regular(path: str) -> int:
@@ -197,7 +195,17 @@ def _check_entries(infos, path: str) -> None:
             )
 
 
-class Checkpoint:
+class _Closing:
+    """``with`` closes it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Checkpoint(_Closing):
     """An opened checkpoint: names, shapes and dtypes up front, tensors one at a time.
 
     Use :func:`open_checkpoint`; close it (or use ``with``) to release the file and its memory map.
@@ -380,12 +388,6 @@ class Checkpoint:
         self._handle = None
         self._tensors = {}
         self._closer()  # closes the file once, whoever calls first
-
-    def __enter__(self) -> Checkpoint:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _stamp(fd: int) -> tuple[int, int]:
