@@ -56,7 +56,6 @@ from ._pattern import PatternError, compile_pattern
 from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, decompress_unstructured,
                        pack_bitmask, unpack_bitmask)
 from ._packed_int import bits_of, count_24
-from .file import _Closing
 from .kinds import is_conv1d
 
 __all__ = [
@@ -328,7 +327,7 @@ _FORMS = {
 }
 
 
-class StoredView(_Closing):
+class StoredView:
     """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` every caller uses.
 
     Made by :func:`twofour.checkpoint.open` (or :func:`~twofour.checkpoint.reader.as_reader` over files
@@ -458,3 +457,9 @@ class StoredView(_Closing):
 
     def close(self) -> None:
         self.files.close()
+
+    def __enter__(self) -> StoredView:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

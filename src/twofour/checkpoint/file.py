@@ -195,17 +195,7 @@ def _check_entries(infos, path: str) -> None:
             )
 
 
-class _Closing:
-    """``with`` closes it."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Checkpoint(_Closing):
+class Checkpoint:
     """An opened checkpoint: names, shapes and dtypes up front, tensors one at a time.
 
     Use :func:`open_checkpoint`; close it (or use ``with``) to release the file and its memory map.
@@ -388,6 +378,12 @@ class Checkpoint(_Closing):
         self._handle = None
         self._tensors = {}
         self._closer()  # closes the file once, whoever calls first
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _stamp(fd: int) -> tuple[int, int]:

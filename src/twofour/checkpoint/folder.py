@@ -28,7 +28,7 @@ import os
 import stat
 
 from .._common.text import printable, show_path as _show
-from .file import CheckpointError, _Closing, open_checkpoint
+from .file import CheckpointError, open_checkpoint
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
 
@@ -117,7 +117,7 @@ def _inside(root: str, name, what: str) -> str:
     return real
 
 
-class ModelFiles(_Closing):
+class ModelFiles:
     """The tensors of a model folder, index or file: names, shapes, dtypes, one tensor at a time.
 
     ``kind`` is ``"folder"``, ``"index"`` or ``"file"``; ``root`` the folder; ``config`` the parsed
@@ -201,6 +201,12 @@ class ModelFiles(_Closing):
         for ckpt in self._open:
             ckpt.close()
         self._open = []
+
+    def __enter__(self) -> ModelFiles:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _config_beside(root: str):
