@@ -319,7 +319,7 @@ def _marlin_weight(f, head: str, parts) -> tuple:
 
 # Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
 # parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
-_FORMS = {
+_STORED_FORMS = {
     "sparse-bitmask": (UNSTRUCTURED_PARTS, _unstructured_weight),
     "sparse-24-bitmask": (BITMASK_PARTS, _bitmask_weight),
     "marlin-24": (MARLIN_PARTS, _marlin_weight),
@@ -354,7 +354,7 @@ class StoredView:
             head, _, tail = n.rpartition(".")
             have = prefixes[head]
             scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
-            form = next((form for form, (tails, _) in _FORMS.items()
+            form = next((form for form, (tails, _) in _STORED_FORMS.items()
                          if head and tail in tails and set(tails) <= have), None)
             if form == "pack-quantized" and set(MARLIN_PARTS) <= have:
                 form = None  # marlin-24's weight_packed beside a weight_shape: not pack-quantized
@@ -362,7 +362,7 @@ class StoredView:
             partial = next((p for p in (BITMASK_PARTS, MARLIN_PARTS) if tail in p and len(have & set(p)) >= 2),
                            None)
             if form is not None:
-                tails, read = _FORMS[form]
+                tails, read = _STORED_FORMS[form]
                 parts = tuple(f"{head}.{p}" for p in tails)
                 shape, dtype = read(files, head, parts)
                 stored = Stored(form, parts, sum(files.nbytes(p) for p in parts), scales)
