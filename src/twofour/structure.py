@@ -128,8 +128,7 @@ class StructureReport:
                 f"hold at most {self.n} non-zeros ({self.nonzero_fraction:.1%} of elements non-zero)"
             )
         per_row = self.bad_groups_per_row
-        same = per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0
-        rows = (per_row.shape[0] if int(per_row[0]) else 0) if same else int((per_row > 0).sum())
+        rows = (per_row.shape[0] if int(per_row[0]) else 0) if _repeated(per_row) else int((per_row > 0).sum())
         return (
             f"NOT {pattern}: {self.num_bad_groups:,} of {self.num_groups:,} groups "
             f"({self.fraction_bad:.2%}) hold more than {self.n} non-zeros, in {rows:,} of {self.shape[0]:,} rows "
@@ -152,7 +151,7 @@ class StructureReport:
         rows = []
         for v in self.examples:
             cells = "".join(
-                f'<td style="padding:2px 6px;{"background:#f6d5d2;" if _is_nonzero_py(x) else ""}">{html.escape(_fmt(x))}</td>'
+                f'<td style="padding:2px 6px;{"background:#f6d5d2;" if x != 0 else ""}">{html.escape(_fmt(x))}</td>'
                 for x in v.values
             )
             start, stop = v.columns
@@ -169,9 +168,9 @@ class StructureReport:
         return head + table + tail
 
 
-def _is_nonzero_py(x) -> bool:
-    return x != 0 or (isinstance(x, float) and x != x)
-
+def _repeated(per_row: torch.Tensor) -> bool:
+    """Whether per-row counts are one row's, expanded (stride 0): every row is row 0, never expanded here."""
+    return per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0
 
 
 def _bad(counts: torch.Tensor, n: int, m: int) -> torch.Tensor:
@@ -256,13 +255,6 @@ def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float)
     return locations
 
 
-def _row_sum(per_row: torch.Tensor) -> int:
-    """``per_row.sum()``, in O(1) for the expanded counts of identical rows (stride 0)."""
-    if per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0:
-        return int(per_row[0]) * per_row.shape[0]
-    return int(per_row.sum())
-
-
 def _bad_row_runs(per_row: torch.Tensor):
     """``(r0, r1)`` runs of consecutive rows with a bad group, in order; identical rows (stride 0)
     are one run, never expanded into an index list.
@@ -270,7 +262,7 @@ def _bad_row_runs(per_row: torch.Tensor):
     >>> list(_bad_row_runs(torch.tensor([0, 2, 1, 0, 0, 3])))
     [(1, 3), (5, 6)]
     """
-    if per_row.dim() == 1 and per_row.shape[0] > 1 and per_row.stride(0) == 0:
+    if _repeated(per_row):
         if int(per_row[0]):
             yield 0, per_row.shape[0]
         return
@@ -344,7 +336,7 @@ def check(
     else:
         bad_per_row, nonzeros, bad_per_block, items = _count_blocks(W, n, m)
         candidates, budget = (item for item, bad in zip(items, bad_per_block) if bad), float("inf")
-    num_bad = _row_sum(bad_per_row)
+    num_bad = int(bad_per_row[0]) * rows if _repeated(bad_per_row) else int(bad_per_row.sum())
     locations = []
     if num_bad and max_locations:
         with one_thread():

@@ -2,9 +2,10 @@
 
 * :mod:`.args`: argument checks with one wording for every message;
 * :mod:`.atomic`: every file written: never over an input or a FIFO, renamed into place when complete;
-* :mod:`.dtypes`: the one table of dtype facts (bytes, packed form, PyTorch's padding);
-* :mod:`.stderr`: standard error without the profiler's start/stop chatter;
+* :mod:`.fit`: printed reports that fit the width they are printed to;
 * :mod:`.jsonfile`: reading the shipped JSON data files with errors that say where;
+* :mod:`.lazy`: a package's names imported on first use;
+* :mod:`.stderr`: standard error without the profiler's start/stop chatter;
 * :mod:`.text`: strings from files made safe to print on a terminal.
 
 Nothing here is public API.

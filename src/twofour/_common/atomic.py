@@ -29,7 +29,7 @@ import os
 import stat
 from pathlib import Path
 
-from .text import printable
+from .text import show_path as _show
 
 __all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_bytes", "write_with"]
 
@@ -44,10 +44,6 @@ _KINDS = (
 
 class OutputError(ValueError):
     """An output path that must not be written (an input, not a regular file); one sentence."""
-
-
-def _show(path) -> str:
-    return printable(os.fspath(path), 200)
 
 
 def _identity(path) -> tuple[int, int] | None:
@@ -111,12 +107,9 @@ def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
 def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
 
-    A temporary file beside the target (same directory, so the rename cannot cross file
-    systems) takes the data, is flushed to disk, then replaces the target in one rename. On any
-    error the temporary file is removed and the previous target is untouched. A new file gets
-    the usual permissions (0666 less the umask); a replaced one keeps its own.
-    ``follow_symlinks=False``: a symlink at ``path`` is replaced by the file (its target is never
-    opened or replaced), as for files a command writes inside an output folder.
+    The temporary file is beside the target (so the rename cannot cross file systems) and is
+    flushed to disk before it replaces the target. A new file gets the usual permissions (0666
+    less the umask); a replaced one keeps its own. ``follow_symlinks``: as for :func:`check_output`.
     """
     return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)
 

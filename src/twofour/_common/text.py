@@ -18,7 +18,9 @@ the escaped text is unambiguous, and shortens it in the middle, where names diff
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+import os
+
+__all__ = ["printable", "show_path"]
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
@@ -51,3 +53,8 @@ def printable(text, limit: int | None = None) -> str:
         head = (keep + 1) // 2
         out = out[:head] + "..." + out[len(out) - (keep - head) :]
     return out
+
+
+def show_path(path) -> str:
+    """A path for a one-line message: :func:`printable`, at most 200 characters."""
+    return printable(os.fspath(path), 200)

@@ -95,24 +95,17 @@ class FloatFormat:
         return (0, 1 << (self.bits - 1)) if self.signed_zero else (0,)
 
 
-def _f8(name: str, e: int, m: int, **kw) -> tuple:
-    return (name, FloatFormat(name, e, m, **kw))
-
-
-_FORMAT_LIST = [
-    ("float64", FloatFormat("float64", 11, 52, inf=True, nan="ieee")),
-    ("float32", FloatFormat("float32", 8, 23, inf=True, nan="ieee")),
-    ("float16", FloatFormat("float16", 5, 10, inf=True, nan="ieee")),
-    ("bfloat16", FloatFormat("bfloat16", 8, 7, inf=True, nan="ieee")),
-    _f8("float8_e5m2", 5, 2, inf=True, nan="ieee"),
-    _f8("float8_e4m3fn", 4, 3, inf=False, nan="all-ones"),
-    _f8("float8_e4m3fnuz", 4, 3, inf=False, nan="negative-zero"),
-    _f8("float8_e5m2fnuz", 5, 2, inf=False, nan="negative-zero"),
-    _f8("float8_e8m0fnu", 8, 0, inf=False, nan="all-ones", signed=False, has_zero=False),
-]
-FORMATS: dict[torch.dtype, FloatFormat] = {
-    getattr(torch, name): fmt for name, fmt in _FORMAT_LIST if hasattr(torch, name)
-}
+FORMATS: dict[torch.dtype, FloatFormat] = {getattr(torch, f.name): f for f in (
+    FloatFormat("float64", 11, 52, inf=True, nan="ieee"),
+    FloatFormat("float32", 8, 23, inf=True, nan="ieee"),
+    FloatFormat("float16", 5, 10, inf=True, nan="ieee"),
+    FloatFormat("bfloat16", 8, 7, inf=True, nan="ieee"),
+    FloatFormat("float8_e5m2", 5, 2, inf=True, nan="ieee"),
+    FloatFormat("float8_e4m3fn", 4, 3, inf=False, nan="all-ones"),
+    FloatFormat("float8_e4m3fnuz", 4, 3, inf=False, nan="negative-zero"),
+    FloatFormat("float8_e5m2fnuz", 5, 2, inf=False, nan="negative-zero"),
+    FloatFormat("float8_e8m0fnu", 8, 0, inf=False, nan="all-ones", signed=False, has_zero=False),
+) if hasattr(torch, f.name)}
 
 # Integers a weight can be stored in, and the floats with a zero. float32 runs 1:2 on the
 # hardware; float64 is there for numerics.

@@ -71,7 +71,6 @@ class Scratch:
         return view
 
 
-@lru_cache(maxsize=None)
 def contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
     """``block`` itself when contiguous, else a copy in a reused buffer (a transposed view, a slice)."""
     if block.is_contiguous():
@@ -79,6 +78,7 @@ def contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
     return scratch.get("copy", block.dtype, block.shape).copy_(block)
 
 
+@lru_cache(maxsize=None)
 def const(value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A 0-d integer tensor (a 0-d operand keeps PyTorch on its vectorised path); bits above the sign wrap."""
     bits = torch.empty((), dtype=dtype).element_size() * 8

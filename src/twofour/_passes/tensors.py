@@ -27,10 +27,6 @@ def dtype_name(dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _dtype_list() -> str:
-    return ", ".join(dtype_name(d) for d in SUPPORTED_DTYPES)
-
-
 def require_nm(n: int, m: int) -> None:
     """Raise a clear error unless ``1 <= n < m`` are integers (``n=2, m=4`` is 2:4)."""
     for name, value in (("n", n), ("m", m)):
@@ -80,7 +76,8 @@ def require_weight(W, m: int, *, arg: str = "W") -> torch.Tensor:
         raise ValueError(f"{arg} must be 2-D [out_features, in_features], got {W.dim()}-D shape {tuple(W.shape)}; {hint}")
     reason = unsupported_reason(W.dtype)
     if reason is not None:
-        raise TypeError(f"{arg} has dtype {dtype_name(W.dtype)}: {reason}; supported: {_dtype_list()}")
+        supported = ", ".join(dtype_name(d) for d in SUPPORTED_DTYPES)
+        raise TypeError(f"{arg} has dtype {dtype_name(W.dtype)}: {reason}; supported: {supported}")
     if W.numel() == 0:
         raise ValueError(f"{arg} is empty (shape {tuple(W.shape)}); it needs at least one group of {m} elements")
     K = W.shape[-1]

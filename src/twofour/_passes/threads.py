@@ -58,23 +58,16 @@ _state = threading.local()
 def one_thread():
     """Run the enclosed torch operations on ``PASS_THREADS`` intra-op threads (1), then restore."""
     depth = getattr(_state, "depth", 0)
-    want = PASS_THREADS
-    if depth or want is None:
-        _state.depth = depth + 1
-        try:
-            yield
-        finally:
-            _state.depth = depth
-        return
     before = torch.get_num_threads()
-    if before != want:
-        torch.set_num_threads(want)
-    _state.depth = 1
+    change = depth == 0 and PASS_THREADS is not None and before != PASS_THREADS
+    if change:
+        torch.set_num_threads(PASS_THREADS)
+    _state.depth = depth + 1
     try:
         yield
     finally:
-        _state.depth = 0
-        if before != want:
+        _state.depth = depth
+        if change:
             torch.set_num_threads(before)
 
 

@@ -103,17 +103,11 @@ def check_mask(layer: str, nibbles: torch.Tensor, bits: torch.Tensor, K: int) ->
         raise CompressedError(f"{printable(layer, 120)}: the bitmask sets bits past column {K - 1}; it is damaged")
 
 
-def _decompress_wide(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int], layer: str) -> torch.Tensor:
-    """The dense ``shape`` weight: zeros, with ``values`` (row-major) at the bitmask's set bits.
-
-    Checks sizes and the 2:4 mask first. Byte-exact for every dtype: the values are moved as
-    integers of their size, two per group to the group's two kept positions (lower one first,
-    the order compressed-tensors' ``tensor[mask]`` wrote them in).
-    """
+def _decompress_wide(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """:func:`decompress` for any element size (4- and 8-byte dtypes, bool), elementwise in torch; the
+    sizes and the mask are checked already."""
     N, K = shape
-    check_sizes(layer, N, K, tuple(values.shape), tuple(bits.shape))
     nib = _nibbles(bits, K)
-    check_mask(layer, nib, bits, K)
     raw = values.contiguous().view(_INT_VIEW[values.element_size()]).reshape(N, K // 4, 2)
     first, second = raw[..., 0], raw[..., 1]
     zero = torch.zeros((), dtype=raw.dtype)
@@ -201,7 +195,7 @@ def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int],
     check_bitmask(layer, bits, K)
     size = values.element_size()
     if size not in _WORDS or values.dtype == torch.bool:
-        return _decompress_wide(values, bits, shape, layer)
+        return _decompress_wide(values, bits, shape)
     pair, word, (first_shift, second_shift) = _WORDS[size]
     lane = np.dtype(word).type(8 * size)
     low_mask = np.dtype(word).type((1 << (8 * size)) - 1)

@@ -32,7 +32,7 @@ class FlattenError(ValueError):
     """The loaded object is too deep, too large, or contains itself; the message is one line."""
 
 
-def unique_name(name: str, taken: dict, tried: dict | None = None) -> str:
+def unique_name(name: str, taken: dict, tried: dict) -> str:
     """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet.
 
     ``tried`` (one dict per walk) remembers the last suffix given to each name, so the k-th
@@ -46,11 +46,10 @@ def unique_name(name: str, taken: dict, tried: dict | None = None) -> str:
     """
     if name not in taken:
         return name
-    i = tried.get(name, 1) + 1 if tried is not None else 2
+    i = tried.get(name, 1) + 1
     while f"{name}#{i}" in taken:
         i += 1
-    if tried is not None:
-        tried[name] = i
+    tried[name] = i
     return f"{name}#{i}"
 
 

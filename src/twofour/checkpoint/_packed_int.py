@@ -28,10 +28,7 @@ __all__ = ["bits_of", "unpack", "count_24"]
 
 def bits_of(packed_cols: int, K: int) -> int | None:
     """The bits per value that make ``K`` values fill ``packed_cols`` int32 columns (4 or 8), or None."""
-    for bits in (4, 8):
-        if packed_cols == -(-K * bits // 32):
-            return bits
-    return None
+    return next((bits for bits in (4, 8) if packed_cols == -(-K * bits // 32)), None)
 
 
 def unpack(packed: torch.Tensor, bits: int, rows: int, cols: int) -> torch.Tensor:

@@ -174,7 +174,7 @@ def compile_pattern(pattern: str):
 
     work = [0]  # automaton states visited outside the cache, over every name this pattern has seen
 
-    def closure(states, s: str, i: int) -> set[int]:
+    def closure(states, s: str, i: int) -> frozenset[int]:
         seen: set[int] = set()
         stack = list(states)
         while stack:
@@ -192,20 +192,12 @@ def compile_pattern(pattern: str):
         if work[0] > MAX_WORK:
             raise PatternError(f"matching it took more than {MAX_WORK:,} automaton steps (a pattern of counted repeats "
                                "against many long names); write it with fewer repeats")
-        return seen
+        return frozenset(seen)
 
     memo: dict = {}  # (state set, character, what follows) -> next state set: a DFA built as it is used (as RE2 does)
 
-    classes = b.classes
-
-    def step(current, s: str, i: int, ch: str):
-        work[0] += len(current)
-        hits = {text: test(ch) is not None for text, test in classes.items()}
-        nxt = [o for q in current if kind[q] == "char" and hits[arg[q]] for o in outs[q]]
-        return frozenset(closure(nxt, s, i + 1)) if nxt else frozenset()
-
     def match(s: str) -> bool:
-        current = frozenset(closure([start], s, 0))
+        current = closure([start], s, 0)
         n = len(s)
         for i, ch in enumerate(s):
             if accept in current:
@@ -219,7 +211,10 @@ def compile_pattern(pattern: str):
             if nxt is None:
                 if len(memo) >= _MAX_MEMO:
                     memo.clear()
-                nxt = memo[key] = step(current, s, i, ch)
+                work[0] += len(current)
+                hits = {text: test(ch) is not None for text, test in b.classes.items()}
+                nxt = [o for q in current if kind[q] == "char" and hits[arg[q]] for o in outs[q]]
+                nxt = memo[key] = closure(nxt, s, j) if nxt else frozenset()
             if not nxt:
                 return False
             current = nxt

@@ -33,9 +33,6 @@ class _Stub:
 
     _qualname = ""
 
-    def __new__(cls, *args, **kwargs):
-        return object.__new__(cls)
-
     def __init__(self, *args, **kwargs):
         pass
 
@@ -90,14 +87,16 @@ def _element_size(storage_type) -> int:
     return dtype.itemsize
 
 
-def storage_sizes(archive: zipfile.ZipFile, pickle_name: str | None = None) -> dict:
+def _pickle_name(archive: zipfile.ZipFile) -> str:
+    name = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
+    if name is None:
+        raise StorageMismatch("no data.pkl in the zip: not a torch.save checkpoint")
+    return name
+
+
+def storage_sizes(archive: zipfile.ZipFile) -> dict:
     """``{storage key: byte size}`` the archive's pickle declares."""
-    names = archive.namelist()
-    if pickle_name is None:
-        pickle_name = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
-        if pickle_name is None:
-            raise StorageMismatch("no data.pkl in the zip: not a torch.save checkpoint")
-    scanner = _Scanner(archive.read(pickle_name))
+    scanner = _Scanner(archive.read(_pickle_name(archive)))
     try:
         scanner.load()
     except Exception as exc:  # a damaged pickle: torch.load would fail on it too, with its own words
@@ -120,12 +119,8 @@ def check_storages(archive: zipfile.ZipFile, file_size: int, read_header) -> Non
 
     ``read_header(offset)`` returns the 30-byte local header of the entry at ``offset``.
     """
-    names = archive.namelist()
-    pkl = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
-    if pkl is None:
-        raise StorageMismatch("no data.pkl in the zip: not a torch.save checkpoint")
-    prefix = pkl[: -len("data.pkl")]
-    for key, nbytes in storage_sizes(archive, pkl).items():
+    prefix = _pickle_name(archive)[: -len("data.pkl")]
+    for key, nbytes in storage_sizes(archive).items():
         entry = f"{prefix}data/{key}"
         try:
             info = archive.getinfo(entry)

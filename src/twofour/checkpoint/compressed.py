@@ -29,7 +29,7 @@ Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
 * **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
   read as the dense weights they are.
 
-:func:`stored_view` wraps opened :class:`~twofour.checkpoint.folder.ModelFiles` so the audit sees
+:class:`StoredView` (what :func:`twofour.checkpoint.open` returns) shows the audit
 one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
 when asked) the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every
 group of four along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
@@ -59,7 +59,7 @@ from ._packed_int import bits_of, count_24
 from .kinds import is_conv1d
 
 __all__ = [
-    "CompressionConfig", "parse_config", "stored_view", "StoredView", "decompress", "pack_bitmask",
+    "CompressionConfig", "parse_config", "StoredView", "decompress", "pack_bitmask",
     "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS",
 ]
 
@@ -155,8 +155,7 @@ def check_claim(ct: CompressionConfig | None, name: str, kind: str, n_groups: in
 
     >>> check_claim(None, "fc.weight", "linear", 8, 3, "m")  # no config: nothing claimed
     """
-    layer = name[: -len(".weight")] if name.endswith(".weight") else name
-    if ct is not None and ct.claims_24 and n_bad and ct.covers(layer, kind):
+    if ct is not None and ct.claims_24 and n_bad and ct.covers(name.removesuffix(".weight"), kind):
         raise CompressedError(
             f"{printable(path, 120)}: config.json claims sparsity_structure 2:4 for {printable(name, 120)}, but "
             f"{n_bad:,} of {n_groups:,} of its groups of four hold more than two non-zeros; the file does not match "
@@ -266,18 +265,73 @@ class Stored:
     scales: tuple[str, ...] = ()
 
 
-def _partial(tail: str, have: set) -> bool:
-    """``tail`` is one of two present parts of a three-part stored form (one alone is an ordinary tensor)."""
-    for parts in (BITMASK_PARTS, MARLIN_PARTS):
-        if tail in parts and len(have & set(parts)) >= 2:
-            return True
-    return False
+def _bitmask_weight(f, head: str, parts) -> tuple:
+    values, bits, shape = parts
+    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2:
+        raise CompressedError(f"{printable(head, 120)}: the bitmask must be 2-D uint8 and the values 2-D")
+    N, K = _dense_shape(f.tensor(shape), head)
+    check_sizes(head, N, K, f.shape(values), f.shape(bits))
+    return (N, K), f.dtype(values)
+
+
+def _unstructured_weight(f, head: str, parts) -> tuple:
+    values, bits, shape, _ = parts
+    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 1:
+        raise CompressedError(f"{printable(head, 120)}: sparse-bitmask needs a 2-D uint8 bitmask and 1-D values")
+    N, K = _dense_shape(f.tensor(shape), head)
+    if tuple(f.shape(bits)) != (N, (K + 7) // 8):
+        raise CompressedError(f"{printable(head, 120)}: the bitmask is {'x'.join(map(str, f.shape(bits)))}, but a "
+                              f"{N}x{K} weight needs {N}x{(K + 7) // 8}; the shape and the bitmask disagree")
+    return (N, K), f.dtype(values)
+
+
+def _packed_weight(f, head: str, parts) -> tuple:
+    packed, shape = parts
+    N, K = _dense_shape(f.tensor(shape), head)
+    ps = f.shape(packed)
+    bits = bits_of(ps[1], K) if len(ps) == 2 and f.dtype(packed) == torch.int32 and ps[0] == N else None
+    if bits is None:
+        raise CompressedError(f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} "
+                              f"{printable(str(f.dtype(packed)), 20)} does not hold a {N}x{K} weight of 4- or 8-bit "
+                              "values packed in int32")
+    return (N, K), f"int{bits} (pack-quantized)"
+
+
+def _marlin_weight(f, head: str, parts) -> tuple:
+    packed, scales, meta = parts
+    ps, ss, ms = f.shape(packed), f.shape(scales), f.shape(meta)
+    if f.dtype(packed) != torch.int32 or f.dtype(meta) != torch.int16 or len(ss) != 2 or len(ps) != 2:
+        raise CompressedError(f"{printable(head, 120)}: marlin-24 needs int32 weight_packed, int16 meta and 2-D scales")
+    N = int(ss[1])
+    kept = ps[0] * ps[1] * 8  # eight int4 values per int32
+    if N < 1 or kept % N or (2 * kept // N) % 128:
+        raise CompressedError(
+            f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} does not fit {N} outputs with K a multiple of 128"
+        )
+    K = 2 * kept // N
+    if ms[0] * ms[1] * 16 != kept * 2:
+        raise CompressedError(
+            f"{printable(head, 120)}: meta holds {ms[0] * ms[1] * 16:,} bits, but {kept:,} kept values need {kept * 2:,} "
+            "(2 bits each); the parts disagree"
+        )
+    return (N, K), "int4 (marlin-24)"
+
+
+# Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
+# parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
+_STORED_FORMS = {
+    "sparse-bitmask": (UNSTRUCTURED_PARTS, _unstructured_weight),
+    "sparse-24-bitmask": (BITMASK_PARTS, _bitmask_weight),
+    "marlin-24": (MARLIN_PARTS, _marlin_weight),
+    "pack-quantized": (PACKED_PARTS, _packed_weight),
+}
 
 
 class StoredView:
     """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` every caller uses.
 
-    Made by :func:`twofour.checkpoint.open` (or :func:`stored_view` over files already opened).
+    Made by :func:`twofour.checkpoint.open` (or :func:`~twofour.checkpoint.reader.as_reader` over files
+    already opened).
     """
 
     def __init__(self, files, config: CompressionConfig | None):
@@ -298,105 +352,39 @@ class StoredView:
             if n in consumed:
                 continue
             head, _, tail = n.rpartition(".")
-            have = prefixes.get(head, set())
-            if tail in UNSTRUCTURED_PARTS and set(UNSTRUCTURED_PARTS) <= have:
-                parts = tuple(f"{head}.{p}" for p in UNSTRUCTURED_PARTS)
-                self._add_unstructured(head, parts, have)
+            have = prefixes[head]
+            scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
+            form = next((form for form, (tails, _) in _STORED_FORMS.items()
+                         if head and tail in tails and set(tails) <= have), None)
+            if form == "pack-quantized" and set(MARLIN_PARTS) <= have:
+                form = None  # marlin-24's weight_packed beside a weight_shape: not pack-quantized
+            # two of a three-part form present (one alone is an ordinary tensor)
+            partial = next((p for p in (BITMASK_PARTS, MARLIN_PARTS) if tail in p and len(have & set(p)) >= 2),
+                           None)
+            if form is not None:
+                tails, read = _STORED_FORMS[form]
+                parts = tuple(f"{head}.{p}" for p in tails)
+                shape, dtype = read(files, head, parts)
+                stored = Stored(form, parts, sum(files.nbytes(p) for p in parts), scales)
+                self._add(f"{head}.weight", shape, dtype, stored)
                 consumed.update(parts)
-            elif tail in BITMASK_PARTS and set(BITMASK_PARTS) <= have:
-                parts = tuple(f"{head}.{p}" for p in BITMASK_PARTS)
-                self._add_bitmask(head, parts, have)
-                consumed.update(parts)
-            elif tail in MARLIN_PARTS and set(MARLIN_PARTS) <= have:
-                parts = tuple(f"{head}.{p}" for p in MARLIN_PARTS)
-                self._add_marlin(head, parts, have)
-                consumed.update(parts)
-            elif tail in PACKED_PARTS and set(PACKED_PARTS) <= have and not set(MARLIN_PARTS) <= have:
-                parts = tuple(f"{head}.{p}" for p in PACKED_PARTS)
-                self._add_packed(head, parts, have)
-                consumed.update(parts)
-            elif head and _partial(tail, have):
-                missing = [p for p in (BITMASK_PARTS if tail in BITMASK_PARTS else MARLIN_PARTS) if p not in have]
+            elif head and partial:
+                missing = [p for p in partial if p not in have]
                 raise CompressedError(
                     f"{printable(head, 120)}: stored in parts but {', '.join(missing)} is missing (a truncated or "
                     "incomplete checkpoint)"
                 )
             elif tail in _QUANT_PARAMS and head:
                 self.skipped.append((n, "a quantization parameter (scale or zero point) of its layer, not a weight"))
-                consumed.add(n)
             else:
-                scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
-                st = Stored("dense", (n,), files.nbytes(n), scales)
-                self._logical[n] = (files.shape(n), files.dtype(n), st)
-                self._order.append(n)
+                self._add(n, files.shape(n), files.dtype(n), Stored("dense", (n,), files.nbytes(n), scales))
         if config is not None and config.sparsity_format == "sparse-24-bitmask" and not any(
             s.form == "sparse-24-bitmask" for _, _, s in self._logical.values()
         ):
             self.notes.append("config.json names sparse-24-bitmask, but no weight is stored that way")
 
-    def _scales(self, head: str, have: set) -> tuple[str, ...]:
-        return tuple(f"{head}.{p}" for p in _QUANT_PARAMS if p in have)
-
-    def _add_bitmask(self, head, parts, have) -> None:
-        values, bits, shape = parts
-        f = self.files
-        if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2:
-            raise CompressedError(f"{printable(head, 120)}: the bitmask must be 2-D uint8 and the values 2-D")
-        N, K = _dense_shape(f.tensor(shape), head)
-        check_sizes(head, N, K, f.shape(values), f.shape(bits))
-        st = Stored("sparse-24-bitmask", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
-        name = f"{head}.weight"
-        self._logical[name] = ((N, K), f.dtype(values), st)
-        self._order.append(name)
-
-    def _add_unstructured(self, head, parts, have) -> None:
-        values, bits, shape, _ = parts
-        f = self.files
-        if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 1:
-            raise CompressedError(f"{printable(head, 120)}: sparse-bitmask needs a 2-D uint8 bitmask and 1-D values")
-        N, K = _dense_shape(f.tensor(shape), head)
-        if tuple(f.shape(bits)) != (N, (K + 7) // 8):
-            raise CompressedError(f"{printable(head, 120)}: the bitmask is {'x'.join(map(str, f.shape(bits)))}, but a "
-                                  f"{N}x{K} weight needs {N}x{(K + 7) // 8}; the shape and the bitmask disagree")
-        st = Stored("sparse-bitmask", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
-        self._logical[f"{head}.weight"] = ((N, K), f.dtype(values), st)
-        self._order.append(f"{head}.weight")
-
-    def _add_packed(self, head, parts, have) -> None:
-        packed, shape = parts
-        f = self.files
-        N, K = _dense_shape(f.tensor(shape), head)
-        ps = f.shape(packed)
-        bits = bits_of(ps[1], K) if len(ps) == 2 and f.dtype(packed) == torch.int32 and ps[0] == N else None
-        if bits is None:
-            raise CompressedError(f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} "
-                                  f"{printable(str(f.dtype(packed)), 20)} does not hold a {N}x{K} weight of 4- or 8-bit "
-                                  "values packed in int32")
-        st = Stored("pack-quantized", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
-        self._logical[f"{head}.weight"] = ((N, K), f"int{bits} (pack-quantized)", st)
-        self._order.append(f"{head}.weight")
-
-    def _add_marlin(self, head, parts, have) -> None:
-        packed, scales, meta = parts
-        f = self.files
-        ps, ss, ms = f.shape(packed), f.shape(scales), f.shape(meta)
-        if f.dtype(packed) != torch.int32 or f.dtype(meta) != torch.int16 or len(ss) != 2 or len(ps) != 2:
-            raise CompressedError(f"{printable(head, 120)}: marlin-24 needs int32 weight_packed, int16 meta and 2-D scales")
-        N = int(ss[1])
-        kept = ps[0] * ps[1] * 8  # eight int4 values per int32
-        if N < 1 or kept % N or (2 * kept // N) % 128:
-            raise CompressedError(
-                f"{printable(head, 120)}: weight_packed {'x'.join(map(str, ps))} does not fit {N} outputs with K a multiple of 128"
-            )
-        K = 2 * kept // N
-        if ms[0] * ms[1] * 16 != kept * 2:
-            raise CompressedError(
-                f"{printable(head, 120)}: meta holds {ms[0] * ms[1] * 16:,} bits, but {kept:,} kept values need {kept * 2:,} "
-                "(2 bits each); the parts disagree"
-            )
-        st = Stored("marlin-24", parts, sum(f.nbytes(p) for p in parts), self._scales(head, have))
-        name = f"{head}.weight"
-        self._logical[name] = ((N, K), "int4 (marlin-24)", st)
+    def _add(self, name: str, shape, dtype, stored: Stored) -> None:
+        self._logical[name] = (shape, dtype, stored)
         self._order.append(name)
 
     # -- the reading interface the audit uses ----------------------------------------------------------
@@ -475,8 +463,3 @@ class StoredView:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def stored_view(files) -> StoredView:
-    """Wrap opened :class:`~twofour.checkpoint.folder.ModelFiles` (config read as data) for the audit."""
-    return StoredView(files, parse_config(files.config))

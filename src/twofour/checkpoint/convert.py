@@ -30,13 +30,14 @@ it is one of the inputs. ``marlin-24`` is refused: its int4 packing is not unpac
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 
 import torch
 
 from .._common.atomic import OutputError, check_output, write_with
-from .._common.text import printable
+from .._common.text import printable, show_path
 from .file import SAFETENSORS_DTYPES, CheckpointError
 from .._passes.bits import SUPPORTED_DTYPES
 from .compressed import CompressedError, check_claim
@@ -70,8 +71,6 @@ class ConvertResult:
 
 def _planned(view, layout: str):
     """(output name, shape, dtype, make) for every output tensor, in input order; validated shapes only."""
-    from ..packing import index_bits
-
     ct = view.ct
     plan = []
     rebuilt = packed = 0
@@ -89,12 +88,11 @@ def _planned(view, layout: str):
                 "reads its 2:4 structure)"
             )
         shape, dtype = view.shape(name), view.dtype(name)
-        if not isinstance(dtype, torch.dtype) or dtype not in _CODES:
-            raise CheckpointError(f"{printable(name, 120)}: dtype {printable(str(dtype), 40)} cannot be written to safetensors")
+        _check_writable(name, dtype)
         rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")
         is_24 = st.form == "sparse-24-bitmask"
-        layer = name[: -len(".weight")] if name.endswith(".weight") else name
         kind = weight_kind(name, tuple(shape))
+        layer = name.removesuffix(".weight")
         claimed = ct is not None and ct.claims_24 and kind is not None and ct.covers(layer, kind)
         if layout != "dense" and len(shape) == 2 and shape[1] % 4 == 0 and (is_24 or claimed):
             if dtype not in SUPPORTED_DTYPES or dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
@@ -103,7 +101,7 @@ def _planned(view, layout: str):
                     "float16, bfloat16, float32, float8, int8, uint8, int16 or int32); --layout dense copies it as it is"
                 )
             N, K = shape
-            meta_cols = -(-(K // 4) * 2 * index_bits(4) // 8)
+            meta_cols = -(-K // 8)  # a 4-bit code per group of four
             plan.append((f"{name}.values", (N, K // 2), dtype, (name, "values")))
             known = layout == "packed"  # to_cutlass's metadata shape is read off its first result instead
             plan.append((f"{name}.meta", (N, meta_cols) if known else None, torch.uint8 if known else None, (name, "meta")))
@@ -113,11 +111,14 @@ def _planned(view, layout: str):
     for sk_name, _ in view.skipped:  # quantization scales: copied unchanged
         if view.has_raw(sk_name):
             raw = view.files
-            if not isinstance(raw.dtype(sk_name), torch.dtype) or raw.dtype(sk_name) not in _CODES:
-                raise CheckpointError(f"{printable(sk_name, 120)}: dtype {printable(str(raw.dtype(sk_name)), 40)} cannot be "
-                                      "written to safetensors")
+            _check_writable(sk_name, raw.dtype(sk_name))
             plan.append((sk_name, tuple(raw.shape(sk_name)), raw.dtype(sk_name), (sk_name, "raw")))
     return plan, rebuilt, packed
+
+
+def _check_writable(name: str, dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or dtype not in _CODES:
+        raise CheckpointError(f"{printable(name, 120)}: dtype {printable(str(dtype), 40)} cannot be written to safetensors")
 
 
 def _load(view, name: str, claimed: bool, buffer=None):
@@ -137,10 +138,7 @@ def _load(view, name: str, claimed: bool, buffer=None):
 
 
 def _as_bytes(t: torch.Tensor) -> memoryview:
-    t = t.contiguous()
-    if t.numel() == 0:  # a memoryview cannot be cast with a zero in its shape
-        return memoryview(b"")
-    return memoryview(t.view(torch.uint8).numpy() if t.dim() else t.reshape(1).view(torch.uint8).numpy()).cast("B")
+    return memoryview(t.contiguous().reshape(-1).view(torch.uint8).numpy())
 
 
 def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
@@ -190,10 +188,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
             if shape is None or dtype is None:
                 t = produce(key)
                 shape, dtype = tuple(t.shape), t.dtype
-            n = 1
-            for d in shape:
-                n *= d
-            size = n * torch.empty((), dtype=dtype).element_size()
+            size = _nbytes(shape, dtype)
             header[out_name] = {"dtype": _CODES[dtype], "shape": list(shape), "data_offsets": [offset, offset + size]}
             order.append((out_name, key, size))
             offset += size
@@ -218,18 +213,16 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
         except OutputError as exc:
             raise CheckpointError(f"OUT {exc}") from None
         except OSError as exc:  # a folder it cannot write, a full disk: nothing left behind, one line
-            raise CheckpointError(f"OUT {printable(os.fspath(out), 200)}: cannot write ({exc.strerror or exc}); "
+            raise CheckpointError(f"OUT {show_path(out)}: cannot write ({exc.strerror or exc}); "
                                   "nothing was written") from None
     finally:
         files.close()
-    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files_bytes(files), 8 + len(blob) + offset)
+    written = 8 + len(blob) + offset
+    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files.file_bytes(), written)
 
 
 def _nbytes(shape, dtype) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n * torch.empty((), dtype=dtype).element_size()
+    return math.prod(shape) * dtype.itemsize
 
 
 def _check_not_into(files, out) -> None:
@@ -238,10 +231,6 @@ def _check_not_into(files, out) -> None:
     out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
     if files.kind == "folder" and out_dir == os.path.realpath(files.root):
         raise CheckpointError(
-            f"OUT {printable(os.fspath(out), 200)} is inside the model folder it converts; a second .safetensors "
+            f"OUT {show_path(out)} is inside the model folder it converts; a second .safetensors "
             "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
         )
-
-
-def files_bytes(files) -> int:
-    return sum(os.path.getsize(p) for p in files.files if os.path.exists(p))

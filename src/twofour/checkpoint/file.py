@@ -38,6 +38,7 @@ and texts from the file are escaped in it (``twofour._common.text.printable``).
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import stat
@@ -45,33 +46,22 @@ import sys
 import warnings
 import weakref
 import zipfile
-from collections.abc import Iterator
 
 import torch
 
-from .._common.text import printable
+from .._common.text import printable, show_path as _show
 from ._flatten import FlattenError, flatten_state_dict
 from ._mapped import file_offsets, read_exact, view_span
 from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
 
-SAFETENSORS_DTYPES = {
-    "F64": torch.float64,
-    "F32": torch.float32,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "I64": torch.int64,
-    "I32": torch.int32,
-    "I16": torch.int16,
-    "I8": torch.int8,
-    "U8": torch.uint8,
-    "BOOL": torch.bool,
-}
-for _code, _attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"), ("U16", "uint16"), ("U32", "uint32"),
-                     ("U64", "uint64")):
-    if hasattr(torch, _attr):
-        SAFETENSORS_DTYPES[_code] = getattr(torch, _attr)
+# safetensors' dtype codes that torch has (an older torch lacks float8 and the wide unsigned ints).
+SAFETENSORS_DTYPES = {code: getattr(torch, name) for code, name in (
+    ("F64", "float64"), ("F32", "float32"), ("F16", "float16"), ("BF16", "bfloat16"), ("I64", "int64"),
+    ("I32", "int32"), ("I16", "int16"), ("I8", "int8"), ("U8", "uint8"), ("BOOL", "bool"),
+    ("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"), ("U16", "uint16"), ("U32", "uint32"), ("U64", "uint64"),
+) if hasattr(torch, name)}
 
 # A safetensors header is JSON; its length is the first 8 bytes (little endian). Anything
 # claiming more than this is not a real header.
@@ -95,15 +85,9 @@ _KINDS = (
 )
 
 
-def _show(path) -> str:
-    return printable(os.fspath(path), 200)
-
-
 def _not_regular(mode: int) -> str | None:
-    for test, why in _KINDS:
-        if test(mode):
-            return why
-    return None if stat.S_ISREG(mode) else "is not a regular file"
+    default = None if stat.S_ISREG(mode) else "is not a regular file"
+    return next((why for test, why in _KINDS if test(mode)), default)
 
 
 def open_regular(path: str) -> int:
@@ -132,7 +116,12 @@ def open_regular(path: str) -> int:
     return fd
 
 
-def _format_of(head: bytes, path: str) -> str:
+def _format_of(fd: int, path: str) -> str:
+    """The format the open file's first bytes name; :class:`CheckpointError` when they name none."""
+    try:
+        head = os.pread(fd, 16, 0)
+    except OSError as exc:
+        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
     if not head:
         raise CheckpointError(f"{_show(path)}: the file is empty; {_FORMATS_HELP}")
     if head[:4] == b"PK\x03\x04":
@@ -159,9 +148,7 @@ def detect_format(path: str | os.PathLike) -> str:
     path = os.fspath(path)
     fd = open_regular(path)
     try:
-        return _format_of(os.pread(fd, 16, 0), path)
-    except OSError as exc:
-        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+        return _format_of(fd, path)
     finally:
         os.close(fd)
 
@@ -226,6 +213,7 @@ class Checkpoint:
         self._handle = None
         self._tensors: dict = {}
         self._offsets: dict = {}  # name -> file offset of its storage (mapped tensors, read with pread)
+        self._ranges: dict = {}  # name -> (file offset, length) of its data (safetensors)
         self._swap = False  # storages stored in the other byte order (torch.load swapped the mapped copy)
         self._fd = open_regular(path) if fd is None else fd
         self._closer = weakref.finalize(self, os.close, self._fd)
@@ -278,8 +266,6 @@ class Checkpoint:
             ) from None
         except Exception as exc:  # RecursionError and MemoryError included: one line, never a traceback
             raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable PyTorch checkpoint ({_one_line(exc)})") from None
-        if isinstance(obj, torch.nn.Module):  # cannot happen with weights_only, kept for clarity
-            obj = obj.state_dict()
         try:
             self._tensors, self.skipped, self.notes = flatten_state_dict(obj)
         except FlattenError as exc:
@@ -357,10 +343,7 @@ class Checkpoint:
                 raise CheckpointError(
                     f"{_show(self.path)}: cannot read tensor {printable(name, 200)!r} ({_one_line(exc)})"
                 ) from None
-        numel = 1
-        for d in shape:
-            numel *= d
-        if numel * dtype.itemsize != span[1]:  # safe_open checks this; a second look costs nothing
+        if math.prod(shape) * dtype.itemsize != span[1]:  # safe_open checks this; a second look costs nothing
             raise CheckpointError(f"{_show(self.path)}: corrupt safetensors file: tensor {printable(name, 200)!r} has "
                                   f"{span[1]:,} bytes for shape {list(shape)} of {dtype}")
         return self._read(span[0], span[1], name).view(dtype).reshape(shape)
@@ -375,7 +358,7 @@ class Checkpoint:
 
     def nbytes(self, name: str) -> int:
         """Bytes of ``name``'s data in the file (0 when the format does not say)."""
-        span = getattr(self, "_ranges", {}).get(name)
+        span = self._ranges.get(name)
         return 0 if span is None else span[1]
 
     def prefetch(self, name: str) -> None:
@@ -383,17 +366,13 @@ class Checkpoint:
 
         Auditing one tensor while the disk reads the next overlaps I/O with computation.
         """
-        span = getattr(self, "_ranges", {}).get(name)
+        span = self._ranges.get(name)
         if span is None or not hasattr(os, "posix_fadvise") or not self._closer.alive:
             return
         try:
             os.posix_fadvise(self._fd, span[0], span[1], os.POSIX_FADV_WILLNEED)
         except OSError:
             pass  # only a hint; reading works without it
-
-    def items(self) -> Iterator[tuple[str, torch.Tensor]]:
-        for name in self._names:
-            yield name, self.tensor(name)
 
     def close(self) -> None:
         self._handle = None
@@ -418,10 +397,7 @@ def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
     path = os.fspath(path)
     fd = open_regular(path)
     try:
-        fmt = _format_of(os.pread(fd, 16, 0), path)
-    except OSError as exc:
-        os.close(fd)
-        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+        fmt = _format_of(fd, path)
     except BaseException:
         os.close(fd)
         raise

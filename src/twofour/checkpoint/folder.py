@@ -27,7 +27,7 @@ import json
 import os
 import stat
 
-from .._common.text import printable
+from .._common.text import printable, show_path as _show
 from .file import CheckpointError, open_checkpoint
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
@@ -43,10 +43,6 @@ _MAX_SHARDS = 10_000
 
 class FolderError(CheckpointError):
     """A model folder, index or config that cannot be used; the message is one line."""
-
-
-def _show(path) -> str:
-    return printable(os.fspath(path), 200)
 
 
 def _no_duplicates(pairs):
@@ -198,8 +194,8 @@ class ModelFiles:
         self._where[name].prefetch(name)
 
     def file_bytes(self) -> int:
-        """Bytes of all shards on disk."""
-        return sum(os.path.getsize(p) for p in self.files)
+        """Bytes of all shards on disk (a shard gone since it was read counts 0)."""
+        return sum(os.path.getsize(p) for p in self.files if os.path.exists(p))
 
     def close(self) -> None:
         for ckpt in self._open:
@@ -230,11 +226,7 @@ def _from_index(index_path: str, kind: str, label: str) -> ModelFiles:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not weight_map:
         raise FolderError(f"{_show(index_path)}: a shard index needs a non-empty \"weight_map\" object of tensor name -> file")
-    shards: list[str] = []
-    for name, shard in weight_map.items():
-        real = _inside(root, shard, index_path)
-        if real not in shards:
-            shards.append(real)
+    shards = list(dict.fromkeys(_inside(root, shard, index_path) for shard in weight_map.values()))  # in index order
     if len(shards) > _MAX_SHARDS:
         raise FolderError(f"{_show(index_path)}: names {len(shards):,} shard files, more than {_MAX_SHARDS:,}; refused")
     for real in shards:

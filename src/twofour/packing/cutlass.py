@@ -21,11 +21,12 @@ _CUTLASS = {
 }
 
 
-def _dense_cols_per_meta(dtype: torch.dtype) -> int:
-    """Dense columns one metadata element covers: 4-bit codes per element x columns per code."""
-    (_, m), meta_dtype, *_ = _CUTLASS[dtype]
-    codes = torch.empty((), dtype=meta_dtype).element_size() * 2  # 4 bits each
-    return codes * m  # float32's 1:2 pairs are each one 4-bit code: 8 columns per int16
+def _layout(dtype: torch.dtype) -> tuple:
+    if dtype not in _CUTLASS:
+        raise ValueError(
+            f"PyTorch's CUTLASS layout exists for float16, bfloat16, int8 and float32 (1:2), not {dtype}"
+        )
+    return _CUTLASS[dtype]
 
 
 def cutlass_constraints(dtype: torch.dtype) -> dict:
@@ -34,11 +35,7 @@ def cutlass_constraints(dtype: torch.dtype) -> dict:
     >>> cutlass_constraints(torch.float16)["pattern"]
     '2:4'
     """
-    if dtype not in _CUTLASS:
-        raise ValueError(
-            f"PyTorch's CUTLASS layout exists for float16, bfloat16, int8 and float32 (1:2), not {dtype}"
-        )
-    (n, m), meta_dtype, rows_mult, cols_mult, _, _ = _CUTLASS[dtype]
+    (n, m), meta_dtype, rows_mult, cols_mult, _, _ = _layout(dtype)
     return {
         "pattern": f"{n}:{m}",
         "meta_dtype": meta_dtype,
@@ -105,18 +102,16 @@ def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tenso
     reordering to draw where each word lands."""
     if not isinstance(packed, Packed):
         raise TypeError(f"packed must be a twofour.Packed (from twofour.pack), got {type(packed).__name__}")
-    if packed.dtype not in _CUTLASS:
-        raise ValueError(
-            f"PyTorch's CUTLASS layout exists for float16, bfloat16, int8 and float32, not {packed.dtype}"
-        )
-    (n, m), meta_dtype, rows_mult, cols_mult, row_block, interleave = _CUTLASS[packed.dtype]
+    (n, m), meta_dtype, rows_mult, cols_mult, row_block, interleave = _layout(packed.dtype)
     if (packed.n, packed.m) != (n, m):
         hint = " (fp32 runs as 1:2 on sparse tensor cores: use pack(W, n=1, m=2))" if packed.dtype == torch.float32 else ""
         raise ValueError(
             f"the CUTLASS layout for {packed.dtype} is {n}:{m}, but packed is {packed.n}:{packed.m}{hint}"
         )
     N, K = packed.shape
-    per_meta = _dense_cols_per_meta(packed.dtype)
+    # Dense columns one metadata element covers: its 4-bit codes x columns per code (float32's 1:2
+    # pairs are each one 4-bit code: 8 columns per int16).
+    per_meta = meta_dtype.itemsize * 2 * m
     if N % rows_mult or K % cols_mult or (K // per_meta) % 2:
         raise ValueError(
             f"packed.shape {packed.shape} does not fit PyTorch's CUTLASS layout for {dtype_name(packed.dtype)}: "

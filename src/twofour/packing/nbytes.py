@@ -41,7 +41,12 @@ def _element_bits(dtype) -> int:
     )
 
 
-def _default_meta_bits(dtype, n: int, m: int) -> int:
+def _meta_bits(dtype, n: int, m: int, given) -> int:
+    """``meta_bits_per_value`` checked, or its default for ``dtype`` and ``n:m``."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+            raise ValueError(f"meta_bits_per_value must be a non-negative int, got {given!r}")
+        return given
     # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse
     # tensor cores store fp32 as 1:2, but write its metadata as if each 32-bit value were two
     # 16-bit halves, each named by a 2-bit index: 4 bits per kept fp32 value.
@@ -58,8 +63,7 @@ def dense_bytes(shape, dtype) -> int:
     >>> dense_bytes((4096, 14336), torch.float16)
     117440512
     """
-    numel = _numel(shape)
-    return numel * _element_bits(dtype) // 8
+    return math.prod(shape_dims(shape)) * _element_bits(dtype) // 8
 
 
 def _as_size(d) -> int | None:
@@ -87,10 +91,6 @@ def shape_dims(shape, arg: str = "shape") -> list[int]:
     return dims
 
 
-def _numel(shape) -> int:
-    return math.prod(shape_dims(shape))
-
-
 def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> int:
     """Bytes of the packed form: ``n/m`` of the values plus ``meta_bits_per_value`` bits per kept value.
 
@@ -103,14 +103,11 @@ def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: i
     0.5625
     """
     require_nm(n, m)
-    numel = _numel(shape)
-    last = shape_dims(shape)[-1]
-    if last % m:
-        raise ValueError(f"shape's last dimension {last} must be a multiple of m={m}")
-    meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
-    if isinstance(meta_bits, bool) or not isinstance(meta_bits, int) or meta_bits < 0:
-        raise ValueError(f"meta_bits_per_value must be a non-negative int, got {meta_bits_per_value!r}")
-    kept = numel // m * n
+    dims = shape_dims(shape)
+    if dims[-1] % m:
+        raise ValueError(f"shape's last dimension {dims[-1]} must be a multiple of m={m}")
+    meta_bits = _meta_bits(dtype, n, m, meta_bits_per_value)
+    kept = math.prod(dims) // m * n
     return math.ceil(kept * (_element_bits(dtype) + meta_bits) / 8)
 
 
@@ -124,7 +121,4 @@ def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | No
     """
     require_nm(n, m)
     bits = _element_bits(dtype)
-    meta_bits = _default_meta_bits(dtype, n, m) if meta_bits_per_value is None else meta_bits_per_value
-    if isinstance(meta_bits, bool) or not isinstance(meta_bits, int) or meta_bits < 0:  # as packed_bytes refuses it
-        raise ValueError(f"meta_bits_per_value must be a non-negative int, got {meta_bits_per_value!r}")
-    return nm_ratio(bits, n, m, meta_bits)
+    return nm_ratio(bits, n, m, _meta_bits(dtype, n, m, meta_bits_per_value))

@@ -140,7 +140,8 @@ class Packed:
 
     def indices(self) -> torch.Tensor:
         """Positions of the kept values, int64 ``[N, K/m, n]``, decoded from ``meta``."""
-        return _decode_indices(self)
+        width = self.n * index_bits(self.m)
+        return _codes_to_indices(unpack_codes(self.meta, self.shape[1] // self.m, width), self.n, self.m)
 
     def __repr__(self) -> str:
         N, K = self.shape
@@ -289,11 +290,6 @@ def _refuse(W: torch.Tensor, n: int, m: int):
         f"{n} non-zeros{first}. Packing would drop values; see twofour.check(W) for where, "
         f"or twofour.prune(W) to prune first."
     )
-
-
-def _decode_indices(p: Packed) -> torch.Tensor:
-    G = p.shape[1] // p.m
-    return _codes_to_indices(unpack_codes(p.meta, G, p.n * index_bits(p.m)), p.n, p.m)
 
 
 def unpack(packed: Packed) -> torch.Tensor:

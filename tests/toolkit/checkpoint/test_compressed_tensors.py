@@ -22,7 +22,8 @@ from safetensors.torch import load_file, save_file
 from twofour import pack
 from twofour.cli.main import main
 from twofour.dispatch import audit, hypothetical_gpu
-from twofour.checkpoint.compressed import pack_bitmask, stored_view, unpack_bitmask
+from twofour.checkpoint import as_reader
+from twofour.checkpoint.compressed import pack_bitmask, unpack_bitmask
 from twofour.checkpoint.convert import convert
 from twofour.checkpoint.folder import open_model
 from twofour.packing import to_cutlass
@@ -62,7 +63,7 @@ def bits(t: torch.Tensor) -> torch.Tensor:
 
 
 def audit_folder(path: str):
-    with stored_view(open_model(path)) as view:
+    with as_reader(open_model(path)) as view:
         return audit(view, target=H100)
 
 

@@ -90,3 +90,14 @@ def test_a_pack_quantized_weight_breaking_24_is_refused_against_its_config(tmp_p
     code = main(["audit", str(src)])
     err = capsys.readouterr().err
     assert code == 2 and "claims sparsity_structure 2:4" in err and "up_proj" in err
+
+
+def test_part_names_without_a_layer_are_ordinary_tensors(tmp_path):
+    # A stored form replaces <layer>.weight; top-level tensors that merely share its part names name no layer.
+    # Before: they were read as the parts of a layer named "" and the reader failed with a KeyError.
+    path = tmp_path / "m.safetensors"
+    save_file({"compressed": torch.zeros(2, 4), "bitmask": torch.zeros(2, 1, dtype=torch.uint8),
+               "shape": torch.tensor([[2], [8]])}, str(path))
+    with checkpoint.open(path) as r:
+        assert sorted(r.names()) == ["bitmask", "compressed", "shape"]
+        assert {r.stored(n).form for n in r.names()} == {"dense"}

@@ -153,7 +153,7 @@ def test_the_table_rebuild_is_bit_for_bit_the_elementwise_one(dtype, K):
     mask = torch.zeros(N, K // 4, 4, dtype=torch.bool).scatter_(-1, keep, True).reshape(N, K)
     values = (torch.randn(N, K, generator=g) * 8).to(dtype)[mask].reshape(N, K // 2)
     bits = pack_bitmask(mask)
-    expected = _decompress_wide(values, bits, (N, K), "fc")
+    expected = _decompress_wide(values, bits, (N, K))
     buffer = torch.empty(N * K * 8, dtype=torch.uint8)
     for out in (None, buffer):
         got = decompress(values, bits, (N, K), "fc", out=out)
