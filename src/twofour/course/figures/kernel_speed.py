@@ -63,13 +63,9 @@ def results_sources(results_list) -> str:
         >>> results_sources(recorded_results("gpu"))
         'H200, measured 2026-11-30'
     """
-    names = []
-    for res in results_list:
-        p = res.provenance
-        name = measured_on(p.get("gpu_name") or f"CPU ({p.get('cpu_model', 'unknown')})", p.get("date"))
-        if name not in names:
-            names.append(name)
-    return "; ".join(names)
+    return "; ".join(dict.fromkeys(
+        measured_on(p.get("gpu_name") or f"CPU ({p.get('cpu_model', 'unknown')})", p.get("date"))
+        for p in (res.provenance for res in results_list)))
 
 
 def log2_Ms(m_max: int = 16384) -> list[int]:
@@ -94,21 +90,20 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     bw = spec.mem_bw_gbs * 1e9
+    peak = {role: spec.peak_tflops(dtype, sparse=role == "2:4") * 1e12 for role in ("dense", "2:4")}
     intensity = np.geomspace(0.3, 3e4, 300)
-    for kind, role in (("dense", "dense"), ("sparse", "2:4")):
-        peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-        ax.plot(intensity, np.minimum(peak, bw * intensity) / 1e12, color=color(role), linestyle=ROLES[role].linestyle,
-                label=f"{role} roof ({spec.name} data sheet)")
+    for role in peak:
+        ax.plot(intensity, np.minimum(peak[role], bw * intensity) / 1e12, color=color(role),
+                linestyle=ROLES[role].linestyle, label=f"{role} roof ({spec.name} data sheet)")
     bound = {}
     for M in Ms:
-        for kind, role in (("dense", "dense"), ("sparse", "2:4")):
-            ai = arithmetic_intensity(M, N, K, dtype, sparse=kind == "sparse")
-            peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-            ax.plot([ai], [min(peak, bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="",
+        for role in peak:
+            ai = arithmetic_intensity(M, N, K, dtype, sparse=role == "2:4")
+            ax.plot([ai], [min(peak[role], bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="",
                     markersize=7, label=f"{role} GEMM at each M" if M == Ms[0] else None)
         ai = arithmetic_intensity(M, N, K, dtype)
-        bound[M] = "memory" if bw * ai < spec.peak_tflops(dtype) * 1e12 else "compute"
-        ax.annotate(f"M={M}", (ai, min(spec.peak_tflops(dtype) * 1e12, bw * ai) / 1e12),
+        bound[M] = "memory" if bw * ai < peak["dense"] else "compute"
+        ax.annotate(f"M={M}", (ai, min(peak["dense"], bw * ai) / 1e12),
                     textcoords="offset points", xytext=(4, -14), fontsize=9, color=color("neutral"))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -353,11 +348,12 @@ def modes_grid(results_list, shapes, dtype: str = "float16"):
     return fig, axes
 
 
-def _times_axis(axis) -> None:
+def _times_axis(*axes) -> None:
     """Tick labels such as 0.25x, 1x, 2x instead of powers of two."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    for axis in axes:
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 
 
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
@@ -367,11 +363,7 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
     measured M (None when it never does); a single lucky M does not count. ``flagged``: the
     Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
     """
-    shapes = []
-    for res in results_list:
-        for row in res.gpu_points("lone"):
-            if row["dtype"] == dtype and row["shape"] not in shapes:
-                shapes.append(row["shape"])
+    shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone") if row["dtype"] == dtype)
     out = []
     for shape in shapes:
         for mode, rows in _rows_by_mode(results_list, shape, dtype).items():
