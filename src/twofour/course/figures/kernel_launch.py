@@ -120,8 +120,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     for r in sorted(rows, key=lambda r: r["2:4 measured"]):
         if (r["N"], r["K"]) in labelled:
             continue
-        left = any(N == r["N"] and K != r["K"] for rr in rows for N, K in [(rr["N"], rr["K"])]) and not any(
-            N == r["N"] for N, _ in labelled)
+        left = any(rr["N"] == r["N"] and rr["K"] != r["K"] for rr in rows) and not any(N == r["N"] for N, _ in labelled)
         labelled.add((r["N"], r["K"]))
         ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(-8, -4) if left else (7, -4),
                     ha="right" if left else "left", fontsize=9, color=color("neutral"))

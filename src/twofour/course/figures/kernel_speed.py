@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ...vocabulary import PALETTE, dtype_key
-from ...hardware import get_gpu
+from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
 
@@ -258,8 +258,6 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     are circled in black. The legend's title names the GPU and the day of the measurement; a
     figure made here has the legend under the plot (several panels: :func:`modes_grid`).
     """
-    from ...hardware import match_device_name
-
     by_mode = _rows_by_mode(results_list, shape, dtype)
     if not by_mode:
         raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
@@ -384,8 +382,6 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     dotted line for the model's prediction of the same curve. The legend's title names the GPU
     and the day of the measurement.
     """
-    from ...hardware import match_device_name
-
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
     i, errors, wins = 0, [], []

@@ -44,10 +44,6 @@ SIZE_CASES: tuple[tuple[tuple[int, int], torch.dtype], ...] = (
 )
 
 
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 @exercise_check("packed_nbytes")
 def check_packed_nbytes(packed_nbytes) -> str:
     """Compare ``packed_nbytes(shape, dtype)`` with :func:`twofour.packed_bytes` (2:4, 2-bit positions).
@@ -60,7 +56,7 @@ def check_packed_nbytes(packed_nbytes) -> str:
     for shape, dtype in SIZE_CASES:
         got = packed_nbytes(shape, dtype)
         want = packed_bytes(shape, dtype)
-        where = f"for shape {shape} {_name(dtype)}"
+        where = f"for shape {shape} {str(dtype).replace('torch.', '')}"
         if isinstance(got, bool) or not isinstance(got, (int, float)) or (isinstance(got, float) and not got.is_integer()):
             raise CheckFailed(f"{where} you returned {got!r}; return a whole number of bytes (an int)")
         got = int(got)
@@ -205,8 +201,7 @@ def check_encode_meta(encode_meta) -> str:
             )
         if torch.equal(got, ref.meta):
             continue
-        diff = torch.nonzero(got != ref.meta)[0].tolist()
-        r, b = diff
+        r, b = torch.nonzero(got != ref.meta)[0].tolist()
         g0 = 2 * b
         swapped_nibbles = ((got >> 4) | (got << 4)).to(torch.uint8)
         if torch.equal(swapped_nibbles, ref.meta):

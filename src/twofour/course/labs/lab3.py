@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from ...device import environment
-from ...dispatch import explain, hypothetical_gpu, probe
+from ...dispatch import default_backend, explain, hypothetical_gpu, probe
 from ...dispatch.kernels import CLASSES, kernels
 from ...structure import check, prune
 from ._common import CheckFailed, exercise_check
@@ -171,8 +171,7 @@ def _problem(W_ready, W, name: str, on) -> str | None:
     if not v.would_be_sparse or v.problems("wrong"):
         return f"explain(W_ready) still finds: {', '.join(t for t in v.topics if t not in ('packed', 'padding'))}"
     core = W_ready[:N, :K].float()
-    extra_rows, extra_cols = W_ready[N:].float(), W_ready[:, K:].float()
-    if (extra_rows.numel() and bool(extra_rows.any())) or (extra_cols.numel() and bool(extra_cols.any())):
+    if bool(W_ready[N:].any()) or bool(W_ready[:, K:].any()):  # empty when nothing was padded: any() is False
         return "the padding must be zeros, so the extra outputs are zero and the real ones unchanged"
     original = W.to(W_ready.dtype).float()
     kept = core != 0
@@ -206,11 +205,7 @@ def check_make_packable(make_packable) -> str:
         problem = _problem(W_ready, W, name, on)
         if problem:
             raise CheckFailed(f"case {name!r}: {problem}")
-    return f"all {len(cases)} weights pack to a correct sparse kernel on {_target_name(on)}"
-
-
-def _target_name(on) -> str:
-    return on.env.gpu_name or "this machine"
+    return f"all {len(cases)} weights pack to a correct sparse kernel on {on.env.gpu_name or 'this machine'}"
 
 
 @exercise_check("proof")
@@ -233,8 +228,6 @@ def check_proof(proof) -> str:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*prototype.*")
             Ws = torch.sparse.to_sparse_semi_structured(W.half())
-        from ...dispatch import default_backend
-
         cases["packed 2:4 layer"] = (lambda: torch.nn.functional.linear(x.half(), Ws), f"sparse-{default_backend()}")
     for name, (fn, expected) in cases.items():
         got = proof(fn)

@@ -193,7 +193,7 @@ def check_find_crossover(fn) -> str:
             continue
         if got is None:
             raise CheckFailed(f"case {name!r}: you returned None, but speedup(M) > 1 for some M <= m_max. Scan every M from 1 up.")
-        if not isinstance(got, int) or isinstance(got, bool):
+        if not _is_int(got):
             raise CheckFailed(f"case {name!r}: return an int M (or None), got {type(got).__name__} {got!r}")
         if want is None:
             raise CheckFailed(f"case {name!r}: speedup({got}) = {curve(got):.3f}; 2:4 never wins up to m_max here, so return None")
@@ -362,11 +362,9 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
     groups: dict[tuple, dict] = {}
     for res in results:
         rows = [r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)]
-        for backend in dict.fromkeys(r["backend"] for r in rows):
-            group = groups.setdefault((res.label, backend), {"res": res, "rows": {}, "files": set()})
-            for r in rows:
-                if r["backend"] == backend:  # a file given twice adds no timing: same M, same times
-                    group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)
+        for r in rows:
+            group = groups.setdefault((res.label, r["backend"]), {"res": res, "rows": {}, "files": set()})
+            group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)  # a file given twice adds no timing
             group["files"].add(str(res.path) if res.path else id(res))
     how = {"graph": "CUDA graph replays", "kernel": "kernel time", "stream": "eager back to back", "lone": "lone eager calls"}
     backends = {backend for _, backend in groups}
