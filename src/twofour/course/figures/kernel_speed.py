@@ -151,10 +151,9 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         ends.append((get_gpu(gpu).name, s[0], s[-1], next((M for M, v in zip(Ms, s) if v > 1), None)))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
-    ax.axhline(c["memory"], color=color("neutral"), linewidth=0.8, linestyle=":")
-    ax.axhline(c["compute"], color=color("neutral"), linewidth=0.8, linestyle=":")
-    ax.text(Ms[0], c["memory"], f" memory ceiling {c['memory']:.2f}x", va="bottom", fontsize=8, color=color("neutral"))
-    ax.text(Ms[0], c["compute"], f" compute ceiling {c['compute']:.0f}x", va="bottom", fontsize=8, color=color("neutral"))
+    for kind, digits in (("memory", ".2f"), ("compute", ".0f")):
+        ax.axhline(c[kind], color=color("neutral"), linewidth=0.8, linestyle=":")
+        ax.text(Ms[0], c[kind], f" {kind} ceiling {c[kind]:{digits}}x", va="bottom", fontsize=8, color=color("neutral"))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")

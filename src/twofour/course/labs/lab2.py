@@ -38,7 +38,7 @@ SIZE_CASES: tuple[tuple[tuple[int, int], torch.dtype], ...] = (
     ((4096, 4096), torch.float16),
     ((14336, 4096), torch.bfloat16),
     ((4096, 14336), torch.int8),
-    ((1024, 4096), torch.float8_e4m3fn) if hasattr(torch, "float8_e4m3fn") else ((1024, 4096), torch.uint8),
+    ((1024, 4096), torch.float8_e4m3fn),
     ((32, 64), torch.float32),
     ((8, 8), torch.float16),
 )
