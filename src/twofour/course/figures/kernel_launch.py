@@ -27,7 +27,8 @@ FAMILY_LABELS = {"cublas": "dense (cuBLAS)", "cusparselt": "2:4, algorithm 0 (Py
                  "cusparselt_searched": "2:4, searched algorithm", "cutlass": "2:4, CUTLASS"}
 _FAMILY_COLORS = {"cublas": color("dense"), "cusparselt": color("2:4"), "cusparselt_searched": "#009E73",
                   "cutlass": "#CC79A7"}
-_CTA_KEYS = {"cublas": "dense CTAs", "cusparselt": "2:4 CTAs", "cusparselt_searched": "searched CTAs"}  # launch_rows' columns
+# launch_rows' CTA column of each kernel family, in the order plot_ctas_vs_sms draws the bars
+_CTA_KEYS = {"cublas": "dense CTAs", "cusparselt": "2:4 CTAs", "cusparselt_searched": "searched CTAs"}
 
 
 def launch_rows(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200") -> list[dict]:
@@ -69,7 +70,8 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     ax.text(len(rows) - 0.5, sms, f"{sms} SMs ({get_gpu(gpu).name})", ha="right", va="bottom", fontsize=8, color=color("neutral"))
     at = {r["layer"]: i for i, r in enumerate(rows)}
     for label, fam, ctas in recorded or []:
-        ax.plot([x[at[label]] + (list(_CTA_KEYS).index(fam) - 1) * width], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
+        offset = (list(_CTA_KEYS).index(fam) - 1) * width
+        ax.plot([x[at[label]] + offset], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
     name = get_gpu(gpu).name
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
@@ -281,7 +283,8 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
     ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)
-    title = "; ".join([*measured_where] + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
+    title = "; ".join([*measured_where]
+                      + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
     ax.legend(loc="upper left", title=title or None)
     if own_figure:  # a figure of its own: the legend under the plot, not over the data
         legend_below(fig, ax)

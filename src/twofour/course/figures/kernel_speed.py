@@ -360,7 +360,8 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
     measured M (None when it never does); a single lucky M does not count. ``flagged``: the
     Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
     """
-    shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone") if row["dtype"] == dtype)
+    shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone")
+                           if row["dtype"] == dtype)
     out = []
     for shape in shapes:
         for mode, rows in _rows_by_mode(results_list, shape, dtype).items():

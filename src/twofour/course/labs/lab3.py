@@ -158,7 +158,7 @@ def check_diagnose(diagnose) -> str:
     return f"all {len(_ANSWERS)} suspects diagnosed"
 
 
-def _problem(W_ready, W, name: str, on) -> str | None:
+def _problem(W_ready, W, on) -> str | None:
     """Why W_ready is not an acceptable fix of W, or None."""
     if not isinstance(W_ready, torch.Tensor):
         return f"make_packable returned {type(W_ready).__name__}, not a tensor"
@@ -202,7 +202,7 @@ def check_make_packable(make_packable) -> str:
         W_ready = make_packable(W)
         if not torch.equal(W, before):
             raise CheckFailed(f"case {name!r}: make_packable modified its input in place; return a new tensor")
-        problem = _problem(W_ready, W, name, on)
+        problem = _problem(W_ready, W, on)
         if problem:
             raise CheckFailed(f"case {name!r}: {problem}")
     return f"all {len(cases)} weights pack to a correct sparse kernel on {on.env.gpu_name or 'this machine'}"
