@@ -124,8 +124,7 @@ def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:
 
 
 def cited_per_call_costs() -> list[tuple[str, float, str]]:
-    """The 2:4 per-call costs with a source, ``(label, µs per call, source)``: the fitted H200 values, and what
-    others measured.
+    """``(label, µs per call, source)`` of the 2:4 per-call costs: the fitted H200 values, and what others measured.
 
     "H200 cached": what one cuSPARSELt call costs beyond streaming its bytes and doing its math,
     replayed from a CUDA graph (the kernel's fixed latency, its workspace memset and the padding

@@ -345,12 +345,11 @@ def modes_grid(results_list, shapes, dtype: str = "float16"):
     return fig, axes
 
 
-def _times_axis(*axes) -> None:
+def _times_axis(axis) -> None:
     """Tick labels such as 0.25x, 1x, 2x instead of powers of two."""
     from matplotlib.ticker import FuncFormatter
 
-    for axis in axes:
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 
 
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:

@@ -199,7 +199,8 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
                    f"{'every criterion shown' if len(shrink) == len(crits) else ', '.join(shrink) or 'no criterion'} "
                    f"({c0}: {gap(c0, sizes[0], 'gap_pruned'):.2f}x to {gap(c0, sizes[-1], 'gap_pruned'):.2f}x dense)")
         if recovered:
-            worst = max(r.gap_recovered for r in [r for r in table if _sensible(r.criterion)] or table)
+            sensible = [r for r in table if _sensible(r.criterion)] or list(table)
+            worst = max(r.gap_recovered for r in sensible)
             caption += f"; after recovery (dashed) every gap is at most {worst:.2f}x"
             if not all(falls(c, "gap_recovered") for c in crits):
                 caption += " and no longer falls steadily with size"
