@@ -71,9 +71,9 @@ def path_svg(highlight: str | None = None) -> str:
         "error": {"common", "convert", "error"},
     }[highlight]
 
-    def group(name, body):
+    def group(name, *parts):
         dim = "" if name in on else ' opacity="0.28"'
-        return f'<g id="{name}"{dim}>\n{body}\n</g>'
+        return f'<g id="{name}"{dim}>\n' + "\n".join(parts) + "\n</g>"
 
     markers = "".join(
         f'<marker id="head-{c.lstrip("#")}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
@@ -91,101 +91,56 @@ def path_svg(highlight: str | None = None) -> str:
         '<rect width="720" height="430" rx="10" fill="#FFFFFF"/>',
         group(
             "common",
-            "\n".join(
-                [
-                    _box(250, 16, 220, 34, ["nn.Linear: y = x·Wᵀ + b"], _INK, "#F2F2F2", bold_first=True),
-                    _arrow(360, 50, 360, 68, _INK),
-                    _box(250, 70, 220, 34, ["F.linear(x, W, b) → aten::linear"], _INK, "#F2F2F2"),
-                    _arrow(360, 104, 360, 122, _INK),
-                    _box(235, 124, 250, 36, ["What is W?"], _INK, "#F2F2F2", bold_first=True),
-                ]
-            ),
+            _box(250, 16, 220, 34, ["nn.Linear: y = x·Wᵀ + b"], _INK, "#F2F2F2", bold_first=True),
+            _arrow(360, 50, 360, 68, _INK),
+            _box(250, 70, 220, 34, ["F.linear(x, W, b) → aten::linear"], _INK, "#F2F2F2"),
+            _arrow(360, 104, 360, 122, _INK),
+            _box(235, 124, 250, 36, ["What is W?"], _INK, "#F2F2F2", bold_first=True),
         ),
         group(
             "dense",
-            "\n".join(
-                [
-                    _arrow(290, 160, 185, 196, _DENSE),
-                    _box(40, 198, 290, 36, ["a dense tensor (zeros or not)"], _DENSE, _DENSE_FILL, bold_first=True),
-                    _arrow(185, 234, 185, 252, _DENSE),
-                    _box(40, 254, 290, 36, ["aten::addmm / aten::mm"], _DENSE, _DENSE_FILL),
-                    _arrow(185, 290, 185, 308, _DENSE),
-                    _box(
-                        40,
-                        310,
-                        290,
-                        62,
-                        ["dense GEMM: every zero is multiplied", "GPU: cuBLAS (…gemm…, nvjet…)", "CPU: MKL / oneDNN"],
-                        _DENSE,
-                        _DENSE_FILL,
-                        bold_first=True,
-                    ),
-                ]
+            _arrow(290, 160, 185, 196, _DENSE),
+            _box(40, 198, 290, 36, ["a dense tensor (zeros or not)"], _DENSE, _DENSE_FILL, bold_first=True),
+            _arrow(185, 234, 185, 252, _DENSE),
+            _box(40, 254, 290, 36, ["aten::addmm / aten::mm"], _DENSE, _DENSE_FILL),
+            _arrow(185, 290, 185, 308, _DENSE),
+            _box(
+                40, 310, 290, 62, ["dense GEMM: every zero is multiplied", "GPU: cuBLAS (…gemm…, nvjet…)",
+                                   "CPU: MKL / oneDNN"], _DENSE, _DENSE_FILL, bold_first=True,
             ),
         ),
         group(
             "convert",
-            "\n".join(
-                [
-                    _arrow(330, 216, 388, 216, _SPARSE),
-                    f'<text x="359" y="189" text-anchor="middle" font-size="12" fill="{_MUTED}">to_sparse_semi_structured(W)</text>',
-                ]
-            ),
+            _arrow(330, 216, 388, 216, _SPARSE),
+            f'<text x="359" y="189" text-anchor="middle" font-size="12" fill="{_MUTED}">to_sparse_semi_structured(W)</text>',
         ),
         group(
             "sparse",
-            "\n".join(
-                [
-                    _arrow(430, 160, 540, 196, _SPARSE),
-                    _box(390, 198, 300, 36, ["SparseSemiStructuredTensor (packed)"], _SPARSE, _SPARSE_FILL, bold_first=True),
-                    _arrow(540, 234, 540, 252, _SPARSE),
-                    _box(
-                        390,
-                        254,
-                        300,
-                        40,
-                        ["__torch_dispatch__: (W·xᵀ)ᵀ", "x zero-padded to the row multiple"],
-                        _SPARSE,
-                        _SPARSE_FILL,
-                    ),
-                ]
-            ),
+            _arrow(430, 160, 540, 196, _SPARSE),
+            _box(390, 198, 300, 36, ["SparseSemiStructuredTensor (packed)"], _SPARSE, _SPARSE_FILL, bold_first=True),
+            _arrow(540, 234, 540, 252, _SPARSE),
+            _box(390, 254, 300, 40, ["__torch_dispatch__: (W·xᵀ)ᵀ", "x zero-padded to the row multiple"], _SPARSE,
+                 _SPARSE_FILL),
         ),
         group(
             "cusparselt",
-            "\n".join(
-                [
-                    _arrow(470, 294, 465, 310, _SPARSE),
-                    _box(
-                        390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], _SPARSE, _SPARSE_FILL,
-                        bold_first=True,
-                    ),
-                ]
-            ),
+            _arrow(470, 294, 465, 310, _SPARSE),
+            _box(390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], _SPARSE, _SPARSE_FILL,
+                 bold_first=True),
         ),
         group(
             "cutlass",
-            "\n".join(
-                [
-                    _arrow(610, 294, 615, 310, _SPARSE),
-                    _box(
-                        545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], _SPARSE, _SPARSE_FILL,
-                        bold_first=True,
-                    ),
-                ]
-            ),
+            _arrow(610, 294, 615, 310, _SPARSE),
+            _box(545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], _SPARSE, _SPARSE_FILL,
+                 bold_first=True),
         ),
         group(
             "error",
-            "\n".join(
-                [
-                    _arrow(359, 222, 359, 380, _ERROR, dashed=True),
-                    _box(
-                        170, 382, 380, 40,
-                        ["refused: RuntimeError, never a dense fallback", "device, GPU, dtype, shape or layout not supported"],
-                        _ERROR, "#FBE3D6",
-                    ),
-                ]
+            _arrow(359, 222, 359, 380, _ERROR, dashed=True),
+            _box(
+                170, 382, 380, 40,
+                ["refused: RuntimeError, never a dense fallback", "device, GPU, dtype, shape or layout not supported"],
+                _ERROR, "#FBE3D6",
             ),
         ),
         "</svg>",

@@ -6,8 +6,10 @@ house style, so the site's hero figure and the notebooks' funnels look the same.
 
 from __future__ import annotations
 
+from itertools import cycle
+
 from ...funnel import FunnelStep
-from ..plotting import ROLES, describe, legend_below, new_figure, series
+from ..plotting import ROLES, color, describe, legend_below, new_figure, series
 
 __all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensitivity", "sensitivity_caption", "cited_per_call_costs"]
 
@@ -38,16 +40,10 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         fig, ax = new_figure(height=2.8)
     n = len(stages)
     values = [s.speedup for s in stages]
+    roles = {"datasheet": "published", "kernel": kernel_role}
     for i, stage in enumerate(stages):
         y = n - 1 - i
-        if i == n - 1:
-            role = "2:4"
-        elif stage.key == "datasheet":
-            role = "published"
-        elif stage.key == "kernel":
-            role = kernel_role
-        else:
-            role = "predicted"
+        role = "2:4" if i == n - 1 else roles.get(stage.key, "predicted")
         ax.barh(y, stage.speedup, color=ROLES[role].color, height=0.62)
         rise = f", up from {values[i - 1]:.2f}x" if i and stage.speedup > values[i - 1] else ""
         ax.text(stage.speedup, y, f" {stage.speedup:.2f}x{rise}", va="center", ha="left", fontsize=10)
@@ -127,10 +123,8 @@ def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:
     return stages[i], stages[i + 1]
 
 
-# Per-call costs of the 2:4 path that sources put a number on, for the sensitivity figure:
-# (label, microseconds per call, where the number comes from).
 def cited_per_call_costs() -> list[tuple[str, float, str]]:
-    """The 2:4 per-call costs with a source: the fitted H200 values, and what others measured.
+    """``(label, µs per call, source)`` of the 2:4 per-call costs: the fitted H200 values, and what others measured.
 
     "H200 cached": what one cuSPARSELt call costs beyond streaming its bytes and doing its math,
     replayed from a CUDA graph (the kernel's fixed latency, its workspace memset and the padding
@@ -163,8 +157,6 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     kernel's bandwidth over cuBLAS's, :func:`twofour.request.kernel_bandwidth_ratio`) is drawn
     solid in the "measured" colour, each other ratio in a colour, dash and marker of its own.
     """
-    from ..plotting import color
-
     if not rows:
         raise ValueError("rows must hold the output of twofour.request.sensitivity")
     own_figure = ax is None
@@ -172,16 +164,14 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     ratios = sorted({r["memory_ratio"] for r in rows})
     # What-if ratios take the house series without the measured line's green, so no two lines
     # share a colour, a dash or a marker.
-    others = [st for st in (series(i) for i in range(7)) if st.color != color("measured") and st.linestyle != "-"]
-    k = 0
+    others = cycle([st for st in map(series, range(7)) if st.color != color("measured") and st.linestyle != "-"])
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
         measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
         if measured:
             style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
         else:
-            st = others[k % len(others)]
-            k += 1
+            st = next(others)
             style = {"color": st.color, "linestyle": st.linestyle, "marker": st.marker, "markersize": 5}
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))

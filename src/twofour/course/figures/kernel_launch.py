@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 
 from ...hardware import get_gpu
-from ...roofline import kernel_time, predict
+from ...roofline import default_params, kernel_time, predict
 from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
 from ..plotting import ROLES, color, describe, legend_below, new_figure
 
@@ -27,6 +27,8 @@ FAMILY_LABELS = {"cublas": "dense (cuBLAS)", "cusparselt": "2:4, algorithm 0 (Py
                  "cusparselt_searched": "2:4, searched algorithm", "cutlass": "2:4, CUTLASS"}
 _FAMILY_COLORS = {"cublas": color("dense"), "cusparselt": color("2:4"), "cusparselt_searched": "#009E73",
                   "cutlass": "#CC79A7"}
+# launch_rows' CTA column of each kernel family, in the order plot_ctas_vs_sms draws the bars
+_CTA_KEYS = {"cublas": "dense CTAs", "cusparselt": "2:4 CTAs", "cusparselt_searched": "searched CTAs"}
 
 
 def launch_rows(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200") -> list[dict]:
@@ -56,7 +58,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
     x = np.arange(len(rows))
     width = 0.27
-    for i, (key, fam) in enumerate((("dense CTAs", "cublas"), ("2:4 CTAs", "cusparselt"), ("searched CTAs", "cusparselt_searched"))):
+    for i, (fam, key) in enumerate(_CTA_KEYS.items()):
         vals = [r[key] for r in rows]
         bars = ax.bar(x + (i - 1) * width, vals, width, color=_FAMILY_COLORS[fam], label=FAMILY_LABELS[fam],
                       hatch=("", "//", "..")[i], edgecolor="white")
@@ -66,10 +68,10 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     sms = rows[0]["SMs"]
     ax.axhline(sms, color=color("neutral"), linestyle="--", linewidth=1)
     ax.text(len(rows) - 0.5, sms, f"{sms} SMs ({get_gpu(gpu).name})", ha="right", va="bottom", fontsize=8, color=color("neutral"))
-    offsets = {"cublas": -width, "cusparselt": 0.0, "cusparselt_searched": width}
+    at = {r["layer"]: i for i, r in enumerate(rows)}
     for label, fam, ctas in recorded or []:
-        i = next(k for k, r in enumerate(rows) if r["layer"] == label)
-        ax.plot([x[i] + offsets[fam]], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
+        offset = (list(_CTA_KEYS).index(fam) - 1) * width
+        ax.plot([x[at[label]] + offset], [ctas], marker="_", markersize=14, markeredgewidth=2, color="#000000", linestyle="")
     name = get_gpu(gpu).name
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
@@ -87,9 +89,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
                f"(as few as {min(r['2:4 CTAs'] for r in rows)}), and fewer than cuBLAS on {len(fewer)}, so SMs sit idle "
                f"at M = {M}; the searched algorithm launches up to {max(r['searched CTAs'] for r in rows)}")
     if recorded:
-        matches = all(c == rows[next(k for k, r in enumerate(rows) if r["layer"] == label)][
-            {"cublas": "dense CTAs", "cusparselt": "2:4 CTAs", "cusparselt_searched": "searched CTAs"}[fam]]
-            for label, fam, c in recorded)
+        matches = all(c == rows[at[label]][_CTA_KEYS[fam]] for label, fam, c in recorded)
         finding += (". Black ticks, the launch grids recorded on the " + name
                     + (", sit exactly on the model's bars" if matches else ", differ from the model's bars where they sit apart"))
     describe(fig, alt=("Bar chart of the CTAs each kernel launches per Llama-3-8B layer at M = " + str(M) + ": " + "; ".join(
@@ -122,8 +122,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     for r in sorted(rows, key=lambda r: r["2:4 measured"]):
         if (r["N"], r["K"]) in labelled:
             continue
-        left = any(N == r["N"] and K != r["K"] for rr in rows for N, K in [(rr["N"], rr["K"])]) and not any(
-            N == r["N"] for N, _ in labelled)
+        left = any(rr["N"] == r["N"] and rr["K"] != r["K"] for rr in rows) and not any(N == r["N"] for N, _ in labelled)
         labelled.add((r["N"], r["K"]))
         ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(-8, -4) if left else (7, -4),
                     ha="right" if left else "left", fontsize=9, color=color("neutral"))
@@ -170,10 +169,10 @@ def helper_cost_rows() -> list[dict]:
     from ...roofline.evidence import helper_costs
 
     h = helper_costs()
-    other = [r.report.time_us.get("other", 0.0) / r.report.calls for r in recorded_reports()
-             if r.M == 1 and r.dtype == "float16" and r.weight == "to_sparse_semi_structured"]
-    gemm = [r.report.time_us["sparse-cusparselt"] / r.report.calls for r in recorded_reports()
-            if r.M == 1 and r.dtype == "float16" and r.weight == "to_sparse_semi_structured"]
+    one_token = [r.report for r in recorded_reports()
+                 if r.M == 1 and r.dtype == "float16" and r.weight == "to_sparse_semi_structured"]
+    other = [rep.time_us.get("other", 0.0) / rep.calls for rep in one_token]
+    gemm = [rep.time_us["sparse-cusparselt"] / rep.calls for rep in one_token]
     return [
         {"kernel": "padding x to 8 rows: fill", "µs per call": h["pad_fill_us"], "source": "kernel tables (median)"},
         {"kernel": "padding x to 8 rows: device copy", "µs per call": h["pad_copy_us"], "source": "kernel tables (median)"},
@@ -187,8 +186,6 @@ def helper_cost_rows() -> list[dict]:
 
 def algorithm_rows(cases) -> list[dict]:
     """The algorithm sweep (graph replays, ``x`` pre-padded) next to the model, algorithm 0 and searched."""
-    from ...roofline import default_params
-
     prm = default_params("H200")
     out = []
     for c in cases:
@@ -231,31 +228,28 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     crosses: flagged, kept out of the fit); large: published (filled when fitted per GPU).
     The ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
     """
+    import re
+
     import numpy as np
 
     from .kernel_speed import predictable
 
     own_figure = ax is None
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
-    import re
-
     lo, hi = 1.0, 1.0
     groups: dict[str, list[tuple[float, float]]] = {}
-    measured_where: list[str] = []
-    published_gpus: list[str] = []
+    measured_where: dict[str, None] = {}  # dicts as ordered sets
+    published_gpus: dict[str, None] = {}
     for p in (p for p in pts if predictable(p)):
         pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
                        l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
         if p.origin == "published":
             key = "published, fitted per GPU" if p.fit_ok else "published, not fitted"
-            if p.gpu not in published_gpus:
-                published_gpus.append(p.gpu)
+            published_gpus[p.gpu] = None
         else:
             day = re.search(r"\d{4}-\d{2}-\d{2}", p.source or "")
-            where = measured_on(p.gpu_as_reported or p.gpu, day.group(0) if day else None)
-            if where not in measured_where:
-                measured_where.append(where)
+            measured_where[measured_on(p.gpu_as_reported or p.gpu, day.group(0) if day else None)] = None
             if p.extra.get("flagged"):
                 key = "H200, flagged (kept out of the fit)"
             elif p.extra.get("held_out"):
@@ -293,7 +287,8 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
     ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)
-    title = "; ".join(measured_where + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
+    title = "; ".join([*measured_where]
+                      + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))
     ax.legend(loc="upper left", title=title or None)
     if own_figure:  # a figure of its own: the legend under the plot, not over the data
         legend_below(fig, ax)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ...vocabulary import PALETTE, dtype_key
-from ...hardware import get_gpu
+from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
 from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
 
@@ -63,13 +63,9 @@ def results_sources(results_list) -> str:
         >>> results_sources(recorded_results("gpu"))
         'H200, measured 2026-11-30'
     """
-    names = []
-    for res in results_list:
-        p = res.provenance
-        name = measured_on(p.get("gpu_name") or f"CPU ({p.get('cpu_model', 'unknown')})", p.get("date"))
-        if name not in names:
-            names.append(name)
-    return "; ".join(names)
+    return "; ".join(dict.fromkeys(
+        measured_on(p.get("gpu_name") or f"CPU ({p.get('cpu_model', 'unknown')})", p.get("date"))
+        for p in (res.provenance for res in results_list)))
 
 
 def log2_Ms(m_max: int = 16384) -> list[int]:
@@ -94,21 +90,20 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     bw = spec.mem_bw_gbs * 1e9
+    peak = {role: spec.peak_tflops(dtype, sparse=role == "2:4") * 1e12 for role in ("dense", "2:4")}
     intensity = np.geomspace(0.3, 3e4, 300)
-    for kind, role in (("dense", "dense"), ("sparse", "2:4")):
-        peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-        ax.plot(intensity, np.minimum(peak, bw * intensity) / 1e12, color=color(role), linestyle=ROLES[role].linestyle,
-                label=f"{role} roof ({spec.name} data sheet)")
+    for role in peak:
+        ax.plot(intensity, np.minimum(peak[role], bw * intensity) / 1e12, color=color(role),
+                linestyle=ROLES[role].linestyle, label=f"{role} roof ({spec.name} data sheet)")
     bound = {}
     for M in Ms:
-        for kind, role in (("dense", "dense"), ("sparse", "2:4")):
-            ai = arithmetic_intensity(M, N, K, dtype, sparse=kind == "sparse")
-            peak = spec.peak_tflops(dtype, sparse=kind == "sparse") * 1e12
-            ax.plot([ai], [min(peak, bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="",
+        for role in peak:
+            ai = arithmetic_intensity(M, N, K, dtype, sparse=role == "2:4")
+            ax.plot([ai], [min(peak[role], bw * ai) / 1e12], marker=ROLES[role].marker, color=color(role), linestyle="",
                     markersize=7, label=f"{role} GEMM at each M" if M == Ms[0] else None)
         ai = arithmetic_intensity(M, N, K, dtype)
-        bound[M] = "memory" if bw * ai < spec.peak_tflops(dtype) * 1e12 else "compute"
-        ax.annotate(f"M={M}", (ai, min(spec.peak_tflops(dtype) * 1e12, bw * ai) / 1e12),
+        bound[M] = "memory" if bw * ai < peak["dense"] else "compute"
+        ax.annotate(f"M={M}", (ai, min(peak["dense"], bw * ai) / 1e12),
                     textcoords="offset points", xytext=(4, -14), fontsize=9, color=color("neutral"))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -156,10 +151,9 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         ends.append((get_gpu(gpu).name, s[0], s[-1], next((M for M, v in zip(Ms, s) if v > 1), None)))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
-    ax.axhline(c["memory"], color=color("neutral"), linewidth=0.8, linestyle=":")
-    ax.axhline(c["compute"], color=color("neutral"), linewidth=0.8, linestyle=":")
-    ax.text(Ms[0], c["memory"], f" memory ceiling {c['memory']:.2f}x", va="bottom", fontsize=8, color=color("neutral"))
-    ax.text(Ms[0], c["compute"], f" compute ceiling {c['compute']:.0f}x", va="bottom", fontsize=8, color=color("neutral"))
+    for kind, digits in (("memory", ".2f"), ("compute", ".0f")):
+        ax.axhline(c[kind], color=color("neutral"), linewidth=0.8, linestyle=":")
+        ax.text(Ms[0], c[kind], f" {kind} ceiling {c[kind]:{digits}}x", va="bottom", fontsize=8, color=color("neutral"))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense")
@@ -263,8 +257,6 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     are circled in black. The legend's title names the GPU and the day of the measurement; a
     figure made here has the legend under the plot (several panels: :func:`modes_grid`).
     """
-    from ...hardware import match_device_name
-
     by_mode = _rows_by_mode(results_list, shape, dtype)
     if not by_mode:
         raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
@@ -367,11 +359,8 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
     measured M (None when it never does); a single lucky M does not count. ``flagged``: the
     Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
     """
-    shapes = []
-    for res in results_list:
-        for row in res.gpu_points("lone"):
-            if row["dtype"] == dtype and row["shape"] not in shapes:
-                shapes.append(row["shape"])
+    shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone")
+                           if row["dtype"] == dtype)
     out = []
     for shape in shapes:
         for mode, rows in _rows_by_mode(results_list, shape, dtype).items():
@@ -392,8 +381,6 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     dotted line for the model's prediction of the same curve. The legend's title names the GPU
     and the day of the measurement.
     """
-    from ...hardware import match_device_name
-
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
     i, errors, wins = 0, [], []

@@ -190,18 +190,20 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
         def gap(c, s, attr):
             return getattr(table.where(size=s, criterion=c).rows[0], attr)
 
-        shrink = [c for c in crits if all(gap(c, a, "gap_pruned") > gap(c, b, "gap_pruned") for a, b in zip(sizes, sizes[1:]))]
+        def falls(c, attr):  # steadily, from each size to the next
+            return all(gap(c, a, attr) > gap(c, b, attr) for a, b in zip(sizes, sizes[1:]))
+
+        shrink = [c for c in crits if falls(c, "gap_pruned")]
         c0 = crits[0]
         caption = (f"From the {sizes[0]} to the {sizes[-1]} model the one-shot gap shrinks for "
                    f"{'every criterion shown' if len(shrink) == len(crits) else ', '.join(shrink) or 'no criterion'} "
                    f"({c0}: {gap(c0, sizes[0], 'gap_pruned'):.2f}x to {gap(c0, sizes[-1], 'gap_pruned'):.2f}x dense)")
         if recovered:
-            worst = max(r.gap_recovered for r in table if _sensible(r.criterion)) if any(
-                _sensible(r.criterion) for r in table) else max(r.gap_recovered for r in table)
-            caption += (f"; after recovery (dashed) every gap is at most {worst:.2f}x and no longer falls steadily "
-                        "with size" if not all(all(gap(c, a, "gap_recovered") > gap(c, b, "gap_recovered")
-                                                   for a, b in zip(sizes, sizes[1:])) for c in crits)
-                        else f"; after recovery (dashed) every gap is at most {worst:.2f}x")
+            sensible = [r for r in table if _sensible(r.criterion)] or list(table)
+            worst = max(r.gap_recovered for r in sensible)
+            caption += f"; after recovery (dashed) every gap is at most {worst:.2f}x"
+            if not all(falls(c, "gap_recovered") for c in crits):
+                caption += " and no longer falls steadily with size"
         describe(fig, caption=caption + ".")
     return fig, ax
 
@@ -212,22 +214,19 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
-    # Colour = method (magnitude and activation-aware match this chapter's own criteria), line
-    # style = pattern (2:4 solid, 4:8 dashed, 50% unstructured dotted); the marker also tells the
-    # method (magnitude and activation-aware as in this chapter's own plots), so the three 2:4
-    # lines stay apart in greyscale.
-    method_colors = {"magnitude": CRITERION_STYLE["magnitude 2:4"]["color"], "SparseGPT": "#000000",
-                     "Wanda": CRITERION_STYLE["activation-aware 2:4"]["color"]}
-    method_markers = {"magnitude": CRITERION_STYLE["magnitude 2:4"]["marker"], "SparseGPT": "s",
-                      "Wanda": CRITERION_STYLE["activation-aware 2:4"]["marker"]}
+    # Colour and marker = method (magnitude and activation-aware as in this chapter's own plots), so
+    # the three 2:4 lines stay apart in greyscale too; line style = pattern (2:4 solid, 4:8 dashed,
+    # 50% unstructured dotted).
+    method_styles = {"magnitude": CRITERION_STYLE["magnitude 2:4"], "SparseGPT": {"color": "#000000", "marker": "s"},
+                     "Wanda": CRITERION_STYLE["activation-aware 2:4"]}
     pattern_styles = {"2:4": "-", "4:8": "--", "50%": ":"}
     all_ratios = []
     for method in methods:
         pattern, name = method.split(" ", 1)
         ratios = [WANDA_LLAMA2[m][method] / WANDA_LLAMA2[m]["dense"] for m in models]
         all_ratios += ratios
-        ax.plot(sizes_b, ratios, color=method_colors.get(name, color("neutral")),
-                marker=method_markers.get(name, ROLES["published"].marker), markersize=6,
+        st = method_styles.get(name, {"color": color("neutral"), "marker": ROLES["published"].marker})
+        ax.plot(sizes_b, ratios, color=st["color"], marker=st["marker"], markersize=6,
                 linestyle=pattern_styles.get(pattern, "-"), label=method)
     ax.axhline(1.0, **_line("dense"))
     ax.set_xscale("log")

@@ -45,6 +45,11 @@ def _clip(lines: list[str], limit: int = MAX_HINT_LINES) -> list[str]:
     return lines if len(lines) <= limit else lines[: limit - 1] + ["  (...)"]
 
 
+def _yours(frame: traceback.FrameSummary) -> bool:
+    """Whether a frame is the learner's code (anything outside src/twofour), not the checker's."""
+    return not Path(frame.filename).resolve().is_relative_to(_PACKAGE)
+
+
 class _ShortTraceback:
     """Mixin: IPython (Jupyter, Colab) shows :meth:`_render_traceback_` instead of a traceback."""
 
@@ -91,10 +96,7 @@ class _RaisedInYourCode(_ShortTraceback, Exception):
         self.original = err
 
     def hint_lines(self) -> list[str]:
-        frames = [
-            f for f in traceback.extract_tb(self.original.__traceback__)
-            if not Path(f.filename).resolve().is_relative_to(_PACKAGE)
-        ][-3:]
+        frames = [f for f in traceback.extract_tb(self.original.__traceback__) if _yours(f)][-3:]
         lines = [f"✗ `{self.exercise}` raised {type(self.original).__name__} while being checked:"]
         for f in frames:
             where = "your cell" if f.filename.startswith("<") or "ipykernel" in f.filename else Path(f.filename).name
@@ -102,7 +104,7 @@ class _RaisedInYourCode(_ShortTraceback, Exception):
             if f.line:
                 lines.append(f"    {f.line.strip()}")
         lines += _wrap(f"{type(self.original).__name__}: {self.original}", "  ")
-        return _clip(lines + ["  Fix the function in the cell above, run that cell, then run this check again."])
+        return _clip(lines + _wrap(self.footer, "  "))
 
 
 class CheckResult:
@@ -182,8 +184,7 @@ def exercise_check(exercise: str) -> Callable:
                 err.exercise = err.exercise or exercise
                 raise
             except Exception as err:  # the learner's code raised: show their lines, not ours
-                if any(not Path(f.filename).resolve().is_relative_to(_PACKAGE)
-                       for f in traceback.extract_tb(err.__traceback__)[1:]):
+                if any(map(_yours, traceback.extract_tb(err.__traceback__)[1:])):
                     raise _RaisedInYourCode(exercise, err) from err
                 raise
             print(f"passed: {message}")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from ...device import environment
-from ...dispatch import explain, hypothetical_gpu, probe
+from ...dispatch import default_backend, explain, hypothetical_gpu, probe
 from ...dispatch.kernels import CLASSES, kernels
 from ...structure import check, prune
 from ._common import CheckFailed, exercise_check
@@ -158,7 +158,7 @@ def check_diagnose(diagnose) -> str:
     return f"all {len(_ANSWERS)} suspects diagnosed"
 
 
-def _problem(W_ready, W, name: str, on) -> str | None:
+def _problem(W_ready, W, on) -> str | None:
     """Why W_ready is not an acceptable fix of W, or None."""
     if not isinstance(W_ready, torch.Tensor):
         return f"make_packable returned {type(W_ready).__name__}, not a tensor"
@@ -171,8 +171,7 @@ def _problem(W_ready, W, name: str, on) -> str | None:
     if not v.would_be_sparse or v.problems("wrong"):
         return f"explain(W_ready) still finds: {', '.join(t for t in v.topics if t not in ('packed', 'padding'))}"
     core = W_ready[:N, :K].float()
-    extra_rows, extra_cols = W_ready[N:].float(), W_ready[:, K:].float()
-    if (extra_rows.numel() and bool(extra_rows.any())) or (extra_cols.numel() and bool(extra_cols.any())):
+    if bool(W_ready[N:].any()) or bool(W_ready[:, K:].any()):  # empty when nothing was padded: any() is False
         return "the padding must be zeros, so the extra outputs are zero and the real ones unchanged"
     original = W.to(W_ready.dtype).float()
     kept = core != 0
@@ -203,14 +202,10 @@ def check_make_packable(make_packable) -> str:
         W_ready = make_packable(W)
         if not torch.equal(W, before):
             raise CheckFailed(f"case {name!r}: make_packable modified its input in place; return a new tensor")
-        problem = _problem(W_ready, W, name, on)
+        problem = _problem(W_ready, W, on)
         if problem:
             raise CheckFailed(f"case {name!r}: {problem}")
-    return f"all {len(cases)} weights pack to a correct sparse kernel on {_target_name(on)}"
-
-
-def _target_name(on) -> str:
-    return on.env.gpu_name or "this machine"
+    return f"all {len(cases)} weights pack to a correct sparse kernel on {on.env.gpu_name or 'this machine'}"
 
 
 @exercise_check("proof")
@@ -233,8 +228,6 @@ def check_proof(proof) -> str:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*prototype.*")
             Ws = torch.sparse.to_sparse_semi_structured(W.half())
-        from ...dispatch import default_backend
-
         cases["packed 2:4 layer"] = (lambda: torch.nn.functional.linear(x.half(), Ws), f"sparse-{default_backend()}")
     for name, (fn, expected) in cases.items():
         got = proof(fn)
@@ -378,9 +371,8 @@ def check_rebuild(rebuild) -> str:
             if got.dtype != want.dtype:
                 raise CheckFailed(f"{where}: dtype {got.dtype}; keep the dtype of the stored values (no casts)")
             if not _same_bits(got, want):
-                kept = (got.reshape(-1, 4) != 0).sum(-1) if got.element_size() > 1 else None
-                hint = ("each row's bits are little-endian: element k of a row is bit k % 8 of byte k // 8 of that row")
-                if kept is not None and bool((kept > 2).any()):
+                hint = "each row's bits are little-endian: element k of a row is bit k % 8 of byte k // 8 of that row"
+                if got.element_size() > 1 and bool(((got.reshape(-1, 4) != 0).sum(-1) > 2).any()):
                     hint = "some group of four holds more than two values: only the bitmask's set bits get values"
                 raise CheckFailed(f"{where}: the values are not where compressed-tensors puts them. Hint: {hint}")
             n += 1

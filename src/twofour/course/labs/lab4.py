@@ -158,29 +158,14 @@ def check_ctas(fn) -> str:
 
 def _curves() -> list[tuple[str, object, int, int | None]]:
     """(name, speedup function, m_max, expected answer) for the crossover search."""
-    def step(M):
-        return 0.8 if M < 37 else 1.3
-
-    def always(M):
-        return 1.2
-
-    def never(M):
-        return 0.9 + M * 1e-9
-
-    def saw(M):  # wins at 10, loses at 11-12, wins again
-        return 1.1 if M == 10 or M > 12 else 0.95
-
-    def tie(M):  # exactly 1 is not a win
-        return 1.0 if M < 50 else 1.01
-
-    model = lambda M: gemm_speedup(M, 4096, 4096, "fp16", "H100")  # noqa: E731
     return [
-        ("wins from 37", step, 100, 37),
-        ("wins everywhere", always, 100, 1),
-        ("never wins", never, 200, None),
-        ("saw-tooth", saw, 100, 10),
-        ("speedup exactly 1 before M=50", tie, 100, 50),
-        ("kernel model, 4096x4096 fp16 on H100", model, 16384, crossover_m(4096, 4096, "fp16", "H100")),
+        ("wins from 37", lambda M: 0.8 if M < 37 else 1.3, 100, 37),
+        ("wins everywhere", lambda M: 1.2, 100, 1),
+        ("never wins", lambda M: 0.9 + M * 1e-9, 200, None),
+        ("saw-tooth", lambda M: 1.1 if M == 10 or M > 12 else 0.95, 100, 10),  # wins at 10, loses at 11-12, wins again
+        ("speedup exactly 1 before M=50", lambda M: 1.0 if M < 50 else 1.01, 100, 50),  # exactly 1 is not a win
+        ("kernel model, 4096x4096 fp16 on H100", lambda M: gemm_speedup(M, 4096, 4096, "fp16", "H100"), 16384,
+         crossover_m(4096, 4096, "fp16", "H100")),
     ]
 
 
@@ -193,7 +178,7 @@ def check_find_crossover(fn) -> str:
             continue
         if got is None:
             raise CheckFailed(f"case {name!r}: you returned None, but speedup(M) > 1 for some M <= m_max. Scan every M from 1 up.")
-        if not isinstance(got, int) or isinstance(got, bool):
+        if not _is_int(got):
             raise CheckFailed(f"case {name!r}: return an int M (or None), got {type(got).__name__} {got!r}")
         if want is None:
             raise CheckFailed(f"case {name!r}: speedup({got}) = {curve(got):.3f}; 2:4 never wins up to m_max here, so return None")
@@ -362,11 +347,9 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
     groups: dict[tuple, dict] = {}
     for res in results:
         rows = [r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)]
-        for backend in dict.fromkeys(r["backend"] for r in rows):
-            group = groups.setdefault((res.label, backend), {"res": res, "rows": {}, "files": set()})
-            for r in rows:
-                if r["backend"] == backend:  # a file given twice adds no timing: same M, same times
-                    group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)
+        for r in rows:
+            group = groups.setdefault((res.label, r["backend"]), {"res": res, "rows": {}, "files": set()})
+            group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)  # a file given twice adds no timing
             group["files"].add(str(res.path) if res.path else id(res))
     how = {"graph": "CUDA graph replays", "kernel": "kernel time", "stream": "eager back to back", "lone": "lone eager calls"}
     backends = {backend for _, backend in groups}

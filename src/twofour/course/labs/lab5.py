@@ -13,7 +13,6 @@ from scratch (deterministic; under a minute on one idle CPU core; kept on disk, 
 solutions and a second run train it once), and compare with magnitude 2:4 pruning. Hints point
 at the mistake, never at the answer.
 
->>> import torch
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -115,7 +114,7 @@ def _provided(size: str, train_cfg) -> tuple[TinyLM, dict[str, torch.Tensor]]:
             torch.save({"state": model.state_dict(), "norms": norms}, tmp)
             os.replace(tmp, path)
             return model, norms
-    except OSError:  # no writable cache: train in this process, as before
+    except OSError:  # no writable cache: train in this process
         return _train(size, train_cfg, corpus)
 
 
@@ -136,11 +135,10 @@ def provided_model() -> tuple[TinyLM, dict[str, torch.Tensor]]:
     return copy.deepcopy(model), {k: v.clone() for k, v in norms.items()}
 
 
-def _score_cases() -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+def _score_case() -> tuple[str, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(SEED)
     W = torch.randn(24, 48, generator=g)
-    x_norm = torch.rand(48, generator=g) * 10 + 0.1
-    return [("random W [24, 48]", W, x_norm)]
+    return "random W [24, 48]", W, torch.rand(48, generator=g) * 10 + 0.1
 
 
 def _mask(W: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -176,28 +174,25 @@ def check_activation_score(fn) -> str:
     The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4; any
     score that keeps the same 2 weights in every group passes.
     """
-    for case, W, x_norm in _score_cases():
-        scores = _call_score(fn, W, x_norm, case)
-        if torch.equal(_mask(W, scores), _mask(W, W.abs() * x_norm)):
-            continue
-        # Diagnose the most common mistakes with targeted inputs.
-        flat = torch.ones_like(x_norm)
-        if not torch.equal(_mask(W, _call_score(fn, W, flat, case)), _mask(W, W.abs())):
-            raise CheckFailed(
-                f"{case}: with every x_norm equal to 1 your score should rank the weights of a group by their "
-                "size alone, and it does not. Does each score come from the weight at the same position?"
-            )
-        other = x_norm.flip(0)
-        if torch.equal(_mask(W, _call_score(fn, W, other, case)), _mask(W, scores)):
-            raise CheckFailed(
-                f"{case}: the scores did not change when x_norm did; a weight that multiplies a large input "
-                "should count for more"
-            )
+    case, W, x_norm = _score_case()
+    scores = _call_score(fn, W, x_norm, case)
+    if torch.equal(_mask(W, scores), _mask(W, W.abs() * x_norm)):
+        return "your score ranks weights like |W| scaled by the input-feature norm"
+    # Diagnose the most common mistakes with targeted inputs.
+    if not torch.equal(_mask(W, _call_score(fn, W, torch.ones_like(x_norm), case)), _mask(W, W.abs())):
         raise CheckFailed(
-            f"{case}: your score keeps different weights than the activation-aware criterion in some groups. "
-            "It should grow with |W| and with the norm of the input feature (column) the weight multiplies"
+            f"{case}: with every x_norm equal to 1 your score should rank the weights of a group by their "
+            "size alone, and it does not. Does each score come from the weight at the same position?"
         )
-    return "your score ranks weights like |W| scaled by the input-feature norm"
+    if torch.equal(_mask(W, _call_score(fn, W, x_norm.flip(0), case)), _mask(W, scores)):
+        raise CheckFailed(
+            f"{case}: the scores did not change when x_norm did; a weight that multiplies a large input "
+            "should count for more"
+        )
+    raise CheckFailed(
+        f"{case}: your score keeps different weights than the activation-aware criterion in some groups. "
+        "It should grow with |W| and with the norm of the input feature (column) the weight multiplies"
+    )
 
 
 def _ppl(model: TinyLM) -> float:

@@ -91,9 +91,8 @@ def profile(phase: str, workload: Workload = WORKLOAD, gpu: str = GPU, step_over
     steps = max(ph.steps, 1)
     rows = [{"kernel": f"gemm {kind} (x{workload.model.layers if kind != 'lm_head' else 1})", "op": f"linear:{kind}",
              "time_us": ph.linear_dense[kind] / steps * 1e6} for kind in LINEAR_KINDS]
-    for component, label in _LABELS.items():
-        rows.append({"kernel": label, "op": component, "time_us": ph.dense[component] / steps * 1e6})
-    return rows
+    return rows + [{"kernel": label, "op": component, "time_us": ph.dense[component] / steps * 1e6}
+                   for component, label in _LABELS.items()]
 
 
 # ---- reference answers --------------------------------------------------------------------
@@ -121,13 +120,9 @@ def reference_request_bound(prefill_rows, decode_rows, output_len, pruned, s) ->
     return speedup(eligible / total, s)
 
 
-def _request_speedup(workload: Workload, gpu: str) -> float:
-    return estimate(workload, gpu).speedup("request")
-
-
 def _reference_lever(baseline, changes, gpu) -> tuple[str, str]:
-    base = _request_speedup(baseline, gpu)
-    moves = {name: _request_speedup(w, gpu) - base for name, w in changes.items()}
+    base = estimate(baseline, gpu).speedup("request")
+    moves = {name: estimate(w, gpu).speedup("request") - base for name, w in changes.items()}
     by_move = max(moves, key=lambda n: abs(moves[n]))
     by_value = max(moves, key=lambda n: moves[n])
     return by_move, by_value
