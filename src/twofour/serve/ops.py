@@ -332,8 +332,6 @@ def ops_for(device) -> Ops:
     raise ValueError(f"device must be 'cuda', 'cpu' or 'rehearsal', got {device!r}")
 
 
-
-
 def _padded(x: torch.Tensor) -> torch.Tensor:
     """``x`` with rows padded to a multiple of 8, as PyTorch pads a cuSPARSELt operand."""
     pad = (-x.shape[0]) % 8
@@ -341,5 +339,6 @@ def _padded(x: torch.Tensor) -> torch.Tensor:
 
 
 def _one_line(exc: BaseException) -> str:
+    """``"TypeName: first line of the message"`` (at most 500 characters), for a record or a log line."""
     text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -36,9 +36,9 @@ from ..models import TransformerConfig
 from ..vocabulary import DECODE_DTYPES, DECODE_MODES
 from .measure import DECODE_STEPS, PROFILED_CALLS, measure_decode, measure_prefill
 from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module docstring's example)
-from .ops import NotSupported, Ops, ops_for
+from .ops import NotSupported, Ops, _one_line, ops_for
 from .predict import predict
-from .results import WEIGHTS, DecodeResults
+from .results import WEIGHTS, DecodeResults, _label
 from .sparse import algorithm_per_linear, check_agreement, pack_blocks, search_algorithms
 
 __all__ = ["Item", "Plan", "make_plan", "run_plan", "REHEARSAL_GPU"]
@@ -62,8 +62,7 @@ class Item:
 
     @property
     def label(self) -> str:
-        where = f"context {self.prompt_len}" if self.phase == "decode" else f"prompt {self.prompt_len}"
-        return f"{self.phase} {self.dtype} {self.weights} {self.mode} batch {self.batch} {where}"
+        return _label(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -334,7 +333,7 @@ def _prediction_gpu(ops: Ops, settings: dict):
 
 
 def _line(r: dict, elapsed: float) -> str:
-    head = Item(**{k: r[k] for k in ("phase", "dtype", "weights", "mode", "batch", "prompt_len")}).label
+    head = _label(r)
     if "t_ms" not in r:
         return f"{head}: {'error' if 'error' in r else 'skipped'}: {r.get('error') or r.get('skipped')}"
     prof = r.get("profile") or {}
@@ -346,8 +345,3 @@ def _line(r: dict, elapsed: float) -> str:
     if r.get("prediction") and "t_ms" in r["prediction"]:
         text += f" (predicted {r['prediction']['t_ms']:.3f} ms, p {r['prediction']['p']:.2f})"
     return text + f" [{elapsed:.0f}s]"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]
