@@ -21,10 +21,9 @@ import argparse
 import sys
 
 from .main import UserError
-from .._common.atomic import OutputError
 from .._common.text import printable
 from . import _bench_decode
-from ._output import check_output_file, show, write_error
+from ._output import check_output_file, saving, show
 from ..vocabulary import CUSPARSELT
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
@@ -70,15 +69,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--alg-id: a GEMM-sweep option, not used with --decode (its graph-searched mode searches the "
                         "algorithm per GEMM); drop one of them")
     _bench_decode.check_flags(args)
-    if args.decode:
-        return _bench_decode.run(args)
-    from ..bench import default_out_path, parse_shape, sweep
     from ..device import environment
 
     env = environment()
     if args.device == "cuda" and not env.cuda_available:
         raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
     on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
+    if args.decode:
+        return _bench_decode.run(args, env, on_gpu)
+    from ..bench import default_out_path, parse_shape, sweep
+
     quick = _QUICK_GPU if on_gpu else _QUICK_CPU
 
     shape_texts = args.shapes or (quick["shapes"] if args.quick else (["llama-3-8b", "llama-3-70b"] if on_gpu else ["llama-3-8b"]))
@@ -131,10 +131,10 @@ def run(args: argparse.Namespace) -> int:
     if args.alg_id is not None:
         kwargs["alg_id"] = args.alg_id
         kwargs["backends"] = (CUSPARSELT.name,)
-    command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
-                    flush_l2=not args.no_flush, progress=not args.no_progress, command=command, **kwargs)
+                    flush_l2=not args.no_flush, progress=not args.no_progress, command=_bench_decode.command(),
+                    **kwargs)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -143,17 +143,9 @@ def run(args: argparse.Namespace) -> int:
         _print_mode(res, mode)
     _print_flags(res)
     out = args.out or default_out_path(res.provenance)
-    try:
+    with saving("--out", out):
         out = res.save(out)
-    except OutputError as exc:
-        raise UserError(f"--out {exc}") from None
-    except OSError as exc:
-        raise write_error("--out", out, exc) from None
-    print(f"results written to {show(out)}")
-    problems = res.problems()
-    for line in problems:
-        print(f"problem: {line}", file=sys.stderr)
-    return 1 if problems else 0
+    return _bench_decode.written(res, out)
 
 
 def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:

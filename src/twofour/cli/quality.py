@@ -16,8 +16,7 @@ import dataclasses
 import shlex
 
 from .main import UserError
-from .._common.atomic import OutputError
-from ._output import check_output_file, show, write_error
+from ._output import check_output_file, saving, show
 
 __all__ = ["add_arguments", "run"]
 
@@ -142,12 +141,8 @@ def run(args: argparse.Namespace) -> int:
         command=command,
         progress=not args.no_progress,
     )
-    try:
+    with saving("--out", out):
         table.save(out, inputs)
-    except OutputError as exc:
-        raise UserError(f"--out {exc}") from None
-    except OSError as exc:
-        raise write_error("--out", out, exc) from None
     print(table)
     print(f"\nwrote {len(table)} rows to {show(out)} ({table.provenance['wall_time_s']} s on {table.provenance['cpu_model']})")
     return 0
