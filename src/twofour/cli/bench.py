@@ -23,7 +23,7 @@ import sys
 from .main import UserError
 from .._common.text import printable
 from . import _bench_decode
-from ._output import check_output_file, saving, show
+from ._output import check_output_file, saving
 from ..vocabulary import CUSPARSELT
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 
-from .main import UserError
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="write the fit as JSON (the package default: "
