@@ -212,11 +212,9 @@ def masks_for(
     ``seed`` drives ``random 2:4``.
     """
     crit = criterion(name)
-    if crit.score == "activation" and act_norms is None:
-        raise ValueError(
-            f"criterion {crit.name!r} needs act_norms: pass activation_norms(model, corpus.train)"
-        )
     if crit.score == "activation":
+        if act_norms is None:
+            raise ValueError(f"criterion {crit.name!r} needs act_norms: pass activation_norms(model, corpus.train)")
         return masks_from_scores(model, activation_aware_scores, act_norms, crit.n, crit.m)
     generator = torch.Generator().manual_seed(seed)
     masks = {}

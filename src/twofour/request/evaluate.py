@@ -209,9 +209,8 @@ def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens:
         unchanged["attention"] += 4.0 * L * h * n * chunk * (P + 1.0) / 2.0 / (r.dense_flops * r.attention_efficiency)
         unchanged["kv_cache"] += (2.0 * L * kv_dim * n * (chunk + max(P - chunk, 0.0) / 2.0)
                                   * r.kv_bytes_per_element / mem_rate)
-    for c, t in unchanged.items():
-        dense[c] = t
-        sparse[c] = t
+    dense.update(unchanged)
+    sparse.update(unchanged)
 
     dense_s = sparse_s = 0.0
     for c in COMPONENTS:

@@ -52,7 +52,7 @@ from ..bench import summarize
 from ..vocabulary import DECODE_MODES
 from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
 from .model import ELIGIBLE_LABEL, Decoder
-from .ops import Ops, _one_line
+from .ops import Ops, one_line
 
 __all__ = ["DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
            "eligible_positions"]
@@ -165,7 +165,7 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
         finally:
             model.label_linears = False
     except Exception as exc:  # a profiler that cannot start must not cost the measurement
-        return {"error": _one_line(exc)}
+        return {"error": one_line(exc)}
     on_gpu = any(r.device == "cuda" for r in records)
     if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
         return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}

@@ -133,7 +133,7 @@ class DecodeResults:
 
     def problems(self) -> list[str]:
         """One line per failed measurement or failed dense vs 2:4 agreement."""
-        out = [f"{_label(m)}: {m['error']}" for m in self.measurements if "error" in m]
+        out = [f"{record_label(m)}: {m['error']}" for m in self.measurements if "error" in m]
         for a in self.agreement:
             if "error" in a:
                 out.append(f"agreement {a['dtype']}: {a['error']}")
@@ -142,7 +142,8 @@ class DecodeResults:
         return out
 
 
-def _label(m: dict) -> str:
+def record_label(m: dict) -> str:
+    """A measurement's one-line name, e.g. ``"decode float16 2:4 graph batch 8 context 512"``."""
     where = f"context {m['prompt_len']}" if m["phase"] == "decode" else f"prompt {m['prompt_len']}"
     return f"{m['phase']} {m['dtype']} {m['weights']} {m['mode']} batch {m['batch']} {where}"
 
