@@ -336,8 +336,8 @@ def spec_rows(*, dtypes: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")) -> l
             "sparse_24": g.sparse_24,
             "backends": ", ".join(g.backends) or "none",
         }
-        for key, value in (("capability", row["capability"]), ("sms", g.sms), ("mem_bw_gbs", g.mem_bw_gbs)):
-            row[f"{key}_label"] = _label(value, g.cite.get(key))
+        for key in ("capability", "sms", "mem_bw_gbs"):
+            row[f"{key}_label"] = _label(row[key], g.cite.get(key))
         for d in dtypes:
             for kind in ("dense", "sparse"):
                 value = (g.dense_tflops if kind == "dense" else g.sparse_tflops).get(d)

@@ -168,6 +168,7 @@ _CPU_CHECKPOINT_BYTES = 2 << 30  # float32 weights a CPU run may build from a fo
 def _checkpoint_config(path: str, on_gpu: bool):
     """The folder's shapes (config.json read as data), refused with one line when unusable."""
     from .. import checkpoint
+    from ..models import parameter_counts
     from ..serve.checkpoint import config_from
 
     try:
@@ -175,8 +176,7 @@ def _checkpoint_config(path: str, on_gpu: bool):
             cfg = config_from(reader.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
     except (checkpoint.CheckpointError, ValueError) as exc:
         raise UserError(f"--checkpoint: {exc}") from None
-    params = cfg.layers * (2 * cfg.hidden * cfg.hidden + 2 * cfg.kv_dim * cfg.hidden + 3 * cfg.hidden * cfg.intermediate)
-    params += 2 * cfg.vocab * cfg.hidden
+    params = parameter_counts(cfg)["eligible"] + 2 * cfg.vocab * cfg.hidden  # the block linears, embedding, LM head
     if not on_gpu and params * 4 > _CPU_CHECKPOINT_BYTES:
         raise UserError(f"--checkpoint {show(path)}: {params * 4 / 1e9:.1f} GB of float32 weights; on the CPU at most "
                         f"{_CPU_CHECKPOINT_BYTES / 1e9:.1f} GB are built (use --layers N, or a GPU)")

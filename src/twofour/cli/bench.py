@@ -90,9 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if Ms is not None and any(m <= 0 or m > _MAX_DIM for m in Ms):
         raise UserError(f"--m: every M must be an int from 1 to {_MAX_DIM:,}, got {Ms}")
     _check_sizes(shapes, Ms)
-    for name in ("repeats", "warmup"):
+    for name, low in (("repeats", 1), ("warmup", 0)):
         v = getattr(args, name)
-        low = 1 if name == "repeats" else 0
         if v is not None and not low <= v <= _MAX_REPEATS:
             raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)

@@ -87,7 +87,7 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
         tokens.copy_(first)
         pos.fill_(context)
 
-    record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
+    record = _measure(model, mode, ops, step_logits, advance, reset, calls=steps, warmup=warmup,
                       repeats=repeats, profiled_calls=profiled_calls, static=[tokens, pos, *cache.k, *cache.v])
     record["tpot_ms"] = record["t_ms"]["median_ms"]
     record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
@@ -109,8 +109,9 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
     def advance(logits):
         first_token.copy_(logits[:, -1].argmax(-1, keepdim=True))
 
-    record = _measure(model, mode, ops, step_logits, advance, None, M=batch * prompt_len, calls=1, warmup=warmup,
-                      repeats=repeats, profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
+    # nothing to reset between calls: every prefill starts from position 0
+    record = _measure(model, mode, ops, step_logits, advance, lambda: None, calls=1, warmup=warmup, repeats=repeats,
+                      profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
     record["tokens_per_s"] = batch * prompt_len * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -120,8 +121,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
 
 
-def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,
-             static) -> dict:
+def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, repeats, profiled_calls, static) -> dict:
     record: dict = {}
     with torch.inference_mode():
         eager = lambda: advance(step_logits())  # noqa: E731
@@ -131,8 +131,7 @@ def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup,
         else:
             step = eager
         if mode in ("graph", "graph-searched"):
-            if reset is not None:
-                reset()
+            reset()
             step = ops.capture(step)
         timing: dict = {}
         record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats,
@@ -149,16 +148,14 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
     try:
         labels = None
         if mode in ("graph", "graph-searched") and ops.device.type == "cuda":
-            if reset is not None:
-                reset()
+            reset()
             model.label_linears = True  # one eager step, labelled: which kernel positions are block linears
             try:
                 eager_records, _, eager_starts = ops.profile(eager, calls=1)
                 labels = eligible_positions(eager_records, eager_starts)
             finally:
                 model.label_linears = False
-        if reset is not None:
-            reset()
+        reset()
         model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
         try:
             records, profiled_ms, starts = ops.profile(step, calls=calls)

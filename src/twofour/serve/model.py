@@ -38,6 +38,7 @@ import torch.nn.functional as F
 
 from .._common.args import require_positive_int
 from ..models import LLAMA_3_8B, TransformerConfig, linear_shapes
+from ..request.workload import BLOCK_LINEARS
 from ..structure import prune
 
 __all__ = [
@@ -58,7 +59,6 @@ __all__ = [
 ROPE_THETA = 500_000.0  # Llama 3's rope_theta (config.json)
 NORM_EPS = 1e-5  # Llama 3's rms_norm_eps
 MAX_POSITIONS = 8192  # Llama 3's max_position_embeddings: the RoPE table's length
-BLOCK_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # The profiler label around every block linear (when labelling is on): how a profile tells the
 # 2:4-eligible GEMMs from the LM head and from attention's own matmuls.
 ELIGIBLE_LABEL = "twofour.serve.block_linear"

@@ -104,14 +104,13 @@ class Ops:
         ``host_ahead``: the share of windows the host had queued in full before the device
         reached the start event).
         """
+        reset = reset or (lambda: None)
         for _ in range(warmup):
-            if reset is not None:
-                reset()
+            reset()
             fn()
         out, ahead = [], []
         for _ in range(repeats):
-            if reset is not None:
-                reset()
+            reset()
             self.synchronize()
             ms, host_ahead = self._timed(fn, calls)
             out.append(ms / calls)
