@@ -62,10 +62,6 @@ class Citation:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
-    def label(self) -> str:
-        """``"[unconfirmed] AWS G5 page"`` — the form shown in tables."""
-        return f"[{self.status}] {self.source}"
-
 
 @dataclass(frozen=True)
 class GPUSpec:
