@@ -38,7 +38,7 @@ __all__ = [
 
 
 def _number(name: str, value, what: str) -> float:
-    """``value`` as a float (an int beyond the doubles, e.g. 2**1024, as inf); ``TypeError`` saying ``what`` it must be."""
+    """``value`` as a float (an int beyond the doubles, e.g. 2**1024, as inf), else ``TypeError`` saying ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
     try:

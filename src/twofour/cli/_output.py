@@ -94,7 +94,7 @@ def write_output(path, text: str, option: str, inputs=()) -> Path:
 
 @contextlib.contextmanager
 def saving(option: str, path):
-    """Inside it, a refused output (:class:`OutputError`) or a failed write ends as one :class:`UserError` naming ``option``."""
+    """A refused output (:class:`OutputError`) or a failed write inside it: one UserError naming ``option``."""
     try:
         yield
     except OutputError as exc:

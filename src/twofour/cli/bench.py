@@ -197,7 +197,8 @@ def _print_table(res, on_gpu: bool) -> None:
         print(f"{'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}  check")
         for p in res.points:
             for backend, e in (p.get("sparse") or {}).items():
-                head = f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} {backend:>11}"
+                head = (f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
+                        f"{backend:>11}")
                 if "median_ms" in e:
                     s = p["dense"]["median_ms"] / e["median_ms"]
                     print(f"{head} {e['median_ms']:>10.4f} {s:>8.2f}  {'ok' if e['check']['passed'] else 'FAILED'}")

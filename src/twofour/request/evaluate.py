@@ -300,8 +300,9 @@ class RequestEstimate:
     def to_dict(self) -> dict:
         """Summary plus the per-phase component breakdowns (JSON-ready; not the per-kind linears or overheads)."""
         left_out = ("name", "linear_dense", "linear_sparse", "overhead_s")
-        return {"summary": self.summary(),
-                **{ph.name: {k: v for k, v in asdict(ph).items() if k not in left_out} for ph in (self.prefill, self.decode)}}
+        phases = {ph.name: {k: v for k, v in asdict(ph).items() if k not in left_out}
+                  for ph in (self.prefill, self.decode)}
+        return {"summary": self.summary(), **phases}
 
 
 def evaluate(inputs: RequestInputs) -> RequestEstimate:

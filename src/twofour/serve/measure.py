@@ -121,7 +121,8 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
 
 
-def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, repeats, profiled_calls, static) -> dict:
+def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, repeats, profiled_calls,
+             static) -> dict:
     record: dict = {}
     with torch.inference_mode():
         eager = lambda: advance(step_logits())  # noqa: E731

@@ -149,7 +149,7 @@ def record_label(m: dict) -> str:
 
 
 def write_atomic(path, text: str, *, inputs=()) -> Path:
-    """Write ``text`` to ``path`` through a temporary file beside it, renamed on success (:mod:`twofour._common.atomic`).
+    """Write ``text`` to ``path`` through a temporary file renamed on success (:mod:`twofour._common.atomic`).
 
     Refuses (:class:`OutputRefused`, a ``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
     file (a FIFO would block the writer, a device or directory cannot be replaced). A failed
