@@ -37,13 +37,18 @@ __all__ = [
 ]
 
 
-def _require_fraction(name: str, value) -> float:
+def _number(name: str, value, what: str) -> float:
+    """``value`` as a float (an int beyond the doubles, e.g. 2**1024, as inf), else ``TypeError`` saying ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number in [0, 1] (a fraction of time), got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
     try:
-        value = float(value)
-    except OverflowError:  # an int beyond the doubles
-        value = math.inf
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _require_fraction(name: str, value) -> float:
+    value = _number(name, value, "a number in [0, 1] (a fraction of time)")
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a fraction of time in [0, 1], got {value!r}")
     return value
@@ -55,12 +60,7 @@ MIN_SPEEDUP = 2.2250738585072014e-308
 
 
 def _require_speedup(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a positive finite number (a speedup), got {type(value).__name__} {value!r}")
-    try:
-        value = float(value)
-    except OverflowError:  # an int beyond the doubles, e.g. 2**1024
-        value = math.inf
+    value = _number(name, value, "a positive finite number (a speedup)")
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(
             f"{name} must be a positive finite speedup (1 = no change, 2 = twice as fast, 0.5 = twice as slow), got {value!r}"
@@ -104,11 +104,11 @@ def max_speedup(p: float) -> float:
     return math.inf if p == 1.0 else 1.0 / (1.0 - p)
 
 
-def _require_parts(fractions: Sequence[float], speedups: Sequence[float]) -> tuple[list[float], list[float]]:
-    if isinstance(fractions, (str, bytes)) or not isinstance(fractions, Sequence):
-        raise TypeError(f"fractions must be a sequence of numbers, got {type(fractions).__name__}")
-    if isinstance(speedups, (str, bytes)) or not isinstance(speedups, Sequence):
-        raise TypeError(f"speedups must be a sequence of numbers, got {type(speedups).__name__}")
+def _require_parts(fractions: Sequence[float], speedups: Sequence[float]) -> tuple[list[float], list[float], float]:
+    """The checked fractions and speedups, and the fractions' sum (added left to right, as the JavaScript does)."""
+    for name, seq in (("fractions", fractions), ("speedups", speedups)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence):
+            raise TypeError(f"{name} must be a sequence of numbers, got {type(seq).__name__}")
     if len(fractions) != len(speedups):
         raise ValueError(
             f"fractions and speedups must have the same length (one speedup per part), got {len(fractions)} and {len(speedups)}"
@@ -124,7 +124,7 @@ def _require_parts(fractions: Sequence[float], speedups: Sequence[float]) -> tup
             f"fractions must add up to at most 1 (parts of one total time), got sum {total!r}; "
             "the remainder 1 - sum is the unchanged part"
         )
-    return fs, ss
+    return fs, ss, total
 
 
 def combined_speedup(fractions: Sequence[float], speedups: Sequence[float]) -> float:
@@ -139,10 +139,7 @@ def combined_speedup(fractions: Sequence[float], speedups: Sequence[float]) -> f
         >>> round(combined_speedup([0.5, 0.3], [2.0, 1.5]), 4)   # two parts, rest 0.2 unchanged
         1.5385
     """
-    fs, ss = _require_parts(fractions, speedups)
-    covered = 0.0
-    for f in fs:
-        covered += f
+    fs, ss, covered = _require_parts(fractions, speedups)
     new_time = max(0.0, 1.0 - covered)
     for f, s in zip(fs, ss):
         new_time += f / s
@@ -161,10 +158,7 @@ def averaged_speedup_mistake(fractions: Sequence[float], speedups: Sequence[floa
         >>> averaged_speedup_mistake([0.87], [1.78]) > combined_speedup([0.87], [1.78])
         True
     """
-    fs, ss = _require_parts(fractions, speedups)
-    covered = 0.0
-    for f in fs:
-        covered += f
+    fs, ss, covered = _require_parts(fractions, speedups)
     average = max(0.0, 1.0 - covered)
     for f, s in zip(fs, ss):
         average += f * s

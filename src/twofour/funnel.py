@@ -85,7 +85,6 @@ class FunnelStep:
         return f"step {self.step}: {what}" if self.step else what
 
 
-
 def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
     """The five steps of the funnel for one scope of a request estimate.
 

@@ -62,10 +62,6 @@ class Citation:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
-    def label(self) -> str:
-        """``"[unconfirmed] AWS G5 page"`` — the form shown in tables."""
-        return f"[{self.status}] {self.source}"
-
 
 @dataclass(frozen=True)
 class GPUSpec:
@@ -116,8 +112,6 @@ class GPUSpec:
         return value
 
 
-
-
 # ------------------------------------------------------------------------------------------
 # Sources. Short names; the Sources page of the site expands them.
 
@@ -129,7 +123,6 @@ _L4_DS = "NVIDIA L4 Tensor Core GPU data sheet, as reproduced by store.sourcecod
 _T4_DS = "NVIDIA T4 data sheet figures (65 FP16 TFLOPS, 130 INT8 TOPS, 8.1 FP32 TFLOPS, 320 GB/s), as reported by geektopia.es and aiminingco.com/gpu/t4/specs"
 _B200_DS = "NVIDIA HGX B200 (1,000 W) per-GPU peaks from NVIDIA's Blackwell data sheet, as tabulated by glennklockwood.com/garden/processors/B200"
 _A10G = "AWS EC2 G5 (A10G) — no NVIDIA data sheet; baseten.co blog 'NVIDIA A10 vs A10G for ML model inference'"
-_DEVICE = "twofour.device rule: sparse tensor cores need CC >= 8.0 (PyTorch's semi-structured sparsity tutorial)"
 _SM_LIST = "the cuSPARSELt documentation's list of supported SM architectures (docs.nvidia.com/cuda/cusparselt)"
 _HALF = "data sheet sparse peak / 2 (data sheets print Tensor Core peaks with sparsity; dense is half)"
 
@@ -339,8 +332,8 @@ def spec_rows(*, dtypes: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")) -> l
             "sparse_24": g.sparse_24,
             "backends": ", ".join(g.backends) or "none",
         }
-        for key, value in (("capability", row["capability"]), ("sms", g.sms), ("mem_bw_gbs", g.mem_bw_gbs)):
-            row[f"{key}_label"] = _label(value, g.cite.get(key))
+        for key in ("capability", "sms", "mem_bw_gbs"):
+            row[f"{key}_label"] = _label(row[key], g.cite.get(key))
         for d in dtypes:
             for kind in ("dense", "sparse"):
                 value = (g.dense_tflops if kind == "dense" else g.sparse_tflops).get(d)

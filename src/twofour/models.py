@@ -58,8 +58,7 @@ class TransformerConfig:
 
     def __post_init__(self):
         for field_name in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"):
-            value = getattr(self, field_name)
-            require_positive_int(field_name, value)
+            require_positive_int(field_name, getattr(self, field_name))
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
         if self.heads % self.kv_heads:

@@ -93,7 +93,6 @@ CLASS_COLORS: dict[str, str] = {
 }
 
 
-
 # The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
 # short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
 # peaks), but has no row in DTYPES: float32 on tensor cores is tf32.

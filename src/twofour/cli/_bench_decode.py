@@ -61,17 +61,13 @@ def check_flags(args: argparse.Namespace) -> None:
                 raise UserError(f"{flag}: only used with --decode (whole steps); add --decode, or use --shapes for GEMMs")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env, on_gpu: bool) -> int:
+    """``twofour bench --decode`` on the device :func:`twofour.cli.bench.run` chose (``env``, ``on_gpu``)."""
     from ..bench import DATA_DIR, default_out_path
-    from ..device import environment
     from ..models import PRESETS
     from ..serve import DECODE_STEPS, TINY, OutputRefused, make_plan, ops_for, run_plan
     from ..serve.model import MAX_POSITIONS
 
-    env = environment()
-    if args.device == "cuda" and not env.cuda_available:
-        raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
-    on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
     defaults = _GPU_DEFAULTS if on_gpu else _CPU_DEFAULTS
     models = {"tiny": TINY, **{name.lower(): cfg for name, cfg in PRESETS.items()}}
 
@@ -133,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         plan = replace(plan, checkpoint=checkpoint)
-    command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     ops = ops_for("cuda" if on_gpu else "cpu")
     # The prediction reads the package's data files: the results must never replace one of them.
     inputs = sorted(DATA_DIR.glob("*.json"))
@@ -144,12 +139,22 @@ def run(args: argparse.Namespace) -> int:
         default = default_out_path(provenance("", device=ops.device))
         out = default.with_name("decode-" + default.name.removeprefix("bench-"))
     try:
-        res = run_plan(plan, ops, out=out, inputs=inputs, command=command, log=print)
+        res = run_plan(plan, ops, out=out, inputs=inputs, command=command(), log=print)
     except OutputRefused as exc:
         raise UserError(f"--out: {exc}") from None
     except OSError as exc:
         raise write_error("--out", out, exc) from None
     _print_summary(res)
+    return written(res, out)
+
+
+def command() -> str | None:
+    """The command line for the results' provenance, when this process is ``twofour bench``."""
+    return "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
+
+
+def written(res, out) -> int:
+    """Say where the results went and list their problems on stderr; the exit code (1 if any)."""
     print(f"results written to {show(out)}")
     problems = res.problems()
     for line in problems:
@@ -163,6 +168,7 @@ _CPU_CHECKPOINT_BYTES = 2 << 30  # float32 weights a CPU run may build from a fo
 def _checkpoint_config(path: str, on_gpu: bool):
     """The folder's shapes (config.json read as data), refused with one line when unusable."""
     from .. import checkpoint
+    from ..models import parameter_counts
     from ..serve.checkpoint import config_from
 
     try:
@@ -170,8 +176,7 @@ def _checkpoint_config(path: str, on_gpu: bool):
             cfg = config_from(reader.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
     except (checkpoint.CheckpointError, ValueError) as exc:
         raise UserError(f"--checkpoint: {exc}") from None
-    params = cfg.layers * (2 * cfg.hidden * cfg.hidden + 2 * cfg.kv_dim * cfg.hidden + 3 * cfg.hidden * cfg.intermediate)
-    params += 2 * cfg.vocab * cfg.hidden
+    params = parameter_counts(cfg)["eligible"] + 2 * cfg.vocab * cfg.hidden  # the block linears, embedding, LM head
     if not on_gpu and params * 4 > _CPU_CHECKPOINT_BYTES:
         raise UserError(f"--checkpoint {show(path)}: {params * 4 / 1e9:.1f} GB of float32 weights; on the CPU at most "
                         f"{_CPU_CHECKPOINT_BYTES / 1e9:.1f} GB are built (use --layers N, or a GPU)")

@@ -21,6 +21,7 @@ twofour.cli.main.UserError: --out ... is a directory; give a file name such as .
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -29,7 +30,7 @@ from .._common.atomic import OutputError, check_output, folder_message, names_fo
 from .._common.text import printable
 from .main import UserError
 
-__all__ = ["check_output_file", "check_output_dir", "write_output", "write_error", "show"]
+__all__ = ["check_output_file", "check_output_dir", "write_output", "saving", "write_error", "show"]
 
 
 def show(path) -> str:
@@ -87,8 +88,15 @@ def check_output_dir(path, option: str) -> Path:
 
 def write_output(path, text: str, option: str, inputs=()) -> Path:
     """Write ``text`` to ``path`` atomically (:func:`twofour._common.atomic.write_text`); errors name ``option``."""
-    try:
+    with saving(option, path):
         return write_text(path, text, inputs)
+
+
+@contextlib.contextmanager
+def saving(option: str, path):
+    """A refused output (:class:`OutputError`) or a failed write inside it: one UserError naming ``option``."""
+    try:
+        yield
     except OutputError as exc:
         raise UserError(f"{option} {exc}") from None
     except OSError as exc:

@@ -100,7 +100,6 @@ def _target(args):
 def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
-
     from .. import checkpoint
     from ..checkpoint import CheckpointError
     from ..dispatch import audit

@@ -21,10 +21,9 @@ import argparse
 import sys
 
 from .main import UserError
-from .._common.atomic import OutputError
 from .._common.text import printable
 from . import _bench_decode
-from ._output import check_output_file, show, write_error
+from ._output import check_output_file, saving
 from ..vocabulary import CUSPARSELT
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
@@ -70,15 +69,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--alg-id: a GEMM-sweep option, not used with --decode (its graph-searched mode searches the "
                         "algorithm per GEMM); drop one of them")
     _bench_decode.check_flags(args)
-    if args.decode:
-        return _bench_decode.run(args)
-    from ..bench import default_out_path, parse_shape, sweep
     from ..device import environment
 
     env = environment()
     if args.device == "cuda" and not env.cuda_available:
         raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
     on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
+    if args.decode:
+        return _bench_decode.run(args, env, on_gpu)
+    from ..bench import default_out_path, parse_shape, sweep
+
     quick = _QUICK_GPU if on_gpu else _QUICK_CPU
 
     shape_texts = args.shapes or (quick["shapes"] if args.quick else (["llama-3-8b", "llama-3-70b"] if on_gpu else ["llama-3-8b"]))
@@ -90,9 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if Ms is not None and any(m <= 0 or m > _MAX_DIM for m in Ms):
         raise UserError(f"--m: every M must be an int from 1 to {_MAX_DIM:,}, got {Ms}")
     _check_sizes(shapes, Ms)
-    for name in ("repeats", "warmup"):
+    for name, low in (("repeats", 1), ("warmup", 0)):
         v = getattr(args, name)
-        low = 1 if name == "repeats" else 0
         if v is not None and not low <= v <= _MAX_REPEATS:
             raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)
@@ -131,10 +130,10 @@ def run(args: argparse.Namespace) -> int:
     if args.alg_id is not None:
         kwargs["alg_id"] = args.alg_id
         kwargs["backends"] = (CUSPARSELT.name,)
-    command = "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
-                    flush_l2=not args.no_flush, progress=not args.no_progress, command=command, **kwargs)
+                    flush_l2=not args.no_flush, progress=not args.no_progress, command=_bench_decode.command(),
+                    **kwargs)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -143,17 +142,9 @@ def run(args: argparse.Namespace) -> int:
         _print_mode(res, mode)
     _print_flags(res)
     out = args.out or default_out_path(res.provenance)
-    try:
+    with saving("--out", out):
         out = res.save(out)
-    except OutputError as exc:
-        raise UserError(f"--out {exc}") from None
-    except OSError as exc:
-        raise write_error("--out", out, exc) from None
-    print(f"results written to {show(out)}")
-    problems = res.problems()
-    for line in problems:
-        print(f"problem: {line}", file=sys.stderr)
-    return 1 if problems else 0
+    return _bench_decode.written(res, out)
 
 
 def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
@@ -206,14 +197,13 @@ def _print_table(res, on_gpu: bool) -> None:
         print(f"{'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}  check")
         for p in res.points:
             for backend, e in (p.get("sparse") or {}).items():
+                head = (f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
+                        f"{backend:>11}")
                 if "median_ms" in e:
                     s = p["dense"]["median_ms"] / e["median_ms"]
-                    ok = "ok" if e["check"]["passed"] else "FAILED"
-                    print(f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
-                          f"{backend:>11} {e['median_ms']:>10.4f} {s:>8.2f}  {ok}")
+                    print(f"{head} {e['median_ms']:>10.4f} {s:>8.2f}  {'ok' if e['check']['passed'] else 'FAILED'}")
                 else:
-                    print(f"{p['shape'][:34]:34} {p['dtype']:9} {p['M']:>6} {p['dense']['median_ms']:>10.4f} "
-                          f"{backend:>11} {'error':>10}  {e.get('error', '')}")
+                    print(f"{head} {'error':>10}  {e.get('error', '')}")
         return
     from ..bench import cpu_roofline
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 
-from .main import UserError
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="write the fit as JSON (the package default: "
@@ -34,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ..roofline import calibration as cal_mod
     from ..roofline.published import FIT_RULES, points
 
-    from ._output import check_output_file, show
+    from ._output import check_output_file, saving, show
 
     if args.out is not None:  # before the fit: a directory, a FIFO or one of the fit's inputs is refused now
         check_output_file(args.out, "--out", "kernel-fit.json", inputs=cal_mod.fit_inputs())
@@ -82,14 +80,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {r['id'][-66:]:66} {r['measured']:8.2f}x {r['predicted']:8.2f}x {r['rel_err']:6.0%}"
                   + ("  (flagged)" if r.get("flagged") else ""))
     if args.out is not None:
-        from .._common.atomic import OutputError
-        from ._output import write_error
-
-        try:
+        with saving("--out", args.out):
             path = cal_mod.save(args.out, pts=pts, cal=cal, errors=errors)
-        except OutputError as exc:
-            raise UserError(f"--out {exc}") from None
-        except OSError as exc:
-            raise write_error("--out", args.out, exc) from None
         print(f"\nfit written to {show(path)}; refresh the calculators with `python scripts/js_data.py`")
     return 0

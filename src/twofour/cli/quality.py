@@ -16,8 +16,7 @@ import dataclasses
 import shlex
 
 from .main import UserError
-from .._common.atomic import OutputError
-from ._output import check_output_file, show, write_error
+from ._output import check_output_file, saving, show
 
 __all__ = ["add_arguments", "run"]
 
@@ -80,10 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def _command_line(args: argparse.Namespace) -> str:
     """The equivalent command with every option spelled out, for the provenance record."""
     parts = ["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes]
@@ -94,28 +89,26 @@ def _command_line(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _refuse_repeats(option: str, values: list) -> None:
-    """A size or criterion named twice would train or prune the same rows twice: one line instead."""
-    twice = sorted({v for v in values if values.count(v) > 1})
+def _names(option: str, text: str, valid, what: str) -> list[str]:
+    """The comma-separated names ``option`` gives, each one of ``valid`` and given once, else a :class:`UserError`.
+
+    A size or criterion named twice would train or prune the same rows twice: refused in one line.
+    """
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in valid]
+    if not names or unknown:
+        raise UserError(f"{option}: unknown {what} {unknown or names!r}; valid: {', '.join(valid)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UserError(f"{option}: {', '.join(map(repr, twice))} given more than once; name each once")
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
     from ..quality import CRITERIA, DEFAULT_RECOVER, DEFAULT_TRAIN, SIZES, run_sweep
 
-    sizes = _split(args.sizes)
-    unknown = [s for s in sizes if s not in SIZES]
-    if not sizes or unknown:
-        raise UserError(f"--sizes: unknown size(s) {unknown or sizes!r}; valid: {', '.join(SIZES)}")
-    _refuse_repeats("--sizes", sizes)
-    criteria = None
-    if args.criteria is not None:
-        criteria = _split(args.criteria)
-        bad = [c for c in criteria if c not in CRITERIA]
-        if not criteria or bad:
-            raise UserError(f"--criteria: unknown criterion {bad or criteria!r}; valid: {', '.join(CRITERIA)}")
-        _refuse_repeats("--criteria", criteria)
+    sizes = _names("--sizes", args.sizes, SIZES, "size(s)")
+    criteria = None if args.criteria is None else _names("--criteria", args.criteria, CRITERIA, "criterion")
     from ..quality.corpus import STDLIB_FILES, stdlib_dir
 
     inputs = [stdlib_dir() / name for name in STDLIB_FILES]  # the corpus it trains on
@@ -142,12 +135,8 @@ def run(args: argparse.Namespace) -> int:
         command=command,
         progress=not args.no_progress,
     )
-    try:
+    with saving("--out", out):
         table.save(out, inputs)
-    except OutputError as exc:
-        raise UserError(f"--out {exc}") from None
-    except OSError as exc:
-        raise write_error("--out", out, exc) from None
     print(table)
     print(f"\nwrote {len(table)} rows to {show(out)} ({table.provenance['wall_time_s']} s on {table.provenance['cpu_model']})")
     return 0

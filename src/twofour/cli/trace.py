@@ -56,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
     from ._output import check_output_file, show, write_output
 
     inputs = [args.trace_file, args.compare]
-    if args.html is not None and args.html.endswith(("/", os.sep)):  # names a folder: never a file called "newdir"
-        raise UserError(f"--html: {show(args.html)} ends in '/', which names a folder; give the page's file name, "
-                        f"e.g. {show(os.path.join(args.html, 'report.html'))}")
-    if args.html is not None:  # before the (possibly long) read: an input or a FIFO is refused now
+    if args.html is not None:  # before the (possibly long) read: a folder, an input or a FIFO is refused now
+        if args.html.endswith(("/", os.sep)):  # names a folder: never a file called "newdir"
+            raise UserError(f"--html: {show(args.html)} ends in '/', which names a folder; give the page's file name, "
+                            f"e.g. {show(os.path.join(args.html, 'report.html'))}")
         check_output_file(args.html, "--html", "report.html", inputs=inputs)
     try:
         report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .._common.args import require_positive_int
 from ..structure import check, prune
 from .model import TinyLM, prunable_linears
 from .train import apply_masks, sample_batch
@@ -121,8 +122,7 @@ def activation_norms(
     re-measures each block after pruning the ones before it; at this depth it makes little
     difference and keeps the code short).
     """
-    if isinstance(batches, bool) or not isinstance(batches, int) or batches < 1:
-        raise ValueError(f"batches must be a positive int, got {batches!r}")
+    require_positive_int("batches", batches)
     layers = prunable_linears(model)
     sums = {name: torch.zeros(layer.in_features) for name, layer in layers.items()}
 
@@ -212,11 +212,9 @@ def masks_for(
     ``seed`` drives ``random 2:4``.
     """
     crit = criterion(name)
-    if crit.score == "activation" and act_norms is None:
-        raise ValueError(
-            f"criterion {crit.name!r} needs act_norms: pass activation_norms(model, corpus.train)"
-        )
     if crit.score == "activation":
+        if act_norms is None:
+            raise ValueError(f"criterion {crit.name!r} needs act_norms: pass activation_norms(model, corpus.train)")
         return masks_from_scores(model, activation_aware_scores, act_norms, crit.n, crit.m)
     generator = torch.Generator().manual_seed(seed)
     masks = {}

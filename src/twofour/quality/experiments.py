@@ -36,7 +36,7 @@ import torch
 from .._common.jsonfile import check_schema, read_json
 from .corpus import Corpus
 from .criteria import CALIBRATION_SEED, CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
-from .model import ModelConfig, TinyLM, prunable_linears
+from .model import ModelConfig, prunable_linears
 from .train import TrainConfig, continue_training, deterministic, perplexity, train
 
 __all__ = [
@@ -300,10 +300,6 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def _n_prunable(model: TinyLM) -> int:
-    return sum(layer.weight.numel() for layer in prunable_linears(model).values())
-
-
 def run_size(
     spec: SizeSpec,
     corpus: Corpus,
@@ -353,7 +349,7 @@ def run_size(
                     d_model=spec.model.d_model,
                     n_layers=spec.model.n_layers,
                     n_params=dense.num_params(),
-                    n_prunable=_n_prunable(dense),
+                    n_prunable=sum(layer.weight.numel() for layer in prunable_linears(dense).values()),
                     criterion=name,
                     pattern=crit.pattern,
                     sparse_tensor_cores=crit.runs_on_sparse_tensor_cores,
@@ -420,8 +416,6 @@ def run_sweep(
     unknown = [s for s in sizes if s not in SIZES]
     if unknown or not sizes:
         raise ValueError(f"sizes must be a non-empty list drawn from {list(SIZES)}, got {list(sizes)!r}")
-    if lr_rule not in LR_RULES:
-        raise ValueError(f"lr_rule must be one of {LR_RULES}, got {lr_rule!r}")
     corpus = corpus if corpus is not None else load_corpus()
     start = time.perf_counter()
     table = QualityTable()

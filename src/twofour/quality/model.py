@@ -48,8 +48,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "seq_len", "mlp_ratio"):
-            value = getattr(self, name)
-            require_positive_int(f"ModelConfig.{name}", value)
+            require_positive_int(f"ModelConfig.{name}", getattr(self, name))
         if self.d_model % 8:
             raise ValueError(
                 f"ModelConfig.d_model must be a multiple of 8 so every weight's in_features splits into "

@@ -59,8 +59,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
-            value = getattr(self, name)
-            require_positive_int(f"TrainConfig.{name}", value)
+            require_positive_int(f"TrainConfig.{name}", getattr(self, name))
         for name in ("warmup_steps", "seed"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

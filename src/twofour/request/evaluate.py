@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .gemm import ideal_times
 from .inputs import RequestInputs, build_inputs, gemm_shapes
@@ -209,9 +209,8 @@ def _phase(r: RequestInputs, phase: str, steps: int, attended: float, kv_tokens:
         unchanged["attention"] += 4.0 * L * h * n * chunk * (P + 1.0) / 2.0 / (r.dense_flops * r.attention_efficiency)
         unchanged["kv_cache"] += (2.0 * L * kv_dim * n * (chunk + max(P - chunk, 0.0) / 2.0)
                                   * r.kv_bytes_per_element / mem_rate)
-    for c, t in unchanged.items():
-        dense[c] = t
-        sparse[c] = t
+    dense.update(unchanged)
+    sparse.update(unchanged)
 
     dense_s = sparse_s = 0.0
     for c in COMPONENTS:
@@ -299,24 +298,11 @@ class RequestEstimate:
         }
 
     def to_dict(self) -> dict:
-        """Summary plus the per-phase component breakdowns (JSON-ready)."""
-        out: dict = {"summary": self.summary()}
-        for ph in (self.prefill, self.decode):
-            out[ph.name] = {
-                "steps": ph.steps,
-                "dense": dict(ph.dense),
-                "sparse": dict(ph.sparse),
-                "dense_s": ph.dense_s,
-                "sparse_s": ph.sparse_s,
-                "eligible_dense_s": ph.eligible_dense_s,
-                "eligible_sparse_s": ph.eligible_sparse_s,
-                "eligible_ideal_sparse_s": ph.eligible_ideal_sparse_s,
-                "p": ph.p,
-                "gemm_speedup": ph.gemm_speedup,
-                "ceiling_speedup": ph.ceiling_speedup,
-                "speedup": ph.speedup,
-            }
-        return out
+        """Summary plus the per-phase component breakdowns (JSON-ready; not the per-kind linears or overheads)."""
+        left_out = ("name", "linear_dense", "linear_sparse", "overhead_s")
+        phases = {ph.name: {k: v for k, v in asdict(ph).items() if k not in left_out}
+                  for ph in (self.prefill, self.decode)}
+        return {"summary": self.summary(), **phases}
 
 
 def evaluate(inputs: RequestInputs) -> RequestEstimate:

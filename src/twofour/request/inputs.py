@@ -180,30 +180,18 @@ def build_inputs(
             times[phase][kind] = [dense_s, sparse_s]
 
     return RequestInputs(
-        layers=cfg.layers,
-        hidden=cfg.hidden,
-        intermediate=cfg.intermediate,
-        heads=cfg.heads,
-        kv_heads=cfg.kv_heads,
-        vocab=cfg.vocab,
-        batch=workload.batch,
-        prompt_len=workload.prompt_len,
-        output_len=workload.output_len,
+        **{k: getattr(cfg, k) for k in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")},
+        **{k: getattr(workload, k) for k in ("batch", "prompt_len", "output_len", "prefill_chunk_tokens")},
         bytes_per_element=b,
         out_bytes_per_element=float(OUT_BYTES[workload.dtype]),
         kv_bytes_per_element=kv_b,
         packed_ratio=PACKED_RATIO[workload.dtype],
-        dense_flops=machine.dense_flops,
-        sparse_flops=machine.sparse_flops,
-        bandwidth=machine.bandwidth,
-        attention_efficiency=float(assumptions.attention_efficiency),
-        memory_efficiency=float(assumptions.memory_efficiency),
+        **{k: getattr(machine, k) for k in ("dense_flops", "sparse_flops", "bandwidth")},
+        **{k: float(getattr(assumptions, k))
+           for k in ("attention_efficiency", "memory_efficiency", "step_overhead_s", "request_overhead_s")},
         other_elems_per_token_layer=float(other),
-        step_overhead_s=float(assumptions.step_overhead_s),
-        request_overhead_s=float(assumptions.request_overhead_s),
         pruned={k: k in workload.pruned for k in LINEAR_KINDS},
         gemm=times,
-        prefill_chunk_tokens=workload.prefill_chunk_tokens,
     )
 
 

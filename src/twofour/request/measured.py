@@ -52,33 +52,22 @@ def measured_gemm_detail(results, workload: Workload, *, mode: str = "graph") ->
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")
     if workload.dtype not in MEASURED_DTYPES:
         return {phase: {"speedup": None, "rows": {}, "replaced": []} for phase in PHASES}
-    table = trusted_gemm_table(results, TORCH_NAMES[workload.dtype], mode)
+    return _per_phase(trusted_gemm_table(results, TORCH_NAMES[workload.dtype], mode), workload)
+
+
+def _per_phase(table: dict, workload: Workload) -> dict[str, dict]:
+    """:func:`measured_gemm_detail` from ``table`` (``{(M, N, K): {"dense_ms", "sparse_ms", "rule"}}``): per phase
+    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (None if any is missing), their rows, the rules used."""
     out = {}
     for phase in PHASES:
         shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
                              workload.prefill_chunk_tokens)
-        kinds = [k for k in workload.pruned if k in BLOCK_LINEARS]
-        rows = {k: table.get(shapes[k]) for k in kinds}
-        if not kinds or any(r is None for r in rows.values()):
+        rows = {k: table.get(shapes[k]) for k in workload.pruned if k in BLOCK_LINEARS}
+        if not rows or any(r is None for r in rows.values()):
             out[phase] = {"speedup": None, "rows": rows, "replaced": []}
             continue
         out[phase] = {"speedup": sum(r["dense_ms"] for r in rows.values()) / sum(r["sparse_ms"] for r in rows.values()),
                       "rows": rows, "replaced": [f"{k} M={shapes[k][0]}: {r['rule']}" for k, r in rows.items() if r["rule"]]}
-    return out
-
-
-def _layer_speedups(table: dict, workload: Workload) -> dict[str, float | None]:
-    """Per phase: ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs, None if any is missing."""
-    out: dict[str, float | None] = {}
-    for phase in PHASES:
-        shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
-                             workload.prefill_chunk_tokens)
-        wanted = [shapes[k] for k in workload.pruned if k in BLOCK_LINEARS]
-        found = [table.get(shape) for shape in wanted]
-        if not wanted or any(f is None for f in found):
-            out[phase] = None
-            continue
-        out[phase] = sum(d for d, _ in found) / sum(sp for _, sp in found)
     return out
 
 
@@ -104,5 +93,5 @@ def searched_gemm_speedup(cases, workload: Workload, *, pick: str = "best") -> d
     for c in cases:
         sparse_ms = c["best"]["ms"] if pick == "best" and c.get("best") else c.get("default_ms")
         if sparse_ms:
-            table[(c["M"], c["N"], c["K"])] = (c["dense_ms"], sparse_ms)
-    return _layer_speedups(table, workload)
+            table[(c["M"], c["N"], c["K"])] = {"dense_ms": c["dense_ms"], "sparse_ms": sparse_ms, "rule": None}
+    return {phase: d["speedup"] for phase, d in _per_phase(table, workload).items()}

@@ -24,7 +24,7 @@ import math
 import torch
 
 from .._common.text import printable
-from ..models import TransformerConfig
+from ..models import TransformerConfig, linear_shapes
 from ..structure import check
 from .model import BLOCK_LINEARS, MAX_POSITIONS, ROPE_THETA, Block, Decoder, rope_tables
 
@@ -74,9 +74,8 @@ def from_checkpoint(path, *, dtype=torch.float32, device="cpu", n_layers: int | 
         n = cfg.layers if n_layers is None else n_layers
         if not 1 <= n <= cfg.layers:
             raise ValueError(f"n_layers must be from 1 to {cfg.layers}, got {n}")
-        h, kv, inter = cfg.hidden, cfg.kv_dim, cfg.intermediate
-        shapes = {"q_proj": (h, h), "k_proj": (kv, h), "v_proj": (kv, h), "o_proj": (h, h),
-                  "gate_proj": (inter, h), "up_proj": (inter, h), "down_proj": (h, inter)}
+        h = cfg.hidden
+        shapes = {s.name: (s.out_features, s.in_features) for s in linear_shapes(cfg, include_lm_head=False)}
         where = {n_: ("self_attn" if n_.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else "mlp") for n_ in BLOCK_LINEARS}
         blocks = []
         for i in range(n):

@@ -52,7 +52,7 @@ from ..bench import summarize
 from ..vocabulary import DECODE_MODES
 from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
 from .model import ELIGIBLE_LABEL, Decoder
-from .ops import Ops
+from .ops import Ops, one_line
 
 __all__ = ["DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
            "eligible_positions"]
@@ -87,7 +87,7 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
         tokens.copy_(first)
         pos.fill_(context)
 
-    record = _measure(model, mode, ops, step_logits, advance, reset, M=batch, calls=steps, warmup=warmup,
+    record = _measure(model, mode, ops, step_logits, advance, reset, calls=steps, warmup=warmup,
                       repeats=repeats, profiled_calls=profiled_calls, static=[tokens, pos, *cache.k, *cache.v])
     record["tpot_ms"] = record["t_ms"]["median_ms"]
     record["tokens_per_s"] = batch * 1e3 / record["t_ms"]["median_ms"]
@@ -109,8 +109,9 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
     def advance(logits):
         first_token.copy_(logits[:, -1].argmax(-1, keepdim=True))
 
-    record = _measure(model, mode, ops, step_logits, advance, None, M=batch * prompt_len, calls=1, warmup=warmup,
-                      repeats=repeats, profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
+    # nothing to reset between calls: every prefill starts from position 0
+    record = _measure(model, mode, ops, step_logits, advance, lambda: None, calls=1, warmup=warmup, repeats=repeats,
+                      profiled_calls=profiled_calls, static=[prompt, *cache.k, *cache.v])
     record["tokens_per_s"] = batch * prompt_len * 1e3 / record["t_ms"]["median_ms"]
     return record
 
@@ -120,7 +121,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
 
 
-def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup, repeats, profiled_calls,
+def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, repeats, profiled_calls,
              static) -> dict:
     record: dict = {}
     with torch.inference_mode():
@@ -131,8 +132,7 @@ def _measure(model, mode, ops, step_logits, advance, reset, *, M, calls, warmup,
         else:
             step = eager
         if mode in ("graph", "graph-searched"):
-            if reset is not None:
-                reset()
+            reset()
             step = ops.capture(step)
         timing: dict = {}
         record["t_ms"] = summarize(ops.time_calls(step, reset=reset, calls=calls, warmup=warmup, repeats=repeats,
@@ -149,22 +149,21 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
     try:
         labels = None
         if mode in ("graph", "graph-searched") and ops.device.type == "cuda":
-            if reset is not None:
-                reset()
+            reset()
             model.label_linears = True  # one eager step, labelled: which kernel positions are block linears
             try:
-                labels = eligible_positions(*_two(ops.profile(eager, calls=1)))
+                eager_records, _, eager_starts = ops.profile(eager, calls=1)
+                labels = eligible_positions(eager_records, eager_starts)
             finally:
                 model.label_linears = False
-        if reset is not None:
-            reset()
+        reset()
         model.label_linears = mode == "eager"  # labels only where Python runs each call (see gemm_share)
         try:
             records, profiled_ms, starts = ops.profile(step, calls=calls)
         finally:
             model.label_linears = False
     except Exception as exc:  # a profiler that cannot start must not cost the measurement
-        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        return {"error": one_line(exc)}
     on_gpu = any(r.device == "cuda" for r in records)
     if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
         return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
@@ -174,11 +173,6 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
     share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms, starts=starts, labels=labels)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share
-
-
-def _two(profiled):
-    records, _, starts = profiled
-    return records, starts
 
 
 def eligible_positions(records, starts) -> list[tuple[str, bool]]:
@@ -219,12 +213,16 @@ def gemm_share(records, *, calls: int, step_ms: float, starts=None, labels=None)
     classes = classify_records(records)
     device = "cuda" if any(r.device == "cuda" for r in records) else "cpu"
     by_class: dict[str, float] = {}
+    kernels: dict[str, dict] = {}
     eligible_us = sparse_us = 0.0
     labelled = False
     for i, (r, cls) in enumerate(zip(records, classes)):
         if r.device != device:
             continue
         by_class[cls] = by_class.get(cls, 0.0) + r.self_us
+        k = kernels.setdefault(r.name, {"class": cls, "per_step": 0.0, "us_per_step": 0.0})
+        k["per_step"] += 1 / calls
+        k["us_per_step"] += r.self_us / calls
         if cls in SPARSE_CLASSES:
             sparse_us += r.self_us
         if _under_label(records, i):
@@ -232,12 +230,6 @@ def gemm_share(records, *, calls: int, step_ms: float, starts=None, labels=None)
             eligible_us += r.self_us
     per_step = 1e-3 / calls
     gemm_ms = sum(t for c, t in by_class.items() if c != OTHER) * per_step
-    kernels: dict[str, dict] = {}
-    for r, cls in zip(records, classes):
-        if r.device == device:
-            k = kernels.setdefault(r.name, {"class": cls, "per_step": 0.0, "us_per_step": 0.0})
-            k["per_step"] += 1 / calls
-            k["us_per_step"] += r.self_us / calls
     aligned = _aligned_eligible_us(records, starts, labels, calls) if labels and starts is not None else None
     if labelled:
         eligible_ms, source = eligible_us * per_step, "kernels under the block-linear label"

@@ -36,7 +36,9 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
-from ..models import LLAMA_3_8B, TransformerConfig
+from .._common.args import require_positive_int
+from ..models import LLAMA_3_8B, TransformerConfig, linear_shapes
+from ..request.workload import BLOCK_LINEARS
 from ..structure import prune
 
 __all__ = [
@@ -57,7 +59,6 @@ __all__ = [
 ROPE_THETA = 500_000.0  # Llama 3's rope_theta (config.json)
 NORM_EPS = 1e-5  # Llama 3's rms_norm_eps
 MAX_POSITIONS = 8192  # Llama 3's max_position_embeddings: the RoPE table's length
-BLOCK_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # The profiler label around every block linear (when labelling is on): how a profile tells the
 # 2:4-eligible GEMMs from the LM head and from attention's own matmuls.
 ELIGIBLE_LABEL = "twofour.serve.block_linear"
@@ -200,9 +201,8 @@ class Decoder:
             gen = torch.Generator(device=device).manual_seed(_seed(seed, *key))
             return torch.randn(shape, generator=gen, device=device, dtype=dtype) / math.sqrt(shape[-1])
 
-        h, kv = cfg.hidden, cfg.kv_dim
-        out_in = {"q_proj": (h, h), "k_proj": (kv, h), "v_proj": (kv, h), "o_proj": (h, h),
-                  "gate_proj": (cfg.intermediate, h), "up_proj": (cfg.intermediate, h), "down_proj": (h, cfg.intermediate)}
+        h = cfg.hidden
+        out_in = {s.name: (s.out_features, s.in_features) for s in linear_shapes(cfg, include_lm_head=False)}
         blocks = []
         for layer in range(n_layers):
             linears = {}
@@ -227,9 +227,8 @@ class Decoder:
 
     def new_cache(self, batch: int, max_seq_len: int) -> KVCache:
         """An empty (zero) KV cache for ``batch`` sequences of up to ``max_seq_len`` tokens."""
-        for name, value in (("batch", batch), ("max_seq_len", max_seq_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        require_positive_int("batch", batch)
+        require_positive_int("max_seq_len", max_seq_len)
         if max_seq_len > self.cos.shape[0]:
             raise ValueError(f"max_seq_len must be at most {self.cos.shape[0]} (the RoPE table's length), got {max_seq_len}")
         shape = (batch, self.cfg.kv_heads, max_seq_len, self.cfg.head_dim)

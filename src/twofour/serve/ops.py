@@ -104,14 +104,13 @@ class Ops:
         ``host_ahead``: the share of windows the host had queued in full before the device
         reached the start event).
         """
+        reset = reset or (lambda: None)
         for _ in range(warmup):
-            if reset is not None:
-                reset()
+            reset()
             fn()
         out, ahead = [], []
         for _ in range(repeats):
-            if reset is not None:
-                reset()
+            reset()
             self.synchronize()
             ms, host_ahead = self._timed(fn, calls)
             out.append(ms / calls)
@@ -198,11 +197,11 @@ class CudaOps(Ops):
         linear = torch.nn.functional.linear
         found: dict = {"candidates": {}}
         packed = torch._cslt_compress(W)
-        xp = _padded(x).t()
+        xp = torch.nn.functional.pad(x, (0, 0, 0, (-x.shape[0]) % 8)).t()  # rows padded to 8, as PyTorch pads them
         try:
             found["torch_search"] = int(torch._cslt_sparse_mm_search(packed, xp))
         except Exception as exc:  # absent, deprecated or failing: the timed search still runs
-            found["torch_search"] = _one_line(exc)
+            found["torch_search"] = one_line(exc)
         ids, found["stopped"] = accepted_alg_ids(lambda alg: torch._cslt_sparse_mm(packed, xp, alg_id=alg))
         del packed
         candidates = sorted(set(ids) | {0}
@@ -222,7 +221,7 @@ class CudaOps(Ops):
                 found["candidates"][str(alg)] = {"ms": sorted(ms)[1]}
                 del copies
             except Exception as exc:  # an id the library does not have for this shape
-                found["candidates"][str(alg)] = {"error": _one_line(exc)}
+                found["candidates"][str(alg)] = {"error": one_line(exc)}
         timed = {int(a): c["ms"] for a, c in found["candidates"].items() if "ms" in c}
         if not timed:
             raise RuntimeError(f"no cuSPARSELt algorithm ran for this shape: {found['candidates']}")
@@ -332,14 +331,7 @@ def ops_for(device) -> Ops:
     raise ValueError(f"device must be 'cuda', 'cpu' or 'rehearsal', got {device!r}")
 
 
-
-
-def _padded(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with rows padded to a multiple of 8, as PyTorch pads a cuSPARSELt operand."""
-    pad = (-x.shape[0]) % 8
-    return torch.nn.functional.pad(x, (0, 0, 0, pad)) if pad else x
-
-
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """``"TypeName: first line of the message"`` (at most 500 characters), for a record or a log line."""
     text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -36,9 +36,9 @@ from ..models import TransformerConfig
 from ..vocabulary import DECODE_DTYPES, DECODE_MODES
 from .measure import DECODE_STEPS, PROFILED_CALLS, measure_decode, measure_prefill
 from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module docstring's example)
-from .ops import NotSupported, Ops, ops_for
+from .ops import NotSupported, Ops, one_line, ops_for
 from .predict import predict
-from .results import WEIGHTS, DecodeResults
+from .results import WEIGHTS, DecodeResults, record_label
 from .sparse import algorithm_per_linear, check_agreement, pack_blocks, search_algorithms
 
 __all__ = ["Item", "Plan", "make_plan", "run_plan", "REHEARSAL_GPU"]
@@ -62,8 +62,7 @@ class Item:
 
     @property
     def label(self) -> str:
-        where = f"context {self.prompt_len}" if self.phase == "decode" else f"prompt {self.prompt_len}"
-        return f"{self.phase} {self.dtype} {self.weights} {self.mode} batch {self.batch} {where}"
+        return record_label(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -153,8 +152,7 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
     try:
         for item in plan.items:
             record = asdict(item)
-            elapsed = time.monotonic() - t0
-            if budget_s is not None and elapsed > budget_s:
+            if budget_s is not None and time.monotonic() - t0 > budget_s:
                 record["skipped"] = f"time limit: the run's {budget_s:g} s budget was spent before this item"
             else:
                 _measure_item(item, plan, ops, models, record)
@@ -163,7 +161,7 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
                 try:
                     record["prediction"] = predict(models.cfg, gpu=gpu, **asdict(item))
                 except Exception as exc:  # a model that cannot predict this case must not lose the measurement
-                    record["prediction"] = {"error": _one_line(exc)}
+                    record["prediction"] = {"error": one_line(exc)}
             results.measurements.append(record)
             if out is not None:
                 results.save(out, inputs=inputs)
@@ -194,7 +192,7 @@ def _measure_item(item: Item, plan: Plan, ops: Ops, models: "_Models", record: d
     except NotSupported as exc:
         record["skipped"] = str(exc)
     except Exception as exc:  # recorded, never raised: one failing mode must not end the run
-        record["error"] = _one_line(exc)
+        record["error"] = one_line(exc)
     finally:
         del model  # a searched model lives for its item only
         ops.free()  # the item's cache and graphs are gone; give their memory back before the next
@@ -273,7 +271,7 @@ class _Models:
             try:
                 agreement = check_agreement(packed, dense, seed=self.plan.seed).to_dict()
             except Exception as exc:
-                agreement = {"error": _one_line(exc)}
+                agreement = {"error": one_line(exc)}
             agreement["dtype"] = self.dtype  # the plan's name (a rehearsal computes in float32)
             self.results.agreement.append(agreement)
             self.say(f"dense vs 2:4 agreement ({self.dtype}): " + (
@@ -334,7 +332,7 @@ def _prediction_gpu(ops: Ops, settings: dict):
 
 
 def _line(r: dict, elapsed: float) -> str:
-    head = Item(**{k: r[k] for k in ("phase", "dtype", "weights", "mode", "batch", "prompt_len")}).label
+    head = record_label(r)
     if "t_ms" not in r:
         return f"{head}: {'error' if 'error' in r else 'skipped'}: {r.get('error') or r.get('skipped')}"
     prof = r.get("profile") or {}
@@ -346,8 +344,3 @@ def _line(r: dict, elapsed: float) -> str:
     if r.get("prediction") and "t_ms" in r["prediction"]:
         text += f" (predicted {r['prediction']['t_ms']:.3f} ms, p {r['prediction']['p']:.2f})"
     return text + f" [{elapsed:.0f}s]"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jsonschema
-
+from .._common.atomic import OutputError, write_text
+from .._common.jsonfile import check_schema
 from ..bench import DATA_DIR, REQUIRED_PROVENANCE
 from ..vocabulary import DECODE_MODES, PHASES
 
@@ -99,7 +97,7 @@ class DecodeResults:
     def save(self, path, *, inputs=()) -> Path:
         """Check against :data:`DECODE_SCHEMA`, then write ``path`` atomically (see :func:`write_atomic`)."""
         data = self.to_dict()
-        _check(data, "decode results")
+        check_schema(data, DECODE_SCHEMA, "decode results")
         return write_atomic(path, json.dumps(data, indent=1) + "\n", inputs=inputs)
 
     def measured(self) -> list[dict]:
@@ -135,7 +133,7 @@ class DecodeResults:
 
     def problems(self) -> list[str]:
         """One line per failed measurement or failed dense vs 2:4 agreement."""
-        out = [f"{_label(m)}: {m['error']}" for m in self.measurements if "error" in m]
+        out = [f"{record_label(m)}: {m['error']}" for m in self.measurements if "error" in m]
         for a in self.agreement:
             if "error" in a:
                 out.append(f"agreement {a['dtype']}: {a['error']}")
@@ -144,13 +142,14 @@ class DecodeResults:
         return out
 
 
-def _label(m: dict) -> str:
+def record_label(m: dict) -> str:
+    """A measurement's one-line name, e.g. ``"decode float16 2:4 graph batch 8 context 512"``."""
     where = f"context {m['prompt_len']}" if m["phase"] == "decode" else f"prompt {m['prompt_len']}"
     return f"{m['phase']} {m['dtype']} {m['weights']} {m['mode']} batch {m['batch']} {where}"
 
 
 def write_atomic(path, text: str, *, inputs=()) -> Path:
-    """Write ``text`` to ``path`` through a temporary file beside it, renamed on success.
+    """Write ``text`` to ``path`` through a temporary file renamed on success (:mod:`twofour._common.atomic`).
 
     Refuses (:class:`OutputRefused`, a ``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
     file (a FIFO would block the writer, a device or directory cannot be replaced). A failed
@@ -160,23 +159,14 @@ def write_atomic(path, text: str, *, inputs=()) -> Path:
     for source in inputs:
         if _same_file(path, Path(source)):
             raise OutputRefused(f"output {str(path)!r} is also an input of this run; choose another file name")
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
+    if path.exists() and not path.is_file():
         raise OutputRefused(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
-                         "give the path of a regular file")
+                            "give the path of a regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return write_text(path, text)
+    except OutputError as exc:  # the target changed while the run went on
+        raise OutputRefused(str(exc)) from None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -198,18 +188,9 @@ def load_decode_results(path) -> DecodeResults:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"{where} has schema {found!r}; expected {SCHEMA!r}")
-    _check(data, where)
+    check_schema(data, DECODE_SCHEMA, where)
     return DecodeResults(data["provenance"], data["settings"], data["measurements"], data["agreement"], data["schema"],
                          str(path))
-
-
-def _check(data, where: str) -> None:
-    """``ValueError`` naming ``where``, the place in ``data`` and what is wrong, if ``data`` misses :data:`DECODE_SCHEMA`."""
-    errors = list(jsonschema.Draft202012Validator(DECODE_SCHEMA).iter_errors(data))
-    if errors:
-        error = jsonschema.exceptions.best_match(errors)
-        place = "/".join(str(p) for p in error.absolute_path) or "the top level"
-        raise ValueError(f"{where}: {place}: {error.message}")
 
 
 def recorded_decode_results(folder=None) -> list[DecodeResults]:
