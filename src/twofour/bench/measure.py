@@ -85,6 +85,11 @@ def sparse_weight(W24: torch.Tensor, backend: str = CUSPARSELT.name, alg_id: int
     return Ws
 
 
+def _pruned_weight(N: int, K: int, gen: torch.Generator, device, dtype) -> torch.Tensor:
+    """A random ``[N, K]`` weight (scaled by ``1/sqrt(K)``) pruned to 2:4 on ``device``."""
+    return prune((torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype))[0]
+
+
 def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
     diff = (y.float() - ref.float()).abs().max().item()
     scale = ref.float().abs().max().item() or 1.0
@@ -135,8 +140,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     if W24 is None:
-        W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
-        W24 = prune(W)[0]
+        W24 = _pruned_weight(N, K, gen, device, dtype)
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
@@ -187,7 +191,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,
-                 clocks: dict | None = None, alg_id: int | None = None) -> dict:
+                 clocks: dict, alg_id: int | None) -> dict:
     """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`).
 
     Each side (dense, each 2:4 backend) gets enough distinct copies of its weight that none is in
@@ -208,7 +212,6 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
         except Exception as exc:  # a copy the backend refuses: every mode of this side says so
             copies[name] = {"error": _one_line(exc)}
     out: dict = {}
-    clocks = {} if clocks is None else clocks
     for mode in modes:  # mode by mode, dense and 2:4 side by side in time
         clocks[mode] = {"before": _gpu_state(device)}
         out[mode] = {"dense": None, "sparse": {}}
@@ -349,10 +352,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
     try:
         for label, N, K in shapes:
             for dtype in dtypes:
-                gen = torch.Generator(device="cpu").manual_seed(seed)
-                W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
-                W24 = prune(W)[0]
-                del W
+                W24 = _pruned_weight(N, K, torch.Generator(device="cpu").manual_seed(seed), device, dtype)
                 for M in Ms:
                     rec = measure_point(M, N, K, dtype, device=device, backends=backends, warmup=warmup,
                                         repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24, modes=modes,

@@ -239,8 +239,6 @@ def simulated_gpu(**params):
         "_sleep": sim.sleep,
         "get_device_properties": lambda *a, **kw: types.SimpleNamespace(name="simulated GPU", L2_cache_size=sim.l2_bytes),
     }
-    tensor_methods = {}
-
     def wrap(method: str, write: bool):
         real = getattr(torch.Tensor, method)
 
@@ -251,14 +249,11 @@ def simulated_gpu(**params):
             return out
         return call
 
-    for method, write in (("zero_", True), ("bitwise_not_", True), ("fill_", True), ("sum", False)):
-        tensor_methods[method] = wrap(method, write)
+    writes = {"zero_": True, "bitwise_not_": True, "fill_": True, "sum": False}
+    tensor_methods = {method: wrap(method, write) for method, write in writes.items()}
     # The flush buffer (``gpu_timing.flush_buffer``): made on the CPU whatever device is asked
     # for, and known to the model by its address.
     from . import gpu_timing
-
-    modules = [gpu_timing]
-    real_flush = {m: m.flush_buffer for m in modules}
 
     def flush_buffer(device=None):
         buf = torch.zeros(2 * sim.l2_bytes, dtype=torch.uint8)
@@ -271,7 +266,7 @@ def simulated_gpu(**params):
         sim.synchronize()
         return [(e["start_us"], e["end_us"], e["name"]) for e in sim.log[first:] if e["name"] != "event"]
 
-    real_clock = gpu_timing._now_ms, gpu_timing._device_kernels
+    real = gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels
     saved = {name: getattr(cuda, name) for name in replaced}
     saved_tensor = {name: torch.Tensor.__dict__.get(name) for name in tensor_methods}
     _ACTIVE.append(sim)
@@ -281,15 +276,12 @@ def simulated_gpu(**params):
         for name, value in tensor_methods.items():
             setattr(torch.Tensor, name, value)
         torch.nn.functional.linear = linear
-        for m in modules:
-            m.flush_buffer = flush_buffer
-        gpu_timing._now_ms, gpu_timing._device_kernels = (lambda: sim.host_us / 1e3), device_kernels
+        gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels = (
+            flush_buffer, lambda: sim.host_us / 1e3, device_kernels)
         yield sim
     finally:
         torch.nn.functional.linear = real_linear
-        for m, f in real_flush.items():
-            m.flush_buffer = f
-        gpu_timing._now_ms, gpu_timing._device_kernels = real_clock
+        gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels = real
         for name, value in saved.items():
             setattr(cuda, name, value)
         for name, value in saved_tensor.items():

@@ -235,13 +235,6 @@ MAX_DIM = 2**63 - 1
 MAX_CROSSOVER_M = 1 << 16
 
 
-def _require_size(name: str, v) -> None:
-    """Refuse an int beyond :data:`MAX_DIM` by name (it would overflow a float into a traceback)."""
-    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
-        shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
-        raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
-
-
 def _require_bool(name: str, v) -> None:
     """True or False only: ``sparse="no"`` or ``nan`` would count as sparse."""
     if not isinstance(v, bool):
@@ -250,7 +243,9 @@ def _require_bool(name: str, v) -> None:
 
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
-        _require_size(name, v)
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+            shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+            raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
         require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
@@ -288,12 +283,17 @@ def _check_options(algorithm, l2, backend) -> None:
                          f"measures; 'clean': kernels back to back, as in a decode step), got {l2!r}")
 
 
-def _params(params, spec: GPUSpec, backend: str) -> KernelParams:
+def _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2):
+    """Every argument checked, in one order; returns the GPU, dtype key, backend, parameters and row multiple."""
+    _check_shape(M, N, K)
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    check_scenario(scenario)
+    _check_options(algorithm, l2, backend)
     if params is None:
-        return default_params(spec.name, backend)
-    if not isinstance(params, KernelParams):
+        params = default_params(spec.name, backend)
+    elif not isinstance(params, KernelParams):
         raise TypeError(f"params must be a KernelParams or None, got {type(params).__name__}")
-    return params
+    return spec, d, backend, params, params.pad_to or pad_multiple(backend, d)
 
 
 def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = "cublas",
@@ -308,16 +308,8 @@ def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = 
         >>> (k.tile_n, k.tile_m, k.tiles, k.split, k.ctas, k.busy_sms, k.bound)
         (128, 256, 32, 3, 96, 96, 'memory')
     """
-    from .params import FAMILIES
-
-    _check_shape(M, N, K)
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     backend = "CUTLASS" if family == "cutlass" else None
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    _check_options("default", l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(M, N, K, gpu, dtype, backend, params, "kernel", "default", l2)
     return _kernel_time(M, N, K, d, spec, family, params.family(family), params, mult, l2)
 
 
@@ -399,12 +391,7 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         >>> p.bound_dense, p.backend, p.M_padded, p.sparse.family
         ('compute', 'cuSPARSELt', 4096, 'cusparselt_bf16')
     """
-    _check_shape(M, N, K)
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    scenario = check_scenario(scenario)
-    _check_options(algorithm, l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2)
     return _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult)
 
 
@@ -459,12 +446,7 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
     if m_max > MAX_CROSSOVER_M:
         raise ValueError(f"m_max must be at most {MAX_CROSSOVER_M:,} (every M up to it is predicted: the curve is "
                          f"saw-toothed, so no bisection finds the smallest winning M), got {m_max:,}")
-    _check_shape(1, N, K)
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    scenario = check_scenario(scenario)
-    _check_options(algorithm, l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(1, N, K, gpu, dtype, backend, params, scenario, algorithm, l2)
     for M in range(1, m_max + 1):
         if _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult).speedup > 1:
             return M

@@ -48,6 +48,15 @@ def _fraction(name, v, *, zero_ok=False):
         raise ValueError(f"{name} must be a fraction in {'[0, 1]' if zero_ok else '(0, 1]'}, got {v!r}")
 
 
+def _known(cls, data: dict) -> dict:
+    """``data`` if it names only fields of the dataclass ``cls``, else a ValueError listing the valid ones."""
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {sorted(unknown)}; valid: {sorted(known)}")
+    return data
+
+
 def _nonneg(name, v, unit="microseconds"):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be a finite number of {unit} >= 0, got {v!r}")
@@ -103,11 +112,7 @@ class KernelFamily:
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelFamily":
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown KernelFamily fields {sorted(unknown)}; valid: {sorted(known)}")
-        return cls(**data)
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
@@ -172,11 +177,7 @@ class KernelParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelParams":
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown KernelParams fields {sorted(unknown)}; valid: {sorted(known)}")
-        values = dict(data)
+        values = dict(_known(cls, data))
         for name in FAMILIES:
             if name not in values:
                 raise ValueError(f"KernelParams needs the family {name!r}; families: {FAMILIES}")
@@ -221,15 +222,14 @@ def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") 
 # What the model assumes before any fit (round numbers, the H200's tables): kept for a reader
 # without the fit file, and as the starting point of the fit. The fitted sets are in
 # twofour/data/kernel-fit.json (default_params).
+_ASSUMED_SPARSE = KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
+                               compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
+                               latency_us=10.0, helper_split_us=0.8)
 ASSUMED_PARAMS = KernelParams(
     cublas=KernelFamily(DEFAULT_TILE_TABLES["cublas"], cta_target=0, max_split=16, min_k_iters=20, compute_eff=0.8,
                         sm_compute_eff=0.8, mem_eff=0.9, per_sm_gbs=1000.0, latency_us=3.0, helper_split_us=1.8),
-    cusparselt=KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
-                            compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
-                            latency_us=10.0, helper_split_us=0.8),
-    cusparselt_bf16=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_bf16"], cta_target=120, max_split=4, min_k_iters=16,
-                                 compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
-                                 latency_us=10.0, helper_split_us=0.8),
+    cusparselt=_ASSUMED_SPARSE,
+    cusparselt_bf16=replace(_ASSUMED_SPARSE, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"]),  # the same numbers
     cusparselt_searched=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_searched"], cta_target=120, max_split=4,
                                      min_k_iters=16, compute_eff=0.6, sm_compute_eff=0.8, mem_eff=0.9,
                                      per_sm_gbs=120.0, latency_us=5.0, helper_split_us=0.8),
