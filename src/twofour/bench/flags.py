@@ -34,9 +34,8 @@ from __future__ import annotations
 
 from ..vocabulary import TIMING_MODES
 
-__all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
+__all__ = ["flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 
-RULES = ("clock", "drift", "graph-outlier", "clock-drop")
 TOL_CLOCK = 1.02
 DRIFT_MIN_N = 5
 DRIFT_RISE = 1.05

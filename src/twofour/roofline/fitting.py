@@ -26,10 +26,8 @@ from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
 
 from ..hardware import get_gpu
-from ..vocabulary import DTYPES
-from .model import packed_weight_bytes, pad_multiple
+from .model import launch_bytes, pad_multiple
 from .params import KernelFamily, KernelParams
-from .tiles import launch
 
 __all__ = ["nelder_mead", "Structure", "structure", "kernel_us", "fit_family", "FREE", "FREE_DRAM"]
 
@@ -96,30 +94,19 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     """
     import numpy as np
 
-    cols = {k: [] for k in ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms",
-                            "peak")}
+    rows = []
     for p in points:
         get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
         M, N, K, d = get("M"), get("N"), get("K"), get("dtype")
         spec = get_gpu(get("gpu", "H200") or "H200")
         mult = pad_multiple("cuSPARSELt", d)
-        Mp = -(-M // mult) * mult if sparse else M
-        L = launch(Mp, N, K, family.tiles, spec.sms, cta_target=family.cta_target, max_split=family.max_split,
-                   min_k_iters=family.min_k_iters)
-        weight = packed_weight_bytes(N, K, d) if sparse else N * K * DTYPES[d].in_bytes
-        cols["busy"].append(L.busy_sms)
-        cols["waves"].append(L.waves)
-        cols["fill"].append(min(Mp, L.tile_m) / L.tile_m)
-        cols["n_bytes"].append(weight + Mp * K * DTYPES[d].in_bytes + M * N * DTYPES[d].out_bytes
-                               + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4)
-        cols["cta_flops"].append(2 * L.tile_n * L.tile_m * -(-K // L.split))  # the whole tile
-        cols["split"].append(L.split > 1)
-        cols["pad"].append(bool(sparse and M % mult))
-        cols["flushed"].append(get("l2", "flushed") == "flushed")
-        cols["mem_bw"].append(spec.mem_bw_gbs)
-        cols["sms"].append(spec.sms)
-        cols["peak"].append(spec.peak_tflops(d, sparse=sparse))
-    arrays = {k: np.array(v, dtype=float) for k, v in cols.items()}
+        Mp, L, n_bytes = launch_bytes(M, N, K, d, spec, family, sparse, mult)
+        rows.append((L.busy_sms, L.waves, min(Mp, L.tile_m) / L.tile_m, n_bytes,
+                     2 * L.tile_n * L.tile_m * -(-K // L.split),  # the whole tile
+                     L.split > 1, bool(sparse and M % mult), get("l2", "flushed") == "flushed", spec.mem_bw_gbs,
+                     spec.sms, spec.peak_tflops(d, sparse=sparse)))
+    names = ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms", "peak")
+    arrays = {k: np.array([r[i] for r in rows], dtype=float) for i, k in enumerate(names)}
     extra = np.zeros(len(points)) if extra_us is None else np.array(extra_us, dtype=float)
     return Structure(**arrays, extra_us=extra)
 

@@ -104,7 +104,7 @@ from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
 from .params import KernelFamily, KernelParams, default_params, family_for
 from .scenarios import DEFAULT_SCENARIO, check_scenario, scenario_us
-from .tiles import launch
+from .tiles import Launch, launch
 
 __all__ = ["KernelTime", "Prediction", "ALGORITHMS", "L2_STATES", "kernel_time", "predict", "gemm_speedup",
            "speedup_curve", "crossover_m", "ceilings", "arithmetic_intensity", "ridge_point", "pad_multiple"]
@@ -202,16 +202,22 @@ class KernelTime:
         return {**asdict(self), "bound": self.bound}
 
 
-def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: KernelFamily, params: KernelParams,
-                 mult: int, l2: str) -> KernelTime:
-    """The model docstring's arithmetic, in its order. ``mult``: the 2:4 path's row multiple."""
-    sparse = name != "cublas"
+def launch_bytes(M: int, N: int, K: int, d: str, spec: GPUSpec, fam: KernelFamily, sparse: bool,
+                 mult: int) -> tuple[int, Launch, int]:
+    """``Mp``, the launch and ``n_bytes`` of one side's kernel: the first lines of the module docstring's arithmetic."""
     Mp = math.ceil(M / mult) * mult if sparse else M
     L = launch(Mp, N, K, fam.tiles, spec.sms, cta_target=fam.cta_target, max_split=fam.max_split,
                min_k_iters=fam.min_k_iters)
     in_b, out_b = DTYPES[d].in_bytes, DTYPES[d].out_bytes
     weight = packed_weight_bytes(N, K, d) if sparse else N * K * in_b
-    n_bytes = weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
+    return Mp, L, weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
+
+
+def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: KernelFamily, params: KernelParams,
+                 mult: int, l2: str) -> KernelTime:
+    """The model docstring's arithmetic, in its order. ``mult``: the 2:4 path's row multiple."""
+    sparse = name != "cublas"
+    Mp, L, n_bytes = launch_bytes(M, N, K, d, spec, fam, sparse, mult)
     sat = spec.mem_bw_gbs * fam.mem_eff
     per_sm = fam.per_sm_gbs * (1 + fam.fill_gain * min(Mp, L.tile_m) / L.tile_m)
     bw = sat * L.busy_sms / (L.busy_sms + sat / per_sm)
