@@ -208,7 +208,8 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
     copies: dict = {}
     for name, W in weights.items():
         try:
-            copies[name] = [W] + [_copy_weight(W24, name, alg_id) for _ in range(n_copies - 1)]
+            copies[name] = [W] + [W24.clone() if name == "dense" else sparse_weight(W24.clone(), name, alg_id)
+                                  for _ in range(n_copies - 1)]
         except Exception as exc:  # a copy the backend refuses: every mode of this side says so
             copies[name] = {"error": _one_line(exc)}
     out: dict = {}
@@ -249,12 +250,6 @@ def _time_mode(gt, mode: str, fns, *, device, warmup: int, repeats: int) -> dict
         info["copies"] = len(fns)
     entry.update(info)
     return entry
-
-
-def _copy_weight(W24: torch.Tensor, name: str, alg_id: int | None = None):
-    """A distinct copy of the weight in the form ``name`` uses (dense, or packed by a backend)."""
-    W = W24.clone()
-    return W if name == "dense" else sparse_weight(W, name, alg_id)
 
 
 def model_shapes(models: Iterable[str] = ("Llama-3-8B",), *, include_lm_head: bool = False) -> list[tuple[str, int, int]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -292,13 +293,9 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
     if kind not in ("gpu", "cpu", "all"):
         raise ValueError(f"kind must be 'gpu', 'cpu' or 'all', got {kind!r}")
     folder = Path(folder) if folder is not None else DATA_DIR
-    out = []
-    for path in sorted(folder.glob("bench-*.json")):
-        res = load_results(path)
-        dev = res.provenance.get("device")
-        if kind == "all" or (kind == "gpu" and dev == "cuda") or (kind == "cpu" and dev == "cpu"):
-            out.append(res)
-    return out
+    device = {"gpu": "cuda", "cpu": "cpu"}.get(kind)
+    results = [load_results(path) for path in sorted(folder.glob("bench-*.json"))]
+    return [res for res in results if kind == "all" or res.provenance.get("device") == device]
 
 
 def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
@@ -373,8 +370,6 @@ def cpu_roofline(results: Results) -> dict:
 def default_out_path(prov: dict, folder=".") -> Path:
     """``bench-<gpu or cpu>-<UTC timestamp>.json`` in ``folder``."""
     who = prov.get("gpu_name") or "cpu"
-    slug = "".join(c if c.isalnum() else "-" for c in who.lower()).strip("-")
-    while "--" in slug:
-        slug = slug.replace("--", "-")
+    slug = re.sub("-+", "-", "".join(c if c.isalnum() else "-" for c in who.lower())).strip("-")
     stamp = str(prov.get("date", ""))[:19].replace(":", "").replace("-", "")
     return Path(folder) / f"bench-{slug}-{stamp}.json"

@@ -39,7 +39,7 @@ import contextlib
 import itertools
 import types
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -63,11 +63,6 @@ class _Op:
     flops: float = 0.0
     fixed_us: float | None = None  # a spin: its own duration, no memory traffic
     event: "_Event | None" = None
-
-
-@dataclass
-class _Graph:
-    ops: list = field(default_factory=list)
 
 
 class _Event:
@@ -100,7 +95,7 @@ class SimGPU:
         self.host_us = 0.0
         self.device_free_us = 0.0
         self.l2: OrderedDict = OrderedDict()  # key -> [bytes, dirty]
-        self.capturing: _Graph | None = None
+        self.capturing: list | None = None  # the operations of the CUDA graph being captured
         self.log: list[dict] = []  # every operation the device ran: name, start_us, end_us, writeback_bytes
         self.buffers: dict[int, str] = {}  # data_ptr of a flush buffer -> its name
         self._ids = itertools.count()
@@ -153,7 +148,7 @@ class SimGPU:
 
     def _issue(self, op: _Op, *, host_cost: float | None = None) -> None:
         if self.capturing is not None and op.event is None:
-            self.capturing.ops.append(op)
+            self.capturing.append(op)
             return
         self.host_us += self.launch_us if host_cost is None else host_cost
         self._run(op, self.host_us + self.latency_us)
@@ -185,10 +180,10 @@ class SimGPU:
     def synchronize(self, device=None) -> None:
         self.host_us = max(self.host_us, self.device_free_us)
 
-    def replay(self, graph: _Graph) -> None:
+    def replay(self, ops: list) -> None:
         self.host_us += self.graph_launch_us
         ready = self.host_us + self.latency_us
-        for op in graph.ops:  # the graph's kernels run gap_us apart, also from the work queued before them
+        for op in ops:  # the graph's kernels run gap_us apart, also from the work queued before them
             self.device_free_us += self.gap_us
             self._run(op, ready)
 
@@ -222,7 +217,7 @@ def simulated_gpu(**params):
 
     class CUDAGraph:
         def __init__(self, *a, **kw):
-            self._sim = _Graph()
+            self._sim = []
 
         def replay(self):
             sim.replay(self._sim)

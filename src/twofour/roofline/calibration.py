@@ -276,8 +276,8 @@ def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None
     rows = []
     for source in sorted({p.source for p in published}):
         without = fit_all(pts, exclude_source=source, base=cal.base, info=cal.info)
-        for p in (q for q in published if q.source == source):
-            rows.append(error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend))))
+        rows += [error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend)))
+                 for p in published if p.source == source]
     return rows
 
 

@@ -387,10 +387,8 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
         algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
             otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
-        l2: ``"clean"`` (default: calls back to back, as in a decode step, with no flush between
-            them) or ``"flushed"`` (as ``twofour bench`` measures: each call after an L2 flush that
-            writes, whose dirty lines the kernel writes back; pass it to compare with the bench's
-            results files).
+        l2: ``"clean"`` (default: calls back to back, as in a decode step) or ``"flushed"`` (as
+            ``twofour bench`` measured: pass it to compare with its results files; module doc).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")

@@ -21,12 +21,9 @@ __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "A
 # search finds; PyTorch's CUTLASS 2:4 kernels.
 FAMILIES = ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass")
 
-# Tile tables (twofour.roofline.tiles), as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS
-# 13.1, cuSPARSELt 0.8.0). "cublas" is read off the kernel names of the Llama-3-8B fp16 shapes by
-# tiles.tile_table_from_names (twofour calibrate writes the same rows into kernel-fit.json, and
-# a test checks that the names still give them); "cusparselt" (algorithm 0) ran one tile in every
-# recorded case; "cusparselt_searched" is inferred from the algorithm sweep's times (no names were
-# recorded there); "cutlass" is an assumption. GPUs never measured use these tables.
+# Tile tables as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS 13.1, cuSPARSELt 0.8.0); how
+# each was read is in twofour.roofline.tiles' docstring ("cublas": the rows twofour calibrate writes
+# into kernel-fit.json, and a test checks that the names still give them).
 DEFAULT_TILE_TABLES = {
     "cublas": (
         (8, 1024, 64, 8), (8, None, 128, 8), (16, 4096, 64, 16), (16, None, 128, 16), (32, 4096, 64, 32),

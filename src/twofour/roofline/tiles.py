@@ -91,11 +91,9 @@ def check_tile_table(name: str, rows) -> tuple:
     for r in out:
         if len(r) != 4:
             raise ValueError(f"{name}: each row is (m_max, n_max, tile_n, tile_m), got {r!r}")
-        for bound, label in ((r[0], "m_max"), (r[1], "n_max")):
-            if bound is not None:
-                require_positive_int(f"{name} {label}", bound)
-        require_positive_int(f"{name} tile_n", r[2])
-        require_positive_int(f"{name} tile_m", r[3])
+        for v, label in zip(r, ("m_max", "n_max", "tile_n", "tile_m")):
+            if v is not None or label.startswith("tile"):  # a bound may be None (no bound), a tile never
+                require_positive_int(f"{name} {label}", v)
     if out[-1][0] is not None or out[-1][1] is not None:
         raise ValueError(f"{name}: the last row must be (None, None, tile_n, tile_m) so that every GEMM has a tile, "
                          f"got {out[-1]!r}")
