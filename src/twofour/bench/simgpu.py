@@ -40,6 +40,7 @@ import itertools
 import types
 from collections import OrderedDict
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 
@@ -234,6 +235,7 @@ def simulated_gpu(**params):
         "_sleep": sim.sleep,
         "get_device_properties": lambda *a, **kw: types.SimpleNamespace(name="simulated GPU", L2_cache_size=sim.l2_bytes),
     }
+
     def wrap(method: str, write: bool):
         real = getattr(torch.Tensor, method)
 
@@ -261,27 +263,13 @@ def simulated_gpu(**params):
         sim.synchronize()
         return [(e["start_us"], e["end_us"], e["name"]) for e in sim.log[first:] if e["name"] != "event"]
 
-    real = gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels
-    saved = {name: getattr(cuda, name) for name in replaced}
-    saved_tensor = {name: torch.Tensor.__dict__.get(name) for name in tensor_methods}
-    _ACTIVE.append(sim)
-    try:
-        for name, value in replaced.items():
-            setattr(cuda, name, value)
-        for name, value in tensor_methods.items():
-            setattr(torch.Tensor, name, value)
-        torch.nn.functional.linear = linear
-        gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels = (
-            flush_buffer, lambda: sim.host_us / 1e3, device_kernels)
+    patches = [*((cuda, name, value) for name, value in replaced.items()),
+               *((torch.Tensor, name, value) for name, value in tensor_methods.items()),
+               (torch.nn.functional, "linear", linear), (gpu_timing, "flush_buffer", flush_buffer),
+               (gpu_timing, "_now_ms", lambda: sim.host_us / 1e3), (gpu_timing, "_device_kernels", device_kernels)]
+    with contextlib.ExitStack() as stack:  # each patch undone on exit, in reverse order
+        for target, name, value in patches:
+            stack.enter_context(mock.patch.object(target, name, value))
+        _ACTIVE.append(sim)
+        stack.callback(_ACTIVE.remove, sim)
         yield sim
-    finally:
-        torch.nn.functional.linear = real_linear
-        gpu_timing.flush_buffer, gpu_timing._now_ms, gpu_timing._device_kernels = real
-        for name, value in saved.items():
-            setattr(cuda, name, value)
-        for name, value in saved_tensor.items():
-            if value is None:
-                delattr(torch.Tensor, name)
-            else:
-                setattr(torch.Tensor, name, value)
-        _ACTIVE.remove(sim)
