@@ -6,10 +6,8 @@ absolute difference divided by the largest ``|y|`` must stay below a per-dtype t
 float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
 capability >= 8.0.
 
-On a GPU each timing mode of a point is bracketed by readings of the SM and memory clocks,
-power and temperature (:func:`twofour.bench.clocks.read_gpu_state`, where the GPU exposes them),
-kept under ``record["clocks"][mode]``; the sweep then flags suspect points
-(:mod:`twofour.bench.flags`) and prints them.
+On a GPU each timing mode of a point is bracketed by clock, power and temperature readings
+(:mod:`.clocks`, ``record["clocks"][mode]``), which :mod:`.flags` reads.
 
 ``alg_id`` picks the cuSPARSELt algorithm through PyTorch's own path (:func:`sparse_weight`):
 the weight is converted with that algorithm, and ``F.linear`` then runs it on every call.

@@ -117,9 +117,8 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
     ``dense_call_path`` (keys of :data:`CALL_PATHS`) and ``file``. A flagged point no rule can
     replace is left out. A later results file's point replaces an earlier one's.
 
-    ``graph_cost(point, side, same_weight_points)``: ms a graph replay of ``side`` costs beyond its
-    kernels (``side``: ``"dense"`` or the backend), or None (the rule then does not apply);
-    default :func:`neighbour_graph_cost`, which reads the results file only.
+    ``graph_cost``: the rule's replay cost, called as :func:`neighbour_graph_cost` (the default) is;
+    None from it and the rule does not apply.
     """
     from pathlib import Path
 

@@ -277,7 +277,11 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
     return spec, d, backend
 
 
-def _check_options(algorithm, l2, backend) -> None:
+def _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2):
+    """Every argument checked, in one order; returns the GPU, dtype key, backend, parameters and row multiple."""
+    _check_shape(M, N, K)
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    check_scenario(scenario)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS} ('default': cuSPARSELt algorithm 0, what PyTorch "
                          f"passes unless told otherwise; 'searched': the fastest algorithm a search finds), got {algorithm!r}")
@@ -287,14 +291,6 @@ def _check_options(algorithm, l2, backend) -> None:
     if l2 not in L2_STATES:
         raise ValueError(f"l2 must be one of {L2_STATES} ('flushed': after an L2 flush that writes, as twofour bench "
                          f"measures; 'clean': kernels back to back, as in a decode step), got {l2!r}")
-
-
-def _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2):
-    """Every argument checked, in one order; returns the GPU, dtype key, backend, parameters and row multiple."""
-    _check_shape(M, N, K)
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    check_scenario(scenario)
-    _check_options(algorithm, l2, backend)
     if params is None:
         params = default_params(spec.name, backend)
     elif not isinstance(params, KernelParams):

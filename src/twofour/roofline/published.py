@@ -257,13 +257,11 @@ def _from_results(res, held_shapes: set) -> list[Point]:
 
     for mode in TIMING_MODES:
         method = res.timing_method(mode) or {}
-        if method.get("flush"):
-            l2 = "flushed" if method["flush"] == "write" else "clean"
-        else:
-            l2 = "flushed" if res.settings.get("flush_l2", True) else "clean"
+        flushed = method["flush"] == "write" if method.get("flush") else res.settings.get("flush_l2", True)
+        l2 = "flushed" if flushed else "clean"
         legacy = mode == "graph" and method.get("id") == LEGACY_METHODS["graph"]["id"]
+        scenario = MODE_SCENARIO.get(mode, LONE)
         for row in res.gpu_points(mode):
-            scenario = MODE_SCENARIO.get(mode, LONE)
             held = (row["N"], row["K"]) in held_shapes
             why = _measured_excluded(mode, row, held, spec)
             out.append(Point(
