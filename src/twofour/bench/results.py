@@ -25,7 +25,7 @@ import torch
 
 from .._common.jsonfile import check_schema, read_json
 from ..device import environment
-from .flags import flag_points, flagged_keys, point_key
+from . import flags as flag_rules  # looked up on each call: a test may plant a flag rule
 from .gpu_timing import LEGACY_METHODS
 from ..vocabulary import TIMING_MODES
 
@@ -181,11 +181,11 @@ class Results:
             >>> Results(provenance={}, points=[]).flags()
             []
         """
-        return flag_points(self.points)
+        return flag_rules.flag_points(self.points)
 
     def flagged(self) -> dict[tuple, list[str]]:
         """``{(shape, M, N, K, dtype, mode): [reasons]}`` of the suspect (point, mode) pairs."""
-        return flagged_keys(self.points)
+        return flag_rules.flagged_keys(self.points)
 
     def save(self, path) -> Path:
         """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
@@ -243,7 +243,7 @@ class Results:
                     "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"), "mode": mode,
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
                     "check_passed": lone_check.get("passed"),
-                    "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
+                    "flagged": "; ".join(suspect.get(flag_rules.point_key(p, mode), [])) or None,
                     "call_path": "F.linear", "method": entry.get("method", method),
                     "dense_call_path": "cuBLAS" if self.provenance.get("device") == "cuda" else "F.linear",
                 })
