@@ -200,15 +200,12 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
         for _ in range(replays):
             graph.replay()
 
-    times, ahead = [], 0
-    for _ in range(repeats):
-        ms, host_ahead = window_ms(enqueue, spin_cycles=spin_cycles)
-        times.append(ms / (replays * len(fns)))
-        ahead += host_ahead
+    windows = [window_ms(enqueue, spin_cycles=spin_cycles) for _ in range(repeats)]
     del graph
     if info is not None:
-        info.update(calls_per_window=replays * len(fns), copies=len(fns), host_ahead=ahead / repeats)
-    return times
+        info.update(calls_per_window=replays * len(fns), copies=len(fns),
+                    host_ahead=sum(ahead for _, ahead in windows) / repeats)
+    return [ms / (replays * len(fns)) for ms, _ in windows]
 
 
 def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 3,

@@ -335,14 +335,11 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         raise ValueError(f"alg_id={alg_id!r} picks a cuSPARSELt algorithm for the 2:4 kernel: that needs an NVIDIA GPU "
                          "with compute capability >= 8.0 and cuSPARSELt among the backends "
                          f"(device {device.type}, backends {list(backends)})")
-    total = len(shapes) * len(Ms) * len(dtypes)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=total, desc="twofour bench", unit="point", file=sys.stderr)
     points = []
-    try:
+    with tqdm(total=len(shapes) * len(Ms) * len(dtypes), desc="twofour bench", unit="point", file=sys.stderr,
+              disable=not progress) as bar:
         for label, N, K in shapes:
             for dtype in dtypes:
                 W24 = _pruned_weight(N, K, torch.Generator(device="cpu").manual_seed(seed), device, dtype)
@@ -352,14 +349,10 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
                                         alg_id=alg_id)
                     rec["shape"] = label
                     points.append(rec)
-                    if bar is not None:
-                        bar.update(1)
+                    bar.update(1)
                 del W24
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
-    finally:
-        if bar is not None:
-            bar.close()
     timed_on_gpu = on_gpu(device)
     settings = {
         "warmup": warmup,

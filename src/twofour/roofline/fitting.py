@@ -7,11 +7,11 @@ side: its kernels are the ones DRAM limits). Tiles and the split-K rule are not 
 read off the kernel names. The loss is the sum of squared ``log(predicted / measured)`` times,
 so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
 
-The model's arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does not
-depend on the fitted numbers: launch, bytes, FLOPs per CTA), so one evaluation of the loss over
-a hundred points costs microseconds and a whole fit runs in well under a second;
-``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what :func:`twofour.roofline.kernel_time`
-gives.
+The model's time arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does
+not depend on the fitted numbers: the model's own launch and bytes, FLOPs per CTA), so one
+evaluation of the loss over a hundred points costs microseconds and a whole fit runs in well under
+a second; ``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what
+:func:`twofour.roofline.kernel_time` gives.
 
 Example:
     >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2
@@ -156,11 +156,6 @@ def _numbers(x, fit_dram: bool) -> tuple[dict, dict]:
     return fam, prm
 
 
-def _unpack(x, family: KernelFamily, params: KernelParams, fit_dram: bool) -> tuple[KernelFamily, KernelParams]:
-    fam, prm = _numbers(x, fit_dram)
-    return replace(family, **fam), replace(params, **prm)
-
-
 # Starting points (compute_eff, mem_eff, per_sm_gbs, latency_us): the fit keeps the best of the runs.
 _STARTS = ((0.7, 0.8, 30.0, 3.0), (0.5, 0.4, 20.0, 7.0), (0.9, 0.9, 50.0, 1.0))
 
@@ -211,5 +206,5 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
         v = loss(x)
         if best is None or v < best[1]:
             best = (x, v)
-    fam, prm = _unpack(best[0], family, params, fit_dram)
-    return fam, prm, math.sqrt(best[1] / float(np.sum(w)))
+    fam, prm = _numbers(best[0], fit_dram)
+    return replace(family, **fam), replace(params, **prm), math.sqrt(best[1] / float(np.sum(w)))
