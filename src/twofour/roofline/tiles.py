@@ -270,10 +270,8 @@ def tile_table_from_names(observed) -> tuple:
     if not by:
         raise ValueError("observed must hold at least one (M, N, K, tile_n, tile_m)")
     Ns = sorted({N for _, N, _ in by})
-    classes = []  # (n_max, N, K deciding)
-    for i, N in enumerate(Ns):
-        K = min(k for _, n, k in by if n == N)
-        classes.append((None if i == len(Ns) - 1 else N, N, K))
+    # (n_max, N, the K that decides)
+    classes = [(None if i == len(Ns) - 1 else N, N, min(k for _, n, k in by if n == N)) for i, N in enumerate(Ns)]
     Ms = sorted({M for M, _, _ in by})
     blocks = []
     for i, M in enumerate(Ms):
@@ -286,7 +284,5 @@ def tile_table_from_names(observed) -> tuple:
             blocks[-1] = [(m_max,) + r[1:] for r in blocks[-1]]
         else:
             blocks.append(block)
-    out = []
-    for block in blocks:
-        out += [r for k, r in enumerate(block) if k == len(block) - 1 or r[2:] != block[k + 1][2:]]
-    return tuple(out)
+    return tuple(r for block in blocks for k, r in enumerate(block)
+                 if k == len(block) - 1 or r[2:] != block[k + 1][2:])
