@@ -28,7 +28,7 @@ from .._passes.tensors import dtype_name
 from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
-from .gpu_timing import METHODS
+from . import gpu_timing
 from .results import Results, provenance, torch_dtype
 from ..vocabulary import CUSPARSELT, CUTLASS, TIMING_MODES
 from .timing import on_gpu, summarize, time_callable
@@ -145,7 +145,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     clocks = {"lone": {"before": _gpu_state(device)}}
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
     if on_gpu(device):
-        record["dense"]["method"] = METHODS["lone"]["id"]
+        record["dense"]["method"] = gpu_timing.METHODS["lone"]["id"]
     backends = tuple(backends)
     if not backends:
         record["sparse_skipped"] = (
@@ -167,7 +167,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
-            entry["method"] = METHODS["lone"]["id"]
+            entry["method"] = gpu_timing.METHODS["lone"]["id"]
             if alg_id is not None:
                 entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
@@ -198,11 +198,10 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
     :data:`~twofour.bench.gpu_timing.METHODS`) and how many calls and copies it timed.
     ``flush_l2=False`` times one copy (the weight may then stay in L2, which the entry says).
     """
-    from . import gpu_timing as gt
-
     linear = torch.nn.functional.linear
     weights = {"dense": W24, **sparse_weights}
-    n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt.l2_bytes(device)) if flush_l2 else 1
+    weight_bytes = W24.numel() * W24.element_size()
+    n_copies = gpu_timing.copies_to_defeat_l2(weight_bytes, gpu_timing.l2_bytes(device)) if flush_l2 else 1
     copies: dict = {}
     for name, W in weights.items():
         try:
@@ -219,11 +218,11 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                 entry = dict(side)
             else:
                 try:
-                    entry = _time_mode(gt, mode, [lambda c=c: linear(x, c) for c in side], device=device,
+                    entry = _time_mode(mode, [lambda c=c: linear(x, c) for c in side], device=device,
                                        warmup=warmup, repeats=repeats)
                 except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
                     entry = {"error": _one_line(exc)}
-            entry["method"] = METHODS[mode]["id"]
+            entry["method"] = gpu_timing.METHODS[mode]["id"]
             if not flush_l2:
                 entry["l2"] = "one weight copy: it may stay in L2 between calls (--no-flush)"
             if name == "dense":
@@ -234,14 +233,14 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
     return out
 
 
-def _time_mode(gt, mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
+def _time_mode(mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
     info: dict = {}
     if mode == "graph":
-        entry = summarize(gt.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+        entry = summarize(gpu_timing.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
     elif mode == "stream":
-        entry = summarize(gt.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+        entry = summarize(gpu_timing.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
     else:  # kernel
-        prof = gt.profile_kernels(fns, device=device, calls=min(repeats, 5))
+        prof = gpu_timing.profile_kernels(fns, device=device, calls=min(repeats, 5))
         entry = summarize([t / 1e3 for t in prof["sum_us"]])
         entry["span_ms"] = [t / 1e3 for t in prof["span_us"]]
         entry["kernels"] = prof["kernels"]
@@ -361,7 +360,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         "timer": "cuda events (each mode's method in 'methods')" if timed_on_gpu else "time.perf_counter",
         "backends": list(backends),
         "modes": list(modes),
-        "methods": {mode: METHODS[mode] for mode in modes} if timed_on_gpu else {},
+        "methods": {mode: gpu_timing.METHODS[mode] for mode in modes} if timed_on_gpu else {},
         "cache_note": ("L2 cold before every timed call: read, never written (lone), or weight copies in turn "
                        "(graph, stream, kernel)" if timed_on_gpu and flush_l2 else "caches not flushed between repeats"),
         "alg_id": alg_id,

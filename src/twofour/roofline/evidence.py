@@ -151,7 +151,7 @@ def helper_costs() -> dict[str, float]:
             if row.device == "cuda" and row.count and kernel_role(row.name) in per_call:
                 per_call[kernel_role(row.name)].append(row.time_us / row.count)
     return {"splitk_reduce_us": helper("dense-graph", "splitk_reduce"), "memset_us": helper("sparse-graph", "memset"),
-            "pad_fill_us": statistics.median(per_call["pad_fill"]), "pad_copy_us": statistics.median(per_call["pad_copy"])}
+            **{f"{role}_us": statistics.median(us) for role, us in per_call.items()}}
 
 
 def tile_observations(results=None, *, dtype: str = "float16", library: str = "cuBLAS", shape_prefix: str = "") -> list[tuple]:

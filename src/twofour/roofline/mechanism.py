@@ -74,9 +74,9 @@ def mechanism_facts() -> dict:
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
 
     grids = trace_grids("sparse-graph")
-    names = {(r.report.sparse_ran, r.M, r.dtype): [k for k in (parse_kernel_name(row.name) for row in r.report.rows
-                                                               if row.device == "cuda") if k]
-             for r in recorded_reports()}
+    names = {(r.report.sparse_ran, r.M, r.dtype): [k for row in r.report.rows if row.device == "cuda"
+                                                   for k in [parse_kernel_name(row.name)] if k]
+             for r in recorded_reports()}  # the GEMMs' names of each kernel table
     sparse_tiles = {(g["tile_n"], g["tile_m"]) for g in grids} | {
         k.tile for (sparse, _, dt), ks in names.items() if sparse and dt == "float16" for k in ks}
     if len(sparse_tiles) != 1:
@@ -84,6 +84,7 @@ def mechanism_facts() -> dict:
     (tile_n, tile_m), = sparse_tiles
     dense_m1 = {dt: ks for (sparse, M, dt), ks in sorted(names.items()) if not sparse and M == 1}
     dense_tiles = {dt: f"{k.tile_n} x {k.tile_m}" for dt, ks in dense_m1.items() for k in ks}
+    dense_token_tiles = sorted({k.tile_m for ks in dense_m1.values() for k in ks})
 
     # kernel time of the gate/up GEMM by M (Llama-3-8B results file, fp16, unflagged)
     flat = {}
@@ -117,7 +118,7 @@ def mechanism_facts() -> dict:
     helpers = helper_costs()
 
     return {
-        "tile": f"{tile_n} x {tile_m}", "token_tile": tile_m, "dense_token_tiles": sorted({k.tile_m for ks in dense_m1.values() for k in ks}), "dense_tiles": dense_tiles,
+        "tile": f"{tile_n} x {tile_m}", "token_tile": tile_m, "dense_token_tiles": dense_token_tiles, "dense_tiles": dense_tiles,
         "sms": gpu.sms, "peak_sm_tflops": per_sm / 1e12, "bw_tbs": gpu.mem_bw_gbs / 1e3,
         "flat": flat, "efficiency": {256: efficiency(256), 2048: efficiency(2048)},
         "one_token": one_token,

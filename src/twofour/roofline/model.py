@@ -204,7 +204,7 @@ class KernelTime:
 
 def launch_bytes(M: int, N: int, K: int, d: str, spec: GPUSpec, fam: KernelFamily, sparse: bool,
                  mult: int) -> tuple[int, Launch, int]:
-    """``Mp``, the launch and ``n_bytes`` of one side's kernel: the first lines of the module docstring's arithmetic."""
+    """``Mp``, the launch and ``n_bytes`` of one side's kernel: the module docstring's first three lines."""
     Mp = math.ceil(M / mult) * mult if sparse else M
     L = launch(Mp, N, K, fam.tiles, spec.sms, cta_target=fam.cta_target, max_split=fam.max_split,
                min_k_iters=fam.min_k_iters)
