@@ -166,10 +166,8 @@ def sweep_case(ops: CaseOps, *, repeats: int = 10, tol: float = 1e-2) -> dict:
         case["kernels_error"] = _one_line(exc)
     case["configs"] = configs
     case["search_timed"] = any(c["alg_id"] == case["search_alg_id"] and "ms" in c for c in configs)
-    case["best"] = {}
-    for path in PATHS:
-        ok = [c for c in configs if c["path"] == path and "ms" in c and c["rel_err"] < tol]
-        case["best"][path] = min(ok, key=lambda c: (c["ms"], c["alg_id"])) if ok else None
+    case["best"] = {path: min((c for c in configs if c["path"] == path and "ms" in c and c["rel_err"] < tol),
+                              key=lambda c: (c["ms"], c["alg_id"]), default=None) for path in PATHS}
     return case
 
 

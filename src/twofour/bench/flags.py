@@ -34,9 +34,8 @@ from __future__ import annotations
 
 from ..vocabulary import TIMING_MODES
 
-__all__ = ["RULES", "flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
+__all__ = ["flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 
-RULES = ("clock", "drift", "graph-outlier", "clock-drop")
 TOL_CLOCK = 1.02
 DRIFT_MIN_N = 5
 DRIFT_RISE = 1.05
@@ -55,11 +54,8 @@ def drifts(raw) -> bool:
 
 def timing_entry(point: dict, mode: str, side: str) -> dict | None:
     """The timing of ``side`` (``"dense"`` or a 2:4 backend) in ``mode``, if it has a median."""
-    if mode == "lone":
-        entry = point.get("dense") if side == "dense" else (point.get("sparse") or {}).get(side)
-    else:
-        block = (point.get("modes") or {}).get(mode) or {}
-        entry = block.get("dense") if side == "dense" else (block.get("sparse") or {}).get(side)
+    block = point if mode == "lone" else (point.get("modes") or {}).get(mode) or {}
+    entry = block.get("dense") if side == "dense" else (block.get("sparse") or {}).get(side)
     return entry if isinstance(entry, dict) and "median_ms" in entry else None
 
 
@@ -117,6 +113,5 @@ def flagged_keys(points) -> dict[tuple, list[str]]:
     """``{point_key: [reasons]}`` of every (point, mode) whose speedup is suspect."""
     out: dict[tuple, list[str]] = {}
     for f in flag_points(points):
-        key = (f["shape"], f["M"], f["N"], f["K"], f["dtype"], f["mode"])
-        out.setdefault(key, []).append(f"{f['rule']} ({f['side']}): {f['evidence']}")
+        out.setdefault(point_key(f, f["mode"]), []).append(f"{f['rule']} ({f['side']}): {f['evidence']}")
     return out

@@ -160,7 +160,8 @@ def _as_list(fns) -> list[Callable[[], object]]:
     return fns
 
 
-def _check_counts(**counts) -> None:
+def check_counts(**counts) -> None:
+    """Each ``name=(value, low)``: an int >= low, else a ValueError naming it."""
     for name, (value, low) in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
@@ -178,7 +179,7 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
     in which the host queued everything before the spin ended).
     """
     fns = _as_list(fns)
-    _check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
+    check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
@@ -199,15 +200,12 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
         for _ in range(replays):
             graph.replay()
 
-    times, ahead = [], 0
-    for _ in range(repeats):
-        ms, host_ahead = window_ms(enqueue, spin_cycles=spin_cycles)
-        times.append(ms / (replays * len(fns)))
-        ahead += host_ahead
+    windows = [window_ms(enqueue, spin_cycles=spin_cycles) for _ in range(repeats)]
     del graph
     if info is not None:
-        info.update(calls_per_window=replays * len(fns), copies=len(fns), host_ahead=ahead / repeats)
-    return times
+        info.update(calls_per_window=replays * len(fns), copies=len(fns),
+                    host_ahead=sum(ahead for _, ahead in windows) / repeats)
+    return [ms / (replays * len(fns)) for ms, _ in windows]
 
 
 def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 3,
@@ -219,7 +217,7 @@ def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, d
     ``max(repeats, 2 * len(fns))`` calls, then the end event, with no synchronisation in between.
     """
     fns = _as_list(fns)
-    _check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
+    check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
     n_calls = max(repeats, 2 * len(fns))
     for i in range(max(warmup, len(fns))):
         fns[i % len(fns)]()
@@ -262,7 +260,7 @@ def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], 
     ``per_call`` each call's ``{name: launches}``.
     """
     fns = _as_list(fns)
-    _check_counts(warmup=(warmup, 0), calls=(calls, 1))
+    check_counts(warmup=(warmup, 0), calls=(calls, 1))
     for i in range(max(warmup, len(fns))):
         fns[i % len(fns)]()
     torch.cuda.synchronize(device)

@@ -6,10 +6,8 @@ absolute difference divided by the largest ``|y|`` must stay below a per-dtype t
 float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
 capability >= 8.0.
 
-On a GPU each timing mode of a point is bracketed by readings of the SM and memory clocks,
-power and temperature (:func:`twofour.bench.clocks.read_gpu_state`, where the GPU exposes them),
-kept under ``record["clocks"][mode]``; the sweep then flags suspect points
-(:mod:`twofour.bench.flags`) and prints them.
+On a GPU each timing mode of a point is bracketed by clock, power and temperature readings
+(:mod:`.clocks`, ``record["clocks"][mode]``), which :mod:`.flags` reads.
 
 ``alg_id`` picks the cuSPARSELt algorithm through PyTorch's own path (:func:`sparse_weight`):
 the weight is converted with that algorithm, and ``F.linear`` then runs it on every call.
@@ -30,7 +28,7 @@ from .._passes.tensors import dtype_name
 from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
-from .gpu_timing import METHODS
+from . import gpu_timing
 from .results import Results, provenance, torch_dtype
 from ..vocabulary import CUSPARSELT, CUTLASS, TIMING_MODES
 from .timing import on_gpu, summarize, time_callable
@@ -85,6 +83,11 @@ def sparse_weight(W24: torch.Tensor, backend: str = CUSPARSELT.name, alg_id: int
     return Ws
 
 
+def _pruned_weight(N: int, K: int, gen: torch.Generator, device, dtype) -> torch.Tensor:
+    """A random ``[N, K]`` weight (scaled by ``1/sqrt(K)``) pruned to 2:4 on ``device``."""
+    return prune((torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype))[0]
+
+
 def _check(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> dict:
     diff = (y.float() - ref.float()).abs().max().item()
     scale = ref.float().abs().max().item() or 1.0
@@ -135,15 +138,14 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     if W24 is None:
-        W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
-        W24 = prune(W)[0]
+        W24 = _pruned_weight(N, K, gen, device, dtype)
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
     clocks = {"lone": {"before": _gpu_state(device)}}
     record["dense"] = summarize(time_callable(dense_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
     if on_gpu(device):
-        record["dense"]["method"] = METHODS["lone"]["id"]
+        record["dense"]["method"] = gpu_timing.METHODS["lone"]["id"]
     backends = tuple(backends)
     if not backends:
         record["sparse_skipped"] = (
@@ -165,7 +167,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
             check = _check(sparse_fn(), ref, dtype)
             entry = summarize(time_callable(sparse_fn, device=device, warmup=warmup, repeats=repeats, flush_l2=flush_l2))
             entry["check"] = check
-            entry["method"] = METHODS["lone"]["id"]
+            entry["method"] = gpu_timing.METHODS["lone"]["id"]
             if alg_id is not None:
                 entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
@@ -187,7 +189,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,
-                 clocks: dict | None = None, alg_id: int | None = None) -> dict:
+                 clocks: dict, alg_id: int | None) -> dict:
     """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`).
 
     Each side (dense, each 2:4 backend) gets enough distinct copies of its weight that none is in
@@ -196,19 +198,18 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
     :data:`~twofour.bench.gpu_timing.METHODS`) and how many calls and copies it timed.
     ``flush_l2=False`` times one copy (the weight may then stay in L2, which the entry says).
     """
-    from . import gpu_timing as gt
-
     linear = torch.nn.functional.linear
     weights = {"dense": W24, **sparse_weights}
-    n_copies = gt.copies_to_defeat_l2(W24.numel() * W24.element_size(), gt.l2_bytes(device)) if flush_l2 else 1
+    weight_bytes = W24.numel() * W24.element_size()
+    n_copies = gpu_timing.copies_to_defeat_l2(weight_bytes, gpu_timing.l2_bytes(device)) if flush_l2 else 1
     copies: dict = {}
     for name, W in weights.items():
         try:
-            copies[name] = [W] + [_copy_weight(W24, name, alg_id) for _ in range(n_copies - 1)]
+            copies[name] = [W] + [W24.clone() if name == "dense" else sparse_weight(W24.clone(), name, alg_id)
+                                  for _ in range(n_copies - 1)]
         except Exception as exc:  # a copy the backend refuses: every mode of this side says so
             copies[name] = {"error": _one_line(exc)}
     out: dict = {}
-    clocks = {} if clocks is None else clocks
     for mode in modes:  # mode by mode, dense and 2:4 side by side in time
         clocks[mode] = {"before": _gpu_state(device)}
         out[mode] = {"dense": None, "sparse": {}}
@@ -217,11 +218,11 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                 entry = dict(side)
             else:
                 try:
-                    entry = _time_mode(gt, mode, [lambda c=c: linear(x, c) for c in side], device=device,
+                    entry = _time_mode(mode, [lambda c=c: linear(x, c) for c in side], device=device,
                                        warmup=warmup, repeats=repeats)
                 except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
                     entry = {"error": _one_line(exc)}
-            entry["method"] = METHODS[mode]["id"]
+            entry["method"] = gpu_timing.METHODS[mode]["id"]
             if not flush_l2:
                 entry["l2"] = "one weight copy: it may stay in L2 between calls (--no-flush)"
             if name == "dense":
@@ -232,26 +233,20 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
     return out
 
 
-def _time_mode(gt, mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
+def _time_mode(mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
     info: dict = {}
     if mode == "graph":
-        entry = summarize(gt.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+        entry = summarize(gpu_timing.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
     elif mode == "stream":
-        entry = summarize(gt.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+        entry = summarize(gpu_timing.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
     else:  # kernel
-        prof = gt.profile_kernels(fns, device=device, calls=min(repeats, 5))
+        prof = gpu_timing.profile_kernels(fns, device=device, calls=min(repeats, 5))
         entry = summarize([t / 1e3 for t in prof["sum_us"]])
         entry["span_ms"] = [t / 1e3 for t in prof["span_us"]]
         entry["kernels"] = prof["kernels"]
         info["copies"] = len(fns)
     entry.update(info)
     return entry
-
-
-def _copy_weight(W24: torch.Tensor, name: str, alg_id: int | None = None):
-    """A distinct copy of the weight in the form ``name`` uses (dense, or packed by a backend)."""
-    W = W24.clone()
-    return W if name == "dense" else sparse_weight(W, name, alg_id)
 
 
 def model_shapes(models: Iterable[str] = ("Llama-3-8B",), *, include_lm_head: bool = False) -> list[tuple[str, int, int]]:
@@ -339,34 +334,24 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         raise ValueError(f"alg_id={alg_id!r} picks a cuSPARSELt algorithm for the 2:4 kernel: that needs an NVIDIA GPU "
                          "with compute capability >= 8.0 and cuSPARSELt among the backends "
                          f"(device {device.type}, backends {list(backends)})")
-    total = len(shapes) * len(Ms) * len(dtypes)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=total, desc="twofour bench", unit="point", file=sys.stderr)
     points = []
-    try:
+    with tqdm(total=len(shapes) * len(Ms) * len(dtypes), desc="twofour bench", unit="point", file=sys.stderr,
+              disable=not progress) as bar:
         for label, N, K in shapes:
             for dtype in dtypes:
-                gen = torch.Generator(device="cpu").manual_seed(seed)
-                W = (torch.randn(N, K, generator=gen) / math.sqrt(K)).to(device=device, dtype=dtype)
-                W24 = prune(W)[0]
-                del W
+                W24 = _pruned_weight(N, K, torch.Generator(device="cpu").manual_seed(seed), device, dtype)
                 for M in Ms:
                     rec = measure_point(M, N, K, dtype, device=device, backends=backends, warmup=warmup,
                                         repeats=repeats, flush_l2=flush_l2, seed=seed + M, W24=W24, modes=modes,
                                         alg_id=alg_id)
                     rec["shape"] = label
                     points.append(rec)
-                    if bar is not None:
-                        bar.update(1)
+                    bar.update(1)
                 del W24
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
-    finally:
-        if bar is not None:
-            bar.close()
     timed_on_gpu = on_gpu(device)
     settings = {
         "warmup": warmup,
@@ -375,7 +360,7 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         "timer": "cuda events (each mode's method in 'methods')" if timed_on_gpu else "time.perf_counter",
         "backends": list(backends),
         "modes": list(modes),
-        "methods": {mode: METHODS[mode] for mode in modes} if timed_on_gpu else {},
+        "methods": {mode: gpu_timing.METHODS[mode] for mode in modes} if timed_on_gpu else {},
         "cache_note": ("L2 cold before every timed call: read, never written (lone), or weight copies in turn "
                        "(graph, stream, kernel)" if timed_on_gpu and flush_l2 else "caches not flushed between repeats"),
         "alg_id": alg_id,

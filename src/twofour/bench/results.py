@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import torch
 
 from .._common.jsonfile import check_schema, read_json
 from ..device import environment
+from . import flags as flag_rules  # looked up on each call: a test may plant a flag rule
 from .gpu_timing import LEGACY_METHODS
 from ..vocabulary import TIMING_MODES
 
@@ -179,15 +181,11 @@ class Results:
             >>> Results(provenance={}, points=[]).flags()
             []
         """
-        from .flags import flag_points
-
-        return flag_points(self.points)
+        return flag_rules.flag_points(self.points)
 
     def flagged(self) -> dict[tuple, list[str]]:
         """``{(shape, M, N, K, dtype, mode): [reasons]}`` of the suspect (point, mode) pairs."""
-        from .flags import flagged_keys
-
-        return flagged_keys(self.points)
+        return flag_rules.flagged_keys(self.points)
 
     def save(self, path) -> Path:
         """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
@@ -220,31 +218,20 @@ class Results:
     def gpu_points(self, mode: str = "lone") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
-        ``mode`` picks the timing (:data:`TIMING_MODES`); points measured without it give no rows.
-        Points whose check failed or whose backend raised are not timing rows; they are
-        listed by :meth:`problems` instead. ``flagged`` is None, or the reasons
-        (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
-        ``dense_call_path`` say how each side was called (keys of
-        :data:`twofour.bench.trusted.CALL_PATHS`), derived, not read from the file: every
-        results file is written by :func:`twofour.bench.measure_point`, which times the 2:4 side
-        as ``F.linear(x, W)`` on the weight :func:`twofour.bench.sparse_weight` converted
-        (``to_sparse_semi_structured``, ``x`` as the caller passes it) and the dense side as
-        ``F.linear`` on the dense weight (cuBLAS on a GPU). ``method`` is the id of the timing
-        method (:meth:`timing_method`): rows timed different ways are not one series.
+        ``mode`` picks the timing (:data:`TIMING_MODES`); points measured without it give no rows, and
+        a backend that raised gives none (:meth:`problems` lists it). ``flagged`` is None, or the
+        reasons (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
+        ``dense_call_path`` (keys of :data:`twofour.bench.trusted.CALL_PATHS`) are derived, not read
+        from the file: :func:`twofour.bench.measure_point`, which writes every results file, times
+        ``F.linear`` on the weight :func:`twofour.bench.sparse_weight` converted and on the dense
+        weight. ``method`` is the timing method's id: rows timed different ways are not one series.
         """
-        if mode not in TIMING_MODES:
-            raise ValueError(f"mode must be one of {TIMING_MODES}, got {mode!r}")
-        from .flags import point_key
-
+        method = (self.timing_method(mode) or {}).get("id")  # refuses a mode not in TIMING_MODES
         suspect = self.flagged()
-        method = (self.timing_method(mode) or {}).get("id")
         rows = []
         for p in self.points:
-            if mode == "lone":
-                dense, sparse = p.get("dense") or {}, p.get("sparse") or {}
-            else:
-                block = (p.get("modes") or {}).get(mode) or {}
-                dense, sparse = block.get("dense") or {}, block.get("sparse") or {}
+            block = p if mode == "lone" else (p.get("modes") or {}).get(mode) or {}
+            dense, sparse = block.get("dense") or {}, block.get("sparse") or {}
             if "median_ms" not in dense:
                 continue
             for backend, entry in sparse.items():
@@ -256,7 +243,7 @@ class Results:
                     "gpu": self.provenance.get("gpu_name"), "shape": p.get("shape"), "mode": mode,
                     "dense_ms": dense["median_ms"], "sparse_ms": entry["median_ms"],
                     "check_passed": lone_check.get("passed"),
-                    "flagged": "; ".join(suspect[point_key(p, mode)]) if point_key(p, mode) in suspect else None,
+                    "flagged": "; ".join(suspect.get(flag_rules.point_key(p, mode), [])) or None,
                     "call_path": "F.linear", "method": entry.get("method", method),
                     "dense_call_path": "cuBLAS" if self.provenance.get("device") == "cuda" else "F.linear",
                 })
@@ -306,13 +293,9 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
     if kind not in ("gpu", "cpu", "all"):
         raise ValueError(f"kind must be 'gpu', 'cpu' or 'all', got {kind!r}")
     folder = Path(folder) if folder is not None else DATA_DIR
-    out = []
-    for path in sorted(folder.glob("bench-*.json")):
-        res = load_results(path)
-        dev = res.provenance.get("device")
-        if kind == "all" or (kind == "gpu" and dev == "cuda") or (kind == "cpu" and dev == "cpu"):
-            out.append(res)
-    return out
+    device = {"gpu": "cuda", "cpu": "cpu"}.get(kind)
+    results = [load_results(path) for path in sorted(folder.glob("bench-*.json"))]
+    return [res for res in results if kind == "all" or res.provenance.get("device") == device]
 
 
 def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
@@ -323,18 +306,11 @@ def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
     with its ``alg_id`` and ``split_k``), every ``configs`` entry and the run's ``provenance``.
     Written by ``scripts/gpu_measure.py alg-search``; empty when none is recorded.
 
-    Schema ``/2`` (written since the sweep times every accepted ``alg_id`` both ways) keeps a
-    ``best`` per call path; it is read as ``best_by_path`` and ``best`` is the direct call's.
-    Schema ``/3`` adds each case's ``dtype`` (fp16 and bf16) and ``timer`` (the timing method,
-    :data:`twofour.bench.gpu_timing.METHODS`); cases of ``dtype`` only are returned (files
-    before /3 hold fp16 only).
-
-    ``call_path`` (added here, not in the file) says how each 2:4 timing was called: a config
-    that names its ``path`` keeps it; one without (the sweep of 2026-11-30) was timed as
-    ``torch._cslt_sparse_mm`` called directly on ``x`` padded to ``M_padded`` rows, as that
-    version of the script did (``"_cslt_sparse_mm"``); ``dense_call_path`` is ``"cuBLAS"``
-    (``F.linear`` on the dense weight, the same padded ``x``). ``searched_alg_ids_timed`` says
-    whether the ID the library's search chose is among the timed configs.
+    Only cases of ``dtype`` (files before schema ``/3`` hold fp16 only). ``best_by_path``: the
+    best per call path (``/1`` files timed the direct call only); ``best`` is the direct call's.
+    ``call_path`` and ``dense_call_path`` (``"cuBLAS"``) are added here: a config without a ``path``
+    (the sweep of 2026-11-30) was ``torch._cslt_sparse_mm`` on ``x`` padded to ``M_padded`` rows.
+    ``searched_alg_ids_timed``: whether the ID the library's search chose is among the timed configs.
 
     Example:
         >>> cases = recorded_alg_search()
@@ -359,7 +335,7 @@ def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
                 continue  # no algorithm matched dense on the direct path: nothing to compare
             timed = {c["alg_id"] for c in configs if "ms" in c}
             out.append(dict(case, configs=configs, best=best, provenance=data["provenance"],
-                            call_path=best["path"] if best else "_cslt_sparse_mm", dense_call_path="cuBLAS",
+                            call_path=best["path"], dense_call_path="cuBLAS",
                             searched_alg_ids_timed=case.get("search_alg_id") in timed))
     return out
 
@@ -394,8 +370,6 @@ def cpu_roofline(results: Results) -> dict:
 def default_out_path(prov: dict, folder=".") -> Path:
     """``bench-<gpu or cpu>-<UTC timestamp>.json`` in ``folder``."""
     who = prov.get("gpu_name") or "cpu"
-    slug = "".join(c if c.isalnum() else "-" for c in who.lower()).strip("-")
-    while "--" in slug:
-        slug = slug.replace("--", "-")
+    slug = re.sub("-+", "-", "".join(c if c.isalnum() else "-" for c in who.lower())).strip("-")
     stamp = str(prov.get("date", ""))[:19].replace(":", "").replace("-", "")
     return Path(folder) / f"bench-{slug}-{stamp}.json"

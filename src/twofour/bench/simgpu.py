@@ -39,7 +39,8 @@ import contextlib
 import itertools
 import types
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from unittest import mock
 
 import torch
 
@@ -63,11 +64,6 @@ class _Op:
     flops: float = 0.0
     fixed_us: float | None = None  # a spin: its own duration, no memory traffic
     event: "_Event | None" = None
-
-
-@dataclass
-class _Graph:
-    ops: list = field(default_factory=list)
 
 
 class _Event:
@@ -100,7 +96,7 @@ class SimGPU:
         self.host_us = 0.0
         self.device_free_us = 0.0
         self.l2: OrderedDict = OrderedDict()  # key -> [bytes, dirty]
-        self.capturing: _Graph | None = None
+        self.capturing: list | None = None  # the operations of the CUDA graph being captured
         self.log: list[dict] = []  # every operation the device ran: name, start_us, end_us, writeback_bytes
         self.buffers: dict[int, str] = {}  # data_ptr of a flush buffer -> its name
         self._ids = itertools.count()
@@ -153,7 +149,7 @@ class SimGPU:
 
     def _issue(self, op: _Op, *, host_cost: float | None = None) -> None:
         if self.capturing is not None and op.event is None:
-            self.capturing.ops.append(op)
+            self.capturing.append(op)
             return
         self.host_us += self.launch_us if host_cost is None else host_cost
         self._run(op, self.host_us + self.latency_us)
@@ -185,10 +181,10 @@ class SimGPU:
     def synchronize(self, device=None) -> None:
         self.host_us = max(self.host_us, self.device_free_us)
 
-    def replay(self, graph: _Graph) -> None:
+    def replay(self, ops: list) -> None:
         self.host_us += self.graph_launch_us
         ready = self.host_us + self.latency_us
-        for op in graph.ops:  # the graph's kernels run gap_us apart, also from the work queued before them
+        for op in ops:  # the graph's kernels run gap_us apart, also from the work queued before them
             self.device_free_us += self.gap_us
             self._run(op, ready)
 
@@ -222,7 +218,7 @@ def simulated_gpu(**params):
 
     class CUDAGraph:
         def __init__(self, *a, **kw):
-            self._sim = _Graph()
+            self._sim = []
 
         def replay(self):
             sim.replay(self._sim)
@@ -239,7 +235,6 @@ def simulated_gpu(**params):
         "_sleep": sim.sleep,
         "get_device_properties": lambda *a, **kw: types.SimpleNamespace(name="simulated GPU", L2_cache_size=sim.l2_bytes),
     }
-    tensor_methods = {}
 
     def wrap(method: str, write: bool):
         real = getattr(torch.Tensor, method)
@@ -251,14 +246,11 @@ def simulated_gpu(**params):
             return out
         return call
 
-    for method, write in (("zero_", True), ("bitwise_not_", True), ("fill_", True), ("sum", False)):
-        tensor_methods[method] = wrap(method, write)
+    writes = {"zero_": True, "bitwise_not_": True, "fill_": True, "sum": False}
+    tensor_methods = {method: wrap(method, write) for method, write in writes.items()}
     # The flush buffer (``gpu_timing.flush_buffer``): made on the CPU whatever device is asked
     # for, and known to the model by its address.
     from . import gpu_timing
-
-    modules = [gpu_timing]
-    real_flush = {m: m.flush_buffer for m in modules}
 
     def flush_buffer(device=None):
         buf = torch.zeros(2 * sim.l2_bytes, dtype=torch.uint8)
@@ -271,30 +263,13 @@ def simulated_gpu(**params):
         sim.synchronize()
         return [(e["start_us"], e["end_us"], e["name"]) for e in sim.log[first:] if e["name"] != "event"]
 
-    real_clock = gpu_timing._now_ms, gpu_timing._device_kernels
-    saved = {name: getattr(cuda, name) for name in replaced}
-    saved_tensor = {name: torch.Tensor.__dict__.get(name) for name in tensor_methods}
-    _ACTIVE.append(sim)
-    try:
-        for name, value in replaced.items():
-            setattr(cuda, name, value)
-        for name, value in tensor_methods.items():
-            setattr(torch.Tensor, name, value)
-        torch.nn.functional.linear = linear
-        for m in modules:
-            m.flush_buffer = flush_buffer
-        gpu_timing._now_ms, gpu_timing._device_kernels = (lambda: sim.host_us / 1e3), device_kernels
+    patches = [*((cuda, name, value) for name, value in replaced.items()),
+               *((torch.Tensor, name, value) for name, value in tensor_methods.items()),
+               (torch.nn.functional, "linear", linear), (gpu_timing, "flush_buffer", flush_buffer),
+               (gpu_timing, "_now_ms", lambda: sim.host_us / 1e3), (gpu_timing, "_device_kernels", device_kernels)]
+    with contextlib.ExitStack() as stack:  # each patch undone on exit, in reverse order
+        for target, name, value in patches:
+            stack.enter_context(mock.patch.object(target, name, value))
+        _ACTIVE.append(sim)
+        stack.callback(_ACTIVE.remove, sim)
         yield sim
-    finally:
-        torch.nn.functional.linear = real_linear
-        for m, f in real_flush.items():
-            m.flush_buffer = f
-        gpu_timing._now_ms, gpu_timing._device_kernels = real_clock
-        for name, value in saved.items():
-            setattr(cuda, name, value)
-        for name, value in saved_tensor.items():
-            if value is None:
-                delattr(torch.Tensor, name)
-            else:
-                setattr(torch.Tensor, name, value)
-        _ACTIVE.remove(sim)

@@ -68,9 +68,7 @@ def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats:
         (4, True)
     """
     device = torch.device(device)
-    for name, value in (("warmup", warmup), ("repeats", repeats)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "warmup" else 1):
-            raise ValueError(f"{name} must be an int >= {0 if name == 'warmup' else 1}, got {value!r}")
+    gpu_timing.check_counts(warmup=(warmup, 0), repeats=(repeats, 1))
     for _ in range(warmup):
         fn()
     times = []

@@ -55,6 +55,11 @@ CALL_PATHS = {
 TILE_M = 256
 
 
+def _key(point: dict) -> tuple:
+    """``(shape, M, N, K, dtype)``: a point of a results file, or a flag or a timing row of it."""
+    return point.get("shape"), point["M"], point["N"], point["K"], point["dtype"]
+
+
 def _flagged(point: dict, mode: str, side: str) -> bool:
     return any(f["mode"] == mode and f["side"] in (side, "all") for f in point.get("_flags", []))
 
@@ -95,7 +100,7 @@ def _replace(point: dict, side: str, mode: str, by_weight: dict, graph_cost) -> 
             return kernel["median_ms"] + cost, "kernel-plus-graph-cost"
     if side == "dense":
         later = [timing_entry(q, "graph", "dense") for q in same_weight
-                 if q["M"] > point["M"] and not q.get("_flags_graph_dense")]
+                 if q["M"] > point["M"] and not _flagged(q, "graph", "dense")]
         later = [e["median_ms"] for e in later if e is not None]
         if later:
             return min(later), "dense-at-larger-m"
@@ -112,9 +117,8 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
     ``dense_call_path`` (keys of :data:`CALL_PATHS`) and ``file``. A flagged point no rule can
     replace is left out. A later results file's point replaces an earlier one's.
 
-    ``graph_cost(point, side, same_weight_points)``: ms a graph replay of ``side`` costs beyond its
-    kernels (``side``: ``"dense"`` or the backend), or None (the rule then does not apply);
-    default :func:`neighbour_graph_cost`, which reads the results file only.
+    ``graph_cost``: the rule's replay cost, called as :func:`neighbour_graph_cost` (the default) is;
+    None from it and the rule does not apply.
     """
     from pathlib import Path
 
@@ -123,21 +127,16 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
     results = list(results) if isinstance(results, (list, tuple)) else [results]
     table: dict[tuple, dict] = {}
     for res in results:
-        flags = res.flags()
-        points = {}
-        for p in res.points:
-            q = dict(p)
-            q["_flags"] = [f for f in flags if (f["shape"], f["M"], f["N"], f["K"], f["dtype"]) ==
-                           (p.get("shape"), p["M"], p["N"], p["K"], p["dtype"])]
-            q["_flags_graph_dense"] = any(f["mode"] == "graph" and f["side"] in ("dense", "all") for f in q["_flags"])
-            points[(p.get("shape"), p["M"], p["N"], p["K"], p["dtype"])] = q
+        points = {_key(p): dict(p, _flags=[]) for p in res.points}
+        for f in res.flags():
+            points[_key(f)]["_flags"].append(f)
         by_weight: dict = {}
         for q in points.values():
             by_weight.setdefault((q.get("shape"), q["N"], q["K"]), []).append(q)
         for row in res.gpu_points(mode):
             if row["dtype"] != dtype_name or row["backend"] != backend:
                 continue
-            q = points[(row["shape"], row["M"], row["N"], row["K"], row["dtype"])]
+            q = points[_key(row)]
             out = {"dense_ms": row["dense_ms"], "sparse_ms": row["sparse_ms"], "raw_dense_ms": row["dense_ms"],
                    "raw_sparse_ms": row["sparse_ms"], "flagged": row["flagged"], "rule": None,
                    "call_path": row["call_path"], "dense_call_path": row["dense_call_path"],

@@ -39,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import math
 import statistics
@@ -47,8 +48,10 @@ from pathlib import Path
 
 from ._fitfile import FIT_PATH, FIT_SCHEMA, load_fit
 from .evidence import chain_idle_us, helper_costs, tile_observations, trace_points
-from .fitting import fit_family
-from .model import predict
+from .fitting import FREE, fit_family
+from ..hardware import get_gpu
+from .model import ALGORITHMS, L2_STATES, ceilings, predict
+from .scenarios import SCENARIOS
 from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
 from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
@@ -114,11 +117,8 @@ def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = F
 
 
 def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
-    out = []
-    for p in pts:
-        prm = _as_measured(p, params)
-        out.append((prm.graph_dense_us if side == "dense" else prm.graph_sparse_us) if p.scenario == "cached" else 0.0)
-    return out
+    """Per point, what its timing adds to the ``side`` kernel: a graph replay's cost, else nothing."""
+    return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
 
 
 def _structure_points(pts) -> list[dict]:
@@ -209,8 +209,6 @@ def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
 
     Fewer than enough points (a run without bf16) keep the fp16 family: the only evidence there is.
     """
-    from .fitting import FREE
-
     if len(pts) < len(FREE):
         return params.cusparselt, float("nan")
     start = replace(params.cusparselt, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"])
@@ -278,8 +276,8 @@ def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None
     rows = []
     for source in sorted({p.source for p in published}):
         without = fit_all(pts, exclude_source=source, base=cal.base, info=cal.info)
-        for p in (q for q in published if q.source == source):
-            rows.append(error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend))))
+        rows += [error_row(p, predicted_speedup(p, without.params_for(p.gpu, p.backend)))
+                 for p in published if p.source == source]
     return rows
 
 
@@ -312,30 +310,22 @@ def ceiling_check(params_for, *, Ms=None, shapes=None, gpus=("H200", "H100", "A1
     ``params_for(gpu)``: the parameter set of a GPU. Returns counts and the worst ratio to the
     ceiling (2x; ``1 / packed_ratio`` where the dense kernel is memory-bound), which must not pass 1.
     """
-    from ..hardware import get_gpu
-    from .model import ceilings
-
     Ms = Ms or [2 ** i for i in range(17)]
     shapes = shapes or [(n, k) for n in (512, 1024, 2048, 3072, 4096, 5120, 8192, 14336, 16384, 28672)
                         for k in (1024, 2048, 4096, 8192, 14336, 28672)]
     n = guarded = 0
     worst = (0.0, None)
-    for dtype in dtypes:
-        for gpu in gpus:
-            if get_gpu(gpu).dense_tflops.get(dtype) is None:
-                continue
-            cap, params = ceilings(dtype), params_for(gpu)
-            for M in Ms:
-                for N, K in shapes:
-                    for alg in ("default", "searched"):
-                        for sc in ("eager", "cached", "kernel"):
-                            for l2 in ("flushed", "clean"):
-                                p = predict(M, N, K, dtype, gpu, None, params, scenario=sc, algorithm=alg, l2=l2)
-                                n += 1
-                                guarded += p.ceiling_guard
-                                c = cap["compute"] if p.dense.bound == "compute" else cap["memory"]
-                                if p.speedup / c > worst[0]:
-                                    worst = (p.speedup / c, [dtype, gpu, M, N, K, alg, sc, l2])
+    for dtype, gpu in itertools.product(dtypes, gpus):
+        if get_gpu(gpu).dense_tflops.get(dtype) is None:
+            continue
+        cap, params = ceilings(dtype), params_for(gpu)
+        for M, (N, K), alg, sc, l2 in itertools.product(Ms, shapes, ALGORITHMS, SCENARIOS, L2_STATES):
+            p = predict(M, N, K, dtype, gpu, None, params, scenario=sc, algorithm=alg, l2=l2)
+            n += 1
+            guarded += p.ceiling_guard
+            c = cap["compute"] if p.dense.bound == "compute" else cap["memory"]
+            if p.speedup / c > worst[0]:
+                worst = (p.speedup / c, [dtype, gpu, M, N, K, alg, sc, l2])
     return {"n_predictions": n, "n_guarded": guarded, "guarded_share": round(guarded / n, 5),
             "max_speedup_over_ceiling": worst[0], "at": worst[1]}
 
@@ -362,14 +352,13 @@ def evaluate(pts: list[Point] | None = None, cal: Calibration | None = None) -> 
     fit_set = [p for p in fit_points(pts) if p.extra.get("mode") != "trace"]
     in_sample = [{**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"], "dtype": p.dtype} for p in fit_set]
     loso = leave_one_source_out(pts, cal)
-    by_mode = {mode: error_table([r for r in held if r["mode"] == mode]) for mode in ("kernel", "graph")}
     bf16 = bf16_held_out(pts, cal.base)
 
     def modes(rows):
         return {m: error_table([r for r in rows if r["mode"] == m]) for m in ("kernel", "graph")}
 
     return {
-        "held_out": {"label": f"{HELD_OUT_MODEL} shapes on the H200 (fp16, never in the fit)", "by_mode": by_mode,
+        "held_out": {"label": f"{HELD_OUT_MODEL} shapes on the H200 (fp16, never in the fit)", "by_mode": modes(held),
                      "points": held, "flagged": flagged},
         "held_out_bf16": {"label": "bf16 on the H200, each weight shape left out of the bf16 fit (no "
                                    f"{HELD_OUT_MODEL} shape was timed in bf16)", "by_mode": modes(bf16), "points": bf16},

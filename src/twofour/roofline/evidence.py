@@ -2,18 +2,8 @@
 
 Everything here only reads recorded files (the kernel tables, the GEMM-chain traces, the
 results files' kernel names); nothing computes a model. The timed points themselves, with
-their fit eligibility and flags, are :func:`twofour.roofline.published.points`.
-
-* :func:`trace_points`: the decode step's GEMMs from the graph-replay traces (Llama-3-8B
-  shapes, M = 16, kernels back to back with no L2 flush between them);
-* :func:`trace_grids`: the launch grids of those kernels (CTAs, and so the split-K factor);
-* :func:`chain_idle_us`: the idle time per GEMM between kernels of a captured chain (what a
-  call costs beyond its kernels when plans are cached and calls are replayed back to back);
-* :func:`helper_costs`: the helper kernels of one call (split-K reduce, workspace memset, the
-  2:4 path's padding fill and copy), medians of the traces and kernel tables;
-* :func:`tile_observations`: the tiles the recorded kernel names say each GEMM ran.
-
-Which points are fitted and which are held out is decided in :mod:`.calibration`.
+their fit eligibility and flags, are :func:`twofour.roofline.published.points`; which are fitted
+and which held out is decided in :mod:`.calibration`.
 
 Example:
     >>> [(p.N, p.K, round(p.speedup, 2)) for p in trace_points()][:2]
@@ -89,10 +79,8 @@ def per_layer_us(tag: str) -> dict[str, float]:
             total[-1] += float(e["dur"])
         else:
             pending += float(e["dur"])
-    per: dict[str, list[float]] = {}
-    for i, t in enumerate(total):
-        per.setdefault(TRACE_ORDER[i % len(TRACE_ORDER)], []).append(t)
-    return {k: statistics.median(v) for k, v in per.items()}
+    n = len(TRACE_ORDER)  # the GEMMs run in this order, step after step
+    return {layer: statistics.median(total[i::n]) for i, layer in enumerate(TRACE_ORDER) if total[i::n]}
 
 
 def trace_points(weight: float = 5.0) -> list:
@@ -157,17 +145,13 @@ def helper_costs() -> dict[str, float]:
     def helper(tag, role):
         return statistics.median(float(e["dur"]) for e in _trace_events(tag) if kernel_role(e["name"]) == role)
 
-    fill, copy = [], []
+    per_call = {"pad_fill": [], "pad_copy": []}
     for rec in recorded_reports():
         for row in rec.report.rows:
-            if row.device == "cuda" and row.count:
-                role = kernel_role(row.name)
-                if role == "pad_fill":
-                    fill.append(row.time_us / row.count)
-                elif role == "pad_copy":
-                    copy.append(row.time_us / row.count)
+            if row.device == "cuda" and row.count and kernel_role(row.name) in per_call:
+                per_call[kernel_role(row.name)].append(row.time_us / row.count)
     return {"splitk_reduce_us": helper("dense-graph", "splitk_reduce"), "memset_us": helper("sparse-graph", "memset"),
-            "pad_fill_us": statistics.median(fill), "pad_copy_us": statistics.median(copy)}
+            **{f"{role}_us": statistics.median(us) for role, us in per_call.items()}}
 
 
 def tile_observations(results=None, *, dtype: str = "float16", library: str = "cuBLAS", shape_prefix: str = "") -> list[tuple]:

@@ -7,11 +7,11 @@ side: its kernels are the ones DRAM limits). Tiles and the split-K rule are not 
 read off the kernel names. The loss is the sum of squared ``log(predicted / measured)`` times,
 so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
 
-The model's arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does not
-depend on the fitted numbers: launch, bytes, FLOPs per CTA), so one evaluation of the loss over
-a hundred points costs microseconds and a whole fit runs in well under a second;
-``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what :func:`twofour.roofline.kernel_time`
-gives.
+The model's time arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does
+not depend on the fitted numbers: the model's own launch and bytes, FLOPs per CTA), so one
+evaluation of the loss over a hundred points costs microseconds and a whole fit runs in well under
+a second; ``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what
+:func:`twofour.roofline.kernel_time` gives.
 
 Example:
     >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2
@@ -26,10 +26,8 @@ from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
 
 from ..hardware import get_gpu
-from ..vocabulary import DTYPES
-from .model import packed_weight_bytes, pad_multiple
+from .model import launch_bytes, pad_multiple
 from .params import KernelFamily, KernelParams
-from .tiles import launch
 
 __all__ = ["nelder_mead", "Structure", "structure", "kernel_us", "fit_family", "FREE", "FREE_DRAM"]
 
@@ -96,30 +94,19 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     """
     import numpy as np
 
-    cols = {k: [] for k in ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms",
-                            "peak")}
+    rows = []
     for p in points:
         get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
         M, N, K, d = get("M"), get("N"), get("K"), get("dtype")
         spec = get_gpu(get("gpu", "H200") or "H200")
         mult = pad_multiple("cuSPARSELt", d)
-        Mp = -(-M // mult) * mult if sparse else M
-        L = launch(Mp, N, K, family.tiles, spec.sms, cta_target=family.cta_target, max_split=family.max_split,
-                   min_k_iters=family.min_k_iters)
-        weight = packed_weight_bytes(N, K, d) if sparse else N * K * DTYPES[d].in_bytes
-        cols["busy"].append(L.busy_sms)
-        cols["waves"].append(L.waves)
-        cols["fill"].append(min(Mp, L.tile_m) / L.tile_m)
-        cols["n_bytes"].append(weight + Mp * K * DTYPES[d].in_bytes + M * N * DTYPES[d].out_bytes
-                               + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4)
-        cols["cta_flops"].append(2 * L.tile_n * L.tile_m * -(-K // L.split))  # the whole tile
-        cols["split"].append(L.split > 1)
-        cols["pad"].append(bool(sparse and M % mult))
-        cols["flushed"].append(get("l2", "flushed") == "flushed")
-        cols["mem_bw"].append(spec.mem_bw_gbs)
-        cols["sms"].append(spec.sms)
-        cols["peak"].append(spec.peak_tflops(d, sparse=sparse))
-    arrays = {k: np.array(v, dtype=float) for k, v in cols.items()}
+        Mp, L, n_bytes = launch_bytes(M, N, K, d, spec, family, sparse, mult)
+        rows.append((L.busy_sms, L.waves, min(Mp, L.tile_m) / L.tile_m, n_bytes,
+                     2 * L.tile_n * L.tile_m * -(-K // L.split),  # the whole tile
+                     L.split > 1, bool(sparse and M % mult), get("l2", "flushed") == "flushed", spec.mem_bw_gbs,
+                     spec.sms, spec.peak_tflops(d, sparse=sparse)))
+    names = ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms", "peak")
+    arrays = {k: np.array([r[i] for r in rows], dtype=float) for i, k in enumerate(names)}
     extra = np.zeros(len(points)) if extra_us is None else np.array(extra_us, dtype=float)
     return Structure(**arrays, extra_us=extra)
 
@@ -167,11 +154,6 @@ def _numbers(x, fit_dram: bool) -> tuple[dict, dict]:
                per_sm_gbs=math.exp(x[3]), fill_gain=math.exp(x[4]), latency_us=math.exp(x[5]))
     prm = dict(dram_eff=_sigmoid(x[6]), flush_dirty_mb=math.exp(x[7]), flush_dirty_frac=_sigmoid(x[8])) if fit_dram else {}
     return fam, prm
-
-
-def _unpack(x, family: KernelFamily, params: KernelParams, fit_dram: bool) -> tuple[KernelFamily, KernelParams]:
-    fam, prm = _numbers(x, fit_dram)
-    return replace(family, **fam), replace(params, **prm)
 
 
 # Starting points (compute_eff, mem_eff, per_sm_gbs, latency_us): the fit keeps the best of the runs.
@@ -224,5 +206,5 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
         v = loss(x)
         if best is None or v < best[1]:
             best = (x, v)
-    fam, prm = _unpack(best[0], family, params, fit_dram)
-    return fam, prm, math.sqrt(best[1] / float(np.sum(w)))
+    fam, prm = _numbers(best[0], fit_dram)
+    return replace(family, **fam), replace(params, **prm), math.sqrt(best[1] / float(np.sum(w)))

@@ -101,26 +101,21 @@ class WeightFormat:
         return self.bits_per_weight / 8.0
 
 
-def _formats() -> dict[str, WeightFormat]:
-    rows = [
-        WeightFormat("bf16", 16, note="16-bit weights (fp16 alike)"),
-        WeightFormat("fp8", 8, compute="fp8", note="e4m3 weights with per-tensor or per-row scales"),
-        WeightFormat("int8", 8, compute="int8", note="int8 weights with per-row scales"),
-        WeightFormat("int4-g64", 4, scale_bits=32, group_size=64,
-                     note="int4 weight-only, a bf16 scale and a bf16 zero point per 64 weights (torchao int4wo-64)"),
-        WeightFormat("int4-g128", 4, scale_bits=32, group_size=128,
-                     note="int4 weight-only, a bf16 scale and zero point per 128 weights"),
-        WeightFormat("bf16+2:4", 16, sparse_24=True, note="bf16 2:4: PyTorch's packed layout, 9/16 of dense"),
-        WeightFormat("fp8+2:4", 8, sparse_24=True, compute="fp8", note="fp8 2:4: 5/8 of dense fp8"),
-        WeightFormat("int8+2:4", 8, sparse_24=True, compute="int8", note="int8 2:4: 5/8 of dense int8"),
-        WeightFormat("int4-g128+2:4", 4, sparse_24=True, scale_bits=16, group_size=128,
-                     note="Sparse-Marlin: int4 values of a 2:4 weight, an fp16 scale per 128 weights, two "
-                          "2-bit indices per 4 weights (IST-DASLab/Sparse-Marlin README)"),
-    ]
-    return {f.name: f for f in rows}
-
-
-WEIGHT_FORMATS: dict[str, WeightFormat] = _formats()
+WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
+    WeightFormat("bf16", 16, note="16-bit weights (fp16 alike)"),
+    WeightFormat("fp8", 8, compute="fp8", note="e4m3 weights with per-tensor or per-row scales"),
+    WeightFormat("int8", 8, compute="int8", note="int8 weights with per-row scales"),
+    WeightFormat("int4-g64", 4, scale_bits=32, group_size=64,
+                 note="int4 weight-only, a bf16 scale and a bf16 zero point per 64 weights (torchao int4wo-64)"),
+    WeightFormat("int4-g128", 4, scale_bits=32, group_size=128,
+                 note="int4 weight-only, a bf16 scale and zero point per 128 weights"),
+    WeightFormat("bf16+2:4", 16, sparse_24=True, note="bf16 2:4: PyTorch's packed layout, 9/16 of dense"),
+    WeightFormat("fp8+2:4", 8, sparse_24=True, compute="fp8", note="fp8 2:4: 5/8 of dense fp8"),
+    WeightFormat("int8+2:4", 8, sparse_24=True, compute="int8", note="int8 2:4: 5/8 of dense int8"),
+    WeightFormat("int4-g128+2:4", 4, sparse_24=True, scale_bits=16, group_size=128,
+                 note="Sparse-Marlin: int4 values of a 2:4 weight, an fp16 scale per 128 weights, two "
+                      "2-bit indices per 4 weights (IST-DASLab/Sparse-Marlin README)"),
+)}
 
 # Memory of the GPUs the chapters use, GB (1e9 bytes), from their data sheets as the hardware
 # table cites them [secondary]: L4 24 GB GDDR6, A100 SXM 80 GB, H100 SXM 80 GB, H200 141 GB.

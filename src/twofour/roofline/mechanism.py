@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "padded_tile_why", "verdict_clause",
-           "MEASURED_M"]
+__all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "verdict_clause", "MEASURED_M"]
 
 # Why a 2:4 GEMM whose token tile is wider than its rows loses, in one sentence: the words every
 # surface that names the kernel's tile uses (`twofour trace`'s verdict here; the calculator gets the
@@ -44,16 +43,6 @@ __all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "
 PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n} x {tile_m}), so {where} it does "
                    "the math of {tile_m} tokens, padded math the dense kernel skips; that math, not the weight "
                    "bytes 2:4 saves, sets its time")
-
-
-def padded_tile_why(tile_n: int, tile_m: int, where: str) -> str:
-    """:data:`PADDED_TILE_WHY` for a kernel of tile ``tile_n x tile_m``; ``where`` says at which rows.
-
-    >>> padded_tile_why(128, 256, "at M = 1")[:69]
-    'the 2:4 kernel computes a 256-token-wide tile (128 x 256), so at M = '
-    """
-    return PADDED_TILE_WHY.format(tile_n=tile_n, tile_m=tile_m, where=where)
-
 # The M the flat-time and efficiency sentences read (kernel mode, Llama-3-8B gate/up, fp16).
 MEASURED_M = (1, 16, 256, 512, 1024, 2048)
 _GPU = "H200"
@@ -85,18 +74,17 @@ def mechanism_facts() -> dict:
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
 
     grids = trace_grids("sparse-graph")
-    names = {(r.M, r.dtype): [parse_kernel_name(row.name) for row in r.report.rows if row.device == "cuda"]
-             for r in recorded_reports() if r.report.sparse_ran}
-    dense_names = {(r.M, r.dtype): [parse_kernel_name(row.name) for row in r.report.rows if row.device == "cuda"]
-                   for r in recorded_reports() if not r.report.sparse_ran}
+    names = {(r.report.sparse_ran, r.M, r.dtype): [k for row in r.report.rows if row.device == "cuda"
+                                                   for k in [parse_kernel_name(row.name)] if k]
+             for r in recorded_reports()}  # the GEMMs' names of each kernel table
     sparse_tiles = {(g["tile_n"], g["tile_m"]) for g in grids} | {
-        k.tile for (_, dt), ks in names.items() if dt == "float16" for k in ks if k}
+        k.tile for (sparse, _, dt), ks in names.items() if sparse and dt == "float16" for k in ks}
     if len(sparse_tiles) != 1:
         raise ValueError(f"the recorded default 2:4 kernels ran {sorted(sparse_tiles)}; the mechanism assumes one tile")
     (tile_n, tile_m), = sparse_tiles
-    dense_m1 = sorted({k.tile_m for (M, _), ks in dense_names.items() if M == 1 for k in ks if k})
-    dense_tiles = {dt: f"{k.tile_n} x {k.tile_m}" for (M, dt), ks in sorted(dense_names.items()) if M == 1
-                   for k in ks if k}
+    dense_m1 = {dt: ks for (sparse, M, dt), ks in sorted(names.items()) if not sparse and M == 1}
+    dense_tiles = {dt: f"{k.tile_n} x {k.tile_m}" for dt, ks in dense_m1.items() for k in ks}
+    dense_token_tiles = sorted({k.tile_m for ks in dense_m1.values() for k in ks})
 
     # kernel time of the gate/up GEMM by M (Llama-3-8B results file, fp16, unflagged)
     flat = {}
@@ -130,7 +118,7 @@ def mechanism_facts() -> dict:
     helpers = helper_costs()
 
     return {
-        "tile": f"{tile_n} x {tile_m}", "token_tile": tile_m, "dense_token_tiles": dense_m1, "dense_tiles": dense_tiles,
+        "tile": f"{tile_n} x {tile_m}", "token_tile": tile_m, "dense_token_tiles": dense_token_tiles, "dense_tiles": dense_tiles,
         "sms": gpu.sms, "peak_sm_tflops": per_sm / 1e12, "bw_tbs": gpu.mem_bw_gbs / 1e3,
         "flat": flat, "efficiency": {256: efficiency(256), 2048: efficiency(2048)},
         "one_token": one_token,
@@ -210,4 +198,4 @@ def verdict_clause(kernel_names) -> str:
         return ("the 2:4 kernel loses at this size: read its token tile from its name; a tile wider than the "
                 "step's tokens means padded math the dense kernel skips (chapter 4)")
     n, m = tiles[0]
-    return padded_tile_why(n, m, "with fewer tokens") + " (chapter 4)"
+    return PADDED_TILE_WHY.format(tile_n=n, tile_m=m, where="with fewer tokens") + " (chapter 4)"

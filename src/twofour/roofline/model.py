@@ -104,7 +104,7 @@ from ..hardware import GPUSpec, get_gpu
 from ..packing import packed_bytes
 from .params import KernelFamily, KernelParams, default_params, family_for
 from .scenarios import DEFAULT_SCENARIO, check_scenario, scenario_us
-from .tiles import launch
+from .tiles import Launch, launch
 
 __all__ = ["KernelTime", "Prediction", "ALGORITHMS", "L2_STATES", "kernel_time", "predict", "gemm_speedup",
            "speedup_curve", "crossover_m", "ceilings", "arithmetic_intensity", "ridge_point", "pad_multiple"]
@@ -202,16 +202,22 @@ class KernelTime:
         return {**asdict(self), "bound": self.bound}
 
 
-def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: KernelFamily, params: KernelParams,
-                 mult: int, l2: str) -> KernelTime:
-    """The model docstring's arithmetic, in its order. ``mult``: the 2:4 path's row multiple."""
-    sparse = name != "cublas"
+def launch_bytes(M: int, N: int, K: int, d: str, spec: GPUSpec, fam: KernelFamily, sparse: bool,
+                 mult: int) -> tuple[int, Launch, int]:
+    """``Mp``, the launch and ``n_bytes`` of one side's kernel: the module docstring's first three lines."""
     Mp = math.ceil(M / mult) * mult if sparse else M
     L = launch(Mp, N, K, fam.tiles, spec.sms, cta_target=fam.cta_target, max_split=fam.max_split,
                min_k_iters=fam.min_k_iters)
     in_b, out_b = DTYPES[d].in_bytes, DTYPES[d].out_bytes
     weight = packed_weight_bytes(N, K, d) if sparse else N * K * in_b
-    n_bytes = weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
+    return Mp, L, weight + Mp * K * in_b + M * N * out_b + 2 * (L.ctas - L.tiles) * L.tile_n * L.tile_m * 4
+
+
+def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: KernelFamily, params: KernelParams,
+                 mult: int, l2: str) -> KernelTime:
+    """The model docstring's arithmetic, in its order. ``mult``: the 2:4 path's row multiple."""
+    sparse = name != "cublas"
+    Mp, L, n_bytes = launch_bytes(M, N, K, d, spec, fam, sparse, mult)
     sat = spec.mem_bw_gbs * fam.mem_eff
     per_sm = fam.per_sm_gbs * (1 + fam.fill_gain * min(Mp, L.tile_m) / L.tile_m)
     bw = sat * L.busy_sms / (L.busy_sms + sat / per_sm)
@@ -235,13 +241,6 @@ MAX_DIM = 2**63 - 1
 MAX_CROSSOVER_M = 1 << 16
 
 
-def _require_size(name: str, v) -> None:
-    """Refuse an int beyond :data:`MAX_DIM` by name (it would overflow a float into a traceback)."""
-    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
-        shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
-        raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
-
-
 def _require_bool(name: str, v) -> None:
     """True or False only: ``sparse="no"`` or ``nan`` would count as sparse."""
     if not isinstance(v, bool):
@@ -250,7 +249,9 @@ def _require_bool(name: str, v) -> None:
 
 def _check_shape(M, N, K):
     for name, v in (("M", M), ("N", N), ("K", K)):
-        _require_size(name, v)
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_DIM:
+            shown = f"{v:,}" if v < 10**30 else f"an int of {len(str(v)) if v < 10**4000 else 'over 4,000'} digits"
+            raise ValueError(f"{name} must be an int from 1 to {MAX_DIM:,} (a GEMM dimension), got {shown}")
         require_positive_int(name, v)
     if K % 4:
         raise ValueError(f"K must be a multiple of 4 for a 2:4 weight (groups of 4 along K), got K={K}")
@@ -276,7 +277,11 @@ def _resolve(gpu, dtype, backend) -> tuple[GPUSpec, str, str]:
     return spec, d, backend
 
 
-def _check_options(algorithm, l2, backend) -> None:
+def _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2):
+    """Every argument checked, in one order; returns the GPU, dtype key, backend, parameters and row multiple."""
+    _check_shape(M, N, K)
+    spec, d, backend = _resolve(gpu, dtype, backend)
+    check_scenario(scenario)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS} ('default': cuSPARSELt algorithm 0, what PyTorch "
                          f"passes unless told otherwise; 'searched': the fastest algorithm a search finds), got {algorithm!r}")
@@ -286,14 +291,11 @@ def _check_options(algorithm, l2, backend) -> None:
     if l2 not in L2_STATES:
         raise ValueError(f"l2 must be one of {L2_STATES} ('flushed': after an L2 flush that writes, as twofour bench "
                          f"measures; 'clean': kernels back to back, as in a decode step), got {l2!r}")
-
-
-def _params(params, spec: GPUSpec, backend: str) -> KernelParams:
     if params is None:
-        return default_params(spec.name, backend)
-    if not isinstance(params, KernelParams):
+        params = default_params(spec.name, backend)
+    elif not isinstance(params, KernelParams):
         raise TypeError(f"params must be a KernelParams or None, got {type(params).__name__}")
-    return params
+    return spec, d, backend, params, params.pad_to or pad_multiple(backend, d)
 
 
 def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = "cublas",
@@ -308,16 +310,8 @@ def kernel_time(M: int, N: int, K: int, dtype="fp16", gpu="H200", family: str = 
         >>> (k.tile_n, k.tile_m, k.tiles, k.split, k.ctas, k.busy_sms, k.bound)
         (128, 256, 32, 3, 96, 96, 'memory')
     """
-    from .params import FAMILIES
-
-    _check_shape(M, N, K)
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     backend = "CUTLASS" if family == "cutlass" else None
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    _check_options("default", l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(M, N, K, gpu, dtype, backend, params, "kernel", "default", l2)
     return _kernel_time(M, N, K, d, spec, family, params.family(family), params, mult, l2)
 
 
@@ -389,22 +383,15 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
         algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
             otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
-        l2: ``"clean"`` (default: calls back to back, as in a decode step, with no flush between
-            them) or ``"flushed"`` (as ``twofour bench`` measures: each call after an L2 flush that
-            writes, whose dirty lines the kernel writes back; pass it to compare with the bench's
-            results files).
+        l2: ``"clean"`` (default: calls back to back, as in a decode step) or ``"flushed"`` (as
+            ``twofour bench`` measured: pass it to compare with its results files; module doc).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
         >>> p.bound_dense, p.backend, p.M_padded, p.sparse.family
         ('compute', 'cuSPARSELt', 4096, 'cusparselt_bf16')
     """
-    _check_shape(M, N, K)
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    scenario = check_scenario(scenario)
-    _check_options(algorithm, l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(M, N, K, gpu, dtype, backend, params, scenario, algorithm, l2)
     return _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult)
 
 
@@ -459,12 +446,7 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
     if m_max > MAX_CROSSOVER_M:
         raise ValueError(f"m_max must be at most {MAX_CROSSOVER_M:,} (every M up to it is predicted: the curve is "
                          f"saw-toothed, so no bisection finds the smallest winning M), got {m_max:,}")
-    _check_shape(1, N, K)
-    spec, d, backend = _resolve(gpu, dtype, backend)
-    scenario = check_scenario(scenario)
-    _check_options(algorithm, l2, backend)
-    params = _params(params, spec, backend)
-    mult = params.pad_to or pad_multiple(backend, d)
+    spec, d, backend, params, mult = _setup(1, N, K, gpu, dtype, backend, params, scenario, algorithm, l2)
     for M in range(1, m_max + 1):
         if _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult).speedup > 1:
             return M

@@ -21,12 +21,9 @@ __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "A
 # search finds; PyTorch's CUTLASS 2:4 kernels.
 FAMILIES = ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass")
 
-# Tile tables (twofour.roofline.tiles), as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS
-# 13.1, cuSPARSELt 0.8.0). "cublas" is read off the kernel names of the Llama-3-8B fp16 shapes by
-# tiles.tile_table_from_names (twofour calibrate writes the same rows into kernel-fit.json, and
-# a test checks that the names still give them); "cusparselt" (algorithm 0) ran one tile in every
-# recorded case; "cusparselt_searched" is inferred from the algorithm sweep's times (no names were
-# recorded there); "cutlass" is an assumption. GPUs never measured use these tables.
+# Tile tables as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS 13.1, cuSPARSELt 0.8.0); how
+# each was read is in twofour.roofline.tiles' docstring ("cublas": the rows twofour calibrate writes
+# into kernel-fit.json, and a test checks that the names still give them).
 DEFAULT_TILE_TABLES = {
     "cublas": (
         (8, 1024, 64, 8), (8, None, 128, 8), (16, 4096, 64, 16), (16, None, 128, 16), (32, 4096, 64, 32),
@@ -46,6 +43,15 @@ DEFAULT_TILE_TABLES = {
 def _fraction(name, v, *, zero_ok=False):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 1 if zero_ok else 0 < v <= 1):
         raise ValueError(f"{name} must be a fraction in {'[0, 1]' if zero_ok else '(0, 1]'}, got {v!r}")
+
+
+def _known(cls, data: dict) -> dict:
+    """``data`` if it names only fields of the dataclass ``cls``, else a ValueError listing the valid ones."""
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {sorted(unknown)}; valid: {sorted(known)}")
+    return data
 
 
 def _nonneg(name, v, unit="microseconds"):
@@ -103,11 +109,7 @@ class KernelFamily:
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelFamily":
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown KernelFamily fields {sorted(unknown)}; valid: {sorted(known)}")
-        return cls(**data)
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
@@ -172,11 +174,7 @@ class KernelParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> "KernelParams":
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown KernelParams fields {sorted(unknown)}; valid: {sorted(known)}")
-        values = dict(data)
+        values = dict(_known(cls, data))
         for name in FAMILIES:
             if name not in values:
                 raise ValueError(f"KernelParams needs the family {name!r}; families: {FAMILIES}")
@@ -221,15 +219,14 @@ def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") 
 # What the model assumes before any fit (round numbers, the H200's tables): kept for a reader
 # without the fit file, and as the starting point of the fit. The fitted sets are in
 # twofour/data/kernel-fit.json (default_params).
+_ASSUMED_SPARSE = KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
+                               compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
+                               latency_us=10.0, helper_split_us=0.8)
 ASSUMED_PARAMS = KernelParams(
     cublas=KernelFamily(DEFAULT_TILE_TABLES["cublas"], cta_target=0, max_split=16, min_k_iters=20, compute_eff=0.8,
                         sm_compute_eff=0.8, mem_eff=0.9, per_sm_gbs=1000.0, latency_us=3.0, helper_split_us=1.8),
-    cusparselt=KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
-                            compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
-                            latency_us=10.0, helper_split_us=0.8),
-    cusparselt_bf16=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_bf16"], cta_target=120, max_split=4, min_k_iters=16,
-                                 compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
-                                 latency_us=10.0, helper_split_us=0.8),
+    cusparselt=_ASSUMED_SPARSE,
+    cusparselt_bf16=replace(_ASSUMED_SPARSE, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"]),  # the same numbers
     cusparselt_searched=KernelFamily(DEFAULT_TILE_TABLES["cusparselt_searched"], cta_target=120, max_split=4,
                                      min_k_iters=16, compute_eff=0.6, sm_compute_eff=0.8, mem_eff=0.9,
                                      per_sm_gbs=120.0, latency_us=5.0, helper_split_us=0.8),

@@ -30,13 +30,11 @@ Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
 * measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``lone``
   mode: one call with the device idle before it, so host and device time add up).
 
-Measured points are fitted only where :data:`FIT_RULES` allow: fp16 or bf16 in ``kernel`` or
-``graph`` mode, not flagged by :mod:`twofour.bench.flags`, and not a shape of
-:data:`HELD_OUT_MODEL` (the held-out test set, ``Point.extra["held_out"]``). Each measured point
-says how it was timed (``extra["method"]``, :meth:`twofour.bench.Results.timing_method`);
-``extra["legacy_replay"]`` is True for a graph timing of the legacy method, whose window held the
-host's replay launch (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``extra["l2"]`` is
-``"flushed"`` where the method wrote a flush buffer before each call.
+Each measured point says how it was timed (``extra["method"]``,
+:meth:`twofour.bench.Results.timing_method`); ``extra["legacy_replay"]`` is True for a graph
+timing of the legacy method, whose window held the host's replay launch
+(:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``extra["l2"]`` is ``"flushed"`` where the
+method wrote a flush buffer before each call.
 
 Example:
     >>> pts = points()
@@ -54,9 +52,8 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..vocabulary import SPARSE_24_DTYPES, dtype_key
 from .._common.jsonfile import read_json
-from ..vocabulary import BACKEND_NAMES, MODE_SCENARIO, TIMING_MODES
+from ..vocabulary import BACKEND_NAMES, MODE_SCENARIO, SPARSE_24_DTYPES, TIMING_MODES, dtype_key
 from ..hardware import get_gpu, match_device_name
 
 __all__ = ["Point", "FIT_RULES", "KNOWN_IMMATURE", "HELD_OUT_MODEL", "LONE", "points", "published_records", "PUBLISHED_PATH"]
@@ -186,10 +183,6 @@ def _gpu(text) -> str | None:
         return None
 
 
-def _backend(text: str | None) -> str | None:
-    return text if text in BACKEND_NAMES else None
-
-
 def _published_scenario(r: dict) -> str:
     """Kernel time: library examples, profilers, a single GEMM's timing, PyTorch with plans cached; else eager PyTorch."""
     text = f"{r.get('measurement') or ''} {r.get('backend_detail') or ''}".lower()
@@ -202,7 +195,7 @@ def _published_scenario(r: dict) -> str:
 def _from_published(r: dict) -> Point:
     gpu = _gpu(r.get("gpu"))
     dtype = _dtype_of(r.get("dtype"))
-    backend = _backend(r.get("backend"))
+    backend = r.get("backend") if r.get("backend") in BACKEND_NAMES else None
     point = dict(
         id=r["id"], origin="published", source=r.get("source_url") or r["id"], source_url=r.get("source_url") or "",
         gpu=gpu, gpu_as_reported=str(r.get("gpu")), backend=backend, dtype=dtype,
@@ -264,13 +257,11 @@ def _from_results(res, held_shapes: set) -> list[Point]:
 
     for mode in TIMING_MODES:
         method = res.timing_method(mode) or {}
-        if method.get("flush"):
-            l2 = "flushed" if method["flush"] == "write" else "clean"
-        else:
-            l2 = "flushed" if res.settings.get("flush_l2", True) else "clean"
+        flushed = method["flush"] == "write" if method.get("flush") else res.settings.get("flush_l2", True)
+        l2 = "flushed" if flushed else "clean"
         legacy = mode == "graph" and method.get("id") == LEGACY_METHODS["graph"]["id"]
+        scenario = MODE_SCENARIO.get(mode, LONE)
         for row in res.gpu_points(mode):
-            scenario = MODE_SCENARIO.get(mode, LONE)
             held = (row["N"], row["K"]) in held_shapes
             why = _measured_excluded(mode, row, held, spec)
             out.append(Point(

@@ -91,11 +91,9 @@ def check_tile_table(name: str, rows) -> tuple:
     for r in out:
         if len(r) != 4:
             raise ValueError(f"{name}: each row is (m_max, n_max, tile_n, tile_m), got {r!r}")
-        for bound, label in ((r[0], "m_max"), (r[1], "n_max")):
-            if bound is not None:
-                require_positive_int(f"{name} {label}", bound)
-        require_positive_int(f"{name} tile_n", r[2])
-        require_positive_int(f"{name} tile_m", r[3])
+        for v, label in zip(r, ("m_max", "n_max", "tile_n", "tile_m")):
+            if v is not None or label.startswith("tile"):  # a bound may be None (no bound), a tile never
+                require_positive_int(f"{name} {label}", v)
     if out[-1][0] is not None or out[-1][1] is not None:
         raise ValueError(f"{name}: the last row must be (None, None, tile_n, tile_m) so that every GEMM has a tile, "
                          f"got {out[-1]!r}")
@@ -272,10 +270,8 @@ def tile_table_from_names(observed) -> tuple:
     if not by:
         raise ValueError("observed must hold at least one (M, N, K, tile_n, tile_m)")
     Ns = sorted({N for _, N, _ in by})
-    classes = []  # (n_max, N, K deciding)
-    for i, N in enumerate(Ns):
-        K = min(k for _, n, k in by if n == N)
-        classes.append((None if i == len(Ns) - 1 else N, N, K))
+    # (n_max, N, the K that decides)
+    classes = [(None if i == len(Ns) - 1 else N, N, min(k for _, n, k in by if n == N)) for i, N in enumerate(Ns)]
     Ms = sorted({M for M, _, _ in by})
     blocks = []
     for i, M in enumerate(Ms):
@@ -288,7 +284,5 @@ def tile_table_from_names(observed) -> tuple:
             blocks[-1] = [(m_max,) + r[1:] for r in blocks[-1]]
         else:
             blocks.append(block)
-    out = []
-    for block in blocks:
-        out += [r for k, r in enumerate(block) if k == len(block) - 1 or r[2:] != block[k + 1][2:]]
-    return tuple(out)
+    return tuple(r for block in blocks for k, r in enumerate(block)
+                 if k == len(block) - 1 or r[2:] != block[k + 1][2:])
