@@ -34,11 +34,7 @@ import functools
 import statistics
 from dataclasses import replace
 
-__all__ = ["chain_headline", "chain_rows", "corrected_gemm", "bias_sentence", "headline_sentence", "PROJECTIONS"]
-
-# Llama-3-8B's pruned projections that share a shape, as chapter tables name them.
-PROJECTIONS = {"q/o": ("q_proj", "o_proj"), "k/v": ("k_proj", "v_proj"), "gate/up": ("gate_proj", "up_proj"),
-               "down": ("down_proj",)}
+__all__ = ["chain_headline", "chain_rows", "corrected_gemm", "bias_sentence", "headline_sentence"]
 
 
 def _graph_us(dtype: str, M: int) -> dict[tuple[int, int], tuple[float, float]]:

@@ -402,8 +402,7 @@ def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
         ('Nothing but axes.', True)
         >>> plt.close(fig)
     """
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
-        raise ValueError(f"scale must be a positive int (1 or 2), got {scale!r}")
+    require_positive_int("scale", scale)
     text = figure_text(fig)
     buf = io.BytesIO()
     dpi = fig.dpi if fig.dpi else DPI

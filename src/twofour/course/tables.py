@@ -92,10 +92,7 @@ class Table:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def __str__(self) -> str:
+    def __repr__(self) -> str:  # str() and print() fall back to it
         return self.to_text()
 
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython's terminal and text/plain

@@ -29,18 +29,13 @@ def _attr(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _shown_in_table(value) -> bool:
-    """Numbers, text and small tuples are shown; intermediate objects (an estimate, a prediction) are not."""
-    return isinstance(value, (int, float, str, tuple))
-
-
 def _numbers_table(q: Question) -> str:
     shown = q.formatted()
     values = q.evaluate()
     rows = ["| quantity | value | how it is obtained |", "|---|---|---|"]
     for n in q.numbers:
-        if not _shown_in_table(values[n.name]):
-            continue
+        if not isinstance(values[n.name], (int, float, str, tuple)):
+            continue  # an intermediate object (an estimate, a prediction), not a number to show
         how = f"`{n.expr}`"
         if n.source:
             how += f" ({n.source})"
@@ -50,11 +45,6 @@ def _numbers_table(q: Question) -> str:
 
 def _unit_phrase(unit: str) -> str:
     return f"{_attr(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
-
-
-def _tolerance_phrase(tol: float) -> str:
-    """The tolerance as the page's checker reports it: a whole percent of the computed value."""
-    return f"within ±{round(tol * 100)}% of the computed value"
 
 
 def _accepts_phrase(q: Question) -> str:
@@ -135,8 +125,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
     lines += _follow_ups(q)
     lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
     if q.chapter:
-        page = q.chapter
-        lines += [f"Read more: [the chapter]({chapter_prefix}{page}).", ""]
+        lines += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
     if q.sources:
         lines += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
     lines += ["</details>", ""]
@@ -148,9 +137,9 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'data-unit="{_attr(c.unit)}" markdown="1">',
             "",
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
-            + f" ({_unit_phrase(c.unit)}{_tolerance_phrase(c.tolerance)}{_attr(_accepts_phrase(q))}; "
-            + f"graded against {BASES[c.basis]})"
-            + "</p>",
+            # the tolerance as the page's checker reports it: a whole percent of the computed value
+            f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
+            f"{_attr(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
             '<details class="practice-derivation" markdown="1">',
             "<summary>Derivation</summary>",
