@@ -280,13 +280,8 @@ def describe(fig, *, alt: str | None = None, caption: str | None = None):
         'A line.'
         >>> plt.close(fig)
     """
-    alt, caption = _checked_text("alt", alt), _checked_text("caption", caption)
-    text = dict(getattr(fig, _ATTR, {}))
-    if alt is not None:
-        text["alt"] = alt
-    if caption is not None:
-        text["caption"] = caption
-    setattr(fig, _ATTR, text)
+    given = {"alt": _checked_text("alt", alt), "caption": _checked_text("caption", caption)}
+    setattr(fig, _ATTR, {**getattr(fig, _ATTR, {}), **{k: v for k, v in given.items() if v is not None}})
     return fig
 
 

@@ -92,11 +92,8 @@ class Table:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __repr__(self) -> str:  # str() and print() fall back to it
+    def __repr__(self) -> str:  # also what str(), print() and IPython's text/plain show
         return self.to_text()
-
-    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's terminal and text/plain
-        printer.text(self.to_text())
 
     def to_text(self) -> str:
         """Aligned plain text: caption line, header, a rule, one line per row."""

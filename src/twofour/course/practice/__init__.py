@@ -57,8 +57,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Levels", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
     **dict.fromkeys(("NEIGHBOURS_PAGE", "page_of", "render_markdown"), ".render"),
     **dict.fromkeys(("BANK_SCHEMA", "QUESTION_SCHEMA"), ".schema"),
-    **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "LIST_FIELDS",
-                      "MAX_DRILLS", "NEIGHBOUR_TOPICS", "TEXT_FIELDS", "TOPICS", "UNITS", "BankError"),
+    **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "MAX_DRILLS",
+                      "NEIGHBOUR_TOPICS", "TEXT_FIELDS", "TOPICS", "UNITS", "BankError"),
                     ".terms"),
 })
 
