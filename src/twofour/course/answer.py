@@ -188,7 +188,9 @@ def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tupl
 
 
 def _replaced_note(replaced: list[str]) -> str:
-    return ("flagged timings replaced: " + ", ".join(replaced) + " (twofour.bench.trusted.FLAG_RULES)") if replaced else ""
+    if not replaced:
+        return ""
+    return f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
 
 
 @functools.lru_cache(maxsize=4)
@@ -272,7 +274,7 @@ def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") ->
     >>> text.index("Why") < text.index("The bottom line.") and "bf16" in text and "(notebooks/07-the-answer.ipynb)" in text
     True
     """
-    from ..roofline.mechanism import why  # twofour.roofline imports PyTorch: on first use, not with this module
+    from ..roofline.mechanism import why  # twofour.roofline imports PyTorch: on first use
 
     h = chain_headline()
     return (

@@ -43,10 +43,10 @@ _NODES = (
     ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.IfExp, ast.BoolOp, ast.And, ast.Or, ast.Not,
 )
 _ARITH = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
-          ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
-          ast.Pow: ("**", operator.pow)}
-_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
-            ast.NotEq: operator.ne}
+          ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv),
+          ast.Mod: ("%", operator.mod), ast.Pow: ("**", operator.pow)}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
 # printf directives a bank may use in "'%d.%d' % capability": no '*' widths, no mapping keys.
 _PERCENT = re.compile(r"%(?:%|[-+ #0]*(?:[1-9]\d?)?(?:\.\d{1,2})?[diouxXeEfFgGrsa])")
 _FORMAT_SPEC = re.compile(r"^(?:[^{}]?[<>=^])?[-+ ]?#?0?(?:[1-9]\d?)?[,_]?(?:\.\d{1,2})?[bcdeEfFgGnosxX%]?$")
@@ -194,7 +194,7 @@ class _Interpreter:
         if isinstance(func, Function):
             return _check_value(func.fn(*args, **kwargs), node)
         if type(func.obj) is str and not (len(args) == 1 and not kwargs and type(args[0]) in (list, tuple)
-                                          and all(type(x) is str for x in args[0])):  # str.join, the one STR_METHODS
+                                          and all(type(x) is str for x in args[0])):  # str.join
             raise _Refused(node, "joins something that is not a list or tuple of strings")
         return _check_value(getattr(func.obj, func.name)(*args, **kwargs), node)
 

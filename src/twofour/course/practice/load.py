@@ -199,7 +199,7 @@ def _parse_checked(text: str, source: str, loader):
                 if anchor is not None:
                     sizes[anchor] = count
                 open_nodes[-1][1] += count
-            if open_nodes[-1][1] > MAX_BANK_NODES or sum(n for _, n in open_nodes) > MAX_BANK_NODES:
+            if sum(n for _, n in open_nodes) > MAX_BANK_NODES:  # every node read so far, once
                 raise BankError(f"{source}: expands to more than {MAX_BANK_NODES:,} YAML nodes{where(event)} "
                                 "(aliases repeating aliases?); not a practice bank")
         return yaml.load(text, Loader=loader)  # noqa: S506 (loader is a safe loader)
@@ -221,7 +221,7 @@ def load_bank(path=None) -> Bank:
 
     Validation is structural (fields, levels, topics, placeholders); numbers are computed
     lazily by :meth:`Question.evaluate`, which the tests call for every question. The file is
-    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, no YAML aliases);
+    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES` aliases);
     every problem is one :class:`BankError` line.
     """
     text, source = _bank_text(path)

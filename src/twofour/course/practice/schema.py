@@ -29,7 +29,7 @@ def _texts_schema(key: str, low: int, high: int) -> dict:
 
 
 def _object_schema(properties: dict, required: list[str], message: str, unknown: str) -> dict:
-    """A mapping of ``properties`` only; ``unknown`` opens the message that names an unknown key and the valid ones."""
+    """A mapping of only ``properties``; an unknown key is named after ``unknown``, with the valid keys."""
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False,
             "x-message": message, "x-unknown": f"{unknown} {{unknown}}; valid: " + ", ".join(properties)}
 
