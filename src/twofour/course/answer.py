@@ -135,31 +135,24 @@ class VerdictTable:
                 return r
         raise KeyError(f"key must be one of {[r.key for r in self.rows]}, got {key!r}")
 
-    @property
-    def on_linear(self) -> tuple[VerdictRow, ...]:
-        """The rows on the reader's call path, ``F.linear`` (measured there, or adjusted to it)."""
-        return tuple(r for r in self.rows if r.call_path.startswith("F.linear"))
+    def _measured_on_linear(self) -> list[float]:
+        """Per-token speedups of the rows measured on the reader's path, ``F.linear`` (the adjusted row is not)."""
+        return [r.per_token for r in self.rows if r.status == "measured" and r.call_path == "F.linear"]
 
     @property
     def low(self) -> float:
         """The lowest per-token speedup measured on ``F.linear``."""
-        return min(r.per_token for r in self.on_linear if r.status == "measured")
+        return min(self._measured_on_linear())
 
     @property
     def high(self) -> float:
-        """The highest per-token speedup measured on ``F.linear`` (the adjusted row is not a measurement)."""
-        return self.measured_linear_best.per_token
+        """The highest per-token speedup measured on ``F.linear``."""
+        return max(self._measured_on_linear())
 
     @property
     def measured_best(self) -> VerdictRow:
         """The fastest measured row on any path (the direct call of the sweep: not PyTorch's path)."""
         return max((r for r in self.rows if r.status == "measured"), key=lambda r: r.per_token)
-
-    @property
-    def measured_linear_best(self) -> VerdictRow:
-        """The fastest row measured on ``F.linear`` itself (no adjustment)."""
-        return max((r for r in self.rows if r.status == "measured" and r.call_path == "F.linear"),
-                   key=lambda r: r.per_token)
 
     @property
     def software_line(self) -> str:

@@ -186,7 +186,7 @@ def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Te
     if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)) or not 0 <= sparsity <= 1:
         raise ValueError(f"sparsity must be a number in [0, 1] (fraction of elements set to zero), got {sparsity!r}")
     magnitude = W.abs() if W.is_floating_point() else W.to(torch.float64).abs()
-    if magnitude.is_floating_point() and bool(torch.isnan(magnitude).any()):
+    if bool(torch.isnan(magnitude).any()):
         raise ValueError("W contains NaN, which has no magnitude to rank; fix or mask it before pruning")
     n_drop = round(sparsity * W.numel())
     order = torch.sort(magnitude.flatten(), stable=True).indices

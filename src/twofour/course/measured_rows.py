@@ -33,8 +33,7 @@ def measured_on(gpu: str, date: str | None = None) -> str:
     """
     if not isinstance(gpu, str) or not gpu.strip():
         raise ValueError(f"gpu must be the device name as recorded (e.g. 'NVIDIA H200'), got {gpu!r}")
-    name = " ".join(gpu.split())
-    name = name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+    name = " ".join(gpu.split()).removeprefix("NVIDIA ")
     day = str(date or "")[:10]
     return f"{name}, measured {day}" if day else f"{name}, measured"
 
