@@ -48,21 +48,14 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     design = raw.get("design")
     q = Question(
         id=qid,
-        level=raw["level"],
-        topic=raw["topic"],
-        kind=raw["kind"],
-        skill=raw["skill"],
-        setting=raw["setting"],
-        title=raw["title"].strip(),
-        prompt=raw["prompt"].strip(),
+        **{key: raw[key] for key in ("level", "topic", "kind", "skill", "setting")},
+        **{key: raw[key].strip() for key in ("title", "prompt", "answer", "connects")},
         rubric=Rubric(*(tuple(t.strip() for t in rubric[key]) for key in RUBRIC_FIELDS)),
         levels=Levels(*(levels[grade].strip() for grade in GRADES)),
-        answer=raw["answer"].strip(),
         mistakes=tuple(t.strip() for t in raw["mistakes"]),
         follow_ups=tuple(FollowUp(f.strip()) if isinstance(f, str)
                          else FollowUp(f["ask"].strip(), f["answer"].strip(), (f.get("strong") or "").strip())
                          for f in raw["follow_ups"]),
-        connects=raw["connects"].strip(),
         numbers=numbers,
         quick_check=quick_check,
         chapter=raw.get("chapter"),
