@@ -97,9 +97,7 @@ class Table:
 
     def to_text(self) -> str:
         """Aligned plain text: caption line, header, a rule, one line per row."""
-        widths = [len(c) for c in self.columns]
-        for row in self.rows:
-            widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+        widths = [max(map(len, column)) for column in zip(self.columns, *self.rows)]
 
         def line(cells: Sequence[str]) -> str:
             out = [cell.rjust(w) if num else cell.ljust(w) for cell, w, num in zip(cells, widths, self.numeric)]
