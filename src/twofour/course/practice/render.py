@@ -72,6 +72,11 @@ def _follow_ups(q: Question) -> list[str]:
     return lines + ["</div>", ""]
 
 
+def _div(css: str, heading: str, items: list[str]) -> list[str]:
+    """A ``practice-<css>`` block: its bold heading, then its items."""
+    return [f'<div class="practice-{css}" markdown="1">', "", heading, "", *items, "", "</div>", ""]
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
@@ -98,27 +103,24 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         '<details class="practice-rubric" markdown="1">',
         "<summary>How it is graded: must-haves, signals, levels</summary>",
         "",
-        '<div class="practice-must" markdown="1">',
+        *_div("must", "**Must-haves.** Missing any one fails the answer.",
+              [f"1. {q.fill(p)}" for p in q.rubric.must]),
+        *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
+        *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
+        *_div("levels", "**What a pass looks like**",
+              [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()]),
+        "</details>",
         "",
-        "**Must-haves.** Missing any one fails the answer.",
+        '<details class="practice-answer" markdown="1">',
+        "<summary>Worked answer</summary>",
+        "",
+        q.fill(q.answer),
         "",
     ]
-    lines += [f"1. {q.fill(point)}" for point in q.rubric.must]
-    lines += ["", "</div>", "", '<div class="practice-strong" markdown="1">', "", "**Strong signals**", ""]
-    lines += [f"- {q.fill(point)}" for point in q.rubric.strong]
-    lines += ["", "</div>", "", '<div class="practice-flags" markdown="1">', "", "**Red flags**", ""]
-    lines += [f"- {q.fill(point)}" for point in q.rubric.red_flags]
-    lines += ["", "</div>", "", '<div class="practice-levels" markdown="1">', "", "**What a pass looks like**", ""]
-    lines += [f"- **{GRADES[grade]}:** {q.fill(text)}" for grade, text in q.levels.items()]
-    lines += ["", "</div>", "", "</details>", "",
-              '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
-    lines += [q.fill(q.answer), ""]
     if q.design:
-        lines += ['<div class="practice-design" markdown="1">', "", "**Assumptions**", ""]
-        lines += [f"- {q.fill(a)}" for a in q.design.assumptions]
-        lines += ["", "**What would change the decision**", ""]
-        lines += [f"- {q.fill(c)}" for c in q.design.changes]
-        lines += ["", "</div>", ""]
+        lines += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
+                                                     "**What would change the decision**", "",
+                                                     *(f"- {q.fill(c)}" for c in q.design.changes)])
     if q.numbers:
         lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
