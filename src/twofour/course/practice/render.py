@@ -109,13 +109,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
         *_div("levels", "**What a pass looks like**",
               [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()]),
-        "</details>",
-        "",
-        '<details class="practice-answer" markdown="1">',
-        "<summary>Worked answer</summary>",
-        "",
-        q.fill(q.answer),
-        "",
+        "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", "",
+        q.fill(q.answer), "",
     ]
     if q.design:
         lines += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
