@@ -26,8 +26,7 @@ def linear_path_cost(workload: Workload = CHAT) -> dict:
     and the direct call on ``x`` already padded in :data:`SWEEP_FILE` (run 4). The difference
     is the pad fill, the copy and the wrapper. A GEMM whose ``F.linear`` timing is flagged gets
     the median of the others (rule ``median-of-unflagged``). Returns ``{"by_kind": {kind: us},
-    "rule": {kind: rule}, "range_us": (low, high), "source": str}``; ``workload`` defaults to
-    the verdict's (:data:`twofour.course.deployment.CHAT`).
+    "rule": {kind: rule}, "range_us": (low, high), "source": str}``.
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]
