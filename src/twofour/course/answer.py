@@ -47,6 +47,8 @@ from dataclasses import dataclass, replace
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
 from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, cusparselt_version, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
+from .decode_loss import decode_loss_explanation, step_against_graphs
+from .gemm_chain import bias_sentence, chain_headline, headline_sentence
 from .tables import Table, table
 
 __all__ = [
@@ -73,10 +75,6 @@ __all__ = [
     "searched_fit_error",
     "sweep_sentence",
     "step_sentence",
-    "decode_loss_explanation",
-    "why_text",
-    "chain_sentence",
-    "bench_bias_sentence",
 ]
 
 # key -> (how the GEMMs are called, timing mode of `twofour bench` that measures it, algorithm)
@@ -137,31 +135,24 @@ class VerdictTable:
                 return r
         raise KeyError(f"key must be one of {[r.key for r in self.rows]}, got {key!r}")
 
-    @property
-    def on_linear(self) -> tuple[VerdictRow, ...]:
-        """The rows on the reader's call path, ``F.linear`` (measured there, or adjusted to it)."""
-        return tuple(r for r in self.rows if r.call_path.startswith("F.linear"))
+    def _measured_on_linear(self) -> list[float]:
+        """Per-token speedups of the rows measured on the reader's path, ``F.linear`` (the adjusted row is not)."""
+        return [r.per_token for r in self.rows if r.status == "measured" and r.call_path == "F.linear"]
 
     @property
     def low(self) -> float:
         """The lowest per-token speedup measured on ``F.linear``."""
-        return min(r.per_token for r in self.on_linear if r.status == "measured")
+        return min(self._measured_on_linear())
 
     @property
     def high(self) -> float:
-        """The highest per-token speedup measured on ``F.linear`` (the adjusted row is not a measurement)."""
-        return self.measured_linear_best.per_token
+        """The highest per-token speedup measured on ``F.linear``."""
+        return max(self._measured_on_linear())
 
     @property
     def measured_best(self) -> VerdictRow:
         """The fastest measured row on any path (the direct call of the sweep: not PyTorch's path)."""
         return max((r for r in self.rows if r.status == "measured"), key=lambda r: r.per_token)
-
-    @property
-    def measured_linear_best(self) -> VerdictRow:
-        """The fastest row measured on ``F.linear`` itself (no adjustment)."""
-        return max((r for r in self.rows if r.status == "measured" and r.call_path == "F.linear"),
-                   key=lambda r: r.per_token)
 
     @property
     def software_line(self) -> str:
@@ -189,6 +180,12 @@ def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tupl
     return dense / sparse, "the 2:4 kernel times predicted by twofour.roofline (searched algorithm, tile model); dense measured"
 
 
+def _replaced_note(replaced: list[str]) -> str:
+    if not replaced:
+        return ""
+    return f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
+
+
 @functools.lru_cache(maxsize=4)
 def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     """The measured-first verdict of ``workload`` on the recorded GPU (fp16, Llama-3-8B shapes)."""
@@ -205,16 +202,12 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     measured = {mode: measured_gemm_detail(res, workload, mode=mode) for mode in ("stream", "graph", "kernel")}
     for key, (label, mode, algorithm) in ROWS.items():
         prefill = measured[mode]["prefill"]["speedup"]
-        note, path = "", "F.linear"
+        path = "F.linear"
         if algorithm == "default":
             decode, status, source = measured[mode]["decode"]["speedup"], "measured", f"{BENCH_FILE}, mode {mode}"
-            replaced = measured[mode]["decode"]["replaced"]
-            if replaced:
-                note = "flagged timings replaced: " + ", ".join(replaced) + " (twofour.bench.trusted.FLAG_RULES)"
-        elif algorithm == "searched":
-            path = "_cslt_sparse_mm" if mode == "graph" else "model"
-        if algorithm == "searched" and mode == "graph":
-            decode = searched_gemm_speedup(sweep, workload)["decode"]
+            note = _replaced_note(measured[mode]["decode"]["replaced"])
+        elif algorithm == "searched" and mode == "graph":
+            decode, path = searched_gemm_speedup(sweep, workload)["decode"], "_cslt_sparse_mm"
             status, source = "measured", f"{SWEEP_FILE}, fastest of algorithms 0-7 per GEMM"
             note = ("not PyTorch's path: torch._cslt_sparse_mm called directly on x pre-padded to 8 rows, against "
                     "cuBLAS's untuned default; prefill (M = 512, outside the sweep) is the default algorithm's on F.linear")
@@ -225,9 +218,9 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             note = (f"adjustment, not a measurement on F.linear: the direct call's times plus "
                     f"{cost['range_us'][0]:.1f}-{cost['range_us'][1]:.1f} us per GEMM (gate/up: the median, its F.linear "
                     "timing is flagged); prefill is the default algorithm's on F.linear")
-        elif algorithm == "searched":
+        else:  # the searched algorithm in kernel mode was never timed: the model fills in
             decode, note = _predicted_kernel_searched(workload, trusted_gemm_table(res, "float16", "kernel"))
-            status, source = "predicted", "twofour.roofline over the measured dense kernels"
+            path, status, source = "model", "predicted", "twofour.roofline over the measured dense kernels"
             note += (f"; fitted to the direct call's sweep (in-fit errors up to {searched_fit_error():.0%}, no held-out "
                      "check); prefill is the default algorithm's, measured")
         if decode is None:
@@ -246,8 +239,7 @@ def bf16_rows(gpu: str = GPU) -> list[VerdictRow]:
                              ("graph", "graph", "CUDA graph, PyTorch's default algorithm")):
         s = measured_gemm_detail(res, w, mode=mode)
         est = estimate(w, gpu, gemm_speedup={"decode": s["decode"]["speedup"], "prefill": s["prefill"]["speedup"]})
-        replaced = s["decode"]["replaced"] + s["prefill"]["replaced"]
-        note = ("flagged timings replaced: " + ", ".join(replaced) + " (twofour.bench.trusted.FLAG_RULES)") if replaced else ""
+        note = _replaced_note(s["decode"]["replaced"] + s["prefill"]["replaced"])
         out.append(VerdictRow(key, label, "measured", f"{BENCH_FILE}, mode {mode}", s["decode"]["speedup"],
                               s["prefill"]["speedup"], est, note))
     return out
@@ -275,8 +267,7 @@ def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") ->
     >>> text.index("Why") < text.index("The bottom line.") and "bf16" in text and "(notebooks/07-the-answer.ipynb)" in text
     True
     """
-    from ..roofline.mechanism import why
-    from .gemm_chain import chain_headline
+    from ..roofline.mechanism import why  # twofour.roofline imports PyTorch: on first use
 
     h = chain_headline()
     return (
@@ -337,7 +328,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
     flatters 2:4 at decode); its prefill GEMM speedup is the graph bench's, whose per-call bias is
     small beside a prefill GEMM. So its per-token number is the home page's.
     """
-    from .gemm_chain import chain_headline
+    from ..roofline.mechanism import why
 
     t = t or verdict_table()
     r = t.row("graph")
@@ -348,7 +339,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
             "output_len": w.output_len, "pruned": list(w.pruned), "speedup_prefill": r.prefill_gemm, "speedup_decode": decode,
             "per_token": est.speedup("tpot"), "request": est.speedup("request"), "row": "chain",
             "source": "decode: the GEMM-chain traces; prefill: " + r.source,
-            "software": t.software_line, "decode_loss": decode_loss_explanation(), "why": why_text()}
+            "software": t.software_line, "decode_loss": decode_loss_explanation(), "why": why()}
 
 
 def calculator_opening(t: VerdictTable | None = None) -> dict:
@@ -376,18 +367,21 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
      'host-costs', 'kernel', 'kernel-gemm', 'kernel-prefill-gemm', 'linear-cost', 'range', 'searched-bracket',
      'software', 'step-vs-graph', 'sweep', 'why']
     """
+    from ..roofline.mechanism import why
+
     t = t or verdict_table()
     x = "{:.2f}x".format
+    calc, chain = calculator_verdict(t), chain_headline()
     return {
         "range": f"{x(t.low)} to {x(t.high)}",
         "eager": x(t.row("eager").per_token),
         "graph": x(t.row("graph").per_token),
         "graph-gemm": x(t.row("graph").decode_gemm),
         # the calculator's opening values: the GEMM speedups as its fields hold them, and its headline
-        "chain-gemm3": f"{calculator_verdict(t)['speedup_decode']:.3f}x",
+        "chain-gemm3": f"{calc['speedup_decode']:.3f}x",
         "graph-prefill-gemm": f"{t.row('graph').prefill_gemm:.3f}x",
         "kernel-prefill-gemm": f"{t.row('kernel').prefill_gemm:.3f}x",
-        "chain-request": x(calculator_verdict(t)["request"]),
+        "chain-request": x(calc["request"]),
         "kernel": x(t.row("kernel").per_token),
         "kernel-gemm": x(t.row("kernel").decode_gemm),
         # the sweep's fastest algorithm: measured on the direct call, and adjusted to F.linear
@@ -398,14 +392,14 @@ def quoted_numbers(t: VerdictTable | None = None) -> dict[str, str]:
         "decode-loss": decode_loss_explanation(),
         "step-vs-graph": step_sentence(),
         # the headline from the GEMM-chain traces (twofour.course.gemm_chain) and the bench's bias against it
-        "why": why_text(),
-        "chain": chain_sentence(),
-        "chain-fp16": x(_chain()["fp16"]["per_token"]),
-        "chain-bf16": x(_chain()["bf16"]["per_token"]),
-        "chain-gemm-fp16": x(_chain()["fp16"]["gemm"]),
-        "chain-gemm-bf16": x(_chain()["bf16"]["gemm"]),
-        "searched-bracket": "{} to {}".format(*map(x, _chain()["searched"])),
-        "bench-bias": bench_bias_sentence(),
+        "why": why(),
+        "chain": headline_sentence(),
+        "chain-fp16": x(chain["fp16"]["per_token"]),
+        "chain-bf16": x(chain["bf16"]["per_token"]),
+        "chain-gemm-fp16": x(chain["fp16"]["gemm"]),
+        "chain-gemm-bf16": x(chain["bf16"]["gemm"]),
+        "searched-bracket": "{} to {}".format(*map(x, chain["searched"])),
+        "bench-bias": bias_sentence(),
         "host-costs": host_cost_sentence(),
         "software": t.software_line,
     }
@@ -428,48 +422,12 @@ def host_cost_sentence() -> str:
 
 def step_sentence() -> str:
     """The GEMM-chain traces beside the one-GEMM graphs (:func:`twofour.course.decode_loss.step_against_graphs`)."""
-    from .decode_loss import step_against_graphs
-
     s = step_against_graphs()
     return (f"at M = {s['M']}, where both were recorded, the GEMM-chain traces give {s['step_gemm']:.2f}x "
             f"(GEMM kernels) and {s['step_wall']:.2f}x (the chain's wall time), where the one-GEMM CUDA graphs give "
             f"{s['graph']:.2f}x and their kernel times {s['kernel']:.2f}x: each bench call replays one GEMM from an "
             f"idle device after an L2 flush, while in the chain the kernels run back to back (GPU idle "
             f"{s['idle_us_dense']:.2f} µs per kernel dense, {s['idle_us_sparse']:.2f} µs 2:4)")
-
-
-def _chain() -> dict:
-    from .gemm_chain import chain_headline
-
-    return chain_headline()
-
-
-def why_text() -> str:
-    """:func:`twofour.roofline.mechanism.why` (quoted as ``verdict:why``)."""
-    from ..roofline.mechanism import why
-
-    return why()
-
-
-def chain_sentence() -> str:
-    """:func:`twofour.course.gemm_chain.headline_sentence` (quoted as ``verdict:chain``)."""
-    from .gemm_chain import headline_sentence
-
-    return headline_sentence()
-
-
-def bench_bias_sentence() -> str:
-    """:func:`twofour.course.gemm_chain.bias_sentence` (quoted as ``verdict:bench-bias``)."""
-    from .gemm_chain import bias_sentence
-
-    return bias_sentence()
-
-
-def decode_loss_explanation() -> str:
-    """:func:`twofour.course.decode_loss.decode_loss_explanation` (quoted as ``verdict:decode-loss``)."""
-    from .decode_loss import decode_loss_explanation as text
-
-    return text()
 
 
 _QUOTE = re.compile(r"(<!--\s*verdict:([a-z0-9-]+)\s*-->)(.*?)(<!--\s*/verdict\s*-->)", re.S)
@@ -511,7 +469,8 @@ def stale_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None)
     ``quotes`` as for :func:`fill_quotes`: a caller checking many pages computes them once (each
     :func:`quoted_numbers` call costs about 0.4 s, and the site has a few hundred Markdown cells).
     """
-    filled = fill_quotes(text, page_src, quotes)
-    old = [m.group(0) for m in _QUOTE.finditer(text)] + [m.group(0) for m in _CHECKLIST.finditer(text)]
-    new = [m.group(0) for m in _QUOTE.finditer(filled)] + [m.group(0) for m in _CHECKLIST.finditer(filled)]
+    def quotes_in(s: str) -> list[str]:
+        return [m.group(0) for pattern in (_QUOTE, _CHECKLIST) for m in pattern.finditer(s)]
+
+    old, new = quotes_in(text), quotes_in(fill_quotes(text, page_src, quotes))
     return [f"{page_src}: {a!r} should be {b!r}" for a, b in zip(old, new) if a != b]

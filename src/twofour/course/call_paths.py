@@ -11,10 +11,14 @@ says what the sweep timed.
 
 from __future__ import annotations
 
+from ..request import Workload
+from ..request.inputs import gemm_shapes
+from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, verdict_results
+
 __all__ = ["linear_path_cost", "searched_on_linear", "searched_fit_error", "sweep_sentence"]
 
 
-def linear_path_cost(workload=None) -> dict:
+def linear_path_cost(workload: Workload = CHAT) -> dict:
     """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, measured, per pruned decode GEMM.
 
     Both ways timed algorithm 0 as CUDA-graph replays with L2 flushed on the same H200 the same
@@ -22,8 +26,7 @@ def linear_path_cost(workload=None) -> dict:
     and the direct call on ``x`` already padded in :data:`SWEEP_FILE` (run 4). The difference
     is the pad fill, the copy and the wrapper. A GEMM whose ``F.linear`` timing is flagged gets
     the median of the others (rule ``median-of-unflagged``). Returns ``{"by_kind": {kind: us},
-    "rule": {kind: rule}, "range_us": (low, high), "source": str}``; ``workload`` defaults to
-    the verdict's (:data:`twofour.course.deployment.CHAT`).
+    "rule": {kind: rule}, "range_us": (low, high), "source": str}``.
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]
@@ -32,15 +35,10 @@ def linear_path_cost(workload=None) -> dict:
     import statistics
 
     from ..bench import recorded_alg_search
-    from ..request.inputs import gemm_shapes
     from ..bench.trusted import trusted_gemm_table
-
-    from .deployment import BENCH_FILE, SWEEP_FILE, verdict_results
 
     linear = trusted_gemm_table(verdict_results(), "float16", "graph")
     direct = {(c["M"], c["N"], c["K"]): c for c in recorded_alg_search()}
-    if workload is None:
-        from .deployment import CHAT as workload
     shapes = gemm_shapes(workload.model, "decode", workload.batch)
     by_kind, rule = {}, {}
     for kind in workload.pruned:
@@ -68,16 +66,14 @@ def searched_fit_error() -> float:
     """
     from ..bench import recorded_alg_search
     from ..roofline import predict
-    from .deployment import GPU
 
     return max(abs(predict(c["M_padded"], c["N"], c["K"], "fp16", GPU, scenario="cached", algorithm="searched",
                            l2="flushed").sparse_us / (c["best"]["ms"] * 1e3) - 1) for c in recorded_alg_search())
 
 
-def searched_on_linear(workload) -> float:
+def searched_on_linear(workload: Workload) -> float:
     """The sweep's fastest algorithm per GEMM plus F.linear's measured cost per call (:func:`linear_path_cost`)."""
     from ..bench import recorded_alg_search
-    from ..request.inputs import gemm_shapes
 
     cost = linear_path_cost(workload)["by_kind"]
     cases = {(c["M"], c["N"], c["K"]): c for c in recorded_alg_search()}

@@ -108,11 +108,10 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
     )
 
     require_weight(W, 4)
-    rows_multiple, cols_multiple = {torch.float16: (32, 64), torch.bfloat16: (32, 64), torch.int8: (16, 128)}.get(
-        W.dtype, (None, None)
-    )
-    if rows_multiple is None:
+    multiples = {torch.float16: (32, 64), torch.bfloat16: (32, 64), torch.int8: (16, 128)}
+    if W.dtype not in multiples:
         raise TypeError(f"W must be float16, bfloat16 or int8 for PyTorch's 2:4 CUTLASS conversion, got {W.dtype}")
+    rows_multiple, cols_multiple = multiples[W.dtype]
     if W.shape[0] % rows_multiple or W.shape[1] % cols_multiple:
         raise ValueError(
             f"W of shape {tuple(W.shape)} does not fit PyTorch's CUTLASS conversion for {W.dtype}: rows must be a "
@@ -164,8 +163,7 @@ def silent_drop(W: torch.Tensor, x: torch.Tensor) -> SilentDrop:
         x: activations ``[M, K]`` for the output error (any float dtype; the matmul runs in float32).
     """
     W_back = pytorch_cutlass_roundtrip(W)
-    was_nonzero = nonzero_mask(W)
-    dropped = was_nonzero & ~nonzero_mask(W_back)
+    dropped = nonzero_mask(W) & ~nonzero_mask(W_back)
     N, K = W.shape
     kept = mass_kept(W, W_back)
     return SilentDrop(

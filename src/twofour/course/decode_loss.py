@@ -1,64 +1,19 @@
-"""Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the sizes around it.
+"""Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the step beside the bench.
 
 Chapter 4 states it, and chapter 7, the calculator page and the practice bank quote it: prose
 puts ``<!-- verdict:decode-loss -->...<!-- /verdict -->`` where it goes and the build fills in
 :func:`decode_loss_explanation` (:func:`twofour.course.answer.fill_quotes`), so no page words it
 differently; a test fails when a file's copy is stale. Its words and figures live in
-:mod:`twofour.roofline.mechanism` (the 256-wide token tile's padded math). :func:`decode_loss_facts`
-keeps the secondary sizes: the launch grids of the GEMM-chain traces, the bandwidth each kernel
-reached at one token, the verdict's kernel-time row, and the per-call costs.
+:mod:`twofour.roofline.mechanism` (the 256-wide token tile's padded math).
 
 :func:`step_against_graphs` sets the GEMM-chain traces (14 ``F.linear`` calls back to back)
 beside the one-GEMM CUDA graphs the bench replays from an idle device after an L2 flush, at
 the M both have.
-
-Example:
-    >>> f = decode_loss_facts()
-    >>> f["tile"], f["sms"], sorted(f["splits"])
-    ('128 x 256', 132, [1, 3, 4])
 """
 
 from __future__ import annotations
 
-import functools
-
-__all__ = ["decode_loss_facts", "decode_loss_explanation", "step_against_graphs"]
-
-
-@functools.lru_cache(maxsize=1)
-def decode_loss_facts() -> dict:
-    """The measured sizes the explanation quotes (a dict; see the module docstring for their sources)."""
-    from ..bench import recorded_results
-    from ..hardware import get_gpu
-    from ..roofline import default_params
-    from ..roofline.evidence import helper_costs, trace_grids
-    from ..request import measured_gemm_detail
-    from .call_paths import linear_path_cost
-    from .deployment import CHAT, GPU, verdict_results
-    from .measured_rows import bandwidth_rows
-
-    sparse, dense = trace_grids("sparse-graph"), trace_grids("dense-graph")
-    tiles = {(g["tile_n"], g["tile_m"]) for g in sparse}
-    if len(tiles) != 1:
-        raise ValueError(f"the traces' default 2:4 kernel ran {len(tiles)} tile shapes, the explanation assumes one")
-    (tile_n, tile_m), = tiles
-    bw = [r for r in bandwidth_rows(recorded_results("gpu")) if r["shape"].startswith("Llama-3-8B")]
-    helpers = helper_costs()
-    params = default_params(GPU)
-    linear = linear_path_cost()
-    return {
-        "tile": f"{tile_n} x {tile_m}", "tile_m": tile_m, "dense_tile_m": sorted({g["tile_m"] for g in dense}),
-        "tiles": (min(g["tiles"] for g in sparse), max(g["tiles"] for g in sparse)),
-        "ctas": (min(g["ctas"] for g in sparse), max(g["ctas"] for g in sparse)),
-        "splits": sorted({g["split"] for g in sparse}), "sms": get_gpu(GPU).sms,
-        "bw_sparse": (min(r["2:4 measured"] for r in bw), max(r["2:4 measured"] for r in bw)),
-        "bw_dense": (min(r["dense measured"] for r in bw), max(r["dense measured"] for r in bw)),
-        # the verdict table's "kernel" row, read from the same measurement
-        "kernel_gemm": measured_gemm_detail(verdict_results(), CHAT, mode="kernel")["decode"]["speedup"],
-        "pad_fill_us": helpers["pad_fill_us"], "pad_copy_us": helpers["pad_copy_us"],
-        "linear_us": linear["range_us"],
-        "graph_sparse_us": params.graph_sparse_us, "graph_dense_us": params.graph_dense_us,
-    }
+__all__ = ["decode_loss_explanation", "step_against_graphs"]
 
 
 def decode_loss_explanation() -> str:

@@ -24,7 +24,6 @@ True
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -103,35 +102,20 @@ def trained_example(
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    for name, value in (
-        ("in_features", in_features),
-        ("hidden", hidden),
-        ("out_features", out_features),
-        ("informative", informative),
-        ("steps", steps),
-        ("batch", batch),
-        ("n_eval", n_eval),
-    ):
+    sizes = dict(in_features=in_features, hidden=hidden, out_features=out_features, informative=informative,
+                 steps=steps, batch=batch, n_eval=n_eval)
+    for name, value in sizes.items():
         require_positive_int(name, value)
     if informative > in_features:
         raise ValueError(f"informative must be at most in_features={in_features}, got {informative}")
 
-    with _one_thread():
-        return _train(seed, in_features, hidden, out_features, informative, steps, batch, n_eval)
-
-
-@contextmanager
-def _one_thread():
-    """Run torch single-threaded inside the block, then restore the thread count.
-
-    At this size extra threads only add synchronisation (measured 5x slower with two threads on
-    a busy 2-core machine), and single-threaded float sums give the same bits on every machine,
-    so the "trained weight" is the same weight everywhere.
-    """
+    # Single-threaded: at this size extra threads only add synchronisation (measured 5x slower with
+    # two threads on a busy 2-core machine), and single-threaded float sums give the same bits on
+    # every machine, so the "trained weight" is the same weight everywhere.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        yield
+        return _train(seed, **sizes)
     finally:
         torch.set_num_threads(threads)
 
@@ -202,7 +186,7 @@ def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Te
     if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)) or not 0 <= sparsity <= 1:
         raise ValueError(f"sparsity must be a number in [0, 1] (fraction of elements set to zero), got {sparsity!r}")
     magnitude = W.abs() if W.is_floating_point() else W.to(torch.float64).abs()
-    if magnitude.is_floating_point() and bool(torch.isnan(magnitude).any()):
+    if bool(torch.isnan(magnitude).any()):
         raise ValueError("W contains NaN, which has no magnitude to rank; fix or mask it before pruning")
     n_drop = round(sparsity * W.numel())
     order = torch.sort(magnitude.flatten(), stable=True).indices
@@ -232,9 +216,8 @@ def half_zero_weights(W: torch.Tensor) -> dict[str, torch.Tensor]:
             f"W has {W.shape[0]} rows; the wrong-dimension example prunes groups of 4 rows, so rows must be "
             "a multiple of 4"
         )
-    along_n = prune(W.T.contiguous())[0].T.contiguous()
     return {
         "2:4 along K": prune(W)[0],
         "unstructured 50%": prune_unstructured(W, 0.5)[0],
-        "2:4 along N (wrong dim)": along_n,
+        "2:4 along N (wrong dim)": prune(W.T.contiguous())[0].T.contiguous(),
     }

@@ -34,17 +34,14 @@ import functools
 import statistics
 from dataclasses import replace
 
-__all__ = ["chain_headline", "chain_rows", "corrected_gemm", "bias_sentence", "headline_sentence", "PROJECTIONS"]
+from ..request import estimate, measured_gemm_detail
+from .deployment import CHAT, GPU, verdict_results
 
-# Llama-3-8B's pruned projections that share a shape, as chapter tables name them.
-PROJECTIONS = {"q/o": ("q_proj", "o_proj"), "k/v": ("k_proj", "v_proj"), "gate/up": ("gate_proj", "up_proj"),
-               "down": ("down_proj",)}
+__all__ = ["chain_headline", "chain_rows", "corrected_gemm", "bias_sentence", "headline_sentence"]
 
 
 def _graph_us(dtype: str, M: int) -> dict[tuple[int, int], tuple[float, float]]:
     """``{(N, K): (dense µs, 2:4 µs)}`` of the bench's graph mode at ``M`` (flagged points left out)."""
-    from .deployment import verdict_results
-
     return {(r["N"], r["K"]): (r["dense_ms"] * 1e3, r["sparse_ms"] * 1e3)
             for r in verdict_results().gpu_points("graph") if r["M"] == M and r["dtype"] == dtype and not r["flagged"]}
 
@@ -97,8 +94,6 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
     ...
     ValueError: M must be one the bench timed in graph mode for float16: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384], got 3
     """
-    from .deployment import verdict_results
-
     timed = sorted({r["M"] for r in verdict_results().gpu_points("graph") if r["dtype"] == dtype})
     if M not in timed:
         raise ValueError(f"M must be one the bench timed in graph mode for {dtype}: {timed}, got {M!r}")
@@ -114,9 +109,6 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
 
 
 def _per_token(gemm: float, dtype: str, prefill: float) -> float:
-    from ..request import estimate
-    from .deployment import CHAT, GPU
-
     w = replace(CHAT, dtype=dtype)
     return estimate(w, GPU, gemm_speedup={"decode": gemm, "prefill": prefill}).speedup("tpot")
 
@@ -135,8 +127,6 @@ def chain_headline() -> dict:
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs
     from ..roofline.tiles import kernel_role
-    from ..request import measured_gemm_detail
-    from .deployment import CHAT, verdict_results
 
     rows = chain_rows()
     pad = helper_costs()["pad_fill_us"] + helper_costs()["pad_copy_us"]

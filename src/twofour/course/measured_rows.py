@@ -33,8 +33,7 @@ def measured_on(gpu: str, date: str | None = None) -> str:
     """
     if not isinstance(gpu, str) or not gpu.strip():
         raise ValueError(f"gpu must be the device name as recorded (e.g. 'NVIDIA H200'), got {gpu!r}")
-    name = " ".join(gpu.split())
-    name = name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+    name = " ".join(gpu.split()).removeprefix("NVIDIA ")
     day = str(date or "")[:10]
     return f"{name}, measured {day}" if day else f"{name}, measured"
 
@@ -42,7 +41,6 @@ def measured_on(gpu: str, date: str | None = None) -> str:
 def bandwidth_rows(results_list, dtype: str = "float16", M: int = 1) -> list[dict]:
     """Weight bytes over kernel-mode time at ``M``, dense and 2:4 (packed bytes), measured and modelled (TB/s)."""
     from ..packing import packed_bytes
-
     from ..vocabulary import dtype_key
 
     d = dtype_key(dtype)
@@ -74,11 +72,9 @@ def decode_bandwidth_range(results_list, dtype: str = "float16", m_max: int = 16
     from ..vocabulary import DTYPES, dtype_key
 
     packed = DTYPES[dtype_key(dtype)].packed_ratio
-    ratios = []
-    for res in results_list:
-        for r in res.gpu_points("kernel"):
-            if r["M"] <= m_max and r["dtype"] == dtype and not r["flagged"]:
-                ratios.append(packed * r["dense_ms"] / r["sparse_ms"])  # (packed bytes / t_s) / (dense bytes / t_d)
+    ratios = [packed * r["dense_ms"] / r["sparse_ms"]  # (packed bytes / t_s) / (dense bytes / t_d)
+              for res in results_list for r in res.gpu_points("kernel")
+              if r["M"] <= m_max and r["dtype"] == dtype and not r["flagged"]]
     if not ratios:
         raise ValueError(f"no unflagged {dtype} kernel-mode points with M <= {m_max} in the results given")
     return min(ratios), max(ratios)

@@ -234,13 +234,11 @@ def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
     """
     require_positive_int("ncols", ncols)
     panels = fig.get_axes()
-    handles, labels = [], []
+    entries: dict = {}  # label -> the first handle drawn with it
     for ax in [source] if source is not None else panels:
         for handle, label in zip(*ax.get_legend_handles_labels()):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    if not labels:
+            entries.setdefault(label, handle)
+    if not entries:
         raise ValueError("legend_below found no labelled series (plot them with label=...) to put in the legend")
     for ax in panels:
         old = ax.get_legend()
@@ -248,6 +246,7 @@ def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
             if title is None and old.get_title().get_text():
                 title = old.get_title().get_text()
             old.remove()
+    handles, labels = list(entries.values()), list(entries)
     return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
 
 
@@ -280,13 +279,8 @@ def describe(fig, *, alt: str | None = None, caption: str | None = None):
         'A line.'
         >>> plt.close(fig)
     """
-    alt, caption = _checked_text("alt", alt), _checked_text("caption", caption)
-    text = dict(getattr(fig, _ATTR, {}))
-    if alt is not None:
-        text["alt"] = alt
-    if caption is not None:
-        text["caption"] = caption
-    setattr(fig, _ATTR, text)
+    given = {"alt": _checked_text("alt", alt), "caption": _checked_text("caption", caption)}
+    setattr(fig, _ATTR, {**getattr(fig, _ATTR, {}), **{k: v for k, v in given.items() if v is not None}})
     return fig
 
 
@@ -327,8 +321,7 @@ def _axes_summary(ax) -> str:
     for name, label, scale in (("x", ax.get_xlabel(), ax.get_xscale()), ("y", ax.get_ylabel(), ax.get_yscale())):
         if _label(label):
             parts.append(f"{name} axis {_label(label)}" + (f" ({scale} scale)" if scale not in ("linear", "") else ""))
-    handles, labels = ax.get_legend_handles_labels()
-    names = [_label(lab) for lab in labels if _label(lab) and not lab.startswith("_")]
+    names = [_label(lab) for lab in ax.get_legend_handles_labels()[1] if _label(lab) and not lab.startswith("_")]
     if names:
         shown = names if len(names) <= 8 else names[:8] + [f"and {len(names) - 8} more"]
         parts.append("series: " + ", ".join(shown))
@@ -402,8 +395,7 @@ def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
         ('Nothing but axes.', True)
         >>> plt.close(fig)
     """
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
-        raise ValueError(f"scale must be a positive int (1 or 2), got {scale!r}")
+    require_positive_int("scale", scale)
     text = figure_text(fig)
     buf = io.BytesIO()
     dpi = fig.dpi if fig.dpi else DPI

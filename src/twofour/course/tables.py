@@ -92,20 +92,12 @@ class Table:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # also what str(), print() and IPython's text/plain show
         return self.to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's terminal and text/plain
-        printer.text(self.to_text())
 
     def to_text(self) -> str:
         """Aligned plain text: caption line, header, a rule, one line per row."""
-        widths = [len(c) for c in self.columns]
-        for row in self.rows:
-            widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+        widths = [max(map(len, column)) for column in zip(self.columns, *self.rows)]
 
         def line(cells: Sequence[str]) -> str:
             out = [cell.rjust(w) if num else cell.ljust(w) for cell, w, num in zip(cells, widths, self.numeric)]

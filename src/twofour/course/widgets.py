@@ -94,6 +94,8 @@ class AmdahlCalculator(_Calculator):
         )
 
 
+# The shape fields of a custom model (TransformerConfig's names).
+_CUSTOM_FIELDS = ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")
 _GROUPS = {
     "attention projections (q, k, v, o)": ("q_proj", "k_proj", "v_proj", "o_proj"),
     "MLP (gate, up, down)": ("gate_proj", "up_proj", "down_proj"),
@@ -140,11 +142,11 @@ class RequestCalculator(_Calculator):
             "step_overhead_ms": W.BoundedFloatText(value=0.0, min=0.0, max=1000.0, step=0.1,
                                                    description="overhead per step (ms)", style=_STYLE, layout=_WIDE),
         }
-        for field in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab"):
+        for field in _CUSTOM_FIELDS:
             c[field] = W.BoundedIntText(value=getattr(base, field), min=1, max=10_000_000, description=field,
                                         style=_STYLE, layout=_WIDE)
         self.controls = c
-        self.custom_box = W.VBox([c[f] for f in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")])
+        self.custom_box = W.VBox([c[f] for f in _CUSTOM_FIELDS])
         self.figure = W.Image(format="png")
         for control in c.values():
             control.observe(lambda _change: self.update(), names="value")
@@ -159,7 +161,7 @@ class RequestCalculator(_Calculator):
         c = self.controls
         if c["model"].value != "custom":
             return PRESETS[c["model"].value]
-        return LLAMA_3_8B.with_(**{f: int(c[f].value) for f in ("layers", "hidden", "intermediate", "heads", "kv_heads", "vocab")})
+        return LLAMA_3_8B.with_(**{f: int(c[f].value) for f in _CUSTOM_FIELDS})
 
     def update(self) -> None:
         c = self.controls

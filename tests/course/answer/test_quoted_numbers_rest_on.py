@@ -16,7 +16,7 @@ import pytest
 
 from twofour.bench import flags as bench_flags
 from twofour.bench.results import Results
-from twofour.course import answer, decode_loss
+from twofour.course import answer
 from twofour.course.practice import helpers, load_bank
 from twofour.course.practice import questions as bank_questions
 from twofour.bench import trusted
@@ -69,7 +69,6 @@ class _Watched(dict):
 def _clear_caches():
     answer.verdict_table.cache_clear()
     helpers._measured_table.cache_clear()
-    decode_loss.decode_loss_facts.cache_clear()
     bank_questions._evaluate_cached.cache_clear()
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from twofour import bench
 from twofour.bench.results import Results
-from twofour.course import answer, decode_loss
+from twofour.course import answer
 from twofour.course.practice import helpers, load_bank
 from twofour.course.practice import questions as bank_questions
 from twofour.bench import trusted
@@ -34,7 +34,6 @@ CALLS = {"bench": "F.linear", "sweep": "_cslt_sparse_mm"}
 def _clear():
     answer.verdict_table.cache_clear()
     helpers._measured_table.cache_clear()
-    decode_loss.decode_loss_facts.cache_clear()
     bank_questions._evaluate_cached.cache_clear()
 
 

@@ -3,8 +3,8 @@
 ``import twofour`` re-exports its core names lazily (``twofour._common.lazy``), so it does not
 import PyTorch until a name that needs it is read; the site's practice hook reads the bank's
 levels and topics without the expression registry (PyTorch and most of the toolkit); and the
-decode-loss explanation the home page and chapter 7 quote takes its measured rows from
-``twofour.course.measured_rows``, not from the figure module, so it never imports matplotlib.
+decode-loss numbers the home page and chapter 7 quote (``twofour.course.decode_loss``) never
+import matplotlib.
 Each check runs in a fresh interpreter: this test session has imported both long ago.
 """
 
@@ -38,8 +38,8 @@ def test_reading_names_and_tables_does_not_import_torch(code):
 
 
 def test_the_decode_loss_numbers_do_not_import_matplotlib():
-    loaded = _modules_after("import twofour; twofour.prune; "
-                            "from twofour.course.decode_loss import decode_loss_facts; decode_loss_facts()")
+    loaded = _modules_after("import twofour; twofour.prune; from twofour.course.decode_loss import "
+                            "decode_loss_explanation, step_against_graphs; decode_loss_explanation(); step_against_graphs()")
     assert "twofour" in loaded  # the probe ran
     assert "torch" in loaded  # a name read imports what it needs, and the probe sees it: the tests above would catch it
     assert "matplotlib" not in loaded

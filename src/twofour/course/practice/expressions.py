@@ -21,7 +21,9 @@ bounds its own inputs, and no registered call starts after 10 s of work on one e
 from __future__ import annotations
 
 import ast
+import itertools
 import math
+import operator
 import re
 import string
 import time
@@ -40,7 +42,11 @@ _NODES = (
     ast.USub, ast.UAdd, ast.Tuple, ast.List, ast.Dict, ast.Subscript, ast.Compare, ast.Lt, ast.LtE,
     ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.IfExp, ast.BoolOp, ast.And, ast.Or, ast.Not,
 )
-_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+_ARITH = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
+          ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv),
+          ast.Mod: ("%", operator.mod), ast.Pow: ("**", operator.pow)}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
 # printf directives a bank may use in "'%d.%d' % capability": no '*' widths, no mapping keys.
 _PERCENT = re.compile(r"%(?:%|[-+ #0]*(?:[1-9]\d?)?(?:\.\d{1,2})?[diouxXeEfFgGrsa])")
 _FORMAT_SPEC = re.compile(r"^(?:[^{}]?[<>=^])?[-+ ]?#?0?(?:[1-9]\d?)?[,_]?(?:\.\d{1,2})?[bcdeEfFgGnosxX%]?$")
@@ -96,12 +102,8 @@ def _check_value(v, node, depth: int = 0):
             raise _Refused(node, f"gives a {t.__name__} of {len(v):,} items; at most {LIMITS['items']:,}")
         if depth >= LIMITS["nesting"]:
             raise _Refused(node, f"gives containers nested deeper than {LIMITS['nesting']}")
-        for item in (v.items() if t is dict else v):
-            if t is dict:
-                _check_value(item[0], node, depth + 1)
-                _check_value(item[1], node, depth + 1)
-            else:
-                _check_value(item, node, depth + 1)
+        for item in (itertools.chain.from_iterable(v.items()) if t is dict else v):  # a dict's keys and values
+            _check_value(item, node, depth + 1)
         return v
     if t in RESULT_TYPES:
         return v
@@ -151,10 +153,7 @@ class _Interpreter:
         self.deadline = time.monotonic() + LIMITS["seconds"]
 
     def eval(self, node):
-        method = getattr(self, "_" + type(node).__name__, None)
-        if method is None:  # _static_checks lets only known nodes through; belt and braces
-            raise _Refused(node, f"uses {type(node).__name__}, which bank expressions may not use")
-        return method(node)
+        return getattr(self, "_" + type(node).__name__)(node)  # _static_checks let only the nodes here through
 
     def value(self, node):
         """Evaluate a node whose result must be data (not a function or namespace)."""
@@ -169,9 +168,7 @@ class _Interpreter:
     def _Attribute(self, node):
         base = self.eval(node.value)
         attr = node.attr
-        if isinstance(base, Namespace):
-            if attr not in base.members:
-                raise _Refused(node, f"is not in the namespace {base.name!r}; it holds {sorted(base.members)}")
+        if isinstance(base, Namespace):  # reached by its name only, whose attributes _static_checks checked
             return base.members[attr]
         if type(base) is str and attr in STR_METHODS:
             return _Bound(base, attr)
@@ -189,23 +186,17 @@ class _Interpreter:
         func = self.eval(node.func)
         if not isinstance(func, (Function, _Bound)):
             raise _Refused(node, "calls something that is not a registered function")
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise _Refused(node, "unpacks arguments (*); write each argument")
         args = [self.value(a) for a in node.args]
         kwargs = {k.arg: self.value(k.value) for k in node.keywords}
         if time.monotonic() > self.deadline:
             raise _Refused(node, f"is reached after more than {LIMITS['seconds']:g} s of work; a bank expression "
                                  "is computed in seconds (split it into earlier numbers)")
         if isinstance(func, Function):
-            result = func.fn(*args, **kwargs)
-        elif type(func.obj) is str:
-            if func.name == "join" and not (len(args) == 1 and not kwargs and type(args[0]) in (list, tuple)
-                                             and all(type(x) is str for x in args[0])):
-                raise _Refused(node, "joins something that is not a list or tuple of strings")
-            result = getattr(func.obj, func.name)(*args, **kwargs)
-        else:
-            result = getattr(func.obj, func.name)(*args, **kwargs)
-        return _check_value(result, node)
+            return _check_value(func.fn(*args, **kwargs), node)
+        if type(func.obj) is str and not (len(args) == 1 and not kwargs and type(args[0]) in (list, tuple)
+                                          and all(type(x) is str for x in args[0])):  # str.join
+            raise _Refused(node, "joins something that is not a list or tuple of strings")
+        return _check_value(getattr(func.obj, func.name)(*args, **kwargs), node)
 
     def _BinOp(self, node):
         a, b = self.value(node.left), self.value(node.right)
@@ -213,16 +204,14 @@ class _Interpreter:
         if op is ast.Mod and type(a) is str:
             return _check_value(_percent_format(a, b, node), node)
         if not (_is_number(a) and _is_number(b)):
-            raise _Refused(node, f"applies {_ARITH[op]} to {type(a).__name__} and {type(b).__name__}; "
+            raise _Refused(node, f"applies {_ARITH[op][0]} to {type(a).__name__} and {type(b).__name__}; "
                                  "arithmetic is on numbers only")
         if op is ast.Pow and type(a) is not float and type(b) is not float and b > 0 and abs(a) > 1:
             bits = math.ceil(b * math.log2(abs(a)))  # |a| ** b has about this many bits: refused before it is computed
             if bits > LIMITS["int_bits"]:
                 raise _Refused(node, f"is an integer power of about {bits:,} bits; bank integers are at most "
                                      f"{LIMITS['int_bits']} bits")
-        result = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
-                  ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b}[op]()
-        return _check_value(result, node)
+        return _check_value(_ARITH[op][1](a, b), node)
 
     def _UnaryOp(self, node):
         v = self.value(node.operand)
@@ -236,9 +225,7 @@ class _Interpreter:
         left = self.value(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.value(right_node)
-            ok = {ast.Lt: lambda: left < right, ast.LtE: lambda: left <= right, ast.Gt: lambda: left > right,
-                  ast.GtE: lambda: left >= right, ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right}[type(op)]()
-            if not ok:
+            if not _COMPARE[type(op)](left, right):
                 return False
             left = right
         return True
@@ -332,8 +319,7 @@ def check_expression(expr: str, names=()) -> None:
 
 
 def _refusal(expr: str, r: _Refused) -> BankError:
-    where = f": {_part(r.node)}" if r.node is not None else ""
-    return BankError(f"expr {expr!r}{where} {r.why}")
+    return BankError(f"expr {expr!r}: {_part(r.node)} {r.why}")
 
 
 def _parsed(expr, names):

@@ -54,13 +54,7 @@ def published_speedup(record_id: str) -> float:
     >>> round(published_speedup("pt111339-m1"), 2)
     0.11
     """
-    from ...roofline.published import published_records
-
-    hits = [r for r in published_records() if r["id"] == record_id]
-    if len(hits) != 1:
-        ids = [r["id"] for r in published_records() if r.get("kind") == "gemm"]
-        raise ValueError(f"record_id must be the id of one published record, got {record_id!r}; GEMM ids: {ids}")
-    return float(hits[0]["speedup"])
+    return published_value(record_id, "speedup")
 
 
 def published_value(record_id: str, field_name: str) -> float:
@@ -73,7 +67,8 @@ def published_value(record_id: str, field_name: str) -> float:
 
     hits = [r for r in published_records() if r["id"] == record_id]
     if len(hits) != 1:
-        raise ValueError(f"record_id must be the id of one published record, got {record_id!r}")
+        ids = [r["id"] for r in published_records() if r.get("kind") == "gemm"]
+        raise ValueError(f"record_id must be the id of one published record, got {record_id!r}; GEMM ids: {ids}")
     value = hits[0].get(field_name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"field_name must name a number of record {record_id!r}, got {field_name!r} = {value!r}")
@@ -83,16 +78,11 @@ def published_value(record_id: str, field_name: str) -> float:
 @functools.lru_cache(maxsize=None)
 def _measured_table(mode: str) -> dict:
     from ...bench import recorded_results
-
     from ...bench.trusted import trusted_gemm_table
 
     # flagged timings are replaced by a named rule or left out (twofour.bench.trusted), never used as recorded
-    table = {}
-    for dtype in ("float16", "bfloat16"):
-        trusted = trusted_gemm_table(recorded_results("gpu"), dtype, mode)
-        for (M, N, K), row in trusted.items():
-            table[(M, N, K, dtype)] = (row["dense_ms"], row["sparse_ms"])
-    return table
+    return {(M, N, K, dtype): (row["dense_ms"], row["sparse_ms"]) for dtype in ("float16", "bfloat16")
+            for (M, N, K), row in trusted_gemm_table(recorded_results("gpu"), dtype, mode).items()}
 
 
 def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "graph", what: str = "speedup") -> float:
@@ -200,15 +190,12 @@ def first_torch_pinning(min_version: int) -> str:
     >>> first_torch_pinning(dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL)
     '2.8.0'
     """
-    def as_int(v: str) -> int:
-        major, minor, patch = (int(x) for x in v.split("."))
-        return major * 1000 + minor * 100 + patch
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
 
-    def key(t: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in t.split("."))
-
-    for torch_version in sorted(dispatch_rules.TORCH_CUSPARSELT_PINS, key=key):
-        if as_int(dispatch_rules.TORCH_CUSPARSELT_PINS[torch_version]) >= min_version:
+    for torch_version in sorted(dispatch_rules.TORCH_CUSPARSELT_PINS, key=version):
+        major, minor, patch = version(dispatch_rules.TORCH_CUSPARSELT_PINS[torch_version])
+        if major * 1000 + minor * 100 + patch >= min_version:  # torch's encoding of the version
             return torch_version
     raise ValueError(f"no torch in the table pins cuSPARSELt {dispatch_rules.cusparselt_version_str(min_version)} or newer")
 
@@ -228,11 +215,7 @@ def transposable_patterns(n: int = 2, m: int = 4) -> int:
     if not (isinstance(n, int) and isinstance(m, int) and 0 < n <= m <= 5):
         raise ValueError(f"n and m must be ints with 0 < n <= m <= 5, got n={n!r}, m={m!r}")
     rows = [c for c in itertools.product((0, 1), repeat=m) if sum(c) == n]
-    count = 0
-    for tile in itertools.product(rows, repeat=m):
-        if all(sum(col) == n for col in zip(*tile)):
-            count += 1
-    return count
+    return sum(all(sum(col) == n for col in zip(*tile)) for tile in itertools.product(rows, repeat=m))
 
 
 def cost_per_token_ratio(shares, relative_costs) -> float:
@@ -248,15 +231,10 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
     shares, relative_costs = list(shares), list(relative_costs)
     if len(shares) != len(relative_costs) or not shares:
         raise ValueError("shares and relative_costs must be non-empty and of the same length")
-    total = 0.0
-    for s in shares:
-        total += s
+    total = sum(shares)
     if abs(total - 1.0) > 1e-9:
         raise ValueError(f"shares must add up to 1 (all the traffic), got {total!r}")
-    cost = 0.0
-    for s, c in zip(shares, relative_costs):
-        cost += s * c
-    return round(cost, 12)
+    return round(sum(s * c for s, c in zip(shares, relative_costs)), 12)
 
 
 def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str = "kernel", what: str = "ratio") -> float:
@@ -271,13 +249,13 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
     True
     """
     from ... import packing
-    from ...vocabulary import DTYPES
     from ...models import linear_shapes
+    from ...vocabulary import DTYPES, dtype_key
 
     if what not in ("ratio", "min", "max"):
         raise ValueError(f"what must be 'ratio', 'min' or 'max', got {what!r}")
     table = _measured_table(mode)
-    f = DTYPES["fp16" if dtype == "float16" else "bf16" if dtype == "bfloat16" else dtype]
+    f = DTYPES[dtype_key(dtype)]
     dense_bytes = sparse_bytes = dense_s = sparse_s = 0.0
     ratios = []
     for s in linear_shapes(cfg, include_lm_head=False):

@@ -48,21 +48,14 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     design = raw.get("design")
     q = Question(
         id=qid,
-        level=raw["level"],
-        topic=raw["topic"],
-        kind=raw["kind"],
-        skill=raw["skill"],
-        setting=raw["setting"],
-        title=raw["title"].strip(),
-        prompt=raw["prompt"].strip(),
+        **{key: raw[key] for key in ("level", "topic", "kind", "skill", "setting")},
+        **{key: raw[key].strip() for key in ("title", "prompt", "answer", "connects")},
         rubric=Rubric(*(tuple(t.strip() for t in rubric[key]) for key in RUBRIC_FIELDS)),
         levels=Levels(*(levels[grade].strip() for grade in GRADES)),
-        answer=raw["answer"].strip(),
         mistakes=tuple(t.strip() for t in raw["mistakes"]),
         follow_ups=tuple(FollowUp(f.strip()) if isinstance(f, str)
                          else FollowUp(f["ask"].strip(), f["answer"].strip(), (f.get("strong") or "").strip())
                          for f in raw["follow_ups"]),
-        connects=raw["connects"].strip(),
         numbers=numbers,
         quick_check=quick_check,
         chapter=raw.get("chapter"),
@@ -199,7 +192,7 @@ def _parse_checked(text: str, source: str, loader):
                 if anchor is not None:
                     sizes[anchor] = count
                 open_nodes[-1][1] += count
-            if open_nodes[-1][1] > MAX_BANK_NODES or sum(n for _, n in open_nodes) > MAX_BANK_NODES:
+            if sum(n for _, n in open_nodes) > MAX_BANK_NODES:  # every node read so far, once
                 raise BankError(f"{source}: expands to more than {MAX_BANK_NODES:,} YAML nodes{where(event)} "
                                 "(aliases repeating aliases?); not a practice bank")
         return yaml.load(text, Loader=loader)  # noqa: S506 (loader is a safe loader)
@@ -221,7 +214,7 @@ def load_bank(path=None) -> Bank:
 
     Validation is structural (fields, levels, topics, placeholders); numbers are computed
     lazily by :meth:`Question.evaluate`, which the tests call for every question. The file is
-    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, no YAML aliases);
+    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES` aliases);
     every problem is one :class:`BankError` line.
     """
     text, source = _bank_text(path)

@@ -14,6 +14,18 @@ from statistics import NormalDist
 from ..._common.args import require_positive_int
 
 
+def _require_positive(**values) -> None:
+    for name, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+
+
+def _require_probability(**values) -> None:
+    for name, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {v!r}")
+
+
 def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float = 0.8, rounded: bool = True) -> float:
     """Runs per side for a two-sample comparison of means to detect ``delta`` with the given power.
 
@@ -26,12 +38,8 @@ def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float
     >>> runs_for_power(0.01, 0.01), runs_for_power(0.03, 0.08)
     (16, 3)
     """
-    for name, v in (("sigma", sigma), ("delta", delta)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    for name, v, lo in (("alpha", alpha, 0.0), ("power", power, 0.0)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v < 1:
-            raise ValueError(f"{name} must be in (0, 1), got {v!r}")
+    _require_positive(sigma=sigma, delta=delta)
+    _require_probability(alpha=alpha, power=power)
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     n = 2 * (z * sigma / delta) ** 2
     return math.ceil(n - 1e-9) if rounded else n
@@ -58,15 +66,14 @@ def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -
         raise ValueError("candidates must name at least one degree")
     for d in degrees:
         require_positive_int("candidates[...]", d)
-    ok = []
-    for d in degrees:
+    def fits(d: int) -> bool:
         heads = cfg.heads % d == 0
         kv = cfg.kv_heads % d == 0 or d % cfg.kv_heads == 0
         dims = cfg.hidden % d == 0 and cfg.intermediate % d == 0
         aligned = dims and (cfg.hidden // d) % k_multiple == 0 and (cfg.intermediate // d) % k_multiple == 0
-        if heads and kv and aligned:
-            ok.append(d)
-    return ", ".join(str(d) for d in ok)
+        return heads and kv and aligned
+
+    return ", ".join(str(d) for d in degrees if fits(d))
 
 
 def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, block_tokens: int = 1) -> int:
@@ -78,9 +85,7 @@ def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, b
     >>> kv_batch_limit(40e9, 131072, 8192), kv_batch_limit(40e9, 131072, 8200, block_tokens=16)
     (37, 37)
     """
-    for name, v in (("free_bytes", free_bytes), ("kv_bytes_per_token", kv_bytes_per_token)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    _require_positive(free_bytes=free_bytes, kv_bytes_per_token=kv_bytes_per_token)
     require_positive_int("context", context)
     require_positive_int("block_tokens", block_tokens)
     per_seq = math.ceil(context / block_tokens) * block_tokens * kv_bytes_per_token
@@ -90,9 +95,7 @@ def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, b
 def _check_allreduce(n_bytes, ranks, link_gbs, latency_us) -> None:
     """Refuse an all-reduce's inputs by name (both all-reduce formulas take the same four)."""
     require_positive_int("ranks", ranks)
-    for name, v in (("n_bytes", n_bytes), ("link_gbs", link_gbs)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    _require_positive(n_bytes=n_bytes, link_gbs=link_gbs)
     if not (isinstance(latency_us, (int, float)) and math.isfinite(latency_us) and latency_us >= 0):
         raise ValueError(f"latency_us must be a finite number >= 0, got {latency_us!r}")
 
@@ -119,8 +122,7 @@ def normal_quantile(p: float) -> float:
     >>> round(normal_quantile(0.975), 2), round(normal_quantile(0.8), 2)
     (1.96, 0.84)
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < 1:
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
+    _require_probability(p=p)
     return NormalDist().inv_cdf(p)
 
 
@@ -161,14 +163,11 @@ def t_test_power(sigma: float, delta: float, runs: int, alpha: float = 0.05) -> 
     >>> round(t_test_power(0.03, 0.08, 3), 2), round(t_test_power(0.03, 0.08, 4), 2)
     (0.69, 0.88)
     """
-    for name, v in (("sigma", sigma), ("delta", delta)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    _require_positive(sigma=sigma, delta=delta)
     require_positive_int("runs", runs)
     if runs < 2:
         raise ValueError(f"runs must be at least 2 (a t-test estimates the noise from the runs), got {runs!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    _require_probability(alpha=alpha)
     df = 2 * runs - 2
     shift = delta / (sigma * math.sqrt(2 / runs))
     return _t_tail_probabilities(_t_critical(alpha, df), df, shift)
@@ -180,8 +179,7 @@ def runs_for_t_test_power(sigma: float, delta: float, alpha: float = 0.05, power
     >>> runs_for_t_test_power(0.03, 0.08), runs_for_power(0.03, 0.08)
     (4, 3)
     """
-    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0 < power < 1:
-        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    _require_probability(power=power)
     start = max(2, runs_for_power(sigma, delta, alpha, power))
     for runs in range(start, 1001):
         if t_test_power(sigma, delta, runs, alpha) >= power:

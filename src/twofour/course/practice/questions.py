@@ -156,7 +156,7 @@ class Question:
 
     def evaluate(self) -> dict[str, object]:
         """Every number of the question, in order (each may use the ones before it)."""
-        return dict(_evaluate_numbers(self))
+        return dict(_evaluate_cached(self))
 
     def formatted(self) -> dict[str, str]:
         """Every number as the text shows it."""
@@ -165,10 +165,7 @@ class Question:
 
     def placeholders(self) -> set[str]:
         """Names used as ``{{name}}`` anywhere in the question's text."""
-        used: set[str] = set()
-        for text in self._texts():
-            used.update(PLACEHOLDER.findall(text))
-        return used
+        return {name for text in self._texts() for name in PLACEHOLDER.findall(text)}
 
     def grading_texts(self) -> list[str]:
         """What a grader reads: the rubric and the level expectations."""
@@ -220,15 +217,9 @@ def _evaluate_cached(question: Question) -> tuple[tuple[str, object], ...]:
     for n in question.numbers:
         try:
             values[n.name] = evaluate_expression(n.expr, values)
-        except BankError as err:
+        except BankError as err:  # evaluate_expression turns every error into one, naming the expression
             raise BankError(f"question {question.id!r}, number {n.name!r}: {err}") from None
-        except Exception as err:  # a toolkit error: say where it came from
-            raise BankError(f"question {question.id!r}, number {n.name!r}: {n.expr!r} raised {type(err).__name__}: {err}") from err
     return tuple(values.items())
-
-
-def _evaluate_numbers(question: Question):
-    return _evaluate_cached(question)
 
 
 @dataclass(frozen=True)

@@ -29,18 +29,13 @@ def _attr(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _shown_in_table(value) -> bool:
-    """Numbers, text and small tuples are shown; intermediate objects (an estimate, a prediction) are not."""
-    return isinstance(value, (int, float, str, tuple))
-
-
 def _numbers_table(q: Question) -> str:
     shown = q.formatted()
     values = q.evaluate()
     rows = ["| quantity | value | how it is obtained |", "|---|---|---|"]
     for n in q.numbers:
-        if not _shown_in_table(values[n.name]):
-            continue
+        if not isinstance(values[n.name], (int, float, str, tuple)):
+            continue  # an intermediate object (an estimate, a prediction), not a number to show
         how = f"`{n.expr}`"
         if n.source:
             how += f" ({n.source})"
@@ -50,11 +45,6 @@ def _numbers_table(q: Question) -> str:
 
 def _unit_phrase(unit: str) -> str:
     return f"{_attr(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
-
-
-def _tolerance_phrase(tol: float) -> str:
-    """The tolerance as the page's checker reports it: a whole percent of the computed value."""
-    return f"within ±{round(tol * 100)}% of the computed value"
 
 
 def _accepts_phrase(q: Question) -> str:
@@ -80,6 +70,11 @@ def _follow_ups(q: Question) -> list[str]:
             lines += ["", f"    **A strong answer adds:** {q.fill(f.strong)}"]
         lines.append("")
     return lines + ["</div>", ""]
+
+
+def _div(css: str, heading: str, items: list[str]) -> list[str]:
+    """A ``practice-<css>`` block: its bold heading, then its items."""
+    return [f'<div class="practice-{css}" markdown="1">', "", heading, "", *items, "", "</div>", ""]
 
 
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
@@ -108,35 +103,26 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         '<details class="practice-rubric" markdown="1">',
         "<summary>How it is graded: must-haves, signals, levels</summary>",
         "",
-        '<div class="practice-must" markdown="1">',
-        "",
-        "**Must-haves.** Missing any one fails the answer.",
-        "",
+        *_div("must", "**Must-haves.** Missing any one fails the answer.",
+              [f"1. {q.fill(p)}" for p in q.rubric.must]),
+        *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
+        *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
+        *_div("levels", "**What a pass looks like**",
+              [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()]),
+        "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", "",
+        q.fill(q.answer), "",
     ]
-    lines += [f"1. {q.fill(point)}" for point in q.rubric.must]
-    lines += ["", "</div>", "", '<div class="practice-strong" markdown="1">', "", "**Strong signals**", ""]
-    lines += [f"- {q.fill(point)}" for point in q.rubric.strong]
-    lines += ["", "</div>", "", '<div class="practice-flags" markdown="1">', "", "**Red flags**", ""]
-    lines += [f"- {q.fill(point)}" for point in q.rubric.red_flags]
-    lines += ["", "</div>", "", '<div class="practice-levels" markdown="1">', "", "**What a pass looks like**", ""]
-    lines += [f"- **{GRADES[grade]}:** {q.fill(text)}" for grade, text in q.levels.items()]
-    lines += ["", "</div>", "", "</details>", "",
-              '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", ""]
-    lines += [q.fill(q.answer), ""]
     if q.design:
-        lines += ['<div class="practice-design" markdown="1">', "", "**Assumptions**", ""]
-        lines += [f"- {q.fill(a)}" for a in q.design.assumptions]
-        lines += ["", "**What would change the decision**", ""]
-        lines += [f"- {q.fill(c)}" for c in q.design.changes]
-        lines += ["", "</div>", ""]
+        lines += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
+                                                     "**What would change the decision**", "",
+                                                     *(f"- {q.fill(c)}" for c in q.design.changes)])
     if q.numbers:
         lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
     lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
     lines += _follow_ups(q)
     lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
     if q.chapter:
-        page = q.chapter
-        lines += [f"Read more: [the chapter]({chapter_prefix}{page}).", ""]
+        lines += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
     if q.sources:
         lines += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
     lines += ["</details>", ""]
@@ -148,9 +134,9 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'data-unit="{_attr(c.unit)}" markdown="1">',
             "",
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
-            + f" ({_unit_phrase(c.unit)}{_tolerance_phrase(c.tolerance)}{_attr(_accepts_phrase(q))}; "
-            + f"graded against {BASES[c.basis]})"
-            + "</p>",
+            # the tolerance as the page's checker reports it: a whole percent of the computed value
+            f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
+            f"{_attr(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
             '<details class="practice-derivation" markdown="1">',
             "<summary>Derivation</summary>",

@@ -129,7 +129,6 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "answer", "connects")
-LIST_FIELDS: tuple[str, ...] = ("mistakes", "follow_ups")
 RUBRIC_FIELDS: tuple[str, ...] = ("must", "strong", "red_flags")
 
 
