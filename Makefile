@@ -8,6 +8,11 @@ STAMP  := $(VENV)/.setup-done
 # This machine's pip resolves torch==2.13.0 to a small CPU build. The pin applies only when
 # the venv has no torch yet, so a GPU box can pre-install its own CUDA torch into .venv.
 TORCH_SPEC ?= torch==2.13.0
+# pip installs without compiling bytecode (--no-compile): compiling every file of torch, jupyter
+# and the rest took about 70 s of a fresh set-up's CPU, most of it for modules nothing here
+# imports. Python compiles what is imported on first use and keeps it, which needs bytecode
+# writing on in the commands below (some shells turn it off for everything).
+unexport PYTHONDONTWRITEBYTECODE
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -17,8 +22,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q "$(TORCH_SPEC)"
-	$(BIN)/pip install --disable-pip-version-check -q -e ".[site,test,lab]"
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check --no-compile -q "$(TORCH_SPEC)"
+	$(BIN)/pip install --disable-pip-version-check --no-compile -q -e ".[site,test,lab]"
 	@# rfc3987-syntax comes with jupyter-events' jsonschema[format-nongpl] and builds an Earley
 	@# grammar on every `import jsonschema` (2.2 s of CPU in each process that reads a notebook
 	@# or a twofour JSON file; python-jsonschema/jsonschema#1521). Nothing here checks the "iri"
@@ -80,7 +85,7 @@ MUTATE_SAMPLE ?= 40
 MUTATE_BUDGET ?= 1800
 MUTATE_SEED ?= 0
 mutate: setup
-	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check -q -e ".[mutate]"
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check --no-compile -q -e ".[mutate]"
 	$(BIN)/python scripts/mutate_report.py run --modules $(MUTATE_MODULES) --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) --budget $(MUTATE_BUDGET) $(if $(MUTATE_OUT),--out $(MUTATE_OUT),)
 
 # Speed targets (wall-clock, so never asserted in `make test`): the toolkit core against a copy,
