@@ -302,3 +302,14 @@ def test_every_timing_mode_has_its_style_in_the_kernel_speed_figure():
     from twofour.course.figures.kernel_speed import MODE_STYLE
 
     assert set(MODE_STYLE) == set(TIMING_MODES)
+
+
+def test_measured_vs_predicted_by_default_compares_the_mode_that_times_the_default_scenario():
+    from twofour.course.figures import kernel_speed as ks
+    from twofour.vocabulary import DEFAULT_SCENARIO, MODE_SCENARIO
+
+    fig, ax = ks.plot_measured_vs_predicted(_sweep_8b())
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert MODE_SCENARIO["graph"] == DEFAULT_SCENARIO
+    assert any(label.endswith("(graph)") for label in labels) and any(f", {DEFAULT_SCENARIO})" in x for x in labels)
+    plt.close(fig)

@@ -373,8 +373,10 @@ def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384
 
 
 def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str = DEFAULT_SCENARIO,
-                               mode: str = "eager", ax=None):
+                               mode: str = "graph", ax=None):
     """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``.
+
+    The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``).
 
     Each measured curve (one per results file and shape) has its own colour and marker
     (:func:`~twofour.course.plotting.series`): filled on a solid line when measured, hollow on a
