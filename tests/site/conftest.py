@@ -184,22 +184,82 @@ class Watched:
     console_errors: list[str]
 
 
-@pytest.fixture
-def watched(browser, base_url) -> Watched:
-    """A fresh page (light scheme) whose non-local requests are recorded (and fail: CHROMIUM_ARGS).
+class _ReaderPage:
+    """The page ``watched`` hands from test to test in one test process.
 
-    Requests are watched as events, not intercepted: routing every request of a page through
-    Python cost a quarter of a page load's CPU.
+    A page that navigates within the site costs about half the CPU of one opened in a fresh
+    context (a new renderer compiles the site's scripts again: benchmarks/README.md), and the site
+    tests open hundreds. Between tests the page leaves the site and its storage is cleared; the
+    site keeps no other state (no cookies, session storage or IndexedDB).
     """
-    context = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900})  # see Browser
-    record = Watched(page=None, external_requests=[], console_errors=[])
-    context.on("request", lambda request: is_external(request.url) and record.external_requests.append(request.url))
-    page = context.new_page()
-    page.on("console", lambda msg: msg.type == "error" and record.console_errors.append(msg.text))
-    page.on("pageerror", lambda exc: record.console_errors.append(f"uncaught: {exc}"))
-    record.page = page
-    yield record
-    context.close()
+
+    def __init__(self, browser: Browser) -> None:
+        self.browser, self.page, self.record = browser, None, None
+
+    def take(self) -> Watched:
+        if self.page is None:
+            context = self.browser.new_context(color_scheme="light", viewport=READER_VIEWPORT)  # see Browser
+            context.on("request", lambda request: is_external(request.url) and self.record.external_requests.append(request.url))
+            self.page = context.new_page()
+            self.page.on("console", lambda msg: msg.type == "error" and self.record.console_errors.append(msg.text))
+            self.page.on("pageerror", lambda exc: self.record.console_errors.append(f"uncaught: {exc}"))
+        self.record = Watched(page=self.page, external_requests=[], console_errors=[])
+        return self.record
+
+    def give_back(self, base_url: str, reusable: bool) -> None:
+        page = self.page
+        try:
+            if reusable and not page.is_closed() and page.url.startswith(base_url):
+                page.evaluate("localStorage.clear()")
+                page.goto("about:blank")
+                page.set_viewport_size(READER_VIEWPORT)
+                page.emulate_media(media="screen")
+                return
+        except Exception:  # a page that cannot be reset is not handed on
+            pass
+        self.close()
+
+    def close(self) -> None:
+        if self.page is not None:
+            self.page.context.close()
+            self.page = None
+
+
+READER_VIEWPORT = {"width": 1280, "height": 900}
+
+
+@pytest.fixture(scope="session")
+def _reader_page(_chromium):
+    reader = _ReaderPage(Browser(_chromium))
+    yield reader
+    reader.close()
+
+
+@pytest.fixture
+def watched(request, browser, base_url, _reader_page) -> Watched:
+    """A page (light scheme, 1280 x 900) whose non-local requests are recorded (and fail: CHROMIUM_ARGS).
+
+    One page per test process goes from test to test (``_ReaderPage``), blank and with empty
+    storage; a test marked ``own_page`` (it installs a fake clock or a listener, which cannot be
+    taken off) or ``search_index`` gets a context of its own, and a failed test's page is not
+    handed on. Requests are watched as events, not intercepted: routing every request of a page
+    through Python cost a quarter of a page load's CPU.
+    """
+    if request.node.get_closest_marker("own_page") or request.node.get_closest_marker("search_index"):
+        reader = _ReaderPage(browser)
+        yield reader.take()
+        reader.close()
+        return
+    yield _reader_page.take()
+    failed = any(getattr(request.node, f"rep_{when}", None) is not None and getattr(request.node, f"rep_{when}").failed
+                 for when in ("setup", "call"))
+    _reader_page.give_back(base_url, reusable=not failed)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    setattr(item, f"rep_{call.when}", outcome.get_result())
 
 
 @pytest.fixture(scope="session")

@@ -159,6 +159,7 @@ def _grade(card, ticks: list[int]):
     return boxes.count()
 
 
+@pytest.mark.own_page  # a fake clock or a response listener stays on a page
 def test_timer_paces_a_spoken_answer_and_says_when_time_is_up(watched, base_url):
     page = watched.page
     page.clock.install()
@@ -409,6 +410,7 @@ def test_a_malformed_fragment_is_taken_as_written_without_an_error(watched, base
     assert not watched.console_errors, watched.console_errors
 
 
+@pytest.mark.own_page  # a fake clock or a response listener stays on a page
 def test_practice_mode_weighs_at_most_1_5_mb_in_the_browser_and_cards_keep_their_tags(watched, base_url):
     """Everything practice mode loads (the page, its scripts and styles, every page's cards file),
     the site-wide search index aside (a worker fetches it on every page), stays within 1.5 MB; the

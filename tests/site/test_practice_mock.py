@@ -323,6 +323,7 @@ def test_the_score_sheet_link_opens_the_same_sheet_in_a_fresh_browser(watched, b
     assert not watched.console_errors and not watched.external_requests
 
 
+@pytest.mark.own_page  # a fake clock or a response listener stays on a page
 def test_one_timer_for_the_loop_and_grading_when_time_is_up(watched, base_url):
     page = watched.page
     page.clock.install()
