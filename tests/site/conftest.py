@@ -31,7 +31,10 @@ try:  # the build's command and server, shared with the xdist controller (tests/
     from page_walk import is_external
 finally:
     sys.path.pop(0)
-CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium"))
+# Debian's chromium-headless-shell: the same Blink without the full browser around it. A page
+# load cost half the CPU of the full `chromium --headless` (benchmarks/README.md), and the browser
+# tests open pages for most of their time. TWOFOUR_CHROMIUM runs them in another build.
+CHROMIUM = Path(os.environ.get("TWOFOUR_CHROMIUM", "/usr/bin/chromium-headless-shell"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -151,9 +154,9 @@ class Browser:
 def _chromium():
     if not CHROMIUM.exists():
         missing(
-            f"chromium not found at {CHROMIUM}. Install Debian's browser with "
-            "`apt-get update && apt-get install -y chromium` (or run scripts/install-chromium.sh "
-            "as root); Playwright's own browser download does not work here."
+            f"chromium not found at {CHROMIUM}. Install Debian's headless browser with "
+            "`apt-get update && apt-get install -y chromium-headless-shell` (or run "
+            "scripts/install-chromium.sh as root); Playwright's own browser download does not work here."
         )
     try:
         from playwright.sync_api import sync_playwright
