@@ -44,8 +44,9 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
+from ..dispatch.rules import cusparselt_version_str
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
-from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, cusparselt_version, verdict_results
+from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
 from .decode_loss import decode_loss_explanation, step_against_graphs
 from .gemm_chain import bias_sentence, chain_headline, headline_sentence
@@ -196,7 +197,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     sweep = recorded_alg_search()
     prov = res.provenance
     software = {"gpu": prov["gpu_name"], "torch": prov["torch"], "cuda": prov["cuda"],
-                "cusparselt": cusparselt_version(prov["cusparselt"]), "driver": prov["driver"],
+                "cusparselt": cusparselt_version_str(prov["cusparselt"]), "driver": prov["driver"],
                 "date": prov["date"][:10]}
     rows = []
     measured = {mode: measured_gemm_detail(res, workload, mode=mode) for mode in ("stream", "graph", "kernel")}
