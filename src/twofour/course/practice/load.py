@@ -12,7 +12,7 @@ from ..._common.text import printable
 from .expressions import check_expression, check_format
 from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
 from .schema import require, validate
-from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, ID
+from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, SLUG, BankError
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
@@ -24,7 +24,7 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     """
     prefix = f"{source}: " if source else ""
     qid = raw.get("id") if isinstance(raw, Mapping) else None
-    ok_id = isinstance(qid, str) and bool(ID.match(qid))
+    ok_id = isinstance(qid, str) and bool(SLUG.match(qid))
     where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
     validate(raw, "question", where)
     numbers = tuple(
