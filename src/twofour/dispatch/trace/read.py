@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._common.text import printable
+from ..._common.text import printable, show_path as _shown
 from . import shapes, validate
-from .validate import TraceError, shown_path as _shown
+from .validate import TraceError
 from ._jsonstream import ChromeTraceStream, StreamError
 
 OP, ANNOTATION, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, OVERHEAD = range(8)
