@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from ..._common.text import printable
+from ..._common.text import printable, show_path
 from .expressions import check_expression, check_format
 from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
 from .schema import require, validate
@@ -105,7 +104,7 @@ def _bank_text(path) -> tuple[str, str]:
         ref = resources.files("twofour.course") / "data" / DEFAULT_BANK
         return _decode(ref.read_bytes(), f"twofour/course/data/{DEFAULT_BANK}"), f"twofour/course/data/{DEFAULT_BANK}"
     path = Path(path)
-    shown = printable(os.fspath(path), 200)
+    shown = show_path(path)
     try:
         st = path.stat()
     except OSError:
