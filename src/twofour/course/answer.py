@@ -44,7 +44,6 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
-from ..dispatch.rules import cusparselt_version_str
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
 from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
@@ -192,6 +191,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     """The measured-first verdict of ``workload`` on the recorded GPU (fp16, Llama-3-8B shapes)."""
     from ..bench import recorded_alg_search
     from ..bench.trusted import trusted_gemm_table
+    from ..dispatch.rules import cusparselt_version_str
 
     res = verdict_results()
     sweep = recorded_alg_search()
