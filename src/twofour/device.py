@@ -24,13 +24,14 @@ from __future__ import annotations
 import html
 import platform
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from ._common.fit import fit, report_width
 from .vocabulary import CUSPARSELT, CUTLASS
 
-__all__ = ["Environment", "pick_device", "environment", "sparse_backends_for"]
+__all__ = ["Environment", "pick_device", "environment", "sparse_backends_for", "cpu_model"]
 
 # Sparse tensor cores arrived with Ampere (sm80).
 MIN_SPARSE_CC: tuple[int, int] = (8, 0)
@@ -243,3 +244,14 @@ def environment() -> Environment:
         backends=backends,
         reason=reason,
     )
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows, else ``"unknown"``."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"

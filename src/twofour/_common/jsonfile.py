@@ -34,10 +34,10 @@ def read_json(path, what: str, hint: str = "", schema: dict | None = None):
     """``json.loads`` of ``path``; a missing file, bad JSON or a ``schema`` miss raises one line naming ``what``."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist{hint}") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{what} {str(path)!r} is not valid JSON: {exc}") from None
     if schema is not None:
         check_schema(data, schema, f"{what} {str(path)!r}")

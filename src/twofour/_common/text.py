@@ -56,5 +56,10 @@ def printable(text, limit: int | None = None) -> str:
 
 
 def show_path(path) -> str:
-    """A path for a one-line message: :func:`printable`, at most 200 characters."""
+    r"""A path for a one-line message: :func:`printable`, at most 200 characters (a file name can hold
+    escape sequences).
+
+    >>> print(show_path("run\x1b[2J.json"))
+    run\x1b[2J.json
+    """
     return printable(os.fspath(path), 200)

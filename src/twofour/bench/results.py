@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from .._common.jsonfile import check_schema, read_json
-from ..device import environment
+from ..device import cpu_model, environment
 from . import flags as flag_rules  # looked up on each call: a test may plant a flag rule
 from .gpu_timing import LEGACY_METHODS
 from ..vocabulary import TIMING_MODES
@@ -111,16 +111,6 @@ def _driver_version() -> str | None:
     return first[0].strip() if out.returncode == 0 and first else None
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def provenance(command: str | None = None, *, device=None) -> dict:
     """Where and with what a result was measured. Every key of REQUIRED_PROVENANCE is present.
 
@@ -147,7 +137,7 @@ def provenance(command: str | None = None, *, device=None) -> dict:
         "command": command if command is not None else " ".join(shlex.quote(a) for a in sys.argv),
         "python": env.python_version,
         "platform": platform.platform(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpu_threads": torch.get_num_threads(),
         "twofour": __version__,
     }

@@ -90,19 +90,23 @@ def _not_regular(mode: int) -> str | None:
     return next((why for test, why in _KINDS if test(mode)), default)
 
 
+def stat_or_error(path: str, missing: str = "no such file", error: type[CheckpointError] = CheckpointError):
+    """``os.stat(path)``; ``error`` with one line when it fails (``missing`` when nothing is at ``path``)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{_show(path)}: {missing}") from None
+    except OSError as exc:
+        raise error(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+
+
 def open_regular(path: str) -> int:
     """An fd open for reading on ``path``, which must be a regular file; :class:`CheckpointError` otherwise.
 
     The kind is checked before opening (opening some devices has effects) and again on the
     open file (the path may have changed in between).
     """
-    try:
-        before = os.stat(path)
-    except FileNotFoundError:
-        raise CheckpointError(f"{_show(path)}: no such file") from None
-    except OSError as exc:
-        raise CheckpointError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
-    why = _not_regular(before.st_mode)
+    why = _not_regular(stat_or_error(path).st_mode)
     if why:
         raise CheckpointError(f"{_show(path)}: {why} ({_FORMATS_HELP})")
     try:

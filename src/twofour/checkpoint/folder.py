@@ -28,7 +28,7 @@ import os
 import stat
 
 from .._common.text import printable, show_path as _show
-from .file import CheckpointError, open_checkpoint
+from .file import CheckpointError, open_checkpoint, stat_or_error
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
 
@@ -72,12 +72,7 @@ def _depth(value, limit: int) -> int:
 def read_json(path: str, what: str, limit: int = _MAX_JSON):
     """Parse the JSON file ``path`` (``what`` names it in errors): a regular file, at most ``limit`` bytes,
     UTF-8 (a leading byte-order mark is allowed), no duplicate keys, at most 32 levels deep."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FolderError(f"{_show(path)}: no such file ({what})") from None
-    except OSError as exc:
-        raise FolderError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    st = stat_or_error(path, f"no such file ({what})", FolderError)
     if not stat.S_ISREG(st.st_mode):
         raise FolderError(f"{_show(path)}: {what} is not a regular file (a FIFO, device or folder); refused")
     if st.st_size > limit:
@@ -242,12 +237,7 @@ def open_model(path: str | os.PathLike) -> ModelFiles:
     only ``*.safetensors`` file. ``config.json`` beside the weights is read when present.
     """
     path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FolderError(f"{_show(path)}: no such file or folder") from None
-    except OSError as exc:
-        raise FolderError(f"{_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    st = stat_or_error(path, "no such file or folder", FolderError)
     if stat.S_ISDIR(st.st_mode):
         if os.path.lexists(os.path.join(path, INDEX_NAME)):
             _inside(path, INDEX_NAME, path)

@@ -27,15 +27,10 @@ import stat
 from pathlib import Path
 
 from .._common.atomic import OutputError, check_output, folder_message, names_folder, write_text
-from .._common.text import printable
+from .._common.text import show_path as show  # a path as it is safe to print in a message
 from .main import UserError
 
 __all__ = ["check_output_file", "check_output_dir", "write_output", "saving", "write_error", "show"]
-
-
-def show(path) -> str:
-    """A path as it is safe to print (escaped, at most 200 characters)."""
-    return printable(os.fspath(path), 200)
 
 
 def check_output_file(path, option: str, example: str = "results.json", inputs=(), *,

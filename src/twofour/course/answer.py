@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..request import RequestEstimate, Workload, estimate, measured_gemm_detail, searched_gemm_speedup
-from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, cusparselt_version, verdict_results
+from .deployment import BENCH_FILE, CHAT, GPU, SWEEP_FILE, verdict_results
 from .call_paths import linear_path_cost, searched_fit_error, searched_on_linear, sweep_sentence
 from .decode_loss import decode_loss_explanation, step_against_graphs
 from .gemm_chain import bias_sentence, chain_headline, headline_sentence
@@ -191,12 +191,13 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     """The measured-first verdict of ``workload`` on the recorded GPU (fp16, Llama-3-8B shapes)."""
     from ..bench import recorded_alg_search
     from ..bench.trusted import trusted_gemm_table
+    from ..dispatch.rules import cusparselt_version_str
 
     res = verdict_results()
     sweep = recorded_alg_search()
     prov = res.provenance
     software = {"gpu": prov["gpu_name"], "torch": prov["torch"], "cuda": prov["cuda"],
-                "cusparselt": cusparselt_version(prov["cusparselt"]), "driver": prov["driver"],
+                "cusparselt": cusparselt_version_str(prov["cusparselt"]), "driver": prov["driver"],
                 "date": prov["date"][:10]}
     rows = []
     measured = {mode: measured_gemm_detail(res, workload, mode=mode) for mode in ("stream", "graph", "kernel")}

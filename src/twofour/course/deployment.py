@@ -15,26 +15,13 @@ from pathlib import Path
 from ..models import LLAMA_3_8B
 from ..request import Workload
 
-__all__ = ["GPU", "CHAT", "BENCH_FILE", "SWEEP_FILE", "cusparselt_version", "verdict_results"]
+__all__ = ["GPU", "CHAT", "BENCH_FILE", "SWEEP_FILE", "verdict_results"]
 
 GPU = "H200"
 CHAT = Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256, dtype="fp16")
 # The recorded files the verdict's measured rows read (shipped in twofour/data).
 BENCH_FILE = "bench-nvidia-h200-llama-3-8b-20261130.json"
 SWEEP_FILE = "cslt-algsearch-nvidia-h200-20261130.json"
-
-
-def cusparselt_version(code) -> str:
-    """cuSPARSELt's version as torch reports it (800) in the dotted form.
-
-    >>> cusparselt_version(800), cusparselt_version("n/a")
-    ('0.8.0', 'n/a')
-    """
-    try:
-        n = int(code)
-    except (TypeError, ValueError):
-        return str(code)
-    return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
 
 
 def verdict_results(name: str = BENCH_FILE):

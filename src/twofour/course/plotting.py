@@ -56,7 +56,8 @@ from .measured_rows import measured_on  # re-exported: figures name their data w
 
 __all__ = [
     "Role", "ROLES", "SERIES", "FIGSIZE", "LABEL_SIZE", "LEGEND_SIZE", "color", "series", "new_figure", "style",
-    "legend_below", "measured_on", "describe", "restates", "figure_text", "figure_png", "install_notebook_display",
+    "legend_below", "measured_on", "describe", "restates", "join_and", "figure_text", "figure_png",
+    "install_notebook_display",
 ]
 
 # Inches. 7 x 3.6 at 110 dpi is ~770 px wide: the width of Material's content column.
@@ -309,6 +310,16 @@ def restates(caption: str, title: str) -> bool:
         if part and (said == part or said in part or (part in said and len(said) - len(part) < 20)):
             return True
     return False
+
+
+def join_and(values) -> str:
+    """Values as a caption lists them.
+
+    >>> join_and([1, 16, 256])
+    '1, 16 and 256'
+    """
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
 
 
 def _label(text) -> str:

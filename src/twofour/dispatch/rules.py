@@ -298,12 +298,17 @@ def packed_backend(W) -> str | None:
     return None
 
 
-def cusparselt_version_str(version: int | None) -> str:
-    """torch's cuSPARSELt version int as text: ``602`` -> ``"0.6.2"``.
+def cusparselt_version_str(version: int | str | None) -> str:
+    """torch's cuSPARSELt version int as text: ``602`` -> ``"0.6.2"``; None (unknown) -> ``"unknown"``;
+    a value that is not a number (a results file's ``"n/a"``) as it is.
 
-    >>> cusparselt_version_str(602), cusparselt_version_str(None)
-    ('0.6.2', 'unknown')
+    >>> cusparselt_version_str(602), cusparselt_version_str(None), cusparselt_version_str("n/a")
+    ('0.6.2', 'unknown', 'n/a')
     """
     if version is None:
         return "unknown"
-    return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
+    try:
+        n = int(version)
+    except (TypeError, ValueError):
+        return str(version)
+    return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"

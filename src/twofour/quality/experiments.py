@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from .._common.jsonfile import check_schema, read_json
+from ..device import cpu_model  # re-exported: the provenance of a sweep names the CPU it ran on
 from .corpus import Corpus
 from .criteria import CALIBRATION_SEED, CRITERIA, activation_norms, criterion, masks_for, pruned_copy, verify_masks, weight_mass_kept
 from .model import ModelConfig, prunable_linears
@@ -287,17 +288,6 @@ def _results_schema() -> dict:
 def stored_sweep_path() -> Path:
     """The sweep committed with the package (``twofour quality --out`` wrote it)."""
     return Path(__file__).resolve().parent.parent / "data" / "quality-sweep.json"
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def run_size(

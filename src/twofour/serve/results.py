@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._common.atomic import OutputError, write_text
-from .._common.jsonfile import check_schema
+from .._common.jsonfile import check_schema, read_json
 from ..bench import DATA_DIR, REQUIRED_PROVENANCE
 from ..vocabulary import DECODE_MODES, PHASES
 
@@ -179,12 +179,7 @@ def _same_file(a: Path, b: Path) -> bool:
 def load_decode_results(path) -> DecodeResults:
     """Read a file written by :meth:`DecodeResults.save`, checked against :data:`DECODE_SCHEMA`."""
     where = f"decode results file {str(path)!r}"
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{where} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{where} is not valid JSON: {exc}") from None
+    data = read_json(path, "decode results file")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"{where} has schema {found!r}; expected {SCHEMA!r}")

@@ -139,6 +139,8 @@ def test_pattern_and_version_helpers():
     assert backend_rules("cutlass").pattern(torch.bfloat16) == (2, 4)
     assert cusparselt_version_str(602) == "0.6.2"
     assert cusparselt_version_str(None) == "unknown"
+    assert cusparselt_version_str(800) == cusparselt_version_str("800") == "0.8.0"  # a results file's provenance
+    assert cusparselt_version_str("n/a") == "n/a"
 
 
 def test_bad_backend_name():

@@ -11,7 +11,6 @@ from twofour.models import LLAMA_3_8B, LLAMA_3_70B
 from twofour.request import Machine, ideal_gemm_model
 from twofour.roofline.formats import (
     GPU_MEMORY_BYTES,
-    GPU_MEMORY_GB,
     break_even_bandwidth_ratio,
     TORCHAO_LLAMA3_8B_A100,
     WEIGHT_FORMATS,
@@ -158,7 +157,7 @@ def test_capacity_tpot_bound_and_a_slow_sparse_kernel():
     for cap in (fast, slow):
         assert cap.batch == min(cap.batch_by_memory, cap.batch_by_tpot)
         assert cap.tokens_per_s == pytest.approx(cap.batch / cap.tpot_s)
-    assert set(GPU_MEMORY_GB) >= {"L4", "A100", "H100", "H200"}
+    assert set(GPU_MEMORY_BYTES) >= {"L4", "A100", "H100", "H200"}
 
 
 def test_re_exported_from_roofline():

@@ -19,7 +19,7 @@ import math
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
-from ..plotting import ROLES, color, describe, legend_below, measured_on, new_figure, series
+from ..plotting import ROLES, color, describe, join_and, legend_below, measured_on, new_figure, series
 
 __all__ = [
     "log2_Ms",
@@ -115,20 +115,14 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     high = [M for M in Ms if bound[M] == "compute"]
     parts = []
     if low:
-        parts.append(f"at M = {_join(low)} the GEMM sits on the sloped bandwidth roof, where 2:4 can gain only what "
+        parts.append(f"at M = {join_and(low)} the GEMM sits on the sloped bandwidth roof, where 2:4 can gain only what "
                      f"its fewer bytes give (at most {ceilings(dtype)['memory']:.2f}x)")
     if high:
-        parts.append(f"at M = {_join(high)} it reaches the flat compute roof, where the 2:4 roof is "
+        parts.append(f"at M = {join_and(high)} it reaches the flat compute roof, where the 2:4 roof is "
                      f"{ceilings(dtype)['compute']:.0f}x higher")
     if own_figure:
         describe(fig, caption=f"On the {spec.name} data sheet, " + "; ".join(parts) + ".")
     return fig, ax
-
-
-def _join(values) -> str:
-    """'1, 16 and 256'."""
-    values = [str(v) for v in values]
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
 
 
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
@@ -187,13 +181,13 @@ def speedup_caption(ends, Ms, scenario: str) -> str:
     for name, _, _, m in ends:
         if m is not None:
             by_m.setdefault(m, []).append(name)
-    wins = [f"{m} on the {_join(names)}" for m, names in sorted(by_m.items())]
+    wins = [f"{m} on the {join_and(names)}" for m, names in sorted(by_m.items())]
     never = [name for name, _, _, m in ends if m is None]
     start = (f"2:4 loses to dense at M = {Ms[0]} on every GPU" if all(first < 1 for _, first, _, _ in ends)
              else f"at M = {Ms[0]} 2:4 already wins on " + ", ".join(n for n, f, _, _ in ends if f >= 1))
     parts = [f"{start} (predicted, {scenario})"]
     if wins:
-        parts.append("the first plotted M at which it wins is " + _join(wins))
+        parts.append("the first plotted M at which it wins is " + join_and(wins))
     if never and wins:
         parts[-1] += f", and none up to M = {Ms[-1]} on the " + ", ".join(never)
     elif never:

@@ -17,7 +17,7 @@ import torch
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from ..._common.args import require_positive_int
-from ..plotting import ROLES, color, describe, new_figure
+from ..plotting import ROLES, color, describe, join_and, new_figure
 
 __all__ = ["nonzeros_heatmaps", "kept_bars", "meta_slots_figure"]
 
@@ -138,12 +138,8 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
     first_rows = sorted({r for r, _ in first})
     first_words = sorted({w for _, w in first})
     gaps = {b - a for a, b in zip(first_rows, first_rows[1:])}
-    def join(values):
-        values = [str(v) for v in values]
-        return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
-
     caption = (f"The first {words_per_load * 2}-byte load (the cells numbered 0 to {words_per_load - 1}) holds words "
-               f"{join(first_words)} of rows {join(first_rows)}")
+               f"{join_and(first_words)} of rows {join_and(first_rows)}")
     if len(gaps) == 1:
         caption += f": rows {gaps.pop()} apart sit side by side in memory"
     describe(fig, caption=caption + ".")

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from ..._common.text import printable
+from ..._common.text import printable, show_path
 from .expressions import check_expression, check_format
 from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
 from .schema import require, validate
-from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, BankError, ID
+from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, SLUG, BankError
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
@@ -24,7 +23,7 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     """
     prefix = f"{source}: " if source else ""
     qid = raw.get("id") if isinstance(raw, Mapping) else None
-    ok_id = isinstance(qid, str) and bool(ID.match(qid))
+    ok_id = isinstance(qid, str) and bool(SLUG.match(qid))
     where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
     validate(raw, "question", where)
     numbers = tuple(
@@ -105,7 +104,7 @@ def _bank_text(path) -> tuple[str, str]:
         ref = resources.files("twofour.course") / "data" / DEFAULT_BANK
         return _decode(ref.read_bytes(), f"twofour/course/data/{DEFAULT_BANK}"), f"twofour/course/data/{DEFAULT_BANK}"
     path = Path(path)
-    shown = printable(os.fspath(path), 200)
+    shown = show_path(path)
     try:
         st = path.stat()
     except OSError:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ..._common.text import printable
 from .terms import (BASES, CALCULATOR_KEYS, FORMULAS, GRADES, KINDS, KINDS_BY_LEVEL, LEVELS, RUBRIC_FIELDS, TOPICS, UNITS, BankError,
-                    ID, NAME, SLUG)
+                    NAME, SLUG)
 
 
 def _text_schema(message: str) -> dict:
@@ -136,7 +136,7 @@ QUESTION_SCHEMA: dict = {
     "title": "one question of the practice bank (twofour/course/data/practice.yaml)",
     **_object_schema(
         {
-            "id": {"type": "string", "pattern": ID.pattern, "x-message": "id must be lower-case-with-dashes"},
+            "id": {"type": "string", "pattern": SLUG.pattern, "x-message": "id must be lower-case-with-dashes"},
             "level": {"enum": list(LEVELS), "x-message": f"level must be one of {LEVELS}"},
             "topic": {"enum": sorted(TOPICS), "x-message": f"topic must be one of {sorted(TOPICS)}"},
             "kind": {"enum": list(KINDS), "x-message": f"kind must be one of {list(KINDS)}"},

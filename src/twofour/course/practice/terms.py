@@ -126,8 +126,7 @@ CALCULATOR_MUSTS: tuple[str, ...] = ("What the result establishes:", "What still
 DEFAULT_BANK = "practice.yaml"
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")  # lower-case-with-dashes: a question's id, skill and setting
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "answer", "connects")
 RUBRIC_FIELDS: tuple[str, ...] = ("must", "strong", "red_flags")
 

@@ -12,10 +12,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..._common.text import show_path
 from ..kernels import OpRecord, SPARSE_CUSPARSELT, SPARSE_CUTLASS, classify_records
 from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, kernel_dtype_bits, trace_class
 from . import compare, plausibility, validate
-from .validate import TraceError, shown_path
+from .validate import TraceError
 from .index import Index
 from .read import GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
@@ -91,7 +92,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         bphases = {p.phase: p for p in bphases_list}
         if not any(ph.phase in bphases for ph in phases):
             raise TraceError(
-                f"{shown_path(btr.path)}: no phase in common with {shown_path(tr.path)} (baseline has {sorted(bphases)}, "
+                f"{show_path(btr.path)}: no phase in common with {show_path(tr.path)} (baseline has {sorted(bphases)}, "
                 f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
             )
         notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
@@ -105,14 +106,14 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
                 shapes=notes[ph.phase], gpus=gpus,
             )
-    plausibility.check_speedup(phases, shown_path(tr.path))
+    plausibility.check_speedup(phases, show_path(tr.path))
     return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
                        baseline_excluded=base_excluded, index=ix, outside_steps=(outside, base_outside))
 
 
 def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
     raise TraceError(
-        f"{shown_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
+        f"{show_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
         "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
     )
 
@@ -197,7 +198,7 @@ def _layout(tr: Trace, want: str | None, what: str):
         keep = [i for i, s in enumerate(steps) if s[1] == want]
         if not keep:
             raise TraceError(
-                f"{shown_path(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
+                f"{show_path(tr.path)}: --phase {want}: no step annotation in {what} has {want!r} in its name (steps found: "
                 f"{', '.join(found) or 'none'}); wrap each step in torch.profiler.record_function('{want}_step_i')"
             )
         new_no = np.full(len(steps) + 1, -1, dtype=np.int64)  # old step number -> kept number; -1 -> -1
@@ -218,7 +219,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         _refuse_invalid(tr, tr.invalid, what)
     if not len(tr) or not ((tr.kind == OP).any() or np.isin(tr.kind, GPU_KINDS).any()):
         raise TraceError(
-            f"{shown_path(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
+            f"{show_path(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
             "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
         )
     ix, steps, order, by_step, windows, outside = _layout(tr, want, what)
@@ -270,7 +271,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]
-    validate.check_consistency(phases, shown_path(tr.path), what)
+    validate.check_consistency(phases, show_path(tr.path), what)
     return phases, ix, invalid, n_outside
 
 

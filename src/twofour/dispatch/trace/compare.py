@@ -26,8 +26,8 @@ from __future__ import annotations
 import filecmp
 import os
 
-from ..._common.text import printable
-from .validate import TraceError, shown_path as _shown
+from ..._common.text import printable, show_path as _shown
+from .validate import TraceError
 from .shapes import describe
 
 

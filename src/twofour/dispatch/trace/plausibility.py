@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validate import TraceError, shown_path as _shown
+from ..._common.text import show_path as _shown
+from .validate import TraceError
 from .read import ANNOTATION, OP, RUNTIME, Trace
 
 # Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._common.text import printable
+from ..._common.text import printable, show_path as _shown
 from . import shapes, validate
-from .validate import TraceError, shown_path as _shown
+from .validate import TraceError
 from ._jsonstream import ChromeTraceStream, StreamError
 
 OP, ANNOTATION, GPU_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, OVERHEAD = range(8)
@@ -99,7 +99,6 @@ class Trace:
     shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
     shapes: list = field(default_factory=list)  # the signatures, each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
-    size_bytes: int = 0
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
 
     def __len__(self) -> int:
@@ -302,7 +301,7 @@ def load(path, *, progress: bool | None = None) -> Trace:
         # every name reaches a terminal or a page through the report: keep it escaped (a trace
         # file cannot write escape sequences or forge report lines)
         path=str(path), meta=stream.meta, names=[printable(n, limit=400) for n in names], threads=list(threads),
-        n_read=stream.n_events, size_bytes=size, invalid=invalid, shapes=list(signatures), **cols,
+        n_read=stream.n_events, invalid=invalid, shapes=list(signatures), **cols,
     )
 
 

@@ -32,7 +32,6 @@ guards every verdict: GEMM time <= GPU busy time <= wall time, p in [0, 1].
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,18 +58,9 @@ _OVERLAP_US, _OVERLAP_SHARE = 2.0, 0.1
 
 
 # The one error of twofour.dispatch.trace (every stage raises it; it lives here, the stage every
-# other one imports, so that none imports a later stage), and how a path is shown in it.
+# other one imports, so that none imports a later stage).
 class TraceError(ValueError):
     """The file is not a usable trace, or the question cannot be answered from it (one sentence)."""
-
-
-def shown_path(path) -> str:
-    r"""A path as it is safe to print in an error (a file name can hold escape sequences).
-
-    >>> print(shown_path("run\x1b[2J.json"))
-    run\x1b[2J.json
-    """
-    return printable(os.fspath(path), 200)
 
 
 @dataclass
