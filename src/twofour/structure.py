@@ -128,7 +128,8 @@ class StructureReport:
                 f"hold at most {self.n} non-zeros ({self.nonzero_fraction:.1%} of elements non-zero)"
             )
         per_row = self.bad_groups_per_row
-        rows = (per_row.shape[0] if int(per_row[0]) else 0) if _repeated(per_row) else int((per_row > 0).sum())
+        # Rows that are all one stored row (stride 0) of an invalid report: that row breaks N:M, so every row does.
+        rows = per_row.shape[0] if _repeated(per_row) else int((per_row > 0).sum())
         return (
             f"NOT {pattern}: {self.num_bad_groups:,} of {self.num_groups:,} groups "
             f"({self.fraction_bad:.2%}) hold more than {self.n} non-zeros, in {rows:,} of {self.shape[0]:,} rows "

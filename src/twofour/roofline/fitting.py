@@ -98,7 +98,7 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     for p in points:
         get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
         M, N, K, d = get("M"), get("N"), get("K"), get("dtype")
-        spec = get_gpu(get("gpu", "H200") or "H200")
+        spec = get_gpu(get("gpu") or "H200")
         mult = pad_multiple("cuSPARSELt", d)
         Mp, L, n_bytes = launch_bytes(M, N, K, d, spec, family, sparse, mult)
         rows.append((L.busy_sms, L.waves, min(Mp, L.tile_m) / L.tile_m, n_bytes,

@@ -7,6 +7,8 @@ value.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from twofour.course.practice import BankError, parse_question
@@ -404,3 +406,48 @@ def test_a_calculator_task_without_both_openings_is_refused_at_its_rubric():
 def test_a_questions_own_texts_are_checked_for_markup():
     with pytest.raises(BankError, match=r"prompt holds markup"):
         parse_question(_question(prompt="P <b>x</b> {{a}}"), 0)
+
+
+def test_a_format_is_at_most_200_characters():
+    from twofour.course.practice import check_format
+
+    assert check_format("{}" + "x" * 198) == "{}" + "x" * 198
+    with pytest.raises(BankError, match=r"^format must be a string of at most 200 characters, got '\{\}xxx"):
+        check_format("{}" + "x" * 199)
+
+
+def test_a_call_started_after_10_seconds_of_work_is_refused_and_named(monkeypatch):
+    import itertools
+    from types import SimpleNamespace
+
+    from twofour.course.practice import evaluate_expression, expressions
+
+    # A clock that moves 6 s each time it is read: the expression starts at 0 s, the inner call
+    # at 6 s (within 10 s), the outer one at 12 s, past the limit.
+    monkeypatch.setattr(expressions, "time", SimpleNamespace(monotonic=itertools.count(0, 6).__next__))
+    expr = "amdahl.speedup(0.5, amdahl.speedup(0.5, 2.0))"
+    with pytest.raises(BankError, match=re.escape(
+            f"expr {expr!r}: {expr!r} is reached after more than 10 s of work; a bank expression is computed in "
+            "seconds (split it into earlier numbers)")):
+        evaluate_expression(expr)
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("'ab' * 3", "\"'ab' * 3\" applies * to str and int; arithmetic is on numbers only"),
+    ("2 + [1]", "'2 + [1]' applies + to int and list; arithmetic is on numbers only"),
+    ("'a' + 'b'", "\"'a' + 'b'\" applies + to str and str; arithmetic is on numbers only"),
+])
+def test_a_bank_expression_refuses_arithmetic_on_a_non_number(expr, message):
+    from twofour.course.practice import evaluate_expression
+
+    with pytest.raises(BankError, match=re.escape(message) + "$"):
+        evaluate_expression(expr)
+
+
+def test_a_complex_result_is_refused_as_a_complex_number():
+    from twofour.course.practice import evaluate_expression
+
+    # (-8) ** 0.5 is complex in Python; a bank number must be real, and the message says why.
+    with pytest.raises(BankError, match=r"^expr '\(-8\) \*\* 0\.5': '\(-8\) \*\* 0\.5' gives the complex number "
+                                        r"\([-+.e\d]+\+2\.828\d*j\); a bank number must be real$"):
+        evaluate_expression("(-8) ** 0.5")

@@ -277,6 +277,7 @@ def test_float8_packs_but_plain_mm_is_refused():
     W = pruned(64, 64, torch.float32).to(torch.float8_e4m3fn)
     v = explain(W, 64, target=H100, backend="cusparselt")
     assert v.if_packed == "error" and "_scaled_mm" in " ".join(v.reasons)
+    assert "dtype" in v.topics  # the refusal is reported under the dtype it is about
 
 
 @pytest.mark.parametrize("backend", ["cusparselt", "cutlass"])

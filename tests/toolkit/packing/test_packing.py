@@ -197,6 +197,10 @@ def test_index_bits():
         (lambda: packed_ratio(torch.bool), TypeError, "no N:M packed form"),
         (lambda: packed_ratio("fp16"), TypeError, "torch.dtype or a positive bit width"),
         (lambda: packed_bytes((4, 8), torch.float16, meta_bits_per_value=-1), ValueError, "non-negative"),
+        (lambda: packed_bytes((4, 8), torch.float16, meta_bits_per_value=True), ValueError,
+         r"^meta_bits_per_value must be a non-negative int, got True$"),
+        (lambda: packed_bytes((4, 8), torch.float16, meta_bits_per_value=2.0), ValueError,
+         r"^meta_bits_per_value must be a non-negative int, got 2\.0$"),
     ],
 )
 def test_bytes_bad_input(call, exc, pattern):

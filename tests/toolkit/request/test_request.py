@@ -224,7 +224,7 @@ def test_ideal_gemm_model_decode_ratio_is_the_packed_bytes_ceiling():
 
 @pytest.mark.parametrize("field,value,exc,match", [
     ("batch", 0, ValueError, r"batch must be an int in \[1"),
-    ("batch", 2.0, TypeError, "batch must be an int"),
+    ("batch", 2.0, TypeError, r"^batch must be an int >= 1, got float 2\.0$"),
     ("batch", True, TypeError, "batch must be an int"),
     ("prompt_len", -5, ValueError, "prompt_len must be an int"),
     ("output_len", 0, ValueError, "output_len must be an int"),
@@ -252,6 +252,13 @@ def test_bad_workload(field, value, exc, match):
 def test_bad_assumptions(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Assumptions(**kwargs)
+
+
+def test_a_number_of_another_type_is_refused_naming_the_field_and_the_type():
+    with pytest.raises(TypeError, match=r"^memory_efficiency must be a number, got str '0\.8'$"):
+        Assumptions(memory_efficiency="0.8")
+    with pytest.raises(TypeError, match=r"^bandwidth must be a number, got NoneType None$"):
+        Machine("x", 1e15, 2e15, None)
 
 
 def test_bad_machine():

@@ -331,3 +331,17 @@ def test_measured_detail_reads_the_mixed_steps_rows_at_batch_plus_chunk():
 
     # one decode token and 15 chunk tokens share a step: its GEMMs run at M = 16
     assert decode(1, chunk=15) == decode(16) != decode(1)
+
+
+def test_measured_detail_of_an_unmeasured_phase_lists_each_pruned_gemm_as_missing():
+    from twofour.course.answer import verdict_results
+    from twofour.request.measured import measured_gemm_detail
+
+    # The recorded runs have decode at batch 1 but no prefill of 500 tokens.
+    w = Workload(LLAMA_3_8B, 1, 500, 256, dtype="fp16", pruned=("gate_proj", "up_proj", "down_proj"))
+    detail = measured_gemm_detail(verdict_results(), w)
+    assert detail["prefill"] == {"speedup": None, "rows": {"gate_proj": None, "up_proj": None, "down_proj": None},
+                                 "replaced": []}
+    decode = detail["decode"]
+    assert decode["speedup"] > 0 and sorted(decode["rows"]) == ["down_proj", "gate_proj", "up_proj"]
+    assert all(row["dense_ms"] > 0 and row["sparse_ms"] > 0 for row in decode["rows"].values())

@@ -284,3 +284,30 @@ def test_wave_efficiency_names_the_argument_it_refuses(arg):
     args = {"M": 1, "N": 4096, "sms": 132, "tile_m": 128, "tile_n": 128} | {arg: 0}
     with pytest.raises(ValueError, match=rf"^{arg} must be an? (int|number) from 1"):
         wave_efficiency(**args)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "int8"])
+@pytest.mark.parametrize("M", [1, 24, 4100])
+def test_the_cutlass_kernel_time_is_the_kernel_predict_gives_for_the_cutlass_backend(dtype, M):
+    # kernel_time(family="cutlass") runs on the GPU's CUTLASS backend: its parameters and its row multiple.
+    k = kernel_time(M, 4096, 4096, dtype, "A100", "cutlass")
+    assert k == predict(M, 4096, 4096, dtype, "A100", "CUTLASS", scenario="kernel").sparse
+    assert k.family == "cutlass"
+
+
+def test_nelder_mead_keeps_the_best_value_when_it_shrinks_the_simplex():
+    """A shrink moves every point halfway to the best one and re-evaluates them; the best point stays with its own
+    value, so a shrunk point that is better than the others but worse than the best never takes its place."""
+    from twofour.roofline.fitting import nelder_mead
+
+    seen = []
+    table = {(0.0, 0.0): 0.0, (0.3, 0.0): 1.0, (0.0, 0.3): 2.0, (0.15, 0.0): 0.5}
+
+    def f(x):
+        seen.append(tuple(round(float(v), 9) for v in x))
+        return table.get(seen[-1], 9.0)
+
+    # Simplex {(0, 0), (0.3, 0), (0, 0.3)}: the reflection (0.3, -0.3) and the contraction (0.075, 0.15) are both
+    # worse than the worst point, so it shrinks to {(0, 0), (0.15, 0), (0, 0.15)}: (0.15, 0) is 0.5, above the best 0.
+    assert nelder_mead(f, [0.0, 0.0]) == [0.0, 0.0]
+    assert seen[:7] == [(0.0, 0.0), (0.3, 0.0), (0.0, 0.3), (0.3, -0.3), (0.075, 0.15), (0.15, 0.0), (0.0, 0.15)]

@@ -181,6 +181,16 @@ def test_the_report_text_is_the_summary_then_the_examples_then_the_fix():
     ]
 
 
+def test_the_summary_of_one_stored_row_repeated_counts_every_row_as_broken():
+    # A weight whose rows are all one stored row (stride 0): when that row breaks 2:4, every row does.
+    row = torch.tensor([[1.0, 2.0, 3.0, 0.0, 1.0, 0.0, 0.0, 0.0]])
+    report = twofour.check(row.expand(10**12, 8), max_locations=0)
+    assert report.summary() == (
+        "NOT 2:4: 1,000,000,000,000 of 2,000,000,000,000 groups (50.00%) hold more than 2 non-zeros, "
+        "in 1,000,000,000,000 of 1,000,000,000,000 rows of 1000000000000x8 float32"
+    )
+
+
 def test_prune_nan_message_names_the_tensor_that_holds_it():
     # The message says which argument to fix: W when ranking by magnitude, scores otherwise.
     W = torch.tensor([[1.0, float("nan"), 0.0, 2.0]])
