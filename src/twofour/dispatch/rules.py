@@ -300,15 +300,16 @@ def packed_backend(W) -> str | None:
 
 def cusparselt_version_str(version: int | str | None) -> str:
     """torch's cuSPARSELt version int as text: ``602`` -> ``"0.6.2"``; None (unknown) -> ``"unknown"``;
-    a value that is not a number (a results file's ``"n/a"``) as it is.
+    anything but a whole number of ASCII digits (a results file's ``"n/a"``, a fraction, inf, a
+    negative number) as it is, never rounded into a version that does not exist.
 
     >>> cusparselt_version_str(602), cusparselt_version_str(None), cusparselt_version_str("n/a")
     ('0.6.2', 'unknown', 'n/a')
     """
     if version is None:
         return "unknown"
-    try:
-        n = int(version)
-    except (TypeError, ValueError):
-        return str(version)
+    text = str(version)
+    if not (text.isascii() and text.isdigit()):
+        return text
+    n = int(text)
     return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"

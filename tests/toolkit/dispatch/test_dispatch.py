@@ -141,6 +141,9 @@ def test_pattern_and_version_helpers():
     assert cusparselt_version_str(None) == "unknown"
     assert cusparselt_version_str(800) == cusparselt_version_str("800") == "0.8.0"  # a results file's provenance
     assert cusparselt_version_str("n/a") == "n/a"
+    # a lying provenance value is shown as given, not rounded or wrapped into another version
+    for odd, shown in ((1.5, "1.5"), (float("inf"), "inf"), (float("nan"), "nan"), (-1, "-1"), (True, "True")):
+        assert cusparselt_version_str(odd) == shown
 
 
 def test_bad_backend_name():
