@@ -9,6 +9,7 @@ with ``ast``, absolute and relative, at any depth.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,11 @@ REPO = PACKAGE.parent.parent
 ROOMS = ("twofour.cli", "twofour.course")  # what the toolkit must not import
 # ``python -m twofour`` is the command line's second door, so it belongs to the cli room.
 ENTRY_POINTS = ("twofour.__main__",)
+
+
+# Four checks below read every module; each is parsed and walked once (the results are only read).
+_parse = functools.lru_cache(maxsize=None)(ast.parse)
+pytestmark = pytest.mark.xdist_group("package-imports")
 
 
 def _module_name(path: Path) -> str:
@@ -46,14 +52,15 @@ def _in_rooms(name: str) -> bool:
     return any(name == room or name.startswith(room + ".") for room in ROOMS)
 
 
-def imported_names(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+@functools.lru_cache(maxsize=None)
+def imported_names(source: str, module: str, is_package: bool) -> tuple[tuple[int, str], ...]:
     """(line, absolute module name) for every import in ``source``, at any depth.
 
     ``from X import a`` yields both ``X`` and ``X.a`` (``a`` may be a submodule), and a call
     ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name counts too.
     """
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -65,7 +72,7 @@ def imported_names(source: str, module: str, is_package: bool) -> list[tuple[int
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
             if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
                 found.append((node.lineno, node.args[0].value))
-    return found
+    return tuple(found)
 
 
 def upward_imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
@@ -224,7 +231,7 @@ def module_imports(source: str, module: str, is_package: bool, modules: set[str]
     ``a`` starts with one underscore, a private name taken from ``X``). Imports under
     ``if TYPE_CHECKING:`` do not run, so they count for neither.
     """
-    tree = ast.parse(source)
+    tree = _parse(source)
     skip = _type_checking_only(tree)
     imported: set[str] = set()
     private: list[str] = []
@@ -277,6 +284,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+@functools.cache
 def _package_graph():
     files = _package_files()
     modules = {_module_name(p) for p in files}
