@@ -190,11 +190,9 @@ def audit(
             skipped.append((name, _skip_reason(shape)))
             continue
         stored = reader.stored(name) if reader is not None else None
-        if stored is not None and stored.form == "marlin-24":
-            rows.append(judge_row(marlin_row(name, kind, shape, stored), ct, reader.path))
-            continue
-        if stored is not None and stored.form == "pack-quantized":  # 2:4 read from the packed integers
-            row = packed_int_row(name, kind, shape, dtype, stored, reader.structure(name))
+        if stored is not None and stored.form in ("marlin-24", "pack-quantized"):  # 2:4 as stored
+            row = (marlin_row(name, kind, shape, stored) if stored.form == "marlin-24"
+                   else packed_int_row(name, kind, shape, dtype, stored, reader.structure(name)))
             rows.append(judge_row(row, ct, reader.path))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:

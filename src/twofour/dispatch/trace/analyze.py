@@ -30,24 +30,20 @@ def _steps(ix: Index):
     tr = ix.tr
     names = tr.names
     rows, phased = tr.step_rows()
-    if phased:
-        picked = sorted(rows.tolist(), key=lambda i: (tr.ts[i], -tr.dur[i]))
-        # The innermost phase annotations are the steps: one is a leaf when the next one (in
-        # start order) begins after it ends.
-        leaves = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
-        out = []
-        for i in leaves:
-            n = names[tr.name[i]]
-            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i]),
-                        int(tr.thread[i])))
-        return out
-    if len(rows):
-        picked = sorted(rows.tolist(), key=lambda i: tr.ts[i])
-        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i])) for i in picked]
-    keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
-    if not len(keep):
-        return []
-    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
+    if not len(rows):
+        keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
+        if not len(keep):
+            return []
+        return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
+    picked = sorted(rows.tolist(), key=lambda i: (tr.ts[i], -tr.dur[i] if phased else 0))
+    if phased:  # the innermost annotations are the steps: each ends before the next (in start order) begins
+        picked = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
+
+    def phase(n: str) -> str:
+        return ("prefill" if "prefill" in n.lower() else "decode") if phased else "step"
+
+    return [(n, phase(n), float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i]))
+            for i, n in ((i, names[tr.name[i]]) for i in picked)]
 
 
 def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None,
@@ -254,8 +250,8 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
             a, b = windows[si]
             st, seen, kt = _step_stats(ix, tr, name, ph, a, b, cs, ce, by_step.get(si, []), op_order, op_ts)
             rep.steps.append(st)
-            rep.all_gemms += st.gemms
-            rep.all_sparse_gemms += st.sparse_gemms
+            rep.gemms += st.gemms
+            rep.sparse_gemms += st.sparse_gemms
             backends |= seen
             if j < first:
                 continue
@@ -267,7 +263,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                     rep.unclassified[key[0]] = rep.unclassified.get(key[0], 0.0) + us
             if device == "cuda":
                 _gaps(ix, rep, name, a, b)
-        rep.all_backends = tuple(BACKEND_NAME[c] for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS) if c in backends)
+        rep.sparse_backends = tuple(BACKEND_NAME[c] for c in BACKEND_NAME if c in backends)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]

@@ -76,12 +76,8 @@ class Trace:
     One row per kept event (CPU operators, annotations, GPU kernels, memcpy/memset, CUDA
     runtime calls, profiler overhead); ``names[name[i]]`` is its name, ``ts``/``dur`` are
     microseconds, ``thread[i]`` indexes ``threads`` (``(pid, tid)``), ``ext`` / ``corr`` are the
-    profiler's "External id" and "correlation" (-1 when absent), ``index[i]`` its position in
-    ``traceEvents``. ``shape[i]`` indexes ``shapes``, the operand signatures
-    (:func:`.shapes.signature`) of operators recorded with ``record_shapes=True``, -1 when the event
-    has none. Events that failed validation (:mod:`.validate`) are not in the columns; they
-    are counted in ``invalid`` (reason -> :class:`~.validate.Invalid`), which :func:`analyze`
-    refuses or reports.
+    profiler's "External id" and "correlation" (-1 when absent). Events that failed validation
+    (:mod:`.validate`) are not in the columns but counted in ``invalid``.
     """
 
     path: str
@@ -97,7 +93,7 @@ class Trace:
     corr: np.ndarray
     index: np.ndarray | None = None  # each row's position in traceEvents
     shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
-    shapes: list = field(default_factory=list)  # the signatures, each kept once
+    shapes: list = field(default_factory=list)  # the signatures (.shapes.signature), each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
 
