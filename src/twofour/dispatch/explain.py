@@ -465,27 +465,24 @@ def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
     mult = x_rule.dense_min_rows
     M_padded = -(-M // mult) * mult
     if M_padded != M:
-        wasted = 1 - M / M_padded
-        return [
-            Check(
-                "padding",
-                "slow",
-                f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
-                f"so {wasted:.1%} of its rows are padding",
-                f"{case.rules.source}; pytorch#111339",
-            )
-        ], M_padded
-    if M <= _FEW_TOKENS:
-        return [
-            Check(
-                "padding",
-                "slow",
-                f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
-                "PyTorch's sparse path were slower than dense",
-                "pytorch#111339; ao#1460",
-            )
-        ], M_padded
-    return [Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding")], M_padded
+        found = Check(
+            "padding",
+            "slow",
+            f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
+            f"so {1 - M / M_padded:.1%} of its rows are padding",
+            f"{case.rules.source}; pytorch#111339",
+        )
+    elif M <= _FEW_TOKENS:
+        found = Check(
+            "padding",
+            "slow",
+            f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
+            "PyTorch's sparse path were slower than dense",
+            "pytorch#111339; ao#1460",
+        )
+    else:
+        found = Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding")
+    return [found], M_padded
 
 
 def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:
