@@ -249,16 +249,15 @@ def classify_records(records) -> list[str]:
             own[j] = own[i]
 
     def effective(i: int) -> str:
+        j = records[i].parent
         if records[i].device != "cpu":
             # A kernel's parent launched it; library kernel names change between versions.
-            j = records[i].parent
             if j is not None and own[i] != OTHER and own[j] in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
                 return own[j]
             low = records[i].name.lower()
             if j is not None and own[i] == OTHER and own[j] == DENSE and not any(h in low for h in NON_GEMM_MARKERS):
                 return DENSE
             return own[i]
-        j = records[i].parent
         inherited = None
         while j is not None:  # the outermost sparse ancestor decides
             if own[j] in SPARSE_CLASSES:

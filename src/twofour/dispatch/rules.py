@@ -7,9 +7,8 @@ described correctly without a code change:
 
 * ``SparseSemiStructuredTensor._FORCE_CUTLASS``: which backend ``to_sparse_semi_structured``
   picks (False: cuSPARSELt, True: CUTLASS).
-* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes, the weight's minimum
-  shape (it must be at least, and a multiple of, ``sparse_min_rows x sparse_min_cols``) and the
-  multiples the activation ``x`` is zero-padded to (``dense_min_rows``, ``dense_min_cols``).
+* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes and each one's
+  :class:`ShapeRule`.
 
 What the classes do not expose is written down here, each with its source (the Sources page,
 "Dispatch" and "GPUs and backends"):

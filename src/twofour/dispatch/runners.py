@@ -11,8 +11,6 @@ quantization the folder's ``config.json`` names. The sources, checked in Decembe
   (0.15.0.1 source, ``compressors/model_compressors/model_compressor.py``); 0.14.0 still
   decompresses ``sparse-24-bitmask`` (never ``marlin-24``: its compressor says "Decompression
   is not implemented").
-* PyTorch core: ``torch.sparse.to_sparse_semi_structured`` packs a dense 2:4 fp16/bf16 (or
-  int8) weight on a CUDA GPU of compute capability 8.0 or newer.
 * torchao (the project's Sources page): its int8 2:4 layout went in 0.17.0 (pytorch/ao#4148), and
   ``torchao.sparsity`` later (pytorch/ao#4728); fp8 2:4 survives as a packing format of
   ``Float8DynamicActivationFloat8WeightConfig`` (``SPARSE_2D_DATA_2D_METADATA``, CUTLASS, SM 9.0).

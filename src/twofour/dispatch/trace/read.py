@@ -6,7 +6,7 @@ never sits in memory as text), and each kept event becomes a few numbers in comp
 (49 bytes an event). At peak, reading and analysing take about 150 bytes per kept event of the
 process's own memory (the columns, their growth while read, the analysis's index), on top of the
 interpreter and torch (about 150 MB); ``test_a_64_mb_trace_streams`` measures it and holds it
-under 200. Nsight Systems exports are not read (an SQLite file gets a clear error).
+under 200.
 """
 
 from __future__ import annotations
@@ -258,19 +258,10 @@ def load(path, *, progress: bool | None = None) -> Trace:
                     except ValueError:
                         validate.add(invalid, "malformed shapes", stream.n_events - 1, nm)
                         continue
-                    s = signatures.get(sig)
-                    if s is None:
-                        s = signatures[sig] = len(signatures)
-                i = names.get(nm)
-                if i is None:
-                    i = names.setdefault(nm, len(names))
-                key = (pid, tid)
-                t = threads.get(key)
-                if t is None:
-                    t = threads[key] = len(threads)
+                    s = signatures.setdefault(sig, len(signatures))
                 kind_append(k)
-                name_append(i)
-                thread_append(t)
+                name_append(names.setdefault(nm, len(names)))
+                thread_append(threads.setdefault((pid, tid), len(threads)))
                 ts_append(ts)
                 dur_append(dur)
                 ext_append(e)
