@@ -67,14 +67,11 @@ class Invalid:
 
 def add(invalid: dict, reason: str, event: int, name, count: int = 1) -> None:
     """Count ``count`` events of ``reason``, keeping the one with the smallest event number as the first."""
-    cur = invalid.get(reason)
-    name = name if isinstance(name, str) else repr(name)
-    if cur is None:
-        invalid[reason] = Invalid(reason, count, event, printable(name, 200))
-        return
+    name = printable(name if isinstance(name, str) else repr(name), 200)
+    cur = invalid.setdefault(reason, Invalid(reason, 0, event, name))
     cur.count += count
     if event < cur.first_event:
-        cur.first_event, cur.first_name = event, printable(name, 200)
+        cur.first_event, cur.first_name = event, name
 
 
 def field_problem(ev: dict) -> str | None:
