@@ -120,10 +120,7 @@ def classify(name: str) -> str:
 def _classify(name: str) -> str:
     # Cached: a trace repeats a few hundred names millions of times.
     low = name.lower()
-    for cls, markers in _MARKERS:
-        if any(m in low for m in markers):
-            return cls
-    return OTHER
+    return next((cls for cls, markers in _MARKERS if any(m in low for m in markers)), OTHER)
 
 
 @dataclass(frozen=True)

@@ -286,10 +286,7 @@ def packed_backend(W) -> str | None:
     backend = getattr(type(W), "BACKEND", None)
     if backend in BACKENDS:
         return backend
-    for name, cls in semi_structured_classes().items():
-        if isinstance(W, cls):
-            return name
-    return None
+    return next((name for name, cls in semi_structured_classes().items() if isinstance(W, cls)), None)
 
 
 def cusparselt_version_str(version: int | str | None) -> str:

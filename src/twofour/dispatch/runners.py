@@ -88,10 +88,8 @@ def kept_reason(name: str, ct=None) -> str:
     >>> kept_reason("model.vision_tower.blocks.0.attn.qkv.weight")
     'the vision tower'
     """
-    for pattern, what in _KINDS_KEPT:
-        if pattern.search(name):
-            return what
-    return "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+    default = "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+    return next((what for pattern, what in _KINDS_KEPT if pattern.search(name)), default)
 
 
 def packed_int_row(name: str, kind: str, shape, dtype: str, stored, counted):

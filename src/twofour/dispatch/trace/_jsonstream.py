@@ -165,7 +165,6 @@ class ChromeTraceStream:
             raise StreamError(f"not a JSON trace: it starts with {self.buf[self.pos:self.pos + 20]!r}, not '{{' or '['")
         self.pos += 1
         keys = []
-        found = False
         closed = self._peek() == "}"
         if closed:
             self.pos += 1
@@ -178,7 +177,6 @@ class ChromeTraceStream:
             if key == "traceEvents":
                 if self._peek() != "[":
                     raise StreamError(self._where("\"traceEvents\" is not an array: not a profiler trace"))
-                found = True
                 yield from self._array()
             else:
                 start = self.offset + self.pos
@@ -191,7 +189,7 @@ class ChromeTraceStream:
                     self._meta_left -= size
                 del value
             closed = self._closed("}", "the top-level object", "in the top-level object")
-        if not found:
+        if "traceEvents" not in keys:
             shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "") if keys else "none"
             raise StreamError(f"JSON, but not a profiler trace: no \"traceEvents\" array (top-level keys: {shown})")
         self._end()

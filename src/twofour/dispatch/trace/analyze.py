@@ -39,11 +39,11 @@ def _steps(ix: Index):
     if phased:  # the innermost annotations are the steps: each ends before the next (in start order) begins
         picked = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
 
-    def phase(n: str) -> str:
-        return ("prefill" if "prefill" in n.lower() else "decode") if phased else "step"
+    def phase(i: int) -> str:
+        return ("prefill" if "prefill" in names[tr.name[i]].lower() else "decode") if phased else "step"
 
-    return [(n, phase(n), float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i]))
-            for i, n in ((i, names[tr.name[i]]) for i in picked)]
+    return [(names[tr.name[i]], phase(i), float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i]))
+            for i in picked]
 
 
 def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None,
@@ -115,13 +115,9 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
 
 
 def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
-    """Rows (event indices into the columns) whose times contradict their step, counted in ``invalid``.
-
-    * a GPU event that starts before the window of the step that launched it, or more than
-      :data:`_LAUNCH_SKEW_US` before the call that launched it (impossible on one clock);
-    * an operator or runtime call on a step's own thread that starts inside the step and ends
-      after it (the step's annotation encloses everything its thread runs).
-    """
+    """Rows whose times contradict their step (``beyond step``, see :mod:`.validate`), counted in
+    ``invalid``: a step's annotation encloses everything its thread runs, and a GPU event cannot
+    start before its launch."""
     bad = set()
     for si, gpos in by_step.items():
         a = windows[si][0]
@@ -364,11 +360,7 @@ def _culprit(ix, a, b):
     if i >= 0:
         return f"profiler overhead ({ix.name(i)})", (), -1
     stack = ix.stack_at(0.5 * (a + b))
-    chosen = -1
-    for i in reversed(stack):
-        if min(ix.end[i], b) - max(tr.ts[i], a) >= half:
-            chosen = i
-            break
+    chosen = next((i for i in reversed(stack) if min(ix.end[i], b) - max(tr.ts[i], a) >= half), -1)
     if chosen < 0:
         if ix.launch_thread < 0:
             return "no CPU activity recorded", (), -1
