@@ -84,17 +84,16 @@ def _iter_weights(source) -> Iterable[tuple[str, str | None, tuple, object, obje
         for mod_name, mod in source.named_modules():
             kind = "linear" if isinstance(mod, torch.nn.Linear) else "embedding" if isinstance(mod, torch.nn.Embedding) else None
             if kind and getattr(mod, "weight", None) is not None:
-                owners[f"{mod_name}.weight" if mod_name else "weight"] = kind
+                owners[f"{mod_name}.weight" if mod_name else "weight"] = kind, mod
         seen = set()
         for name, t in list(source.named_parameters()) + list(source.named_buffers()):
             if id(t) in seen:
                 continue  # tied weights (lm_head = embedding) appear once
             seen.add(id(t))
-            kind = owners.get(name) or weight_kind(name, tuple(t.shape))
+            kind = owners[name][0] if name in owners else weight_kind(name, tuple(t.shape))
             yield name, kind, tuple(t.shape), t.dtype, (lambda t=t: t)
         # Packed weights are not Parameters on every torch version: pick them up from modules.
-        for name, kind in owners.items():
-            mod = source.get_submodule(name.rsplit(".", 1)[0]) if "." in name else source
+        for name, (kind, mod) in owners.items():
             w = mod.weight
             if id(w) not in seen and is_packed(w):
                 seen.add(id(w))
@@ -190,11 +189,9 @@ def audit(
             skipped.append((name, _skip_reason(shape)))
             continue
         stored = reader.stored(name) if reader is not None else None
-        if stored is not None and stored.form == "marlin-24":
-            rows.append(judge_row(marlin_row(name, kind, shape, stored), ct, reader.path))
-            continue
-        if stored is not None and stored.form == "pack-quantized":  # 2:4 read from the packed integers
-            row = packed_int_row(name, kind, shape, dtype, stored, reader.structure(name))
+        if stored is not None and stored.form in ("marlin-24", "pack-quantized"):  # 2:4 as stored
+            row = (marlin_row(name, kind, shape, stored) if stored.form == "marlin-24"
+                   else packed_int_row(name, kind, shape, dtype, stored, reader.structure(name)))
             rows.append(judge_row(row, ct, reader.path))
             continue
         if not isinstance(dtype, torch.dtype) or dtype not in SUPPORTED_DTYPES:

@@ -80,21 +80,6 @@ def _disk_cell(r) -> str:
     return f"{format_bytes(r.stored_bytes)} ({r.stored_bytes / fp16:.2f}x fp16)"
 
 
-def table_cells(r, stored: bool = False) -> tuple[str, ...]:
-    """One audit row as the table's cell strings (the name escaped and shortened)."""
-    verdict = r.verdict if r.kind == "linear" else "embedding"
-    cells = (
-        printable(r.name, NAME_WIDTH),
-        "x".join(map(str, r.shape)),
-        str(r.dtype),
-        valid_cell(r),
-        "yes" if r.packed else "no",
-        "dense (kept)" if r.kept_dense and r.kind == "linear" else verdict,
-        ", ".join(r.topics) or "—",
-    )
-    return cells[:3] + (r.stored, _disk_cell(r)) + cells[3:] if stored else cells
-
-
 def format_bytes(n: int) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
@@ -205,10 +190,21 @@ class AuditReport:
         return f"{len(self.skipped)} tensors: " + "; ".join(f"{n} x {printable(why, 200)}" for why, n in kinds.most_common())
 
     def _cells(self, rows) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-        """The table's header, and the cells of ``rows``."""
+        """The table's header, and the cells of ``rows`` (each name escaped and shortened)."""
         stored = self.stored_forms
-        header = TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER
-        return header, [table_cells(r, stored) for r in rows]
+        body = []
+        for r in rows:
+            cells = (
+                printable(r.name, NAME_WIDTH),
+                "x".join(map(str, r.shape)),
+                str(r.dtype),
+                valid_cell(r),
+                "yes" if r.packed else "no",
+                ("dense (kept)" if r.kept_dense else r.verdict) if r.kind == "linear" else "embedding",
+                ", ".join(r.topics) or "—",
+            )
+            body.append(cells[:3] + (r.stored, _disk_cell(r)) + cells[3:] if stored else cells)
+        return (TABLE_HEADER[:3] + STORED_HEADER + TABLE_HEADER[3:] if stored else TABLE_HEADER), body
 
     def table(self, max_rows: int | None = None, width: int | None = None) -> str:
         """The per-layer table (its first ``max_rows`` rows); wider than ``width`` it is printed as

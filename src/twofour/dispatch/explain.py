@@ -110,9 +110,8 @@ class Verdict:
     def summary(self) -> str:
         shape = "x".join(map(str, self.shape))
         what = f"W {shape} {dtype_name(self.dtype)} ({'packed' if self.packed else 'dense tensor'})"
-        if self.packed:
-            return f"{what} on {self.target}: {self.path}"
-        return f"{what} on {self.target}: {self.path} now, {self.if_packed} if packed"
+        now = "" if self.packed else f" now, {self.if_packed} if packed"
+        return f"{what} on {self.target}: {self.path}{now}"
 
     def __str__(self) -> str:
         return "\n".join([self.summary(), *(f"  {c}" for c in self.checks)])
@@ -211,7 +210,8 @@ def explain(
     M, K_x = _parse_x_shape(x_shape, K)
     if structure is not None:
         _require_report_on(structure, W, rules.pattern(W.dtype))
-    case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure)
+    case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure,
+                 bool(env.cuda_available))
 
     # What decides the path as W stands, then what decides it after packing: one rule each, in
     # the order PyTorch meets them (and the pattern, which PyTorch never checks).
@@ -221,7 +221,10 @@ def explain(
     padding, M_padded = _padding_rule(case)
     pack_checks += padding
 
-    path, if_packed = _verdict(case, dense_checks, pack_checks)
+    # Any error breaks the path it belongs to.
+    x_broken = any(c.status == "error" for c in dense_checks)
+    if_packed = "error" if x_broken or any(c.status == "error" for c in pack_checks) else f"sparse-{backend}"
+    path = if_packed if packed else ("error" if x_broken else "dense")
     target_name = (
         f"{env.gpu_name} (compute capability {env.capability_str})" if case.on_gpu else "CPU (no CUDA GPU)"
     )
@@ -241,7 +244,7 @@ def explain(
 
 # ---------------------------------------------------------------------------------------------
 # The rules. Each takes the question (a _Case) and returns its findings: a list of Checks, empty
-# when the rule has nothing to say. explain() runs them in order; _verdict() reads the outcome.
+# when the rule has nothing to say. explain() runs them in order and reads the outcome.
 
 
 @dataclass(frozen=True)
@@ -259,10 +262,7 @@ class _Case:
     K_x: int | None
     x_dtype: torch.dtype
     structure: StructureReport | None
-
-    @property
-    def on_gpu(self) -> bool:
-        return bool(self.env.cuda_available)
+    on_gpu: bool
 
 
 def _activation_rule(case: _Case) -> list[Check]:
@@ -364,13 +364,12 @@ def _dtype_rule(case: _Case) -> list[Check]:
                 rules.source,
             )
         ]
-    mm_problem = rules.mm_problem(dtype)
     gpu_problem = rules.dtype_problem(dtype, case.env.capability, case.env.cusparselt_version) if case.on_gpu else None
-    result_problem = rules.mm_result_problem(dtype)
-    if mm_problem or gpu_problem:
-        return [Check("dtype", "error", "; ".join(p for p in (gpu_problem, mm_problem) if p))]
-    if result_problem:
-        return [Check("dtype", "wrong", result_problem, rules.source)]
+    errors = [p for p in (gpu_problem, rules.mm_problem(dtype)) if p]
+    if errors:
+        return [Check("dtype", "error", "; ".join(errors))]
+    if rules.mm_result_problem(dtype):
+        return [Check("dtype", "wrong", rules.mm_result_problem(dtype), rules.source)]
     return [Check("dtype", "ok", f"{dtype_name(dtype)}", rules.source)]
 
 
@@ -466,36 +465,24 @@ def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
     mult = x_rule.dense_min_rows
     M_padded = -(-M // mult) * mult
     if M_padded != M:
-        wasted = 1 - M / M_padded
-        return [
-            Check(
-                "padding",
-                "slow",
-                f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
-                f"so {wasted:.1%} of its rows are padding",
-                f"{case.rules.source}; pytorch#111339",
-            )
-        ], M_padded
-    if M <= _FEW_TOKENS:
-        return [
-            Check(
-                "padding",
-                "slow",
-                f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
-                "PyTorch's sparse path were slower than dense",
-                "pytorch#111339; ao#1460",
-            )
-        ], M_padded
-    return [Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding")], M_padded
-
-
-def _verdict(case: _Case, dense_checks: list[Check], pack_checks: list[Check]) -> tuple[str, str]:
-    """(path, if_packed) from the findings: any error breaks the path it belongs to."""
-    x_broken = any(c.status == "error" for c in dense_checks)
-    pack_broken = any(c.status == "error" for c in pack_checks)
-    if_packed = "error" if (x_broken or pack_broken) else f"sparse-{case.backend}"
-    path = if_packed if case.packed else ("error" if x_broken else "dense")
-    return path, if_packed
+        found = Check(
+            "padding",
+            "slow",
+            f"x has M={M} rows; the sparse kernel zero-pads them to {M_padded} (a multiple of {mult}), "
+            f"so {1 - M / M_padded:.1%} of its rows are padding",
+            f"{case.rules.source}; pytorch#111339",
+        )
+    elif M <= _FEW_TOKENS:
+        found = Check(
+            "padding",
+            "slow",
+            f"M={M} tokens: no padding, but a GEMM this short is memory-bound, where published runs of "
+            "PyTorch's sparse path were slower than dense",
+            "pytorch#111339; ao#1460",
+        )
+    else:
+        found = Check("padding", "ok", f"M={M} is a multiple of {mult}: no padding")
+    return [found], M_padded
 
 
 def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:

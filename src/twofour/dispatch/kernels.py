@@ -2,32 +2,20 @@
 
 A weight's class tells you what *should* run; the profiler tells you what *did*. This module
 runs a callable under ``torch.profiler`` and sorts every kernel (on a GPU) or operator (on
-the CPU) into a class by its name, with the time spent in each class:
+the CPU) into one of :data:`CLASSES` by its name (the markers are ``_MARKERS``), with the time
+spent in each class:
 
-==================== ====================================================================
-class                how it is recognised (name, case-insensitive)
-==================== ====================================================================
-``sparse-cusparselt`` ``xmma_sparse_gemm`` / ``sparse_gemm`` (cuSPARSELt kernels such as
-                     ``sm80_xmma_sparse_gemm_...``; the kineto profiler plugin lists
-                     ``xmma_sparse_gemm`` as a tensor-core kernel), ``cusparselt``,
-                     ``_cslt_sparse_mm`` (PyTorch's cuSPARSELt op)
-``sparse-cutlass``   ``spgemm`` (CUTLASS sparse kernels, cutlass#103), ``SparseGemm``
-                     (PyTorch's CUTLASS templates, pytorch PR #123458),
-                     ``_sparse_semi_structured_mm/addmm`` (PyTorch's CUTLASS ops)
-``sparse-general``   ``torch.sparse`` CSR/COO matmuls (``aten::_sparse_mm`` ...), and any
-                     matmul operator that reads CSR/COO indices: no sparse tensor cores
-``dense-gemm``       ``gemm``, ``gemv``, ``cublas``, ``cutlass``, ``xmma``, ``nvjet`` (recent
-                     cuBLAS names its Hopper GEMMs ``nvjet_...``, GindaChen/nsys-ai PR #582);
-                     on the CPU ``aten::mm``, ``addmm``, ``bmm``, ``matmul``, ``linear``
-``other``            convolutions, though cuDNN runs them as GEMMs (``implicit_gemm``,
-                     ``fprop`` / ``dgrad`` / ``wgrad``, ``convolve``, ``aten::conv...``: PyTorch's
-                     2:4 path serves linear layers only), and everything else (copies,
-                     padding, elementwise kernels, ...)
-==================== ====================================================================
+* ``sparse-cusparselt``: cuSPARSELt kernels (``sm80_xmma_sparse_gemm_...``) and PyTorch's
+  ``_cslt_sparse_mm``; ``sparse-cutlass``: CUTLASS sparse kernels (``spgemm``, cutlass#103;
+  ``SparseGemm``, pytorch PR #123458) and PyTorch's ``_sparse_semi_structured_mm/addmm``;
+* ``sparse-general``: ``torch.sparse`` CSR/COO matmuls, with no sparse tensor cores;
+* ``dense-gemm``: GEMM kernels (recent cuBLAS names its Hopper GEMMs ``nvjet_...``,
+  GindaChen/nsys-ai PR #582) and, on the CPU, ``aten::mm``, ``addmm``, ``linear`` ...;
+* ``other``: everything else, convolutions included although cuDNN runs them as GEMMs
+  (PyTorch's 2:4 path serves linear layers only).
 
-Sparse markers are tested first: a cuSPARSELt or CUTLASS sparse kernel name also contains
-``gemm``. Kernel names differ by GPU and library version, so treat a new name with care:
-:func:`classify` is a small, tested function, easy to extend. On the CPU, time spent in an
+Sparse markers are tested first: a sparse kernel name also contains ``gemm``. Kernel names
+differ by GPU and library version, so treat a new name with care. On the CPU, time spent in an
 operator is attributed to the sparse class of its nearest sparse ancestor, because a
 ``torch.sparse.mm`` does its work in child operators with dense-looking names.
 
@@ -132,10 +120,7 @@ def classify(name: str) -> str:
 def _classify(name: str) -> str:
     # Cached: a trace repeats a few hundred names millions of times.
     low = name.lower()
-    for cls, markers in _MARKERS:
-        if any(m in low for m in markers):
-            return cls
-    return OTHER
+    return next((cls for cls, markers in _MARKERS if any(m in low for m in markers)), OTHER)
 
 
 @dataclass(frozen=True)
@@ -261,21 +246,15 @@ def classify_records(records) -> list[str]:
             own[j] = own[i]
 
     def effective(i: int) -> str:
+        j = records[i].parent
         if records[i].device != "cpu":
-            # A GPU kernel's parent is the operator that launched it. A matmul-like kernel
-            # launched by PyTorch's cuSPARSELt or CUTLASS 2:4 operator belongs to that backend
-            # whatever its name says (library kernel names change between versions); padding
-            # and copies launched elsewhere keep their own class.
-            j = records[i].parent
+            # A kernel's parent launched it; library kernel names change between versions.
             if j is not None and own[i] != OTHER and own[j] in (SPARSE_CUSPARSELT, SPARSE_CUTLASS):
                 return own[j]
-            # An unfamiliar kernel name launched straight from aten::mm / addmm / linear is the
-            # GEMM itself, unless its name says it is a copy, fill or other helper.
             low = records[i].name.lower()
             if j is not None and own[i] == OTHER and own[j] == DENSE and not any(h in low for h in NON_GEMM_MARKERS):
                 return DENSE
             return own[i]
-        j = records[i].parent
         inherited = None
         while j is not None:  # the outermost sparse ancestor decides
             if own[j] in SPARSE_CLASSES:

@@ -1,14 +1,10 @@
 """What this machine (or a GPU you name) offers each PyTorch 2:4 backend, and why.
 
-:func:`probe` builds on :func:`twofour.device.environment` (device, compute capability,
-torch / CUDA / cuSPARSELt versions) and adds the per-backend view that dispatch needs: which
-backend ``to_sparse_semi_structured`` picks right now, which dtypes each backend accepts in
-this torch, and for each backend whether it can run here and, if not, why not. On a GPU,
-``probe(try_kernels=True)`` also packs and multiplies a tiny 2:4 matrix with each backend, so
-the prediction is checked against what PyTorch actually does.
-
-:func:`hypothetical_gpu` describes a GPU you do not have (``hypothetical_gpu((9, 0))`` for an
-H100), so :func:`twofour.dispatch.explain` can answer "what would happen there" on a laptop.
+:func:`probe` adds to :func:`twofour.device.environment` the per-backend view dispatch needs:
+the backend ``to_sparse_semi_structured`` picks now, the dtypes each backend accepts in this
+torch, and whether each can run here and, if not, why not. :func:`hypothetical_gpu` describes a
+GPU you do not have (``hypothetical_gpu((9, 0))``: an H100), so :func:`twofour.dispatch.explain`
+can answer "what would happen there" on a laptop.
 
 >>> p = probe()
 >>> p.default_backend in ("cusparselt", "cutlass")

@@ -7,9 +7,8 @@ described correctly without a code change:
 
 * ``SparseSemiStructuredTensor._FORCE_CUTLASS``: which backend ``to_sparse_semi_structured``
   picks (False: cuSPARSELt, True: CUTLASS).
-* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes, the weight's minimum
-  shape (it must be at least, and a multiple of, ``sparse_min_rows x sparse_min_cols``) and the
-  multiples the activation ``x`` is zero-padded to (``dense_min_rows``, ``dense_min_cols``).
+* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes and each one's
+  :class:`ShapeRule`.
 
 What the classes do not expose is written down here, each with its source (the Sources page,
 "Dispatch" and "GPUs and backends"):
@@ -23,16 +22,11 @@ What the classes do not expose is written down here, each with its source (the S
   release notes), which the default wheels pin from torch 2.11 (:data:`TORCH_CUSPARSELT_PINS`);
   fp8 tensor cores do not exist below 8.9;
 * float32 is stored 1:2 (pairs), not 2:4 (cuSPARSELt data-type docs; pytorch PR #115550);
-* cuSPARSELt refuses a plain ``mm`` in float8 and points to ``torch._scaled_mm``, and needs
-  ``x`` and the bias in the weight's dtype (pytorch ``torch/sparse/semi_structured.py``, ``_mm``);
-  the fp8 path that runs is ``torch._scaled_mm(W_sparse, x.t(), scale_a, scale_b, out_dtype=...)``
-  with per-tensor float32 scales, which calls ``torch._cslt_sparse_mm`` and ignores a bias
-  (``torch/sparse/_semi_structured_ops.py``, torch 2.9 to 2.15);
-* int8 through a plain ``F.linear`` returns int8: the CUTLASS kernel saturates each int32 sum
-  to [-128, 127] with no scale (``SparseSemiStructuredOps.cu``: ``OpMultiplyAddSaturate``, output
-  dtype defaulting to the input's), and cuSPARSELt's path also writes saturated int8 (measured on
-  the project's H200, cuSPARSELt 0.8.0); a usable int8 2:4
-  layer calls ``torch._cslt_sparse_mm(W.packed, x, alpha=scales, out_dtype=torch.bfloat16)``.
+* cuSPARSELt refuses a plain ``mm`` in float8 (``torch._scaled_mm`` runs it) and needs ``x``
+  and the bias in the weight's dtype (``torch/sparse/semi_structured.py``, ``_mm``); int8
+  through a plain ``F.linear`` returns saturated int8 with no scale on both backends
+  (:meth:`BackendRules.mm_problem` and :meth:`BackendRules.mm_result_problem` give the sources
+  and the call that works).
 
 >>> rules = backend_rules("cutlass")
 >>> torch.float16 in rules.shapes
@@ -292,10 +286,7 @@ def packed_backend(W) -> str | None:
     backend = getattr(type(W), "BACKEND", None)
     if backend in BACKENDS:
         return backend
-    for name, cls in semi_structured_classes().items():
-        if isinstance(W, cls):
-            return name
-    return None
+    return next((name for name, cls in semi_structured_classes().items() if isinstance(W, cls)), None)
 
 
 def cusparselt_version_str(version: int | str | None) -> str:

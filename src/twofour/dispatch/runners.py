@@ -11,8 +11,6 @@ quantization the folder's ``config.json`` names. The sources, checked in Decembe
   (0.15.0.1 source, ``compressors/model_compressors/model_compressor.py``); 0.14.0 still
   decompresses ``sparse-24-bitmask`` (never ``marlin-24``: its compressor says "Decompression
   is not implemented").
-* PyTorch core: ``torch.sparse.to_sparse_semi_structured`` packs a dense 2:4 fp16/bf16 (or
-  int8) weight on a CUDA GPU of compute capability 8.0 or newer.
 * torchao (the project's Sources page): its int8 2:4 layout went in 0.17.0 (pytorch/ao#4148), and
   ``torchao.sparsity`` later (pytorch/ao#4728); fp8 2:4 survives as a packing format of
   ``Float8DynamicActivationFloat8WeightConfig`` (``SPARSE_2D_DATA_2D_METADATA``, CUTLASS, SM 9.0).
@@ -90,10 +88,8 @@ def kept_reason(name: str, ct=None) -> str:
     >>> kept_reason("model.vision_tower.blocks.0.attn.qkv.weight")
     'the vision tower'
     """
-    for pattern, what in _KINDS_KEPT:
-        if pattern.search(name):
-            return what
-    return "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+    default = "a layer the recipe leaves dense" if ct is not None else "a layer left dense"
+    return next((what for pattern, what in _KINDS_KEPT if pattern.search(name)), default)
 
 
 def packed_int_row(name: str, kind: str, shape, dtype: str, stored, counted):

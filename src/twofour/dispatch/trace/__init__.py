@@ -13,28 +13,21 @@ trace recorded anywhere (your serving box, a colleague's GPU) with ``torch.profi
 * **Time by class.** Every GPU kernel (or, in a CPU-only trace, every operator's self time) is
   sorted into 2:4 GEMM by backend (cuSPARSELt, CUTLASS), CSR/COO sparse matmul, dense GEMM,
   attention, other, or *unclassified*: a name no rule knows is listed with its time, never
-  guessed. Rules: :func:`~twofour.dispatch.kernels.classify` (with its context rules,
-  :func:`~twofour.dispatch.kernels.classify_records`), plus the attention kernels PyTorch's
-  SDPA backends launch (``pytorch_flash::flash_fwd_kernel``, ``fmha_cutlassF_...``, cuDNN's
-  ``cudnn_generated_fort_native_sdpa_...``) and anything launched inside an attention operator.
+  guessed (:mod:`.classify`).
 * **The eligible share p**: GEMM time (2:4 and dense, outside attention) over step time, the
   ``p`` of Amdahl's law; with a dense baseline (``baseline=``), the measured GEMM speedup and
   end-to-end speedup; and the funnel (:class:`twofour.funnel.FunnelStep` s) with each step marked
   measured, predicted, data sheet or unknown (none for a CPU trace).
 
-The files follow the data: :mod:`.read` (file checks, streaming, events as columns) ->
-:mod:`.classify` (kernel and operator names) -> :mod:`.analyze` (steps, gaps, shares,
-comparison) -> :mod:`.report` (plain data: the model, funnel and verdicts) -> :mod:`.render`
-(:func:`report_text`, :func:`report_html`, called by whoever shows the report); :mod:`.predict`
-gives the funnel's 2:4 GEMM step without a baseline; :mod:`.record` makes a trace of your own code.
-Reading is streaming: a 1 GB trace never sits in memory as text. Nsight Systems exports are not
-read (an SQLite file gets a clear error); export a PyTorch profiler trace.
+The stages: :mod:`.read` (streaming: a 1 GB trace never sits in memory as text) -> :mod:`.classify`
+-> :mod:`.analyze` -> :mod:`.report` (plain data) -> :mod:`.render` (:func:`report_text`,
+:func:`report_html`); :mod:`.record` makes a trace of your own code. Nsight Systems exports are
+not read (an SQLite file gets a clear error).
 
-Phases are read from annotation names: ``prefill`` or ``decode`` anywhere in a
-``record_function`` name marks a step of that phase (the innermost such annotations are the
-steps); otherwise ``ProfilerStep#N`` steps; otherwise the whole trace is one step. When a phase
-has three steps or more, its first step is left out of the summary (warm-up, lazy
-initialisation, the profiler's own buffers); the per-step table shows every step.
+Steps are the innermost ``record_function`` annotations naming ``prefill`` or ``decode``;
+otherwise ``ProfilerStep#N``; otherwise the whole trace is one step. When a phase has three
+steps or more, its first step (warm-up) is left out of the summary; the per-step table shows
+every step.
 
 >>> report = analyze(recorded("sparse-eager"), baseline=recorded("dense-eager"))
 >>> ph = report.phase("decode")

@@ -1,18 +1,15 @@
 """Stream the events of a Chrome-trace JSON file without holding the file in memory.
 
-A PyTorch profiler trace is one JSON object whose ``traceEvents`` key holds an array of small
-objects; a long run makes that array gigabytes long. :class:`ChromeTraceStream` reads the file
-in chunks and hands out one event at a time: each event is parsed by the standard library's C
-JSON decoder (``raw_decode``), and only the current chunk and the current event are held.
-The other top-level keys (``deviceProperties``, ``schemaVersion``, ...) are kept in ``meta`` while
-their text adds up to at most 1 MB (``deviceProperties`` always, when it is under 1 MB itself): a
-file of many large top-level values is parsed and dropped value by value, never held.
-The Chrome trace format's other form, a bare array of events, is read too.
+A PyTorch profiler trace is one JSON object whose ``traceEvents`` array of small objects can
+be gigabytes long. :class:`ChromeTraceStream` reads the file in chunks and hands out one event at
+a time, each parsed by the standard library's C JSON decoder (``raw_decode``). The other
+top-level keys are kept in ``meta`` while their text adds up to at most 1 MB
+(``deviceProperties`` always, when it is under 1 MB itself); larger ones are parsed and
+dropped. The Chrome trace format's other form, a bare array of events, is read too.
 
 Errors are :class:`StreamError` with one sentence saying what is wrong and where (event number,
-character offset): empty file, not JSON, JSON but no ``traceEvents``, truncated, not UTF-8,
-nested too deeply. Bare ``NaN`` and ``Infinity`` (which Python's decoder accepts) are read as
-floats here and refused as invalid events by :mod:`.validate`, never read as 0.
+character offset). Bare ``NaN`` and ``Infinity`` are read as floats here and refused as invalid
+events by :mod:`.validate`, never read as 0.
 
 >>> import io
 >>> s = ChromeTraceStream(io.BytesIO(b'{"schemaVersion": 1, "traceEvents": [{"ph": "X"}, {"ph": "M"}]}'))
@@ -168,7 +165,6 @@ class ChromeTraceStream:
             raise StreamError(f"not a JSON trace: it starts with {self.buf[self.pos:self.pos + 20]!r}, not '{{' or '['")
         self.pos += 1
         keys = []
-        found = False
         closed = self._peek() == "}"
         if closed:
             self.pos += 1
@@ -181,7 +177,6 @@ class ChromeTraceStream:
             if key == "traceEvents":
                 if self._peek() != "[":
                     raise StreamError(self._where("\"traceEvents\" is not an array: not a profiler trace"))
-                found = True
                 yield from self._array()
             else:
                 start = self.offset + self.pos
@@ -194,7 +189,7 @@ class ChromeTraceStream:
                     self._meta_left -= size
                 del value
             closed = self._closed("}", "the top-level object", "in the top-level object")
-        if not found:
+        if "traceEvents" not in keys:
             shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "") if keys else "none"
             raise StreamError(f"JSON, but not a profiler trace: no \"traceEvents\" array (top-level keys: {shown})")
         self._end()

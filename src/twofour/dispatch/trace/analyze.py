@@ -30,24 +30,20 @@ def _steps(ix: Index):
     tr = ix.tr
     names = tr.names
     rows, phased = tr.step_rows()
-    if phased:
-        picked = sorted(rows.tolist(), key=lambda i: (tr.ts[i], -tr.dur[i]))
-        # The innermost phase annotations are the steps: one is a leaf when the next one (in
-        # start order) begins after it ends.
-        leaves = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
-        out = []
-        for i in leaves:
-            n = names[tr.name[i]]
-            out.append((n, "prefill" if "prefill" in n.lower() else "decode", float(tr.ts[i]), float(ix.end[i]),
-                        int(tr.thread[i])))
-        return out
-    if len(rows):
-        picked = sorted(rows.tolist(), key=lambda i: tr.ts[i])
-        return [(names[tr.name[i]], "step", float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i])) for i in picked]
-    keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
-    if not len(keep):
-        return []
-    return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
+    if not len(rows):
+        keep = np.flatnonzero(tr.kind != GPU_ANNOTATION)
+        if not len(keep):
+            return []
+        return [("whole trace", "trace", float(tr.ts[keep].min()), float(ix.end[keep].max()), -1)]
+    picked = sorted(rows.tolist(), key=lambda i: (tr.ts[i], -tr.dur[i] if phased else 0))
+    if phased:  # the innermost annotations are the steps: each ends before the next (in start order) begins
+        picked = [a for a, b in zip(picked, picked[1:] + [None]) if b is None or tr.ts[b] >= ix.end[a] - 1e-3]
+
+    def phase(i: int) -> str:
+        return ("prefill" if "prefill" in names[tr.name[i]].lower() else "decode") if phased else "step"
+
+    return [(names[tr.name[i]], phase(i), float(tr.ts[i]), float(ix.end[i]), int(tr.thread[i]))
+            for i in picked]
 
 
 def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | None = None,
@@ -118,30 +114,10 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
     )
 
 
-def _windows(steps, order, by_step, ix) -> dict:
-    """Step windows, in time order: from the CPU start (or the previous step's end) to the end of
-    the last GPU activity (or the CPU end)."""
-    windows = {}
-    prev_end = -math.inf
-    for si in order.tolist():
-        _, _, cs, ce, _ = steps[si]
-        gpos = by_step.get(si, [])
-        gend = float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf
-        a = max(cs, prev_end)
-        b = max(ce, gend, a)
-        windows[si] = (a, b)
-        prev_end = b
-    return windows
-
-
 def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
-    """Rows (event indices into the columns) whose times contradict their step, counted in ``invalid``.
-
-    * a GPU event that starts before the window of the step that launched it, or more than
-      :data:`_LAUNCH_SKEW_US` before the call that launched it (impossible on one clock);
-    * an operator or runtime call on a step's own thread that starts inside the step and ends
-      after it (the step's annotation encloses everything its thread runs).
-    """
+    """Rows whose times contradict their step (``beyond step``, see :mod:`.validate`), counted in
+    ``invalid``: a step's annotation encloses everything its thread runs, and a GPU event cannot
+    start before its launch."""
     bad = set()
     for si, gpos in by_step.items():
         a = windows[si][0]
@@ -176,22 +152,19 @@ def _without_rows(tr: Trace, rows) -> Trace:
 
 
 def _layout(tr: Trace, want: str | None, what: str):
-    """The index, the steps (of phase ``want``), which step launched each GPU event, the windows, and
-    the positions (in ``ix.gpu``) of GPU events launched inside no step of any phase."""
+    """The index, the steps (of phase ``want``, in time order), which step launched each GPU event, the
+    windows, and the positions (in ``ix.gpu``) of GPU events launched inside no step of any phase."""
     ix = Index(tr)
     plausibility.refuse_gpu_run_without_kernels(tr, ix, what)
     steps = _steps(ix)
     # GPU event -> step, by its launch time inside the step's CPU window (every phase's steps).
     starts = np.array([s[2] for s in steps])
     ends = np.array([s[3] for s in steps])
-    order = np.argsort(starts, kind="stable")
     gstep = np.full(len(ix.gpu), -1, dtype=np.int64)
     if len(ix.gpu) and len(steps):
-        k = np.searchsorted(starts[order], ix.launch_ts, side="right") - 1
-        ok = k >= 0
-        cand = np.where(ok, order[np.maximum(k, 0)], -1)
-        ok &= ix.launch_ts <= ends[np.maximum(cand, 0)] + 1e-3
-        gstep[ok] = cand[ok]
+        k = np.searchsorted(starts, ix.launch_ts, side="right") - 1
+        ok = (k >= 0) & (ix.launch_ts <= ends[np.maximum(k, 0)] + 1e-3)
+        gstep[ok] = k[ok]
     outside = np.flatnonzero(gstep < 0)
     if want is not None:
         found = sorted({s[1] for s in steps})
@@ -205,12 +178,20 @@ def _layout(tr: Trace, want: str | None, what: str):
         new_no[keep] = np.arange(len(keep))
         gstep = new_no[gstep]
         steps = [steps[i] for i in keep]
-        order = np.argsort(np.array([s[2] for s in steps]), kind="stable")
     by_step = defaultdict(list)
     for pos, s in enumerate(gstep.tolist()):
         if s >= 0:
             by_step[s].append(pos)
-    return ix, steps, order, by_step, _windows(steps, order, by_step, ix), outside
+    # Step windows: from the CPU start (or the previous step's end) to the end of the last GPU
+    # activity (or the CPU end).
+    windows = []
+    prev_end = -math.inf
+    for si, (_, _, cs, ce, _) in enumerate(steps):
+        gpos = by_step.get(si, [])
+        a = max(cs, prev_end)
+        prev_end = max(ce, float(ix.end[ix.gpu[gpos]].max()) if gpos else -math.inf, a)
+        windows.append((a, prev_end))
+    return ix, steps, by_step, windows, outside
 
 
 def _analyze(tr: Trace, want: str | None, what: str = "the trace",
@@ -222,7 +203,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
             f"{show_path(tr.path)}: {what} holds no CPU operators or GPU kernels ({tr.n_read:,} events read); was the "
             "profiled code inside the `with torch.profiler.profile(...)` block, and the trace exported after it?"
         )
-    ix, steps, order, by_step, windows, outside = _layout(tr, want, what)
+    ix, steps, by_step, windows, outside = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
     bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
     # GPU events launched in no step (after the last one, or a trace cut by the profiler's schedule):
@@ -234,7 +215,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         if not exclude:
             _refuse_invalid(tr, invalid, what)
         tr = _without_rows(tr, bad)  # left out, and everything measured again without them
-        ix, steps, order, by_step, windows, outside = _layout(tr, want, what)
+        ix, steps, by_step, windows, outside = _layout(tr, want, what)
     device = "cuda" if len(ix.gpu) else "cpu"
     dtype_bits = kernel_dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
     op_order = ix.ops[np.lexsort((-tr.dur[ix.ops], tr.ts[ix.ops]))]
@@ -242,8 +223,8 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
 
     reports: dict[str, PhaseReport] = {}
     per_phase_steps = defaultdict(list)
-    for si in order.tolist():
-        per_phase_steps[steps[si][1]].append(si)
+    for si, step in enumerate(steps):
+        per_phase_steps[step[1]].append(si)
     for ph, sis in per_phase_steps.items():
         first = 1 if len(sis) >= 3 else 0  # the first of three steps or more carries warm-up: not summarized
         rep = PhaseReport(phase=ph, device=device, steps=[], summarized=list(range(first, len(sis))),
@@ -254,8 +235,8 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
             a, b = windows[si]
             st, seen, kt = _step_stats(ix, tr, name, ph, a, b, cs, ce, by_step.get(si, []), op_order, op_ts)
             rep.steps.append(st)
-            rep.all_gemms += st.gemms
-            rep.all_sparse_gemms += st.sparse_gemms
+            rep.gemms += st.gemms
+            rep.sparse_gemms += st.sparse_gemms
             backends |= seen
             if j < first:
                 continue
@@ -267,7 +248,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                     rep.unclassified[key[0]] = rep.unclassified.get(key[0], 0.0) + us
             if device == "cuda":
                 _gaps(ix, rep, name, a, b)
-        rep.all_backends = tuple(BACKEND_NAME[c] for c in (SPARSE_CUSPARSELT, SPARSE_CUTLASS) if c in backends)
+        rep.sparse_backends = tuple(BACKEND_NAME[c] for c in BACKEND_NAME if c in backends)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
     phases = [reports[k] for k in sorted(reports, key=rank.get)]
@@ -379,11 +360,7 @@ def _culprit(ix, a, b):
     if i >= 0:
         return f"profiler overhead ({ix.name(i)})", (), -1
     stack = ix.stack_at(0.5 * (a + b))
-    chosen = -1
-    for i in reversed(stack):
-        if min(ix.end[i], b) - max(tr.ts[i], a) >= half:
-            chosen = i
-            break
+    chosen = next((i for i in reversed(stack) if min(ix.end[i], b) - max(tr.ts[i], a) >= half), -1)
     if chosen < 0:
         if ix.launch_thread < 0:
             return "no CPU activity recorded", (), -1

@@ -1,9 +1,7 @@
 """Which class each event of a trace belongs to: 2:4 GEMM by backend, dense GEMM, attention, other, unclassified.
 
-Rules: :func:`twofour.dispatch.kernels.classify` (with its context rules,
-:func:`~twofour.dispatch.kernels.classify_records`), plus the attention kernels PyTorch's SDPA
-backends launch and anything launched inside an attention operator. A name no rule knows is
-*unclassified*: listed with its time, never guessed.
+Rules: :func:`twofour.dispatch.kernels.classify_records`, plus the attention kernels PyTorch's SDPA
+backends launch and anything launched inside an attention operator (:func:`trace_class`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """A comparison compares like with like: the same work in both traces, and a baseline that is dense.
 
 A measured speedup is a ratio of two runs; it means something only when both ran the same
-steps of the same phases with the same GEMMs. Before a 2:4-vs-dense verdict this refuses:
-
-* the same file given twice (or two byte-identical files);
-* runs recorded on different GPUs (their ``deviceProperties`` name different devices): a ratio of
-  an H200 run to an H100 run measures the GPUs as much as 2:4;
-* a baseline that ran 2:4 kernels (it is not the dense run; are the files swapped?);
-* phases found in one trace and not the other;
-* a phase with a different number of steps, or different GEMM counts per step (2 GEMMs per step
-  against 14 gave "2:4 GEMM 5.15x measured");
-* when both traces carry operand shapes (recorded with ``record_shapes=True``; :mod:`.shapes`):
-  a GEMM whose call (the outermost operator around it, ``aten::linear`` in both runs) got other
-  operand shapes or types in the baseline than in the trace, at the same place in the same step.
-
-Each refusal is one :class:`~.read.TraceError` that names both files and says what differs.
-When a trace has no shapes, or a GEMM's call differs between the runs (a direct
-``aten::_cslt_sparse_mm`` takes the compressed weight, whose shape is not the dense one), the
-shapes are not compared and :func:`check` says so in the note it returns for each phase,
-which the report prints beside the speedups.
+steps of the same phases with the same GEMMs, on the same GPU, with a baseline that ran no 2:4
+kernel. :func:`check` refuses anything else (the same file twice, 2 GEMMs per step against 14
+once gave "2:4 GEMM 5.15x measured") with one :class:`~.read.TraceError` naming both files.
+When both traces carry operand shapes (``record_shapes=True``; :mod:`.shapes`), each GEMM's call
+(the outermost operator around it, ``aten::linear`` in both runs) must get the same operand
+shapes and types at the same place in the same step. Where they cannot be compared (no shapes,
+or calls that differ: a direct ``aten::_cslt_sparse_mm`` takes the compressed weight), the note
+:func:`check` returns for each phase says so, and the report prints it beside the speedups.
 """
 
 from __future__ import annotations

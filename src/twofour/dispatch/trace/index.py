@@ -1,8 +1,4 @@
-"""The index of one trace: GPU events in time order, operator nesting, launches and busy intervals.
-
-Built once per trace (it walks every event) and shared by the analysis of every step and by the
-rendered timeline, which is why it is a module of its own and not a private class of the analysis.
-"""
+"""The index of one trace: GPU events in time order, operator nesting, launches and busy intervals."""
 
 from __future__ import annotations
 
@@ -12,8 +8,9 @@ from .read import GPU_KINDS, OP, OVERHEAD, RUNTIME, Trace
 
 
 class Index:
-    """Structures shared by every step of one trace: built once by :func:`~.analyze.analyze`, kept on its
-    :class:`~.report.TraceReport` (``report.index``) so that rendering a timeline does not build it again."""
+    """Structures shared by every step of one trace: built once (it walks every event) by
+    :func:`~.analyze.analyze`, kept on its :class:`~.report.TraceReport` (``report.index``) so that
+    rendering a timeline does not build it again."""
 
     def __init__(self, tr: Trace):
         self.tr = tr

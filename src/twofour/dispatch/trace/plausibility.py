@@ -2,18 +2,14 @@
 
 :mod:`.validate` checks each event's own fields; this module checks events against the run:
 
-* a GPU event that ends after a device-wide synchronize (``cudaDeviceSynchronize``) that began
-  after its launch had already returned: the CPU cannot come
-  back from waiting for the GPU before the GPU's work is done. Without such a call, a GPU event
-  that ends after the last CPU activity by more than the CPU's whole span (the profiler had
-  long stopped). Both are ``beyond step`` (one absurd duration made "GPU busy 100%" out of 4%);
-* a step annotation of zero length (it holds nothing; its kernels were charged nowhere) and
-  one that starts inside another and ends after it (the first was dropped in silence and its
-  kernels given to the next);
-* a trace without GPU kernels of a GPU run: one that names its GPU, holds CUDA runtime calls or
-  operators that only exist on CUDA (``aten::_cslt_sparse_mm``), whose host times are launch times;
-* a measured GEMM speedup above the physical ceiling of its comparison: flagged above the
-  roofline ceiling (:attr:`~.report.PhaseReport.ceiling`), refused above :data:`MAX_GEMM_SPEEDUP`.
+* a GPU event that ends after a device-wide synchronize that began after its launch had
+  returned (the CPU cannot come back from waiting before the GPU's work is done) or, without
+  such a call, after the last CPU activity by more than the CPU's whole span: ``beyond step``
+  (one absurd duration made "GPU busy 100%" out of 4%);
+* a step annotation of zero length, or one that starts inside another and ends after it;
+* a trace without GPU kernels of a GPU run (it names its GPU, or holds CUDA runtime calls or
+  CUDA-only operators), whose host times are launch times;
+* a measured GEMM speedup flagged above the roofline ceiling, refused above :data:`MAX_GEMM_SPEEDUP`.
 """
 
 from __future__ import annotations

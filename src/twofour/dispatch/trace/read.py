@@ -6,7 +6,7 @@ never sits in memory as text), and each kept event becomes a few numbers in comp
 (49 bytes an event). At peak, reading and analysing take about 150 bytes per kept event of the
 process's own memory (the columns, their growth while read, the analysis's index), on top of the
 interpreter and torch (about 150 MB); ``test_a_64_mb_trace_streams`` measures it and holds it
-under 200. Nsight Systems exports are not read (an SQLite file gets a clear error).
+under 200.
 """
 
 from __future__ import annotations
@@ -76,12 +76,8 @@ class Trace:
     One row per kept event (CPU operators, annotations, GPU kernels, memcpy/memset, CUDA
     runtime calls, profiler overhead); ``names[name[i]]`` is its name, ``ts``/``dur`` are
     microseconds, ``thread[i]`` indexes ``threads`` (``(pid, tid)``), ``ext`` / ``corr`` are the
-    profiler's "External id" and "correlation" (-1 when absent), ``index[i]`` its position in
-    ``traceEvents``. ``shape[i]`` indexes ``shapes``, the operand signatures
-    (:func:`.shapes.signature`) of operators recorded with ``record_shapes=True``, -1 when the event
-    has none. Events that failed validation (:mod:`.validate`) are not in the columns; they
-    are counted in ``invalid`` (reason -> :class:`~.validate.Invalid`), which :func:`analyze`
-    refuses or reports.
+    profiler's "External id" and "correlation" (-1 when absent). Events that failed validation
+    (:mod:`.validate`) are not in the columns but counted in ``invalid``.
     """
 
     path: str
@@ -97,7 +93,7 @@ class Trace:
     corr: np.ndarray
     index: np.ndarray | None = None  # each row's position in traceEvents
     shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
-    shapes: list = field(default_factory=list)  # the signatures, each kept once
+    shapes: list = field(default_factory=list)  # the signatures (.shapes.signature), each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
 
@@ -262,19 +258,10 @@ def load(path, *, progress: bool | None = None) -> Trace:
                     except ValueError:
                         validate.add(invalid, "malformed shapes", stream.n_events - 1, nm)
                         continue
-                    s = signatures.get(sig)
-                    if s is None:
-                        s = signatures[sig] = len(signatures)
-                i = names.get(nm)
-                if i is None:
-                    i = names.setdefault(nm, len(names))
-                key = (pid, tid)
-                t = threads.get(key)
-                if t is None:
-                    t = threads[key] = len(threads)
+                    s = signatures.setdefault(sig, len(signatures))
                 kind_append(k)
-                name_append(i)
-                thread_append(t)
+                name_append(names.setdefault(nm, len(names)))
+                thread_append(threads.setdefault((pid, tid), len(threads)))
                 ts_append(ts)
                 dur_append(dur)
                 ext_append(e)

@@ -78,8 +78,7 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
         frac = (st.busy_us / st.wall_us if gpu else (st.outside_ops_us or 0) / st.wall_us) if st.wall_us > 0 else 0.0
         L.append(f" {mark}{_short(st.name, 21):<22}{fmt_ms(st.wall_us):>11}{frac:>12.0%} {st.p:>8.0%}"
                  f"{f'{st.sparse_gemms}/{st.gemms}':>12}")
-    L.append("")
-    L.append(f"  time by class, per step (mean of {ph.n})")
+    L += ["", f"  time by class, per step (mean of {ph.n})"]
     times = ph.time_us
     for c in TRACE_CLASSES:
         t = times.get(c, 0.0)
@@ -95,20 +94,17 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
     L.append(f"  eligible share p = GEMM / step = {ph.p:.3f}")
     top = sorted(ph.kernel_table.items(), key=lambda kv: -kv[1][1])[:6]
     if top:
-        L.append("")
-        L.append(f"  top {'kernels' if gpu else 'operators (self time)'}, per step")
+        L += ["", f"  top {'kernels' if gpu else 'operators (self time)'}, per step"]
         # The kernel name gives way when the report must fit a width (46: the columns after it).
         name_w = 58 if width is None else max(20, min(58, width - 46))
         for (nm, c), (cnt, us) in top:
             L.append(f"    {_short(nm, name_w):<{name_w}} {LABELS[c]:<22}{cnt / ph.n:>6.0f} x{fmt_ms(us / ph.n):>11}")
     if ph.unclassified:
-        L.append("")
-        L.append("  unclassified kernel names (not guessed; counted as not eligible), per step")
+        L += ["", "  unclassified kernel names (not guessed; counted as not eligible), per step"]
         L += [f"    {_short(nm, 70):<70}{fmt_ms(us / ph.n):>11}"
               for nm, us in sorted(ph.unclassified.items(), key=lambda kv: -kv[1])[:10]]
     if gpu and ph.largest_gaps:
-        L.append("")
-        L.append("  largest GPU idle gaps (CPU operators running during each)")
+        L += ["", "  largest GPU idle gaps (CPU operators running during each)"]
         for g in ph.largest_gaps:
             where = " > ".join(g.during[-3:]) if g.during else g.culprit
             setup = " (set-up of the next kernel)" if g.setup else ""
@@ -122,16 +118,14 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
             L.append(f"    {us / ph.idle_us:>5.0%}  {lab}{extra}")
     cmp = ph.comparison
     if cmp is not None:
-        L.append("")
-        L.append(f"  against the dense baseline ({ph.phase}, mean per summarized step)")
+        L += ["", f"  against the dense baseline ({ph.phase}, mean per summarized step)"]
         L.append(f"    GEMM time   dense {fmt_ms(cmp.dense_gemm_us):>10}   2:4 {fmt_ms(cmp.sparse_gemm_us):>10}   "
                  f"GEMM speedup {fmt_speedup(cmp.gemm_speedup)}")
         L.append(f"    step time   dense {fmt_ms(cmp.dense_wall_us):>10}   2:4 {fmt_ms(cmp.sparse_wall_us):>10}   "
                  f"end to end   {fmt_speedup(cmp.end_to_end)}")
         if cmp.shapes:
             L.append(f"    operand shapes: {cmp.shapes}")
-    L.append("")
-    L.append(f"  funnel ({ph.phase})")
+    L += ["", f"  funnel ({ph.phase})"]
     funnel = ph.funnel()
     if not funnel:
         L.append("    none: a CPU trace (2:4 kernels run on NVIDIA GPUs only)")
@@ -142,8 +136,7 @@ def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
         at_ceiling = f"{speedup(p, ph.ceiling):.2f}x with {ph.ceiling:.2f}x GEMMs, " if ph.ceiling < 2.0 else ""
         L.append(f"  Amdahl from measured p = {p:.2f} ({src}): at most {at_ceiling}{speedup(p, 2.0):.2f}x with 2x "
                  f"GEMMs, {fmt_bound(p)} with infinitely fast GEMMs")
-    L.append("")
-    L.append("  verdicts")
+    L += ["", "  verdicts"]
     L += [f"    - {v}" for v in ph.verdicts()]
     return L
 
@@ -153,8 +146,7 @@ def report_text(r: TraceReport, width: int | None = None) -> str:
     names to fit (None keeps whole lines; ``twofour trace`` passes the terminal's, or ``COLUMNS``)."""
     lines = _header(r)
     for ph in r.phases:
-        lines.append("")
-        lines += _phase_text(ph, width)
+        lines += ["", *_phase_text(ph, width)]
     return "\n".join(fit(lines, width))
 
 

@@ -141,9 +141,9 @@ class PhaseReport(_Shares):
     dtype_bits: int = 16
     gpu: str | None = None  # the GPU the trace's deviceProperties name
     comparison: Comparison | None = None
-    all_gemms: int = 0
-    all_sparse_gemms: int = 0
-    all_backends: tuple = ()
+    gemms: int = 0  # GEMMs in all steps of the phase (a split-K GEMM's reduction kernel is not counted)
+    sparse_gemms: int = 0  # 2:4 GEMMs (cuSPARSELt or CUTLASS) in all steps of the phase
+    sparse_backends: tuple[str, ...] = ()
 
     # -- sums over the summarized steps --
     def _sum(self, attr) -> float:
@@ -178,20 +178,6 @@ class PhaseReport(_Shares):
         return self._sum("outside_ops_us") / self.n / self.wall_us if self.wall_us > 0 else 0.0
 
     @property
-    def gemms(self) -> int:
-        """GEMMs in all steps of the phase (a split-K GEMM's reduction kernel is not counted)."""
-        return self.all_gemms
-
-    @property
-    def sparse_gemms(self) -> int:
-        """2:4 GEMMs (cuSPARSELt or CUTLASS) in all steps of the phase."""
-        return self.all_sparse_gemms
-
-    @property
-    def sparse_backends(self) -> tuple[str, ...]:
-        return self.all_backends
-
-    @property
     def idle_us(self) -> float:
         return sum(self.culprits.values())
 
@@ -220,13 +206,13 @@ class PhaseReport(_Shares):
         return 2.0
 
     def funnel(self) -> list[FunnelStep]:
-        """The funnel for this phase, each step marked how it was obtained; empty for a CPU trace.
+        """The funnel for this phase, each step marked how it was obtained; none on a CPU (no 2:4 kernel).
 
         Steps follow :func:`twofour.funnel.funnel`: data sheet, roofline ceiling, 2:4 GEMM,
         eligible fraction (Amdahl over the step with p and the GEMM speedup), end to end. The 2:4
         GEMM step is measured against a dense baseline, else predicted by the kernel model for the
         trace's own GEMM shapes (:mod:`.predict`), else unknown (NaN, shown ``n/a``): never
-        assumed at the ceiling. A CPU trace gets none: no 2:4 kernel runs on a CPU.
+        assumed at the ceiling.
         """
         if self.device == "cpu":
             return []
@@ -240,35 +226,27 @@ class PhaseReport(_Shares):
             FunnelStep("roofline_ceiling", "roofline ceiling", self.ceiling, ceiling_note),
         ]
         if cmp is not None and math.isfinite(cmp.gemm_speedup):
-            s, p = cmp.gemm_speedup, min(cmp.dense_p, 1.0)
-            return steps + [
-                FunnelStep("kernel", "2:4 GEMM", s, f"dense {fmt_ms(cmp.dense_gemm_us)} / 2:4 "
-                           f"{fmt_ms(cmp.sparse_gemm_us)} of GEMM per step", "measured"),
-                FunnelStep("eligible_fraction", "eligible fraction", speedup(p, s),
-                           f"Amdahl with measured p = {p:.2f} (dense run) and s = {s:.2f}", "measured"),
-                FunnelStep("request", "end to end", cmp.end_to_end,
-                           f"dense {fmt_ms(cmp.dense_wall_us)} / 2:4 {fmt_ms(cmp.sparse_wall_us)} per step", "measured"),
-            ]
-        from .predict import kernel_speedup
+            s, p, how = cmp.gemm_speedup, min(cmp.dense_p, 1.0), "measured"
+            speedups = (s, speedup(p, s), cmp.end_to_end)
+            notes = (f"dense {fmt_ms(cmp.dense_gemm_us)} / 2:4 {fmt_ms(cmp.sparse_gemm_us)} of GEMM per step",
+                     f"Amdahl with measured p = {p:.2f} (dense run) and s = {s:.2f}",
+                     f"dense {fmt_ms(cmp.dense_wall_us)} / 2:4 {fmt_ms(cmp.sparse_wall_us)} per step")
+        else:
+            from .predict import kernel_speedup
 
-        ops = [op for i in self.summarized for op in self.steps[i].gemm_ops]
-        s, why = kernel_speedup(ops, self.gpu)
-        p = min(self.p, 1.0)
-        if s is None:
-            unknown = "unknown"
-            return steps + [
-                FunnelStep("kernel", "2:4 GEMM", math.nan, f"not measured and not predicted: {why}; give a dense "
-                           "baseline (--compare) to measure it", unknown),
-                FunnelStep("eligible_fraction", "eligible fraction", math.nan, "unknown without the 2:4 GEMM step",
-                           unknown),
-                FunnelStep("request", "end to end", math.nan, "unknown without the 2:4 GEMM step", unknown),
-            ]
-        e = speedup(p, s)
-        return steps + [
-            FunnelStep("kernel", "2:4 GEMM", s, why),
-            FunnelStep("eligible_fraction", "eligible fraction", e, f"Amdahl with p = {p:.2f} measured in this trace"),
-            FunnelStep("request", "end to end", e, "assumes host time and the rest of the step unchanged"),
-        ]
+            s, why = kernel_speedup([op for i in self.summarized for op in self.steps[i].gemm_ops], self.gpu)
+            if s is None:
+                how, speedups = "unknown", (math.nan,) * 3
+                notes = (f"not measured and not predicted: {why}; give a dense baseline (--compare) to "
+                         "measure it",
+                         "unknown without the 2:4 GEMM step", "unknown without the 2:4 GEMM step")
+            else:
+                p, how = min(self.p, 1.0), "predicted"
+                speedups = (s, speedup(p, s), speedup(p, s))
+                notes = (why, f"Amdahl with p = {p:.2f} measured in this trace",
+                         "assumes host time and the rest of the step unchanged")
+        keys = (("kernel", "2:4 GEMM"), ("eligible_fraction", "eligible fraction"), ("request", "end to end"))
+        return steps + [FunnelStep(k, lab, v, note, how) for (k, lab), v, note in zip(keys, speedups, notes)]
 
     def verdicts(self) -> list[str]:
         """The findings in words, most important first."""

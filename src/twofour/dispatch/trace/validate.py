@@ -1,26 +1,14 @@
 """A trace is validated before it is believed: invalid events are counted, named and either refused or left out.
 
-An event is *invalid* when its numbers cannot be true of a recorded run:
-
-* ``non-finite``: a ``ts`` or ``dur`` of NaN or Infinity (Python's JSON reader accepts bare
-  ``NaN`` and ``Infinity``, and ``1e400`` reads as Infinity);
-* ``negative``: a negative ``ts`` or ``dur``;
-* ``out of range``: a ``ts`` or ``dur`` beyond 2^53 us (285 years; past it a double cannot
-  hold a microsecond);
-* ``no time``: no number as ``ts`` or ``dur``;
-* ``malformed``: a ``name`` that is not a string, a ``pid``/``tid`` that is neither a number
-  nor a string, an ``External id`` or ``correlation`` that is not an int in [0, 2^63);
-* ``malformed shapes``: an operator's ``Input Dims`` / ``Input type`` (``record_shapes=True``)
-  that is not a list of sizes (ints >= 0, a list of them for a tensor list) or of type names;
-* ``duplicate``: an exact copy of an earlier event (kind, name, thread, ts, dur and ids): a
-  trace appended to itself;
-* ``stream overlap``: a GPU event that overlaps the one before it on the same stream by more
-  than 2 us and 10% of the shorter one (a stream runs one kernel after another; real traces
-  overlap by under a microsecond of clock skew);
-* ``beyond step``: a GPU event that starts before the window of the step that launched it or
-  more than 5 us before the call that launched it, or an operator or runtime call on a step's
-  own thread that starts inside the step and ends after it (durations beyond the step that
-  holds them); left out, the trace is measured again without them.
+An event is *invalid* when its numbers cannot be true of a recorded run; :data:`REASONS` names
+each kind. Python's JSON reader accepts bare ``NaN`` and ``Infinity`` (``1e400`` reads as
+Infinity); past 2^53 us a double cannot hold a microsecond; an exact copy of an earlier event
+(kind, name, thread, ts, dur and ids) is a trace appended to itself; a stream runs one kernel
+after another, so an overlap of more than 2 us and 10% of the shorter event is not clock skew
+(real traces overlap by under a microsecond); a GPU event is *beyond step* when it starts
+before the window of the step that launched it or more than 5 us before its launching call,
+and so is an operator or runtime call on a step's own thread that ends after the step (left
+out, the trace is measured again without them; :mod:`.plausibility` finds more).
 
 Nothing invalid is ever read as 0. :func:`~.analyze.analyze` refuses a verdict from a trace
 with invalid events (a :class:`TraceError` naming how many, which kind, and the first
@@ -79,14 +67,11 @@ class Invalid:
 
 def add(invalid: dict, reason: str, event: int, name, count: int = 1) -> None:
     """Count ``count`` events of ``reason``, keeping the one with the smallest event number as the first."""
-    cur = invalid.get(reason)
-    name = name if isinstance(name, str) else repr(name)
-    if cur is None:
-        invalid[reason] = Invalid(reason, count, event, printable(name, 200))
-        return
+    name = printable(name if isinstance(name, str) else repr(name), 200)
+    cur = invalid.setdefault(reason, Invalid(reason, 0, event, name))
     cur.count += count
     if event < cur.first_event:
-        cur.first_event, cur.first_name = event, printable(name, 200)
+        cur.first_event, cur.first_name = event, name
 
 
 def field_problem(ev: dict) -> str | None:
