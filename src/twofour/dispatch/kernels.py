@@ -16,7 +16,7 @@ spent in each class:
 
 Sparse markers are tested first: a sparse kernel name also contains ``gemm``. Kernel names
 differ by GPU and library version, so treat a new name with care. On the CPU, time spent in an
-operator is attributed to the sparse class of its nearest sparse ancestor, because a
+operator is attributed to the sparse class of its outermost sparse ancestor, because a
 ``torch.sparse.mm`` does its work in child operators with dense-looking names.
 
 >>> classify("sm80_xmma_sparse_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x64")
