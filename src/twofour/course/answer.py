@@ -150,7 +150,7 @@ class VerdictTable:
 
 
 def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tuple[float, str]:
-    """The searched algorithm's kernel time was never recorded: the kernel model predicts the 2:4 side, dense stays measured."""
+    """The searched algorithm's kernel time was never recorded: the model predicts 2:4; dense is measured."""
     from ..request.inputs import gemm_shapes
     from ..roofline import predict
 

@@ -148,7 +148,7 @@ class SilentDrop:
 def silent_drop(W: torch.Tensor, x: torch.Tensor) -> SilentDrop:
     """Round-trip ``W`` through PyTorch's CUTLASS conversion and measure what was lost, silently.
 
-    ``W``: ``[N, K]`` as for :func:`pytorch_cutlass_roundtrip`; ``x``: activations ``[M, K]`` for the output error.
+    ``W``: ``[N, K]`` as for :func:`pytorch_cutlass_roundtrip`; ``x``: ``[M, K]`` for the output error.
     """
     W_back = pytorch_cutlass_roundtrip(W)
     dropped = nonzero_mask(W) & ~nonzero_mask(W_back)

@@ -119,7 +119,7 @@ def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "
 def replaced_timings(workload: request.Workload, phase: str, mode: str = "graph") -> str:
     """Which timings of ``phase`` a named rule replaced because they were flagged, as text ("none" if none).
 
-    The same lookup as :func:`measured_phase_speedup`, in the words of :data:`twofour.bench.trusted.FLAG_RULES`.
+    The lookup of :func:`measured_phase_speedup`, in the words of :data:`twofour.bench.trusted.FLAG_RULES`.
 
     >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 64, 512, 256), "decode")
     'k_proj M=64: dense-at-larger-m, v_proj M=64: dense-at-larger-m'
