@@ -105,11 +105,6 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
     return {"bench": d / s, "corrected": (d - bd) / (s - bs)}
 
 
-def _per_token(gemm: float, dtype: str, prefill: float) -> float:
-    w = replace(CHAT, dtype=dtype)
-    return estimate(w, GPU, gemm_speedup={"decode": gemm, "prefill": prefill}).speedup("tpot")
-
-
 @functools.lru_cache(maxsize=1)
 def chain_headline() -> dict:
     """The headline figures (a dict; see the module docstring for how each is derived).
@@ -131,18 +126,20 @@ def chain_headline() -> dict:
     # the one-GEMM graph bench on the same deployment (chapter 7's verdict table, its "graph" row)
     graph = {dtype: measured_gemm_detail(verdict_results(), replace(CHAT, dtype=dtype), mode="graph")
              for dtype in ("fp16", "bf16")}
+
+    def per_token(gemm: float, dtype: str) -> float:  # prefill: the graph bench's
+        speedups = {"decode": gemm, "prefill": graph[dtype]["prefill"]["speedup"]}
+        return estimate(replace(CHAT, dtype=dtype), GPU, gemm_speedup=speedups).speedup("tpot")
+
     out = {"pad_us": pad, "n_gemms": n}
     for dtype, d_key, s_key in (("fp16", "chain_dense", "chain_sparse"), ("bf16", "bf16_dense", "bf16_sparse")):
         d, s = sum(r[d_key] for r in rows), sum(r[s_key] for r in rows)
         gemm = d / (s + n * pad)
-        prefill = graph[dtype]["prefill"]["speedup"]
-        out[dtype] = {"gemm_m16": d / s, "gemm": gemm, "per_token": _per_token(gemm, dtype, prefill)}
-    bench = {dtype: (g["decode"]["speedup"], _per_token(g["decode"]["speedup"], dtype, g["prefill"]["speedup"]))
-             for dtype, g in graph.items()}
-    bench16 = sum(r["graph_dense"] for r in rows) / sum(r["graph_sparse"] for r in rows)
-    out["bench"] = {"gemm_m16": bench16, "gemm": bench["fp16"][0], "per_token": bench["fp16"][1],
-                    "bf16_gemm": bench["bf16"][0], "bf16_per_token": bench["bf16"][1]}
-    fp16_prefill = graph["fp16"]["prefill"]["speedup"]
+        out[dtype] = {"gemm_m16": d / s, "gemm": gemm, "per_token": per_token(gemm, dtype)}
+    bench = {dtype: g["decode"]["speedup"] for dtype, g in graph.items()}
+    out["bench"] = {"gemm_m16": sum(r["graph_dense"] for r in rows) / sum(r["graph_sparse"] for r in rows),
+                    "gemm": bench["fp16"], "per_token": per_token(bench["fp16"], "fp16"),
+                    "bf16_gemm": bench["bf16"], "bf16_per_token": per_token(bench["bf16"], "bf16")}
     out["bias_us"] = {side: (min(r[f"bias_{side}"] for r in rows), max(r[f"bias_{side}"] for r in rows))
                       for side in ("dense", "sparse")}
     gate = next(r for r in rows if r["kind"] == "gate_proj")
@@ -153,7 +150,7 @@ def chain_headline() -> dict:
     out["bf16_check"] = {"corrected_dense": gate["bf16_dense"], "corrected_sparse": gate["bf16_sparse"],
                          "table_dense": table.get("dense"), "table_sparse": table.get("sparse")}
     out["searched_gemm"] = _searched_bracket(rows)
-    out["searched"] = tuple(_per_token(g, "fp16", fp16_prefill) for g in out["searched_gemm"])
+    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
     return out
 
 
