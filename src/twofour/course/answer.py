@@ -245,9 +245,6 @@ def verdict_markdown_table(t: VerdictTable | None = None) -> Table:
 def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") -> str:
     """The home page's answer box (Markdown in a ``div``): the why first, then the headline in each dtype.
 
-    The why is :func:`twofour.roofline.mechanism.why`; the numbers are
-    :func:`twofour.course.gemm_chain.chain_headline`'s (GEMM-chain traces, batch 1).
-
     >>> text = bottom_line_markdown()
     >>> text.index("Why") < text.index("The bottom line.") and "bf16" in text and "(notebooks/07-the-answer.ipynb)" in text
     True
@@ -328,9 +325,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
 def calculator_opening(t: VerdictTable | None = None) -> dict:
     """:func:`calculator_verdict` as the calculator's fields show it (``VERDICT`` in ``docs/js/calc/data.js``).
 
-    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them; the request
-    and per-token speedups they give round to the verdict table's 2 decimals (a test checks that).
-    ``scripts/js_data.py`` writes it into the calculators' one generated data module.
+    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them.
 
     >>> calculator_opening()["gpu"], calculator_opening()["row"]
     ('H200', 'chain')

@@ -102,59 +102,55 @@ def trained_example(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(seed, **sizes)
+        gen = torch.Generator().manual_seed(seed)
+        features = torch.randperm(in_features, generator=gen)[:informative].sort().values
+        teacher_in = torch.randn(informative, 4 * out_features, generator=gen) / informative**0.5
+        teacher_out = torch.randn(4 * out_features, out_features, generator=gen) / (4 * out_features) ** 0.5
+
+        def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+            x = torch.randn(n, in_features, generator=gen)
+            return x, torch.relu(x[:, features] @ teacher_in) @ teacher_out
+
+        x_eval, y_eval = sample(n_eval)
+        with torch.random.fork_rng(devices=[]):  # nn.Linear's init draws from the global RNG
+            torch.manual_seed(seed)
+            model = torch.nn.Sequential(
+                torch.nn.Linear(in_features, hidden),
+                torch.nn.ReLU(),
+                torch.nn.Linear(hidden, out_features),
+            )
+
+        def eval_loss() -> float:
+            with torch.no_grad():
+                return float(torch.nn.functional.mse_loss(model(x_eval), y_eval))
+
+        loss_start = eval_loss()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
+        for _ in range(steps):
+            x, y = sample(batch)
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        model.eval()
+        description = (
+            f"First layer of a {in_features}->{hidden}->{out_features} ReLU MLP, trained for {steps} AdamW "
+            f"steps (batch {batch}, lr 2e-3, weight decay 0.05, seed {seed}) to imitate a random teacher "
+            f"network that reads only {informative} of its {in_features} standard-normal inputs."
+        )
+        return TrainedExample(
+            W=model[0].weight.detach().clone(),
+            model=model,
+            x_eval=x_eval,
+            y_eval=y_eval,
+            informative=features,
+            loss_start=loss_start,
+            loss_end=eval_loss(),
+            baseline_loss=float(y_eval.pow(2).mean()),
+            description=description,
+        )
     finally:
         torch.set_num_threads(threads)
-
-
-def _train(seed, in_features, hidden, out_features, informative, steps, batch, n_eval) -> TrainedExample:
-    gen = torch.Generator().manual_seed(seed)
-    features = torch.randperm(in_features, generator=gen)[:informative].sort().values
-    teacher_in = torch.randn(informative, 4 * out_features, generator=gen) / informative**0.5
-    teacher_out = torch.randn(4 * out_features, out_features, generator=gen) / (4 * out_features) ** 0.5
-
-    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        x = torch.randn(n, in_features, generator=gen)
-        return x, torch.relu(x[:, features] @ teacher_in) @ teacher_out
-
-    x_eval, y_eval = sample(n_eval)
-    with torch.random.fork_rng(devices=[]):  # nn.Linear's init draws from the global RNG
-        torch.manual_seed(seed)
-        model = torch.nn.Sequential(
-            torch.nn.Linear(in_features, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Linear(hidden, out_features),
-        )
-
-    def eval_loss() -> float:
-        with torch.no_grad():
-            return float(torch.nn.functional.mse_loss(model(x_eval), y_eval))
-
-    loss_start = eval_loss()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
-    for _ in range(steps):
-        x, y = sample(batch)
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    description = (
-        f"First layer of a {in_features}->{hidden}->{out_features} ReLU MLP, trained for {steps} AdamW steps "
-        f"(batch {batch}, lr 2e-3, weight decay 0.05, seed {seed}) to imitate a random teacher network that "
-        f"reads only {informative} of its {in_features} standard-normal inputs."
-    )
-    return TrainedExample(
-        W=model[0].weight.detach().clone(),
-        model=model,
-        x_eval=x_eval,
-        y_eval=y_eval,
-        informative=features,
-        loss_start=loss_start,
-        loss_end=eval_loss(),
-        baseline_loss=float(y_eval.pow(2).mean()),
-        description=description,
-    )
 
 
 def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:

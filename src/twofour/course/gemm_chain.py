@@ -79,9 +79,8 @@ def chain_rows() -> list[dict]:
 def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
     """Decode GEMMs at ``M`` from the graph bench with each projection's M = 16 bias (graph minus chain) taken off.
 
-    Returns ``{"bench": ratio as timed, "corrected": ratio with the bias off}``: how the lever
-    table reads a batch the chain was not traced at. Assumes the per-call bias does not change
-    with M (it is host launch and L2 write-back, both about the same for these few tokens).
+    Returns ``{"bench": ratio as timed, "corrected": ratio with the bias off}``. Assumes the
+    per-call bias (host launch and L2 write-back) does not change with M.
 
     >>> c = corrected_gemm(64)
     >>> c["corrected"] < c["bench"]

@@ -26,14 +26,9 @@ _COLUMNS_PER_WORD = {torch.int16: 16, torch.int32: 32}
 def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
     """Memory position of every metadata word after CUTLASS reordering.
 
-    Args:
-        rows, cols: shape ``[N, K]`` of the dense weight (must fit the CUTLASS layout of ``dtype``).
-        dtype: ``float16`` / ``bfloat16`` (int16 metadata) or ``int8`` (int32 metadata).
-
-    Returns:
-        int64 ``[rows, K / columns_per_word]``: entry ``[r, c]`` is the index, in the flat
-        reordered metadata tensor, of the word that describes row ``r``, columns
-        ``c * columns_per_word ...`` of the weight.
+    ``rows, cols``: the dense weight's ``[N, K]``; ``dtype``: ``float16`` / ``bfloat16`` (int16
+    metadata) or ``int8`` (int32). Returns int64 ``[rows, K / columns_per_word]``: entry ``[r, c]``
+    is the flat reordered index of the word describing row ``r``, columns ``c * columns_per_word ...``.
 
     The labels pass through :func:`twofour.to_cutlass`'s own code, less its check that each
     nibble is a valid 2:4 code: the layout the kernel reads, not a re-derivation.

@@ -135,14 +135,9 @@ def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[s
           caption: str | None = None) -> Table:
     """Make a :class:`Table` from rows of dicts (or of sequences, with ``columns``).
 
-    Args:
-        rows: dicts (keys are column names) or sequences (in ``columns`` order).
-        columns: which columns, in which order; default: the first dict's keys. Required when
-            rows are sequences.
-        formats: per column, a format string (``"{:.2f}"``) or a function of the value.
-            Unformatted floats get 4 significant digits; None shows as an empty cell.
-        headers: per column, the header to show instead of the column name (e.g. units).
-        caption: a line above the table (HTML ``<caption>``).
+    ``columns``: which, in which order (default: the first dict's keys); ``formats``: per column, a
+    format string (``"{:.2f}"``) or a function (else floats get 4 significant digits; None shows
+    empty); ``headers``: per column, the header to show instead of its name; ``caption``: a line above.
 
     Example:
         >>> print(table([(1, 0.5), (4096, 1.62)], columns=["M", "speedup"], formats={"speedup": "{:.2f}x"}))

@@ -101,13 +101,9 @@ _GROUPS = {
 class RequestCalculator(_Calculator):
     """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
 
-    Attributes:
-        controls: the input widgets by name (``model``, ``gpu``, ``dtype``, ``batch``, ``prompt_len``,
-            ``output_len``, ``gemm_source``, ``measured_speedup``, ``pruned``, ``step_overhead_ms``,
-            and the custom-shape fields ``layers`` ... ``vocab``).
-        result: the last valid :class:`twofour.request.RequestEstimate`.
-        error: the current input problem ("" if none).
-        figure: an ``ipywidgets.Image`` with the funnel of the whole request (PNG).
+    ``controls``: the input widgets by name; ``result``: the last valid
+    :class:`twofour.request.RequestEstimate`; ``error``: the current input problem ("" if none);
+    ``figure``: an ``ipywidgets.Image`` of the whole request's funnel.
     """
 
     def __init__(self, model: str = LLAMA_3_8B.name, gpu: str = "H100", dtype: str = "bf16", batch: int = 1,

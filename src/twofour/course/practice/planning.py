@@ -30,8 +30,6 @@ def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float
 
     >>> runs_for_power(0.03, 0.04), round(runs_for_power(0.03, 0.04, rounded=False), 2)
     (9, 8.83)
-    >>> runs_for_power(0.01, 0.01), runs_for_power(0.03, 0.08)
-    (16, 3)
     """
     _require_positive(sigma=sigma, delta=delta)
     _require_probability(alpha=alpha, power=power)

@@ -62,9 +62,6 @@ class Rubric:
     strong: tuple[str, ...]
     red_flags: tuple[str, ...]
 
-    def texts(self) -> list[str]:
-        return [*self.must, *self.strong, *self.red_flags]
-
 
 @dataclass(frozen=True)
 class Levels:
@@ -93,9 +90,6 @@ class FollowUp:
     @property
     def answered(self) -> bool:
         return bool(self.answer)
-
-    def texts(self) -> list[str]:
-        return [t for t in (self.ask, self.answer, self.strong) if t]
 
 
 @dataclass(frozen=True)
@@ -158,11 +152,12 @@ class Question:
 
     def grading_texts(self) -> list[str]:
         """What a grader reads: the rubric and the level expectations."""
-        return [*self.rubric.texts(), *(text for _, text in self.levels.items())]
+        r = self.rubric
+        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels.items())]
 
     def _texts(self) -> list[str]:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,
-                 *(t for f in self.follow_ups for t in f.texts())]
+                 *(t for f in self.follow_ups for t in (f.ask, f.answer, f.strong) if t)]
         if self.quick_check:
             texts += [self.quick_check.ask, self.quick_check.derivation, *(a.why for a in self.quick_check.accepts)]
         if self.design:
