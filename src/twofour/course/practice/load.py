@@ -122,8 +122,8 @@ def _decode(data: bytes, source: str) -> str:
 
 
 def _parse_yaml(text: str, source: str):
-    """The YAML's data, refusing nesting deeper than :data:`MAX_BANK_DEPTH`, more than
-    :data:`MAX_BANK_ALIASES` aliases, and documents that would expand past :data:`MAX_BANK_NODES`.
+    """The YAML's data, refusing more than :data:`MAX_BANK_DEPTH` levels, :data:`MAX_BANK_ALIASES` aliases
+    or :data:`MAX_BANK_NODES` nodes.
 
     The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so
     a hostile file is refused before any object is built: each node counts 1 plus its children,
@@ -147,9 +147,9 @@ def _parse_checked(text: str, source: str, loader):
     """:func:`_parse_yaml` with one PyYAML ``loader`` (its parser, then its constructor)."""
     import yaml
 
-    def where(event) -> str:
-        mark = getattr(event, "start_mark", None)
-        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    def where(event, mark: str = "start_mark") -> str:
+        at = getattr(event, mark, None)
+        return f" (line {at.line + 1}, column {at.column + 1})" if at is not None else ""
 
     try:
         sizes: dict[str, int] = {}  # anchor -> expanded node count
@@ -184,9 +184,8 @@ def _parse_checked(text: str, source: str, loader):
                                 "(aliases repeating aliases?); not a practice bank")
         return yaml.load(text, Loader=loader)  # noqa: S506 (loader is a safe loader)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        at = where(err, "problem_mark")
         raise BankError(f"{source}: not valid YAML{at}: {printable(str(problem), 200)}") from None
     except RecursionError:
         raise BankError(f"{source}: nested too deeply to read; not a practice bank") from None

@@ -71,12 +71,32 @@ def _div(css: str, heading: str, items: list[str]) -> list[str]:
     return [f'<div class="practice-{css}" markdown="1">', "", heading, "", *items, "", "</div>", ""]
 
 
+def _details(css: str, summary: str, items: list[str]) -> list[str]:
+    """A collapsible ``practice-<css>`` block: its summary, then its items."""
+    return [f'<details class="practice-{css}" markdown="1">', f"<summary>{summary}</summary>", "", *items,
+            "</details>", ""]
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
     The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
     readable page, the rubric and the worked answer collapsible ``<details>``.
     """
+    answer = [q.fill(q.answer), ""]
+    if q.design:
+        answer += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
+                                                      "**What would change the decision**", "",
+                                                      *(f"- {q.fill(c)}" for c in q.design.changes)])
+    if q.numbers:
+        answer += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
+    answer += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
+    answer += _follow_ups(q)
+    answer += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
+    if q.chapter:
+        answer += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
+    if q.sources:
+        answer += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
     h = "#" * heading_level
     lines = [
         f'<article class="practice-q" id="q-{q.id}" data-qid="{q.id}" data-level="{q.level}" '
@@ -93,32 +113,15 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         "",
         *([f"[Open the calculator in this state]({chapter_prefix}calculator/index.md?{q.calculator_query()})"
            "{: .practice-calc-link }", ""] if q.calculator else []),
-        '<details class="practice-rubric" markdown="1">',
-        "<summary>How it is graded: must-haves, signals, levels</summary>",
-        "",
-        *_div("must", "**Must-haves.** Missing any one fails the answer.",
-              [f"1. {q.fill(p)}" for p in q.rubric.must]),
-        *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
-        *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
-        *_div("levels", "**What a pass looks like**",
-              [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()]),
-        "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", "",
-        q.fill(q.answer), "",
+        *_details("rubric", "How it is graded: must-haves, signals, levels", [
+            *_div("must", "**Must-haves.** Missing any one fails the answer.",
+                  [f"1. {q.fill(p)}" for p in q.rubric.must]),
+            *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
+            *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
+            *_div("levels", "**What a pass looks like**",
+                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()])]),
+        *_details("answer", "Worked answer", answer),
     ]
-    if q.design:
-        lines += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
-                                                     "**What would change the decision**", "",
-                                                     *(f"- {q.fill(c)}" for c in q.design.changes)])
-    if q.numbers:
-        lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
-    lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
-    lines += _follow_ups(q)
-    lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
-    if q.chapter:
-        lines += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
-    if q.sources:
-        lines += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
-    lines += ["</details>", ""]
     if q.quick_check:
         c = q.quick_check
         expected = q.quick_check_expected()
@@ -132,13 +135,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
             f"{html.escape(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
-            '<details class="practice-derivation" markdown="1">',
-            "<summary>Derivation</summary>",
-            "",
-            q.fill(c.derivation),
-            "",
-            "</details>",
-            "",
+            *_details("derivation", "Derivation", [q.fill(c.derivation), ""]),
             "</div>",
             "",
         ]
