@@ -1,23 +1,16 @@
 """The per-token headline from the least biased stored evidence: the GEMM-chain traces, and how far the bench is off.
 
 The **GEMM-chain traces** (``twofour/data/traces``) are CUDA-graph replays of 14 ``F.linear`` calls,
-the seven pruned projections of two Llama-3-8B blocks at M = 16, fp16, dense and 2:4: not decode
-steps (no attention, norms or LM head), but their kernels run back to back with no L2 flush and no
-host launch in the window, as a serving step runs them. The **one-GEMM graph bench** replayed each
-GEMM alone from an idle device after an L2-sized flush: it adds time to both sides, more to the
-memory-bound dense kernel, and so pulls every ratio below 1 toward 1.
+the seven pruned projections of two Llama-3-8B blocks at M = 16, fp16: not decode steps, but their
+kernels run back to back with no L2 flush and no host launch in the window, as a serving step runs
+them. The **one-GEMM graph bench** replayed each GEMM alone from an idle device after an L2 flush:
+that adds time to both sides, more to the memory-bound dense kernel, pulling every ratio toward 1.
 
-:func:`chain_headline` derives from the chain:
-
-* **per projection** at M = 16, each GEMM's kernels plus the chain's idle time per call; the
-  bench's bias is graph minus chain, per projection and side;
-* **fp16 at batch 1**: the chain's times plus the 2:4 path's pad fill and copy (both kernels are
-  flat from M = 1 to 16 in the unflushed kernel tables);
-* **bf16**: no chain was traced in bf16, so each bf16 graph time has the fp16 bias of the same
-  projection and side taken off (checked against the unflushed bf16 kernel table at gate/up);
-* **per token**: the decode GEMM ratio put into :func:`twofour.request.estimate`;
-* **the fastest of algorithms 0-7** (the sweep's direct calls): its bias is not known, so a
-  bracket: take off algorithm 0's 2:4 bias (low) or dense's (high).
+:func:`chain_headline` derives from the chain, per projection at M = 16 (each GEMM's kernels plus
+the chain's idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the
+2:4 path's pad fill and copy), bf16 (each bf16 graph time less the fp16 bias of the same projection
+and side, checked against the unflushed bf16 kernel table), per token (:func:`twofour.request.estimate`),
+and a bracket for the fastest of algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
 
 Example:
     >>> h = chain_headline()

@@ -1,23 +1,15 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a
-rubric two interviewers grade alike (must-haves, strong signals, red flags), what a pass looks like
-for a mid-level, a senior and a staff engineer, a worked answer, common mistakes and follow-ups; a
-design question adds its assumptions and what would change the decision. ``kind`` says what
-thinking it asks for, and ``skill`` and ``setting`` name what it tests where (no two questions
-share both). No number is typed into the text: each is a named entry of the question's
-``numbers``, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and
-referred to as ``{{name}}``, so the answers change with the toolkit and a typo fails the tests.
+The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric two
+interviewers grade alike, what a pass looks like at three grades, a worked answer, mistakes and
+follow-ups. No number is typed into the text: each is a named entry of the question's ``numbers``,
+computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and referred to as
+``{{name}}``, so the answers change with the toolkit and a typo fails the tests. A quick check asks
+for one number and says what it is graded against, never a model's prediction.
 
-A quick check asks for one number, says what it is graded against (``basis``: first principles,
-a published or the project's own measurement, never a model's prediction), in a unit the
-calculators show, within a whole-percent tolerance; one of 2% or more lists the approximations
-it accepts.
-
-A bank is data, and so are its expressions: parsed with :mod:`ast` and interpreted
-(:mod:`.expressions`), never ``eval``-ed, over an explicit registry (:mod:`.registry`). Anything
-else is refused, naming the question, the expression and the offending part. The YAML is bounded
-too: size, nesting, UTF-8, no anchors or aliases.
+Expressions are parsed with :mod:`ast` and interpreted (:mod:`.expressions`), never ``eval``-ed,
+over an explicit registry (:mod:`.registry`); anything else is refused, naming the question, the
+expression and the offending part. The YAML is bounded too: size, nesting, UTF-8, aliases.
 
 Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the YAML, validated by :mod:`.schema`) ->
 :mod:`.questions` (the data model; numbers by :mod:`.expressions` over :mod:`.registry`) ->
