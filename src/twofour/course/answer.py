@@ -178,7 +178,6 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     from ..dispatch.rules import cusparselt_version_str
 
     res = verdict_results()
-    sweep = recorded_alg_search()
     prov = res.provenance
     software = {"gpu": prov["gpu_name"], "torch": prov["torch"], "cuda": prov["cuda"],
                 "cusparselt": cusparselt_version_str(prov["cusparselt"]), "driver": prov["driver"],
@@ -192,7 +191,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             decode, status, source = measured[mode]["decode"]["speedup"], "measured", f"{BENCH_FILE}, mode {mode}"
             note = _replaced_note(measured[mode]["decode"]["replaced"])
         elif algorithm == "searched" and mode == "graph":
-            decode, path = searched_gemm_speedup(sweep, workload)["decode"], "_cslt_sparse_mm"
+            decode, path = searched_gemm_speedup(recorded_alg_search(), workload)["decode"], "_cslt_sparse_mm"
             status, source = "measured", f"{SWEEP_FILE}, fastest of algorithms 0-7 per GEMM"
             note = ("not PyTorch's path: torch._cslt_sparse_mm called directly on x pre-padded to 8 rows, against "
                     "cuBLAS's untuned default; prefill (M = 512, outside the sweep) is the default algorithm's on F.linear")

@@ -18,11 +18,9 @@ __all__ = ["linear_path_cost", "searched_on_linear", "searched_fit_error", "swee
 def linear_path_cost(workload: Workload = CHAT) -> dict:
     """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, measured, per pruned decode GEMM.
 
-    Algorithm 0 timed both ways as CUDA-graph replays with L2 flushed, the same day: ``F.linear``
-    in :data:`BENCH_FILE` and the direct call in :data:`SWEEP_FILE`; the difference is the pad
-    fill, the copy and the wrapper. A GEMM whose ``F.linear`` timing is flagged gets the median
-    of the others. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us": (low,
-    high), "source": str}``.
+    Algorithm 0 timed both ways (graph replays, L2 flushed): ``F.linear`` in :data:`BENCH_FILE`, the
+    direct call in :data:`SWEEP_FILE`. A GEMM whose ``F.linear`` timing is flagged gets the median of
+    the others. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us", "source"}``.
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]

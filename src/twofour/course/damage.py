@@ -26,11 +26,8 @@ __all__ = ["MassKept", "mass_kept", "relative_output_error", "pytorch_cutlass_ro
 
 @dataclass(frozen=True)
 class MassKept:
-    """Fractions of a weight that survived a lossy step (1.0 = nothing lost).
-
-    Attributes:
-        l1: ``sum|W_after| / sum|W|``, the share of total magnitude kept.
-        l2: ``sum W_after**2 / sum W**2``, the share of energy (squared Frobenius norm) kept.
+    """Fractions of a weight that survived a lossy step (1.0 = nothing lost): ``l1`` of its magnitude,
+    ``sum|W_after| / sum|W|``, and ``l2`` of its energy, ``sum W_after**2 / sum W**2``.
     """
 
     l1: float
@@ -117,14 +114,9 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
 class SilentDrop:
     """What PyTorch's CUTLASS round trip did to a weight. Build it with :func:`silent_drop`.
 
-    Attributes:
-        elements_dropped: non-zero elements of ``W`` that came back as zero.
-        groups_hit: groups of 4 that lost at least one non-zero.
-        num_groups: groups in ``W``.
-        mass_lost: ``1 - sum|W_back| / sum|W|``.
-        energy_lost: ``1 - sum W_back**2 / sum W**2``.
-        output_error: relative error of ``x @ W_back.T`` against ``x @ W.T``.
-        exact: True when the round trip returned ``W`` unchanged (``-0.0`` may come back as ``+0.0``).
+    ``elements_dropped``: non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups``
+    groups of 4; ``mass_lost``, ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``:
+    relative error of ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``).
     """
 
     elements_dropped: int

@@ -35,14 +35,10 @@ __all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero
 class TrainedExample:
     """A trained student network and the data to evaluate it. Build it with :func:`trained_example`.
 
-    Attributes:
-        W: the first layer's weight ``[hidden, in_features]`` (float32, a copy: edit freely).
-        model: the trained student (``nn.Sequential``: linear, ReLU, linear), in eval mode.
-        x_eval, y_eval: held-out inputs ``[n_eval, in_features]`` and teacher targets.
-        informative: indices of the input features that carry signal.
-        loss_start, loss_end: mean squared error on the held-out set before and after training.
-        baseline_loss: error of always predicting zero (the targets' mean square), for scale.
-        description: one paragraph saying exactly what was trained.
+    ``W`` is a float32 copy of the first layer's weight (edit freely); ``model`` the student in eval
+    mode; ``x_eval, y_eval`` the held-out set; ``informative`` the input features that carry signal;
+    ``loss_start, loss_end`` held-out MSE before and after training; ``baseline_loss`` the error of
+    always predicting zero, for scale; ``description`` says exactly what was trained.
     """
 
     W: torch.Tensor = field(repr=False)

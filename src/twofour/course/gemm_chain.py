@@ -99,14 +99,11 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
 
 @functools.lru_cache(maxsize=1)
 def chain_headline() -> dict:
-    """The headline figures (a dict; see the module docstring for how each is derived).
+    """The headline figures, derived as the module docstring says.
 
-    ``fp16``, ``bf16``: ``{"gemm_m16", "gemm", "per_token"}`` (decode GEMMs at M = 16 and at
-    batch 1, per token at batch 1); ``bench``: the one-GEMM graph bench's fp16 ``gemm_m16``,
-    ``gemm`` and ``per_token`` (the verdict's ``graph`` row); ``bias_us``: ``{"dense": (lo, hi),
-    "sparse": (lo, hi)}`` per call; ``bf16_check``: the corrected gate/up against the unflushed
-    bf16 kernel table (µs); ``searched_gemm`` and ``searched``: ``(low, high)`` decode GEMMs and per
-    token with the fastest of algorithms 0-7 (direct call, fp16); ``pad_us``.
+    ``fp16``, ``bf16``: ``{"gemm_m16", "gemm", "per_token"}``; ``bench``: the graph bench's (the
+    verdict's ``graph`` row); ``bias_us``: ``{"dense": (lo, hi), "sparse": (lo, hi)}`` per call;
+    ``bf16_check``; ``searched_gemm`` and ``searched``: ``(low, high)``; ``pad_us``.
     """
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs

@@ -26,6 +26,7 @@ import operator
 import re
 import string
 import time
+from dataclasses import dataclass
 
 from .registry import NAMESPACE, RESULT_TYPES, STR_METHODS, Function, Namespace
 from .terms import BankError
@@ -57,13 +58,12 @@ class _Refused(Exception):
         self.node, self.why = node, why
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class _Bound:
     """``obj.method`` of a registered result type (or ``str.join``), waiting to be called."""
 
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name: str):
-        self.obj, self.name = obj, name
+    obj: object
+    name: str
 
 
 def _part(node) -> str:

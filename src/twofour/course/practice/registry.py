@@ -46,7 +46,7 @@ class Namespace:
         return f"<bank namespace {self.name}: {', '.join(sorted(self.members))}>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Function:
     """A function registered for banks: it may be called, never passed around or inspected."""
 
