@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+
 from ..roofline.calibration import error_row, fit_points, legacy_graph_params, load_fit, predicted_speedup
 from ..roofline.model import crossover_m, predict
 from ..roofline.params import default_params
@@ -20,12 +22,8 @@ __all__ = ["crossovers", "misses", "host_costs"]
 
 def _first_win(series) -> int | None:
     """The smallest M of ``[(M, speedup)]`` from which every larger M wins (speedup > 1), or None."""
-    first = None
-    for M, speedup in sorted(series, reverse=True):
-        if speedup <= 1:
-            break
-        first = M
-    return first
+    wins = [M for M, _ in itertools.takewhile(lambda p: not p[1] <= 1, sorted(series, reverse=True))]
+    return wins[-1] if wins else None
 
 
 def crossovers(dtype: str = "fp16") -> list[dict]:

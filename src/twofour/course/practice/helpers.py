@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 
 from ... import models, request, roofline
@@ -143,14 +145,10 @@ def measured_crossover_m(N: int, K: int, dtype: str = "bfloat16", mode: str = "g
     rows = sorted((m, d / sp) for (m, n, k, dt), (d, sp) in _measured_table(mode).items() if (n, k, dt) == (N, K, dtype))
     if not rows:
         raise ValueError(f"no H200 measurements of N={N}, K={K}, {dtype} in mode {mode!r}")
-    crossover = None
-    for m, speedup in reversed(rows):
-        if speedup < 1:
-            break
-        crossover = m
-    if crossover is None:
+    wins = [m for m, _ in itertools.takewhile(lambda r: not r[1] < 1, reversed(rows))]
+    if not wins:
         raise ValueError(f"2:4 never wins at the largest measured M for N={N}, K={K}")
-    return crossover
+    return wins[-1]
 
 
 def compute_bound_m(N: int, K: int, dtype: str = "bf16", gpu: str = "H200") -> int:
@@ -160,16 +158,12 @@ def compute_bound_m(N: int, K: int, dtype: str = "bf16", gpu: str = "H200") -> i
     True
     """
     ridge = roofline.ridge_point(gpu, dtype)
-    lo, hi = 1, 1 << 20
-    if roofline.arithmetic_intensity(hi, N, K, dtype) < ridge:
+    top = 1 << 20
+    if roofline.arithmetic_intensity(top, N, K, dtype) < ridge:
         raise ValueError(f"N={N}, K={K} never reaches the ridge point {ridge:.0f} FLOP/byte")
-    while lo < hi:  # the intensity grows with M: bisect (a scan took a million steps for a thin GEMM)
-        mid = (lo + hi) // 2
-        if roofline.arithmetic_intensity(mid, N, K, dtype) >= ridge:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    # the intensity grows with M: bisect (a scan took a million steps for a thin GEMM)
+    return 1 + bisect.bisect_left(range(1, top + 1), ridge,
+                                  key=lambda m: roofline.arithmetic_intensity(m, N, K, dtype))
 
 
 def first_torch_pinning(min_version: int) -> str:
@@ -196,8 +190,6 @@ def transposable_patterns(n: int = 2, m: int = 4) -> int:
     >>> transposable_patterns(), math.comb(4, 2) ** 4      # transposable vs row-wise-only 2:4 tiles
     (90, 1296)
     """
-    import itertools
-
     # m = 6 would walk 20**6 tiles (minutes); the question is about 2:4 and its neighbours.
     if not (isinstance(n, int) and isinstance(m, int) and 0 < n <= m <= 5):
         raise ValueError(f"n and m must be ints with 0 < n <= m <= 5, got n={n!r}, m={m!r}")
@@ -316,12 +308,8 @@ def slo_goodput(loads, latencies, slo: float) -> float:
         raise ValueError("loads and latencies must be non-empty and of the same length")
     if any(b <= a for a, b in zip(loads, loads[1:])):
         raise ValueError(f"loads must increase, got {loads!r}")
-    best = 0
-    for load, latency in zip(loads, latencies):
-        if latency > slo:
-            break
-        best = load
-    return best
+    met = [load for load, _ in itertools.takewhile(lambda p: not p[1] > slo, zip(loads, latencies))]
+    return met[-1] if met else 0
 
 
 def searched_gemm(M: int, N: int, K: int, what: str = "best_us") -> float:
