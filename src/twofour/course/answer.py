@@ -10,11 +10,10 @@ The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is
 spans the rows measured on the reader's path, ``F.linear``; flagged timings never enter. The
 GEMMs are measured, the rest of the step is predicted (:func:`twofour.request.estimate`).
 
-Every page that quotes the verdict reads :func:`verdict_table`. Prose quotes a number between
-markers, ``<!-- verdict:range -->0.05x to 1.19x<!-- /verdict -->``: the build fills it in
-(:func:`fill_quotes`), a test fails when it is stale (:func:`stale_quotes`), and
-``python scripts/refresh_quotes.py`` rewrites it. The diagnosis checklist (:data:`CHECKLIST`) is
-quoted the same way, between ``<!-- checklist -->`` and ``<!-- /checklist -->``.
+Every page that quotes the verdict reads :func:`verdict_table`, between markers such as
+``<!-- verdict:range -->...<!-- /verdict -->``: the build fills them in (:func:`fill_quotes`), a
+test fails when one is stale (:func:`stale_quotes`), ``scripts/refresh_quotes.py`` rewrites it.
+The diagnosis checklist (:data:`CHECKLIST`) is quoted the same way, between ``<!-- checklist -->``.
 
 Example:
     >>> from twofour.course.answer import verdict_table

@@ -29,11 +29,10 @@ def _first_win(series) -> int | None:
 def crossovers(dtype: str = "fp16") -> list[dict]:
     """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays, measured and predicted.
 
-    ``measured``: the smallest recorded M from which every larger recorded M wins (the trusted
-    graph timings; None: never within the run). ``predicted_at_recorded_m``: the same rule on the
-    fitted model at the same Ms, timed as that run timed; ``predicted``: that model's first winning
-    M of all (:func:`twofour.roofline.crossover_m`: the saw-toothed curve can win just past a tile
-    boundary and lose again); ``predicted_serving``: the model as a serving engine runs (clean L2).
+    ``measured``: the smallest recorded M from which every larger one wins (None: never in the run);
+    ``predicted_at_recorded_m``: the same rule on the model at the same Ms; ``predicted``: the model's
+    first winning M of all (:func:`twofour.roofline.crossover_m`: the saw-toothed curve can win past
+    a tile boundary and lose again); ``predicted_serving``: as a serving engine runs (clean L2).
 
     Example:
         >>> rows = {r["layer"]: r for r in crossovers()}
