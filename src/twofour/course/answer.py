@@ -1,32 +1,19 @@
 """Chapter 7's worked deployment and its verdict: one table, measured first, read by every page that quotes it.
 
-The deployment is Llama-3-8B shapes in fp16, every linear layer inside the transformer blocks
-pruned to 2:4 (the LM head dense), batch 1, 512-token prompts and 256 output tokens, on an
-NVIDIA H200. fp16 because the project's H200 run measured it in every way a GEMM can be called
-(eager, CUDA graph, kernel only, and cuSPARSELt algorithms 0-7 called directly); bf16 was measured eager and in
-CUDA graphs only (:func:`bf16_rows`).
+The deployment (:mod:`.deployment`) is Llama-3-8B shapes in fp16, every block linear pruned to 2:4
+(the LM head dense), batch 1, 512-token prompts, 256 output tokens, on an H200: fp16 because the
+H200 run timed it every way a GEMM can be called; bf16 only eager and in CUDA graphs (:func:`bf16_rows`).
 
-The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is labelled
-``measured`` (the decode GEMMs were timed on the H200; the file and timing mode are named),
-``adjusted`` (a measurement on another call path with a measured per-call cost added, named) or
-``predicted`` (nothing was measured; the kernel model fills in), and names its **call path**
-(:data:`twofour.bench.trusted.CALL_PATHS`): PyTorch's ``F.linear`` on a
-``to_sparse_semi_structured`` weight, or ``torch._cslt_sparse_mm`` called directly on an ``x``
-already padded (the algorithm sweep). The range (:attr:`VerdictTable.low`, :attr:`VerdictTable.high`)
-spans the rows on the reader's path, ``F.linear``; a flagged timing never enters
-(:mod:`twofour.bench.trusted` replaces it by a named rule, and the row's note says so). The per-token and request
-speedups put the row's GEMM speedup into the request model (:func:`twofour.request.estimate`):
-the GEMMs are measured, the rest of the step (attention, KV cache, the LM head, element-wise
-work) is predicted, which is said with every number.
+The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is ``measured``,
+``adjusted`` (another call path's measurement plus a measured per-call cost) or ``predicted``
+(the kernel model), and names its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range
+spans the rows measured on the reader's path, ``F.linear``; flagged timings never enter. The
+GEMMs are measured, the rest of the step is predicted (:func:`twofour.request.estimate`).
 
-Every page that quotes the verdict reads :func:`verdict_table`: chapter 7's table and levers,
-the home page's bottom line (``site_hooks/answer.py``), chapter 6's range, the calculator's
-opening values (:func:`calculator_opening`, in ``docs/js/calc/data.js``) and the practice answers. Prose quotes a number
-between markers, ``<!-- verdict:range -->0.05x to 1.19x<!-- /verdict -->``: the site's build
-puts the computed value there (:func:`fill_quotes`), a test fails when the text in the file is
-stale (:func:`stale_quotes`), and ``python scripts/refresh_quotes.py`` rewrites it. So no two
-places can disagree, and new measurements move all of them. The diagnosis checklist is one list
-(:data:`CHECKLIST`) quoted the same way, between ``<!-- checklist -->`` and ``<!-- /checklist -->``.
+Every page that quotes the verdict reads :func:`verdict_table`, between markers such as
+``<!-- verdict:range -->...<!-- /verdict -->``: the build fills them in (:func:`fill_quotes`), a
+test fails when one is stale (:func:`stale_quotes`), ``scripts/refresh_quotes.py`` rewrites it.
+The diagnosis checklist (:data:`CHECKLIST`) is quoted the same way, between ``<!-- checklist -->``.
 
 Example:
     >>> from twofour.course.answer import verdict_table
@@ -162,11 +149,7 @@ class VerdictTable:
 
 
 def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tuple[float, str]:
-    """The searched algorithm's kernel time was never recorded: the kernel model predicts its 2:4 side.
-
-    The dense side stays measured (kernel mode); only the 2:4 kernel times come from
-    :func:`twofour.roofline.predict` with ``algorithm="searched"``.
-    """
+    """The searched algorithm's kernel time was never recorded: the model predicts 2:4; dense is measured."""
     from ..request.inputs import gemm_shapes
     from ..roofline import predict
 
@@ -194,7 +177,6 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     from ..dispatch.rules import cusparselt_version_str
 
     res = verdict_results()
-    sweep = recorded_alg_search()
     prov = res.provenance
     software = {"gpu": prov["gpu_name"], "torch": prov["torch"], "cuda": prov["cuda"],
                 "cusparselt": cusparselt_version_str(prov["cusparselt"]), "driver": prov["driver"],
@@ -208,7 +190,7 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             decode, status, source = measured[mode]["decode"]["speedup"], "measured", f"{BENCH_FILE}, mode {mode}"
             note = _replaced_note(measured[mode]["decode"]["replaced"])
         elif algorithm == "searched" and mode == "graph":
-            decode, path = searched_gemm_speedup(sweep, workload)["decode"], "_cslt_sparse_mm"
+            decode, path = searched_gemm_speedup(recorded_alg_search(), workload)["decode"], "_cslt_sparse_mm"
             status, source = "measured", f"{SWEEP_FILE}, fastest of algorithms 0-7 per GEMM"
             note = ("not PyTorch's path: torch._cslt_sparse_mm called directly on x pre-padded to 8 rows, against "
                     "cuBLAS's untuned default; prefill (M = 512, outside the sweep) is the default algorithm's on F.linear")
@@ -260,9 +242,6 @@ def verdict_markdown_table(t: VerdictTable | None = None) -> Table:
 
 def bottom_line_markdown(chapter_link: str = "notebooks/07-the-answer.ipynb") -> str:
     """The home page's answer box (Markdown in a ``div``): the why first, then the headline in each dtype.
-
-    The why is :func:`twofour.roofline.mechanism.why`; the numbers are
-    :func:`twofour.course.gemm_chain.chain_headline`'s (GEMM-chain traces, batch 1).
 
     >>> text = bottom_line_markdown()
     >>> text.index("Why") < text.index("The bottom line.") and "bf16" in text and "(notebooks/07-the-answer.ipynb)" in text
@@ -323,11 +302,9 @@ def checklist_markdown(chapters: str = "", calculator: str = "../calculator/inde
 def calculator_verdict(t: VerdictTable | None = None) -> dict:
     """What the request calculator opens on: the worked deployment with its least biased GEMM speedups.
 
-    The calculator starts where chapter 7 and the home page do: Llama-3-8B fp16 on an H200, batch 1,
-    ``F.linear`` with CUDA graphs and PyTorch's default algorithm. Its decode GEMM speedup is the
-    GEMM-chain traces' (:func:`twofour.course.gemm_chain.chain_headline`: the one-GEMM graph bench
-    flatters 2:4 at decode); its prefill GEMM speedup is the graph bench's, whose per-call bias is
-    small beside a prefill GEMM. So its per-token number is the home page's.
+    Decode: the GEMM-chain traces' speedup (the one-GEMM graph bench flatters 2:4 at decode);
+    prefill: the graph bench's, whose per-call bias is small beside a prefill GEMM. So its
+    per-token number is the home page's.
     """
     from ..roofline.mechanism import why
 
@@ -346,9 +323,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
 def calculator_opening(t: VerdictTable | None = None) -> dict:
     """:func:`calculator_verdict` as the calculator's fields show it (``VERDICT`` in ``docs/js/calc/data.js``).
 
-    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them; the request
-    and per-token speedups they give round to the verdict table's 2 decimals (a test checks that).
-    ``scripts/js_data.py`` writes it into the calculators' one generated data module.
+    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them.
 
     >>> calculator_opening()["gpu"], calculator_opening()["row"]
     ('H200', 'chain')
@@ -446,8 +421,7 @@ def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) 
     """``text`` with every quoted verdict number and the checklist set to their computed values.
 
     The markers stay, so filling twice changes nothing. An unknown key raises, naming it.
-    ``quotes`` is :func:`quoted_numbers` computed once by the caller (the site build fills many
-    pages from one), else it is computed here.
+    ``quotes``: :func:`quoted_numbers`, when the caller computed it once for many pages.
 
     >>> fill_quotes("at <!-- verdict:eager -->?<!-- /verdict --> the speed", "index.md") == (
     ...     f"at <!-- verdict:eager -->{quoted_numbers()['eager']}<!-- /verdict --> the speed")
@@ -467,8 +441,7 @@ def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) 
 def stale_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> list[str]:
     """One line per quote in ``text`` whose value differs from the computed one (empty: all current).
 
-    ``quotes`` as for :func:`fill_quotes`: a caller checking many pages computes them once (each
-    :func:`quoted_numbers` call costs about 0.4 s, and the site has a few hundred Markdown cells).
+    ``quotes`` as for :func:`fill_quotes`.
     """
     def quotes_in(s: str) -> list[str]:
         return [m.group(0) for pattern in (_QUOTE, _CHECKLIST) for m in pattern.finditer(s)]

@@ -2,11 +2,8 @@
 
 The algorithm sweep (``cslt-algsearch-*.json``) timed ``torch._cslt_sparse_mm`` directly on an
 ``x`` already padded; PyTorch's path is ``F.linear`` on a ``to_sparse_semi_structured`` weight,
-which pads, copies and wraps. :func:`linear_path_cost` measures what ``F.linear`` adds per call
-(algorithm 0 timed both ways), :func:`searched_on_linear` puts the sweep's fastest algorithms on
-``F.linear`` with that cost added (an adjustment, labelled so wherever it is quoted),
-:func:`searched_fit_error` is the searched model family's only check, and :func:`sweep_sentence`
-says what the sweep timed.
+which pads, copies and wraps. :func:`linear_path_cost` measures what ``F.linear`` adds per call,
+:func:`searched_on_linear` adds it to the sweep's fastest algorithms (an adjustment, labelled so).
 """
 
 from __future__ import annotations
@@ -21,12 +18,9 @@ __all__ = ["linear_path_cost", "searched_on_linear", "searched_fit_error", "swee
 def linear_path_cost(workload: Workload = CHAT) -> dict:
     """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, measured, per pruned decode GEMM.
 
-    Both ways timed algorithm 0 as CUDA-graph replays with L2 flushed on the same H200 the same
-    day: ``F.linear`` on a ``to_sparse_semi_structured`` weight in :data:`BENCH_FILE` (run 1)
-    and the direct call on ``x`` already padded in :data:`SWEEP_FILE` (run 4). The difference
-    is the pad fill, the copy and the wrapper. A GEMM whose ``F.linear`` timing is flagged gets
-    the median of the others (rule ``median-of-unflagged``). Returns ``{"by_kind": {kind: us},
-    "rule": {kind: rule}, "range_us": (low, high), "source": str}``.
+    Algorithm 0 timed both ways (graph replays, L2 flushed): ``F.linear`` in :data:`BENCH_FILE`, the
+    direct call in :data:`SWEEP_FILE`. A GEMM whose ``F.linear`` timing is flagged gets the median of
+    the others. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us", "source"}``.
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]
@@ -57,9 +51,6 @@ def linear_path_cost(workload: Workload = CHAT) -> dict:
 
 def searched_fit_error() -> float:
     """The largest relative error of the searched family's fit on the sweep it was fitted to (its only check).
-
-    Each case's fastest time (a CUDA-graph replay of the direct call on ``M_padded`` rows) against
-    :func:`twofour.roofline.predict` in the ``cached`` scenario with ``algorithm="searched"``.
 
     >>> 0.1 < searched_fit_error() < 0.5
     True

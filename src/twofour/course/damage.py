@@ -1,12 +1,8 @@
 """What a lossy step did to a weight: how much of it survived, and how far the layer's output moved.
 
-Two lossy steps are studied in the chapters:
-
-* **Pruning** (on purpose): :func:`mass_kept` says which fraction of the weight's magnitude
-  (sum of ``|W|``) and of its energy (sum of ``W**2``) the pruned weight kept.
-* **Packing an invalid weight with PyTorch's CUTLASS conversion** (by accident):
-  :func:`pytorch_cutlass_roundtrip` runs PyTorch's own CPU conversion there and back, and
-  :func:`silent_drop` measures what it dropped without saying so.
+Pruning (on purpose): :func:`mass_kept`. Packing an invalid weight with PyTorch's CUTLASS
+conversion (by accident): :func:`pytorch_cutlass_roundtrip` and :func:`silent_drop`, which
+measures what it dropped without saying so.
 
 >>> import torch
 >>> W = torch.tensor([[1.0, 2.0, 3.0, 0.0] * 16] * 32, dtype=torch.float16)  # 3 non-zeros per group
@@ -30,11 +26,8 @@ __all__ = ["MassKept", "mass_kept", "relative_output_error", "pytorch_cutlass_ro
 
 @dataclass(frozen=True)
 class MassKept:
-    """Fractions of a weight that survived a lossy step (1.0 = nothing lost).
-
-    Attributes:
-        l1: ``sum|W_after| / sum|W|``, the share of total magnitude kept.
-        l2: ``sum W_after**2 / sum W**2``, the share of energy (squared Frobenius norm) kept.
+    """Fractions of a weight that survived a lossy step (1.0 = nothing lost): ``l1`` of its magnitude,
+    ``sum|W_after| / sum|W|``, and ``l2`` of its energy, ``sum W_after**2 / sum W**2``.
     """
 
     l1: float
@@ -49,9 +42,7 @@ def _require_pair(W: torch.Tensor, W_after: torch.Tensor, after_name: str) -> No
 
 
 def mass_kept(W: torch.Tensor, W_after: torch.Tensor) -> MassKept:
-    """How much of ``W``'s magnitude and energy ``W_after`` (e.g. a pruned copy) kept.
-
-    Sums run in float64, so the fractions do not depend on ``W``'s dtype rounding.
+    """How much of ``W``'s magnitude and energy ``W_after`` (e.g. a pruned copy) kept (sums in float64).
 
     >>> W = torch.tensor([[3.0, -1.0, 0.0, 2.0]])
     >>> mass_kept(W, torch.tensor([[3.0, 0.0, 0.0, 2.0]]))
@@ -66,10 +57,8 @@ def mass_kept(W: torch.Tensor, W_after: torch.Tensor) -> MassKept:
 
 
 def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tensor) -> float:
-    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius norms), computed in float32.
-
-    float32 because 16-bit matmuls are very slow on many CPUs and would add their own rounding
-    to the difference being measured.
+    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius norms), in float32 (16-bit matmuls
+    are slow on many CPUs and would add their own rounding to the difference measured).
 
     >>> W = torch.eye(4)
     >>> relative_output_error(W, 0.5 * W, torch.ones(3, 4))
@@ -91,11 +80,9 @@ def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tenso
 def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
     """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, both on ``W``'s device.
 
-    These are the functions ``torch.sparse.to_sparse_semi_structured`` uses for its CUTLASS
-    backend (``torch.sparse._semi_structured_conversions``); unlike the public API they also run
-    on the CPU. They do not check the 2:4 pattern: a group with more than two non-zeros comes
-    back with only two of them. Supported as PyTorch supports them: float16 / bfloat16 (rows a
-    multiple of 32, columns of 64) and int8 (rows of 16, columns of 128).
+    The functions ``to_sparse_semi_structured`` uses for its CUTLASS backend, which also run on
+    the CPU and do not check the 2:4 pattern: a group with more than two non-zeros comes back with
+    only two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
 
     >>> W = torch.tensor([[1.0, 2.0, 3.0, 4.0] * 16] * 32, dtype=torch.float16)
     >>> pytorch_cutlass_roundtrip(W)[0, :4].tolist()   # no error, two values silently gone
@@ -127,14 +114,9 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
 class SilentDrop:
     """What PyTorch's CUTLASS round trip did to a weight. Build it with :func:`silent_drop`.
 
-    Attributes:
-        elements_dropped: non-zero elements of ``W`` that came back as zero.
-        groups_hit: groups of 4 that lost at least one non-zero.
-        num_groups: groups in ``W``.
-        mass_lost: ``1 - sum|W_back| / sum|W|``.
-        energy_lost: ``1 - sum W_back**2 / sum W**2``.
-        output_error: relative error of ``x @ W_back.T`` against ``x @ W.T``.
-        exact: True when the round trip returned ``W`` unchanged (``-0.0`` may come back as ``+0.0``).
+    ``elements_dropped``: non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups``
+    groups of 4; ``mass_lost``, ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``:
+    relative error of ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``).
     """
 
     elements_dropped: int
@@ -158,9 +140,7 @@ class SilentDrop:
 def silent_drop(W: torch.Tensor, x: torch.Tensor) -> SilentDrop:
     """Round-trip ``W`` through PyTorch's CUTLASS conversion and measure what was lost, silently.
 
-    Args:
-        W: the weight ``[N, K]`` (float16, bfloat16 or int8; see :func:`pytorch_cutlass_roundtrip`).
-        x: activations ``[M, K]`` for the output error (any float dtype; the matmul runs in float32).
+    ``W``: ``[N, K]`` as for :func:`pytorch_cutlass_roundtrip`; ``x``: ``[M, K]`` for the output error.
     """
     W_back = pytorch_cutlass_roundtrip(W)
     dropped = nonzero_mask(W) & ~nonzero_mask(W_back)

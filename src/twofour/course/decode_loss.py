@@ -1,14 +1,9 @@
 """Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the step beside the bench.
 
-Chapter 4 states it, and chapter 7, the calculator page and the practice bank quote it: prose
-puts ``<!-- verdict:decode-loss -->...<!-- /verdict -->`` where it goes and the build fills in
-:func:`decode_loss_explanation` (:func:`twofour.course.answer.fill_quotes`), so no page words it
-differently; a test fails when a file's copy is stale. Its words and figures live in
-:mod:`twofour.roofline.mechanism` (the 256-wide token tile's padded math).
-
-:func:`step_against_graphs` sets the GEMM-chain traces (14 ``F.linear`` calls back to back)
-beside the one-GEMM CUDA graphs the bench replays from an idle device after an L2 flush, at
-the M both have.
+Pages quote :func:`decode_loss_explanation` between ``<!-- verdict:decode-loss -->`` markers
+(:func:`twofour.course.answer.fill_quotes`), so no page words it differently; its words and figures
+live in :mod:`twofour.roofline.mechanism`. :func:`step_against_graphs` sets the GEMM-chain traces
+beside the bench's one-GEMM CUDA graphs at the M both have.
 """
 
 from __future__ import annotations
@@ -33,10 +28,7 @@ def step_against_graphs() -> dict:
 
     Returns ``{"M", "step_gemm", "step_wall"`` (the traces: GEMM kernel sums and wall span per
     step, dense over 2:4), ``"graph", "kernel"`` (the bench, time-weighted over the same seven
-    GEMMs), ``"idle_us_dense", "idle_us_sparse"`` (GPU idle per kernel in the step) ``}``. The
-    gap: each bench call is one GEMM replayed from an idle device after an L2 flush, so it pays
-    the replay's own cost (several µs per GEMM on both sides); in a step the kernels run back to
-    back.
+    GEMMs), ``"idle_us_dense", "idle_us_sparse"`` (GPU idle per kernel in the step) ``}``.
 
     >>> s = step_against_graphs()
     >>> s["M"], s["step_wall"] < s["graph"]

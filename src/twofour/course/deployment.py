@@ -27,8 +27,7 @@ SWEEP_FILE = "cslt-algsearch-nvidia-h200-20261130.json"
 def verdict_results(name: str = BENCH_FILE):
     """The recorded results file the verdict's measured rows read (:data:`BENCH_FILE`, shipped in ``twofour/data``).
 
-    One file, not every recorded one: the reference-shape file repeats some Llama-3-8B shapes,
-    and a verdict must name the one measurement it quotes.
+    One file: another recorded file repeats some Llama-3-8B shapes, and a verdict names one measurement.
     """
     from ..bench import recorded_results
 

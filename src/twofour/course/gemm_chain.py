@@ -1,26 +1,16 @@
 """The per-token headline from the least biased stored evidence: the GEMM-chain traces, and how far the bench is off.
 
-The **GEMM-chain traces** (``twofour/data/traces``) are CUDA-graph replays of a chain of 14
-``F.linear`` calls, the seven pruned projections of two Llama-3-8B blocks at M = 16, fp16, dense
-and 2:4 (PyTorch's default algorithm). They are not decode steps (no attention, norms or LM
-head), but their kernels run back to back with no L2 flush and no host launch in the window,
-as a serving step runs them. The **one-GEMM graph bench** (``twofour bench``'s ``graph`` mode in
-the 2026-11-30 run) replayed each GEMM alone from an idle device after writing an L2-sized flush
-buffer: it adds time to both sides, more to the memory-bound dense kernel, and so pulls every
-ratio below 1 toward 1.
+The **GEMM-chain traces** (``twofour/data/traces``) are CUDA-graph replays of 14 ``F.linear`` calls,
+the seven pruned projections of two Llama-3-8B blocks at M = 16, fp16: not decode steps, but their
+kernels run back to back with no L2 flush and no host launch in the window, as a serving step runs
+them. The **one-GEMM graph bench** replayed each GEMM alone from an idle device after an L2 flush:
+that adds time to both sides, more to the memory-bound dense kernel, pulling every ratio toward 1.
 
-:func:`chain_headline` derives from the chain:
-
-* **per projection** at M = 16, each GEMM's kernels (helpers included) plus the chain's idle
-  time per call; the bench's bias is graph minus chain, per projection and side;
-* **fp16 at batch 1**: the chain's times plus the 2:4 path's pad fill and copy (x is padded to
-  8 rows below M = 8; both kernels are flat from M = 1 to 16 in the unflushed kernel tables);
-* **bf16**: no chain was traced in bf16, so each bf16 graph time has the fp16 bias of the same
-  projection and side taken off (checked against the unflushed bf16 kernel table at gate/up);
-* **per token**: the decode GEMM ratio put into the request model
-  (:func:`twofour.request.estimate`; the rest of the step predicted);
-* **the fastest of algorithms 0-7** (direct call, the sweep's graph timings): its per-call bias
-  is not known, so a bracket: take off algorithm 0's 2:4 bias (low) or dense's (high).
+:func:`chain_headline` derives from the chain, per projection at M = 16 (each GEMM's kernels plus
+the chain's idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the
+2:4 path's pad fill and copy), bf16 (each bf16 graph time less the fp16 bias of the same projection
+and side, checked against the unflushed bf16 kernel table), per token (:func:`twofour.request.estimate`),
+and a bracket for the fastest of algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
 
 Example:
     >>> h = chain_headline()
@@ -82,9 +72,8 @@ def chain_rows() -> list[dict]:
 def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
     """Decode GEMMs at ``M`` from the graph bench with each projection's M = 16 bias (graph minus chain) taken off.
 
-    Returns ``{"bench": ratio as timed, "corrected": ratio with the bias off}``: how the lever
-    table reads a batch the chain was not traced at. Assumes the per-call bias does not change
-    with M (it is host launch and L2 write-back, both about the same for these few tokens).
+    Returns ``{"bench": ratio as timed, "corrected": ratio with the bias off}``. Assumes the
+    per-call bias (host launch and L2 write-back) does not change with M.
 
     >>> c = corrected_gemm(64)
     >>> c["corrected"] < c["bench"]
@@ -108,21 +97,13 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
     return {"bench": d / s, "corrected": (d - bd) / (s - bs)}
 
 
-def _per_token(gemm: float, dtype: str, prefill: float) -> float:
-    w = replace(CHAT, dtype=dtype)
-    return estimate(w, GPU, gemm_speedup={"decode": gemm, "prefill": prefill}).speedup("tpot")
-
-
 @functools.lru_cache(maxsize=1)
 def chain_headline() -> dict:
-    """The headline figures (a dict; see the module docstring for how each is derived).
+    """The headline figures, derived as the module docstring says.
 
-    ``fp16``, ``bf16``: ``{"gemm_m16", "gemm", "per_token"}`` (decode GEMMs at M = 16 and at
-    batch 1, per token at batch 1); ``bench``: the one-GEMM graph bench's fp16 ``gemm_m16``,
-    ``gemm`` and ``per_token`` (the verdict's ``graph`` row); ``bias_us``: ``{"dense": (lo, hi),
-    "sparse": (lo, hi)}`` per call; ``bf16_check``: the corrected gate/up against the unflushed
-    bf16 kernel table (µs); ``searched_gemm`` and ``searched``: ``(low, high)`` decode GEMMs and per
-    token with the fastest of algorithms 0-7 (direct call, fp16); ``pad_us``.
+    ``fp16``, ``bf16``: ``{"gemm_m16", "gemm", "per_token"}``; ``bench``: the graph bench's (the
+    verdict's ``graph`` row); ``bias_us``: ``{"dense": (lo, hi), "sparse": (lo, hi)}`` per call;
+    ``bf16_check``; ``searched_gemm`` and ``searched``: ``(low, high)``; ``pad_us``.
     """
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs
@@ -134,18 +115,20 @@ def chain_headline() -> dict:
     # the one-GEMM graph bench on the same deployment (chapter 7's verdict table, its "graph" row)
     graph = {dtype: measured_gemm_detail(verdict_results(), replace(CHAT, dtype=dtype), mode="graph")
              for dtype in ("fp16", "bf16")}
+
+    def per_token(gemm: float, dtype: str) -> float:  # prefill: the graph bench's
+        speedups = {"decode": gemm, "prefill": graph[dtype]["prefill"]["speedup"]}
+        return estimate(replace(CHAT, dtype=dtype), GPU, gemm_speedup=speedups).speedup("tpot")
+
     out = {"pad_us": pad, "n_gemms": n}
     for dtype, d_key, s_key in (("fp16", "chain_dense", "chain_sparse"), ("bf16", "bf16_dense", "bf16_sparse")):
         d, s = sum(r[d_key] for r in rows), sum(r[s_key] for r in rows)
         gemm = d / (s + n * pad)
-        prefill = graph[dtype]["prefill"]["speedup"]
-        out[dtype] = {"gemm_m16": d / s, "gemm": gemm, "per_token": _per_token(gemm, dtype, prefill)}
-    bench = {dtype: (g["decode"]["speedup"], _per_token(g["decode"]["speedup"], dtype, g["prefill"]["speedup"]))
-             for dtype, g in graph.items()}
-    bench16 = sum(r["graph_dense"] for r in rows) / sum(r["graph_sparse"] for r in rows)
-    out["bench"] = {"gemm_m16": bench16, "gemm": bench["fp16"][0], "per_token": bench["fp16"][1],
-                    "bf16_gemm": bench["bf16"][0], "bf16_per_token": bench["bf16"][1]}
-    fp16_prefill = graph["fp16"]["prefill"]["speedup"]
+        out[dtype] = {"gemm_m16": d / s, "gemm": gemm, "per_token": per_token(gemm, dtype)}
+    bench = {dtype: g["decode"]["speedup"] for dtype, g in graph.items()}
+    out["bench"] = {"gemm_m16": sum(r["graph_dense"] for r in rows) / sum(r["graph_sparse"] for r in rows),
+                    "gemm": bench["fp16"], "per_token": per_token(bench["fp16"], "fp16"),
+                    "bf16_gemm": bench["bf16"], "bf16_per_token": per_token(bench["bf16"], "bf16")}
     out["bias_us"] = {side: (min(r[f"bias_{side}"] for r in rows), max(r[f"bias_{side}"] for r in rows))
                       for side in ("dense", "sparse")}
     gate = next(r for r in rows if r["kind"] == "gate_proj")
@@ -156,7 +139,7 @@ def chain_headline() -> dict:
     out["bf16_check"] = {"corrected_dense": gate["bf16_dense"], "corrected_sparse": gate["bf16_sparse"],
                          "table_dense": table.get("dense"), "table_sparse": table.get("sparse")}
     out["searched_gemm"] = _searched_bracket(rows)
-    out["searched"] = tuple(_per_token(g, "fp16", fp16_prefill) for g in out["searched_gemm"])
+    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
     return out
 
 

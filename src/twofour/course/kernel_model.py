@@ -1,14 +1,7 @@
 """Chapter 4's reading of the fitted kernel model: its worst misses, its crossovers against the measured ones, the host costs.
 
-The fit itself and its held-out error tables are the toolkit's (:mod:`twofour.roofline.calibration`,
-stored in ``twofour/data/kernel-fit.json``); what only the chapter needs sits here:
-
-* :func:`crossovers`: per Llama-3-8B weight, the first M where 2:4 wins, measured (the trusted
-  CUDA-graph timings, :mod:`twofour.bench.trusted`) and predicted;
-* :func:`misses`: the worst misses in and out of the fit, and the crossovers;
-* :func:`host_costs`: the eager scenario's host cost per 2:4 call, this run's and the published ones'.
-
-The error tables per dtype and M regime are :func:`twofour.course.figures.kernel_launch.error_rows`.
+The fit and its error tables are the toolkit's (:mod:`twofour.roofline.calibration`); the error
+tables per dtype and M regime are :func:`twofour.course.figures.kernel_launch.error_rows`.
 
 Example:
     >>> [r["measured"] for r in crossovers()]
@@ -16,6 +9,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import itertools
 
 from ..roofline.calibration import error_row, fit_points, legacy_graph_params, load_fit, predicted_speedup
 from ..roofline.model import crossover_m, predict
@@ -27,24 +22,17 @@ __all__ = ["crossovers", "misses", "host_costs"]
 
 def _first_win(series) -> int | None:
     """The smallest M of ``[(M, speedup)]`` from which every larger M wins (speedup > 1), or None."""
-    first = None
-    for M, speedup in sorted(series, reverse=True):
-        if speedup <= 1:
-            break
-        first = M
-    return first
+    wins = [M for M, _ in itertools.takewhile(lambda p: not p[1] <= 1, sorted(series, reverse=True))]
+    return wins[-1] if wins else None
 
 
 def crossovers(dtype: str = "fp16") -> list[dict]:
     """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays, measured and predicted.
 
-    ``measured``: the smallest recorded M from which every larger recorded M wins (the trusted
-    graph timings of the H200 run; None: never within the run). ``predicted_at_recorded_m``: the
-    same rule on the fitted model's speedups at the same Ms, timed as that run timed (one-GEMM
-    graphs of the legacy method, L2 flushed by a write); ``predicted``: that model's first winning
-    M of all (:func:`twofour.roofline.crossover_m`: the curve is saw-toothed, so it can win just
-    past a tile boundary and lose again).
-    ``predicted_serving``: the model as a serving engine runs (a chain of cached calls, clean L2).
+    ``measured``: the smallest recorded M from which every larger one wins (None: never in the run);
+    ``predicted_at_recorded_m``: the same rule on the model at the same Ms; ``predicted``: the model's
+    first winning M of all (:func:`twofour.roofline.crossover_m`: the saw-toothed curve can win past
+    a tile boundary and lose again); ``predicted_serving``: as a serving engine runs (clean L2).
 
     Example:
         >>> rows = {r["layer"]: r for r in crossovers()}
@@ -78,8 +66,7 @@ def misses(n: int = 3) -> dict:
     """What the per-regime medians hide: the worst misses in and out of the fit, and the crossovers.
 
     ``in_sample`` / ``held_out``: the ``n`` largest ``|predicted / measured - 1|`` of the 2:4
-    speedup, in the fit set (the stored fit's base set on its own points) and on the held-out
-    Llama-3-70B shapes (as the fit file records them); ``crossovers``: :func:`crossovers` (fp16).
+    speedup, in the fit set and on the held-out Llama-3-70B shapes; ``crossovers``: :func:`crossovers`.
 
     Example:
         >>> m = misses()
@@ -101,10 +88,8 @@ def host_costs() -> list[dict]:
     """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
 
     The eager scenario takes each call as ``max(kernel, host)``, so a host-bound published eager
-    timing implies the host cost: the predicted dense eager time over the measured speedup (its
-    GPU's fitted set). A point that no host cost explains (the 2:4 kernel alone is already
-    slower than the implied time) gets None. Pass a value as
-    ``replace(default_params(gpu), host_sparse_us=...)`` to :func:`twofour.roofline.predict`.
+    timing implies the host cost: the predicted dense eager time over the measured speedup. None
+    where no host cost explains it (the 2:4 kernel alone is slower than the implied time).
 
     Example:
         >>> rows = host_costs()
@@ -120,9 +105,9 @@ def host_costs() -> list[dict]:
         if (p.origin != "published" or p.scenario != "eager" or p.gpu is None or p.N is None
                 or p.backend != "cuSPARSELt" or p.speedup >= 1):  # a 2:4 win is not host-bound: it implies nothing
             continue
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="eager")
-        implied = pred.dense_us / p.speedup
-        kernel = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu), scenario="kernel").sparse_us
+        args = (p.M, p.N, p.K, p.dtype, p.gpu, p.backend, default_params(p.gpu))
+        implied = predict(*args, scenario="eager").dense_us / p.speedup
+        kernel = predict(*args, scenario="kernel").sparse_us
         rows.append({"host": f"{p.id} ({p.gpu}, {p.M} x {p.N} x {p.K} {p.dtype}), implied by its {p.speedup:.2f}x eager",
                      "host_sparse_us": implied if implied > kernel else None, "source": p.source})
     return rows

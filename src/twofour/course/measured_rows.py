@@ -1,11 +1,6 @@
 """Measured kernel data as rows of numbers: what chapter 4's bandwidth figure plots and the
-decode-loss explanation quotes, without matplotlib.
-
-:mod:`twofour.course.figures.kernel_launch` draws these rows and
-:mod:`twofour.course.decode_loss` quotes them; keeping them apart from the figures means a
-page that needs only the numbers (the site's quick build, the home page) does not import the
-plotting stack. :func:`measured_on` is how a figure or a table names where and when its data
-was measured (:mod:`twofour.course.plotting` re-exports it).
+decode-loss explanation quotes, without matplotlib (a page that needs only the numbers does not
+import the plotting stack). :func:`measured_on` names where and when data was measured.
 
 Example:
     >>> from twofour.bench import recorded_results
@@ -22,10 +17,7 @@ __all__ = ["measured_on", "bandwidth_rows", "decode_bandwidth_range"]
 
 
 def measured_on(gpu: str, date: str | None = None) -> str:
-    """How a plot of measured data names where and when it was measured: ``"H200, measured 2026-11-30"``.
-
-    ``gpu`` is the device name as recorded (``"NVIDIA H200"``; the vendor prefix is dropped),
-    ``date`` an ISO date or timestamp (only the day is kept).
+    """How a plot of measured data names where and when it was measured (vendor prefix dropped, day kept).
 
     Example:
         >>> measured_on("NVIDIA H200", "2026-11-30T15:07:22+00:00")

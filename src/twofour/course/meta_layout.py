@@ -1,9 +1,8 @@
 """Where each metadata word lands in PyTorch's CUTLASS layout, traced rather than described.
 
 :func:`twofour.to_cutlass` reorders the metadata matrix (``[N, K/16]`` int16 for 16-bit weights)
-before the sparse kernel reads it. Describing the permutation in words is hard; watching it
-is easy: give every metadata word a distinct label, run the real conversion, and read back
-where each label went. :func:`cutlass_meta_slots` does exactly that.
+before the sparse kernel reads it. :func:`cutlass_meta_slots` gives every metadata word a
+distinct label, runs the real conversion, and reads back where each label went.
 
 >>> import torch
 >>> slots = cutlass_meta_slots(32, 64)          # 32 rows, K = 64: metadata is 32 x 4 int16
@@ -27,18 +26,12 @@ _COLUMNS_PER_WORD = {torch.int16: 16, torch.int32: 32}
 def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
     """Memory position of every metadata word after CUTLASS reordering.
 
-    Args:
-        rows, cols: shape ``[N, K]`` of the dense weight (must fit the CUTLASS layout of ``dtype``).
-        dtype: ``float16`` / ``bfloat16`` (int16 metadata) or ``int8`` (int32 metadata).
+    ``rows, cols``: the dense weight's ``[N, K]``; ``dtype``: ``float16`` / ``bfloat16`` (int16
+    metadata) or ``int8`` (int32). Returns int64 ``[rows, K / columns_per_word]``: entry ``[r, c]``
+    is the flat reordered index of the word describing row ``r``, columns ``c * columns_per_word ...``.
 
-    Returns:
-        int64 ``[rows, K / columns_per_word]``: entry ``[r, c]`` is the index, in the flat
-        reordered metadata tensor, of the word that describes row ``r``, columns
-        ``c * columns_per_word ...`` of the weight.
-
-    The labels pass through :func:`twofour.to_cutlass`'s own code (whose metadata is
-    bit-identical to PyTorch's conversion), less its check that each nibble is a valid 2:4 code,
-    which labels are not; so this is the layout the kernel reads, not a re-derivation.
+    The labels pass through :func:`twofour.to_cutlass`'s own code, less its check that each
+    nibble is a valid 2:4 code: the layout the kernel reads, not a re-derivation.
     """
     rules = cutlass_constraints(dtype)
     if rules["pattern"] != "2:4":

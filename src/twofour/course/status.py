@@ -1,15 +1,10 @@
 """The "2:4 in late 2026" status box: one text, shown on the home page and in chapters 0, 3 and 7.
 
-The text lives in one file, ``twofour/course/data/status.md``, so the four copies cannot drift:
-
-* the home page (``docs/index.md``) includes the file with the site's snippet syntax;
-* a chapter shows it with one hidden-input code cell, ``status_box()``, whose Markdown output
-  Jupyter and Colab render, and which the site's notebook hook passes into the page's Markdown
-  (``site_hooks/nb_render.py``), so it becomes the same admonition as on the home page.
-
-The file is Markdown with one HTML wrapper (a ``<div class="admonition ...">`` with
-``markdown="1"``): Material renders it as an admonition, Jupyter renders the same text as a
-title paragraph and a list. Sources for every line: the Sources page, "2:4 in late 2026".
+The text lives in one file, ``twofour/course/data/status.md``, so the four copies cannot drift: the
+home page includes it with the site's snippet syntax, and a chapter shows it with one hidden-input
+cell, ``status_box()``, whose Markdown output Jupyter, Colab and the site's notebook hook render.
+The file is Markdown in one ``<div class="admonition ..." markdown="1">``: an admonition in
+Material, a title paragraph and a list in Jupyter.
 
 >>> STATUS_DATE
 '2026-11-30'
@@ -44,8 +39,7 @@ class StatusBox:
     def __repr__(self) -> str:  # the text/plain fallback: title and date only
         return f"2:4 in late 2026 (status on {STATUS_DATE}); display in Jupyter for the full box"
 
-    def __str__(self) -> str:
-        return status_markdown()
+    __str__ = _repr_markdown_
 
 
 def status_box() -> StatusBox:

@@ -1,13 +1,9 @@
 """Tabular results that read: an HTML table in Jupyter, Colab and on the site; aligned text elsewhere.
 
-A chapter that prints a table with f-strings gets a block of text that is wider than a phone
-and breaks apart wherever the page wraps it. :func:`table` keeps the rows as data and shows
-them the way the place they land in can read them:
-
-* in a notebook (Jupyter, Colab, the site build) the cell's value is displayed as an HTML
-  ``<table>``: numbers right-aligned, the header kept, sideways scrolling on a narrow screen;
-* ``print(t)`` or a terminal gives the same table as aligned plain text;
-* ``t.to_markdown()`` gives a Markdown table for prose.
+A table printed with f-strings is wider than a phone and breaks wherever the page wraps it.
+:func:`table` keeps the rows as data: a notebook displays an HTML ``<table>`` (numbers
+right-aligned, sideways scrolling on a narrow screen), ``print(t)`` aligned plain text, and
+``t.to_markdown()`` a Markdown table for prose.
 
 Example:
     >>> from twofour.course.tables import table
@@ -78,8 +74,7 @@ def _cell_html(text: str) -> str:
 class Table:
     """Rows of formatted cells with a header; shown as HTML in notebooks, as text elsewhere.
 
-    Build one with :func:`table`. ``columns`` are the header cells, ``rows`` the formatted
-    cells (strings), ``numeric`` which columns are numbers (right-aligned).
+    Build one with :func:`table`. ``numeric`` says which columns are numbers (right-aligned).
     """
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool],
@@ -91,9 +86,6 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.rows)
-
-    def __repr__(self) -> str:  # also what str(), print() and IPython's text/plain show
-        return self.to_text()
 
     def to_text(self) -> str:
         """Aligned plain text: caption line, header, a rule, one line per row."""
@@ -107,6 +99,8 @@ class Table:
         lines += [line(self.columns), "  ".join("-" * w for w in widths)]
         lines += [line(row) for row in self.rows]
         return "\n".join(lines)
+
+    __repr__ = to_text  # also what str(), print() and IPython's text/plain show
 
     def to_markdown(self) -> str:
         """A Markdown (pipe) table; numeric columns right-aligned."""
@@ -141,14 +135,9 @@ def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[s
           caption: str | None = None) -> Table:
     """Make a :class:`Table` from rows of dicts (or of sequences, with ``columns``).
 
-    Args:
-        rows: dicts (keys are column names) or sequences (in ``columns`` order).
-        columns: which columns, in which order; default: the first dict's keys. Required when
-            rows are sequences.
-        formats: per column, a format string (``"{:.2f}"``) or a function of the value.
-            Unformatted floats get 4 significant digits; None shows as an empty cell.
-        headers: per column, the header to show instead of the column name (e.g. units).
-        caption: a line above the table (HTML ``<caption>``).
+    ``columns``: which, in which order (default: the first dict's keys); ``formats``: per column, a
+    format string (``"{:.2f}"``) or a function (else floats get 4 significant digits; None shows
+    empty); ``headers``: per column, the header to show instead of its name; ``caption``: a line above.
 
     Example:
         >>> print(table([(1, 0.5), (4096, 1.62)], columns=["M", "speedup"], formats={"speedup": "{:.2f}x"}))

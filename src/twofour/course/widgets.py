@@ -1,9 +1,8 @@
 """ipywidgets calculators over :mod:`twofour.amdahl` and :mod:`twofour.request`, for Jupyter and Colab.
 
-On the static site these cells are hidden (tag ``hide-on-site``) and the JavaScript calculator
-takes their place; in a live notebook they recompute on every change. Each calculator is a
-small object holding its controls, the last valid result and the current error message, so it
-can be driven (and tested) without a display:
+On the static site these cells are hidden and the JavaScript calculator takes their place. Each
+calculator holds its controls, the last valid result and the current error, so it can be driven
+(and tested) without a display:
 
 >>> calc = amdahl_calculator(p=0.87, s=1.78)
 >>> round(calc.result["speedup"], 3)
@@ -12,8 +11,7 @@ can be driven (and tested) without a display:
 >>> calc.result["speedup"]
 1.0
 
-Bad input (a dtype the GPU lacks, a custom shape that does not divide) shows a message next to
-the result and keeps the last valid result, instead of a traceback.
+Bad input shows a message next to the result and keeps the last valid result, not a traceback.
 """
 
 from __future__ import annotations
@@ -48,13 +46,10 @@ class _Calculator:
     def _repr_mimebundle_(self, **kwargs):  # display the widget when the object ends a cell
         return self.widget._repr_mimebundle_(**kwargs)
 
-    def _show_error(self, exc: Exception) -> None:
-        self.error = str(exc)
-        self.message.value = f'<p style="color:#D55E00"><b>Input problem:</b> {html.escape(self.error)} (showing the last valid result)</p>'
-
-    def _clear_error(self) -> None:
-        self.error = ""
-        self.message.value = ""
+    def _set_error(self, exc: Exception | None) -> None:
+        self.error = "" if exc is None else str(exc)
+        self.message.value = self.error and (f'<p style="color:#D55E00"><b>Input problem:</b> '
+                                             f'{html.escape(self.error)} (showing the last valid result)</p>')
 
 
 class AmdahlCalculator(_Calculator):
@@ -82,9 +77,9 @@ class AmdahlCalculator(_Calculator):
                 "averaged_mistake": averaged_speedup_mistake([p], [s]),
             }
         except (ValueError, TypeError) as exc:
-            self._show_error(exc)
+            self._set_error(exc)
             return
-        self._clear_error()
+        self._set_error(None)
         self.result = result
         bound = "no limit" if result["bound"] == float("inf") else f"{result['bound']:.2f}x"
         self.output.value = (
@@ -106,13 +101,9 @@ _GROUPS = {
 class RequestCalculator(_Calculator):
     """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
 
-    Attributes:
-        controls: the input widgets by name (``model``, ``gpu``, ``dtype``, ``batch``, ``prompt_len``,
-            ``output_len``, ``gemm_source``, ``measured_speedup``, ``pruned``, ``step_overhead_ms``,
-            and the custom-shape fields ``layers`` ... ``vocab``).
-        result: the last valid :class:`twofour.request.RequestEstimate`.
-        error: the current input problem ("" if none).
-        figure: an ``ipywidgets.Image`` with the funnel of the whole request (PNG).
+    ``controls``: the input widgets by name; ``result``: the last valid
+    :class:`twofour.request.RequestEstimate`; ``error``: the current input problem ("" if none);
+    ``figure``: an ``ipywidgets.Image`` of the whole request's funnel.
     """
 
     def __init__(self, model: str = LLAMA_3_8B.name, gpu: str = "H100", dtype: str = "bf16", batch: int = 1,
@@ -175,9 +166,9 @@ class RequestCalculator(_Calculator):
             est = estimate(workload, c["gpu"].value, gemm_speedup=measured,
                            assumptions=Assumptions(step_overhead_s=float(c["step_overhead_ms"].value) * 1e-3))
         except (ValueError, TypeError) as exc:
-            self._show_error(exc)
+            self._set_error(exc)
             return
-        self._clear_error()
+        self._set_error(None)
         self.result = est
         self.output.value = _result_html(est)
         if self.draw:

@@ -1,35 +1,19 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions. Each has a prompt, a
-rubric two interviewers grade alike (must-haves, without any of which an answer fails; strong
-signals; red flags), what a pass looks like for a mid-level, a senior and a staff engineer, a
-worked answer, common mistakes and follow-ups; a design question adds its assumptions and what
-would change the decision. Its ``kind`` says what thinking it asks for (fundamentals ask for a
-concept or one calculation; deep questions for several steps, a diagnosis or a design), and
-``skill`` and ``setting`` name what it tests where: no two questions share both. Every
-number a question states is **not typed into the text**: it is a named entry of the question's
-``numbers`` list, computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``)
-or taken from a cited table in the toolkit, and the text refers to it as ``{{name}}``. So when a
-model, a GPU table or a formula changes, the worked answers change with it, and a typo in an
-expression fails the tests (``tests/course/practice/test_practice.py`` evaluates every one).
+The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric two
+interviewers grade alike, what a pass looks like at three grades, a worked answer, mistakes and
+follow-ups. No number is typed into the text: each is a named entry of the question's ``numbers``,
+computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and referred to as
+``{{name}}``, so the answers change with the toolkit and a typo fails the tests. A quick check asks
+for one number and says what it is graded against, never a model's prediction.
 
-A quick check asks for one number and says what it is graded against (``basis``): first-principles
-arithmetic, a published measurement, or the project's own GPU measurement, never a model's
-prediction. Its unit is one the site's calculators show (MB and MiB told apart), and its
-tolerance a whole percent, shown the way the page's checker reports it; a tolerance of 2% or
-more lists the standard approximations it accepts (each tested to land inside it).
+Expressions are parsed with :mod:`ast` and interpreted (:mod:`.expressions`), never ``eval``-ed,
+over an explicit registry (:mod:`.registry`); anything else is refused, naming the question, the
+expression and the offending part. The YAML is bounded too: size, nesting, UTF-8, aliases.
 
-A bank is data, and so are its expressions: they are parsed with :mod:`ast` and interpreted
-(:mod:`.expressions`), never ``eval``-ed, over an explicit registry (:mod:`.registry`): numbers
-and arithmetic, the values and functions registered for banks, namespaces that list each name
-they hold (``amdahl.speedup``, never a module object), and the fields and methods of registered
-result types (``est.decode.p``). Anything else is refused with the question, the expression
-and the offending part. The YAML is bounded too: size, nesting, UTF-8, no anchors or aliases.
-
-One file per stage of the data: :mod:`.terms` (levels, topics, units) -> :mod:`.load` (the
-YAML, validated by :mod:`.schema`) -> :mod:`.questions` (the data model; numbers computed by
-:mod:`.expressions` over :mod:`.registry`) -> :mod:`.render` (Markdown for the site). This
-package re-exports their public names.
+Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the YAML, validated by :mod:`.schema`) ->
+:mod:`.questions` (the data model; numbers by :mod:`.expressions` over :mod:`.registry`) ->
+:mod:`.render` (Markdown for the site). This package re-exports their public names.
 
 >>> from twofour.course.practice import load_bank
 >>> bank = load_bank()

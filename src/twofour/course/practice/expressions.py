@@ -11,11 +11,10 @@ A bank is data someone may share, so its expressions are data too. What one may 
   and ``value.method(...)`` only on a registered result type (:data:`~.registry.RESULT_TYPES`);
   calls only to registered functions and methods.
 
-Everything else is refused before anything runs, with a :class:`BankError` that names the
-expression and the offending part (the question id is added by the caller). Work is bounded:
-an expression is at most 1,000 characters and 40 levels deep, an integer power whose result
-would pass 128 bits (``9**9**9``) is refused before it is computed, each registered function
-bounds its own inputs, and no registered call starts after 10 s of work on one expression.
+Everything else is refused before anything runs, with a :class:`BankError` naming the expression
+and the offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused
+before it is computed (``9**9**9``), each registered function bounding its own inputs, and no
+registered call started after 10 s of work on one expression.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import operator
 import re
 import string
 import time
+from dataclasses import dataclass
 
 from .registry import NAMESPACE, RESULT_TYPES, STR_METHODS, Function, Namespace
 from .terms import BankError
@@ -58,13 +58,12 @@ class _Refused(Exception):
         self.node, self.why = node, why
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class _Bound:
     """``obj.method`` of a registered result type (or ``str.join``), waiting to be called."""
 
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name: str):
-        self.obj, self.name = obj, name
+    obj: object
+    name: str
 
 
 def _part(node) -> str:
@@ -277,9 +276,8 @@ def _percent_format(fmt: str, arg, node) -> str:
 def evaluate_expression(expr: str, names=None):
     """Evaluate one bank expression over :data:`NAMESPACE` plus ``names`` (earlier numbers).
 
-    Raises :class:`BankError` for syntax outside the small allowed subset, for private and
-    unknown names (so a typo names itself), for anything the registry does not list, for
-    values out of bounds, and when a registered function raises.
+    Raises :class:`BankError` for anything not allowed (a typo names itself), values out of
+    bounds, and when a registered function raises.
 
     >>> evaluate_expression("amdahl.speedup(0.5, 2.0)")
     1.3333333333333333
@@ -306,8 +304,7 @@ def evaluate_expression(expr: str, names=None):
 def check_expression(expr: str, names=()) -> None:
     """Refuse ``expr`` now if its syntax or names are not allowed (nothing is evaluated).
 
-    ``names`` are the question's earlier numbers. :func:`~.load.load_bank` calls this for every
-    number, so a hostile or mistyped expression fails when the bank is loaded.
+    ``names`` are the question's earlier numbers; :func:`~.load.load_bank` checks every number so.
 
     >>> check_expression("amdahl.speedup(p, 2.0)", ["p"])
     >>> check_expression("estimate.__globals__")
@@ -353,8 +350,8 @@ def _parsed(expr, names):
 def check_format(fmt) -> str:
     """``fmt`` if it is a template a bank may use: text and one ``{}`` / ``{:spec}`` field, else BankError.
 
-    No field names, attributes or indexes (``{0.__class__}`` would read an attribute of the
-    value) and widths or precisions of at most two digits (``{:999999999}`` would fill memory).
+    No field names, attributes or indexes (``{0.__class__}``) and widths or precisions of at most
+    two digits (``{:999999999}`` would fill memory).
 
     >>> check_format("{:.3f}x")
     '{:.3f}x'

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 
 from ... import models, request, roofline
@@ -86,10 +88,8 @@ def _measured_table(mode: str) -> dict:
 
 
 def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "graph", what: str = "speedup") -> float:
-    """One GEMM as the project's H200 run measured it (``twofour.bench.recorded_results("gpu")``).
-
-    ``what`` is ``"speedup"`` (dense / 2:4), ``"dense_us"`` or ``"sparse_us"``; ``mode`` how the
-    call was timed (``"graph"``: CUDA-graph replay, plans cached; ``"lone"``: one call on an idle device).
+    """One GEMM as the project's H200 run measured it: ``what`` is ``"speedup"`` (dense / 2:4),
+    ``"dense_us"`` or ``"sparse_us"``; ``mode`` how the call was timed (``"graph"``, ``"lone"`` ...).
 
     >>> round(measured_gemm(1, 4096, 14336), 2)          # Llama-3-8B down_proj, one token
     0.43
@@ -107,9 +107,6 @@ def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "
 def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "graph") -> float:
     """The time-weighted 2:4 GEMM speedup of one phase of ``workload``, measured on the project's H200.
 
-    :func:`twofour.request.measured_gemm_speedup` on ``recorded_results("gpu")``; raises if a GEMM of
-    the phase was not measured.
-
     >>> measured_phase_speedup(request.WORKLOADS["chat decode, batch 1"], "decode") < 1
     True
     """
@@ -124,9 +121,7 @@ def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "
 def replaced_timings(workload: request.Workload, phase: str, mode: str = "graph") -> str:
     """Which timings of ``phase`` a named rule replaced because they were flagged, as text ("none" if none).
 
-    The same lookup as :func:`measured_phase_speedup` (:func:`twofour.request.measured_gemm_detail`),
-    so a number derived from replaced timings can say which, in the words of
-    :data:`twofour.bench.trusted.FLAG_RULES`.
+    The lookup of :func:`measured_phase_speedup`, in the words of :data:`twofour.bench.trusted.FLAG_RULES`.
 
     >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 64, 512, 256), "decode")
     'k_proj M=64: dense-at-larger-m, v_proj M=64: dense-at-larger-m'
@@ -150,42 +145,29 @@ def measured_crossover_m(N: int, K: int, dtype: str = "bfloat16", mode: str = "g
     rows = sorted((m, d / sp) for (m, n, k, dt), (d, sp) in _measured_table(mode).items() if (n, k, dt) == (N, K, dtype))
     if not rows:
         raise ValueError(f"no H200 measurements of N={N}, K={K}, {dtype} in mode {mode!r}")
-    crossover = None
-    for m, speedup in reversed(rows):
-        if speedup < 1:
-            break
-        crossover = m
-    if crossover is None:
+    wins = [m for m, _ in itertools.takewhile(lambda r: not r[1] < 1, reversed(rows))]
+    if not wins:
         raise ValueError(f"2:4 never wins at the largest measured M for N={N}, K={K}")
-    return crossover
+    return wins[-1]
 
 
 def compute_bound_m(N: int, K: int, dtype: str = "bf16", gpu: str = "H200") -> int:
     """Smallest M at which ``M x K @ K x N`` has the arithmetic intensity of the GPU's dense ridge point.
 
-    First principles: FLOPs over bytes moved once, against peak FLOP/s over bandwidth.
-
     >>> compute_bound_m(4096, 4096, "bf16", "H200") > 100
     True
     """
     ridge = roofline.ridge_point(gpu, dtype)
-    lo, hi = 1, 1 << 20
-    if roofline.arithmetic_intensity(hi, N, K, dtype) < ridge:
+    top = 1 << 20
+    if roofline.arithmetic_intensity(top, N, K, dtype) < ridge:
         raise ValueError(f"N={N}, K={K} never reaches the ridge point {ridge:.0f} FLOP/byte")
-    while lo < hi:  # the intensity grows with M: bisect (a scan took a million steps for a thin GEMM)
-        mid = (lo + hi) // 2
-        if roofline.arithmetic_intensity(mid, N, K, dtype) >= ridge:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    # the intensity grows with M: bisect (a scan took a million steps for a thin GEMM)
+    return 1 + bisect.bisect_left(range(1, top + 1), ridge,
+                                  key=lambda m: roofline.arithmetic_intensity(m, N, K, dtype))
 
 
 def first_torch_pinning(min_version: int) -> str:
-    """The first torch release whose default wheel pins cuSPARSELt ``min_version`` or newer.
-
-    ``min_version`` is torch's encoding (701 for 0.7.1); the table is
-    :data:`twofour.dispatch.rules.TORCH_CUSPARSELT_PINS`.
+    """The first torch release whose default wheel pins cuSPARSELt ``min_version`` (701 for 0.7.1) or newer.
 
     >>> first_torch_pinning(dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL)
     '2.8.0'
@@ -203,14 +185,11 @@ def first_torch_pinning(min_version: int) -> str:
 def transposable_patterns(n: int = 2, m: int = 4) -> int:
     """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column.
 
-    Such a mask is n:m along the rows of ``W`` and along the rows of ``W.T`` at once, which the
-    backward pass needs (``dX = dY @ W`` reduces over W's other axis).
+    Such a mask is n:m along the rows of ``W`` and of ``W.T`` at once, as the backward pass needs.
 
     >>> transposable_patterns(), math.comb(4, 2) ** 4      # transposable vs row-wise-only 2:4 tiles
     (90, 1296)
     """
-    import itertools
-
     # m = 6 would walk 20**6 tiles (minutes); the question is about 2:4 and its neighbours.
     if not (isinstance(n, int) and isinstance(m, int) and 0 < n <= m <= 5):
         raise ValueError(f"n and m must be ints with 0 < n <= m <= 5, got n={n!r}, m={m!r}")
@@ -222,8 +201,7 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
     """Mean cost per request under routing, relative to sending everything to the big model.
 
     ``shares[i]`` of the traffic goes to a tier whose cost per request is ``relative_costs[i]``
-    of the big model's. Costs add up per request (like times in Amdahl's law), so the mean is a
-    traffic-weighted *sum of costs*, and the saving factor is its inverse.
+    of the big model's: a traffic-weighted *sum of costs* (the saving factor is its inverse).
 
     >>> cost_per_token_ratio([0.7, 0.3], [0.1, 1.0])
     0.37
@@ -240,10 +218,9 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
 def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str = "kernel", what: str = "ratio") -> float:
     """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200.
 
-    Over the block linears of ``cfg`` (each shape as often as the model has it) at ``M`` tokens:
-    each side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, 2:4
-    over dense (``what="ratio"``), or the lowest / highest single GEMM's ratio (``"min"``, ``"max"``).
-    Measured, not modelled: ``twofour.bench.recorded_results("gpu")`` in timing ``mode``.
+    Over the block linears of ``cfg`` (each as often as the model has it) at ``M`` tokens: each
+    side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, 2:4 over
+    dense (``what="ratio"``), or the lowest / highest single GEMM's ratio (``"min"``, ``"max"``).
 
     >>> 0.2 < measured_bandwidth_ratio(models.LLAMA_3_70B) < 0.5
     True
@@ -276,10 +253,8 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
 def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") -> int:
     """One field of the kernel launch the H200's GEMM-chain trace recorded for ``layer``.
 
-    The traces are Llama-3-8B's seven block linears at M = 16, fp16, replayed in a CUDA graph
-    (:func:`twofour.roofline.evidence.trace_grids`): ``tile_n``, ``tile_m``, ``tiles``, ``split``
-    (CTAs per output tile, i.e. the split-K factor) or ``ctas``, of the 2:4 (``"sparse"``) or the
-    cuBLAS (``"dense"``) kernel.
+    From :func:`twofour.roofline.evidence.trace_grids` (M = 16, fp16): ``tile_n``, ``tile_m``, ``tiles``,
+    ``split`` (the split-K factor) or ``ctas``, of the 2:4 (``"sparse"``) or cuBLAS (``"dense"``) kernel.
 
     >>> recorded_launch("down_proj", "sparse", "ctas"), recorded_launch("down_proj", "dense", "ctas")
     (96, 128)
@@ -302,12 +277,10 @@ def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") 
 def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
     """Speculative decoding's walltime gain: expected tokens per target pass over the pass's cost.
 
-    ``alpha``: the chance the target accepts a drafted token (independent per token); ``k``:
-    drafted tokens per pass; ``draft_cost``: one draft step's time over one target step's. A
-    pass yields ``(1 - alpha**(k + 1)) / (1 - alpha)`` tokens on average and costs
-    ``k * draft_cost + 1`` target steps (Leviathan et al., "Fast Inference from Transformers via
-    Speculative Decoding", arXiv 2211.17192; the verification pass is taken to cost one decode
-    step, which holds while it is bytes-bound).
+    ``alpha``: the chance the target accepts a drafted token; ``k``: drafted tokens per pass;
+    ``draft_cost``: one draft step's time over one target step's. A pass yields ``(1 - alpha**(k + 1))
+    / (1 - alpha)`` tokens and costs ``k * draft_cost + 1`` target steps (Leviathan et al., arXiv
+    2211.17192; verification costs one decode step while it is bytes-bound).
 
     >>> round(speculative_speedup(0.8, 4, 0.1), 3)
     2.401
@@ -324,10 +297,8 @@ def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
 def slo_goodput(loads, latencies, slo: float) -> float:
     """The highest offered load of a load sweep whose latency still meets ``slo`` (goodput at the SLO).
 
-    ``loads`` (increasing) and ``latencies`` (a percentile measured at each load, same unit as
-    ``slo``) are the sweep; the sweep stops counting at the first load that misses the target, as
-    a service would. Returns 0 when even the lowest load misses it. No interpolation: goodput is
-    what was measured to hold.
+    ``loads`` (increasing) and ``latencies`` (a percentile at each load, in ``slo``'s unit); the
+    sweep stops at the first load that misses the target, no interpolation (0: even the lowest misses).
 
     >>> slo_goodput([2, 4, 6, 8], [30, 34, 52, 48], 50)
     4
@@ -337,20 +308,15 @@ def slo_goodput(loads, latencies, slo: float) -> float:
         raise ValueError("loads and latencies must be non-empty and of the same length")
     if any(b <= a for a, b in zip(loads, loads[1:])):
         raise ValueError(f"loads must increase, got {loads!r}")
-    best = 0
-    for load, latency in zip(loads, latencies):
-        if latency > slo:
-            break
-        best = load
-    return best
+    met = [load for load, _ in itertools.takewhile(lambda p: not p[1] > slo, zip(loads, latencies))]
+    return met[-1] if met else 0
 
 
 def searched_gemm(M: int, N: int, K: int, what: str = "best_us") -> float:
     """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded, the library's kernels only).
 
     ``what``: ``"best_us"`` (the fastest algorithm whose result matched dense), ``"default_us"``
-    (algorithm 0, what PyTorch's ``F.linear`` runs), ``"dense_us"`` (cuBLAS in the same sweep) or
-    ``"best_alg"`` (the fastest algorithm's id). From ``twofour.bench.recorded_alg_search()``.
+    (algorithm 0, what ``F.linear`` runs), ``"dense_us"`` (cuBLAS) or ``"best_alg"`` (the fastest's id).
 
     >>> searched_gemm(1, 4096, 14336, "best_us") < searched_gemm(1, 4096, 14336, "dense_us")
     True

@@ -15,22 +15,17 @@ from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FI
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
-    """One question from its YAML mapping; :class:`BankError` names what is wrong.
+    """One question from its YAML mapping; :class:`BankError` names the file, the question, the path
+    inside it, what was wrong and what is valid.
 
-    The structure is checked against :data:`QUESTION_SCHEMA` (JSON Schema); what relates one
-    field to another is checked here. The error names the file (``source``, when given), the
-    question, the path inside it, what was wrong and what is valid.
+    The structure is checked against :data:`QUESTION_SCHEMA`; what relates fields is checked here.
     """
     prefix = f"{source}: " if source else ""
     qid = raw.get("id") if isinstance(raw, Mapping) else None
     ok_id = isinstance(qid, str) and bool(SLUG.match(qid))
     where = prefix + (f"question {qid!r}" if ok_id else f"question #{index + 1}")
     validate(raw, "question", where)
-    numbers = tuple(
-        Number(n["name"], _expr(n, i, where, raw["numbers"][:i]), _fmt(n, i, where),
-               n["label"].strip(), n["source"].strip() if n.get("source") else None)
-        for i, n in enumerate(raw.get("numbers") or [])
-    )
+    numbers = tuple(_number(n, i, where, raw["numbers"][:i]) for i, n in enumerate(raw.get("numbers") or []))
     names = [n.name for n in numbers]
     require(len(names) == len(set(names)), where, f"number names must be unique, got {names}")
     quick_check = None
@@ -73,30 +68,25 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
     return q
 
 
-# A bank is shared data: bounded before it is parsed. The shipped bank is about 0.2 MB, nests 5
-# deep, holds about 7,000 YAML nodes and uses no anchors; yaml.safe_dump writes aliases for shared
-# objects, so a few are allowed, but no file may expand (billion laughs) past MAX_BANK_NODES.
+# A bank is shared data: bounded before it is parsed, far above the shipped bank's size. yaml.safe_dump
+# writes aliases for shared objects, so a few are allowed, but no file may expand past MAX_BANK_NODES.
 MAX_BANK_BYTES = 4 << 20
 MAX_BANK_DEPTH = 16
 MAX_BANK_ALIASES = 1_000
 MAX_BANK_NODES = 1_000_000
 
 
-def _fmt(n, i: int, where: str) -> str:
-    try:
-        return check_format(n.get("fmt", "{}"))
-    except BankError as err:
-        raise BankError(f"{where} (at numbers[{i}].fmt): number {n['name']!r}: {err}") from None
-
-
-def _expr(n, i: int, where: str, earlier) -> str:
-    """The number's expression, refused now if its syntax or names are not allowed (nothing runs here)."""
+def _number(n, i: int, where: str, earlier) -> Number:
+    """One number, its expression and format refused now if not allowed (nothing runs here)."""
     expr = (repr(n["expr"]) if not isinstance(n["expr"], str) else n["expr"]).strip()
-    try:
-        check_expression(expr, [m["name"] for m in earlier])
-    except BankError as err:
-        raise BankError(f"{where} (at numbers[{i}].expr): number {n['name']!r}: {err}") from None
-    return expr
+    fmt = n.get("fmt", "{}")
+    for key, check in (("expr", lambda: check_expression(expr, [m["name"] for m in earlier])),
+                       ("fmt", lambda: check_format(fmt))):
+        try:
+            check()
+        except BankError as err:
+            raise BankError(f"{where} (at numbers[{i}].{key}): number {n['name']!r}: {err}") from None
+    return Number(n["name"], expr, fmt, n["label"].strip(), n["source"].strip() if n.get("source") else None)
 
 
 def _bank_text(path) -> tuple[str, str]:
@@ -132,17 +122,15 @@ def _decode(data: bytes, source: str) -> str:
 
 
 def _parse_yaml(text: str, source: str):
-    """The YAML's data, refusing nesting deeper than :data:`MAX_BANK_DEPTH`, more than
-    :data:`MAX_BANK_ALIASES` aliases, and documents that would expand past :data:`MAX_BANK_NODES`.
+    """The YAML's data, refusing more than :data:`MAX_BANK_DEPTH` levels, :data:`MAX_BANK_ALIASES` aliases
+    or :data:`MAX_BANK_NODES` nodes.
 
     The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so
     a hostile file is refused before any object is built: each node counts 1 plus its children,
     an alias counts as much as the node it names (a billion laughs counts a billion).
 
-    libyaml reads the bank when PyYAML has it: ten times faster than PyYAML's own parser on the
-    shipped bank (1.4 s of CPU to 0.1 s; every site build reads it, ``make serve``'s first one
-    included). A bank it refuses is read again by PyYAML's parser, whose error says why in the
-    words above (libyaml stops at its own nesting limit first, for one).
+    libyaml reads the bank when PyYAML has it (ten times faster); a bank it refuses is read again
+    by PyYAML's parser, whose error says why in the words above.
     """
     import yaml
 
@@ -159,9 +147,9 @@ def _parse_checked(text: str, source: str, loader):
     """:func:`_parse_yaml` with one PyYAML ``loader`` (its parser, then its constructor)."""
     import yaml
 
-    def where(event) -> str:
-        mark = getattr(event, "start_mark", None)
-        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    def where(event, mark: str = "start_mark") -> str:
+        at = getattr(event, mark, None)
+        return f" (line {at.line + 1}, column {at.column + 1})" if at is not None else ""
 
     try:
         sizes: dict[str, int] = {}  # anchor -> expanded node count
@@ -196,9 +184,8 @@ def _parse_checked(text: str, source: str, loader):
                                 "(aliases repeating aliases?); not a practice bank")
         return yaml.load(text, Loader=loader)  # noqa: S506 (loader is a safe loader)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        at = where(err, "problem_mark")
         raise BankError(f"{source}: not valid YAML{at}: {printable(str(problem), 200)}") from None
     except RecursionError:
         raise BankError(f"{source}: nested too deeply to read; not a practice bank") from None
@@ -211,8 +198,7 @@ def _parse_checked(text: str, source: str, loader):
 def load_bank(path=None) -> Bank:
     """Load and validate the bank (default: the one shipped in ``twofour/course/data``).
 
-    Validation is structural (fields, levels, topics, placeholders); numbers are computed
-    lazily by :meth:`Question.evaluate`, which the tests call for every question. The file is
+    Validation is structural; numbers are computed lazily by :meth:`Question.evaluate`. The file is
     bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES` aliases);
     every problem is one :class:`BankError` line.
     """

@@ -12,15 +12,9 @@ from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEH
 
 @dataclass(frozen=True)
 class Number:
-    """One number a question uses: ``name`` (used as ``{{name}}`` in text), how it is obtained, how it is shown.
-
-    Attributes:
-        name: lower_snake_case identifier.
-        expr: expression on the toolkit and earlier numbers (see :func:`evaluate_expression`).
-        fmt: ``str.format`` template, e.g. ``"{:.3f}x"``.
-        label: what the number is, for the numbers table.
-        source: a citation, for numbers that come from a published table (the expression then
-            reads the toolkit's cited copy of it) or that are given inputs (``"given"``).
+    """One number a question uses: ``name`` (``{{name}}`` in text), ``expr`` (on the toolkit and earlier
+    numbers), ``fmt`` (e.g. ``"{:.3f}x"``), ``label`` (for the numbers table) and ``source`` (a
+    citation of a published table, or ``"given"``).
     """
 
     name: str
@@ -44,9 +38,8 @@ class QuickCheck:
     """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
 
     ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
-    (100 for a percentage); ``derivation`` is shown after an attempt; ``basis`` (a key of
-    :data:`BASES`) says what the answer key is; ``unit`` is a key of :data:`UNITS`; ``accepts``
-    lists the standard approximations the tolerance is wide enough for (tested to be).
+    (100 for a percentage); ``basis`` is a key of :data:`BASES`, ``unit`` of :data:`UNITS`;
+    ``accepts`` lists the standard approximations the tolerance admits.
     """
 
     ask: str
@@ -61,19 +54,13 @@ class QuickCheck:
 
 @dataclass(frozen=True)
 class Rubric:
-    """How two interviewers grade an answer alike.
-
-    ``must``: an answer without any one of these fails; ``strong``: signals of a strong answer
-    (recall of a PR or a version may be one, never a must-have); ``red_flags``: what, heard,
-    fails the answer or needs a follow-up.
+    """How two interviewers grade an answer alike: ``must`` (without any one, an answer fails),
+    ``strong`` (signals of a strong answer) and ``red_flags``.
     """
 
     must: tuple[str, ...]
     strong: tuple[str, ...]
     red_flags: tuple[str, ...]
-
-    def texts(self) -> list[str]:
-        return [*self.must, *self.strong, *self.red_flags]
 
 
 @dataclass(frozen=True)
@@ -90,8 +77,7 @@ class Levels:
 
 @dataclass(frozen=True)
 class FollowUp:
-    """What the interviewer asks next: ``ask``, the ``answer`` expected ("" for a bare prompt) and
-    what a ``strong`` answer adds ("" when not said).
+    """What the interviewer asks next: ``ask``, the ``answer`` expected and what a ``strong`` answer adds.
 
     >>> FollowUp("Why?", "Because the tile is 256 wide.").answered
     True
@@ -104,9 +90,6 @@ class FollowUp:
     @property
     def answered(self) -> bool:
         return bool(self.answer)
-
-    def texts(self) -> list[str]:
-        return [t for t in (self.ask, self.answer, self.strong) if t]
 
 
 @dataclass(frozen=True)
@@ -169,11 +152,12 @@ class Question:
 
     def grading_texts(self) -> list[str]:
         """What a grader reads: the rubric and the level expectations."""
-        return [*self.rubric.texts(), *(text for _, text in self.levels.items())]
+        r = self.rubric
+        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels.items())]
 
     def _texts(self) -> list[str]:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,
-                 *(t for f in self.follow_ups for t in f.texts())]
+                 *(t for f in self.follow_ups for t in (f.ask, f.answer, f.strong) if t)]
         if self.quick_check:
             texts += [self.quick_check.ask, self.quick_check.derivation, *(a.why for a in self.quick_check.accepts)]
         if self.design:

@@ -1,10 +1,9 @@
 """What a bank expression may name: values, functions, namespaces and the result types it may read.
 
 Everything is listed here, by name; nothing is reached through a module object. A *namespace*
-(``amdahl``, ``roofline`` ...) is an explicit mapping of the names a bank uses from that part of
-the toolkit, so ``roofline.crossover_m`` is allowed and ``roofline.os`` does not exist. A value a
-registered function returns is read only through :data:`RESULT_TYPES`: its exact type, and the
-fields and methods an expression may use on it (``est.decode.p``, ``est.speedup('tpot')``).
+(``amdahl``, ``roofline`` ...) maps the names a bank uses from that part of the toolkit, so
+``roofline.crossover_m`` exists and ``roofline.os`` does not. A value a registered function
+returns is read only through :data:`RESULT_TYPES` (``est.decode.p``, ``est.speedup('tpot')``).
 
 To let the bank use something new, register it here (and say in the question why).
 """
@@ -12,6 +11,8 @@ To let the bank use something new, register it here (and say in the question why
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import torch
@@ -45,14 +46,12 @@ class Namespace:
         return f"<bank namespace {self.name}: {', '.join(sorted(self.members))}>"
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Function:
     """A function registered for banks: it may be called, never passed around or inspected."""
 
-    __slots__ = ("name", "fn")
-
-    def __init__(self, name: str, fn):
-        self.name = name
-        self.fn = fn
+    name: str
+    fn: Callable
 
     def __repr__(self) -> str:
         return f"<bank function {self.name}>"

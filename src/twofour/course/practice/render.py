@@ -14,8 +14,7 @@ NEIGHBOURS_PAGE = "neighbours"
 
 def page_of(q: Question) -> str:
     """The practice page a question's card is on: its level, or :data:`NEIGHBOURS_PAGE` for the
-    neighbouring topics (:data:`~twofour.course.practice.terms.NEIGHBOUR_TOPICS`), so no page
-    outgrows the site's HTML budget as the bank grows.
+    :data:`~twofour.course.practice.terms.NEIGHBOUR_TOPICS`.
 
     >>> from twofour.course.practice import load_bank
     >>> bank = load_bank()
@@ -23,10 +22,6 @@ def page_of(q: Question) -> str:
     ('fundamentals', 'neighbours')
     """
     return NEIGHBOURS_PAGE if q.topic in NEIGHBOUR_TOPICS else q.level
-
-
-def _attr(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 def _numbers_table(q: Question) -> str:
@@ -44,7 +39,7 @@ def _numbers_table(q: Question) -> str:
 
 
 def _unit_phrase(unit: str) -> str:
-    return f"{_attr(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
+    return f"{html.escape(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
 
 
 def _accepts_phrase(q: Question) -> str:
@@ -59,8 +54,7 @@ def _number_text(value: float, unit: str) -> str:
 
 
 def _follow_ups(q: Question) -> list[str]:
-    """The follow-up chain: each question the interviewer asks next, its expected answer and what a
-    strong answer adds, in order (they escalate); a bare prompt is listed as a question only."""
+    """The follow-up chain, in order: each ask, the answer expected, what a strong one adds."""
     lines = ['<div class="practice-follow-ups" markdown="1">', "", "**Follow-ups**, in the order an interviewer asks them", ""]
     for i, f in enumerate(q.follow_ups, 1):
         lines.append(f"{i}. *{q.fill(f.ask)}*")
@@ -77,13 +71,32 @@ def _div(css: str, heading: str, items: list[str]) -> list[str]:
     return [f'<div class="practice-{css}" markdown="1">', "", heading, "", *items, "", "</div>", ""]
 
 
+def _details(css: str, summary: str, items: list[str]) -> list[str]:
+    """A collapsible ``practice-<css>`` block: its summary, then its items."""
+    return [f'<details class="practice-{css}" markdown="1">', f"<summary>{summary}</summary>", "", *items,
+            "</details>", ""]
+
+
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
     """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
 
     The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
-    readable page: the rubric (must-haves, strong signals, red flags, what a pass looks like at
-    each level) and the worked answer are collapsible ``<details>``.
+    readable page, the rubric and the worked answer collapsible ``<details>``.
     """
+    answer = [q.fill(q.answer), ""]
+    if q.design:
+        answer += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
+                                                      "**What would change the decision**", "",
+                                                      *(f"- {q.fill(c)}" for c in q.design.changes)])
+    if q.numbers:
+        answer += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
+    answer += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
+    answer += _follow_ups(q)
+    answer += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
+    if q.chapter:
+        answer += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
+    if q.sources:
+        answer += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
     h = "#" * heading_level
     lines = [
         f'<article class="practice-q" id="q-{q.id}" data-qid="{q.id}" data-level="{q.level}" '
@@ -93,58 +106,36 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
         f"{h} {q.fill(q.title)} {{: .practice-title #t-{q.id} }}",
         "",
         f'<p class="practice-meta"><span class="practice-tag">{LEVELS.index(q.level) + 1} · {q.level}</span> '
-        f'<span class="practice-tag">{_attr(TOPICS[q.topic])}</span> '
-        f'<span class="practice-tag practice-tag--kind">{_attr(KINDS[q.kind])}</span></p>',
+        f'<span class="practice-tag">{html.escape(TOPICS[q.topic])}</span> '
+        f'<span class="practice-tag practice-tag--kind">{html.escape(KINDS[q.kind])}</span></p>',
         "",
         q.fill(q.prompt),
         "",
         *([f"[Open the calculator in this state]({chapter_prefix}calculator/index.md?{q.calculator_query()})"
            "{: .practice-calc-link }", ""] if q.calculator else []),
-        '<details class="practice-rubric" markdown="1">',
-        "<summary>How it is graded: must-haves, signals, levels</summary>",
-        "",
-        *_div("must", "**Must-haves.** Missing any one fails the answer.",
-              [f"1. {q.fill(p)}" for p in q.rubric.must]),
-        *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
-        *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
-        *_div("levels", "**What a pass looks like**",
-              [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()]),
-        "</details>", "", '<details class="practice-answer" markdown="1">', "<summary>Worked answer</summary>", "",
-        q.fill(q.answer), "",
+        *_details("rubric", "How it is graded: must-haves, signals, levels", [
+            *_div("must", "**Must-haves.** Missing any one fails the answer.",
+                  [f"1. {q.fill(p)}" for p in q.rubric.must]),
+            *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
+            *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
+            *_div("levels", "**What a pass looks like**",
+                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()])]),
+        *_details("answer", "Worked answer", answer),
     ]
-    if q.design:
-        lines += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
-                                                     "**What would change the decision**", "",
-                                                     *(f"- {q.fill(c)}" for c in q.design.changes)])
-    if q.numbers:
-        lines += ["**The numbers**, computed by `twofour` at build time:", "", _numbers_table(q), ""]
-    lines += ["**Common mistakes**", ""] + [f"- {q.fill(m)}" for m in q.mistakes] + [""]
-    lines += _follow_ups(q)
-    lines += [f"**How it connects to the question.** {q.fill(q.connects)}", ""]
-    if q.chapter:
-        lines += [f"Read more: [the chapter]({chapter_prefix}{q.chapter}).", ""]
-    if q.sources:
-        lines += ["Sources: " + "; ".join(q.fill(s) for s in q.sources), ""]
-    lines += ["</details>", ""]
     if q.quick_check:
         c = q.quick_check
         expected = q.quick_check_expected()
         lines += [
             f'<div class="practice-check" data-expected="{expected!r}" data-tolerance="{c.tolerance!r}" '
-            f'data-unit="{_attr(c.unit)}" markdown="1">',
+            f'data-unit="{html.escape(c.unit)}" markdown="1">',
             "",
-            f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> {_attr(q.fill(c.ask))}'
+            f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> '
+            f'{html.escape(q.fill(c.ask))}'
             # the tolerance as the page's checker reports it: a whole percent of the computed value
             f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
-            f"{_attr(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
+            f"{html.escape(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
-            '<details class="practice-derivation" markdown="1">',
-            "<summary>Derivation</summary>",
-            "",
-            q.fill(c.derivation),
-            "",
-            "</details>",
-            "",
+            *_details("derivation", "Derivation", [q.fill(c.derivation), ""]),
             "</div>",
             "",
         ]

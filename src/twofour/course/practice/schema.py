@@ -1,9 +1,7 @@
 """The bank's structure, as a JSON Schema whose every node says, in one sentence, what an author got wrong.
 
-Each node carries "x-message": the sentence an author reads when that node fails (what was
-wrong and what is valid); :func:`_schema_error` adds where in the document it failed and the
-value found. What a schema cannot say (answers that name a number, unique names, placeholders,
-whole-percent tolerances) is checked in :func:`twofour.course.practice.load.parse_question`.
+Each node carries "x-message", the sentence an author reads when it fails; :func:`_schema_error`
+adds where and the value found. What a schema cannot say is checked in :func:`~.load.parse_question`.
 """
 
 from __future__ import annotations

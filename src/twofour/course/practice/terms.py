@@ -37,9 +37,8 @@ TOPICS: dict[str, str] = {
     "multi-lora": "Many LoRA adapters on one model",
     "long-context": "Long context",
 }
-# The neighbours of the 2:4 question an inference loop asks about on their own terms (GEMM work
-# partitioning, routing and cascades, reasoning budgets, serving design, speculative decoding,
-# multi-LoRA, long context): together at least a quarter of the bank (a test holds it).
+# The neighbours of the 2:4 question an inference loop asks about on their own terms: together at
+# least a quarter of the bank (a test holds it).
 NEIGHBOUR_TOPICS: tuple[str, ...] = ("gemm-partitioning", "cost", "latency", "serving-design", "speculative", "multi-lora",
                                      "long-context")
 # What kind of thinking a question asks for. Fundamentals test a concept or one calculation;
@@ -112,8 +111,7 @@ UNITS: dict[str, str] = {
 }
 
 # The calculator's URL keys (docs/js/calc/ui/request-calc.js URL_KEYS): a calculator task opens
-# the calculator in a stated state through them. A test opens every task's link in a browser and
-# checks the form shows that state.
+# the calculator in a stated state through them (a test checks the form shows it).
 CALCULATOR_KEYS: tuple[str, ...] = (
     "gpu", "backend", "dtype", "model", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab", "batch",
     "prompt", "output", "chunk", "gemm", "s_prefill", "s_decode", "pruned", "step_ms", "request_ms", "attn_eff",
