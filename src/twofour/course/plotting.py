@@ -5,27 +5,19 @@ elsewhere), so that "dense" is the same blue and "2:4" the same orange on every 
 
 Why these choices:
 
-* **Colours** come from the Okabe–Ito palette, which stays distinguishable for the common
-  kinds of colour blindness. Each role also has its own marker and line style, so a plot
-  still reads in greyscale.
+* **Colours** come from the Okabe–Ito palette, distinguishable for the common kinds of colour
+  blindness; each role (:data:`ROLES`) and each series of one kind (:func:`series`) also has its
+  own marker and line style, so a plot still reads in greyscale.
 * **White background**, even in the site's dark mode: a transparent PNG with black text
   would vanish on a dark page, a white card never does.
-* **Fonts** are the system sans-serif that matplotlib ships (DejaVu Sans), so figures look
-  the same in CI, Colab and on a laptop and never fetch anything.
-* **Several series of the same kind** (one line per GPU, per model size) take their colours
-  from :data:`SERIES`, the rest of the same Okabe–Ito palette, each with its own marker and
-  line style: :func:`series` gives the i-th. No two series of one plot share both a dash and
-  a marker, so a plot reads in greyscale and for every colour-vision deficiency.
+* **Fonts** are the DejaVu Sans that matplotlib ships: the same in CI, Colab and on a laptop.
 * **Legends are as large as the axis labels** (:data:`LEGEND_SIZE`); a legend too long for the
   plot goes under it (:func:`legend_below`), never shrinks. A plot of measured data names the
   GPU and the day it was measured (:func:`measured_on`).
-* **Alt text and caption** travel with the figure: :func:`describe` (or ``new_figure(alt=...,
-  caption=...)``) attaches them. The caption says what to see (the finding, with its numbers),
-  never the title again (:func:`restates`); and in Jupyter, Colab and the site build the figure is shown
-  as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`). The
-  site puts the caption under the figure, numbered per chapter, and the alt text on the
-  image. A figure without them still gets a specific description from its titles, axis
-  labels and legend (:func:`figure_text`), never a generic one.
+* **Alt text and caption** travel with the figure (:func:`describe`). The caption says what to
+  see, never the title again (:func:`restates`); in Jupyter, Colab and the site build the figure
+  is shown as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`).
+  A figure without them still gets a specific description (:func:`figure_text`).
 
 Example:
     >>> from twofour.course.plotting import new_figure, ROLES

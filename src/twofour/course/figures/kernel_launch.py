@@ -1,9 +1,7 @@
 """Chapter 4's figures and tables of the kernel model: tiles, CTAs against SMs, bandwidth, error, flags.
 
-The model is :mod:`twofour.roofline` (each side predicted from the kernel it runs); the
-measurements are the H200 results files (:mod:`twofour.bench`, flagged by
-:mod:`twofour.bench.flags`), the GEMM-chain traces and the algorithm sweep. This module only
-arranges them for the chapter, in the house style of :mod:`twofour.course.plotting`.
+The model is :mod:`twofour.roofline`; the measurements are the H200 results files
+(:mod:`twofour.bench`), the GEMM-chain traces and the algorithm sweep.
 
 Example:
     >>> rows = launch_rows([("k_proj/v_proj", 1024, 4096)], M=1)
@@ -102,9 +100,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
 def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     """Achieved bandwidth at decode against N, dense and 2:4: measured (filled markers) and modelled (crosses).
 
-    Colour and marker tell the side (dense: blue squares and x; 2:4: orange circles and +);
-    the legend's title names the GPU and the day of the measurement (the rows' ``measured on``,
-    from :func:`bandwidth_rows`).
+    The legend's title names the GPU and the day of the measurement (the rows' ``measured on``).
     """
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
@@ -222,17 +218,13 @@ def error_rows(fit: dict) -> list[dict]:
 
 
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):
-    """Every point the model can predict: measured speedup against predicted, log-log.
-
-    Small markers: measured on the H200 (filled: in the fit; diamonds: held-out shapes; black
-    crosses: flagged, kept out of the fit); large: published (filled when fitted per GPU).
-    The ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
-    """
+    """Every point the model can predict: measured speedup against predicted, log-log, with a ``±band``
+    corridor around ``y = x``. Small markers: measured on the H200; large: published."""
     import re
 
     import numpy as np
 
-    from .kernel_speed import predictable
+    from .kernel_speed import _l2, predictable
 
     own_figure = ax is None
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
@@ -241,8 +233,7 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     measured_where: dict[str, None] = {}  # dicts as ordered sets
     published_gpus: dict[str, None] = {}
     for p in (p for p in pts if predictable(p)):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
-                       l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
         lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
         if p.origin == "published":
             key = "published, fitted per GPU" if p.fit_ok else "published, not fitted"
@@ -280,10 +271,8 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    from matplotlib.ticker import FuncFormatter
-
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        axis.set_major_formatter(lambda v, _: f"{v:g}x")
     ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
     ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)

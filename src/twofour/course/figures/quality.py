@@ -1,7 +1,5 @@
-"""Chapter 5's figures, in the house style (:mod:`twofour.course.plotting`).
-
-Each function takes a :class:`~twofour.quality.experiments.QualityTable` (live or loaded from
-the stored sweep) or the cited tables of :mod:`twofour.quality.published`, and returns ``(fig, ax)``.
+"""Chapter 5's figures: each takes a :class:`~twofour.quality.experiments.QualityTable` (live or the
+stored sweep) or the cited tables of :mod:`twofour.quality.published`, and returns ``(fig, ax)``.
 
 >>> from twofour.quality import QualityTable, stored_sweep_path
 >>> table = QualityTable.load(stored_sweep_path())
@@ -18,8 +16,7 @@ from ...quality.published import WANDA_LLAMA2
 
 __all__ = ["CRITERION_STYLE", "plot_criteria", "plot_mass_vs_quality", "plot_size_sweep", "plot_published"]
 
-# One colour and marker per criterion, from the Okabe-Ito palette the house style uses; dense
-# keeps the "dense" role's blue, magnitude 2:4 the "2:4" orange.
+# One Okabe-Ito colour and marker per criterion; magnitude 2:4 takes the "2:4" role's orange.
 CRITERION_STYLE: dict[str, dict[str, str]] = {
     "random 2:4": {"color": color("neutral"), "marker": "x"},
     "magnitude 2:4": {"color": color("2:4"), "marker": "o"},
@@ -51,8 +48,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     """Perplexity per criterion: one-shot (hollow marker) and after masked fine-tuning (filled), joined by an arrow.
 
     Horizontal lines: the dense model, and the dense model given the same extra steps as recovery
-    (the fair reference for the recovered models). The y axis is logarithmic: random pruning
-    lands far above the rest.
+    (the fair reference for the recovered models).
     """
     rows = _one_size(table, size).rows
     own_figure = ax is None
@@ -119,8 +115,7 @@ def _line(role: str) -> dict:
 def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, *, exclude: tuple[str, ...] = ("random 2:4",)):
     """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept.
 
-    ``exclude`` leaves criteria off the chart (by default random 2:4, which sits so far away
-    that it would squash the others into a corner).
+    ``exclude`` leaves criteria off the chart (random 2:4 by default: it would squash the others).
     """
     rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
     if not rows:
@@ -152,10 +147,7 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
 
 
 def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exclude: tuple[str, ...] = ("random 2:4",)):
-    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered).
-
-    ``exclude`` leaves criteria off the chart (random 2:4 by default: its scale hides the rest).
-    """
+    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
@@ -214,9 +206,8 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
-    # Colour and marker = method (magnitude and activation-aware as in this chapter's own plots), so
-    # the three 2:4 lines stay apart in greyscale too; line style = pattern (2:4 solid, 4:8 dashed,
-    # 50% unstructured dotted).
+    # Colour and marker = method (as in this chapter's own plots), line style = pattern: the three
+    # 2:4 lines stay apart in greyscale too.
     method_styles = {"magnitude": CRITERION_STYLE["magnitude 2:4"], "SparseGPT": {"color": "#000000", "marker": "s"},
                      "Wanda": CRITERION_STYLE["activation-aware 2:4"]}
     pattern_styles = {"2:4": "-", "4:8": "--", "50%": ":"}

@@ -110,24 +110,19 @@ def suspects() -> dict[str, Suspect]:
     return {s.name: s for s in made}
 
 
-# The answers, and for each suspect the row of explain() that gives it away.
+# Each suspect's answer, and a hint: the row of explain() that gives it away.
 _ANSWERS = {
-    "A: the pruned MLP": "not-packed",
-    "B: the float32 layer": "dtype",
-    "C: the transposed export": "wrong-axis",
-    "D: the 50% layer": "not-2:4",
-    "E: the tiny head": "too-small",
-    "F: the tied projection": "not-contiguous",
-    "G: the decode step": "padding",
-}
-_HINTS = {
-    "A: the pruned MLP": "explain(...) finds nothing wrong with packing it; read its first row (packed) and the verdict's path",
-    "B: the float32 layer": "read the dtype row of explain(...) for the default backend",
-    "C: the transposed export": "the structure row says the groups break 2:4; call twofour.check on W and on W.t() and compare",
-    "D: the 50% layer": "the structure row says the groups break 2:4; is W.t() any better?",
-    "E: the tiny head": "read the shape row of explain(...): compare N with the backend's minimum",
-    "F: the tied projection": "look at W.stride() and the contiguous row of explain(...)",
-    "G: the decode step": "packing works here (if_packed is sparse); read the padding row: how many of the kernel's rows are real tokens?",
+    "A: the pruned MLP": ("not-packed", "explain(...) finds nothing wrong with packing it; read its first "
+                          "row (packed) and the verdict's path"),
+    "B: the float32 layer": ("dtype", "read the dtype row of explain(...) for the default backend"),
+    "C: the transposed export": ("wrong-axis", "the structure row says the groups break 2:4; call "
+                                 "twofour.check on W and on W.t() and compare"),
+    "D: the 50% layer": ("not-2:4", "the structure row says the groups break 2:4; is W.t() any better?"),
+    "E: the tiny head": ("too-small", "read the shape row of explain(...): compare N with the backend's "
+                         "minimum"),
+    "F: the tied projection": ("not-contiguous", "look at W.stride() and the contiguous row of explain(...)"),
+    "G: the decode step": ("padding", "packing works here (if_packed is sparse); read the padding row: how "
+                           "many of the kernel's rows are real tokens?"),
 }
 
 
@@ -153,8 +148,9 @@ def check_diagnose(diagnose) -> str:
         got = diagnose(suspect)
         if got not in REASONS:
             raise CheckFailed(f"suspect {name!r}: diagnose returned {got!r}; return one of {REASONS}")
-        if got != _ANSWERS[name]:
-            raise CheckFailed(f"suspect {name!r}: {got!r} is not the main reason. Hint: {_HINTS[name]}.")
+        answer, hint = _ANSWERS[name]
+        if got != answer:
+            raise CheckFailed(f"suspect {name!r}: {got!r} is not the main reason. Hint: {hint}.")
     return f"all {len(_ANSWERS)} suspects diagnosed"
 
 
@@ -272,23 +268,16 @@ def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> 
 
 STAGES = ("dispatch", "host", "kernel")
 
-# name -> (2:4 run, dense baseline), all recorded on an NVIDIA H200 (twofour.dispatch.trace.recorded)
-_TRACE_PAIRS = {
-    "eager 2:4 decode": ("sparse-eager", "dense-eager"),
-    "graph-replayed 2:4 decode": ("sparse-graph", "dense-graph"),
-    "the checkpoint nobody packed": ("dense-eager", "dense-eager"),
-}
-_TRACE_ANSWERS = {
-    "eager 2:4 decode": "host",
-    "graph-replayed 2:4 decode": "kernel",
-    "the checkpoint nobody packed": "dispatch",
-}
-_TRACE_HINTS = {
-    "eager 2:4 decode": "the 2:4 GEMMs did lose here, but compare ph.comparison.end_to_end with "
-                        "ph.comparison.amdahl (what the GEMMs alone explain), and read ph.idle_fraction",
-    "graph-replayed 2:4 decode": "the GPU is busy almost the whole step (ph.idle_fraction); what does "
-                                 "ph.comparison.gemm_speedup say?",
-    "the checkpoint nobody packed": "before timing anything: how many 2:4 kernels ran (ph.sparse_gemms)?",
+# name -> (2:4 run, dense baseline, answer, hint); the runs were recorded on an NVIDIA H200
+# (twofour.dispatch.trace.recorded)
+_TRACES = {
+    "eager 2:4 decode": ("sparse-eager", "dense-eager", "host", "the 2:4 GEMMs did lose here, but compare "
+                         "ph.comparison.end_to_end with ph.comparison.amdahl (what the GEMMs alone "
+                         "explain), and read ph.idle_fraction"),
+    "graph-replayed 2:4 decode": ("sparse-graph", "dense-graph", "kernel", "the GPU is busy almost the whole "
+                                  "step (ph.idle_fraction); what does ph.comparison.gemm_speedup say?"),
+    "the checkpoint nobody packed": ("dense-eager", "dense-eager", "dispatch",
+                                     "before timing anything: how many 2:4 kernels ran (ph.sparse_gemms)?"),
 }
 
 
@@ -304,7 +293,7 @@ def trace_cases() -> dict:
     """
     from ...dispatch.trace import analyze, recorded
 
-    return {name: _against(analyze, recorded, run, base) for name, (run, base) in _TRACE_PAIRS.items()}
+    return {name: _against(analyze, recorded, run, base) for name, (run, base, _, _) in _TRACES.items()}
 
 
 def _against(analyze, recorded, run: str, base: str):
@@ -329,9 +318,10 @@ def check_where(where_did_the_2x_go) -> str:
         got = where_did_the_2x_go(ph)
         if got not in STAGES:
             raise CheckFailed(f"case {name!r}: where_did_the_2x_go returned {got!r}; return one of {STAGES}")
-        if got != _TRACE_ANSWERS[name]:
-            raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {_TRACE_HINTS[name]}.")
-    return f"all {len(_TRACE_PAIRS)} recorded runs traced to the stage that ate the 2x"
+        _, _, answer, hint = _TRACES[name]
+        if got != answer:
+            raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {hint}.")
+    return f"all {len(_TRACES)} recorded runs traced to the stage that ate the 2x"
 
 
 def _stored_layers(name: str):

@@ -9,9 +9,7 @@ The learner writes two functions:
   returns the loss and leaves every pruned weight exactly zero.
 
 The checkers run them on :func:`provided_model`, a small byte-level language model trained here
-from scratch (deterministic; under a minute on one idle CPU core; kept on disk, so the lab, its
-solutions and a second run train it once), and compare with magnitude 2:4 pruning. Hints point
-at the mistake, never at the answer.
+(deterministic, kept on disk so it is trained once), and compare with magnitude 2:4 pruning.
 
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
 Traceback (most recent call last):
@@ -128,17 +126,10 @@ def _train(size: str, train_cfg, corpus) -> tuple[TinyLM, dict[str, torch.Tensor
 def provided_model() -> tuple[TinyLM, dict[str, torch.Tensor]]:
     """The lab's trained dense model and its calibration ``x_norm`` per prunable layer.
 
-    Trained once per Python process (then cached); returns a fresh copy each call, so nothing a
-    learner does to it leaks into the next check.
+    Returns a fresh copy each call, so nothing a learner does to it leaks into the next check.
     """
     model, norms = _provided(LAB_SIZE, LAB_TRAIN)
     return copy.deepcopy(model), {k: v.clone() for k, v in norms.items()}
-
-
-def _score_case() -> tuple[str, torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(SEED)
-    W = torch.randn(24, 48, generator=g)
-    return "random W [24, 48]", W, torch.rand(48, generator=g) * 10 + 0.1
 
 
 def _mask(W: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -174,7 +165,9 @@ def check_activation_score(fn) -> str:
     The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4; any
     score that keeps the same 2 weights in every group passes.
     """
-    case, W, x_norm = _score_case()
+    g = torch.Generator().manual_seed(SEED)
+    case, W = "random W [24, 48]", torch.randn(24, 48, generator=g)
+    x_norm = torch.rand(48, generator=g) * 10 + 0.1
     scores = _call_score(fn, W, x_norm, case)
     if torch.equal(_mask(W, scores), _mask(W, W.abs() * x_norm)):
         return "your score ranks weights like |W| scaled by the input-feature norm"
