@@ -162,8 +162,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
         if measured:
             style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
         else:
-            st = next(others)
-            style = {"color": st.color, "linestyle": st.linestyle, "marker": st.marker, "markersize": 5}
+            style = {**next(others).kw(), "markersize": 5}
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
     costs = costs if costs is not None else cited_per_call_costs()

@@ -11,12 +11,16 @@ Example:
 
 from __future__ import annotations
 
+import re
 import statistics
+
+import numpy as np
 
 from ...hardware import get_gpu
 from ...roofline import default_params, kernel_time, predict
 from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
 from ..plotting import ROLES, color, describe, legend_below, new_figure
+from .kernel_speed import _l2, predictable
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
            "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
@@ -49,8 +53,6 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     ``recorded``: optional ``[(label, family, ctas)]`` launch grids read from a trace, drawn as
     black ticks over the bars they check.
     """
-    import numpy as np
-
     rows = launch_rows(shapes, M, dtype, gpu)
     own_figure = ax is None
     fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
@@ -220,12 +222,6 @@ def error_rows(fit: dict) -> list[dict]:
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     """Every point the model can predict: measured speedup against predicted, log-log, with a ``±band``
     corridor around ``y = x``. Small markers: measured on the H200; large: published."""
-    import re
-
-    import numpy as np
-
-    from .kernel_speed import _l2, predictable
-
     own_figure = ax is None
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     lo, hi = 1.0, 1.0

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
@@ -80,8 +82,6 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     The 2:4 roof counts *useful* (dense-equivalent) FLOPs against the packed bytes, so both
     roofs share one axis.
     """
-    import numpy as np
-
     spec = get_gpu(gpu)
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
@@ -131,9 +131,7 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
     ends = []
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario, algorithm=algorithm).speedup for M in Ms]
-        style = series(i)
-        ax.plot(Ms, s, color=style.color, linestyle=style.linestyle, marker=style.marker, markersize=4,
-                label=f"{get_gpu(gpu).name} (predicted)")
+        ax.plot(Ms, s, **series(i).kw(), markersize=4, label=f"{get_gpu(gpu).name} (predicted)")
         ends.append((get_gpu(gpu).name, s[0], s[-1], next((M for M, v in zip(Ms, s) if v > 1), None)))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)

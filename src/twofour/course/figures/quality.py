@@ -10,6 +10,10 @@ True
 
 from __future__ import annotations
 
+import math
+
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
 from ..plotting import ROLES, color, describe, new_figure
 from ...quality.experiments import QualityTable
 from ...quality.published import WANDA_LLAMA2
@@ -90,10 +94,6 @@ def _plain_log_ticks(ax, values) -> None:
     matplotlib's log axis shows few or no labelled ticks over less than a decade, and
     scientific labels ("1.7 x 10^1") where it does; perplexities read better as plain numbers.
     """
-    import math
-
-    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
-
     lo, hi = min(values), max(values)
     span = math.log(hi / lo) if hi > lo else 0.0
     candidates = [1, 1.2, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 50, 60, 80, 100]

@@ -106,8 +106,7 @@ class _RaisedInYourCode(_ShortTraceback, Exception):
 class CheckResult:
     """What a checker returns: true if the answer passed, false if the exercise is not done yet.
 
-    It compares equal to ``True``/``False`` and is truthy accordingly, so ``if check(fn):``
-    works; in a notebook it displays nothing (the checker has printed its line already).
+    It compares equal to ``True``/``False``; in a notebook it displays nothing.
 
     >>> CheckResult(True) == True, bool(CheckResult(False)), CheckResult(False).passed
     (True, False, False)

@@ -3,12 +3,10 @@
 The learner writes, for 2:4 along K:
 
 * ``packed_nbytes(shape, dtype) -> int``: bytes of kept values plus 2-bit positions.
-* ``pack_2to4(W) -> (values, indices)``: ``values`` ``[N, K/2]`` (W's dtype), the kept values of
-  every group in position order; ``indices`` integer ``[N, K/4, 2]``, their positions 0-3,
-  increasing within a group.
+* ``pack_2to4(W) -> (values, indices)``: ``values`` ``[N, K/2]``, the kept values in position
+  order; ``indices`` integer ``[N, K/4, 2]``, their positions 0-3, increasing within a group.
 * ``encode_meta(indices) -> uint8 [N, K/8]``: the positions bit-packed as sparse tensor cores
-  read them: one 4-bit nibble per group (first position in the low 2 bits), two groups per
-  byte (the first group in the low nibble).
+  read them: one nibble per group (first position low), two groups per byte (first group low).
 * ``unpack_2to4(values, indices, K) -> W``: the dense weight back.
 
 Every checker compares with :mod:`twofour.packing` exactly (bit for bit).
@@ -83,12 +81,9 @@ def check_packed_nbytes(packed_nbytes) -> str:
 
 
 def weights() -> dict[str, torch.Tensor]:
-    """Valid 2:4 weights for the packing exercises, rebuilt identically on every call.
-
-    * ``float32``: ``[32, 64]``, exactly 2 non-zeros in every group.
-    * ``float16``: ``[64, 128]``, exactly 2 non-zeros in every group.
-    * ``with_sparse_groups``: ``[16, 32]`` float32 with groups of 0, 1 or 2 non-zeros and some ``-0.0``.
-    """
+    """Valid 2:4 weights for the packing exercises, rebuilt identically on every call: ``float32``
+    ``[32, 64]`` and ``float16`` ``[64, 128]`` (2 non-zeros in every group), and ``with_sparse_groups``
+    ``[16, 32]`` float32 (groups of 0, 1 or 2 non-zeros, some ``-0.0``)."""
     gen = torch.Generator().manual_seed(SEED)
     w32 = prune(torch.randn(32, 64, generator=gen))[0]
     w16 = prune(torch.randn(64, 128, generator=gen))[0].to(torch.float16)
@@ -136,9 +131,8 @@ def _scatter(values: torch.Tensor, indices: torch.Tensor, K: int) -> torch.Tenso
 def check_pack_2to4(pack_2to4) -> str:
     """Compare the learner's ``(values, indices)`` with :func:`twofour.pack`.
 
-    On weights with exactly 2 non-zeros per group the answer is unique and must match bit for
-    bit. On groups with fewer non-zeros any choice of filler positions is accepted, as long as
-    unpacking gives ``W`` back.
+    With exactly 2 non-zeros per group the answer must match bit for bit; with fewer, any filler
+    positions are accepted, as long as unpacking gives ``W`` back.
 
     >>> check_pack_2to4(lambda W: W)   # doctest: +ELLIPSIS
     Traceback (most recent call last):

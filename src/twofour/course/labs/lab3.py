@@ -4,23 +4,18 @@ Seven prepared linear layers (:func:`suspects`) each come with a story: "we prun
 should be 2x faster". None of them will be. The learner writes:
 
 * ``diagnose(suspect) -> str``: the main reason, one of :data:`REASONS`, found with
-  ``twofour.dispatch.explain`` (and ``twofour.check`` where explain points at the structure);
+  ``twofour.dispatch.explain`` (and ``twofour.check``);
 * ``make_packable(W) -> W_ready``: a weight ``to_sparse_semi_structured`` accepts and that runs
-  a correct sparse kernel: half precision, contiguous, dimensions padded with zeros up to the
-  backend's multiples, pruned to 2:4 only if it is not 2:4 already;
+  a correct sparse kernel (half precision, contiguous, zero-padded, pruned only if not 2:4);
 * ``proof(fn) -> (gemm_class, ms_per_call)``: from ``twofour.dispatch.kernels``, the class of
   the matmul that ran and its time;
-* ``where_did_the_2x_go(ph) -> str``: from a trace someone recorded (the H200 decode traces
-  shipped with the package, read by ``twofour.dispatch.trace``), the stage that ate the 2x, one
-  of :data:`STAGES`;
-* ``rebuild(compressed, bitmask, shape) -> W``: a published-style 2:4 checkpoint (the
-  compressed-tensors folders shipped with the package, written by compressed-tensors 0.14.0)
-  stores each weight as its kept values and a bitmask; rebuild the dense weight, checked bit
-  for bit against compressed-tensors' own decompression in fp16, bf16, fp8 and int8.
+* ``where_did_the_2x_go(ph) -> str``: from a recorded H200 decode trace, the stage that ate the
+  2x, one of :data:`STAGES`;
+* ``rebuild(compressed, bitmask, shape) -> W``: the dense weight of a compressed-tensors 2:4
+  checkpoint (kept values and a bitmask), checked bit for bit in fp16, bf16, fp8 and int8.
 
 Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
-otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
-of ``explain`` to read; they never print the expected answer.
+otherwise a hypothetical A100, so the lab runs on a laptop.
 
 >>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
@@ -77,8 +72,7 @@ class Suspect:
 
 def target():
     """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100."""
-    env = environment()
-    return probe() if env.sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
+    return probe() if environment().sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
 
 
 def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
@@ -128,15 +122,14 @@ _ANSWERS = {
 
 def reference_diagnose(suspect: Suspect, on=None) -> str:
     """The reference diagnosis, derived from explain() the way the lab asks (used in tests)."""
-    v = explain(suspect.W, suspect.x_shape, target=on or target())
-    topics = v.topics
+    W = suspect.W
+    v = explain(W, suspect.x_shape, target=on or target())
     for topic, reason in (("dtype", "dtype"), ("contiguous", "not-contiguous"), ("shape", "too-small")):
-        if topic in topics:
+        if topic in v.topics:
             return reason
-    if "structure" in topics:
-        W = suspect.W
+    if "structure" in v.topics:
         return "wrong-axis" if W.shape[0] % 4 == 0 and check(W.t().contiguous()).valid else "not-2:4"
-    if "padding" in topics and v.M_padded and v.M_padded > v.M:
+    if "padding" in v.topics and v.M_padded and v.M_padded > v.M:
         return "padding"
     return "not-packed"
 
@@ -285,30 +278,26 @@ def trace_cases() -> dict:
     """The decode phase of three recorded runs, each analysed against its dense baseline.
 
     Each value is a :class:`twofour.dispatch.trace.PhaseReport` (``.comparison`` set). "The
-    checkpoint nobody packed" is the dense trace itself: a 2:4 checkpoint loaded without packing
-    runs exactly these dense kernels.
+    checkpoint nobody packed" is the dense trace itself.
 
     >>> sorted(trace_cases())
     ['eager 2:4 decode', 'graph-replayed 2:4 decode', 'the checkpoint nobody packed']
     """
-    from ...dispatch.trace import analyze, recorded
+    from ...dispatch.trace import Comparison, analyze, recorded
 
-    return {name: _against(analyze, recorded, run, base) for name, (run, base, _, _) in _TRACES.items()}
-
-
-def _against(analyze, recorded, run: str, base: str):
-    """The decode phase of ``run`` compared with ``base``. The same trace twice (the unpacked
-    checkpoint runs the dense kernels) is refused by ``analyze``, rightly for two files someone
-    passes; here it is the point, so the comparison is the run with itself, built directly."""
-    if run != base:
-        return analyze(recorded(run), baseline=recorded(base)).phase("decode")
-    from ...dispatch.trace import Comparison
-
-    ph = analyze(recorded(run)).phase("decode")
-    ph.comparison = Comparison(baseline_path=str(recorded(base)), dense_wall_us=ph.wall_us, sparse_wall_us=ph.wall_us,
-                               dense_gemm_us=ph.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=ph.p,
-                               dense_idle_fraction=ph.idle_fraction, baseline_sparse_gemms=0)
-    return ph
+    out = {}
+    for name, (run, base, _, _) in _TRACES.items():
+        if run != base:
+            out[name] = analyze(recorded(run), baseline=recorded(base)).phase("decode")
+            continue
+        # analyze refuses the same trace twice; here that is the point (the unpacked checkpoint
+        # runs the dense kernels), so the comparison of the run with itself is built directly.
+        ph = out[name] = analyze(recorded(run)).phase("decode")
+        ph.comparison = Comparison(
+            baseline_path=str(recorded(base)), dense_wall_us=ph.wall_us, sparse_wall_us=ph.wall_us,
+            dense_gemm_us=ph.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=ph.p,
+            dense_idle_fraction=ph.idle_fraction, baseline_sparse_gemms=0)
+    return out
 
 
 @exercise_check("where_did_the_2x_go")

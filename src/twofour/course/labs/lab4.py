@@ -3,22 +3,16 @@
 The learner writes five functions:
 
 * ``tile_math_us(tile, K, split, sm_tflops) -> float``: the µs one CTA spends on the math of its
-  output tile ``tile = (tile_n, tile_m)`` over ``K / split`` of the reduction, at ``sm_tflops``
-  (one SM's peak, TFLOP/s): the whole tile, every token column, however few tokens are real
-  (:mod:`twofour.roofline.mechanism`).
-
+  whole output tile ``(tile_n, tile_m)`` over ``K / split`` of the reduction, at one SM's peak.
 * ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters) -> int``: how many CTAs a GEMM
-  kernel with one tile shape ``tile = (tile_n, tile_m)`` launches for ``y = x @ W.T`` (``x``
-  ``[M, K]``, ``W`` ``[N, K]``) on a GPU with ``sms`` SMs: tiles times the split-K factor of
+  kernel with one tile shape launches for ``y = x @ W.T``: tiles times the split-K factor of
   :mod:`twofour.roofline.tiles` (``cta_target`` 0 means ``sms``).
 * ``find_crossover(speedup, m_max) -> int | None``: the smallest ``M`` in ``1..m_max`` with
   ``speedup(M) > 1``, or None.
-* ``measured_crossover(rows) -> int | None``: from measured rows (dicts with ``M``,
-  ``dense_ms``, ``sparse_ms``, in any order), the smallest measured ``M`` at which the 2:4
-  time is lower than the dense one, or None.
-* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep (dicts with
-  ``alg_id`` and ``ms``, or ``error``, and ``rel_err``), the ``alg_id`` of the fastest
-  configuration that ran and matched dense (``rel_err`` below :data:`MATCH_TOL`).
+* ``measured_crossover(rows) -> int | None``: from measured rows (``M``, ``dense_ms``,
+  ``sparse_ms``, any order), the smallest ``M`` at which 2:4 is faster, or None.
+* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep, the
+  ``alg_id`` of the fastest configuration that ran and matched dense (:data:`MATCH_TOL`).
 
 The checkers compare with :mod:`twofour.roofline` and the recorded sweep. The lab's last step
 holds the crossover search against data: :func:`measurements` gathers one curve per distinct GPU
@@ -83,7 +77,7 @@ def _case_args(M, N, K, family, gpu):
 
 
 def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
-    """Typical wrong answers, to recognise which step the learner missed."""
+    """Typical wrong answers, by the step the learner missed."""
     tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
     target = fam.cta_target or sms
     literal = {"target 0 taken literally": tiles * max(1, min(fam.max_split, 0, K // (64 * fam.min_k_iters)))}
@@ -287,8 +281,7 @@ def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16")
 def compare_with_data(M_predicted: int | None, M_measured: int | None, source: str, *, gpu: str | None = None) -> str:
     """One sentence comparing the predicted and the measured crossover, naming the data's source.
 
-    ``gpu``: the GPU the prediction is for, named in the sentence (it should be the one the data
-    was measured on).
+    ``gpu``: the GPU the prediction is for (the one the data was measured on), named in the sentence.
 
     Example:
         >>> compare_with_data(512, 1024, "recorded H200 run")

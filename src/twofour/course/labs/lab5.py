@@ -2,9 +2,8 @@
 
 The learner writes two functions:
 
-* ``activation_aware_score(W, x_norm) -> scores``: one score per weight of ``W`` (``[N, K]``),
-  given ``x_norm`` (``[K]``), the L2 norm of each input feature over calibration tokens. Pruning
-  keeps the 2 highest scores of every group of 4 along K.
+* ``activation_aware_score(W, x_norm) -> scores``: one score per weight of ``W``, given the L2
+  norm of each input feature over calibration tokens; pruning keeps the 2 highest per group.
 * ``masked_step(model, optimizer, inputs, targets, masks) -> float``: one training step that
   returns the loss and leaves every pruned weight exactly zero.
 
@@ -61,8 +60,7 @@ __all__ = [
 
 SEED = 5
 RECOVER_STEPS = DEFAULT_RECOVER.steps
-# The lab's model: the chapter's "small" size and training recipe, on one thread so the numbers
-# repeat exactly on a given machine. (Tests swap in the "tiny" size to stay fast.)
+# The lab's model: the chapter's "small" size and recipe. (Tests swap in "tiny" to stay fast.)
 LAB_SIZE = "small"
 LAB_TRAIN = DEFAULT_TRAIN
 
@@ -162,8 +160,7 @@ def _call_score(fn, W: torch.Tensor, x_norm: torch.Tensor, case: str) -> torch.T
 def check_activation_score(fn) -> str:
     """Check the learner's score on small weights where the right 2:4 choice is known.
 
-    The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4; any
-    score that keeps the same 2 weights in every group passes.
+    The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4.
     """
     g = torch.Generator().manual_seed(SEED)
     case, W = "random W [24, 48]", torch.randn(24, 48, generator=g)
@@ -281,9 +278,8 @@ def check_masked_step(fn) -> str:
 def check_recovery(fn, score_fn=None) -> str:
     """Recover the pruned model for :data:`RECOVER_STEPS` steps with the learner's step.
 
-    Prunes the provided model with ``score_fn`` (the learner's activation-aware score) or, if
-    that is ``None``, magnitude 2:4; the mask must still be valid 2:4 at the end and the
-    validation perplexity must be lower than right after pruning.
+    Prunes the provided model with ``score_fn`` (the learner's score; ``None``: magnitude 2:4);
+    the mask must still hold at the end and the validation perplexity must have fallen.
     """
     model, norms = provided_model()
     if score_fn is not None:

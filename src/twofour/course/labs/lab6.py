@@ -6,14 +6,12 @@ step (rows ``{"kernel", "op", "time_us"}``), and writes:
 * ``eligible_fraction(rows, pruned) -> float``: the share of the step's time spent in the linear
   layers listed in ``pruned`` (rows whose ``op`` is ``"linear:<name>"``).
 * ``request_bound(prefill_rows, decode_rows, output_len, pruned, s) -> float``: the whole
-  request's speedup when the pruned GEMMs get ``s`` times faster: one prefill step, then
-  ``output_len - 1`` decode steps, combined by time (Amdahl), never by averaging speedups.
-* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload (batch,
-  context, dtype, pruned layers) moves the predicted request speedup of
-  :func:`twofour.request.estimate` the most, up or down, from the baseline's.
+  request's speedup when the pruned GEMMs get ``s`` times faster (one prefill step, then
+  ``output_len - 1`` decode steps, combined by time).
+* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload moves the
+  predicted request speedup of :func:`twofour.request.estimate` the most, up or down.
 
-The profiles are **synthetic**: :func:`profile` makes them with :mod:`twofour.request` (and an
-assumed fixed cost per step), so that the numbers are consistent; they are not measurements.
+The profiles are **synthetic** (:func:`profile`, from :mod:`twofour.request`), not measurements.
 
 >>> from twofour.course.labs import lab6
 >>> sorted({row["op"] for row in lab6.profile("decode")})[:3]
@@ -79,10 +77,9 @@ _LABELS = {"attention": "flash attention (scores and context)", "kv_cache": "KV-
 def profile(phase: str, workload: Workload = WORKLOAD, gpu: str = GPU, step_overhead_us: float = STEP_OVERHEAD_US) -> list[dict]:
     """A profiler-style table of ONE step of ``phase`` (``"prefill"`` or ``"decode"``), dense model.
 
-    Rows ``{"kernel": str, "op": str, "time_us": float}``; ``op`` is ``"linear:<kind>"`` for a GEMM
-    (summed over layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``,
-    ``step_overhead``. The decode step is the average step of the request. Synthetic: computed by
-    :func:`twofour.request.estimate`, not measured.
+    Rows ``{"kernel", "op", "time_us"}``; ``op`` is ``"linear:<kind>"`` for a GEMM (summed over
+    layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``, ``step_overhead``. The
+    decode step is the average step of the request, computed by :func:`twofour.request.estimate`.
     """
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
