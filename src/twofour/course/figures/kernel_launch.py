@@ -19,7 +19,7 @@ import numpy as np
 from ...hardware import get_gpu
 from ...roofline import default_params, kernel_time, predict
 from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
-from ..plotting import ROLES, color, describe, legend_below, new_figure
+from ..plotting import ROLES, _axes, color, describe, legend_below
 from .kernel_speed import _l2, predictable
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
@@ -54,8 +54,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     black ticks over the bars they check.
     """
     rows = launch_rows(shapes, M, dtype, gpu)
-    own_figure = ax is None
-    fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax, height=3.8)
     x = np.arange(len(rows))
     width = 0.27
     for i, (fam, key) in enumerate(_CTA_KEYS.items()):
@@ -106,8 +105,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     """
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
-    own_figure = ax is None
-    fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax, height=4.4)
     Ns = [r["N"] for r in rows]
     for side, role, cross in (("dense", "dense", "x"), ("2:4", "2:4", "+")):
         ax.plot(Ns, [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="", color=color(role),
@@ -222,8 +220,7 @@ def error_rows(fit: dict) -> list[dict]:
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     """Every point the model can predict: measured speedup against predicted, log-log, with a ``±band``
     corridor around ``y = x``. Small markers: measured on the H200; large: published."""
-    own_figure = ax is None
-    fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax, height=4.6)
     lo, hi = 1.0, 1.0
     groups: dict[str, list[tuple[float, float]]] = {}
     measured_where: dict[str, None] = {}  # dicts as ordered sets

@@ -14,7 +14,7 @@ import math
 
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
 
-from ..plotting import ROLES, color, describe, new_figure
+from ..plotting import ROLES, _axes, color, describe
 from ...quality.experiments import QualityTable
 from ...quality.published import WANDA_LLAMA2
 
@@ -28,6 +28,8 @@ CRITERION_STYLE: dict[str, dict[str, str]] = {
     "magnitude 4:8": {"color": "#56B4E9", "marker": "s"},
     "unstructured 50%": {"color": "#CC79A7", "marker": "D"},
 }
+
+_DENSE_LINE = {"color": ROLES["dense"].color, "linestyle": ROLES["dense"].linestyle}
 
 
 def _style(criterion: str) -> dict[str, str]:
@@ -55,8 +57,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     (the fair reference for the recovered models).
     """
     rows = _one_size(table, size).rows
-    own_figure = ax is None
-    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax)
     for x, r in enumerate(rows):
         st = _style(r.criterion)
         ax.plot([x], [r.ppl_pruned], linestyle="none", marker=st["marker"], markersize=8,
@@ -65,7 +66,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
         ax.annotate("", xy=(x, r.ppl_recovered), xytext=(x, r.ppl_pruned),
                     arrowprops={"arrowstyle": "->", "color": st["color"], "shrinkA": 6, "shrinkB": 6})
     first = rows[0]
-    ax.axhline(first.ppl_dense, **_line("dense"), label=f"dense ({first.ppl_dense:.2f})")
+    ax.axhline(first.ppl_dense, **_DENSE_LINE, label=f"dense ({first.ppl_dense:.2f})")
     ax.axhline(first.ppl_dense_extra, color=color("dense"), linestyle=":",
                label=f"dense + the same {first.recover_steps} steps ({first.ppl_dense_extra:.2f})")
     ax.set_yscale("log")
@@ -108,10 +109,6 @@ def _plain_log_ticks(ax, values) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _line(role: str) -> dict:
-    return {"color": ROLES[role].color, "linestyle": ROLES[role].linestyle}
-
-
 def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, *, exclude: tuple[str, ...] = ("random 2:4",)):
     """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept.
 
@@ -120,11 +117,10 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
     rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
     if not rows:
         raise ValueError(f"nothing left to plot after excluding {exclude}")
-    own_figure = ax is None
-    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax)
     for r in rows:
         ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
-    ax.axhline(1.0, **_line("dense"), label="dense")
+    ax.axhline(1.0, **_DENSE_LINE, label="dense")
     ax.set_xlabel("weight mass kept: share of sum |W| in the pruned layers (%)")
     ax.set_ylabel("one-shot perplexity / dense")
     left_out = f" ({', '.join(exclude)} left out)" if exclude else ""
@@ -148,8 +144,7 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
 
 def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exclude: tuple[str, ...] = ("random 2:4",)):
     """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
-    own_figure = ax is None
-    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax)
     table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
     if not len(table):
         raise ValueError(f"nothing left to plot after excluding {exclude}")
@@ -164,7 +159,7 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
     if recovered:  # what solid and dashed mean, in the legend rather than the title
         ax.plot([], [], color=color("neutral"), linestyle="-", marker="", label="one-shot (solid)")
         ax.plot([], [], color=color("neutral"), linestyle="--", marker="", label="recovered (dashed, hollow)")
-    ax.axhline(1.0, **_line("dense"))
+    ax.axhline(1.0, **_DENSE_LINE)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_ticks(ax, [r.gap_pruned for r in table] + [r.gap_recovered for r in table] + [1.0])
@@ -202,8 +197,7 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
 
 def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 SparseGPT", "2:4 Wanda", "4:8 Wanda", "50% Wanda")):
     """Cited LLaMA-2 WikiText-2 perplexity ratios (pruned / dense) against model size."""
-    own_figure = ax is None
-    fig, ax = new_figure() if ax is None else (ax.figure, ax)
+    fig, ax, own_figure = _axes(ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
     # Colour and marker = method (as in this chapter's own plots), line style = pattern: the three
@@ -219,7 +213,7 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
         st = method_styles.get(name, {"color": color("neutral"), "marker": ROLES["published"].marker})
         ax.plot(sizes_b, ratios, color=st["color"], marker=st["marker"], markersize=6,
                 linestyle=pattern_styles.get(pattern, "-"), label=method)
-    ax.axhline(1.0, **_line("dense"))
+    ax.axhline(1.0, **_DENSE_LINE)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes_b, [m.replace("LLaMA-2-", "") for m in models])

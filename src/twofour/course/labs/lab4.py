@@ -186,11 +186,8 @@ def reference_measured_crossover(rows) -> int | None:
 
 @exercise_check("measured_crossover")
 def check_measured_crossover(fn, results=None) -> str:
-    """Check ``measured_crossover(rows)`` on prepared rows, and on real results if given.
-
-    ``results``: an optional list of :class:`twofour.bench.Results`; each one's rows are
-    checked per (shape, dtype, backend) against the reference answer.
-    """
+    """Check ``measured_crossover(rows)`` on prepared rows, and per (shape, dtype, backend) on
+    ``results`` (:class:`twofour.bench.Results`) if given."""
     def rows(pairs):
         return [{"M": M, "dense_ms": d, "sparse_ms": s} for M, d, s in pairs]
 
