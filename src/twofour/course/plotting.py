@@ -199,11 +199,6 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
     return fig, ax
 
 
-def _axes(ax, **size):
-    """``(fig, ax, own)``: ``ax`` and its figure, or (``own``) a new figure of ``size`` if ``ax`` is None."""
-    return (ax.figure, ax, False) if ax is not None else (*new_figure(**size), True)
-
-
 def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
     """One legend for the whole figure, under its panels, in the house size; returns it.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import cycle
 
 from ...funnel import FunnelStep
-from ..plotting import ROLES, _axes, color, describe, legend_below, series
+from ..plotting import ROLES, color, describe, legend_below, new_figure, series
 
 __all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensitivity", "sensitivity_caption", "cited_per_call_costs"]
 
@@ -30,7 +30,9 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         raise ValueError("stages must be a non-empty list of FunnelStep (the steps from twofour.funnel.funnel)")
     if kernel_role not in ROLES:
         raise ValueError(f"kernel_role must be one of {sorted(ROLES)}, got {kernel_role!r}")
-    fig, ax, own_figure = _axes(ax, height=2.8)
+    own_figure = ax is None
+    if ax is None:
+        fig, ax = new_figure(height=2.8)
     n = len(stages)
     values = [s.speedup for s in stages]
     roles = {"datasheet": "published", "kernel": kernel_role}
@@ -148,7 +150,8 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     """
     if not rows:
         raise ValueError("rows must hold the output of twofour.request.sensitivity")
-    fig, ax, own_figure = _axes(ax, height=4.4)
+    own_figure = ax is None
+    fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     ratios = sorted({r["memory_ratio"] for r in rows})
     # What-if ratios take the house series without the measured line's green, so no two lines
     # share a colour, a dash or a marker.

@@ -19,8 +19,8 @@ import numpy as np
 from ...hardware import get_gpu
 from ...roofline import default_params, kernel_time, predict
 from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
-from ..plotting import ROLES, _axes, color, describe, legend_below
-from .kernel_speed import _l2, predictable
+from ..plotting import ROLES, color, describe, legend_below, new_figure
+from .kernel_speed import predictable
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
            "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
@@ -54,7 +54,8 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     black ticks over the bars they check.
     """
     rows = launch_rows(shapes, M, dtype, gpu)
-    fig, ax, own_figure = _axes(ax, height=3.8)
+    own_figure = ax is None
+    fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
     x = np.arange(len(rows))
     width = 0.27
     for i, (fam, key) in enumerate(_CTA_KEYS.items()):
@@ -105,7 +106,8 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     """
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
-    fig, ax, own_figure = _axes(ax, height=4.4)
+    own_figure = ax is None
+    fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     Ns = [r["N"] for r in rows]
     for side, role, cross in (("dense", "dense", "x"), ("2:4", "2:4", "+")):
         ax.plot(Ns, [r[f"{side} measured"] for r in rows], marker=ROLES[role].marker, linestyle="", color=color(role),
@@ -220,13 +222,15 @@ def error_rows(fit: dict) -> list[dict]:
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     """Every point the model can predict: measured speedup against predicted, log-log, with a ``±band``
     corridor around ``y = x``. Small markers: measured on the H200; large: published."""
-    fig, ax, own_figure = _axes(ax, height=4.6)
+    own_figure = ax is None
+    fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     lo, hi = 1.0, 1.0
     groups: dict[str, list[tuple[float, float]]] = {}
     measured_where: dict[str, None] = {}  # dicts as ordered sets
     published_gpus: dict[str, None] = {}
     for p in (p for p in pts if predictable(p)):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
+                       l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         lo, hi = min(lo, pred, p.speedup), max(hi, pred, p.speedup)
         if p.origin == "published":
             key = "published, fitted per GPU" if p.fit_ok else "published, not fitted"

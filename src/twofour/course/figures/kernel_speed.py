@@ -18,7 +18,7 @@ import numpy as np
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
-from ..plotting import ROLES, _axes, color, describe, join_and, legend_below, measured_on, new_figure, series
+from ..plotting import ROLES, color, describe, join_and, legend_below, measured_on, new_figure, series
 
 __all__ = [
     "log2_Ms",
@@ -83,7 +83,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     roofs share one axis.
     """
     spec = get_gpu(gpu)
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     bw = spec.mem_bw_gbs * 1e9
     peak = {role: spec.peak_tflops(dtype, sparse=role == "2:4") * 1e12 for role in ("dense", "2:4")}
     intensity = np.geomspace(0.3, 3e4, 300)
@@ -125,7 +126,8 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
                       scenario: str = DEFAULT_SCENARIO, algorithm: str = "default"):
     """Predicted 2:4 speedup vs M for one weight shape, one house series per GPU, with the two ceilings."""
     Ms = Ms or log2_Ms()
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     ends = []
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario, algorithm=algorithm).speedup for M in Ms]
@@ -235,7 +237,8 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     by_mode = _rows_by_mode(results_list, shape, dtype)
     if not by_mode:
         raise ValueError(f"no measured rows for shape {shape!r} and dtype {dtype!r} in the results given")
-    fig, ax, own_figure = _axes(ax, height=4.6)
+    own_figure = ax is None
+    fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     flagged = []
     for mode, rows in by_mode.items():
         c, m, ls = MODE_STYLE[mode]
@@ -344,7 +347,8 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     Each curve (one per results file and shape) is one house series: filled on a solid line when
     measured, hollow on a dotted line for the model's prediction.
     """
-    fig, ax, own_figure = _axes(ax, height=4.2)
+    own_figure = ax is None
+    fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
     i, errors, wins = 0, [], []
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))

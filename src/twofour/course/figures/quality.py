@@ -14,7 +14,7 @@ import math
 
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
 
-from ..plotting import ROLES, _axes, color, describe
+from ..plotting import ROLES, color, describe, new_figure
 from ...quality.experiments import QualityTable
 from ...quality.published import WANDA_LLAMA2
 
@@ -57,7 +57,8 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     (the fair reference for the recovered models).
     """
     rows = _one_size(table, size).rows
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for x, r in enumerate(rows):
         st = _style(r.criterion)
         ax.plot([x], [r.ppl_pruned], linestyle="none", marker=st["marker"], markersize=8,
@@ -117,7 +118,8 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
     rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
     if not rows:
         raise ValueError(f"nothing left to plot after excluding {exclude}")
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for r in rows:
         ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
     ax.axhline(1.0, **_DENSE_LINE, label="dense")
@@ -144,7 +146,8 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
 
 def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exclude: tuple[str, ...] = ("random 2:4",)):
     """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
     if not len(table):
         raise ValueError(f"nothing left to plot after excluding {exclude}")
@@ -197,7 +200,8 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
 
 def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 SparseGPT", "2:4 Wanda", "4:8 Wanda", "50% Wanda")):
     """Cited LLaMA-2 WikiText-2 perplexity ratios (pruned / dense) against model size."""
-    fig, ax, own_figure = _axes(ax)
+    own_figure = ax is None
+    fig, ax = new_figure() if ax is None else (ax.figure, ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
     # Colour and marker = method (as in this chapter's own plots), line style = pattern: the three
