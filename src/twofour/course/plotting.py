@@ -5,27 +5,19 @@ elsewhere), so that "dense" is the same blue and "2:4" the same orange on every 
 
 Why these choices:
 
-* **Colours** come from the Okabe–Ito palette, which stays distinguishable for the common
-  kinds of colour blindness. Each role also has its own marker and line style, so a plot
-  still reads in greyscale.
+* **Colours** come from the Okabe–Ito palette, distinguishable for the common kinds of colour
+  blindness; each role (:data:`ROLES`) and each series of one kind (:func:`series`) also has its
+  own marker and line style, so a plot still reads in greyscale.
 * **White background**, even in the site's dark mode: a transparent PNG with black text
   would vanish on a dark page, a white card never does.
-* **Fonts** are the system sans-serif that matplotlib ships (DejaVu Sans), so figures look
-  the same in CI, Colab and on a laptop and never fetch anything.
-* **Several series of the same kind** (one line per GPU, per model size) take their colours
-  from :data:`SERIES`, the rest of the same Okabe–Ito palette, each with its own marker and
-  line style: :func:`series` gives the i-th. No two series of one plot share both a dash and
-  a marker, so a plot reads in greyscale and for every colour-vision deficiency.
+* **Fonts** are the DejaVu Sans that matplotlib ships: the same in CI, Colab and on a laptop.
 * **Legends are as large as the axis labels** (:data:`LEGEND_SIZE`); a legend too long for the
   plot goes under it (:func:`legend_below`), never shrinks. A plot of measured data names the
   GPU and the day it was measured (:func:`measured_on`).
-* **Alt text and caption** travel with the figure: :func:`describe` (or ``new_figure(alt=...,
-  caption=...)``) attaches them. The caption says what to see (the finding, with its numbers),
-  never the title again (:func:`restates`); and in Jupyter, Colab and the site build the figure is shown
-  as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`). The
-  site puts the caption under the figure, numbered per chapter, and the alt text on the
-  image. A figure without them still gets a specific description from its titles, axis
-  labels and legend (:func:`figure_text`), never a generic one.
+* **Alt text and caption** travel with the figure (:func:`describe`). The caption says what to
+  see, never the title again (:func:`restates`); in Jupyter, Colab and the site build the figure
+  is shown as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`).
+  A figure without them still gets a specific description (:func:`figure_text`).
 
 Example:
     >>> from twofour.course.plotting import new_figure, ROLES
@@ -99,10 +91,8 @@ ROLES: dict[str, Role] = {
 }
 
 
-# Many series of one kind (one per GPU, per model size): the Okabe–Ito colours in an order
-# where neighbours differ most, each with its own marker and dash so the series also separate
-# in greyscale and for every common colour-vision deficiency. (Okabe–Ito's yellow is left out:
-# it has too little contrast on white.)
+# Many series of one kind (one per GPU, per model size): the Okabe–Ito colours, neighbours
+# differing most, each with its own marker and dash (yellow is left out: too pale on white).
 SERIES: tuple[Role, ...] = (
     Role(PALETTE["blue"], "o", "-"),  # blue
     Role(PALETTE["orange"], "s", "--"),  # orange
@@ -167,11 +157,8 @@ _RC: dict[str, Any] = {
 
 
 def style() -> None:
-    """Apply the house style to matplotlib globally (idempotent).
-
-    Call it once at the top of a notebook that builds figures with plain ``plt``;
-    :func:`new_figure` calls it for you. Inside Jupyter or Colab it also installs the
-    figure display (:func:`install_notebook_display`).
+    """Apply the house style to matplotlib globally (idempotent), and in Jupyter or Colab the
+    figure display (:func:`install_notebook_display`); :func:`new_figure` calls it for you.
 
     Example:
         >>> style()
@@ -190,8 +177,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
     Args:
         nrows, ncols: subplot grid, as in ``plt.subplots``.
         width, height: inches; default :data:`FIGSIZE`. Height grows with ``nrows``.
-        alt, caption: what the figure shows, for readers who cannot see it, and the line
-            printed under it; see :func:`describe` (which can also set them later).
+        alt, caption: see :func:`describe`.
         **subplots_kw: passed on to ``plt.subplots`` (e.g. ``sharey=True``).
 
     Example:
@@ -205,24 +191,19 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, he
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise ValueError(f"{name} must be a positive number of inches or None, got {value!r}")
     style()
-    size = (
-        width if width is not None else FIGSIZE[0],
-        height if height is not None else FIGSIZE[1] * (1 + 0.8 * (nrows - 1)),
-    )
+    width = FIGSIZE[0] if width is None else width
+    height = FIGSIZE[1] * (1 + 0.8 * (nrows - 1)) if height is None else height
     subplots_kw.setdefault("layout", "constrained")
-    fig, ax = plt.subplots(nrows, ncols, figsize=size, **subplots_kw)
-    if alt is not None or caption is not None:
-        describe(fig, alt=alt, caption=caption)
+    fig, ax = plt.subplots(nrows, ncols, figsize=(width, height), **subplots_kw)
+    describe(fig, alt=alt, caption=caption)
     return fig, ax
 
 
 def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
     """One legend for the whole figure, under its panels, in the house size; returns it.
 
-    For a figure of several panels that share their series, or a plot whose legend would hide
-    its data. The entries are ``source``'s (an axes), or every panel's, each label once; the
-    panels' own legends are removed. ``title`` defaults to the title of a removed legend (say
-    the GPU and date a panel's legend named).
+    The entries are ``source``'s (an axes), or every panel's, each label once; the panels' own
+    legends are removed. ``title`` defaults to the title of a removed legend.
 
     Example:
         >>> fig, (left, right) = new_figure(1, 2)
@@ -267,10 +248,8 @@ def _checked_text(name: str, value) -> str | None:
 def describe(fig, *, alt: str | None = None, caption: str | None = None):
     """Attach alt text and a caption to a figure; returns the figure.
 
-    ``alt`` says what the figure shows (the trend, the crossing, the outlier) for a reader who
-    cannot see it; ``caption`` is the sentence printed under the figure on the site, after
-    "Figure N.". Either may be left out: :func:`figure_text` then derives one from the
-    figure's titles, axis labels and legend.
+    ``alt`` says what the figure shows for a reader who cannot see it; ``caption`` is the
+    sentence printed under it on the site. Left out, :func:`figure_text` derives them.
 
     Example:
         >>> fig, ax = new_figure()
@@ -294,7 +273,7 @@ def restates(caption: str, title: str) -> bool:
     """Whether ``caption`` only says the ``title`` (or a panel title, ``;``-separated) again.
 
     True when, ignoring case, punctuation and spacing, the caption equals a title, is part of
-    one, or is a title plus fewer than 20 characters. A caption should say what to see.
+    one, or is a title plus fewer than 20 characters.
 
     Example:
         >>> restates("Time per call.", "Time per call")
@@ -343,7 +322,7 @@ def figure_text(fig) -> dict[str, str]:
     """The title, alt text and caption of a figure: set by :func:`describe`, or derived.
 
     Derived, the title is the figure's suptitle, else its panels' titles, else "y against x";
-    the alt text names each panel's axes and series. Specific to the figure, never generic.
+    the alt text names each panel's axes and series.
 
     Example:
         >>> fig, ax = new_figure()
@@ -359,11 +338,8 @@ def figure_text(fig) -> dict[str, str]:
     axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.axison]
     suptitle = _label(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     titles = [t for t in (_label(ax.get_title()) or _label(ax.get_title(loc="left")) for ax in axes) if t]
-    if suptitle:
-        title = suptitle
-    elif titles:
-        title = "; ".join(dict.fromkeys(titles))  # unique, in order
-    else:
+    title = suptitle or "; ".join(dict.fromkeys(titles))  # titles unique, in order
+    if not title:
         first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
         title = (
             f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
@@ -380,11 +356,8 @@ def figure_text(fig) -> dict[str, str]:
     alt = f"{kind}: {title or 'untitled'}." + (" " + ". ".join(p[:1].upper() + p[1:] for p in panels) + "." if panels else "")
     if len(alt) > 600:
         alt = alt[:597].rstrip() + "..."
-    text = {"title": title, "alt": alt, "caption": title}
-    text.update(getattr(fig, _ATTR, {}))
-    if not text["caption"]:
-        text["caption"] = text["alt"]
-    return text
+    text = {"title": title, "alt": alt, "caption": title, **getattr(fig, _ATTR, {})}
+    return {**text, "caption": text["caption"] or text["alt"]}
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -394,10 +367,9 @@ def _png_size(png: bytes) -> tuple[int, int]:
 def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
     """The figure as a ``scale``-times-resolution PNG and its display metadata.
 
-    Returns ``(base64 PNG, metadata)``, what IPython's PNG formatter returns: ``width`` and
-    ``height`` are the size to show it at (CSS pixels, so it is crisp on high-DPI screens),
-    and ``alt``, ``title`` and ``caption`` come from :func:`figure_text`. The PNG file carries
-    the title and alt text too (``Title``/``Description`` text chunks).
+    Returns ``(base64 PNG, metadata)`` as IPython's PNG formatter does: ``width`` and ``height``
+    in CSS pixels (crisp on high-DPI screens), and :func:`figure_text`'s ``alt``, ``title`` and
+    ``caption``, which the PNG's text chunks carry too.
 
     Example:
         >>> fig, ax = new_figure(alt="Nothing but axes.")
@@ -423,9 +395,8 @@ def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
 def install_notebook_display(shell=None) -> bool:
     """Show matplotlib figures as 2x PNGs with their alt text and caption (Jupyter, Colab).
 
-    Idempotent, and a no-op outside IPython (returns False there). It changes only how a
-    figure becomes a PNG, so ``%matplotlib inline`` (which resets the figure formats) does
-    not undo it. The site build runs it in every kernel it starts, so chapters need not.
+    Idempotent; False outside IPython. It changes only how a figure becomes a PNG, so
+    ``%matplotlib inline`` (which resets the figure formats) does not undo it.
 
     Example:
         >>> install_notebook_display()  # a plain Python process: nothing to do

@@ -2,12 +2,10 @@
 
 :func:`path_svg` draws the two roads a linear layer can take: a dense tensor (zeros or not)
 goes to the dense GEMM; a packed ``SparseSemiStructuredTensor`` goes through PyTorch's
-``__torch_dispatch__`` to cuSPARSELt or CUTLASS. Pass a verdict's path to highlight it, so a
-notebook can show the road *this* weight takes. The same drawing is committed as
-``docs/assets/dispatch-path.svg`` (a test keeps the two equal). White card, Okabe-Ito colours
-(dense blue, 2:4 orange): readable in light and dark mode. No label is smaller than 12 units
-of the 720-unit-wide drawing, and the drawing never shrinks below :data:`MIN_WIDTH_PX` (a
-narrow screen scrolls it sideways instead), so every label stays at least 10 CSS pixels.
+``__torch_dispatch__`` to cuSPARSELt or CUTLASS. Pass a verdict's path to highlight the road
+*this* weight takes. The drawing is committed as ``docs/assets/dispatch-path.svg`` (a test keeps
+the two equal); on a white card it reads in light and dark mode, and it never shrinks below
+:data:`MIN_WIDTH_PX`, so every label stays at least 10 CSS pixels.
 
 >>> svg = path_svg("dense")
 >>> svg.startswith("<svg") and "cuSPARSELt" in svg
@@ -22,7 +20,7 @@ from ..plotting import color
 
 __all__ = ["path_svg", "HIGHLIGHTS", "MIN_WIDTH_PX", "CAPTION"]
 
-# What to see in the drawing (its <title> says what it is): the notebook shows it under the figure.
+# What to see in the drawing (its <title> says what it is), shown under it in the notebook.
 CAPTION = ("Follow the colours: blue is the road of a dense tensor, zeros or not, to the dense GEMM; orange is the only road "
            "to a 2:4 kernel, through a packed SparseSemiStructuredTensor and __torch_dispatch__ to cuSPARSELt or CUTLASS; "
            "the dashed vermillion arrow is the refusal when the GPU, dtype or shape is not supported, never a silent dense fallback.")
@@ -64,15 +62,14 @@ def path_svg(highlight: str | None = None) -> str:
     if highlight not in HIGHLIGHTS:
         raise ValueError(f"highlight must be one of {HIGHLIGHTS}, got {highlight!r}")
     on = {
-        None: {"common", "dense", "convert", "sparse", "cusparselt", "cutlass", "error"},
         "dense": {"common", "dense"},
         "sparse-cusparselt": {"common", "convert", "sparse", "cusparselt"},
         "sparse-cutlass": {"common", "convert", "sparse", "cutlass"},
         "error": {"common", "convert", "error"},
-    }[highlight]
+    }.get(highlight)
 
     def group(name, *parts):
-        dim = "" if name in on else ' opacity="0.28"'
+        dim = "" if on is None or name in on else ' opacity="0.28"'
         return f'<g id="{name}"{dim}>\n' + "\n".join(parts) + "\n</g>"
 
     markers = "".join(

@@ -1,8 +1,5 @@
-"""The funnel figure of chapters 6 and 7: :func:`twofour.funnel.funnel`'s five steps as bars.
-
-The numbers come from the toolkit (:mod:`twofour.funnel`); this module only draws them in the
-house style, so the site's hero figure and the notebooks' funnels look the same.
-"""
+"""The funnel figure of chapters 6 and 7 (:func:`twofour.funnel.funnel`'s five steps as bars), and the
+per-call cost sensitivity plot; the site's hero figure and the notebooks' funnels look the same."""
 
 from __future__ import annotations
 
@@ -15,13 +12,11 @@ __all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensit
 
 
 def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
-    """Draw the funnel as horizontal bars, widest (data sheet) on top, with the value on each bar.
+    """Draw the funnel as horizontal bars, data sheet on top, with the value on each bar; returns the axes.
 
-    Colours follow the house roles (:mod:`twofour.course.plotting`): the data sheet is "published",
-    the model's steps are "predicted", the kernel step is ``kernel_role`` (pass
-    ``"measured"`` when the GEMM speedup came from your measurement), and the final,
-    request-level bar is "2:4". Each bar is labelled with its step's title ("step 3: 2:4 GEMM
-    speedup"). A grey dashed line marks 1x (no gain). Returns the axes.
+    The data sheet is drawn "published", the model's steps "predicted", the kernel step
+    ``kernel_role`` (``"measured"`` when the GEMM speedup came from your measurement), the
+    request-level bar "2:4". A grey dashed line marks 1x (no gain).
 
     Example:
         >>> from twofour.funnel import funnel
@@ -126,10 +121,9 @@ def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:
 def cited_per_call_costs() -> list[tuple[str, float, str]]:
     """``(label, µs per call, source)`` of the 2:4 per-call costs: the fitted H200 values, and what others measured.
 
-    "H200 cached": what one cuSPARSELt call costs beyond streaming its bytes and doing its math,
-    replayed from a CUDA graph (the kernel's fixed latency, its workspace memset and the padding
-    of ``x``, and the replay); "H200 eager": the host time of one back-to-back eager call (a
-    cuSPARSELt plan built per call).
+    "H200 cached": what one graph-replayed cuSPARSELt call costs beyond its bytes and math (fixed
+    latency, workspace memset, padding of ``x``, replay); "H200 eager": the host time of one
+    back-to-back eager call.
 
     Example:
         >>> [label for label, _, _ in cited_per_call_costs()][:2]
@@ -150,12 +144,9 @@ def cited_per_call_costs() -> list[tuple[str, float, str]]:
 
 def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, costs=None, ax=None, title=None,
                      ylabel: str = "per-token speedup (TPOT)"):
-    """Speedup against the 2:4 per-call cost, one line per kernel efficiency ratio.
-
-    ``rows`` come from :func:`twofour.request.sensitivity`. Vertical lines mark the cited
-    per-call costs (:func:`cited_per_call_costs`); the line at ``measured_ratio`` (the default 2:4
-    kernel's bandwidth over cuBLAS's, :func:`twofour.request.kernel_bandwidth_ratio`) is drawn
-    solid in the "measured" colour, each other ratio in a colour, dash and marker of its own.
+    """Speedup against the 2:4 per-call cost (``rows`` of :func:`twofour.request.sensitivity`), one line per
+    kernel efficiency ratio; vertical lines mark the cited costs (:func:`cited_per_call_costs`), and the
+    line at ``measured_ratio`` (:func:`twofour.request.kernel_bandwidth_ratio`) is solid "measured" green.
     """
     if not rows:
         raise ValueError("rows must hold the output of twofour.request.sensitivity")
@@ -171,8 +162,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
         if measured:
             style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
         else:
-            st = next(others)
-            style = {"color": st.color, "linestyle": st.linestyle, "marker": st.marker, "markersize": 5}
+            style = {**next(others).kw(), "markersize": 5}
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
     costs = costs if costs is not None else cited_per_call_costs()
@@ -183,10 +173,8 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter
-
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
     ax.set_xlabel("cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
     ax.set_ylabel(ylabel)
     ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)

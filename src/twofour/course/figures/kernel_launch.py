@@ -1,9 +1,7 @@
 """Chapter 4's figures and tables of the kernel model: tiles, CTAs against SMs, bandwidth, error, flags.
 
-The model is :mod:`twofour.roofline` (each side predicted from the kernel it runs); the
-measurements are the H200 results files (:mod:`twofour.bench`, flagged by
-:mod:`twofour.bench.flags`), the GEMM-chain traces and the algorithm sweep. This module only
-arranges them for the chapter, in the house style of :mod:`twofour.course.plotting`.
+The model is :mod:`twofour.roofline`; the measurements are the H200 results files
+(:mod:`twofour.bench`), the GEMM-chain traces and the algorithm sweep.
 
 Example:
     >>> rows = launch_rows([("k_proj/v_proj", 1024, 4096)], M=1)
@@ -13,12 +11,16 @@ Example:
 
 from __future__ import annotations
 
+import re
 import statistics
+
+import numpy as np
 
 from ...hardware import get_gpu
 from ...roofline import default_params, kernel_time, predict
 from ..measured_rows import bandwidth_rows, decode_bandwidth_range, measured_on  # re-exported: the chapter's imports
 from ..plotting import ROLES, color, describe, legend_below, new_figure
+from .kernel_speed import predictable
 
 __all__ = ["launch_rows", "plot_ctas_vs_sms", "bandwidth_rows", "decode_bandwidth_range", "plot_bandwidth_vs_N",
            "first_wins", "helper_cost_rows", "algorithm_rows", "error_rows", "plot_points_vs_model", "FAMILY_LABELS"]
@@ -51,8 +53,6 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     ``recorded``: optional ``[(label, family, ctas)]`` launch grids read from a trace, drawn as
     black ticks over the bars they check.
     """
-    import numpy as np
-
     rows = launch_rows(shapes, M, dtype, gpu)
     own_figure = ax is None
     fig, ax = new_figure(height=3.8) if ax is None else (ax.figure, ax)
@@ -102,9 +102,7 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
 def plot_bandwidth_vs_N(rows: list[dict], ax=None):
     """Achieved bandwidth at decode against N, dense and 2:4: measured (filled markers) and modelled (crosses).
 
-    Colour and marker tell the side (dense: blue squares and x; 2:4: orange circles and +);
-    the legend's title names the GPU and the day of the measurement (the rows' ``measured on``,
-    from :func:`bandwidth_rows`).
+    The legend's title names the GPU and the day of the measurement (the rows' ``measured on``).
     """
     if not rows:
         raise ValueError("rows must hold at least one row of bandwidth_rows (weight bytes over kernel time at M = 1)")
@@ -222,18 +220,8 @@ def error_rows(fit: dict) -> list[dict]:
 
 
 def plot_points_vs_model(pts, ax=None, band: float = 0.2):
-    """Every point the model can predict: measured speedup against predicted, log-log.
-
-    Small markers: measured on the H200 (filled: in the fit; diamonds: held-out shapes; black
-    crosses: flagged, kept out of the fit); large: published (filled when fitted per GPU).
-    The ``y = x`` line and a ``±band`` corridor show how far each point sits from the model.
-    """
-    import re
-
-    import numpy as np
-
-    from .kernel_speed import predictable
-
+    """Every point the model can predict: measured speedup against predicted, log-log, with a ``±band``
+    corridor around ``y = x``. Small markers: measured on the H200; large: published."""
     own_figure = ax is None
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     lo, hi = 1.0, 1.0
@@ -280,10 +268,8 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    from matplotlib.ticker import FuncFormatter
-
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        axis.set_major_formatter(lambda v, _: f"{v:g}x")
     ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
     ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)

@@ -1,11 +1,8 @@
 """Figures and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
 
-The model lives in :mod:`twofour.roofline`, the measurements in :mod:`twofour.bench` (this
-project's GPU runs) and :mod:`twofour.roofline.published` (everyone else's, each with its
-source, reliability and caveats); this module only draws them, in the house style of
-:mod:`twofour.course.plotting`. The figures of the kernel model itself (tiles, CTAs against
-SMs, bandwidth, error, the points-vs-model scatter with flagged points) are in
-:mod:`.kernel_launch`.
+It draws the model (:mod:`twofour.roofline`), this project's GPU runs (:mod:`twofour.bench`)
+and everyone else's (:mod:`twofour.roofline.published`); the figures of the kernel model
+itself (tiles, CTAs, bandwidth, error) are in :mod:`.kernel_launch`.
 
 Example:
     >>> from twofour.course.figures.kernel_speed import plot_speedup_vs_M
@@ -15,6 +12,8 @@ Example:
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
@@ -45,12 +44,11 @@ MODE_LABELS = {
     "graph": "CUDA graph replay (plans cached)",
     "kernel": "kernels only (profiler)",
 }
-# One style per timing mode of the vocabulary (a test fails when a mode has none).
+# One style per timing mode (a test fails when a mode has none).
 MODE_STYLE = {"lone": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
               "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
-# The model's scenario for each measured mode, each drawn thin in the "predicted" colour with a
-# dash of its own (no marker): the three model lines stay apart from each other and from the
-# measured lines in greyscale too.
+# The model's scenario for each measured mode: thin, "predicted" colour, a dash of its own, no
+# marker, so the model lines stay apart from each other and the measured lines in greyscale.
 _MODEL_STYLE = {"eager": ("back to back", (0, (1, 1.5))), "cached": ("graph replay", (0, (5, 2))),
                 "kernel": ("kernel time", (0, (8, 2, 1, 2)))}
 
@@ -82,10 +80,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
     """Data-sheet roofline (attainable TFLOP/s vs FLOP/byte), dense and 2:4, with GEMMs of several M.
 
     The 2:4 roof counts *useful* (dense-equivalent) FLOPs against the packed bytes, so both
-    roofs share one axis. No efficiency factors: these are the ceilings.
+    roofs share one axis.
     """
-    import numpy as np
-
     spec = get_gpu(gpu)
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
@@ -128,20 +124,14 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
 def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", "H200", "B200"), Ms=None,
                       params: KernelParams | None = None, ax=None, title: str | None = None,
                       scenario: str = DEFAULT_SCENARIO, algorithm: str = "default"):
-    """Predicted 2:4 speedup vs M for one weight shape on several GPUs, with the two ceilings.
-
-    Each GPU is one series of the house palette (:func:`twofour.course.plotting.series`): its
-    own colour, marker and dash. A figure made here carries alt text with the numbers it shows.
-    """
+    """Predicted 2:4 speedup vs M for one weight shape, one house series per GPU, with the two ceilings."""
     Ms = Ms or log2_Ms()
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     ends = []
     for i, gpu in enumerate(gpus):
         s = [predict(M, N, K, dtype, gpu, params=params, scenario=scenario, algorithm=algorithm).speedup for M in Ms]
-        style = series(i)
-        ax.plot(Ms, s, color=style.color, linestyle=style.linestyle, marker=style.marker, markersize=4,
-                label=f"{get_gpu(gpu).name} (predicted)")
+        ax.plot(Ms, s, **series(i).kw(), markersize=4, label=f"{get_gpu(gpu).name} (predicted)")
         ends.append((get_gpu(gpu).name, s[0], s[-1], next((M for M, v in zip(Ms, s) if v > 1), None)))
     c = ceilings(dtype)
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
@@ -198,10 +188,7 @@ def speedup_caption(ends, Ms, scenario: str) -> str:
 
 
 def speedup_grid(shapes, gpus, dtype="fp16", *, scenario: str = DEFAULT_SCENARIO, Ms=None):
-    """:func:`plot_speedup_vs_M` for up to four ``(label, N, K)`` layers on a 2 x 2 grid, one legend under it.
-
-    Returns ``(fig, axes)``; the caption says, per layer, from which plotted M 2:4 wins on which GPU.
-    """
+    """:func:`plot_speedup_vs_M` for up to four ``(label, N, K)`` layers on a 2 x 2 grid, one legend."""
     if not 1 <= len(shapes) <= 4:
         raise ValueError(f"shapes must hold 1 to 4 (label, N, K) layers for a 2 x 2 grid, got {len(shapes)}")
     Ms = Ms or log2_Ms()
@@ -244,12 +231,8 @@ def _rows_by_mode(results_list, shape: str, dtype: str) -> dict[str, list[dict]]
 def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: bool = True, ax=None, title=None):
     """Measured 2:4 speedup vs M for one shape, one line per timing mode, with the model's scenarios.
 
-    Each mode of ``twofour bench`` is one way the same call runs (:data:`MODE_LABELS`); the
-    thin lines in the "predicted" colour are the fitted model in the scenario each mode
-    measures (``eager`` for back-to-back calls, ``cached`` for graph replay, ``kernel`` for the
-    profiler's kernel time), each with its own dash. Flagged points (:mod:`twofour.bench.flags`)
-    are circled in black. The legend's title names the GPU and the day of the measurement; a
-    figure made here has the legend under the plot (several panels: :func:`modes_grid`).
+    The thin lines are the fitted model in the scenario each mode measures (``eager``,
+    ``cached``, ``kernel``); flagged points (:mod:`twofour.bench.flags`) are circled in black.
     """
     by_mode = _rows_by_mode(results_list, shape, dtype)
     if not by_mode:
@@ -278,7 +261,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    _times_axis(ax.yaxis)
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
     ax.set_xlabel("M (tokens in the GEMM)")
     ax.set_ylabel("speedup of 2:4 over dense (log)")
     ax.set_title(title or f"{shape}, {dtype}: measured four ways", fontsize=10)
@@ -322,10 +305,7 @@ def modes_caption(results_list, shapes, dtype: str = "float16") -> str:
 
 
 def modes_grid(results_list, shapes, dtype: str = "float16"):
-    """:func:`plot_modes_vs_M` for up to four ``(label, N, K)`` shapes on a 2 x 2 grid, with one legend under it.
-
-    Returns ``(fig, axes)``; the figure's caption says where each mode first wins for good.
-    """
+    """:func:`plot_modes_vs_M` for up to four ``(label, N, K)`` shapes on a 2 x 2 grid, one legend."""
     if not 1 <= len(shapes) <= 4:
         raise ValueError(f"shapes must hold 1 to 4 (label, N, K) layers for a 2 x 2 grid, got {len(shapes)}")
     fig, axes = new_figure(2, 2, width=9.5, height=8.0, sharex=True, sharey=True)
@@ -337,13 +317,6 @@ def modes_grid(results_list, shapes, dtype: str = "float16"):
     sources = results_sources(results_list)
     describe(fig, caption=modes_caption(results_list, [label for label, _, _ in shapes], dtype) + f" ({sources}).")
     return fig, axes
-
-
-def _times_axis(axis) -> None:
-    """Tick labels such as 0.25x, 1x, 2x instead of powers of two."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 
 
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
@@ -371,11 +344,8 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``.
 
     The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``).
-
-    Each measured curve (one per results file and shape) has its own colour and marker
-    (:func:`~twofour.course.plotting.series`): filled on a solid line when measured, hollow on a
-    dotted line for the model's prediction of the same curve. The legend's title names the GPU
-    and the day of the measurement.
+    Each curve (one per results file and shape) is one house series: filled on a solid line when
+    measured, hollow on a dotted line for the model's prediction.
     """
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
@@ -469,11 +439,7 @@ def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = No
 
 
 def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=("fp16", "bf16", "int8", "fp8")):
-    """An ipywidgets control (shape, GPU, dtype, cuSPARSELt algorithm) redrawing the predicted speedup vs M.
-
-    Returns the widget box; display it in Jupyter or Colab. On the static site the cell that
-    shows it is hidden (tag ``hide-on-site``).
-    """
+    """An ipywidgets box (shape, GPU, dtype, cuSPARSELt algorithm) redrawing the predicted speedup vs M."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 

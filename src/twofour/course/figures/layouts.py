@@ -1,7 +1,5 @@
-"""Figures of the structure and packing chapters, drawn in the house style (:mod:`twofour.course.plotting`).
-
-Each function takes data the chapter computed and returns the matplotlib figure; none computes
-anything itself, so what a figure shows is exactly what the notebook printed and asserted.
+"""Figures of the structure and packing chapters: each draws data the chapter computed (and
+asserted) and returns the matplotlib figure.
 
 >>> import torch
 >>> fig = nonzeros_heatmaps({"a": torch.tensor([[2, 3], [1, 4]], dtype=torch.uint8)})
@@ -27,11 +25,8 @@ _COUNT_COLOURS = ["#F2F2F2", "#9ECAE1", ROLES["dense"].color, "#F4A582", ROLES["
 
 
 def nonzeros_heatmaps(counts: Mapping[str, torch.Tensor], *, n: int = 2, title: str | None = None):
-    """One heatmap per weight of its non-zeros per group (``twofour.nonzeros_per_group`` output).
-
-    Rows of a panel are rows of ``W``; columns are its groups of 4 along K. Cells above ``n``
-    break the pattern.
-    """
+    """One heatmap per weight of its non-zeros per group (``twofour.nonzeros_per_group`` output); cells
+    above ``n`` break the pattern."""
     if not counts:
         raise ValueError("counts must map at least one name to a [rows, groups] tensor of non-zero counts")
     fig, axes = new_figure(1, len(counts), width=7.0, height=3.2, squeeze=False)
@@ -62,11 +57,8 @@ def nonzeros_heatmaps(counts: Mapping[str, torch.Tensor], *, n: int = 2, title: 
 
 
 def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: str | None = None):
-    """Grouped bars: ``table[weight_name][method] = fraction kept``, one group per weight.
-
-    The method named ``"2:4"`` gets the 2:4 colour; the others get neutral greys, so the eye goes
-    to the comparison the chapter is about.
-    """
+    """Grouped bars: ``table[weight_name][method] = fraction kept``, one group per weight; the method
+    named ``"2:4"`` gets the 2:4 colour, the others neutral greys."""
     if not table:
         raise ValueError("table must have at least one weight")
     methods = list(next(iter(table.values())).keys())
@@ -105,12 +97,11 @@ def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: s
 
 
 def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight: int = 4, title: str | None = None):
-    """The logical metadata matrix (transposed: one column per weight row), each cell labelled
-    with its position in memory after reordering.
+    """The logical metadata matrix (one column per weight row), each cell labelled with its position
+    in memory after reordering (``slots``: :func:`twofour.course.meta_layout.cutlass_meta_slots`).
 
-    Cells read by the same aligned load of ``words_per_load`` words (8 int16 words = 16 bytes)
-    share a colour; the first ``highlight`` loads are coloured, the rest grey. ``slots`` is
-    :func:`twofour.course.meta_layout.cutlass_meta_slots` output.
+    Cells read by the same aligned load of ``words_per_load`` words share a colour; the first
+    ``highlight`` loads are coloured, the rest grey.
     """
     if not isinstance(slots, torch.Tensor) or slots.dim() != 2:
         raise ValueError("slots must be the 2-D tensor returned by cutlass_meta_slots")

@@ -1,7 +1,5 @@
-"""Chapter 5's figures, in the house style (:mod:`twofour.course.plotting`).
-
-Each function takes a :class:`~twofour.quality.experiments.QualityTable` (live or loaded from
-the stored sweep) or the cited tables of :mod:`twofour.quality.published`, and returns ``(fig, ax)``.
+"""Chapter 5's figures: each takes a :class:`~twofour.quality.experiments.QualityTable` (live or the
+stored sweep) or the cited tables of :mod:`twofour.quality.published`, and returns ``(fig, ax)``.
 
 >>> from twofour.quality import QualityTable, stored_sweep_path
 >>> table = QualityTable.load(stored_sweep_path())
@@ -12,14 +10,17 @@ True
 
 from __future__ import annotations
 
+import math
+
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
 from ..plotting import ROLES, color, describe, new_figure
 from ...quality.experiments import QualityTable
 from ...quality.published import WANDA_LLAMA2
 
 __all__ = ["CRITERION_STYLE", "plot_criteria", "plot_mass_vs_quality", "plot_size_sweep", "plot_published"]
 
-# One colour and marker per criterion, from the Okabe-Ito palette the house style uses; dense
-# keeps the "dense" role's blue, magnitude 2:4 the "2:4" orange.
+# One Okabe-Ito colour and marker per criterion; magnitude 2:4 takes the "2:4" role's orange.
 CRITERION_STYLE: dict[str, dict[str, str]] = {
     "random 2:4": {"color": color("neutral"), "marker": "x"},
     "magnitude 2:4": {"color": color("2:4"), "marker": "o"},
@@ -27,6 +28,8 @@ CRITERION_STYLE: dict[str, dict[str, str]] = {
     "magnitude 4:8": {"color": "#56B4E9", "marker": "s"},
     "unstructured 50%": {"color": "#CC79A7", "marker": "D"},
 }
+
+_DENSE_LINE = {"color": ROLES["dense"].color, "linestyle": ROLES["dense"].linestyle}
 
 
 def _style(criterion: str) -> dict[str, str]:
@@ -51,8 +54,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     """Perplexity per criterion: one-shot (hollow marker) and after masked fine-tuning (filled), joined by an arrow.
 
     Horizontal lines: the dense model, and the dense model given the same extra steps as recovery
-    (the fair reference for the recovered models). The y axis is logarithmic: random pruning
-    lands far above the rest.
+    (the fair reference for the recovered models).
     """
     rows = _one_size(table, size).rows
     own_figure = ax is None
@@ -65,7 +67,7 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
         ax.annotate("", xy=(x, r.ppl_recovered), xytext=(x, r.ppl_pruned),
                     arrowprops={"arrowstyle": "->", "color": st["color"], "shrinkA": 6, "shrinkB": 6})
     first = rows[0]
-    ax.axhline(first.ppl_dense, **_line("dense"), label=f"dense ({first.ppl_dense:.2f})")
+    ax.axhline(first.ppl_dense, **_DENSE_LINE, label=f"dense ({first.ppl_dense:.2f})")
     ax.axhline(first.ppl_dense_extra, color=color("dense"), linestyle=":",
                label=f"dense + the same {first.recover_steps} steps ({first.ppl_dense_extra:.2f})")
     ax.set_yscale("log")
@@ -94,10 +96,6 @@ def _plain_log_ticks(ax, values) -> None:
     matplotlib's log axis shows few or no labelled ticks over less than a decade, and
     scientific labels ("1.7 x 10^1") where it does; perplexities read better as plain numbers.
     """
-    import math
-
-    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
-
     lo, hi = min(values), max(values)
     span = math.log(hi / lo) if hi > lo else 0.0
     candidates = [1, 1.2, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 50, 60, 80, 100]
@@ -112,15 +110,10 @@ def _plain_log_ticks(ax, values) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _line(role: str) -> dict:
-    return {"color": ROLES[role].color, "linestyle": ROLES[role].linestyle}
-
-
 def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, *, exclude: tuple[str, ...] = ("random 2:4",)):
     """One-shot perplexity ratio (pruned / dense) against the share of ``|W|`` each criterion kept.
 
-    ``exclude`` leaves criteria off the chart (by default random 2:4, which sits so far away
-    that it would squash the others into a corner).
+    ``exclude`` leaves criteria off the chart (random 2:4 by default: it would squash the others).
     """
     rows = [r for r in _one_size(table, size).rows if r.criterion not in exclude]
     if not rows:
@@ -129,7 +122,7 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     for r in rows:
         ax.scatter(r.mass_kept * 100, r.gap_pruned, s=50, label=r.criterion, **_style(r.criterion))
-    ax.axhline(1.0, **_line("dense"), label="dense")
+    ax.axhline(1.0, **_DENSE_LINE, label="dense")
     ax.set_xlabel("weight mass kept: share of sum |W| in the pruned layers (%)")
     ax.set_ylabel("one-shot perplexity / dense")
     left_out = f" ({', '.join(exclude)} left out)" if exclude else ""
@@ -152,10 +145,7 @@ def plot_mass_vs_quality(table: QualityTable, size: str | None = None, ax=None, 
 
 
 def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exclude: tuple[str, ...] = ("random 2:4",)):
-    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered).
-
-    ``exclude`` leaves criteria off the chart (random 2:4 by default: its scale hides the rest).
-    """
+    """Perplexity ratio to dense against model size, per criterion (solid: one-shot; dashed: recovered)."""
     own_figure = ax is None
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     table = QualityTable([r for r in table if r.criterion not in exclude], table.settings, table.provenance)
@@ -172,7 +162,7 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
     if recovered:  # what solid and dashed mean, in the legend rather than the title
         ax.plot([], [], color=color("neutral"), linestyle="-", marker="", label="one-shot (solid)")
         ax.plot([], [], color=color("neutral"), linestyle="--", marker="", label="recovered (dashed, hollow)")
-    ax.axhline(1.0, **_line("dense"))
+    ax.axhline(1.0, **_DENSE_LINE)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_ticks(ax, [r.gap_pruned for r in table] + [r.gap_recovered for r in table] + [1.0])
@@ -214,9 +204,8 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
     fig, ax = new_figure() if ax is None else (ax.figure, ax)
     models = list(WANDA_LLAMA2)
     sizes_b = [float(m.rsplit("-", 1)[1].rstrip("B")) for m in models]
-    # Colour and marker = method (magnitude and activation-aware as in this chapter's own plots), so
-    # the three 2:4 lines stay apart in greyscale too; line style = pattern (2:4 solid, 4:8 dashed,
-    # 50% unstructured dotted).
+    # Colour and marker = method (as in this chapter's own plots), line style = pattern: the three
+    # 2:4 lines stay apart in greyscale too.
     method_styles = {"magnitude": CRITERION_STYLE["magnitude 2:4"], "SparseGPT": {"color": "#000000", "marker": "s"},
                      "Wanda": CRITERION_STYLE["activation-aware 2:4"]}
     pattern_styles = {"2:4": "-", "4:8": "--", "50%": ":"}
@@ -228,7 +217,7 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
         st = method_styles.get(name, {"color": color("neutral"), "marker": ROLES["published"].marker})
         ax.plot(sizes_b, ratios, color=st["color"], marker=st["marker"], markersize=6,
                 linestyle=pattern_styles.get(pattern, "-"), label=method)
-    ax.axhline(1.0, **_line("dense"))
+    ax.axhline(1.0, **_DENSE_LINE)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes_b, [m.replace("LLaMA-2-", "") for m in models])

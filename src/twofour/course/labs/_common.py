@@ -8,14 +8,12 @@ Convention (documented for learners in ``labs/README.md``):
   learner's function. If the function still raises ``NotImplementedError``, the checker prints
   ``not done yet: ...`` and nothing else, so an untouched notebook runs top to bottom.
 * A wrong answer raises :class:`CheckFailed` (an ``AssertionError``) whose message points at
-  the mistake (which case, which group) without printing the expected answer. In Jupyter and
-  Colab it shows as that hint in a few lines, not as a traceback through the checker (whose
-  source would give other hints away).
+  the mistake without printing the expected answer. In Jupyter and Colab it shows as that hint
+  in a few lines, not as a traceback through the checker (whose source would give hints away).
 * A right answer prints a line starting with ``passed:``.
 
-A checker returns a :class:`CheckResult`: true when the answer passed, false when the
-exercise is not done yet. It prints nothing of its own as a cell's value (the line the
-checker printed is the whole output), so a reader never sees a stray ``True`` or ``False``.
+A checker returns a :class:`CheckResult` (true: passed; false: not done yet), which shows
+nothing as a cell's value, so a reader never sees a stray ``True`` or ``False``.
 """
 
 from __future__ import annotations
@@ -54,11 +52,11 @@ class _ShortTraceback:
     """Mixin: IPython (Jupyter, Colab) shows :meth:`_render_traceback_` instead of a traceback."""
 
     exercise: str | None = None
+    head = "✗ {name}is not right yet: "
     footer = "Fix the function in the cell above, run that cell, then run this check again."
 
     def hint_lines(self) -> list[str]:
-        name = f"`{self.exercise}` " if self.exercise else ""
-        head = f"✗ {name}is not right yet: "
+        head = self.head.format(name=f"`{self.exercise}` " if self.exercise else "")
         return _clip(_wrap(str(self), head) + _wrap(self.footer, "  "))
 
     def _render_traceback_(self) -> list[str]:  # IPython's hook; a plain Python shows the usual traceback
@@ -81,10 +79,8 @@ class CheckFailed(_ShortTraceback, AssertionError):
 class NotAFunction(_ShortTraceback, TypeError):
     """A check was given something other than the learner's function (e.g. its result)."""
 
+    head = "✗ "
     footer = "Pass the function's name without parentheses, e.g. check_x(x), not check_x(x(...))."
-
-    def hint_lines(self) -> list[str]:
-        return _clip(_wrap(str(self), "✗ ") + _wrap(self.footer, "  "))
 
 
 class _RaisedInYourCode(_ShortTraceback, Exception):
@@ -110,8 +106,7 @@ class _RaisedInYourCode(_ShortTraceback, Exception):
 class CheckResult:
     """What a checker returns: true if the answer passed, false if the exercise is not done yet.
 
-    It compares equal to ``True``/``False`` and is truthy accordingly, so ``if check(fn):``
-    works; in a notebook it displays nothing (the checker has printed its line already).
+    It compares equal to ``True``/``False``; in a notebook it displays nothing.
 
     >>> CheckResult(True) == True, bool(CheckResult(False)), CheckResult(False).passed
     (True, False, False)
@@ -126,11 +121,7 @@ class CheckResult:
         return self.passed
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, CheckResult):
-            return self.passed == other.passed
-        if isinstance(other, bool):
-            return self.passed is other
-        return NotImplemented
+        return self.passed == bool(other) if isinstance(other, (CheckResult, bool)) else NotImplemented
 
     def __hash__(self) -> int:
         return hash(self.passed)
@@ -145,9 +136,9 @@ class CheckResult:
 def exercise_check(exercise: str) -> Callable:
     """Decorator for a checker ``check(fn, ...) -> str`` (the success message).
 
-    The wrapped checker validates that ``fn`` is callable, turns a ``NotImplementedError`` from
-    the learner's code into "not done yet", tags a :class:`CheckFailed` with the exercise's
-    name (so a notebook shows a short hint), and prints the success message.
+    The wrapped checker refuses a ``fn`` that is not callable, turns a ``NotImplementedError``
+    into "not done yet", tags a :class:`CheckFailed` with the exercise's name, and prints the
+    success message.
 
     >>> @exercise_check("double")
     ... def check_double(fn):

@@ -1,14 +1,9 @@
 """Lab 1, "Find the broken groups": checkers for the learner's 2:4 validity check and pruner.
 
-The learner writes two functions:
-
-* ``find_bad_groups(W) -> list[(row, group)]``: every group of 4 consecutive elements along K
-  (the last dimension) of ``W`` that holds more than 2 non-zeros.
-* ``prune_2to4(W) -> Tensor``: ``W`` with the 2 smallest-magnitude elements of every group set
-  to zero.
-
-:func:`weights` gives the weights of the lab (some valid, some subtly not). The checkers compare
-with :func:`twofour.check` / :func:`twofour.prune` and explain the first mistake they find.
+The learner writes ``find_bad_groups(W) -> list[(row, group)]`` (every group of 4 consecutive
+elements along K with more than 2 non-zeros) and ``prune_2to4(W) -> Tensor`` (the 2
+smallest-magnitude elements of every group set to zero). The checkers run them on
+:func:`weights` and compare with :func:`twofour.check` / :func:`twofour.prune`.
 
 >>> from twofour.course.labs import lab1
 >>> sorted(lab1.weights())[:2]
@@ -152,14 +147,6 @@ def check_find_bad_groups(find_bad_groups) -> str:
     return f"all {len(cases)} weights judged right: {n_valid} valid, {len(cases) - n_valid} not 2:4"
 
 
-def _prune_cases() -> dict[str, torch.Tensor]:
-    return {
-        "random float32": torch.randn(32, 64, generator=_gen(10)),
-        "random float16": torch.randn(32, 64, generator=_gen(11)).to(torch.float16),
-        "already 2:4": prune(torch.randn(32, 64, generator=_gen(12)))[0],
-    }
-
-
 @exercise_check("prune_2to4")
 def check_prune_2to4(prune_2to4) -> str:
     """Run the learner's ``prune_2to4`` on random weights and explain the first mistake.
@@ -169,7 +156,11 @@ def check_prune_2to4(prune_2to4) -> str:
     ...
     twofour.course.labs._common.CheckFailed: on the random float32 weight: the result is not 2:4: group (0, 0) still has 4 non-zeros
     """
-    cases = _prune_cases()
+    cases = {
+        "random float32": torch.randn(32, 64, generator=_gen(10)),
+        "random float16": torch.randn(32, 64, generator=_gen(11)).to(torch.float16),
+        "already 2:4": prune(torch.randn(32, 64, generator=_gen(12)))[0],
+    }
     for name, W in cases.items():
         before = W.clone()
         got = prune_2to4(W)

@@ -1,14 +1,12 @@
 """Lab 2, "Pack it by hand": checkers for the learner's byte count, pack, metadata encoder and unpack.
 
-The learner writes four functions for 2:4 along K:
+The learner writes, for 2:4 along K:
 
 * ``packed_nbytes(shape, dtype) -> int``: bytes of kept values plus 2-bit positions.
-* ``pack_2to4(W) -> (values, indices)``: ``values`` ``[N, K/2]`` (W's dtype), the kept values of
-  every group in position order; ``indices`` integer ``[N, K/4, 2]``, their positions 0-3,
-  increasing within a group.
+* ``pack_2to4(W) -> (values, indices)``: ``values`` ``[N, K/2]``, the kept values in position
+  order; ``indices`` integer ``[N, K/4, 2]``, their positions 0-3, increasing within a group.
 * ``encode_meta(indices) -> uint8 [N, K/8]``: the positions bit-packed as sparse tensor cores
-  read them: one 4-bit nibble per group (first position in the low 2 bits), two groups per
-  byte (the first group in the low nibble).
+  read them: one nibble per group (first position low), two groups per byte (first group low).
 * ``unpack_2to4(values, indices, K) -> W``: the dense weight back.
 
 Every checker compares with :mod:`twofour.packing` exactly (bit for bit).
@@ -83,12 +81,9 @@ def check_packed_nbytes(packed_nbytes) -> str:
 
 
 def weights() -> dict[str, torch.Tensor]:
-    """Valid 2:4 weights for the packing exercises, rebuilt identically on every call.
-
-    * ``float32``: ``[32, 64]``, exactly 2 non-zeros in every group.
-    * ``float16``: ``[64, 128]``, exactly 2 non-zeros in every group.
-    * ``with_sparse_groups``: ``[16, 32]`` float32 with groups of 0, 1 or 2 non-zeros and some ``-0.0``.
-    """
+    """Valid 2:4 weights for the packing exercises, rebuilt identically on every call: ``float32``
+    ``[32, 64]`` and ``float16`` ``[64, 128]`` (2 non-zeros in every group), and ``with_sparse_groups``
+    ``[16, 32]`` float32 (groups of 0, 1 or 2 non-zeros, some ``-0.0``)."""
     gen = torch.Generator().manual_seed(SEED)
     w32 = prune(torch.randn(32, 64, generator=gen))[0]
     w16 = prune(torch.randn(64, 128, generator=gen))[0].to(torch.float16)
@@ -97,10 +92,6 @@ def weights() -> dict[str, torch.Tensor]:
     sparse = torch.where(drop, torch.zeros_like(sparse), sparse)
     sparse[0, 4:8] = torch.tensor([-0.0, 0.0, -0.0, 0.0])
     return {"float32": w32, "float16": w16, "with_sparse_groups": sparse}
-
-
-def _full_groups(W: torch.Tensor) -> bool:
-    return bool(((W != 0).view(W.shape[0], -1, 4).sum(-1) == 2).all())
 
 
 def _read_pack(result, name: str, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,9 +131,8 @@ def _scatter(values: torch.Tensor, indices: torch.Tensor, K: int) -> torch.Tenso
 def check_pack_2to4(pack_2to4) -> str:
     """Compare the learner's ``(values, indices)`` with :func:`twofour.pack`.
 
-    On weights with exactly 2 non-zeros per group the answer is unique and must match bit for
-    bit. On groups with fewer non-zeros any choice of filler positions is accepted, as long as
-    unpacking gives ``W`` back.
+    With exactly 2 non-zeros per group the answer must match bit for bit; with fewer, any filler
+    positions are accepted, as long as unpacking gives ``W`` back.
 
     >>> check_pack_2to4(lambda W: W)   # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -152,7 +142,7 @@ def check_pack_2to4(pack_2to4) -> str:
     for name, W in weights().items():
         values, indices = _read_pack(pack_2to4(W.clone()), name, W)
         ref = pack(W)
-        if _full_groups(W):
+        if bool(((W != 0).view(W.shape[0], -1, 4).sum(-1) == 2).all()):  # the answer is unique
             if not torch.equal(indices, ref.indices()):
                 wrong = (indices != ref.indices()).any(-1)
                 r, g = torch.nonzero(wrong)[0].tolist()
@@ -204,21 +194,15 @@ def check_encode_meta(encode_meta) -> str:
         r, b = torch.nonzero(got != ref.meta)[0].tolist()
         g0 = 2 * b
         swapped_nibbles = ((got >> 4) | (got << 4)).to(torch.uint8)
+        m = got.to(torch.int64)  # below: the two 2-bit fields of each nibble swapped
         if torch.equal(swapped_nibbles, ref.meta):
             hint = "the two groups of each byte are swapped: the first group goes in the low 4 bits"
-        elif torch.equal(_swap_pairs(got), ref.meta):
+        elif torch.equal((((m & 0x33) << 2) | ((m & 0xCC) >> 2)).to(torch.uint8), ref.meta):
             hint = "the two positions inside each group are swapped: the first position goes in the low 2 bits"
         else:
             hint = "each group is 4 bits: first position in bits 0-1, second in bits 2-3; byte = group0 | group1 << 4"
         raise CheckFailed(f"on weight {name!r}: byte {b} of row {r} (groups {g0} and {g0 + 1}) differs: {hint}")
     return "encode_meta matches twofour.pack's metadata on 3 weights"
-
-
-def _swap_pairs(meta: torch.Tensor) -> torch.Tensor:
-    """Swap the two 2-bit fields inside each nibble of every byte."""
-    m = meta.to(torch.int64)
-    low = ((m & 0x33) << 2) | ((m & 0xCC) >> 2)
-    return low.to(torch.uint8)
 
 
 @exercise_check("unpack_2to4")

@@ -4,23 +4,18 @@ Seven prepared linear layers (:func:`suspects`) each come with a story: "we prun
 should be 2x faster". None of them will be. The learner writes:
 
 * ``diagnose(suspect) -> str``: the main reason, one of :data:`REASONS`, found with
-  ``twofour.dispatch.explain`` (and ``twofour.check`` where explain points at the structure);
+  ``twofour.dispatch.explain`` (and ``twofour.check``);
 * ``make_packable(W) -> W_ready``: a weight ``to_sparse_semi_structured`` accepts and that runs
-  a correct sparse kernel: half precision, contiguous, dimensions padded with zeros up to the
-  backend's multiples, pruned to 2:4 only if it is not 2:4 already;
+  a correct sparse kernel (half precision, contiguous, zero-padded, pruned only if not 2:4);
 * ``proof(fn) -> (gemm_class, ms_per_call)``: from ``twofour.dispatch.kernels``, the class of
   the matmul that ran and its time;
-* ``where_did_the_2x_go(ph) -> str``: from a trace someone recorded (the H200 decode traces
-  shipped with the package, read by ``twofour.dispatch.trace``), the stage that ate the 2x, one
-  of :data:`STAGES`;
-* ``rebuild(compressed, bitmask, shape) -> W``: a published-style 2:4 checkpoint (the
-  compressed-tensors folders shipped with the package, written by compressed-tensors 0.14.0)
-  stores each weight as its kept values and a bitmask; rebuild the dense weight, checked bit
-  for bit against compressed-tensors' own decompression in fp16, bf16, fp8 and int8.
+* ``where_did_the_2x_go(ph) -> str``: from a recorded H200 decode trace, the stage that ate the
+  2x, one of :data:`STAGES`;
+* ``rebuild(compressed, bitmask, shape) -> W``: the dense weight of a compressed-tensors 2:4
+  checkpoint (kept values and a bitmask), checked bit for bit in fp16, bf16, fp8 and int8.
 
 Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
-otherwise a hypothetical A100, so the lab runs on a laptop. Hints name the suspect and the row
-of ``explain`` to read; they never print the expected answer.
+otherwise a hypothetical A100, so the lab runs on a laptop.
 
 >>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
@@ -77,8 +72,7 @@ class Suspect:
 
 def target():
     """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100."""
-    env = environment()
-    return probe() if env.sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
+    return probe() if environment().sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
 
 
 def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
@@ -110,38 +104,32 @@ def suspects() -> dict[str, Suspect]:
     return {s.name: s for s in made}
 
 
-# The answers, and for each suspect the row of explain() that gives it away.
+# Each suspect's answer, and a hint: the row of explain() that gives it away.
 _ANSWERS = {
-    "A: the pruned MLP": "not-packed",
-    "B: the float32 layer": "dtype",
-    "C: the transposed export": "wrong-axis",
-    "D: the 50% layer": "not-2:4",
-    "E: the tiny head": "too-small",
-    "F: the tied projection": "not-contiguous",
-    "G: the decode step": "padding",
-}
-_HINTS = {
-    "A: the pruned MLP": "explain(...) finds nothing wrong with packing it; read its first row (packed) and the verdict's path",
-    "B: the float32 layer": "read the dtype row of explain(...) for the default backend",
-    "C: the transposed export": "the structure row says the groups break 2:4; call twofour.check on W and on W.t() and compare",
-    "D: the 50% layer": "the structure row says the groups break 2:4; is W.t() any better?",
-    "E: the tiny head": "read the shape row of explain(...): compare N with the backend's minimum",
-    "F: the tied projection": "look at W.stride() and the contiguous row of explain(...)",
-    "G: the decode step": "packing works here (if_packed is sparse); read the padding row: how many of the kernel's rows are real tokens?",
+    "A: the pruned MLP": ("not-packed", "explain(...) finds nothing wrong with packing it; read its first "
+                          "row (packed) and the verdict's path"),
+    "B: the float32 layer": ("dtype", "read the dtype row of explain(...) for the default backend"),
+    "C: the transposed export": ("wrong-axis", "the structure row says the groups break 2:4; call "
+                                 "twofour.check on W and on W.t() and compare"),
+    "D: the 50% layer": ("not-2:4", "the structure row says the groups break 2:4; is W.t() any better?"),
+    "E: the tiny head": ("too-small", "read the shape row of explain(...): compare N with the backend's "
+                         "minimum"),
+    "F: the tied projection": ("not-contiguous", "look at W.stride() and the contiguous row of explain(...)"),
+    "G: the decode step": ("padding", "packing works here (if_packed is sparse); read the padding row: how "
+                           "many of the kernel's rows are real tokens?"),
 }
 
 
 def reference_diagnose(suspect: Suspect, on=None) -> str:
     """The reference diagnosis, derived from explain() the way the lab asks (used in tests)."""
-    v = explain(suspect.W, suspect.x_shape, target=on or target())
-    topics = v.topics
+    W = suspect.W
+    v = explain(W, suspect.x_shape, target=on or target())
     for topic, reason in (("dtype", "dtype"), ("contiguous", "not-contiguous"), ("shape", "too-small")):
-        if topic in topics:
+        if topic in v.topics:
             return reason
-    if "structure" in topics:
-        W = suspect.W
+    if "structure" in v.topics:
         return "wrong-axis" if W.shape[0] % 4 == 0 and check(W.t().contiguous()).valid else "not-2:4"
-    if "padding" in topics and v.M_padded and v.M_padded > v.M:
+    if "padding" in v.topics and v.M_padded and v.M_padded > v.M:
         return "padding"
     return "not-packed"
 
@@ -153,8 +141,9 @@ def check_diagnose(diagnose) -> str:
         got = diagnose(suspect)
         if got not in REASONS:
             raise CheckFailed(f"suspect {name!r}: diagnose returned {got!r}; return one of {REASONS}")
-        if got != _ANSWERS[name]:
-            raise CheckFailed(f"suspect {name!r}: {got!r} is not the main reason. Hint: {_HINTS[name]}.")
+        answer, hint = _ANSWERS[name]
+        if got != answer:
+            raise CheckFailed(f"suspect {name!r}: {got!r} is not the main reason. Hint: {hint}.")
     return f"all {len(_ANSWERS)} suspects diagnosed"
 
 
@@ -272,23 +261,16 @@ def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> 
 
 STAGES = ("dispatch", "host", "kernel")
 
-# name -> (2:4 run, dense baseline), all recorded on an NVIDIA H200 (twofour.dispatch.trace.recorded)
-_TRACE_PAIRS = {
-    "eager 2:4 decode": ("sparse-eager", "dense-eager"),
-    "graph-replayed 2:4 decode": ("sparse-graph", "dense-graph"),
-    "the checkpoint nobody packed": ("dense-eager", "dense-eager"),
-}
-_TRACE_ANSWERS = {
-    "eager 2:4 decode": "host",
-    "graph-replayed 2:4 decode": "kernel",
-    "the checkpoint nobody packed": "dispatch",
-}
-_TRACE_HINTS = {
-    "eager 2:4 decode": "the 2:4 GEMMs did lose here, but compare ph.comparison.end_to_end with "
-                        "ph.comparison.amdahl (what the GEMMs alone explain), and read ph.idle_fraction",
-    "graph-replayed 2:4 decode": "the GPU is busy almost the whole step (ph.idle_fraction); what does "
-                                 "ph.comparison.gemm_speedup say?",
-    "the checkpoint nobody packed": "before timing anything: how many 2:4 kernels ran (ph.sparse_gemms)?",
+# name -> (2:4 run, dense baseline, answer, hint); the runs were recorded on an NVIDIA H200
+# (twofour.dispatch.trace.recorded)
+_TRACES = {
+    "eager 2:4 decode": ("sparse-eager", "dense-eager", "host", "the 2:4 GEMMs did lose here, but compare "
+                         "ph.comparison.end_to_end with ph.comparison.amdahl (what the GEMMs alone "
+                         "explain), and read ph.idle_fraction"),
+    "graph-replayed 2:4 decode": ("sparse-graph", "dense-graph", "kernel", "the GPU is busy almost the whole "
+                                  "step (ph.idle_fraction); what does ph.comparison.gemm_speedup say?"),
+    "the checkpoint nobody packed": ("dense-eager", "dense-eager", "dispatch",
+                                     "before timing anything: how many 2:4 kernels ran (ph.sparse_gemms)?"),
 }
 
 
@@ -296,30 +278,26 @@ def trace_cases() -> dict:
     """The decode phase of three recorded runs, each analysed against its dense baseline.
 
     Each value is a :class:`twofour.dispatch.trace.PhaseReport` (``.comparison`` set). "The
-    checkpoint nobody packed" is the dense trace itself: a 2:4 checkpoint loaded without packing
-    runs exactly these dense kernels.
+    checkpoint nobody packed" is the dense trace itself.
 
     >>> sorted(trace_cases())
     ['eager 2:4 decode', 'graph-replayed 2:4 decode', 'the checkpoint nobody packed']
     """
-    from ...dispatch.trace import analyze, recorded
+    from ...dispatch.trace import Comparison, analyze, recorded
 
-    return {name: _against(analyze, recorded, run, base) for name, (run, base) in _TRACE_PAIRS.items()}
-
-
-def _against(analyze, recorded, run: str, base: str):
-    """The decode phase of ``run`` compared with ``base``. The same trace twice (the unpacked
-    checkpoint runs the dense kernels) is refused by ``analyze``, rightly for two files someone
-    passes; here it is the point, so the comparison is the run with itself, built directly."""
-    if run != base:
-        return analyze(recorded(run), baseline=recorded(base)).phase("decode")
-    from ...dispatch.trace import Comparison
-
-    ph = analyze(recorded(run)).phase("decode")
-    ph.comparison = Comparison(baseline_path=str(recorded(base)), dense_wall_us=ph.wall_us, sparse_wall_us=ph.wall_us,
-                               dense_gemm_us=ph.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=ph.p,
-                               dense_idle_fraction=ph.idle_fraction, baseline_sparse_gemms=0)
-    return ph
+    out = {}
+    for name, (run, base, _, _) in _TRACES.items():
+        if run != base:
+            out[name] = analyze(recorded(run), baseline=recorded(base)).phase("decode")
+            continue
+        # analyze refuses the same trace twice; here that is the point (the unpacked checkpoint
+        # runs the dense kernels), so the comparison of the run with itself is built directly.
+        ph = out[name] = analyze(recorded(run)).phase("decode")
+        ph.comparison = Comparison(
+            baseline_path=str(recorded(base)), dense_wall_us=ph.wall_us, sparse_wall_us=ph.wall_us,
+            dense_gemm_us=ph.gemm_us, sparse_gemm_us=ph.gemm_us, dense_p=ph.p,
+            dense_idle_fraction=ph.idle_fraction, baseline_sparse_gemms=0)
+    return out
 
 
 @exercise_check("where_did_the_2x_go")
@@ -329,9 +307,10 @@ def check_where(where_did_the_2x_go) -> str:
         got = where_did_the_2x_go(ph)
         if got not in STAGES:
             raise CheckFailed(f"case {name!r}: where_did_the_2x_go returned {got!r}; return one of {STAGES}")
-        if got != _TRACE_ANSWERS[name]:
-            raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {_TRACE_HINTS[name]}.")
-    return f"all {len(_TRACE_PAIRS)} recorded runs traced to the stage that ate the 2x"
+        _, _, answer, hint = _TRACES[name]
+        if got != answer:
+            raise CheckFailed(f"case {name!r}: {got!r} is not the stage that lost the most. Hint: {hint}.")
+    return f"all {len(_TRACES)} recorded runs traced to the stage that ate the 2x"
 
 
 def _stored_layers(name: str):

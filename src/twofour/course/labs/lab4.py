@@ -3,28 +3,20 @@
 The learner writes five functions:
 
 * ``tile_math_us(tile, K, split, sm_tflops) -> float``: the µs one CTA spends on the math of its
-  output tile ``tile = (tile_n, tile_m)`` over ``K / split`` of the reduction, at ``sm_tflops``
-  (one SM's peak, TFLOP/s): the whole tile, every token column, however few tokens are real
-  (:mod:`twofour.roofline.mechanism`).
-
+  whole output tile ``(tile_n, tile_m)`` over ``K / split`` of the reduction, at one SM's peak.
 * ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters) -> int``: how many CTAs a GEMM
-  kernel with one tile shape ``tile = (tile_n, tile_m)`` launches for ``y = x @ W.T`` (``x``
-  ``[M, K]``, ``W`` ``[N, K]``) on a GPU with ``sms`` SMs: tiles times the split-K factor of
+  kernel with one tile shape launches for ``y = x @ W.T``: tiles times the split-K factor of
   :mod:`twofour.roofline.tiles` (``cta_target`` 0 means ``sms``).
 * ``find_crossover(speedup, m_max) -> int | None``: the smallest ``M`` in ``1..m_max`` with
   ``speedup(M) > 1``, or None.
-* ``measured_crossover(rows) -> int | None``: from measured rows (dicts with ``M``,
-  ``dense_ms``, ``sparse_ms``, in any order), the smallest measured ``M`` at which the 2:4
-  time is lower than the dense one, or None.
-* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep (dicts with
-  ``alg_id`` and ``ms``, or ``error``, and ``rel_err``), the ``alg_id`` of the fastest
-  configuration that ran and matched dense (``rel_err`` below :data:`MATCH_TOL`).
+* ``measured_crossover(rows) -> int | None``: from measured rows (``M``, ``dense_ms``,
+  ``sparse_ms``, any order), the smallest ``M`` at which 2:4 is faster, or None.
+* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep, the
+  ``alg_id`` of the fastest configuration that ran and matched dense (:data:`MATCH_TOL`).
 
-The checkers compare with :mod:`twofour.roofline` and the recorded sweep, and explain the first
-mistake they find without printing the expected value. The lab's last step holds the learner's
-crossover search against data: :func:`measurements` gathers one curve per distinct GPU run (a run
-that wrote the same weight into several results files counts once), and :func:`compare_with_data`
-puts each next to the model's prediction for that same GPU.
+The checkers compare with :mod:`twofour.roofline` and the recorded sweep. The lab's last step
+holds the crossover search against data: :func:`measurements` gathers one curve per distinct GPU
+run, and :func:`compare_with_data` puts each next to the model's prediction for that GPU.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
@@ -85,7 +77,7 @@ def _case_args(M, N, K, family, gpu):
 
 
 def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
-    """Typical wrong answers, to recognise which step the learner missed."""
+    """Typical wrong answers, by the step the learner missed."""
     tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
     target = fam.cta_target or sms
     literal = {"target 0 taken literally": tiles * max(1, min(fam.max_split, 0, K // (64 * fam.min_k_iters)))}
@@ -156,9 +148,10 @@ def check_ctas(fn) -> str:
     return f"your CTA counts match the model's launch on {len(CTA_CASES)} kernels"
 
 
-def _curves() -> list[tuple[str, object, int, int | None]]:
-    """(name, speedup function, m_max, expected answer) for the crossover search."""
-    return [
+@exercise_check("find_crossover")
+def check_find_crossover(fn) -> str:
+    """Check ``find_crossover(speedup, m_max)`` on synthetic curves and on the kernel model."""
+    curves = [  # (name, speedup function, m_max, expected answer)
         ("wins from 37", lambda M: 0.8 if M < 37 else 1.3, 100, 37),
         ("wins everywhere", lambda M: 1.2, 100, 1),
         ("never wins", lambda M: 0.9 + M * 1e-9, 200, None),
@@ -167,12 +160,7 @@ def _curves() -> list[tuple[str, object, int, int | None]]:
         ("kernel model, 4096x4096 fp16 on H100", lambda M: gemm_speedup(M, 4096, 4096, "fp16", "H100"), 16384,
          crossover_m(4096, 4096, "fp16", "H100")),
     ]
-
-
-@exercise_check("find_crossover")
-def check_find_crossover(fn) -> str:
-    """Check ``find_crossover(speedup, m_max)`` on synthetic curves and on the kernel model."""
-    for name, curve, m_max, want in _curves():
+    for name, curve, m_max, want in curves:
         got = fn(curve, m_max)
         if got == want and (got is None or isinstance(got, int)):
             continue
@@ -196,27 +184,21 @@ def reference_measured_crossover(rows) -> int | None:
     return min(wins) if wins else None
 
 
-def _row_cases() -> list[tuple[str, list[dict]]]:
+@exercise_check("measured_crossover")
+def check_measured_crossover(fn, results=None) -> str:
+    """Check ``measured_crossover(rows)`` on prepared rows, and per (shape, dtype, backend) on
+    ``results`` (:class:`twofour.bench.Results`) if given."""
     def rows(pairs):
         return [{"M": M, "dense_ms": d, "sparse_ms": s} for M, d, s in pairs]
 
-    return [
+    cases = [
         ("sorted", rows([(1, 0.02, 0.05), (16, 0.03, 0.05), (256, 0.2, 0.15), (4096, 2.0, 1.4)])),
         ("unsorted", rows([(4096, 2.0, 1.4), (1, 0.02, 0.05), (256, 0.2, 0.15), (64, 0.08, 0.1)])),
         ("never", rows([(1, 0.02, 0.05), (4096, 2.0, 2.1)])),
         ("tie is not a win", rows([(8, 0.05, 0.05), (32, 0.1, 0.09)])),
         ("two backends at one M", rows([(16, 0.03, 0.05), (16, 0.03, 0.02), (64, 0.08, 0.07)])),
     ]
-
-
-@exercise_check("measured_crossover")
-def check_measured_crossover(fn, results=None) -> str:
-    """Check ``measured_crossover(rows)`` on prepared rows, and on real results if given.
-
-    ``results``: an optional list of :class:`twofour.bench.Results`; each one's rows are
-    checked per (shape, dtype, backend) against the reference answer.
-    """
-    for name, rows in _row_cases():
+    for name, rows in cases:
         want = reference_measured_crossover(rows)
         got = fn([dict(r) for r in rows])
         if got != want:
@@ -248,21 +230,18 @@ def reference_fastest_algorithm(configs) -> int | None:
     return min(ok, key=lambda c: c["ms"])["alg_id"] if ok else None
 
 
-def _config_cases() -> list[tuple[str, list[dict]]]:
+@exercise_check("fastest_algorithm")
+def check_fastest_algorithm(fn, cases=None) -> str:
+    """Check ``fastest_algorithm(configs)`` on prepared sweeps and on the recorded sweep (``cases``)."""
     def cfg(alg, ms=None, rel=1e-4, error=None):
         return {"alg_id": alg, "split_k": 1, "error": error} if error else {"alg_id": alg, "split_k": 1, "ms": ms, "rel_err": rel}
 
-    return [
+    sweeps = [
         ("plain", [cfg(0, 0.036), cfg(1, 0.0156), cfg(2, 0.02)]),
         ("a failed configuration", [cfg(0, 0.036), cfg(1, error="RuntimeError: CUDA error: invalid value"), cfg(2, 0.03)]),
         ("a fast but wrong result", [cfg(0, 0.036), cfg(3, 0.001, rel=0.5), cfg(4, 0.02)]),
     ]
-
-
-@exercise_check("fastest_algorithm")
-def check_fastest_algorithm(fn, cases=None) -> str:
-    """Check ``fastest_algorithm(configs)`` on prepared sweeps and on the recorded sweep (``cases``)."""
-    for name, configs in _config_cases():
+    for name, configs in sweeps:
         got, want = fn([dict(c) for c in configs]), reference_fastest_algorithm(configs)
         if got == want:
             continue
@@ -299,8 +278,7 @@ def check_prediction(M_predicted, N: int, K: int, gpu: str, dtype: str = "fp16")
 def compare_with_data(M_predicted: int | None, M_measured: int | None, source: str, *, gpu: str | None = None) -> str:
     """One sentence comparing the predicted and the measured crossover, naming the data's source.
 
-    ``gpu``: the GPU the prediction is for, named in the sentence (it should be the one the data
-    was measured on).
+    ``gpu``: the GPU the prediction is for (the one the data was measured on), named in the sentence.
 
     Example:
         >>> compare_with_data(512, 1024, "recorded H200 run")
@@ -320,8 +298,7 @@ def compare_with_data(M_predicted: int | None, M_measured: int | None, source: s
 class Measurement:
     """One distinct measurement of a weight: every row one GPU run recorded for it, in one timing mode.
 
-    ``gpu`` is the GPU's name in the spec table (``"H200"``), None when the model does not know
-    it; ``source`` says where, when and how it was measured, for :func:`compare_with_data`.
+    ``gpu``: the GPU's name in the spec table, None when the model does not know it.
     """
 
     source: str
@@ -333,9 +310,7 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
     """The distinct measurements of ``W = [N, K]`` in ``results`` (:class:`twofour.bench.Results`), one per GPU run.
 
     Files from the same run (same GPU, torch and day: one ``make gpu-check`` writes several)
-    merge into one curve, so a run that timed this weight in two files is one line of
-    output, not two; files without rows for the weight give none. Each backend is its own
-    measurement.
+    merge into one curve; each backend is its own measurement.
 
     Example:
         >>> from twofour.bench import recorded_results

@@ -2,16 +2,13 @@
 
 The learner writes two functions:
 
-* ``activation_aware_score(W, x_norm) -> scores``: one score per weight of ``W`` (``[N, K]``),
-  given ``x_norm`` (``[K]``), the L2 norm of each input feature over calibration tokens. Pruning
-  keeps the 2 highest scores of every group of 4 along K.
+* ``activation_aware_score(W, x_norm) -> scores``: one score per weight of ``W``, given the L2
+  norm of each input feature over calibration tokens; pruning keeps the 2 highest per group.
 * ``masked_step(model, optimizer, inputs, targets, masks) -> float``: one training step that
   returns the loss and leaves every pruned weight exactly zero.
 
 The checkers run them on :func:`provided_model`, a small byte-level language model trained here
-from scratch (deterministic; under a minute on one idle CPU core; kept on disk, so the lab, its
-solutions and a second run train it once), and compare with magnitude 2:4 pruning. Hints point
-at the mistake, never at the answer.
+(deterministic, kept on disk so it is trained once), and compare with magnitude 2:4 pruning.
 
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
 Traceback (most recent call last):
@@ -63,8 +60,7 @@ __all__ = [
 
 SEED = 5
 RECOVER_STEPS = DEFAULT_RECOVER.steps
-# The lab's model: the chapter's "small" size and training recipe, on one thread so the numbers
-# repeat exactly on a given machine. (Tests swap in the "tiny" size to stay fast.)
+# The lab's model: the chapter's "small" size and recipe. (Tests swap in "tiny" to stay fast.)
 LAB_SIZE = "small"
 LAB_TRAIN = DEFAULT_TRAIN
 
@@ -128,17 +124,10 @@ def _train(size: str, train_cfg, corpus) -> tuple[TinyLM, dict[str, torch.Tensor
 def provided_model() -> tuple[TinyLM, dict[str, torch.Tensor]]:
     """The lab's trained dense model and its calibration ``x_norm`` per prunable layer.
 
-    Trained once per Python process (then cached); returns a fresh copy each call, so nothing a
-    learner does to it leaks into the next check.
+    Returns a fresh copy each call, so nothing a learner does to it leaks into the next check.
     """
     model, norms = _provided(LAB_SIZE, LAB_TRAIN)
     return copy.deepcopy(model), {k: v.clone() for k, v in norms.items()}
-
-
-def _score_case() -> tuple[str, torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(SEED)
-    W = torch.randn(24, 48, generator=g)
-    return "random W [24, 48]", W, torch.rand(48, generator=g) * 10 + 0.1
 
 
 def _mask(W: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -171,10 +160,11 @@ def _call_score(fn, W: torch.Tensor, x_norm: torch.Tensor, case: str) -> torch.T
 def check_activation_score(fn) -> str:
     """Check the learner's score on small weights where the right 2:4 choice is known.
 
-    The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4; any
-    score that keeps the same 2 weights in every group passes.
+    The score only has to *rank* like Wanda's ``|W| * x_norm`` inside every group of 4.
     """
-    case, W, x_norm = _score_case()
+    g = torch.Generator().manual_seed(SEED)
+    case, W = "random W [24, 48]", torch.randn(24, 48, generator=g)
+    x_norm = torch.rand(48, generator=g) * 10 + 0.1
     scores = _call_score(fn, W, x_norm, case)
     if torch.equal(_mask(W, scores), _mask(W, W.abs() * x_norm)):
         return "your score ranks weights like |W| scaled by the input-feature norm"
@@ -288,9 +278,8 @@ def check_masked_step(fn) -> str:
 def check_recovery(fn, score_fn=None) -> str:
     """Recover the pruned model for :data:`RECOVER_STEPS` steps with the learner's step.
 
-    Prunes the provided model with ``score_fn`` (the learner's activation-aware score) or, if
-    that is ``None``, magnitude 2:4; the mask must still be valid 2:4 at the end and the
-    validation perplexity must be lower than right after pruning.
+    Prunes the provided model with ``score_fn`` (the learner's score; ``None``: magnitude 2:4);
+    the mask must still hold at the end and the validation perplexity must have fallen.
     """
     model, norms = provided_model()
     if score_fn is not None:

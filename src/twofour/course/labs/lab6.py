@@ -6,14 +6,12 @@ step (rows ``{"kernel", "op", "time_us"}``), and writes:
 * ``eligible_fraction(rows, pruned) -> float``: the share of the step's time spent in the linear
   layers listed in ``pruned`` (rows whose ``op`` is ``"linear:<name>"``).
 * ``request_bound(prefill_rows, decode_rows, output_len, pruned, s) -> float``: the whole
-  request's speedup when the pruned GEMMs get ``s`` times faster: one prefill step, then
-  ``output_len - 1`` decode steps, combined by time (Amdahl), never by averaging speedups.
-* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload (batch,
-  context, dtype, pruned layers) moves the predicted request speedup of
-  :func:`twofour.request.estimate` the most, up or down, from the baseline's.
+  request's speedup when the pruned GEMMs get ``s`` times faster (one prefill step, then
+  ``output_len - 1`` decode steps, combined by time).
+* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload moves the
+  predicted request speedup of :func:`twofour.request.estimate` the most, up or down.
 
-The profiles are **synthetic**: :func:`profile` makes them with :mod:`twofour.request` (and an
-assumed fixed cost per step), so that the numbers are consistent; they are not measurements.
+The profiles are **synthetic** (:func:`profile`, from :mod:`twofour.request`), not measurements.
 
 >>> from twofour.course.labs import lab6
 >>> sorted({row["op"] for row in lab6.profile("decode")})[:3]
@@ -79,10 +77,9 @@ _LABELS = {"attention": "flash attention (scores and context)", "kv_cache": "KV-
 def profile(phase: str, workload: Workload = WORKLOAD, gpu: str = GPU, step_overhead_us: float = STEP_OVERHEAD_US) -> list[dict]:
     """A profiler-style table of ONE step of ``phase`` (``"prefill"`` or ``"decode"``), dense model.
 
-    Rows ``{"kernel": str, "op": str, "time_us": float}``; ``op`` is ``"linear:<kind>"`` for a GEMM
-    (summed over layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``,
-    ``step_overhead``. The decode step is the average step of the request. Synthetic: computed by
-    :func:`twofour.request.estimate`, not measured.
+    Rows ``{"kernel", "op", "time_us"}``; ``op`` is ``"linear:<kind>"`` for a GEMM (summed over
+    layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``, ``step_overhead``. The
+    decode step is the average step of the request, computed by :func:`twofour.request.estimate`.
     """
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
@@ -120,14 +117,6 @@ def reference_request_bound(prefill_rows, decode_rows, output_len, pruned, s) ->
     return speedup(eligible / total, s)
 
 
-def _reference_lever(baseline, changes, gpu) -> tuple[str, str]:
-    base = estimate(baseline, gpu).speedup("request")
-    moves = {name: estimate(w, gpu).speedup("request") - base for name, w in changes.items()}
-    by_move = max(moves, key=lambda n: abs(moves[n]))
-    by_value = max(moves, key=lambda n: moves[n])
-    return by_move, by_value
-
-
 # ---- checkers -----------------------------------------------------------------------------
 
 
@@ -141,7 +130,9 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
 
 
-def _fraction_cases():
+@exercise_check("eligible_fraction")
+def check_eligible_fraction(fn) -> str:
+    """Check ``eligible_fraction(rows, pruned)`` on the lab's profiles and a hand-made one."""
     tiny = [
         {"kernel": "gemm q_proj", "op": "linear:q_proj", "time_us": 30.0},
         {"kernel": "gemm down_proj", "op": "linear:down_proj", "time_us": 50.0},
@@ -149,19 +140,14 @@ def _fraction_cases():
         {"kernel": "attention", "op": "attention", "time_us": 5.0},
         {"kernel": "sampling", "op": "step_overhead", "time_us": 5.0},
     ]
-    return [
+    cases = [
         ("decode, every block linear pruned", profile("decode"), BLOCK_LINEARS),
         ("prefill, every block linear pruned", profile("prefill"), BLOCK_LINEARS),
         ("decode, MLP only", profile("decode"), MLP),
         ("decode, LM head pruned too", profile("decode"), LINEAR_KINDS),
         ("hand-made step of 100 us", tiny, ("q_proj", "down_proj")),
     ]
-
-
-@exercise_check("eligible_fraction")
-def check_eligible_fraction(fn) -> str:
-    """Check ``eligible_fraction(rows, pruned)`` on the lab's profiles and a hand-made one."""
-    for case, rows, pruned in _fraction_cases():
+    for case, rows, pruned in cases:
         got = _number(fn([dict(r) for r in rows], tuple(pruned)), case)
         want = reference_eligible_fraction(rows, pruned)
         if _close(got, want):
@@ -227,10 +213,11 @@ def check_biggest_lever(fn) -> str:
         got = fn(base, dict(changes), GPU)
         if not isinstance(got, str) or got not in changes:
             raise CheckFailed(f"{case}: return the name of one change (a key of `changes`), got {got!r}.")
-        by_move, by_value = _reference_lever(base, changes, GPU)
-        if got == by_move:
+        before = estimate(base, GPU).speedup("request")
+        moves = {name: estimate(w, GPU).speedup("request") - before for name, w in changes.items()}
+        if got == max(moves, key=lambda n: abs(moves[n])):
             continue
-        if got == by_value:
+        if got == max(moves, key=lambda n: moves[n]):
             raise CheckFailed(f"{case}: you picked the change with the highest speedup; the question is which change "
                               "moves the speedup the most from the baseline's, up or down (compare absolute differences).")
         raise CheckFailed(f"{case}: {got!r} is not the biggest move. Compute estimate(w, gpu).speedup('request') for the "
