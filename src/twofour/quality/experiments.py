@@ -90,27 +90,18 @@ SWEEP_SIZES: tuple[str, ...] = ("small", "medium", "large")
 DEFAULT_TRAIN = TrainConfig(steps=1500, batch_size=16, lr=3e-3, warmup_steps=30, seed=0)
 DEFAULT_RECOVER = TrainConfig(steps=200, batch_size=16, lr=1e-3, warmup_steps=10, seed=1)
 
-# ---- one learning-rate rule for every size -------------------------------------------------
-# Why a rule at all: with the same learning rate at every width, the larger models of the first
-# stored sweep (then d_model 96 x 3 blocks and 128 x 4) ended *worse* than the small one (dense
-# perplexity 5.16 / 6.11 / 6.30), so the sweep confused "bigger" with "worse trained" and
-# could not show how the pruning gap moves with size. Adam moves every weight by about ``lr`` per step whatever the width, so a layer
-# with ``d_model`` inputs changes its output about ``d_model`` times as much per step; muP
-# ("Tensor Programs V", Yang et al., arXiv 2203.03466) therefore scales the Adam learning rate
-# of hidden matrices as 1/width so that one tuned rate transfers across widths. We use the
-# simplest form of that rule, on every parameter, for training and recovery alike:
+# One learning-rate rule for every size: with one rate at every width the larger models end
+# worse trained, not better. Adam moves every weight by about ``lr`` per step, so a layer with
+# ``d_model`` inputs changes its output about ``d_model`` times as much; muP ("Tensor Programs V",
+# arXiv 2203.03466) scales the rate as 1/width. The simplest form, on every parameter, for
+# training and recovery, fixed in advance (no per-size search on the validation text):
 #     lr(size) = base lr * BASE_WIDTH / d_model
-# It is a rule fixed in advance, not a per-size search on the validation text the chapter
-# reports, and it leaves the base width's recipe (the chapter's live run, lab 5) unchanged.
 BASE_WIDTH = 64
 LR_RULES = ("width", "none")
 
 
 def recipe_for(cfg: TrainConfig, model: ModelConfig, lr_rule: str = "width") -> TrainConfig:
-    """``cfg`` with its learning rate scaled for ``model``'s width by ``lr_rule``.
-
-    ``"width"``: ``lr * BASE_WIDTH / model.d_model`` (muP-style, see above); ``"none"``: ``cfg``
-    unchanged.
+    """``cfg`` with its learning rate scaled for ``model``'s width: ``"width"`` (see above) or ``"none"``.
 
     >>> round(recipe_for(DEFAULT_TRAIN, SIZES["large"].model).lr, 6)  # d_model 128: half the base rate
     0.0015
@@ -171,11 +162,7 @@ _COLUMNS = (
 
 @dataclass
 class QualityTable:
-    """Rows of :class:`QualityRow` plus the settings and provenance that produced them.
-
-    Iterate it, filter it with :meth:`where`, print it, or hand :meth:`to_rows` to anything that
-    wants a list of dicts. ``save``/``load`` round-trip the JSON results file.
-    """
+    """Rows of :class:`QualityRow` plus the settings and provenance that produced them (``save``/``load``: JSON)."""
 
     rows: list[QualityRow] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
@@ -208,12 +195,7 @@ class QualityTable:
         return list(dict.fromkeys(r.criterion for r in self.rows))
 
     def made_here(self, corpus: Corpus) -> bool:
-        """Did this machine, software and ``corpus`` write these results?
-
-        True when the provenance names this CPU model, platform, torch and Python versions and
-        the corpus hash: then a rerun with the same settings must repeat the numbers bit for bit
-        (the runs are seeded and single-threaded), so a notebook can assert that it does.
-        """
+        """Did this CPU, platform, torch, Python and ``corpus`` write these results (a rerun repeats them bit for bit)?"""
         prov = self.provenance
         here = (cpu_model(), platform.platform(), torch.__version__, platform.python_version(), corpus.sha256)
         return (prov.get("cpu_model"), prov.get("platform"), prov.get("torch_version"),
@@ -238,7 +220,6 @@ class QualityTable:
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in b) + "</tr>" for b in body)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
-    # ---- results files -------------------------------------------------------------------
     def to_json(self) -> dict:
         return {
             "kind": RESULTS_KIND,
@@ -250,10 +231,9 @@ class QualityTable:
 
     def save(self, path: str | Path, inputs=()) -> Path:
         """Write the table as JSON, atomically and never over one of ``inputs`` (:mod:`twofour._common.atomic`)."""
-        from .._common.atomic import check_output, write_text
+        from .._common.atomic import write_text
 
         path = Path(path)
-        check_output(path, inputs)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, json.dumps(self.to_json(), indent=1) + "\n", inputs)
         return path
@@ -304,10 +284,8 @@ def run_size(
 ) -> QualityTable:
     """Train one model size, prune it with each criterion, recover each, and measure.
 
-    ``train_cfg`` and ``recover_cfg`` are the base-width recipes; their learning rates are
-    scaled to this size's width by :func:`recipe_for` with ``lr_rule`` (the rows record the
-    rates used). Every pruned model is verified (``twofour.check`` on each layer) both right
-    after pruning and after recovery; a violation raises instead of producing a row.
+    ``train_cfg`` and ``recover_cfg`` are the base-width recipes, scaled by :func:`recipe_for`.
+    Every pruned model is verified after pruning and after recovery; a violation raises.
     """
     if not isinstance(spec, SizeSpec):
         raise TypeError(f"spec must be a SizeSpec (e.g. SIZES['small']), got {type(spec).__name__}")
