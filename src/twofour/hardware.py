@@ -152,13 +152,13 @@ def _build() -> dict[str, GPUSpec]:
         dense={"fp32": 8.1, "fp16": 65.0, "int8": 130.0},
         sparse={},
         cite={
-            **{key: _c(_T4_DS, "secondary") for key in ("dense.fp32", "dense.fp16", "dense.int8", "mem_bw_gbs")},
+            **{k: _c(_T4_DS, "secondary") for k in ("dense.fp32", "dense.fp16", "dense.int8", "mem_bw_gbs")},
             "sms": _c("40 SMs (TU104 in T4): sysrqmts.com/en/gpus/nvidia/tesla/t4; not in the data sheet", "unconfirmed"),
         },
         aliases=("Tesla T4",),
     ))
 
-    # A10G (Ampere GA102, 8.6): AWS-only, no NVIDIA data sheet; only its memory (shared with the A10) is sourced.
+    # A10G (Ampere GA102, 8.6): AWS-only, no NVIDIA data sheet; only its memory (as the A10's) is sourced.
     gpus.append(_spec(
         "A10G", "Ampere", (8, 6), 80, 600,
         dense={"fp32": 31.2, "tf32": 35.0, "fp16": 70.0, "bf16": 70.0, "int8": 140.0},
@@ -291,7 +291,7 @@ def match_device_name(device_name: str | None) -> GPUSpec | None:
 
 
 def spec_rows(*, dtypes: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")) -> list[dict]:
-    """One dict per GPU for a table: peaks, bandwidth, SMs, CC, backends; ``*_label`` columns mark unconfirmed values.
+    """One dict per GPU for a table: peaks, bandwidth, SMs, CC, backends; ``*_label``: marked if unconfirmed.
 
     Example:
         >>> rows = spec_rows()

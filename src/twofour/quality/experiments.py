@@ -162,7 +162,7 @@ _COLUMNS = (
 
 @dataclass
 class QualityTable:
-    """Rows of :class:`QualityRow` plus the settings and provenance that produced them (``save``/``load``: JSON)."""
+    """Rows of :class:`QualityRow` plus the settings and provenance (JSON: ``save``/``load``)."""
 
     rows: list[QualityRow] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
@@ -195,7 +195,7 @@ class QualityTable:
         return list(dict.fromkeys(r.criterion for r in self.rows))
 
     def made_here(self, corpus: Corpus) -> bool:
-        """Did this CPU, platform, torch, Python and ``corpus`` write these results (a rerun repeats them bit for bit)?"""
+        """Did this CPU, platform, torch, Python and ``corpus`` write these results (reruns repeat them)?"""
         prov = self.provenance
         here = (cpu_model(), platform.platform(), torch.__version__, platform.python_version(), corpus.sha256)
         return (prov.get("cpu_model"), prov.get("platform"), prov.get("torch_version"),
