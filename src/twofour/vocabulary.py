@@ -1,13 +1,9 @@
 """The project's vocabulary: one definition per concept, imported by every module that names it.
 
-Each concept has one identity here and every other spelling derives from it: the 2:4 backends
-(key, shown name, kernel class, PyTorch class), the dtypes (:data:`DTYPES`, below), the kernel
-classes the dispatch and trace stages sort kernels into, the phases of a request, the timing
-modes of ``twofour bench`` (one GEMM call, :data:`TIMING_MODES`, each with the model scenario it
-measures) and of ``twofour bench --decode`` (one decode step, :data:`DECODE_MODES`), and the
-figure palette. The calculators get the same values through ``docs/js/calc/data.js``
-(``VOCABULARY`` and ``DTYPES``, written by ``scripts/js_data.py``). Workload presets are
-:data:`twofour.request.WORKLOADS`; call scenarios :data:`twofour.roofline.SCENARIOS`.
+The 2:4 backends, the dtypes (:data:`DTYPES`, below), the kernel classes, the phases of a
+request, the timing modes of ``twofour bench`` (:data:`TIMING_MODES`) and of ``--decode``
+(:data:`DECODE_MODES`), and the figure palette. The calculators get the same values through
+``docs/js/calc/data.js`` (written by ``scripts/js_data.py``).
 
 >>> BACKENDS["cusparselt"].name, CUTLASS.kernel_class
 ('cuSPARSELt', 'sparse-cutlass')
@@ -16,10 +12,8 @@ figure palette. The calculators get the same values through ``docs/js/calc/data.
 
 What a :data:`DTYPES` row says, and where each fact comes from:
 
-* ``in_bytes``: bytes per element of the GEMM inputs (weight, activation) and, by default, of
-  every other tensor the request model reads (KV cache, embedding);
-* ``out_bytes``: bytes per element the GEMM writes. 8-bit GEMMs are assumed to write bf16, as
-  scaled matmuls usually do;
+* ``in_bytes``: bytes per element of the GEMM inputs and, by default, of every other tensor the
+  request model reads; ``out_bytes``: of the GEMM output (8-bit GEMMs are assumed to write bf16);
 * ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores. ``n`` of every ``m``
   values are kept, each with ``meta_bits`` of position: 2:4 with a 2-bit index for 16- and 8-bit
   types; 32-bit values run as 1:2 with their metadata written as for two 16-bit halves (4 bits
@@ -111,10 +105,7 @@ SPARSE_24: tuple[int, int, int] = (2, 4, 2)
 
 
 def nm_ratio(value_bits: int | float, n: int, m: int, meta_bits: int | float) -> float:
-    """Packed / dense bytes of an n:m form: ``n/m * (value_bits + meta_bits) / value_bits``.
-
-    The operation order is the one the JavaScript calculators repeat, so the floats match bit
-    for bit.
+    """Packed / dense bytes of an n:m form, in the operation order the JavaScript calculators repeat.
 
     >>> nm_ratio(16, 2, 4, 2), nm_ratio(8, 2, 4, 2), nm_ratio(4, 4, 8, 1)
     (0.5625, 0.625, 0.625)

@@ -1,10 +1,7 @@
 """The entry point of the ``twofour`` command line: the subcommands wired together, and how it ends.
 
-One module per subcommand in this package (``twofour.cli.audit``, ``.convert``, ``.bench``,
-``.quality``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
-They parse arguments and call the toolkit; the work itself lives in the toolkit modules. This
-file only wires them together, so a new subcommand is one module and one line in ``_SUBCOMMANDS``.
-``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
+One module per subcommand in this package, each with ``add_arguments(parser)`` and
+``run(args) -> int``: a new subcommand is one module and one line in ``_SUBCOMMANDS``.
 
 Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
 non-zero exit code, never a traceback. So do the ends a shell can cause: output piped into
