@@ -1,15 +1,9 @@
 """Whole-step results files (``schema`` ``twofour-decode/1``): write, read, check, compare dense with 2:4.
 
-One file holds one run of a measurement plan (:func:`twofour.serve.run_plan`): the provenance
-of :func:`twofour.bench.provenance` (GPU, capability, driver, CUDA, torch, cuSPARSELt, date,
-command, ...), the settings, one record per planned measurement, and the dense vs 2:4
-agreement of each dtype. A record holds either a timing (``t_ms``, with every raw time), an
-``error`` (the measurement was attempted and failed: recorded, never dropped) or ``skipped``
-(the device cannot do it, or the time limit came first). The structure is the JSON Schema
-:data:`DECODE_SCHEMA` below, next to the reader, as for the GEMM results of :mod:`twofour.bench`.
-
-Writing never destroys: :meth:`DecodeResults.save` refuses a path that is one of the run's
-inputs or not a regular file, writes a temporary file beside it and renames it on success.
+One file holds one run of :func:`twofour.serve.run_plan`: the provenance
+(:func:`twofour.bench.provenance`), the settings, one record per planned measurement (a timing
+``t_ms``, an ``error`` or ``skipped``), and the dense vs 2:4 agreement of each dtype; the JSON
+Schema is :data:`DECODE_SCHEMA`. Writing never destroys (:func:`write_atomic`).
 
 Example:
     >>> import tempfile, pathlib
@@ -105,9 +99,7 @@ class DecodeResults:
         return [m for m in self.measurements if "t_ms" in m]
 
     def speedups(self) -> list[dict]:
-        """Dense time / 2:4 time for every case measured both ways (same phase, dtype, mode, batch, prompt).
-
-        ``predicted_speedup`` is the request model's for the same case (None where nothing was predicted).
+        """Dense / 2:4 time for every case measured both ways, beside the model's ``predicted_speedup``.
 
         Example:
             >>> rec = lambda w, ms: {"phase": "decode", "dtype": "float16", "weights": w, "mode": "graph",
@@ -151,9 +143,7 @@ def record_label(m: dict) -> str:
 def write_atomic(path, text: str, *, inputs=()) -> Path:
     """Write ``text`` to ``path`` through a temporary file renamed on success (:mod:`twofour._common.atomic`).
 
-    Refuses (:class:`OutputRefused`, a ``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
-    file (a FIFO would block the writer, a device or directory cannot be replaced). A failed
-    write leaves any previous file untouched and no temporary file behind.
+    Refuses (:class:`OutputRefused`) a ``path`` that is one of ``inputs`` or is not a regular file.
     """
     path = Path(path)
     for source in inputs:
