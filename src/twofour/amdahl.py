@@ -74,13 +74,8 @@ def _require_speedup(name: str, value) -> float:
 def speedup(p: float, s: float) -> float:
     """Whole-task speedup when a fraction ``p`` of the time gets ``s`` times faster.
 
-    Args:
-        p: fraction of the *original* time spent in the part that changes, in [0, 1].
-        s: speedup of that part, finite and at least :data:`MIN_SPEEDUP` (the smallest normal
-            double, about 2.2e-308; below 1 means the part got slower).
-
-    Returns:
-        ``1 / ((1 - p) + p / s)``; 1.0 when ``p == 0`` or ``s == 1``; ``s`` (to rounding) when ``p == 1``.
+    ``p`` is the fraction of the *original* time, in [0, 1]; ``s`` is finite and at least
+    :data:`MIN_SPEEDUP` (below 1: the part got slower). Returns ``1 / ((1 - p) + p / s)``.
 
     Example:
         >>> speedup(0.5, 2.0)
@@ -149,10 +144,8 @@ def combined_speedup(fractions: Sequence[float], speedups: Sequence[float]) -> f
 def averaged_speedup_mistake(fractions: Sequence[float], speedups: Sequence[float]) -> float:
     """THE WRONG WAY, kept to show why it is wrong: a time-weighted *arithmetic* average of speedups.
 
-    ``sum(f_i * s_i) + (1 - sum f) * 1``. It treats speedups as if they added up, but time is
-    what adds up; speedups divide it. By the inequality of arithmetic and harmonic means this
-    is never below the correct :func:`combined_speedup` and is above it whenever the parts'
-    speedups differ. Use it only to demonstrate the mistake.
+    Time adds up, speedups divide it: by the AM-HM inequality this is never below the correct
+    :func:`combined_speedup`, and above it whenever the parts' speedups differ.
 
     Example:
         >>> averaged_speedup_mistake([0.87], [1.78]) > combined_speedup([0.87], [1.78])

@@ -57,21 +57,15 @@ BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BACKENDS.values())
 # The phases of a request: the prompt's forward pass, then one step per generated token.
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
-# How `twofour bench` times a call (GPU only beyond "lone"): lone = one call on an idle device, the
-# host's launch and set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls
-# back to back (the host overlaps the device); kernel = the kernels' own time, as the profiler
-# records it. "eager" always means PyTorch's eager execution (no graph), never a timing window.
+# How `twofour bench` times a call: lone = one call on an idle device, host set-up included; graph =
+# CUDA-graph replay; stream = eager calls back to back; kernel = the kernels' own time (profiler).
 TIMING_MODES: tuple[str, ...] = ("lone", "graph", "stream", "kernel")
-# How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each): eager =
-# PyTorch eager calls back to back, a plan per call; cached = plans cached or a CUDA-graph replay;
-# kernel = the kernels' own time.
+# How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each).
 SCENARIOS: tuple[str, ...] = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# The roofline scenario each mode measures. "lone" (a call after an idle device adds host and
-# device set-up) stands for no scenario: it is kept as evidence only.
+# The roofline scenario each mode measures ("lone" stands for none: it is kept as evidence only).
 MODE_SCENARIO: dict[str, str] = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
-# How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure):
-# eager PyTorch, a CUDA graph, a graph after searching cuSPARSELt's algorithms, torch.compile.
+# How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure).
 DECODE_MODES: tuple[str, ...] = ("eager", "graph", "graph-searched", "compile")
 
 # The figure palette: Okabe-Ito hues (distinct for every common colour-vision deficiency); yellow
@@ -87,9 +81,8 @@ CLASS_COLORS: dict[str, str] = {
 }
 
 
-# The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
-# short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
-# peaks), but has no row in DTYPES: float32 on tensor cores is tf32.
+# The names a dtype may be given by. fp32 is here for the hardware table (CUDA-core peaks), but
+# has no row in DTYPES: float32 on tensor cores is tf32.
 DTYPE_KEYS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 _ALIASES = {
     "float16": "fp16", "half": "fp16", "fp16": "fp16",
@@ -159,8 +152,7 @@ DTYPES: Mapping[str, DtypeFacts] = MappingProxyType({
     )
 })
 GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
-# The 2:4 dtypes the GPU runs here measure (benchmarks, decode steps), and the torch name each
-# dtype key has (the measured results name dtypes by torch name: "float16").
+# The 2:4 dtypes the GPU runs here measure, and the torch name of each dtype key ("float16").
 MEASURED_DTYPES: tuple[str, ...] = ("fp16", "bf16")
 TORCH_NAMES: Mapping[str, str] = MappingProxyType({"fp32": "float32", **{k: f.torch_name for k, f in DTYPES.items()}})
 # The dtypes a decode step is timed in, by torch name: the measured 2:4 ones, and float32 (the CPU).
@@ -184,9 +176,8 @@ class PackedForm:
         return {"label": self.label, "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits}
 
 
-# Every GEMM dtype's form, plus FP4 on Blackwell, which no GEMM dtype row holds (the request model
-# and the roofline have no FP4 peaks): *paired* 4:8 (a 2-bit index per pair of values: 1 bit per
-# kept value), and element-wise 2:4 with the usual 2-bit index (derived from the bit counts).
+# Every GEMM dtype's form, plus FP4 on Blackwell (no GEMM dtype row: no FP4 peaks): *paired* 4:8
+# (a 2-bit index per pair of values) and element-wise 2:4 (derived from the bit counts).
 PACKED_FORMS: Mapping[str, PackedForm] = MappingProxyType({
     **{k: PackedForm(f.label, f.value_bits, f.n, f.m, f.meta_bits) for k, f in DTYPES.items()},
     "fp4_paired": PackedForm("fp4 e2m1, paired 4:8", 4, 4, 8, 1),

@@ -3,10 +3,9 @@
     twofour bench --decode                                   # GPU: Llama-3-8B; CPU: the tiny model
     twofour bench --decode --model llama-3-8b --layers 4 --batch 1 32 --modes eager graph --out decode.json
 
-On a GPU it measures tokens/s and ms per token at each batch, the time to first token at each
-prompt length, each in every mode, dense and 2:4, with the profiler's GEMM share and the
-request model's prediction beside each. On a CPU it runs the tiny model in float32, dense
-only, and says why.
+On a GPU: tokens/s and ms per token at each batch, the time to first token at each prompt
+length, every mode, dense and 2:4, beside the GEMM share and the prediction. On a CPU: the
+tiny model in float32, dense only.
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@ GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a 
     twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes lone graph kernel   # cuSPARSELt algorithm 1
     twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
 
-Where the GPU exposes them, the SM and memory clocks, power and temperature are read before and
-after each timing mode of each point and kept in the results file; suspect points (a kernel time
-above its own event-timed call, repeats drifting upward, graph-replay outliers, a clock that
-fell) are flagged and listed (:mod:`twofour.bench.flags`).
+Clocks, power and temperature are kept where the GPU exposes them; suspect points are flagged
+and listed (:mod:`twofour.bench.flags`).
 """
 
 from __future__ import annotations
@@ -31,8 +29,7 @@ _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "
 _QUICK_GPU = {"shapes": ["llama-3-8b"], "Ms": [1, 16, 256, 4096], "repeats": 10, "warmup": 3}
 # A CPU cannot sweep to M=16384 on 70B shapes in reasonable time; the cap is printed.
 _CPU_DEFAULT_MS = [1, 4, 16, 64, 256, 1024]
-# Bounds on what a run may ask for: no real layer or batch comes near them, and past them a
-# typo would allocate tens of gigabytes or run for days.
+# Bounds on what a run may ask for: past them a typo would allocate tens of gigabytes or run for days.
 _MAX_DIM = 1 << 20  # M, N or K
 _MAX_OPERAND = 1 << 32  # elements of the largest of x, W and y
 _MAX_REPEATS = 100_000

@@ -3,10 +3,8 @@
 One module per subcommand in this package, each with ``add_arguments(parser)`` and
 ``run(args) -> int``: a new subcommand is one module and one line in ``_SUBCOMMANDS``.
 
-Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
-non-zero exit code, never a traceback. So do the ends a shell can cause: output piped into
-``head`` that closes early ends quietly with 141 (128 + SIGPIPE, as a shell reports it), and a
-full disk under stdout ends with one line and exit code 1.
+Errors a user can cause end as one line on stderr and a non-zero exit code, never a traceback;
+a closed pipe (``| head``) ends quietly with 141, a full disk under stdout with one line and 1.
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@ Example (the command behind the stored sweep ``src/twofour/data/quality-sweep.js
 
     twofour quality --out src/twofour/data/quality-sweep.json
 
-The run is deterministic for a given machine, thread count and Python minor version (the
-corpus is read from the interpreter's standard library; its hash is recorded). Perplexity
-does not depend on a GPU, so this runs on the CPU; the file says so.
+Deterministic for a given machine, thread count and Python (the corpus hash is recorded); CPU only.
 """
 
 from __future__ import annotations
@@ -90,10 +88,7 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _names(option: str, text: str, valid, what: str) -> list[str]:
-    """The comma-separated names ``option`` gives, each one of ``valid`` and given once, else a :class:`UserError`.
-
-    A size or criterion named twice would train or prune the same rows twice: refused in one line.
-    """
+    """The comma-separated names ``option`` gives, each of ``valid`` and given once, else a UserError."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in valid]
     if not names or unknown:

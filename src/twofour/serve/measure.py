@@ -154,9 +154,8 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
     on_gpu = any(r.device == "cuda" for r in records)
     if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
         return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
-    # A GPU kernel takes as long with the profiler on as off, so its share is of the step as
-    # timed. On the CPU the profiler slows every operator it records: there numerator and
-    # denominator both come from the profiled run.
+    # A GPU kernel takes as long with the profiler on as off: its share is of the step as timed. On
+    # the CPU the profiler slows every operator: both sides come from the profiled run.
     share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms, starts=starts, labels=labels)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share
