@@ -1,24 +1,11 @@
 """The experiment of chapter 5: train, prune with every criterion, recover, compare; over model sizes.
 
-For one model size (:func:`run_size`):
-
-1. train a dense :class:`~twofour.quality.model.TinyLM` from scratch, with the learning rate
-   :func:`recipe_for` gives its width;
-2. prune a copy of it with each criterion of :data:`~twofour.quality.criteria.CRITERIA`, verify
-   the pattern with :func:`twofour.check`, measure validation perplexity and weight mass kept;
-3. *recover*: fine-tune each pruned copy for ``recover.steps`` steps with its mask held fixed,
-   check the pattern again, measure perplexity;
-4. give the dense model the same extra steps (``ppl_dense_extra``), so "recovery helped" is not
-   confused with "more training helped".
-
-:func:`run_sweep` repeats that for several sizes and returns a :class:`QualityTable`, which
-saves to and loads from a JSON results file with provenance (``twofour quality --out FILE``).
-
->>> from twofour.quality import load_corpus, SIZES, TrainConfig
->>> table = run_size(SIZES["tiny"], load_corpus(), TrainConfig(steps=30), TrainConfig(steps=5, lr=1e-3),
-...                  criteria=["magnitude 2:4"], progress=False)
->>> [row.criterion for row in table]
-['magnitude 2:4']
+For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM` with
+the learning rate :func:`recipe_for` gives its width; prune a copy with each criterion, verify the
+pattern, measure perplexity and weight mass kept; *recover* each copy by fine-tuning with its mask
+fixed, verify and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
+so "recovery helped" is not confused with "more training helped". :func:`run_sweep` repeats that
+for several sizes into a :class:`QualityTable` (``twofour quality --out FILE``).
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
 """The request arithmetic: the time of each phase by component, and the estimate (inputs: :mod:`.inputs`).
 
-What is modelled, per step (``M`` = tokens in the step: ``batch * prompt_len`` for prefill,
-``batch`` for decode; ``c`` = tokens attended to):
-
-============================  =============================================================
-component                     time
-============================  =============================================================
-``pruned_linear``             the block linears listed in ``Workload.pruned`` (q, k, v, o,
-                              gate, up, down): per-GEMM times from the GEMM model, dense or 2:4
-``dense_linear``              block linears left dense (same GEMM model, dense time)
-``attention``                 score and context matmuls, ``4 * hidden * c`` FLOPs per token
-                              per layer, at ``attention_efficiency`` of the dense peak;
-                              never 2:4 (both operands are activations)
-``kv_cache``                  KV-cache traffic: ``2 * kv_dim * c`` elements per token per
-                              layer (decode reads the cache and writes one token; prefill
-                              writes the prompt's), at ``memory_efficiency`` of bandwidth
-``embedding``                 row gather: read and write ``hidden`` elements per token; a
-                              table lookup, never pruned
-``lm_head``                   the ``[vocab, hidden]`` GEMM for the tokens that need logits (the
-                              last of each sequence in prefill); pruned only if ``"lm_head"``
-                              is in ``Workload.pruned`` (Sparse-Llama leaves it dense)
-``other``                     norms, residual adds, RoPE, SwiGLU: memory-bound element-wise
-                              passes, ``other_elems_per_token_layer`` elements per token per
-                              layer plus the final norm
-``step_overhead``             fixed per step: launches, sampling, scheduling (an assumption)
-``request_overhead``          fixed per request: tokenisation, queueing, network (in TTFT)
-============================  =============================================================
-
-The components run one after another (kernels do not overlap), which is what an inference
-engine without overlap does; inside one kernel compute and memory overlap (the roofline max).
+The components of a step's time (formulas in step 4 below): ``pruned_linear`` and
+``dense_linear`` (the block linears in or not in ``Workload.pruned``, from the GEMM model);
+``attention`` (score and context matmuls at ``attention_efficiency`` of the dense peak, never
+2:4: both operands are activations); ``kv_cache`` (cache traffic at ``memory_efficiency`` of
+bandwidth); ``embedding`` (a row gather); ``lm_head`` (dense unless ``"lm_head"`` is pruned);
+``other`` (norms, residual adds, RoPE, SwiGLU: element-wise passes); ``step_overhead`` (launches,
+sampling, scheduling) and ``request_overhead`` (tokenisation, queueing, network; in TTFT). They
+run one after another (kernels do not overlap); inside one kernel compute and memory overlap.
 
 Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
 are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
@@ -84,10 +63,6 @@ decode step). The block linears then see ``M = batch + c`` rows (the LM head sta
 chunk and the prefix it reads (step 4's last bullet), and the embedding and element-wise passes
 run over ``batch + c`` tokens. TPOT is the mixed step's time. Other ways a serving engine moves
 ``M`` are in :func:`decode_gemm_m`, :func:`expert_gemm_m` and :func:`tensor_parallel_shape`.
-
-The GEMM model: by default :func:`roofline_gemm_model` predicts each GEMM. Pass
-``gemm=`` to use your own callable ``(M, N, K) -> GemmTime``, or ``gemm_speedup=`` to replace the
-predicted 2:4 speedup with a measured one.
 """
 
 from __future__ import annotations
@@ -314,10 +289,8 @@ def estimate(
     gemm_speedup: float | Mapping[str, float] | None = None,
     scenario: str = "cached",
 ) -> RequestEstimate:
-    """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
-
-    ``scenario`` (``"cached"``, ``"eager"``, ``"kernel"``) says how the GEMM calls run; see
-    :func:`build_inputs`.
+    """Dense vs 2:4 time of one request: :func:`build_inputs` (the GEMM model: ``gemm``, ``gemm_speedup``,
+    ``scenario``) then :func:`evaluate`.
 
     Example:
         >>> from twofour.models import LLAMA_3_70B

@@ -3,15 +3,12 @@
 Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can run a 2:4 model in PyTorch today:
 
 ``eager``
-    Python calls every operator; for a 2:4 weight PyTorch builds cuSPARSELt descriptors and a
-    plan on every call. What ``model.generate`` in eager PyTorch does.
+    Python calls every operator; for a 2:4 weight PyTorch builds a cuSPARSELt plan on every call.
 ``graph``
     The whole step captured once in a CUDA graph and replayed: no Python, no per-call set-up.
 ``graph-searched``
-    The graph of a 2:4 model whose block linears were packed with the cuSPARSELt algorithm
-    chosen by timing for each weight shape at this batch (:func:`twofour.serve.search_algorithms`,
-    pinned at conversion: ``to_sparse_semi_structured(W, alg_id=)``; PyTorch's default is 0).
-    The plan makes that model (:func:`twofour.serve.run_plan`). 2:4 only.
+    The graph of a 2:4 model packed with the cuSPARSELt algorithm timed fastest for each weight
+    shape at this batch (:func:`twofour.serve.search_algorithms`; PyTorch's default is 0).
 ``compile``
     ``torch.compile(mode="reduce-overhead")``: fused element-wise kernels, CUDA graphs inside.
 

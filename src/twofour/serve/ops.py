@@ -1,7 +1,7 @@
 """What a device does for the decode measurements: pack, capture, compile, time, profile.
 
-The measurement plan (:mod:`twofour.serve.plan`) never calls CUDA itself; it asks one of
-these objects, so the same control flow runs in three places:
+The measurement plan never calls CUDA itself; it asks one of these, so the same control flow runs
+in three places:
 
 ``CudaOps``
     The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured`` (cuSPARSELt,
