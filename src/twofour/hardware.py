@@ -1,24 +1,16 @@
 """GPU spec table: peak dense and 2:4 FLOP/s per dtype, memory bandwidth, SMs, compute capability.
 
-Every number carries a :class:`Citation` (where it comes from) and a status, using the same
-tags as the project's reference notes:
+Every number carries a :class:`Citation` (where it comes from) and a status:
 
-* ``secondary`` — the value of NVIDIA's data sheet (or architecture whitepaper), read in a
-  reproduction of it (a reseller's copy of the data sheet table, a hardware wiki that links
-  the PDF).
-* ``derived`` — arithmetic on a cited number. NVIDIA's data sheets print Tensor Core peaks
-  *with sparsity* and note that dense peaks are half of them; a dense value computed that
-  way is ``derived``. The 2:4 backends are derived from the compute capability by
-  :func:`twofour.device.sparse_backends_for`.
-* ``unconfirmed`` — not checked against any NVIDIA document (e.g. the A10G, which exists
-  only inside AWS and has no public NVIDIA data sheet). Show these with the label.
+* ``secondary`` — NVIDIA's data sheet (or whitepaper) value, read in a reproduction of it;
+* ``derived`` — arithmetic on a cited number (data sheets print Tensor Core peaks *with
+  sparsity*; dense is half);
+* ``unconfirmed`` — not checked against any NVIDIA document (e.g. the AWS-only A10G). Show
+  these with the label.
 
-Peaks are marketing maxima at boost clock: no GEMM reaches them, and sustained clocks under
-load are lower. :mod:`twofour.roofline` multiplies them by explicit efficiency factors.
-
-Dtype keys: ``fp16``, ``bf16``, ``fp8`` (e4m3/e5m2), ``int8`` (TOPS, counted like FLOP/s),
-``tf32`` (float32 inputs on tensor cores; 2:4 runs it as 1:2) and ``fp32`` (CUDA cores, no
-tensor cores and therefore no sparse mode).
+Peaks are marketing maxima at boost clock; :mod:`twofour.roofline` applies efficiency factors.
+Dtype keys: ``fp16``, ``bf16``, ``fp8``, ``int8`` (TOPS), ``tf32`` (2:4 runs it as 1:2) and
+``fp32`` (CUDA cores: no sparse mode).
 
 Example:
     >>> from twofour.hardware import get_gpu

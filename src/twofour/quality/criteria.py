@@ -1,7 +1,8 @@
 """Which weights to zero: the pruning criteria compared in chapter 5.
 
-Every criterion produces one boolean ``mask`` per prunable linear layer (True = keep), built
-with :func:`twofour.prune` (N:M patterns) and verified with :func:`twofour.check`:
+Every criterion produces one boolean ``mask`` (True = keep) per layer of
+:func:`~twofour.quality.model.prunable_linears`, built with :func:`twofour.prune` and verified
+with :func:`twofour.check`:
 
 ==========================  ==========  ==============================================================
 criterion                   pattern     score ranked inside each group (or the whole layer)
@@ -14,9 +15,6 @@ criterion                   pattern     score ranked inside each group (or the w
 ``unstructured 50%``        none        ``|W|`` over the whole layer: the half with the smallest ``|W|``
                                         goes, wherever it is (not runnable on sparse tensor cores)
 ==========================  ==========  ==============================================================
-
-Only the layers of :func:`~twofour.quality.model.prunable_linears` are pruned (attention
-projections and MLP); embeddings and the LM head stay dense.
 
 >>> import torch
 >>> from twofour.quality.model import ModelConfig, TinyLM

@@ -9,9 +9,8 @@ The seven block linears are pruned to 2:4 when the model is made (``pruned=True`
 dense model *is* the 2:4 model stored dense: :func:`twofour.serve.pack_blocks` packs the same
 values, and the two must agree to rounding. The LM head, embedding and norms stay dense.
 
-Shapes are static so one decode step can be captured in a CUDA graph: the cache is allocated
-once for ``max_seq_len`` positions, the position is a device tensor, and a decode step attends
-over the whole cache with a mask instead of slicing it.
+Shapes are static, so a decode step can be captured in a CUDA graph: the cache is allocated once,
+the position is a device tensor, and a decode step attends over the whole cache under a mask.
 
 Example (a tiny config on the CPU, float32):
     >>> import torch
