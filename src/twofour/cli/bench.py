@@ -95,7 +95,13 @@ def run(args: argparse.Namespace) -> int:
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
     if args.out is not None:  # results are evidence: an existing file is never replaced
         check_output_file(args.out, "--out", make_folder=True, replace=False)
-    _check_dtype_names(args.dtypes)
+    from ..bench.results import torch_dtype
+
+    for name in args.dtypes or ():  # refused on every device (on CPU it was ignored in silence)
+        try:
+            torch_dtype(name)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None
     if args.alg_id is not None:
         _check_alg_id(args.alg_id, on_gpu, env)
 
@@ -219,14 +225,3 @@ def _print_mode(res, mode: str) -> None:
     for r in rows:
         print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
               f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
-
-
-def _check_dtype_names(names) -> None:
-    """Refuse a --dtypes name no sweep knows, on every device (on CPU it was ignored in silence)."""
-    from ..bench.results import torch_dtype
-
-    for name in names or ():
-        try:
-            torch_dtype(name)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None

@@ -33,7 +33,8 @@ class UserError(Exception):
     """An error caused by the user's input: printed as one line, exit code 2."""
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``twofour`` console script; returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="twofour",
         description="Tools for NVIDIA 2:4 structured sparsity: half the weights are zero; why did serving not get faster?",
@@ -47,12 +48,6 @@ def _build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``twofour`` console script; returns the exit code."""
-    parser = _build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()

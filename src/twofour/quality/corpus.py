@@ -103,15 +103,11 @@ def load_corpus(val_fraction: float = 0.1, files: tuple[str, ...] = STDLIB_FILES
         train_parts.append(data[:cut])
         val_parts.append(data[cut:])
     return Corpus(
-        train=_to_tensor(b"".join(train_parts)),
-        val=_to_tensor(b"".join(val_parts)),
+        # bytearray: a writable buffer, so torch does not warn about read-only memory
+        train=torch.frombuffer(bytearray(b"".join(train_parts)), dtype=torch.uint8).clone(),
+        val=torch.frombuffer(bytearray(b"".join(val_parts)), dtype=torch.uint8).clone(),
         files=tuple(files),
         python_version=platform.python_version(),
         sha256=digest.hexdigest(),
         val_fraction=float(val_fraction),
     )
-
-
-def _to_tensor(data: bytes) -> torch.Tensor:
-    # bytearray makes the buffer writable, so torch does not warn about read-only memory.
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).clone()

@@ -165,13 +165,10 @@ def unstructured_mask(W: torch.Tensor, keep_fraction: float = 0.5) -> torch.Tens
     return mask.view(W.shape)
 
 
-ScoreFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
 @torch.no_grad()
 def masks_from_scores(
     model: TinyLM,
-    score_fn: ScoreFn,
+    score_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     act_norms: dict[str, torch.Tensor],
     n: int = 2,
     m: int = 4,

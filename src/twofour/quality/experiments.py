@@ -222,7 +222,10 @@ class QualityTable:
         return path
 
     @classmethod
-    def from_json(cls, data: dict, *, source: str = "results") -> QualityTable:
+    def load(cls, path: str | Path) -> QualityTable:
+        """Read a results file written by :meth:`save` (e.g. the stored sweep)."""
+        path = Path(path)
+        data, source = read_json(path, "quality results file"), repr(str(path))
         if not isinstance(data, dict) or data.get("kind") != RESULTS_KIND:
             raise ValueError(f"{source} is not a twofour quality results file (expected kind {RESULTS_KIND!r})")
         if data.get("version") != RESULTS_VERSION:
@@ -230,12 +233,6 @@ class QualityTable:
         check_schema(data, _results_schema(), source)
         rows = [QualityRow(**raw) for raw in data["rows"]]
         return cls(rows, data.get("settings", {}), data.get("provenance", {}))
-
-    @classmethod
-    def load(cls, path: str | Path) -> QualityTable:
-        """Read a results file written by :meth:`save` (e.g. the stored sweep)."""
-        path = Path(path)
-        return cls.from_json(read_json(path, "quality results file"), source=repr(str(path)))
 
 
 def _results_schema() -> dict:

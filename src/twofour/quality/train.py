@@ -120,12 +120,6 @@ def sample_batch(data: torch.Tensor, batch_size: int, seq_len: int, generator: t
     return windows[:, :-1], windows[:, 1:]
 
 
-def loss_on(model: TinyLM, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean next-byte cross-entropy (nats) of ``model`` on one batch."""
-    logits = model(inputs)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
 @torch.no_grad()
 def perplexity(model: TinyLM, val: torch.Tensor, *, max_windows: int | None = 256, batch_size: int = 64) -> float:
     """``exp`` of the mean next-byte cross-entropy over ``max_windows`` (None: all) fixed ``val`` windows."""
@@ -179,7 +173,8 @@ def masked_step(
     Masking only the gradients would not hold against an optimizer's momentum or weight decay.
     """
     optimizer.zero_grad(set_to_none=True)
-    loss = loss_on(model, inputs, targets)
+    logits = model(inputs)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     loss.backward()
     optimizer.step()
     if masks:

@@ -78,16 +78,6 @@ from .workload import COMPONENTS, LINEAR_KINDS, Assumptions, GemmModel, Workload
 __all__ = ["PhaseTime", "RequestEstimate", "evaluate", "estimate"]
 
 
-def _require_finite_times(est: "RequestEstimate") -> "RequestEstimate":
-    """Refuse an estimate whose times overflowed (extreme inputs together), never show ``inf`` seconds."""
-    for name in ("ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s", "total_sparse_s"):
-        value = getattr(est, name)
-        if not math.isfinite(value):
-            raise ValueError(f"these inputs together are out of range: {name} would be {value!r}, not a finite number; "
-                             "bring the largest or smallest inputs nearer the usual ones")
-    return est
-
-
 @dataclass(frozen=True)
 class PhaseTime:
     """One phase of a request: seconds by component (dense and 2:4, over ``steps``) and its Amdahl numbers.
@@ -264,7 +254,7 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
     eligible_dense = prefill.eligible_dense_s + decode.eligible_dense_s
     eligible_sparse = prefill.eligible_sparse_s + decode.eligible_sparse_s
     eligible_ideal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s
-    return _require_finite_times(RequestEstimate(
+    est = RequestEstimate(
         inputs=r,
         prefill=prefill,
         decode=decode,
@@ -277,7 +267,13 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
         p_request=eligible_dense / total_dense,
         gemm_speedup_request=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
         ceiling_speedup_request=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
-    ))
+    )
+    for name in [f"{t}_{side}_s" for t in ("ttft", "tpot", "total") for side in ("dense", "sparse")]:
+        value = getattr(est, name)
+        if not math.isfinite(value):  # extreme inputs together overflowed: never show inf seconds
+            raise ValueError(f"these inputs together are out of range: {name} would be {value!r}, not a "
+                             "finite number; bring the largest or smallest inputs nearer the usual ones")
+    return est
 
 
 def estimate(

@@ -233,7 +233,14 @@ class _Models:
         t0 = time.monotonic()
         torch_dtype = self.ops.compute_dtype(getattr(torch, self.dtype))
         n = self.plan.n_layers or self.plan.cfg.layers
-        _check_memory(self.ops, self.plan.cfg.with_(layers=n, name=self.plan.cfg.name), torch_dtype)
+        if self.ops.device.type == "cuda":  # refuse a model that cannot fit before spending minutes making it
+            free, _ = torch.cuda.mem_get_info(self.ops.device)
+            cut = self.plan.cfg.with_(layers=n, name=self.plan.cfg.name)
+            need = weight_bytes(cut, torch_dtype) + weight_bytes(cut, torch_dtype, packed=True)
+            if need > 0.9 * free:
+                raise RuntimeError(f"{cut.name} {torch_dtype}: dense + 2:4 weights need {need / 1e9:.1f} GB, "
+                                   f"{free / 1e9:.1f} GB is free on the GPU; measure fewer layers "
+                                   "(n_layers, --layers)")
         if self.plan.checkpoint is not None:
             from .checkpoint import from_checkpoint
 
@@ -272,17 +279,6 @@ class _Models:
     def release(self) -> None:
         self.built = {}
         self.ops.free()
-
-
-def _check_memory(ops: Ops, cfg: TransformerConfig, dtype: torch.dtype) -> None:
-    """Refuse a model that cannot fit before spending minutes making it (CUDA only)."""
-    if ops.device.type != "cuda":
-        return
-    free, _ = torch.cuda.mem_get_info(ops.device)
-    need = weight_bytes(cfg, dtype) + weight_bytes(cfg, dtype, packed=True)
-    if need > 0.9 * free:
-        raise RuntimeError(f"{cfg.name} {dtype}: dense + 2:4 weights need {need / 1e9:.1f} GB, {free / 1e9:.1f} GB is "
-                           "free on the GPU; measure fewer layers (n_layers, --layers)")
 
 
 def _settings(plan: Plan, ops: Ops) -> dict:

@@ -147,7 +147,11 @@ def write_atomic(path, text: str, *, inputs=()) -> Path:
     """
     path = Path(path)
     for source in inputs:
-        if _same_file(path, Path(source)):
+        try:
+            same = os.path.samefile(path, source)
+        except OSError:  # one of them does not exist: compare the names they resolve to
+            same = os.path.realpath(path) == os.path.realpath(source)
+        if same:
             raise OutputRefused(f"output {str(path)!r} is also an input of this run; choose another file name")
     if path.exists() and not path.is_file():
         raise OutputRefused(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
@@ -157,13 +161,6 @@ def write_atomic(path, text: str, *, inputs=()) -> Path:
         return write_text(path, text)
     except OutputError as exc:  # the target changed while the run went on
         raise OutputRefused(str(exc)) from None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist: compare the names they resolve to
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def load_decode_results(path) -> DecodeResults:
