@@ -81,10 +81,7 @@ class FunnelStep:
 def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
     """The five steps of the funnel for one scope of a request estimate.
 
-    Args:
-        est: from :func:`twofour.request.estimate` or :func:`twofour.request.evaluate`.
-        scope: ``"request"`` (whole request), ``"prefill"`` (TTFT) or ``"decode"`` (all decode
-            steps; step 5 is then the TPOT speedup).
+    ``scope``: ``"request"``, ``"prefill"`` (TTFT) or ``"decode"`` (step 5 is then the TPOT speedup).
 
     Spec (mirrored by the site's JavaScript), with the phases' fields of :class:`~twofour.request.PhaseTime`:
 

@@ -1,8 +1,6 @@
 """Shapes of decoder-only transformers: which weights are linear layers that 2:4 can prune.
 
-Only shapes live here (no weights are downloaded). Presets follow the published configs of
-Meta's Llama 3 models; every chapter, the roofline, the request model and the calculators read
-them from here so that a shape is written down once.
+Only shapes (no weights); the presets follow Meta's published Llama 3 configs, written down once here.
 
 >>> cfg = LLAMA_3_8B
 >>> [(s.name, s.out_features, s.in_features) for s in linear_shapes(cfg)][:2]

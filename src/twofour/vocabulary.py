@@ -14,15 +14,12 @@ What a :data:`DTYPES` row says, and where each fact comes from:
 
 * ``in_bytes``: bytes per element of the GEMM inputs and, by default, of every other tensor the
   request model reads; ``out_bytes``: of the GEMM output (8-bit GEMMs are assumed to write bf16);
-* ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores. ``n`` of every ``m``
-  values are kept, each with ``meta_bits`` of position: 2:4 with a 2-bit index for 16- and 8-bit
-  types; 32-bit values run as 1:2 with their metadata written as for two 16-bit halves (4 bits
-  per kept value) (PyTorch's ``docs/source/sparse.rst``; NVIDIA's sparse tensor-core documentation);
-* ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``:
-  ``1/2 * 18/16 = 0.5625`` for fp16/bf16, ``1/2 * 10/8 = 0.625`` for fp8/int8;
+* ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores: ``n`` of every ``m``
+  values kept, each with ``meta_bits`` of position (2:4 with a 2-bit index; 32-bit values run as
+  1:2 with 4 bits per kept value; PyTorch's ``docs/source/sparse.rst``);
+* ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``;
 * ``pad_multiple``: the dense operand's row multiple of PyTorch's 2:4 path per backend
-  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``). Older
-  releases padded fp16 activations to 32 rows (pytorch#111339). CUTLASS has no fp8 path.
+  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``; CUTLASS has no fp8 path).
 """
 
 from __future__ import annotations

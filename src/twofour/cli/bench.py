@@ -1,8 +1,7 @@
 """``twofour bench``: time dense vs 2:4 GEMMs on this machine and write a results file.
 
-On a GPU with sparse tensor cores it times dense and every available 2:4 backend over
-Llama-3 linear shapes. On a CPU it measures the CPU's own dense float32 roofline (achieved
-GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a GPU.
+On a GPU it times dense and every available 2:4 backend over Llama-3 linear shapes; on a CPU,
+the CPU's own dense float32 roofline (2:4 kernels need a GPU).
 
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json

@@ -230,19 +230,14 @@ class QualityTable:
             raise ValueError(f"{source} is not a twofour quality results file (expected kind {RESULTS_KIND!r})")
         if data.get("version") != RESULTS_VERSION:
             raise ValueError(f"{source} has results version {data.get('version')!r}; this toolkit reads {RESULTS_VERSION}")
-        check_schema(data, _results_schema(), source)
+        names = [f.name for f in fields(QualityRow)]  # every field of a row, nothing else
+        row = {"type": "object", "required": names, "additionalProperties": False,
+               "properties": {name: {} for name in names}}
+        properties = {"rows": {"type": "array", "items": row}, "settings": {"type": "object"},
+                      "provenance": {"type": "object"}}
+        check_schema(data, {"type": "object", "required": ["rows"], "properties": properties}, source)
         rows = [QualityRow(**raw) for raw in data["rows"]]
         return cls(rows, data.get("settings", {}), data.get("provenance", {}))
-
-
-def _results_schema() -> dict:
-    """A results file's rows: every field of :class:`QualityRow`, nothing else (kind and version are checked first)."""
-    names = [f.name for f in fields(QualityRow)]
-    row = {"type": "object", "required": names, "additionalProperties": False,
-           "properties": {name: {} for name in names}}
-    return {"type": "object", "required": ["rows"],
-            "properties": {"rows": {"type": "array", "items": row}, "settings": {"type": "object"},
-                           "provenance": {"type": "object"}}}
 
 
 def stored_sweep_path() -> Path:

@@ -117,9 +117,7 @@ class Assumptions:
         kv_bytes_per_element: bytes per cached K/V element; None = the weights' dtype (set 1
             for an fp8 KV cache).
         other_elems_per_token_layer: elements moved per token per layer by norms, residual
-            adds, RoPE and SwiGLU; None = ``12*hidden + 2*kv_dim + 3*intermediate`` (two
-            RMSNorms read+write ``h`` each, two residual adds read ``2h`` write ``h``, RoPE reads
-            and writes q and k, SwiGLU reads gate and up and writes one: unfused passes).
+            adds, RoPE and SwiGLU, unfused; None = ``12*hidden + 2*kv_dim + 3*intermediate``.
         step_overhead_s: fixed time per forward step (launches, sampling, scheduler), seconds.
         request_overhead_s: fixed time per request before the first token (tokenisation,
             queueing, network), seconds.

@@ -8,7 +8,9 @@ Schema is :data:`DECODE_SCHEMA`. Writing never destroys (:func:`write_atomic`).
 Example:
     >>> import tempfile, pathlib
     >>> from twofour.bench import provenance
-    >>> res = DecodeResults(provenance=provenance("doctest", device="cpu"), settings=_example_settings(),
+    >>> settings = {"model": "tiny", "layers": 2, "model_layers": 2, "decode_steps": 16, "warmup": 1,
+    ...             "repeats": 2, "weights_note": "random weights"}
+    >>> res = DecodeResults(provenance=provenance("doctest", device="cpu"), settings=settings,
     ...                     measurements=[{"phase": "decode", "dtype": "float32", "weights": "dense", "mode": "eager",
     ...                                    "batch": 1, "prompt_len": 8, "skipped": "example"}])
     >>> path = res.save(pathlib.Path(tempfile.mkdtemp()) / "decode.json")
@@ -184,9 +186,3 @@ def recorded_decode_results(folder=None) -> list[DecodeResults]:
     """
     folder = Path(folder) if folder is not None else DATA_DIR
     return [load_decode_results(p) for p in sorted(folder.glob("decode-*.json"))]
-
-
-def _example_settings() -> dict:
-    """Settings with every required key (for examples and tests)."""
-    return {"model": "tiny", "layers": 2, "model_layers": 2, "decode_steps": 16, "warmup": 1, "repeats": 2,
-            "weights_note": "random weights"}
