@@ -59,12 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``) or SIGHUP (a closed terminal or ssh session), raised where the command is, so
-    every ``finally`` runs: partial files are removed."""
-
-    def __init__(self, signum: int = signal.SIGTERM):
-        super().__init__(signum)
-        self.signum = signum
+    """SIGTERM or SIGHUP (``args[0]``: its number), raised where the command is: every ``finally`` runs."""
 
 
 @contextlib.contextmanager
@@ -98,9 +93,9 @@ def _run(args) -> int:
         _say(f"twofour {args.command}: error: {exc}")
         return 2
     except _Terminated as exc:
-        name = signal.Signals(exc.signum).name
+        name = signal.Signals(exc.args[0]).name
         _say(f"twofour {args.command}: terminated ({name}); nothing half-written was left behind")
-        return 128 + exc.signum
+        return 128 + exc.args[0]
     except KeyboardInterrupt:
         _say(f"twofour {args.command}: interrupted")
         return 130
