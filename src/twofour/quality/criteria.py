@@ -110,9 +110,8 @@ def activation_norms(
 ) -> dict[str, torch.Tensor]:
     """``{layer name: x_norm [K]}``: L2 norm of each input feature of each prunable layer over calibration.
 
-    ``batches`` seeded random windows of ``data`` go through the dense model once (Wanda
-    re-measures each block after pruning the ones before it; at this depth it makes little
-    difference).
+    One pass of the dense model over ``batches`` seeded windows of ``data`` (Wanda re-measures each
+    block after pruning the ones before it; at this depth it makes little difference).
     """
     require_positive_int("batches", batches)
     layers = prunable_linears(model)

@@ -244,10 +244,9 @@ class Decoder:
         return self._linear(rms_norm(x, self.final_norm), self.lm_head, eligible=False)
 
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor); logits ``[batch, 1, vocab]``.
+        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor).
 
-        ``pos`` stays on the device and the attention covers the whole cache under a mask, so
-        the step has static shapes and can be captured in a CUDA graph and replayed.
+        ``pos`` stays on the device and the attention covers the whole cache under a mask: static shapes.
         """
         self._check_tokens(tokens, cache)
         if tokens.shape[1] != 1:
