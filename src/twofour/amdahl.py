@@ -1,16 +1,8 @@
 """Amdahl's law for 2:4 sparsity: how much of the whole gets faster when one part does.
 
-If a fraction ``p`` of the time is spent in work that becomes ``s`` times faster and the rest
-does not change, the new time is ``(1 - p) + p / s`` of the old one, so
-
-    speedup(p, s) = 1 / ((1 - p) + p / s)
-
-Two consequences every serving estimate should respect:
-
-* the bound ``1 / (1 - p)``: even an infinitely fast kernel cannot beat it;
-* per-part speedups combine as a *harmonic* mean weighted by time, never as an arithmetic
-  average. :func:`averaged_speedup_mistake` computes the average anyway, only so that the
-  chapter can show how far off it is; nothing in the toolkit uses it to estimate anything.
+If a fraction ``p`` of the time gets ``s`` times faster, ``speedup(p, s) = 1 / ((1 - p) + p / s)``:
+bounded by ``1 / (1 - p)``, and per-part speedups combine as a time-weighted *harmonic* mean,
+never an arithmetic one (:func:`averaged_speedup_mistake` shows how far off that is).
 
 >>> round(speedup(0.87, 1.78), 3)     # decode at batch 1, fp16 bytes ceiling
 1.616
@@ -19,8 +11,7 @@ Two consequences every serving estimate should respect:
 >>> round(averaged_speedup_mistake([0.6, 0.2], [1.78, 1.5]), 3)   # too optimistic
 1.568
 
-The arithmetic is plain float operations in the order written, so the site's JavaScript
-calculators can mirror it exactly (checked against vectors ``scripts/golden.py`` writes).
+The site's JavaScript mirrors the arithmetic operation for operation (``scripts/golden.py``).
 """
 
 from __future__ import annotations
@@ -74,13 +65,8 @@ def _require_speedup(name: str, value) -> float:
 def speedup(p: float, s: float) -> float:
     """Whole-task speedup when a fraction ``p`` of the time gets ``s`` times faster.
 
-    Args:
-        p: fraction of the *original* time spent in the part that changes, in [0, 1].
-        s: speedup of that part, finite and at least :data:`MIN_SPEEDUP` (the smallest normal
-            double, about 2.2e-308; below 1 means the part got slower).
-
-    Returns:
-        ``1 / ((1 - p) + p / s)``; 1.0 when ``p == 0`` or ``s == 1``; ``s`` (to rounding) when ``p == 1``.
+    ``p`` is the fraction of the *original* time, in [0, 1]; ``s`` is finite and at least
+    :data:`MIN_SPEEDUP` (below 1: the part got slower). Returns ``1 / ((1 - p) + p / s)``.
 
     Example:
         >>> speedup(0.5, 2.0)
@@ -149,10 +135,8 @@ def combined_speedup(fractions: Sequence[float], speedups: Sequence[float]) -> f
 def averaged_speedup_mistake(fractions: Sequence[float], speedups: Sequence[float]) -> float:
     """THE WRONG WAY, kept to show why it is wrong: a time-weighted *arithmetic* average of speedups.
 
-    ``sum(f_i * s_i) + (1 - sum f) * 1``. It treats speedups as if they added up, but time is
-    what adds up; speedups divide it. By the inequality of arithmetic and harmonic means this
-    is never below the correct :func:`combined_speedup` and is above it whenever the parts'
-    speedups differ. Use it only to demonstrate the mistake.
+    Time adds up, speedups divide it: by the AM-HM inequality this is never below the correct
+    :func:`combined_speedup`, and above it whenever the parts' speedups differ.
 
     Example:
         >>> averaged_speedup_mistake([0.87], [1.78]) > combined_speedup([0.87], [1.78])

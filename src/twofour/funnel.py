@@ -1,10 +1,8 @@
 """The funnel: from the data sheet's 2x to the speedup a request actually gets, step by step.
 
-The funnel has five **steps**, numbered 1 to 5. They are not the six *stages* of the answer
-(structure, representation, dispatch, kernel speed, quality, Amdahl): stages 1-3 decide whether
-a sparse kernel runs at all; the funnel's steps measure how much of the 2x is left once one does
-(step 3 is stage 4's kernel speed, step 4 is stage 6's Amdahl).
-Every step is a speedup, and each explains one loss:
+The funnel's five **steps** are not the six *stages* of the answer: stages 1-3 decide whether a
+sparse kernel runs at all; the steps measure how much of the 2x is left once one does (step 3 is
+stage 4's kernel speed, step 4 is stage 6's Amdahl). Every step is a speedup explaining one loss:
 
 1. ``datasheet`` — the data-sheet speedup: sparse peak / dense peak FLOP/s of the GPU for the
    dtype (2x on every NVIDIA data sheet).
@@ -21,9 +19,6 @@ Every step is a speedup, and each explains one loss:
 
 A step can *rise* (a measured kernel speedup above the roofline ceiling, or a kernel slower
 than dense, which Amdahl then dilutes toward 1); the funnel shows what the numbers say.
-
-Each :class:`FunnelStep` keeps a short ``label`` (the one the site's calculator mirrors) and has
-a ``title`` that says it is a speedup (``"step 3: 2:4 GEMM speedup"``), which the figures use.
 
 >>> from twofour.models import LLAMA_3_8B
 >>> from twofour.request import Workload, estimate
@@ -59,10 +54,8 @@ _STEP_TITLES = {
 class FunnelStep:
     """One step of the funnel: a key, a short label, the speedup, what it accounts for and how it was obtained.
 
-    ``label`` is the short name the site's calculator mirrors; :attr:`step` and :attr:`title`
-    give the step's number and a name that says the number is a speedup. ``how`` is
-    ``"predicted"`` (the model's, as every step of :func:`funnel`), ``"measured"`` or
-    ``"data sheet"`` (a trace's funnel marks each, :meth:`twofour.dispatch.trace.PhaseReport.funnel`).
+    ``label`` is the short name the site's calculator mirrors. ``how`` is ``"predicted"``,
+    ``"measured"`` or ``"data sheet"`` (:meth:`twofour.dispatch.trace.PhaseReport.funnel` marks each).
     """
 
     key: str
@@ -88,10 +81,7 @@ class FunnelStep:
 def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
     """The five steps of the funnel for one scope of a request estimate.
 
-    Args:
-        est: from :func:`twofour.request.estimate` or :func:`twofour.request.evaluate`.
-        scope: ``"request"`` (whole request), ``"prefill"`` (TTFT) or ``"decode"`` (all decode
-            steps; step 5 is then the TPOT speedup).
+    ``scope``: ``"request"``, ``"prefill"`` (TTFT) or ``"decode"`` (step 5 is then the TPOT speedup).
 
     Spec (mirrored by the site's JavaScript), with the phases' fields of :class:`~twofour.request.PhaseTime`:
 

@@ -1,24 +1,16 @@
 """GPU spec table: peak dense and 2:4 FLOP/s per dtype, memory bandwidth, SMs, compute capability.
 
-Every number carries a :class:`Citation` (where it comes from) and a status, using the same
-tags as the project's reference notes:
+Every number carries a :class:`Citation` (where it comes from) and a status:
 
-* ``secondary`` — the value of NVIDIA's data sheet (or architecture whitepaper), read in a
-  reproduction of it (a reseller's copy of the data sheet table, a hardware wiki that links
-  the PDF). NVIDIA's PDFs themselves were not reachable when this table was written.
-* ``derived`` — arithmetic on a cited number. NVIDIA's data sheets print Tensor Core peaks
-  *with sparsity* and note that dense peaks are half of them; a dense value computed that
-  way is ``derived``. The 2:4 backends are derived from the compute capability by
-  :func:`twofour.device.sparse_backends_for`.
-* ``unconfirmed`` — not checked against any NVIDIA document (e.g. the A10G, which exists
-  only inside AWS and has no public NVIDIA data sheet). Show these with the label.
+* ``secondary`` — NVIDIA's data sheet (or whitepaper) value, read in a reproduction of it;
+* ``derived`` — arithmetic on a cited number (data sheets print Tensor Core peaks *with
+  sparsity*; dense is half);
+* ``unconfirmed`` — not checked against any NVIDIA document (e.g. the AWS-only A10G). Show
+  these with the label.
 
-Peaks are marketing maxima at boost clock: no GEMM reaches them, and sustained clocks under
-load are lower. :mod:`twofour.roofline` multiplies them by explicit efficiency factors.
-
-Dtype keys: ``fp16``, ``bf16``, ``fp8`` (e4m3/e5m2), ``int8`` (TOPS, counted like FLOP/s),
-``tf32`` (float32 inputs on tensor cores; 2:4 runs it as 1:2) and ``fp32`` (CUDA cores, no
-tensor cores and therefore no sparse mode).
+Peaks are marketing maxima at boost clock; :mod:`twofour.roofline` applies efficiency factors.
+Dtype keys: ``fp16``, ``bf16``, ``fp8``, ``int8`` (TOPS), ``tf32`` (2:4 runs it as 1:2) and
+``fp32`` (CUDA cores: no sparse mode).
 
 Example:
     >>> from twofour.hardware import get_gpu
@@ -65,11 +57,10 @@ class Citation:
 
 @dataclass(frozen=True)
 class GPUSpec:
-    """One GPU's peaks. Build through :data:`GPUS`; numbers in TFLOP/s (TOPS for int8) and GB/s.
+    """One GPU's peaks, in TFLOP/s (TOPS for int8) and GB/s; ``None`` where it has no mode for a dtype.
 
-    ``dense_tflops[d]`` / ``sparse_tflops[d]`` are ``None`` where the GPU has no tensor-core
-    mode for dtype ``d`` (e.g. fp8 before Ada). ``cite[key]`` explains every number: keys are
-    ``"dense.<dtype>"``, ``"sparse.<dtype>"``, ``"mem_bw_gbs"``, ``"sms"``, ``"capability"``.
+    ``cite[key]`` explains every number: keys are ``"dense.<dtype>"``, ``"sparse.<dtype>"``,
+    ``"mem_bw_gbs"``, ``"sms"``, ``"capability"``.
     """
 
     name: str
@@ -89,7 +80,7 @@ class GPUSpec:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """PyTorch 2:4 backends for this architecture, preferred first (see :mod:`twofour.device`)."""
+        """PyTorch 2:4 backends for this architecture, preferred first."""
         return sparse_backends_for(self.capability)
 
     def peak_tflops(self, dtype: str, *, sparse: bool = False) -> float:
@@ -112,7 +103,6 @@ class GPUSpec:
         return value
 
 
-# ------------------------------------------------------------------------------------------
 # Sources. Short names; the Sources page of the site expands them.
 
 _H100_DS = "NVIDIA H100 Tensor Core GPU data sheet (SXM column), as reproduced by HPC Tech (archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html)"
@@ -127,24 +117,14 @@ _SM_LIST = "the cuSPARSELt documentation's list of supported SM architectures (d
 _HALF = "data sheet sparse peak / 2 (data sheets print Tensor Core peaks with sparsity; dense is half)"
 
 
-def _c(source: str, status: str) -> Citation:
-    return Citation(source, status)
+_c = Citation
 
 
 def _spec(name, arch, cc, sms, bw, dense, sparse, cite, aliases=(), cc_cite=None):
-    """Assemble a GPUSpec and make sure every number has a citation (a missing one is a bug)."""
-    full_dense = {d: dense.get(d) for d in DTYPE_KEYS}
-    full_sparse = {d: sparse.get(d) for d in DTYPE_KEYS}
-    cite = dict(cite)
-    cite.setdefault("capability", cc_cite or _c(_SM_LIST, "secondary"))
-    for kind, table in (("dense", full_dense), ("sparse", full_sparse)):
-        for d, v in table.items():
-            if v is not None and f"{kind}.{d}" not in cite:
-                raise AssertionError(f"{name}: {kind}.{d} = {v} has no citation")
-    for key in ("mem_bw_gbs", "sms"):
-        if key not in cite:
-            raise AssertionError(f"{name}: {key} has no citation")
-    return GPUSpec(name, arch, cc, sms, float(bw), full_dense, full_sparse, cite, tuple(aliases))
+    """Assemble a GPUSpec (every number cited: tests/toolkit/hardware checks it)."""
+    cite = {**cite, "capability": cc_cite or _c(_SM_LIST, "secondary")}
+    return GPUSpec(name, arch, cc, sms, float(bw), {d: dense.get(d) for d in DTYPE_KEYS},
+                   {d: sparse.get(d) for d in DTYPE_KEYS}, cite, tuple(aliases))
 
 
 def _sparse_halved(ds: str, sparse: dict[str, float], status: str = "secondary") -> tuple[dict, dict, dict]:
@@ -164,18 +144,13 @@ def _build() -> dict[str, GPUSpec]:
         dense={"fp32": 8.1, "fp16": 65.0, "int8": 130.0},
         sparse={},
         cite={
-            "dense.fp32": _c(_T4_DS, "secondary"),
-            "dense.fp16": _c(_T4_DS, "secondary"),
-            "dense.int8": _c(_T4_DS, "secondary"),
-            "mem_bw_gbs": _c(_T4_DS, "secondary"),
+            **{k: _c(_T4_DS, "secondary") for k in ("dense.fp32", "dense.fp16", "dense.int8", "mem_bw_gbs")},
             "sms": _c("40 SMs (TU104 in T4): sysrqmts.com/en/gpus/nvidia/tesla/t4; not in the data sheet", "unconfirmed"),
         },
         aliases=("Tesla T4",),
     ))
 
-    # A10G (Ampere GA102, 8.6): an AWS-only part. NVIDIA publishes no data sheet for it, so
-    # only the memory figures (shared with the A10) have a public source; the tensor peaks
-    # are the commonly quoted ~70 TFLOPS dense fp16/bf16 and are unconfirmed.
+    # A10G (Ampere GA102, 8.6): AWS-only, no NVIDIA data sheet; only its memory (as the A10's) is sourced.
     gpus.append(_spec(
         "A10G", "Ampere", (8, 6), 80, 600,
         dense={"fp32": 31.2, "tf32": 35.0, "fp16": 70.0, "bf16": 70.0, "int8": 140.0},
@@ -284,11 +259,10 @@ def get_gpu(name) -> GPUSpec:
 
 
 def match_device_name(device_name: str | None) -> GPUSpec | None:
-    """Map ``torch.cuda.get_device_name()`` (e.g. ``"NVIDIA H200"``) to a spec, or None.
+    """Map ``torch.cuda.get_device_name()`` (e.g. ``"NVIDIA H200"``) to a spec, or None (never a guess).
 
     Matching is by the model token in the name, longest first, so ``"NVIDIA A100-SXM4-40GB"``
-    maps to A100 (whose bandwidth then is that of the 80 GB part: a caveat the caller
-    should show). Unknown GPUs give None rather than a guess.
+    maps to A100 (with the 80 GB part's bandwidth: a caveat the caller should show).
 
     Example:
         >>> match_device_name("NVIDIA H100 80GB HBM3").name
@@ -309,10 +283,7 @@ def match_device_name(device_name: str | None) -> GPUSpec | None:
 
 
 def spec_rows(*, dtypes: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")) -> list[dict]:
-    """One dict per GPU for a table: peaks, bandwidth, SMs, CC, backends, and each value's status.
-
-    Values whose citation is unconfirmed carry the suffix ``" (unconfirmed)"`` in the
-    ``*_label`` columns, so a table built from these rows labels them in place.
+    """One dict per GPU for a table: peaks, bandwidth, SMs, CC, backends; ``*_label``: marked if unconfirmed.
 
     Example:
         >>> rows = spec_rows()

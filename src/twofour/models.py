@@ -1,8 +1,6 @@
 """Shapes of decoder-only transformers: which weights are linear layers that 2:4 can prune.
 
-Only shapes live here (no weights are downloaded). Presets follow the published configs of
-Meta's Llama 3 models; every chapter, the roofline, the request model and the calculators read
-them from here so that a shape is written down once.
+Only shapes (no weights); the presets follow Meta's published Llama 3 configs, written down once here.
 
 >>> cfg = LLAMA_3_8B
 >>> [(s.name, s.out_features, s.in_features) for s in linear_shapes(cfg)][:2]
@@ -32,18 +30,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Shape of a Llama-style decoder: attention with grouped KV heads and a gated (SwiGLU) MLP.
+    """Shape of a Llama-style decoder: attention with grouped KV heads (``kv_heads``) and a SwiGLU MLP.
 
-    Attributes:
-        name: label used in tables and plots.
-        layers: transformer blocks.
-        hidden: model width (``d_model``).
-        intermediate: MLP width (gate/up project ``hidden -> intermediate``, down projects back).
-        heads: query heads; ``head_dim = hidden // heads``.
-        kv_heads: key/value heads (grouped-query attention when ``< heads``).
-        vocab: vocabulary size (embedding rows and LM-head outputs).
-        tied_embeddings: whether the LM head reuses the embedding matrix.
-        source: where the numbers come from.
+    ``hidden`` is the model width, ``intermediate`` the MLP's; ``tied_embeddings``: the LM head
+    reuses the embedding matrix; ``source``: where the numbers come from.
     """
 
     name: str
@@ -114,12 +104,7 @@ def get_preset(name: str) -> TransformerConfig:
 
 
 def linear_shapes(cfg: TransformerConfig, *, include_lm_head: bool = True) -> list[LinearShape]:
-    """Every kind of linear layer of ``cfg``, block projections first, then the LM head.
-
-    Block projections (q, k, v, o, gate, up, down) are the 2:4-eligible ones. The LM head is a
-    linear layer too but is usually left dense (Sparse-Llama-3.1-8B-2of4 prunes only the blocks);
-    the embedding is a table lookup, not a matmul, so it is never listed.
-    """
+    """Every kind of linear layer of ``cfg``: the 2:4-eligible block projections, then the LM head."""
     h, L = cfg.hidden, cfg.layers
     shapes = [
         LinearShape("q_proj", h, h, L, True),

@@ -1,13 +1,9 @@
 """The project's vocabulary: one definition per concept, imported by every module that names it.
 
-Each concept has one identity here and every other spelling derives from it: the 2:4 backends
-(key, shown name, kernel class, PyTorch class), the dtypes (:data:`DTYPES`, below), the kernel
-classes the dispatch and trace stages sort kernels into, the phases of a request, the timing
-modes of ``twofour bench`` (one GEMM call, :data:`TIMING_MODES`, each with the model scenario it
-measures) and of ``twofour bench --decode`` (one decode step, :data:`DECODE_MODES`), and the
-figure palette. The calculators get the same values through ``docs/js/calc/data.js``
-(``VOCABULARY`` and ``DTYPES``, written by ``scripts/js_data.py``). Workload presets are
-:data:`twofour.request.WORKLOADS`; call scenarios :data:`twofour.roofline.SCENARIOS`.
+The 2:4 backends, the dtypes (:data:`DTYPES`, below), the kernel classes, the phases of a
+request, the timing modes of ``twofour bench`` (:data:`TIMING_MODES`) and of ``--decode``
+(:data:`DECODE_MODES`), and the figure palette. The calculators get the same values through
+``docs/js/calc/data.js`` (written by ``scripts/js_data.py``).
 
 >>> BACKENDS["cusparselt"].name, CUTLASS.kernel_class
 ('cuSPARSELt', 'sparse-cutlass')
@@ -16,19 +12,14 @@ figure palette. The calculators get the same values through ``docs/js/calc/data.
 
 What a :data:`DTYPES` row says, and where each fact comes from:
 
-* ``in_bytes``: bytes per element of the GEMM inputs (weight, activation) and, by default, of
-  every other tensor the request model reads (KV cache, embedding);
-* ``out_bytes``: bytes per element the GEMM writes. 8-bit GEMMs are assumed to write bf16, as
-  scaled matmuls usually do;
-* ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores. ``n`` of every ``m``
-  values are kept, each with ``meta_bits`` of position: 2:4 with a 2-bit index for 16- and 8-bit
-  types; 32-bit values run as 1:2 with their metadata written as for two 16-bit halves (4 bits
-  per kept value) (PyTorch's ``docs/source/sparse.rst``; NVIDIA's sparse tensor-core documentation);
-* ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``:
-  ``1/2 * 18/16 = 0.5625`` for fp16/bf16, ``1/2 * 10/8 = 0.625`` for fp8/int8;
+* ``in_bytes``: bytes per element of the GEMM inputs and, by default, of every other tensor the
+  request model reads; ``out_bytes``: of the GEMM output (8-bit GEMMs are assumed to write bf16);
+* ``value_bits, n, m, meta_bits``: the packed form on sparse tensor cores: ``n`` of every ``m``
+  values kept, each with ``meta_bits`` of position (2:4 with a 2-bit index; 32-bit values run as
+  1:2 with 4 bits per kept value; PyTorch's ``docs/source/sparse.rst``);
+* ``packed_ratio``: packed / dense bytes, ``n/m * (value_bits + meta_bits) / value_bits``;
 * ``pad_multiple``: the dense operand's row multiple of PyTorch's 2:4 path per backend
-  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``). Older
-  releases padded fp16 activations to 32 rows (pytorch#111339). CUTLASS has no fp8 path.
+  (``torch/sparse/semi_structured.py``, ``_DTYPE_SHAPE_CONSTRAINTS``; CUTLASS has no fp8 path).
 """
 
 from __future__ import annotations
@@ -63,21 +54,15 @@ BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BACKENDS.values())
 # The phases of a request: the prompt's forward pass, then one step per generated token.
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
-# How `twofour bench` times a call (GPU only beyond "lone"): lone = one call on an idle device, the
-# host's launch and set-up included; graph = CUDA-graph replay (plans cached); stream = eager calls
-# back to back (the host overlaps the device); kernel = the kernels' own time, as the profiler
-# records it. "eager" always means PyTorch's eager execution (no graph), never a timing window.
+# How `twofour bench` times a call: lone = one call on an idle device, host set-up included; graph =
+# CUDA-graph replay; stream = eager calls back to back; kernel = the kernels' own time (profiler).
 TIMING_MODES: tuple[str, ...] = ("lone", "graph", "stream", "kernel")
-# How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each): eager =
-# PyTorch eager calls back to back, a plan per call; cached = plans cached or a CUDA-graph replay;
-# kernel = the kernels' own time.
+# How the roofline model's GEMM calls run (twofour.roofline.scenarios describes each).
 SCENARIOS: tuple[str, ...] = ("eager", "cached", "kernel")
 DEFAULT_SCENARIO = "cached"
-# The roofline scenario each mode measures. "lone" (a call after an idle device adds host and
-# device set-up) stands for no scenario: it is kept as evidence only.
+# The roofline scenario each mode measures ("lone" stands for none: it is kept as evidence only).
 MODE_SCENARIO: dict[str, str] = {"kernel": "kernel", "graph": "cached", "stream": "eager"}
-# How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure):
-# eager PyTorch, a CUDA graph, a graph after searching cuSPARSELt's algorithms, torch.compile.
+# How `twofour bench --decode` times one decode step of a whole model (twofour.serve.measure).
 DECODE_MODES: tuple[str, ...] = ("eager", "graph", "graph-searched", "compile")
 
 # The figure palette: Okabe-Ito hues (distinct for every common colour-vision deficiency); yellow
@@ -93,9 +78,8 @@ CLASS_COLORS: dict[str, str] = {
 }
 
 
-# The keys a dtype may be given by, normalised: torch names (with or without ``torch.``), the
-# short names, and the aliases users type. fp32 is here for the hardware table (CUDA-core
-# peaks), but has no row in DTYPES: float32 on tensor cores is tf32.
+# The names a dtype may be given by. fp32 is here for the hardware table (CUDA-core peaks), but
+# has no row in DTYPES: float32 on tensor cores is tf32.
 DTYPE_KEYS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 _ALIASES = {
     "float16": "fp16", "half": "fp16", "fp16": "fp16",
@@ -111,10 +95,7 @@ SPARSE_24: tuple[int, int, int] = (2, 4, 2)
 
 
 def nm_ratio(value_bits: int | float, n: int, m: int, meta_bits: int | float) -> float:
-    """Packed / dense bytes of an n:m form: ``n/m * (value_bits + meta_bits) / value_bits``.
-
-    The operation order is the one the JavaScript calculators repeat, so the floats match bit
-    for bit.
+    """Packed / dense bytes of an n:m form, in the operation order the JavaScript calculators repeat.
 
     >>> nm_ratio(16, 2, 4, 2), nm_ratio(8, 2, 4, 2), nm_ratio(4, 4, 8, 1)
     (0.5625, 0.625, 0.625)
@@ -168,8 +149,7 @@ DTYPES: Mapping[str, DtypeFacts] = MappingProxyType({
     )
 })
 GEMM_DTYPES: tuple[str, ...] = tuple(DTYPES)
-# The 2:4 dtypes the GPU runs here measure (benchmarks, decode steps), and the torch name each
-# dtype key has (the measured results name dtypes by torch name: "float16").
+# The 2:4 dtypes the GPU runs here measure, and the torch name of each dtype key ("float16").
 MEASURED_DTYPES: tuple[str, ...] = ("fp16", "bf16")
 TORCH_NAMES: Mapping[str, str] = MappingProxyType({"fp32": "float32", **{k: f.torch_name for k, f in DTYPES.items()}})
 # The dtypes a decode step is timed in, by torch name: the measured 2:4 ones, and float32 (the CPU).
@@ -193,9 +173,8 @@ class PackedForm:
         return {"label": self.label, "value_bits": self.value_bits, "n": self.n, "m": self.m, "meta_bits": self.meta_bits}
 
 
-# Every GEMM dtype's form, plus FP4 on Blackwell, which no GEMM dtype row holds (the request model
-# and the roofline have no FP4 peaks): *paired* 4:8 (a 2-bit index per pair of values: 1 bit per
-# kept value), and element-wise 2:4 with the usual 2-bit index (derived from the bit counts).
+# Every GEMM dtype's form, plus FP4 on Blackwell (no GEMM dtype row: no FP4 peaks): *paired* 4:8
+# (a 2-bit index per pair of values) and element-wise 2:4 (derived from the bit counts).
 PACKED_FORMS: Mapping[str, PackedForm] = MappingProxyType({
     **{k: PackedForm(f.label, f.value_bits, f.n, f.m, f.meta_bits) for k, f in DTYPES.items()},
     "fp4_paired": PackedForm("fp4 e2m1, paired 4:8", 4, 4, 8, 1),

@@ -3,15 +3,15 @@
     twofour bench --decode                                   # GPU: Llama-3-8B; CPU: the tiny model
     twofour bench --decode --model llama-3-8b --layers 4 --batch 1 32 --modes eager graph --out decode.json
 
-On a GPU it measures tokens/s and ms per token at each batch, the time to first token at each
-prompt length, each in every mode, dense and 2:4, with the profiler's GEMM share and the
-request model's prediction beside each. On a CPU it runs the tiny model in float32, dense
-only, and says why.
+On a GPU: tokens/s and ms per token at each batch, the time to first token at each prompt
+length, every mode, dense and 2:4, beside the GEMM share and the prediction. On a CPU: the
+tiny model in float32, dense only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from ..vocabulary import DECODE_DTYPES, DECODE_MODES, MEASURED_DTYPES, TORCH_NAMES, dtype_key
@@ -125,10 +125,7 @@ def run(args: argparse.Namespace, env, on_gpu: bool) -> int:
     plan = make_plan(cfg, dtypes=dtypes, batches=batches, context=context, prompt_lens=prompts, modes=modes,
                      weights=("dense", "2:4") if on_gpu else ("dense",), n_layers=args.layers,
                      warmup=3 if args.warmup is None else args.warmup, repeats=args.repeats or 10)
-    if checkpoint is not None:
-        from dataclasses import replace
-
-        plan = replace(plan, checkpoint=checkpoint)
+    plan = dataclasses.replace(plan, checkpoint=checkpoint)
     ops = ops_for("cuda" if on_gpu else "cpu")
     # The prediction reads the package's data files: the results must never replace one of them.
     inputs = sorted(DATA_DIR.glob("*.json"))

@@ -1,15 +1,9 @@
 """Where the commands write: outputs checked before any work, written atomically, errors as one line.
 
-Every command that writes a file goes through here (and through :mod:`twofour._common.atomic`,
-which the toolkit's own ``save`` methods use):
-
-* an output that is one of the command's inputs (the same file, through symlinks and hard
-  links) is refused: ``twofour audit m.safetensors --json m.safetensors`` keeps the checkpoint;
-* a directory, a FIFO or a device is refused before a sweep starts (writing a FIFO would wait
-  for a reader; a directory fails only at the end, after minutes of work);
-* the file is written to a temporary file beside it and renamed into place when complete, so a
-  full disk or an interrupt leaves the previous file intact, and the error is one line naming
-  the option.
+Every command that writes a file goes through here and :mod:`twofour._common.atomic`: an output
+that is one of the inputs, a directory, a FIFO or a device is refused before the work starts,
+and the file is written to a temporary file renamed into place when complete; errors are one
+line naming the option.
 
 >>> import tempfile
 >>> folder = tempfile.mkdtemp()
@@ -37,10 +31,8 @@ def check_output_file(path, option: str, example: str = "results.json", inputs=(
                       make_folder: bool = False, replace: bool = True) -> Path:
     """``path`` as a Path if a file can be written there, else a :class:`UserError` naming ``option``.
 
-    ``inputs`` are the files the command reads: the output may not be one of them. An empty
-    path is refused (it named no file), and so is one whose folder is missing unless the
-    command makes it (``make_folder``): checked now, not after the work. ``replace=False``
-    refuses an existing file.
+    Refused: one of ``inputs``, an empty path, a missing folder (unless ``make_folder``), an
+    existing file with ``replace=False``.
     """
     if os.fspath(path) == "":
         raise UserError(f"{option} is empty; give a file name such as {example}")

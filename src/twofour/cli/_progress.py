@@ -1,7 +1,4 @@
-"""A progress line on stderr for work that runs longer than a few seconds (audit, convert of a large model).
-
-Shown only on a terminal and only once the work has taken ``after`` seconds, so short runs,
-pipes and logs see nothing; cleared when the work ends.
+"""A progress line on stderr, on a terminal once the work has taken ``after`` seconds; cleared at the end.
 
 >>> import io
 >>> p = Progress("converting", stream=io.StringIO())

@@ -1,15 +1,9 @@
-"""``twofour audit FILE``: check every linear weight of a checkpoint for 2:4 dispatch.
+"""``twofour audit FILE``: check every linear weight of a checkpoint for 2:4 dispatch (examples: ``_EPILOG``).
 
-    twofour audit model.safetensors                      # this machine's GPU (or CPU)
-    twofour audit model.safetensors --capability 9.0     # as if on an H100/H200
-    twofour audit model.pt --capability 8.0 --tokens 2048 --json audit.json
-    twofour audit model.safetensors --capability 9.0 --html audit.html   # the report as a web page
-
-Reads safetensors memory-mapped, one tensor at a time, or a PyTorch checkpoint with
-``weights_only=True`` (never unpickling arbitrary objects). Prints one row per 2-D weight, the
-problems that keep layers off the sparse path, and a one-line verdict. Names from the file are
-printed escaped and shortened (``twofour._common.text.printable``); ``--json`` keeps them exact. Exit
-code 0 when the audit ran (whatever it found), 2 on a usage or file error, printed as one line.
+Reads safetensors one tensor at a time, or a PyTorch checkpoint with ``weights_only=True``.
+Prints one row per 2-D weight, the problems that keep layers off the sparse path, and a
+verdict; names from the file are printed escaped and shortened (``--json`` keeps them exact).
+Exit code 0 when the audit ran (whatever it found), 2 on a usage or file error, printed as one line.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """``twofour bench``: time dense vs 2:4 GEMMs on this machine and write a results file.
 
-On a GPU with sparse tensor cores it times dense and every available 2:4 backend over
-Llama-3 linear shapes. On a CPU it measures the CPU's own dense float32 roofline (achieved
-GFLOP/s and GB/s against arithmetic intensity) and says that 2:4 kernels need a GPU.
+On a GPU it times dense and every available 2:4 backend over Llama-3 linear shapes; on a CPU,
+the CPU's own dense float32 roofline (2:4 kernels need a GPU).
 
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
     twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes lone graph kernel   # cuSPARSELt algorithm 1
     twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
 
-Where the GPU exposes them, the SM and memory clocks, power and temperature are read before and
-after each timing mode of each point and kept in the results file; suspect points (a kernel time
-above its own event-timed call, repeats drifting upward, graph-replay outliers, a clock that
-fell) are flagged and listed (:mod:`twofour.bench.flags`).
+Clocks, power and temperature are kept where the GPU exposes them; suspect points are flagged
+and listed (:mod:`twofour.bench.flags`).
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "
 _QUICK_GPU = {"shapes": ["llama-3-8b"], "Ms": [1, 16, 256, 4096], "repeats": 10, "warmup": 3}
 # A CPU cannot sweep to M=16384 on 70B shapes in reasonable time; the cap is printed.
 _CPU_DEFAULT_MS = [1, 4, 16, 64, 256, 1024]
-# Bounds on what a run may ask for: no real layer or batch comes near them, and past them a
-# typo would allocate tens of gigabytes or run for days.
+# Bounds on what a run may ask for: past them a typo would allocate tens of gigabytes or run for days.
 _MAX_DIM = 1 << 20  # M, N or K
 _MAX_OPERAND = 1 << 32  # elements of the largest of x, W and y
 _MAX_REPEATS = 100_000
@@ -98,7 +94,13 @@ def run(args: argparse.Namespace) -> int:
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
     if args.out is not None:  # results are evidence: an existing file is never replaced
         check_output_file(args.out, "--out", make_folder=True, replace=False)
-    _check_dtype_names(args.dtypes)
+    from ..bench.results import torch_dtype
+
+    for name in args.dtypes or ():  # refused on every device (on CPU it was ignored in silence)
+        try:
+            torch_dtype(name)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None
     if args.alg_id is not None:
         _check_alg_id(args.alg_id, on_gpu, env)
 
@@ -222,14 +224,3 @@ def _print_mode(res, mode: str) -> None:
     for r in rows:
         print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
               f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
-
-
-def _check_dtype_names(names) -> None:
-    """Refuse a --dtypes name no sweep knows, on every device (on CPU it was ignored in silence)."""
-    from ..bench.results import torch_dtype
-
-    for name in names or ():
-        try:
-            torch_dtype(name)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise UserError(f"--dtypes: {printable(str(exc), 200)}") from None

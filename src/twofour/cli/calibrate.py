@@ -1,12 +1,9 @@
 """``twofour calibrate``: fit the kernel model to the GPU run and report its error where it was not fitted.
 
-Reads the GPU results files ``twofour bench`` wrote (``twofour/data/bench-*.json``), the kernel
-tables, the GEMM-chain traces, the cuSPARSELt algorithm sweep and the published measurements
-(``twofour/data/published-gemm.json``); fits the tile model (:mod:`twofour.roofline.calibration`:
-tiles from kernel names, per-call costs from medians, each kernel family's constants on the
-Llama-3-8B and reference shapes, flagged points left out); reports the median error of the
-predicted speedup per M regime on the held-out Llama-3-70B shapes and on the published points
-with their source left out; checks the ceilings; and with ``--out`` writes the fit as JSON.
+Reads the recorded GPU runs and the published measurements, fits the tile model
+(:mod:`twofour.roofline.calibration`), reports the median error of the predicted speedup per M
+regime on the held-out Llama-3-70B shapes and on each published source left out, and with
+``--out`` writes the fit as JSON.
 
     twofour calibrate                                          # report only (about a minute on 2 cores)
     twofour calibrate --out src/twofour/data/kernel-fit.json   # refresh the package's defaults

@@ -1,13 +1,7 @@
 """``twofour convert SRC OUT``: a compressed-tensors 2:4 checkpoint as one plain safetensors file.
 
-    twofour convert Sparse-Llama-folder/ dense.safetensors                    # dense 2:4 weights
-    twofour convert Sparse-Llama-folder/ packed.safetensors --layout packed   # twofour.pack values + meta
-    twofour convert model.safetensors.index.json cutlass.safetensors --layout cutlass
-
-Reads the folder as data (:func:`twofour.checkpoint.open`), one weight at a time, checks every
-stored 2:4 weight on the way, and writes the output atomically (nothing is written when a
-check fails; the output may not be one of the inputs). See :func:`twofour.checkpoint.convert`.
-Exit code 0 when written, 2 on a usage or file error, printed as one line.
+The work is :func:`twofour.checkpoint.convert`: one weight at a time, every stored 2:4 weight
+checked, the output written atomically. Exit code 0 when written, 2 on a usage or file error.
 """
 
 from __future__ import annotations
@@ -34,14 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     from ..checkpoint import CheckpointError, convert
-    from ._output import check_output_file, show
+    from ._output import check_output_file
 
-    check_output_file(args.out, "OUT", "converted.safetensors", inputs=[args.src])
-    if os.path.isdir(args.src) and os.path.realpath(args.out) == os.path.realpath(args.src):
-        raise UserError(f"OUT {show(args.out)} is SRC; give a new file name")
+    check_output_file(args.out, "OUT", "converted.safetensors", inputs=[args.src])  # refuses SRC too
     from ._progress import Progress
 
     progress = Progress("converting")

@@ -1,15 +1,10 @@
 """The entry point of the ``twofour`` command line: the subcommands wired together, and how it ends.
 
-One module per subcommand in this package (``twofour.cli.audit``, ``.convert``, ``.bench``,
-``.quality``, ``.calibrate``, ``.trace``), each exposing two functions: ``add_arguments(parser)`` and ``run(args) -> int``.
-They parse arguments and call the toolkit; the work itself lives in the toolkit modules. This
-file only wires them together, so a new subcommand is one module and one line in ``_SUBCOMMANDS``.
-``python -m twofour`` and ``python -m twofour.cli`` run the same :func:`main` as the console script.
+One module per subcommand in this package, each with ``add_arguments(parser)`` and
+``run(args) -> int``: a new subcommand is one module and one line in ``_SUBCOMMANDS``.
 
-Errors a user can cause (missing file, bad option) end as one clear line on stderr and a
-non-zero exit code, never a traceback. So do the ends a shell can cause: output piped into
-``head`` that closes early ends quietly with 141 (128 + SIGPIPE, as a shell reports it), and a
-full disk under stdout ends with one line and exit code 1.
+Errors a user can cause end as one line on stderr and a non-zero exit code, never a traceback;
+a closed pipe (``| head``) ends quietly with 141, a full disk under stdout with one line and 1.
 """
 
 from __future__ import annotations
@@ -38,7 +33,8 @@ class UserError(Exception):
     """An error caused by the user's input: printed as one line, exit code 2."""
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``twofour`` console script; returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="twofour",
         description="Tools for NVIDIA 2:4 structured sparsity: half the weights are zero; why did serving not get faster?",
@@ -52,12 +48,6 @@ def _build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``twofour`` console script; returns the exit code."""
-    parser = _build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -69,12 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``) or SIGHUP (a closed terminal or ssh session), raised where the command is, so
-    every ``finally`` runs: partial files are removed."""
-
-    def __init__(self, signum: int = signal.SIGTERM):
-        super().__init__(signum)
-        self.signum = signum
+    """SIGTERM or SIGHUP (``args[0]``: its number), raised where the command is: every ``finally`` runs."""
 
 
 @contextlib.contextmanager
@@ -108,9 +93,9 @@ def _run(args) -> int:
         _say(f"twofour {args.command}: error: {exc}")
         return 2
     except _Terminated as exc:
-        name = signal.Signals(exc.signum).name
+        name = signal.Signals(exc.args[0]).name
         _say(f"twofour {args.command}: terminated ({name}); nothing half-written was left behind")
-        return 128 + exc.signum
+        return 128 + exc.args[0]
     except KeyboardInterrupt:
         _say(f"twofour {args.command}: interrupted")
         return 130

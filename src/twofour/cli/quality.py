@@ -4,9 +4,7 @@ Example (the command behind the stored sweep ``src/twofour/data/quality-sweep.js
 
     twofour quality --out src/twofour/data/quality-sweep.json
 
-The run is deterministic for a given machine, thread count and Python minor version (the
-corpus is read from the interpreter's standard library; its hash is recorded). Perplexity
-does not depend on a GPU, so this runs on the CPU; the file says so.
+Deterministic for a given machine, thread count and Python (the corpus hash is recorded); CPU only.
 """
 
 from __future__ import annotations
@@ -79,21 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _command_line(args: argparse.Namespace) -> str:
-    """The equivalent command with every option spelled out, for the provenance record."""
-    parts = ["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes]
-    if args.criteria is not None:
-        parts += ["--criteria", args.criteria]
-    parts += ["--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps)]
-    parts += ["--lr-rule", args.lr_rule, "--seed", str(args.seed), "--threads", str(args.threads)]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def _names(option: str, text: str, valid, what: str) -> list[str]:
-    """The comma-separated names ``option`` gives, each one of ``valid`` and given once, else a :class:`UserError`.
-
-    A size or criterion named twice would train or prune the same rows twice: refused in one line.
-    """
+    """The comma-separated names ``option`` gives, each of ``valid`` and given once, else a UserError."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in valid]
     if not names or unknown:
@@ -124,7 +109,13 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{option} must be at most {top:,}, got {value:,}")
     train_cfg = dataclasses.replace(DEFAULT_TRAIN, steps=args.train_steps, seed=args.seed)
     recover_cfg = dataclasses.replace(DEFAULT_RECOVER, steps=args.recover_steps, seed=args.seed + 1)
-    command = _command_line(args)
+    # the equivalent command with every option spelled out, for the provenance record
+    parts = ["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes]
+    if args.criteria is not None:
+        parts += ["--criteria", args.criteria]
+    parts += ["--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps)]
+    parts += ["--lr-rule", args.lr_rule, "--seed", str(args.seed), "--threads", str(args.threads)]
+    command = " ".join(shlex.quote(p) for p in parts)
     table = run_sweep(
         sizes,
         train_cfg=train_cfg,

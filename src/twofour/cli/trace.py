@@ -1,12 +1,8 @@
-"""``twofour trace FILE``: read a profiler trace and show where the 2x went.
+"""``twofour trace FILE``: read a profiler trace and show where the 2x went (examples: ``_EPILOG``).
 
-    twofour trace sparse.json.gz                          # one run: dispatch, idle, p, Amdahl
-    twofour trace sparse.json.gz --compare dense.json.gz  # measured GEMM and end-to-end speedups
-    twofour trace run.json --phase decode --html report.html
-
-FILE is what ``torch.profiler`` wrote with ``prof.export_chrome_trace(path)`` (gzipped or not),
-read streaming. The work is done by :mod:`twofour.dispatch.trace`. Exit code 0 when the
-report was made (whatever it found), 2 on a usage or file error, printed as one line.
+FILE is what ``prof.export_chrome_trace(path)`` wrote (gzipped or not), read streaming by
+:mod:`twofour.dispatch.trace`. Exit code 0 when the report was made (whatever it found), 2 on
+a usage or file error, printed as one line.
 """
 
 from __future__ import annotations

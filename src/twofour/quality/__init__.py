@@ -1,12 +1,9 @@
 """Stage 5 of the answer: what did pruning to 2:4 cost, measured on a model you can retrain in a minute.
 
-A small byte-level transformer (:mod:`.model`) is trained on the source text of Python's
-standard library (:mod:`.corpus`, read from the running interpreter: no download), pruned with
-several criteria (:mod:`.criteria`: random / magnitude / activation-aware 2:4, magnitude 4:8,
-unstructured 50%), recovered by masked fine-tuning (:mod:`.train`), and compared over model
-sizes (:mod:`.experiments`). ``twofour quality --out FILE`` runs the sweep and writes a results
-file with provenance. :mod:`.published` holds the cited LLaMA-2 / MaskLLM / Sparse-Llama
-numbers they are compared with (chapter 5 plots both with :mod:`twofour.course.figures.quality`).
+A small byte-level transformer (:mod:`.model`) is trained on Python's standard library source
+(:mod:`.corpus`), pruned with several criteria (:mod:`.criteria`), recovered by masked
+fine-tuning (:mod:`.train`) and compared over model sizes (:mod:`.experiments`); :mod:`.published`
+holds the cited numbers they are compared with.
 
 >>> from twofour.quality import SIZES, load_corpus, run_size, TrainConfig
 >>> table = run_size(SIZES["tiny"], load_corpus(), TrainConfig(steps=30), TrainConfig(steps=5),

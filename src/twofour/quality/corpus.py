@@ -1,17 +1,9 @@
 """The training text: source files of Python's standard library, read from the running interpreter.
 
-Every machine that runs this package has a Python, and every CPython ships these pure-Python
-modules as source, so the corpus needs no download. The list is fixed and sorted, so two
-machines with the same Python minor version read the same files; the patch version can still
-change a docstring, which is why :class:`Corpus` carries a SHA-256 of the exact bytes used and
-the results files record it.
-
-The text is the files' full source (code, comments and docstrings), read as bytes: the model
-is byte-level, so there is no vocabulary to build and nothing to normalise.
-
-Split: the last ``val_fraction`` of *each* file is validation, the rest training. Splitting
-every file (rather than holding out whole files) keeps both sides drawn from the same mix
-of modules, and the split is a pure function of the bytes, so it is fixed.
+Every CPython ships these pure-Python modules as source, so the corpus needs no download. A
+patch version can still change a docstring, so :class:`Corpus` carries a SHA-256 of the bytes
+used. The model is byte-level: nothing to tokenise. The last ``val_fraction`` of *each* file is
+validation, so both sides are drawn from the same mix of modules.
 
 >>> corpus = load_corpus()
 >>> corpus.files[0], len(corpus.files)
@@ -58,15 +50,7 @@ STDLIB_FILES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Corpus:
-    """Byte-level training and validation text with what is needed to reproduce it.
-
-    Attributes:
-        train, val: uint8 tensors of bytes (the model's vocabulary is the 256 byte values).
-        files: the stdlib files read, in order.
-        python_version: ``platform.python_version()`` of the interpreter whose stdlib was read.
-        sha256: hex digest over the files' names and bytes, in order.
-        val_fraction: share of each file held out for validation.
-    """
+    """Byte-level training and validation text (uint8 tensors) with what is needed to reproduce it."""
 
     train: torch.Tensor = field(repr=False)
     val: torch.Tensor = field(repr=False)
@@ -90,15 +74,9 @@ def stdlib_dir() -> Path:
 
 
 def load_corpus(val_fraction: float = 0.1, files: tuple[str, ...] = STDLIB_FILES) -> Corpus:
-    """Read the stdlib files and split each into training and validation bytes.
+    """Read the stdlib files and split each: its last ``val_fraction`` (in ``(0, 0.5]``) is validation.
 
-    Args:
-        val_fraction: share of every file (its end) used for validation, in ``(0, 0.5]``.
-        files: file names relative to the stdlib directory; the default is :data:`STDLIB_FILES`.
-
-    Raises:
-        FileNotFoundError: a file is missing (some distributions strip the stdlib sources);
-            the message names the file and the directory searched.
+    Raises ``FileNotFoundError`` naming a missing file (some distributions strip the sources).
 
     >>> c = load_corpus(val_fraction=0.2, files=("bisect.py",))
     >>> abs(c.val.numel() / (c.train.numel() + c.val.numel()) - 0.2) < 0.01
@@ -125,15 +103,11 @@ def load_corpus(val_fraction: float = 0.1, files: tuple[str, ...] = STDLIB_FILES
         train_parts.append(data[:cut])
         val_parts.append(data[cut:])
     return Corpus(
-        train=_to_tensor(b"".join(train_parts)),
-        val=_to_tensor(b"".join(val_parts)),
+        # bytearray: a writable buffer, so torch does not warn about read-only memory
+        train=torch.frombuffer(bytearray(b"".join(train_parts)), dtype=torch.uint8).clone(),
+        val=torch.frombuffer(bytearray(b"".join(val_parts)), dtype=torch.uint8).clone(),
         files=tuple(files),
         python_version=platform.python_version(),
         sha256=digest.hexdigest(),
         val_fraction=float(val_fraction),
     )
-
-
-def _to_tensor(data: bytes) -> torch.Tensor:
-    # bytearray makes the buffer writable, so torch does not warn about read-only memory.
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).clone()

@@ -1,7 +1,8 @@
 """Which weights to zero: the pruning criteria compared in chapter 5.
 
-Every criterion produces one boolean ``mask`` per prunable linear layer (True = keep), built
-with :func:`twofour.prune` (N:M patterns) and verified with :func:`twofour.check`:
+Every criterion produces one boolean ``mask`` (True = keep) per layer of
+:func:`~twofour.quality.model.prunable_linears`, built with :func:`twofour.prune` and verified
+with :func:`twofour.check`:
 
 ==========================  ==========  ==============================================================
 criterion                   pattern     score ranked inside each group (or the whole layer)
@@ -14,9 +15,6 @@ criterion                   pattern     score ranked inside each group (or the w
 ``unstructured 50%``        none        ``|W|`` over the whole layer: the half with the smallest ``|W|``
                                         goes, wherever it is (not runnable on sparse tensor cores)
 ==========================  ==========  ==============================================================
-
-Only the layers of :func:`~twofour.quality.model.prunable_linears` are pruned (attention
-projections and MLP); embeddings and the LM head stay dense.
 
 >>> import torch
 >>> from twofour.quality.model import ModelConfig, TinyLM
@@ -58,11 +56,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Criterion:
-    """A pruning criterion: what is ranked (``score``) and in which pattern (``n`` of every ``m``).
-
-    ``n = m = None`` means unstructured: the ranking runs over the whole layer and keeps half of
-    the weights (only 50% is offered, so every criterion removes the same number of weights).
-    """
+    """A pruning criterion: what is ranked (``score``), and ``n`` of every ``m`` (None: 50% unstructured)."""
 
     name: str
     score: str  # "random" | "magnitude" | "activation"
@@ -114,13 +108,10 @@ def activation_norms(
     batch_size: int = 16,
     seed: int = CALIBRATION_SEED,
 ) -> dict[str, torch.Tensor]:
-    """L2 norm of every input feature of every prunable linear layer over calibration tokens.
+    """``{layer name: x_norm [K]}``: L2 norm of each input feature of each prunable layer over calibration.
 
-    Runs ``batches`` random windows of ``data`` (seeded: a fixed calibration set) through the
-    dense model and returns ``{layer name: x_norm [K]}`` with ``x_norm[k] = sqrt(sum over tokens
-    of x[:, k]**2)``. All layers are measured in one pass of the dense model (Wanda itself
-    re-measures each block after pruning the ones before it; at this depth it makes little
-    difference and keeps the code short).
+    One pass of the dense model over ``batches`` seeded windows of ``data`` (Wanda re-measures each
+    block after pruning the ones before it; at this depth it makes little difference).
     """
     require_positive_int("batches", batches)
     layers = prunable_linears(model)
@@ -163,11 +154,7 @@ def activation_aware_scores(W: torch.Tensor, x_norm: torch.Tensor) -> torch.Tens
 
 
 def unstructured_mask(W: torch.Tensor, keep_fraction: float = 0.5) -> torch.Tensor:
-    """Keep the ``keep_fraction`` of ``W`` with the largest ``|W|``, anywhere in the matrix.
-
-    Exactly ``round(keep_fraction * W.numel())`` entries are kept; ties go to the lower flat
-    index, so the mask is deterministic.
-    """
+    """Keep exactly ``round(keep_fraction * W.numel())`` entries of largest ``|W|`` (ties: lower index)."""
     if not 0 < keep_fraction < 1:
         raise ValueError(f"keep_fraction must be in (0, 1), got {keep_fraction!r}")
     n_keep = round(keep_fraction * W.numel())
@@ -177,13 +164,10 @@ def unstructured_mask(W: torch.Tensor, keep_fraction: float = 0.5) -> torch.Tens
     return mask.view(W.shape)
 
 
-ScoreFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
 @torch.no_grad()
 def masks_from_scores(
     model: TinyLM,
-    score_fn: ScoreFn,
+    score_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     act_norms: dict[str, torch.Tensor],
     n: int = 2,
     m: int = 4,
@@ -206,11 +190,7 @@ def masks_for(
     act_norms: dict[str, torch.Tensor] | None = None,
     seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """One keep-mask per prunable layer for the criterion ``name`` (see :data:`CRITERIA`).
-
-    ``act_norms`` (from :func:`activation_norms`) is required by ``activation-aware 2:4``;
-    ``seed`` drives ``random 2:4``.
-    """
+    """One keep-mask per prunable layer for ``name`` (``act_norms``: activation-aware; ``seed``: random)."""
     crit = criterion(name)
     if crit.score == "activation":
         if act_norms is None:
@@ -231,11 +211,9 @@ def masks_for(
 
 @torch.no_grad()
 def verify_masks(model: TinyLM, masks: dict[str, torch.Tensor], name: str | Criterion) -> None:
-    """Raise ``AssertionError`` unless every pruned weight of ``model`` obeys the criterion's pattern.
+    """Raise ``AssertionError`` unless every masked prunable weight of ``model`` obeys the criterion.
 
-    For N:M criteria the masked weight must pass :func:`twofour.check` with that N:M; for
-    unstructured 50% exactly half of each layer's entries must be kept. ``masks`` must cover
-    every prunable layer.
+    N:M: :func:`twofour.check` with that N:M; unstructured 50%: exactly half of each layer kept.
     """
     crit = criterion(name)
     layers = prunable_linears(model)
@@ -265,9 +243,7 @@ def pruned_copy(model: TinyLM, masks: dict[str, torch.Tensor]) -> TinyLM:
 def weight_mass_kept(model: TinyLM, masks: dict[str, torch.Tensor]) -> float:
     """Share of the total ``|W|`` of the prunable layers that the masks keep (1.0 = nothing lost).
 
-    All five criteria keep half the *count* of weights; this says how much of the *magnitude*
-    each keeps. Magnitude criteria maximise it by construction, which is exactly why it is not
-    the same thing as quality.
+    Magnitude criteria maximise it by construction, which is why it is not the same as quality.
     """
     layers = prunable_linears(model)
     kept = sum(float((layers[n].weight.abs() * masks[n]).sum()) for n in masks)

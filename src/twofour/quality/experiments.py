@@ -1,24 +1,11 @@
 """The experiment of chapter 5: train, prune with every criterion, recover, compare; over model sizes.
 
-For one model size (:func:`run_size`):
-
-1. train a dense :class:`~twofour.quality.model.TinyLM` from scratch, with the learning rate
-   :func:`recipe_for` gives its width;
-2. prune a copy of it with each criterion of :data:`~twofour.quality.criteria.CRITERIA`, verify
-   the pattern with :func:`twofour.check`, measure validation perplexity and weight mass kept;
-3. *recover*: fine-tune each pruned copy for ``recover.steps`` steps with its mask held fixed,
-   check the pattern again, measure perplexity;
-4. give the dense model the same extra steps (``ppl_dense_extra``), so "recovery helped" is not
-   confused with "more training helped".
-
-:func:`run_sweep` repeats that for several sizes and returns a :class:`QualityTable`, which
-saves to and loads from a JSON results file with provenance (``twofour quality --out FILE``).
-
->>> from twofour.quality import load_corpus, SIZES, TrainConfig
->>> table = run_size(SIZES["tiny"], load_corpus(), TrainConfig(steps=30), TrainConfig(steps=5, lr=1e-3),
-...                  criteria=["magnitude 2:4"], progress=False)
->>> [row.criterion for row in table]
-['magnitude 2:4']
+For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM` with
+the learning rate :func:`recipe_for` gives its width; prune a copy with each criterion, verify the
+pattern, measure perplexity and weight mass kept; *recover* each copy by fine-tuning with its mask
+fixed, verify and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
+so "recovery helped" is not confused with "more training helped". :func:`run_sweep` repeats that
+for several sizes into a :class:`QualityTable` (``twofour quality --out FILE``).
 """
 
 from __future__ import annotations
@@ -73,9 +60,7 @@ SIZES: dict[str, SizeSpec] = {
     for s in (
         # "tiny" exists for tests and doctests only: seconds to train, too small to mean much.
         SizeSpec("tiny", ModelConfig(d_model=32, n_layers=1, n_heads=2, seq_len=32)),
-        # The sweep grows width only, at a fixed depth of 2 blocks: the learning-rate rule below
-        # is a width rule (muP says nothing about depth), and two blocks keep the largest size
-        # cheap enough for the whole sweep to run in minutes on a CPU.
+        # Width only, at 2 blocks: the learning-rate rule below is a width rule; the sweep takes minutes.
         SizeSpec("small", ModelConfig(d_model=64, n_layers=2, n_heads=4, seq_len=64)),
         SizeSpec("medium", ModelConfig(d_model=96, n_layers=2, n_heads=4, seq_len=64)),
         SizeSpec("large", ModelConfig(d_model=128, n_layers=2, n_heads=4, seq_len=64)),
@@ -83,34 +68,23 @@ SIZES: dict[str, SizeSpec] = {
 }
 SWEEP_SIZES: tuple[str, ...] = ("small", "medium", "large")
 
-# The recipe behind the stored sweep and the chapter's live run (see the CLI for overrides).
-# 1500 steps: at 600 the small model is far from converged (perplexity ~8 vs ~5) and barely
-# notices pruning, which would flatter every criterion. The learning rates are those of the
-# base width (the "small" size); other widths get them scaled by :func:`recipe_for`.
+# The recipe of the stored sweep, at the base width ("small"). 1500 steps: at 600 the small model is
+# far from converged (perplexity ~8 vs ~5) and barely notices pruning, flattering every criterion.
 DEFAULT_TRAIN = TrainConfig(steps=1500, batch_size=16, lr=3e-3, warmup_steps=30, seed=0)
 DEFAULT_RECOVER = TrainConfig(steps=200, batch_size=16, lr=1e-3, warmup_steps=10, seed=1)
 
-# ---- one learning-rate rule for every size -------------------------------------------------
-# Why a rule at all: with the same learning rate at every width, the larger models of the first
-# stored sweep (then d_model 96 x 3 blocks and 128 x 4) ended *worse* than the small one (dense
-# perplexity 5.16 / 6.11 / 6.30), so the sweep confused "bigger" with "worse trained" and
-# could not show how the pruning gap moves with size. Adam moves every weight by about ``lr`` per step whatever the width, so a layer
-# with ``d_model`` inputs changes its output about ``d_model`` times as much per step; muP
-# ("Tensor Programs V", Yang et al., arXiv 2203.03466) therefore scales the Adam learning rate
-# of hidden matrices as 1/width so that one tuned rate transfers across widths. We use the
-# simplest form of that rule, on every parameter, for training and recovery alike:
+# One learning-rate rule for every size: with one rate at every width the larger models end
+# worse trained, not better. Adam moves every weight by about ``lr`` per step, so a layer with
+# ``d_model`` inputs changes its output about ``d_model`` times as much; muP ("Tensor Programs V",
+# arXiv 2203.03466) scales the rate as 1/width. The simplest form, on every parameter, for
+# training and recovery, fixed in advance (no per-size search on the validation text):
 #     lr(size) = base lr * BASE_WIDTH / d_model
-# It is a rule fixed in advance, not a per-size search on the validation text the chapter
-# reports, and it leaves the base width's recipe (the chapter's live run, lab 5) unchanged.
 BASE_WIDTH = 64
 LR_RULES = ("width", "none")
 
 
 def recipe_for(cfg: TrainConfig, model: ModelConfig, lr_rule: str = "width") -> TrainConfig:
-    """``cfg`` with its learning rate scaled for ``model``'s width by ``lr_rule``.
-
-    ``"width"``: ``lr * BASE_WIDTH / model.d_model`` (muP-style, see above); ``"none"``: ``cfg``
-    unchanged.
+    """``cfg`` with its learning rate scaled for ``model``'s width: ``"width"`` (see above) or ``"none"``.
 
     >>> round(recipe_for(DEFAULT_TRAIN, SIZES["large"].model).lr, 6)  # d_model 128: half the base rate
     0.0015
@@ -171,11 +145,7 @@ _COLUMNS = (
 
 @dataclass
 class QualityTable:
-    """Rows of :class:`QualityRow` plus the settings and provenance that produced them.
-
-    Iterate it, filter it with :meth:`where`, print it, or hand :meth:`to_rows` to anything that
-    wants a list of dicts. ``save``/``load`` round-trip the JSON results file.
-    """
+    """Rows of :class:`QualityRow` plus the settings and provenance (JSON: ``save``/``load``)."""
 
     rows: list[QualityRow] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
@@ -208,12 +178,7 @@ class QualityTable:
         return list(dict.fromkeys(r.criterion for r in self.rows))
 
     def made_here(self, corpus: Corpus) -> bool:
-        """Did this machine, software and ``corpus`` write these results?
-
-        True when the provenance names this CPU model, platform, torch and Python versions and
-        the corpus hash: then a rerun with the same settings must repeat the numbers bit for bit
-        (the runs are seeded and single-threaded), so a notebook can assert that it does.
-        """
+        """Did this CPU, platform, torch, Python and ``corpus`` write these results (reruns repeat them)?"""
         prov = self.provenance
         here = (cpu_model(), platform.platform(), torch.__version__, platform.python_version(), corpus.sha256)
         return (prov.get("cpu_model"), prov.get("platform"), prov.get("torch_version"),
@@ -238,7 +203,6 @@ class QualityTable:
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in b) + "</tr>" for b in body)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
-    # ---- results files -------------------------------------------------------------------
     def to_json(self) -> dict:
         return {
             "kind": RESULTS_KIND,
@@ -250,39 +214,30 @@ class QualityTable:
 
     def save(self, path: str | Path, inputs=()) -> Path:
         """Write the table as JSON, atomically and never over one of ``inputs`` (:mod:`twofour._common.atomic`)."""
-        from .._common.atomic import check_output, write_text
+        from .._common.atomic import write_text
 
         path = Path(path)
-        check_output(path, inputs)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, json.dumps(self.to_json(), indent=1) + "\n", inputs)
         return path
 
     @classmethod
-    def from_json(cls, data: dict, *, source: str = "results") -> QualityTable:
+    def load(cls, path: str | Path) -> QualityTable:
+        """Read a results file written by :meth:`save` (e.g. the stored sweep)."""
+        path = Path(path)
+        data, source = read_json(path, "quality results file"), repr(str(path))
         if not isinstance(data, dict) or data.get("kind") != RESULTS_KIND:
             raise ValueError(f"{source} is not a twofour quality results file (expected kind {RESULTS_KIND!r})")
         if data.get("version") != RESULTS_VERSION:
             raise ValueError(f"{source} has results version {data.get('version')!r}; this toolkit reads {RESULTS_VERSION}")
-        check_schema(data, _results_schema(), source)
+        names = [f.name for f in fields(QualityRow)]  # every field of a row, nothing else
+        row = {"type": "object", "required": names, "additionalProperties": False,
+               "properties": {name: {} for name in names}}
+        properties = {"rows": {"type": "array", "items": row}, "settings": {"type": "object"},
+                      "provenance": {"type": "object"}}
+        check_schema(data, {"type": "object", "required": ["rows"], "properties": properties}, source)
         rows = [QualityRow(**raw) for raw in data["rows"]]
         return cls(rows, data.get("settings", {}), data.get("provenance", {}))
-
-    @classmethod
-    def load(cls, path: str | Path) -> QualityTable:
-        """Read a results file written by :meth:`save` (e.g. the stored sweep)."""
-        path = Path(path)
-        return cls.from_json(read_json(path, "quality results file"), source=repr(str(path)))
-
-
-def _results_schema() -> dict:
-    """A results file's rows: every field of :class:`QualityRow`, nothing else (kind and version are checked first)."""
-    names = [f.name for f in fields(QualityRow)]
-    row = {"type": "object", "required": names, "additionalProperties": False,
-           "properties": {name: {} for name in names}}
-    return {"type": "object", "required": ["rows"],
-            "properties": {"rows": {"type": "array", "items": row}, "settings": {"type": "object"},
-                           "provenance": {"type": "object"}}}
 
 
 def stored_sweep_path() -> Path:
@@ -304,10 +259,8 @@ def run_size(
 ) -> QualityTable:
     """Train one model size, prune it with each criterion, recover each, and measure.
 
-    ``train_cfg`` and ``recover_cfg`` are the base-width recipes; their learning rates are
-    scaled to this size's width by :func:`recipe_for` with ``lr_rule`` (the rows record the
-    rates used). Every pruned model is verified (``twofour.check`` on each layer) both right
-    after pruning and after recovery; a violation raises instead of producing a row.
+    ``train_cfg`` and ``recover_cfg`` are the base-width recipes, scaled by :func:`recipe_for`.
+    Every pruned model is verified after pruning and after recovery; a violation raises.
     """
     if not isinstance(spec, SizeSpec):
         raise TypeError(f"spec must be a SizeSpec (e.g. SIZES['small']), got {type(spec).__name__}")

@@ -1,13 +1,9 @@
 """A small byte-level transformer language model: the patient for the pruning experiments.
 
-It is a standard pre-norm decoder (GPT-style): byte embedding + learned position embedding,
-``n_layers`` blocks of causal self-attention and an MLP, a final LayerNorm and an LM head.
-Every matrix multiply inside the blocks is an ``nn.Linear`` with weight ``W`` of shape
-``[out_features, in_features] = [N, K]``: the query, key, value and output projections of
-attention and the two MLP layers. Those are the weights 2:4 sparse tensor cores can
-accelerate and the ones :mod:`twofour.quality.criteria` prunes. The embeddings and the LM head
-stay dense, as they do in published 2:4 LLMs (they are lookups, or a single final GEMM that
-sparse checkpoints such as Sparse-Llama leave dense).
+A standard pre-norm decoder (GPT-style): byte and learned position embeddings, ``n_layers``
+blocks of causal self-attention and an MLP, a final LayerNorm and an LM head. The ``nn.Linear``
+layers inside the blocks are the ones :mod:`twofour.quality.criteria` prunes; the embeddings and
+the LM head stay dense, as in published 2:4 LLMs.
 
 >>> import torch
 >>> model = TinyLM(ModelConfig(d_model=32, n_layers=1, n_heads=2, seq_len=16))
@@ -34,11 +30,7 @@ VOCAB_SIZE = 256  # bytes
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shape of a :class:`TinyLM`.
-
-    ``d_model`` must be a multiple of 8 (so every linear weight's K divides into groups of 4
-    and of 8, for 2:4 and 4:8) and of ``n_heads``.
-    """
+    """Shape of a :class:`TinyLM`; ``d_model`` a multiple of 8 (for 2:4 and 4:8 groups) and of ``n_heads``."""
 
     d_model: int = 64
     n_layers: int = 2
@@ -143,11 +135,7 @@ def _init(module: nn.Module) -> None:
 
 
 def prunable_linears(model: TinyLM) -> dict[str, nn.Linear]:
-    """The ``nn.Linear`` layers inside the transformer blocks, by name, in model order.
-
-    These are the attention projections (``attn.q/k/v/o``) and the MLP (``mlp.fc1/fc2``); the
-    embeddings and the LM head (``head``) are deliberately not included.
-    """
+    """The ``nn.Linear`` layers inside the blocks (``attn.q/k/v/o``, ``mlp.fc1/fc2``), by name, in order."""
     return {
         name: module
         for name, module in model.named_modules()

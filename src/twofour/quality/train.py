@@ -1,12 +1,8 @@
 """Training, evaluation and masked fine-tuning of a :class:`~twofour.quality.model.TinyLM`.
 
-Everything here is deterministic on a given machine: batches come from a seeded
-``torch.Generator``, :func:`deterministic` fixes the thread count (the order of float sums in
-a matmul depends on it) and turns on ``torch.use_deterministic_algorithms``. Two runs with the
-same seed and thread count give bit-identical weights and perplexities.
-
-Perplexity is ``exp(mean cross-entropy per byte)`` over fixed, non-overlapping windows of the
-validation text.
+Deterministic on a given machine: batches come from a seeded ``torch.Generator`` and
+:func:`deterministic` fixes the thread count (float sums in a matmul depend on it) and turns on
+``torch.use_deterministic_algorithms``. Perplexity is ``exp(mean cross-entropy per byte)``.
 
 >>> from twofour.quality.corpus import load_corpus
 >>> from twofour.quality.model import ModelConfig
@@ -92,11 +88,7 @@ class TrainLog:
 
 @contextlib.contextmanager
 def deterministic(threads: int | None = 2):
-    """Fix the thread count and require deterministic kernels inside the ``with`` block.
-
-    Restores the previous settings on exit, so a notebook or a test suite is left as it was.
-    ``threads=None`` keeps the current thread count (results then depend on it).
-    """
+    """Fix the thread count (None: keep it) and require deterministic kernels in the block; restored after."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive int or None, got {threads!r}")
     old_threads = torch.get_num_threads()
@@ -128,20 +120,9 @@ def sample_batch(data: torch.Tensor, batch_size: int, seq_len: int, generator: t
     return windows[:, :-1], windows[:, 1:]
 
 
-def loss_on(model: TinyLM, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean next-byte cross-entropy (nats) of ``model`` on one batch."""
-    logits = model(inputs)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
 @torch.no_grad()
 def perplexity(model: TinyLM, val: torch.Tensor, *, max_windows: int | None = 256, batch_size: int = 64) -> float:
-    """Validation perplexity: ``exp`` of the mean next-byte cross-entropy over fixed windows.
-
-    The validation bytes are cut into consecutive, non-overlapping windows of the model's
-    ``seq_len`` (the first ``max_windows`` of them; ``None`` for all), so the number is a pure
-    function of the weights and the text.
-    """
+    """``exp`` of the mean next-byte cross-entropy over ``max_windows`` (None: all) fixed ``val`` windows."""
     seq_len = model.cfg.seq_len
     _require_data(val, seq_len, "val")
     n_windows = (val.numel() - 1) // seq_len
@@ -189,12 +170,11 @@ def masked_step(
 ) -> float:
     """One optimiser step; afterwards re-apply ``masks`` so pruned weights stay exactly zero.
 
-    Why re-apply after the step rather than only masking gradients: masking gradients keeps the
-    zeros only while the optimizer has no momentum for those weights (e.g. not when it carries
-    state over from dense training); re-masking the weights holds whatever the optimizer does.
+    Masking only the gradients would not hold against an optimizer's momentum or weight decay.
     """
     optimizer.zero_grad(set_to_none=True)
-    loss = loss_on(model, inputs, targets)
+    logits = model(inputs)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     loss.backward()
     optimizer.step()
     if masks:
@@ -222,10 +202,8 @@ def continue_training(
     masks: dict[str, torch.Tensor] | None = None,
     progress: bool | str = True,
 ) -> TrainLog:
-    """Train ``model`` in place for ``cfg.steps`` steps, keeping ``masks`` applied if given.
+    """Train ``model`` in place for ``cfg.steps`` steps; with ``masks``, masked fine-tuning (recovery).
 
-    With ``masks`` this is *masked fine-tuning* (recovery): the pruned weights are zero before
-    the first step and after every step, so the N:M pattern holds throughout.
     ``progress`` shows a tqdm bar (a string is used as its description).
     """
     from tqdm.auto import tqdm

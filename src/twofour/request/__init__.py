@@ -1,10 +1,8 @@
 """Request-time model of a decoder-only transformer: which part of a request can 2:4 speed up?
 
-A request is one prefill step (the whole prompt at once; its end is the time to first token,
-TTFT) followed by ``output_len - 1`` decode steps (one token per sequence each). Every step
-runs the same kernels; this module gives each a time from a roofline (the larger of its
-compute time and its memory time) and sums them. 2:4 changes only the pruned linear layers,
-so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`).
+A request is one prefill step (its end is the time to first token, TTFT) and ``output_len - 1``
+decode steps; each step's kernels get a roofline time. 2:4 changes only the pruned linear
+layers: the rest is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`).
 
 >>> from twofour.models import LLAMA_3_8B
 >>> est = estimate(Workload(LLAMA_3_8B, batch=1, prompt_len=512, output_len=256), "H100")
@@ -14,11 +12,8 @@ so the rest of the time is the ``1 - p`` of Amdahl's law (:mod:`twofour.amdahl`)
 >>> round(fast.speedup("tpot"), 3)     # Amdahl: 1 / ((1 - p) + p / 1.6)
 1.543
 
-One file per stage of the data: :mod:`.workload` (the machine, the assumptions, the workload,
-how a serving engine sets M) -> :mod:`.gemm` (each GEMM's predicted time) and :mod:`.measured`
-(GEMM speedups from GPU measurements) -> :mod:`.inputs` (the flat numeric inputs) -> :mod:`.evaluate`
-(the arithmetic, spelled out in its docstring) -> :mod:`.sensitivity` (what would change the
-verdict). This package re-exports their public names.
+One file per stage: :mod:`.workload` -> :mod:`.gemm` and :mod:`.measured` -> :mod:`.inputs` ->
+:mod:`.evaluate` (the arithmetic, spelled out) -> :mod:`.sensitivity`; re-exported here.
 """
 
 from .evaluate import PhaseTime, RequestEstimate, estimate, evaluate

@@ -1,34 +1,13 @@
 """The request arithmetic: the time of each phase by component, and the estimate (inputs: :mod:`.inputs`).
 
-What is modelled, per step (``M`` = tokens in the step: ``batch * prompt_len`` for prefill,
-``batch`` for decode; ``c`` = tokens attended to):
-
-============================  =============================================================
-component                     time
-============================  =============================================================
-``pruned_linear``             the block linears listed in ``Workload.pruned`` (q, k, v, o,
-                              gate, up, down): per-GEMM times from the GEMM model, dense or 2:4
-``dense_linear``              block linears left dense (same GEMM model, dense time)
-``attention``                 score and context matmuls, ``4 * hidden * c`` FLOPs per token
-                              per layer, at ``attention_efficiency`` of the dense peak;
-                              never 2:4 (both operands are activations)
-``kv_cache``                  KV-cache traffic: ``2 * kv_dim * c`` elements per token per
-                              layer (decode reads the cache and writes one token; prefill
-                              writes the prompt's), at ``memory_efficiency`` of bandwidth
-``embedding``                 row gather: read and write ``hidden`` elements per token; a
-                              table lookup, never pruned
-``lm_head``                   the ``[vocab, hidden]`` GEMM for the tokens that need logits (the
-                              last of each sequence in prefill); pruned only if ``"lm_head"``
-                              is in ``Workload.pruned`` (Sparse-Llama leaves it dense)
-``other``                     norms, residual adds, RoPE, SwiGLU: memory-bound element-wise
-                              passes, ``other_elems_per_token_layer`` elements per token per
-                              layer plus the final norm
-``step_overhead``             fixed per step: launches, sampling, scheduling (an assumption)
-``request_overhead``          fixed per request: tokenisation, queueing, network (in TTFT)
-============================  =============================================================
-
-The components run one after another (kernels do not overlap), which is what an inference
-engine without overlap does; inside one kernel compute and memory overlap (the roofline max).
+The components of a step's time (formulas in step 4 below): ``pruned_linear`` and
+``dense_linear`` (the block linears in or not in ``Workload.pruned``, from the GEMM model);
+``attention`` (score and context matmuls at ``attention_efficiency`` of the dense peak, never
+2:4: both operands are activations); ``kv_cache`` (cache traffic at ``memory_efficiency`` of
+bandwidth); ``embedding`` (a row gather); ``lm_head`` (dense unless ``"lm_head"`` is pruned);
+``other`` (norms, residual adds, RoPE, SwiGLU: element-wise passes); ``step_overhead`` (launches,
+sampling, scheduling) and ``request_overhead`` (tokenisation, queueing, network; in TTFT). They
+run one after another (kernels do not overlap); inside one kernel compute and memory overlap.
 
 Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
 are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
@@ -76,31 +55,14 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
 
 By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's speedup (tested).
 
-**The mixed step (continuous batching with chunked prefill).** A serving engine rarely runs a
-decode step alone: it packs the decode tokens of the running sequences and a chunk of some
-other request's prompt into one forward pass, so the block linears see
-``M = batch + prefill_chunk_tokens`` rows, not ``batch``. ``Workload.prefill_chunk_tokens``
-(default 0: the plain decode step above, every result unchanged bit for bit) models that: with
-``c`` chunk tokens per step, in every decode step
-
-* the block-linear GEMMs run at ``M = batch + c`` (the LM head stays at ``batch``: only the
-  decode tokens need logits);
-* attention gains ``4 * L * h * c * (prompt_len + 1) / 2`` FLOPs (each chunk token attends, on
-  average over its prompt, to half of a ``prompt_len``-token prompt: the chunks come from
-  prompts like this request's);
-* the KV cache gains ``c`` tokens written plus the prompt prefix read by the chunk, on average
-  ``max(prompt_len - c, 0) / 2`` tokens: ``2 * L * kv_dim * (c + max(P - c, 0) / 2)`` elements;
-* the embedding and the element-wise passes run over ``batch + c`` tokens.
-
-TPOT is then the time of the mixed step (a decode token waits for the whole step), ``p`` its
-eligible fraction and the GEMM speedup that of ``M = batch + c``. The request's own prompt is
-still one prefill step. Other ways a serving engine moves ``M`` (speculative verification,
-tensor parallelism, mixture-of-experts) are in :func:`decode_gemm_m`, :func:`expert_gemm_m`
-and :func:`tensor_parallel_shape`.
-
-The GEMM model: by default :func:`roofline_gemm_model` predicts each GEMM. Pass
-``gemm=`` to use your own callable ``(M, N, K) -> GemmTime``, or ``gemm_speedup=`` to replace the
-predicted 2:4 speedup with a measured one.
+**The mixed step (continuous batching with chunked prefill).** A serving engine packs the
+decode tokens of the running sequences and a chunk of ``c = Workload.prefill_chunk_tokens``
+tokens of other requests' prompts (like this one) into one forward pass (default 0: the plain
+decode step). The block linears then see ``M = batch + c`` rows (the LM head stays at
+``batch``), each chunk token attends on average to half the prompt, the KV cache gains the
+chunk and the prefix it reads (step 4's last bullet), and the embedding and element-wise passes
+run over ``batch + c`` tokens. TPOT is the mixed step's time. Other ways a serving engine moves
+``M`` are in :func:`decode_gemm_m`, :func:`expert_gemm_m` and :func:`tensor_parallel_shape`.
 """
 
 from __future__ import annotations
@@ -116,33 +78,13 @@ from .workload import COMPONENTS, LINEAR_KINDS, Assumptions, GemmModel, Workload
 __all__ = ["PhaseTime", "RequestEstimate", "evaluate", "estimate"]
 
 
-def _require_finite_times(est: "RequestEstimate") -> "RequestEstimate":
-    """Refuse an estimate whose times overflowed (extreme inputs together), never show ``inf`` seconds."""
-    for name in ("ttft_dense_s", "ttft_sparse_s", "tpot_dense_s", "tpot_sparse_s", "total_dense_s", "total_sparse_s"):
-        value = getattr(est, name)
-        if not math.isfinite(value):
-            raise ValueError(f"these inputs together are out of range: {name} would be {value!r}, not a finite number; "
-                             "bring the largest or smallest inputs nearer the usual ones")
-    return est
-
-
 @dataclass(frozen=True)
 class PhaseTime:
-    """One phase of a request: times by component (dense and 2:4) and its Amdahl numbers.
+    """One phase of a request: seconds by component (dense and 2:4, over ``steps``) and its Amdahl numbers.
 
-    Attributes:
-        name: ``"prefill"`` or ``"decode"``.
-        steps: forward steps in the phase (1, or ``output_len - 1``).
-        dense, sparse: seconds per component (keys :data:`COMPONENTS`), summed over the steps.
-        linear_dense, linear_sparse: seconds per linear kind (keys :data:`LINEAR_KINDS`).
-        dense_s, sparse_s: phase totals.
-        eligible_dense_s, eligible_sparse_s: time in pruned GEMMs, dense and 2:4.
-        eligible_ideal_sparse_s: the same GEMMs with perfect 2:4 kernels (funnel step 2).
-        overhead_s: fixed overheads in the phase (step and request).
-        p: eligible fraction ``eligible_dense_s / dense_s``.
-        gemm_speedup: ``eligible_dense_s / eligible_sparse_s`` (1 if nothing is eligible).
-        ceiling_speedup: ``eligible_dense_s / eligible_ideal_sparse_s`` (1 if nothing is eligible).
-        speedup: ``dense_s / sparse_s``.
+    ``dense``/``sparse`` are keyed by :data:`COMPONENTS`, ``linear_dense``/``linear_sparse`` by
+    :data:`LINEAR_KINDS`; ``eligible_*`` is the time in pruned GEMMs (``ideal``: perfect 2:4
+    kernels, funnel step 2); ``overhead_s`` the fixed overheads; the rest as spec step 5.
     """
 
     name: str
@@ -258,44 +200,21 @@ class RequestEstimate:
     ceiling_speedup_request: float
 
     def speedup(self, what: str = "request") -> float:
-        """Dense time / 2:4 time for ``"request"`` (total), ``"ttft"``/``"prefill"``, ``"tpot"`` or ``"decode"``.
-
-        For ``"decode"`` with ``output_len == 1`` (no decode step) this is the TPOT speedup.
-        """
-        pairs = {
-            "request": (self.total_dense_s, self.total_sparse_s),
-            "ttft": (self.ttft_dense_s, self.ttft_sparse_s),
-            "prefill": (self.ttft_dense_s, self.ttft_sparse_s),
-            "tpot": (self.tpot_dense_s, self.tpot_sparse_s),
-            "decode": (self.tpot_dense_s, self.tpot_sparse_s),
-        }
-        if what not in pairs:
-            raise ValueError(f"what must be one of {sorted(pairs)}, got {what!r}")
-        dense_s, sparse_s = pairs[what]
-        return dense_s / sparse_s
+        """Dense / 2:4 time of ``"request"``, ``"ttft"`` (= ``"prefill"``) or ``"tpot"`` (= ``"decode"``)."""
+        names = {"request": "total", "ttft": "ttft", "prefill": "ttft", "tpot": "tpot", "decode": "tpot"}
+        if what not in names:
+            raise ValueError(f"what must be one of {sorted(names)}, got {what!r}")
+        return getattr(self, f"{names[what]}_dense_s") / getattr(self, f"{names[what]}_sparse_s")
 
     def summary(self) -> dict[str, float]:
         """The headline numbers as a flat dict (what the calculators display and golden files hold)."""
-        return {
-            "ttft_dense_s": self.ttft_dense_s,
-            "ttft_sparse_s": self.ttft_sparse_s,
-            "tpot_dense_s": self.tpot_dense_s,
-            "tpot_sparse_s": self.tpot_sparse_s,
-            "total_dense_s": self.total_dense_s,
-            "total_sparse_s": self.total_sparse_s,
-            "speedup_ttft": self.speedup("ttft"),
-            "speedup_tpot": self.speedup("tpot"),
-            "speedup_request": self.speedup("request"),
-            "p_prefill": self.prefill.p,
-            "p_decode": self.decode.p,
-            "p_request": self.p_request,
-            "gemm_speedup_prefill": self.prefill.gemm_speedup,
-            "gemm_speedup_decode": self.decode.gemm_speedup,
-            "gemm_speedup_request": self.gemm_speedup_request,
-            "ceiling_speedup_prefill": self.prefill.ceiling_speedup,
-            "ceiling_speedup_decode": self.decode.ceiling_speedup,
-            "ceiling_speedup_request": self.ceiling_speedup_request,
-        }
+        times = [f"{t}_{side}_s" for t in ("ttft", "tpot", "total") for side in ("dense", "sparse")]
+        out = {name: getattr(self, name) for name in times}
+        out.update({f"speedup_{what}": self.speedup(what) for what in ("ttft", "tpot", "request")})
+        for n in ("p", "gemm_speedup", "ceiling_speedup"):
+            out.update({f"{n}_prefill": getattr(self.prefill, n), f"{n}_decode": getattr(self.decode, n),
+                        f"{n}_request": getattr(self, f"{n}_request")})
+        return out
 
     def to_dict(self) -> dict:
         """Summary plus the per-phase component breakdowns (JSON-ready; not the per-kind linears or overheads)."""
@@ -335,7 +254,7 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
     eligible_dense = prefill.eligible_dense_s + decode.eligible_dense_s
     eligible_sparse = prefill.eligible_sparse_s + decode.eligible_sparse_s
     eligible_ideal = prefill.eligible_ideal_sparse_s + decode.eligible_ideal_sparse_s
-    return _require_finite_times(RequestEstimate(
+    est = RequestEstimate(
         inputs=r,
         prefill=prefill,
         decode=decode,
@@ -348,7 +267,13 @@ def evaluate(inputs: RequestInputs) -> RequestEstimate:
         p_request=eligible_dense / total_dense,
         gemm_speedup_request=eligible_dense / eligible_sparse if eligible_dense > 0.0 else 1.0,
         ceiling_speedup_request=eligible_dense / eligible_ideal if eligible_dense > 0.0 else 1.0,
-    ))
+    )
+    for name in [f"{t}_{side}_s" for t in ("ttft", "tpot", "total") for side in ("dense", "sparse")]:
+        value = getattr(est, name)
+        if not math.isfinite(value):  # extreme inputs together overflowed: never show inf seconds
+            raise ValueError(f"these inputs together are out of range: {name} would be {value!r}, not a "
+                             "finite number; bring the largest or smallest inputs nearer the usual ones")
+    return est
 
 
 def estimate(
@@ -360,10 +285,8 @@ def estimate(
     gemm_speedup: float | Mapping[str, float] | None = None,
     scenario: str = "cached",
 ) -> RequestEstimate:
-    """Dense vs 2:4 time of one request: :func:`build_inputs` then :func:`evaluate`.
-
-    ``scenario`` (``"cached"``, ``"eager"``, ``"kernel"``) says how the GEMM calls run; see
-    :func:`build_inputs`.
+    """Dense vs 2:4 time of one request: :func:`build_inputs` (the GEMM model: ``gemm``, ``gemm_speedup``,
+    ``scenario``) then :func:`evaluate`.
 
     Example:
         >>> from twofour.models import LLAMA_3_70B

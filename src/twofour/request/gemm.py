@@ -16,10 +16,7 @@ def ideal_times(M: float, N: float, K: float, b: float, b_out: float, packed_rat
 
 
 def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
-    """The plain roofline: each GEMM at the data-sheet peak or bandwidth, whichever binds.
-
-    2:4 halves the FLOPs (``sparse_flops``) and shrinks weight bytes to the packed ratio. No
-    padding, wave quantization or per-call overhead: an upper bound on what a 2:4 kernel can do.
+    """The plain roofline: each GEMM at the data-sheet peak or bandwidth, whichever binds (an upper bound).
 
     Example:
         >>> gemm = ideal_gemm_model(Machine.from_gpu("H100", "fp16"), "fp16")
@@ -41,16 +38,10 @@ def roofline_gemm_model(gpu, dtype: str, *, backend: str | None = None, params=N
                         scenario: str = "cached", algorithm: str = "default", l2: str = "clean") -> GemmModel:
     """GEMM times predicted by :func:`twofour.roofline.predict`: each side from the kernel it runs.
 
-    Args:
-        gpu: name or spec from :mod:`twofour.hardware`.
-        dtype: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
-        backend, params: passed to :func:`twofour.roofline.predict` (``params`` is a
-            :class:`twofour.roofline.KernelParams`; default: the fitted set for the GPU).
-        scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"``
-            (:data:`twofour.roofline.SCENARIOS`): how each GEMM call is run.
-        algorithm: ``"default"`` (cuSPARSELt algorithm 0, PyTorch's default) or ``"searched"``.
-        l2: ``"clean"`` (default: the GEMMs of a step run back to back, nothing flushes L2 between
-            them) or ``"flushed"`` (as ``twofour bench`` measured each call alone).
+    ``backend``, ``params`` (default: the fitted set for the GPU), ``scenario``
+    (:data:`twofour.roofline.SCENARIOS`) and ``algorithm`` (``"default"``: cuSPARSELt's 0, or
+    ``"searched"``) go to :func:`twofour.roofline.predict`. ``l2``: ``"clean"`` (a step's GEMMs
+    back to back) or ``"flushed"`` (as ``twofour bench`` measured each call alone).
 
     Example:
         >>> gemm = roofline_gemm_model("H100", "fp16")

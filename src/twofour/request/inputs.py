@@ -1,13 +1,4 @@
-"""The flat numeric inputs of the request arithmetic, and how a workload, a GPU and assumptions become them.
-
-:func:`build_inputs` turns a :class:`~twofour.request.Workload` (model, batch, lengths, dtype,
-pruned kinds), a GPU (or your own :class:`~twofour.request.Machine`) and
-:class:`~twofour.request.Assumptions` into a :class:`RequestInputs`: every number
-:func:`twofour.request.evaluate` reads, flat (the shapes, bytes per element, peaks, bandwidth,
-efficiencies and each GEMM's dense and 2:4 time per phase), so the site's JavaScript takes the
-same record. :func:`gemm_shapes` says which GEMMs one step runs. The arithmetic itself is in
-:mod:`.evaluate`.
-"""
+"""The flat numeric inputs of the request arithmetic: what a workload, a GPU and assumptions become."""
 
 from __future__ import annotations
 
@@ -28,9 +19,7 @@ class RequestInputs:
     """Every number :func:`evaluate` uses, flat, so the JavaScript can take the same record.
 
     ``gemm[phase][kind] = [dense_s, sparse_s]`` for one GEMM; ``pruned[kind]`` is a bool.
-    Build it with :func:`build_inputs`; edit a copy with ``dataclasses.replace`` to explore.
-    ``prefill_chunk_tokens`` is optional: :meth:`to_dict` leaves it out at its default 0, so
-    records made before it existed (the calculators' golden vectors) stay exactly as they were.
+    :meth:`to_dict` leaves ``prefill_chunk_tokens`` out at 0 (the golden vectors predate it).
     """
 
     layers: int
@@ -60,30 +49,22 @@ class RequestInputs:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        for name, default in _OPTIONAL_INPUTS.items():
-            if out[name] == default:
-                del out[name]
+        if out["prefill_chunk_tokens"] == 0:
+            del out["prefill_chunk_tokens"]
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "RequestInputs":
         names = {f.name for f in fields(cls)}
-        missing = sorted(names - set(data) - set(_OPTIONAL_INPUTS))
+        missing = sorted(names - set(data) - {"prefill_chunk_tokens"})
         if missing:
             raise ValueError(f"request inputs are missing {missing}")
         return cls(**{k: data[k] for k in names if k in data})
 
 
-# Inputs added after the golden vectors were first written: omitted from to_dict at these defaults.
-_OPTIONAL_INPUTS: dict[str, object] = {"prefill_chunk_tokens": 0}
-
-
 def gemm_shapes(inputs_or_cfg, phase: str, batch: int | None = None, prompt_len: int | None = None,
                 prefill_chunk_tokens: int = 0) -> dict[str, tuple[int, int, int]]:
     """``{kind: (M, N, K)}`` of the GEMMs one step of ``phase`` runs (per layer for block kinds).
-
-    In decode the block linears see ``M = batch + prefill_chunk_tokens`` (the mixed step); the
-    LM head only the ``batch`` decode tokens. With :class:`RequestInputs` the chunk is its own.
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -133,19 +114,15 @@ def build_inputs(
     """Turn a workload, a GPU and assumptions into the flat numbers :func:`evaluate` needs.
 
     Args:
-        workload: model, batch, lengths, dtype, pruned kinds.
         gpu: a name or spec from :mod:`twofour.hardware`, or a :class:`Machine` (your own numbers).
-        assumptions: efficiencies and overheads (default :class:`Assumptions`).
         gemm: callable ``(M, N, K) -> GemmTime``; default :func:`roofline_gemm_model` for the GPU
             (with a :class:`Machine`, the plain :func:`ideal_gemm_model`).
-        gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one: one number
-            for every pruned GEMM, or ``{"prefill": s1, "decode": s2}``. The dense times stay
-            predicted; ``sparse_s = dense_s / speedup``.
-        scenario: how the GEMM calls run (:data:`twofour.roofline.SCENARIOS`), for the default
-            GEMM model: ``"cached"`` (plans cached or CUDA graphs, as serving engines run),
-            ``"eager"`` (PyTorch eager: a cuSPARSELt plan per call) or ``"kernel"`` (the kernels'
-            own time, as the profiler records it). For the searched cuSPARSELt algorithm pass
-            ``gemm=roofline_gemm_model(gpu, dtype, scenario=..., algorithm="searched")``.
+        gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one (one number,
+            or ``{"prefill": s1, "decode": s2}``): ``sparse_s = dense_s / speedup``.
+        scenario: how the default model's GEMM calls run (:data:`twofour.roofline.SCENARIOS`):
+            ``"cached"`` (plans cached or CUDA graphs), ``"eager"`` (a cuSPARSELt plan per call)
+            or ``"kernel"`` (the kernels' own time); the searched cuSPARSELt algorithm:
+            ``gemm=roofline_gemm_model(gpu, dtype, algorithm="searched")``.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")

@@ -8,19 +8,14 @@ from .workload import BLOCK_LINEARS, Workload
 
 
 def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -> dict[str, float | None]:
-    """The 2:4 GEMM speedup of each phase of ``workload``, from GPU measurements.
+    """The 2:4 GEMM speedup of each phase of ``workload`` from GPU measurements (for :func:`estimate`).
 
-    For each phase, every pruned block linear's GEMM (``gemm_shapes``) is looked up in
-    ``results`` (:class:`twofour.bench.Results`, one or a list) at exactly that ``M``, ``N``,
-    ``K`` and dtype, timed in ``mode`` (``"graph"``: plans cached, as a serving engine runs;
-    ``"stream"``: PyTorch eager calls back to back; ``"lone"``: one call on an idle device). The phase's speedup is the *time-weighted* one,
-    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (Amdahl within the layer). A phase
-    with any GEMM not measured is None: it is never filled in from another M or shape.
-    Flagged timings never enter as recorded: :func:`twofour.bench.trusted.trusted_gemm_table`
-    replaces them by a named rule or drops them (:func:`measured_gemm_detail` says which).
-    Every timing is PyTorch's own call: ``F.linear`` on a ``to_sparse_semi_structured`` weight
-    against cuBLAS through ``F.linear``. Pass the result to :func:`estimate` as ``gemm_speedup``
-    to get a request with measured GEMMs and a predicted rest.
+    Every pruned block linear's GEMM is looked up in ``results`` (:class:`twofour.bench.Results`,
+    one or a list) at exactly that ``M``, ``N``, ``K`` and dtype, timed in ``mode`` (``"graph"``,
+    ``"stream"`` or ``"lone"``). The phase's speedup is ``sum(dense) / sum(2:4)`` over one
+    layer's pruned GEMMs; a phase with any GEMM not measured is None (never filled in from
+    another shape). Flagged timings are replaced by a named rule or dropped
+    (:func:`twofour.bench.trusted.trusted_gemm_table`; :func:`measured_gemm_detail` says which).
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -56,8 +51,7 @@ def measured_gemm_detail(results, workload: Workload, *, mode: str = "graph") ->
 
 
 def _per_phase(table: dict, workload: Workload) -> dict[str, dict]:
-    """:func:`measured_gemm_detail` from ``table`` (``{(M, N, K): {"dense_ms", "sparse_ms", "rule"}}``): per phase
-    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs (None if any is missing), their rows, the rules used."""
+    """:func:`measured_gemm_detail` from ``table`` (``{(M, N, K): {"dense_ms", "sparse_ms", "rule"}}``)."""
     out = {}
     for phase in PHASES:
         shapes = gemm_shapes(workload.model, phase, workload.batch, workload.prompt_len,
@@ -74,9 +68,8 @@ def _per_phase(table: dict, workload: Workload) -> dict[str, dict]:
 def searched_gemm_speedup(cases, workload: Workload, *, pick: str = "best") -> dict[str, float | None]:
     """Like :func:`measured_gemm_speedup`, from a cuSPARSELt algorithm sweep (:func:`twofour.bench.recorded_alg_search`).
 
-    ``pick="default"`` uses algorithm 0 (what PyTorch's ``F.linear`` path runs), ``"best"`` the
-    fastest algorithm whose result matched dense. The sweep is fp16 with ``x`` already padded
-    and no ``F.linear`` wrapper kernels: a measure of the library's kernels, not of PyTorch's path.
+    ``pick="default"`` uses algorithm 0 (PyTorch's), ``"best"`` the fastest whose result matched
+    dense. The sweep is fp16 with ``x`` padded and no ``F.linear`` wrapper: the library's kernels.
 
     Example:
         >>> from twofour.models import LLAMA_3_8B

@@ -24,9 +24,8 @@ def _sides(pred, dtype: str):
 def kernel_bandwidth_ratio(workload: Workload, gpu, *, params=None) -> float:
     """The default 2:4 kernel's achieved bandwidth over cuBLAS's, on the workload's pruned decode GEMMs (model).
 
-    Bytes streamed over memory time, summed over the decode step's pruned GEMMs on each side:
-    where the 2:4 kernel keeps few SMs busy, this is far below 1 (the starting point of
-    :func:`sensitivity`).
+    Bytes over memory time, summed over the step's pruned GEMMs; far below 1 where the 2:4
+    kernel keeps few SMs busy.
 
     Example:
         >>> from twofour.models import LLAMA_3_8B
@@ -51,17 +50,12 @@ def kernel_bandwidth_ratio(workload: Workload, gpu, *, params=None) -> float:
 def sensitivity(workload: Workload, gpu, *, per_call_us, memory_ratio, scope: str = "tpot", params=None) -> list[dict]:
     """How the verdict moves with the 2:4 path's per-call cost and its kernel's bandwidth.
 
-    Every GEMM runs in the ``cached`` scenario; the dense side is the fitted model's
-    (:func:`twofour.roofline.predict`). The 2:4 side is a what-if kernel: it streams its bytes
-    (packed weight, padded ``x``, ``y``) at ``memory_ratio`` times the bandwidth cuBLAS achieves
-    on the same GEMM (1.0: as fast as dense; the default 2:4 kernel's own ratio is
-    :func:`kernel_bandwidth_ratio`), does the math of its real rows only (the fitted 2:4 kernel's math,
-    less its token tile's padding columns: a tile as narrow as the rows, the cure of the default
-    kernel's 256-token tile), and costs
-    ``per_call_us`` per call beyond that (kernel latency, helper kernels, the graph replay:
-    device and host; never taken below the dense call's own). Returns rows ``{per_call_us,
-    memory_ratio, speedup}`` (``per_call_us`` as given) where ``speedup`` is
-    :meth:`RequestEstimate.speedup` of ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
+    Every GEMM runs in the ``cached`` scenario; the dense side is the fitted model's. The 2:4
+    side is a what-if kernel: it streams its bytes (packed weight, padded ``x``, ``y``) at
+    ``memory_ratio`` times cuBLAS's bandwidth on the same GEMM (:func:`kernel_bandwidth_ratio`
+    is the default kernel's), does the math of its real rows only (a tile as narrow as the rows),
+    and costs ``per_call_us`` per call beyond that (never below the dense call's own). Returns
+    rows ``{per_call_us, memory_ratio, speedup}`` for ``scope`` (``"tpot"``, ``"ttft"`` or ``"request"``).
 
     Example:
         >>> from twofour.models import LLAMA_3_8B

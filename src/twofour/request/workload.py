@@ -1,11 +1,4 @@
-"""What a request is: the machine, the assumptions, the workload, and how a serving engine sets M.
-
-The inputs of :mod:`twofour.request`, validated once: :class:`Machine` (peaks and bandwidth),
-:class:`Assumptions` (efficiencies and fixed costs), :class:`Workload` (model, batch, lengths,
-what is pruned); the three preset workloads (:data:`WORKLOADS`); and the functions that give
-the GEMM's M under chunked prefill, speculative decoding, mixture of experts and tensor
-parallelism.
-"""
+"""What a request is: the machine, the assumptions, the workload (validated once); how serving sets M."""
 
 from __future__ import annotations
 
@@ -30,10 +23,8 @@ COMPONENTS: tuple[str, ...] = (
     "request_overhead",
 )
 
-# Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes, read from
-# the one dtype table (twofour.vocabulary; ratio = 1/2 + 2 bits of metadata per kept value,
-# PyTorch's docs/source/sparse.rst, "Sparse Semi-Structured Tensors"). GEMM outputs: 8-bit GEMMs write bf16, as scaled matmuls usually do (the same
-# assumption as twofour.roofline). Every other tensor in the model uses DTYPE_BYTES.
+# Bytes per element, GEMM output bytes and packed/dense byte ratio of the 2:4 dtypes (twofour.vocabulary).
+# Every other tensor in the model uses DTYPE_BYTES.
 DTYPE_BYTES: dict[str, int] = {d: DTYPES[d].in_bytes for d in SPARSE_24_DTYPES}
 OUT_BYTES: dict[str, int] = {d: DTYPES[d].out_bytes for d in SPARSE_24_DTYPES}
 PACKED_RATIO: dict[str, float] = {d: DTYPES[d].packed_ratio for d in SPARSE_24_DTYPES}
@@ -62,13 +53,7 @@ def require_number(name: str, value, *, low: float = 0.0, low_open: bool = True,
 
 @dataclass(frozen=True)
 class Machine:
-    """The three numbers of a GPU the model needs, for one dtype.
-
-    Attributes:
-        name: label.
-        dense_flops: peak dense tensor-core FLOP/s (ops/s for int8) for the dtype.
-        sparse_flops: peak 2:4 FLOP/s (twice dense on every NVIDIA data sheet).
-        bandwidth: memory bandwidth, bytes/s.
+    """The three numbers of a GPU the model needs, for one dtype: peak dense and 2:4 FLOP/s, bytes/s.
 
     Example:
         >>> m = Machine.from_gpu("A100", "bf16")
@@ -118,11 +103,10 @@ def require_dtype(dtype) -> str:
 
 @dataclass(frozen=True)
 class Assumptions:
-    """Every modelling knob that is not a shape or a workload, with its default and why.
+    """Every modelling knob that is not a shape or a workload.
 
     The defaults make the model an *optimistic bound for every part alike*: kernels at the
-    peaks of the data sheet, no fixed overheads. Lower the efficiencies and set the overheads
-    from your own profile; the eligible fraction ``p`` then moves, which is the point.
+    peaks of the data sheet, no fixed overheads. Set them from your own profile.
 
     Attributes:
         attention_efficiency: fraction of the dtype's dense peak the attention kernels reach
@@ -133,9 +117,7 @@ class Assumptions:
         kv_bytes_per_element: bytes per cached K/V element; None = the weights' dtype (set 1
             for an fp8 KV cache).
         other_elems_per_token_layer: elements moved per token per layer by norms, residual
-            adds, RoPE and SwiGLU; None = ``12*hidden + 2*kv_dim + 3*intermediate`` (two
-            RMSNorms read+write ``h`` each, two residual adds read ``2h`` write ``h``, RoPE reads
-            and writes q and k, SwiGLU reads gate and up and writes one: unfused passes).
+            adds, RoPE and SwiGLU, unfused; None = ``12*hidden + 2*kv_dim + 3*intermediate``.
         step_overhead_s: fixed time per forward step (launches, sampling, scheduler), seconds.
         request_overhead_s: fixed time per request before the first token (tokenisation,
             queueing, network), seconds.
@@ -161,19 +143,12 @@ class Assumptions:
 
 @dataclass(frozen=True)
 class Workload:
-    """What is served: model shape, batch, lengths, dtype and which linear kinds are 2:4.
+    """What is served: model shape, batch (sequences of the same lengths), lengths, dtype, what is 2:4.
 
-    Attributes:
-        model: a :class:`twofour.models.TransformerConfig` (``LLAMA_3_8B``, ``LLAMA_3_70B`` or custom).
-        batch: sequences processed together (all with the same lengths).
-        prompt_len: prompt tokens per sequence.
-        output_len: generated tokens per sequence (the first comes out of prefill).
-        dtype: weights and activations: ``"fp16"``, ``"bf16"``, ``"fp8"`` or ``"int8"``.
-        pruned: linear kinds stored 2:4; default every block linear (as Sparse-Llama), not the
-            LM head. Any subset of :data:`LINEAR_KINDS`.
-        prefill_chunk_tokens: prompt tokens of *other* requests that share each decode step
-            (continuous batching with chunked prefill); 0 (default) is a decode step alone. See
-            "The mixed step" in the module docstring.
+    ``output_len`` counts the first token (out of prefill). ``pruned``: any subset of
+    :data:`LINEAR_KINDS`, by default every block linear (as Sparse-Llama). ``prefill_chunk_tokens``:
+    prompt tokens of *other* requests that share each decode step (see "The mixed step" in
+    :mod:`twofour.request.evaluate`).
 
     Example:
         >>> Workload(LLAMA_3_8B, batch=4, prompt_len=128, output_len=64, pruned=("gate_proj", "up_proj", "down_proj")).pruned
@@ -217,12 +192,7 @@ GemmModel = Callable[[int, int, int], GemmTime]
 
 
 def decode_gemm_m(batch: int, *, prefill_chunk_tokens: int = 0, speculative_tokens: int = 0) -> int:
-    """Rows ``M`` of a decode step's block-linear GEMMs in a serving engine.
-
-    Each of ``batch`` sequences contributes one token, or ``speculative_tokens + 1`` when a
-    draft's ``k`` tokens are verified in one pass (speculative decoding); a chunk of another
-    request's prompt adds ``prefill_chunk_tokens`` (chunked prefill). So decode ``M`` is the
-    batch only when neither is used.
+    """Rows ``M`` of a decode step's block-linear GEMMs (speculative decoding, chunked prefill).
 
     Example:
         >>> decode_gemm_m(8), decode_gemm_m(8, speculative_tokens=4), decode_gemm_m(8, prefill_chunk_tokens=256)
@@ -237,10 +207,8 @@ def decode_gemm_m(batch: int, *, prefill_chunk_tokens: int = 0, speculative_toke
 def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
     """Mean rows each expert's GEMMs see in a mixture-of-experts layer: ``M * top_k / experts``.
 
-    Every token goes to ``top_k`` of ``experts`` experts, so the ``M`` tokens of a step become
-    ``M * top_k`` expert rows spread over ``experts`` weights (evenly on average; a real router is
-    uneven). Each expert's weight is read whole for its few rows, so MoE decode GEMMs are
-    skinnier than a dense model's at the same batch.
+    Evenly spread on average (a real router is uneven), so MoE decode GEMMs are skinnier than a
+    dense model's at the same batch.
 
     Example:
         >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
@@ -257,11 +225,8 @@ def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
 def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[int, int, int]:
     """The ``(M, N, K)`` one GPU runs when a linear is split over ``tp`` GPUs.
 
-    ``split="column"`` (q, k, v, gate, up in Megatron-style tensor parallelism) divides ``N``, the
-    output features; ``split="row"`` (o, down) divides ``K``, the reduction, and the partial
-    outputs are summed by an all-reduce. ``M`` is unchanged: every GPU sees every token. The
-    2:4 groups run along ``K``, so a row split must keep ``K / tp`` a multiple of the group (and of
-    the backend's minimum).
+    ``split="column"`` (q, k, v, gate, up in Megatron-style tensor parallelism) divides ``N``;
+    ``split="row"`` (o, down) divides ``K``, the reduction (an all-reduce sums the outputs).
 
     Example:
         >>> tensor_parallel_shape(16, 14336, 4096, 8, "column"), tensor_parallel_shape(16, 4096, 14336, 8, "row")

@@ -1,14 +1,10 @@
 """Whole decode steps, dense vs 2:4: a minimal Llama-3-style decoder and the plan that times it.
 
-The GEMM benchmark (:mod:`twofour.bench`) times one matmul; a user waits for whole steps. This
-package times them: a decoder in plain PyTorch with a real model's shapes and random weights
-(:class:`Decoder`), its block linears pruned to 2:4 and packed (:func:`pack_blocks`), run in
-the modes PyTorch offers (eager, CUDA graph, graph with searched cuSPARSELt algorithms,
-``torch.compile``), each step profiled for its GEMM share ``p`` and set beside the request
-model's prediction. ``twofour bench --decode`` and ``make gpu-check`` (step ``decode``) run it.
-
-On a CPU the same code runs the tiny config in float32, dense only: 2:4 kernels need an NVIDIA
-GPU with compute capability >= 8.0.
+A user waits for whole steps, not one matmul: a decoder with a real model's shapes and random
+weights (:class:`Decoder`), its block linears pruned to 2:4 and packed (:func:`pack_blocks`),
+run eager, as a CUDA graph (with searched cuSPARSELt algorithms) or ``torch.compile``d, each
+step profiled for its GEMM share ``p`` beside the request model's prediction (``twofour bench
+--decode``). On a CPU the tiny config runs in float32, dense only.
 
 >>> from twofour.serve import TINY, make_plan, run_plan, ops_for
 >>> plan = make_plan(TINY, dtypes=["float32"], batches=[2], context=8, prompt_lens=[16], modes=["eager"],

@@ -1,14 +1,9 @@
 """A :class:`~twofour.serve.model.Decoder` from a Llama-style model folder's own shapes and weights.
 
 ``twofour bench --decode --checkpoint DIR`` times the folder's model instead of random weights.
-The folder is read as data (:func:`twofour.checkpoint.open`): ``config.json`` gives
-the shapes (``hidden_size``, ``intermediate_size``, ``num_hidden_layers``,
-``num_attention_heads``, ``num_key_value_heads``, ``vocab_size``, ``rope_theta``,
-``tie_word_embeddings``), checked as plain integers; the weights come through
-that reader, so a compressed-tensors 2:4 folder is rebuilt
-layer by layer and checked. Quantized weights (fp8, int8) are dequantized with their
-``weight_scale``. The 2:4 arm of a benchmark needs every block linear to be 2:4 along K
-(:func:`all_24`); a dense folder runs the dense arm only.
+The folder is read as data (:func:`twofour.checkpoint.open`): ``config.json`` gives the shapes,
+the weights come through that reader (a compressed-tensors 2:4 folder is rebuilt and checked;
+fp8 and int8 weights are dequantized with their ``weight_scale``).
 
 >>> from importlib.resources import files
 >>> folder = str(files("twofour") / "data" / "compressed-tensors" / "sparse24-fp16")

@@ -3,36 +3,24 @@
 Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can run a 2:4 model in PyTorch today:
 
 ``eager``
-    Python calls every operator; for a 2:4 weight PyTorch builds cuSPARSELt descriptors and a
-    plan on every call. What ``model.generate`` in eager PyTorch does.
+    Python calls every operator; for a 2:4 weight PyTorch builds a cuSPARSELt plan on every call.
 ``graph``
     The whole step captured once in a CUDA graph and replayed: no Python, no per-call set-up.
 ``graph-searched``
-    The graph of a 2:4 model whose block linears were packed with the cuSPARSELt algorithm
-    chosen by timing for each weight shape at this batch (:func:`twofour.serve.search_algorithms`,
-    pinned at conversion: ``to_sparse_semi_structured(W, alg_id=)``; PyTorch's default is 0).
-    The plan makes that model (:func:`twofour.serve.run_plan`). 2:4 only.
+    The graph of a 2:4 model packed with the cuSPARSELt algorithm timed fastest for each weight
+    shape at this batch (:func:`twofour.serve.search_algorithms`; PyTorch's default is 0).
 ``compile``
     ``torch.compile(mode="reduce-overhead")``: fused element-wise kernels, CUDA graphs inside.
 
-A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: the step
-picks the next token (greedy) and advances the position on the device, so ``steps`` steps run
-back to back with no host work between them, as a serving loop would. The time per step (TPOT,
-``tpot_ms``) is the time of ``steps`` steps between two CUDA events divided by ``steps``, the
-steps queued behind a device-side spin so that no launch is inside the window
-(``record["timing"]`` says how, with ``host_ahead``); tokens/s is ``batch`` per step. The prefill
-(time to first token, TTFT) is one forward pass over a ``prompt_len``-token prompt that ends
-with the first token chosen.
+A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: it picks
+the next token (greedy) and advances the position on the device, so ``steps`` steps run back to
+back with no host work between them, as a serving loop would. ``tpot_ms`` is the time of
+``steps`` steps between two CUDA events (queued behind a device-side spin, ``record["timing"]``)
+divided by ``steps``. The prefill (TTFT) is one forward pass over a ``prompt_len``-token prompt.
 
-The profile (:func:`gemm_share`) runs a few more steps, the same captured step, under
-``torch.profiler`` and sorts the kernels with :func:`twofour.dispatch.kernels.classify_records`:
-``p_gemm`` is the share of the measured step time spent in GEMM kernels (dense or sparse;
-attention kernels named after CUTLASS count as GEMMs too), ``p_eligible`` the share in the
-block linears' kernels, the only ones 2:4 can speed up: Amdahl's ``p``; ``kernels`` lists every
-kernel the step ran, with launches and µs per step. A graph replay hides which operator
-launched a kernel, so one labelled eager step says which positions of the step's kernel
-sequence are block linears (:func:`eligible_positions`), and the replay's kernels are matched
-to them position by position.
+The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``:
+``p_gemm`` is the step's share in GEMM kernels, ``p_eligible`` the share in the block linears'
+kernels, the only ones 2:4 can speed up (Amdahl's ``p``).
 
 Example (CPU, the tiny config):
     >>> from twofour.serve import Decoder, TINY, ops_for
@@ -57,8 +45,7 @@ from .ops import Ops, one_line
 __all__ = ["DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
            "eligible_positions"]
 
-# Steps per timed run: enough that the two timing events cost nothing beside them, few enough
-# that the context barely grows (16 tokens on top of hundreds).
+# Steps per timed run: the two timing events cost nothing beside them, the context barely grows.
 DECODE_STEPS = 16
 PROFILED_CALLS = 3
 
@@ -66,10 +53,7 @@ PROFILED_CALLS = 3
 def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: Ops, warmup: int = 3,
                    repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0,
                    profiled_calls: int = PROFILED_CALLS) -> dict:
-    """``{"t_ms": summary per step, "tpot_ms", "tokens_per_s", "timing", "profile"}`` of a decode step (see the module doc).
-
-    ``profiled_calls`` steps run under the profiler after the timing (0: no profile).
-    """
+    """``{"t_ms", "tpot_ms", "tokens_per_s", "timing", "profile"}`` (``profiled_calls=0``: no profile)."""
     _check_mode(mode)
     cache = model.new_cache(batch, context + steps)
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -167,9 +151,8 @@ def _profile(model, mode, ops, step, eager, reset, step_ms: float, calls: int) -
     on_gpu = any(r.device == "cuda" for r in records)
     if ops.device.type == "cuda" and not on_gpu:  # a share of nothing would read as p = 0
         return {"error": "the profiler recorded no GPU kernel (is CUPTI available to this torch?)"}
-    # A GPU kernel takes as long with the profiler on as off, so its share is of the step as
-    # timed. On the CPU the profiler slows every operator it records: there numerator and
-    # denominator both come from the profiled run.
+    # A GPU kernel takes as long with the profiler on as off: its share is of the step as timed. On
+    # the CPU the profiler slows every operator: both sides come from the profiled run.
     share = gemm_share(records, calls=calls, step_ms=step_ms if on_gpu else profiled_ms, starts=starts, labels=labels)
     share["share_of"] = "the timed step" if on_gpu else "the profiled step (the profiler slows CPU operators)"
     return share
@@ -193,13 +176,11 @@ def gemm_share(records, *, calls: int, step_ms: float, starts=None, labels=None)
     """GEMM and eligible shares of a step from profiler records (:class:`twofour.dispatch.kernels.OpRecord`).
 
     Kernel (GPU) or operator self (CPU) times are summed per class and divided by ``calls``.
-    Eligible time is that of the kernels run under the :data:`~twofour.serve.ELIGIBLE_LABEL`
-    label (eager runs). In a graph replay the profiler cannot see which operator launched a
-    kernel: there ``labels`` (:func:`eligible_positions` of a labelled eager step) mark the
-    eligible positions of one step's kernel sequence (records ordered by ``starts``), used when
-    every step of the replay ran the same kernels in the same order; else the 2:4 kernels by
-    name when any ran, else unknown (``None``). ``kernels`` lists each kernel name with its
-    class and its launches and µs per step.
+    Eligible time is that of the kernels under the :data:`~twofour.serve.ELIGIBLE_LABEL` label
+    (eager runs). A graph replay hides which operator launched a kernel: there ``labels``
+    (:func:`eligible_positions` of a labelled eager step) mark the eligible positions of one
+    step's kernel sequence (ordered by ``starts``) when every step ran that sequence; else the
+    2:4 kernels by name, else unknown (``None``). ``kernels``: launches and µs per step by name.
 
     Example:
         >>> from twofour.dispatch.kernels import OpRecord

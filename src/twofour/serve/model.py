@@ -1,20 +1,16 @@
 """A minimal Llama-3-style decoder in plain PyTorch, built to time whole decode steps.
 
-It is the smallest model that runs the kernels a real decode step runs, in the same order:
-per block an RMSNorm, the q/k/v projections, RoPE, grouped-query attention over a static KV
-cache, the o projection, a second RMSNorm and the SwiGLU MLP (gate, up, down); then the final
-norm and the LM head. Weights are random with a real model's shapes (Llama-3-8B by default):
-a GEMM takes the same time whatever the values, so random weights time like trained ones, but
-the generated tokens mean nothing.
+It runs the kernels a real decode step runs, in the same order: per block an RMSNorm, the
+q/k/v projections, RoPE, grouped-query attention over a static KV cache, the o projection, a
+second RMSNorm and the SwiGLU MLP (gate, up, down); then the final norm and the LM head.
+Weights are random with a real model's shapes: a GEMM takes the same time whatever the values.
 
-The seven block linears are pruned to 2:4 when the model is made (``pruned=True``, the
-default), so the dense model *is* the 2:4 model stored dense: :func:`twofour.serve.pack_blocks`
-packs the same values, and the two must agree to rounding (:func:`twofour.serve.check_agreement`).
-The LM head, the embedding and the norms stay dense, as in Sparse-Llama's recipe.
+The seven block linears are pruned to 2:4 when the model is made (``pruned=True``), so the
+dense model *is* the 2:4 model stored dense: :func:`twofour.serve.pack_blocks` packs the same
+values, and the two must agree to rounding. The LM head, embedding and norms stay dense.
 
-Shapes are static so one decode step can be captured in a CUDA graph: the cache is allocated
-once for ``max_seq_len`` positions, the position is a device tensor, and a decode step attends
-over the whole cache with a mask instead of slicing it.
+Shapes are static, so a decode step can be captured in a CUDA graph: the cache is allocated once,
+the position is a device tensor, and a decode step attends over the whole cache under a mask.
 
 Example (a tiny config on the CPU, float32):
     >>> import torch
@@ -143,9 +139,8 @@ class KVCache:
 class Decoder:
     """A Llama-3-style decoder: embedding, blocks, final norm, LM head, RoPE tables.
 
-    Make one with :meth:`random`. ``cfg.layers`` is the number of blocks built (see
-    ``full_layers`` for the model it was cut from). Linear weights may be dense tensors or
-    PyTorch's semi-structured 2:4 tensors; the forward pass is the same code for both.
+    Make one with :meth:`random`. ``cfg.layers`` blocks were built of ``full_layers``. Linear
+    weights may be dense tensors or PyTorch's semi-structured 2:4 tensors.
     """
 
     cfg: TransformerConfig
@@ -172,14 +167,9 @@ class Decoder:
                max_positions: int = MAX_POSITIONS) -> "Decoder":
         """Random weights with ``cfg``'s shapes, made on ``device`` directly, one layer at a time.
 
-        Args:
-            cfg: the model's shapes (:mod:`twofour.models`; ``TINY`` for CPU tests).
-            n_layers: build only this many blocks (default all): a 4-layer Llama-3-8B times
-                4/32 of the blocks plus the whole embedding and LM head.
-            dtype, device: where and how the weights live; nothing is made on the CPU first.
-            seed: every weight's values depend only on ``seed``, its layer and its name.
-            pruned: prune each block linear to 2:4 (magnitude, :func:`twofour.prune`) as it
-                is made, so no second copy of the model is ever needed.
+        ``n_layers`` blocks are built (default all; embedding and LM head stay whole). Each
+        weight's values depend only on ``seed``, its layer and its name. ``pruned``: each block
+        linear is pruned to 2:4 by magnitude as it is made (no second copy of the model).
 
         Example:
             >>> m = Decoder.random(TINY, n_layers=1)
@@ -190,9 +180,8 @@ class Decoder:
             n_layers = cfg.layers
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or not 1 <= n_layers <= cfg.layers:
             raise ValueError(f"n_layers must be an int from 1 to {cfg.layers} (the layers of {cfg.name}), got {n_layers!r}")
-        if cfg.head_dim % 2:
-            raise ValueError(f"{cfg.name}: head_dim (hidden / heads = {cfg.head_dim}) must be even for RoPE")
         device = torch.device(device)
+        cos, sin = rope_tables(cfg.head_dim, max_positions, device=device, dtype=dtype)
         built = cfg if n_layers == cfg.layers else replace(cfg, layers=n_layers, name=f"{cfg.name} ({n_layers} of {cfg.layers} layers)")
 
         def weight(shape, *key) -> torch.Tensor:
@@ -214,7 +203,6 @@ class Decoder:
             blocks.append(Block(attn_norm=ones, mlp_norm=ones.clone(), linears=linears))
         # The embedding is a table lookup, not a matmul: unit-scale rows, as trained models have.
         embedding = weight((cfg.vocab, h), "embedding") * math.sqrt(h)
-        cos, sin = rope_tables(cfg.head_dim, max_positions, device=device, dtype=dtype)
         return cls(cfg=built, embedding=embedding, blocks=blocks, final_norm=torch.ones(h, device=device, dtype=dtype),
                    lm_head=weight((cfg.vocab, h), "lm_head"), cos=cos, sin=sin, full_layers=cfg.layers)
 
@@ -238,11 +226,7 @@ class Decoder:
     # -- forward ------------------------------------------------------------------------------
 
     def prefill(self, tokens: torch.Tensor, cache: KVCache, *, all_logits: bool = False) -> torch.Tensor:
-        """Run a prompt ``tokens`` ``[batch, T]`` from position 0; fill the cache; return logits.
-
-        Logits ``[batch, 1, vocab]`` of the last token (what the first generated token needs),
-        or of every token with ``all_logits=True`` (for checks).
-        """
+        """Run prompt ``tokens`` ``[batch, T]`` from position 0, fill the cache; last (or all) logits."""
         T = self._check_tokens(tokens, cache)
         if T > cache.max_seq_len:
             raise ValueError(f"tokens holds {T} positions but the cache only {cache.max_seq_len}")
@@ -260,10 +244,9 @@ class Decoder:
         return self._linear(rms_norm(x, self.final_norm), self.lm_head, eligible=False)
 
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor); logits ``[batch, 1, vocab]``.
+        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor).
 
-        ``pos`` stays on the device and the attention covers the whole cache under a mask, so
-        the step has static shapes and can be captured in a CUDA graph and replayed.
+        ``pos`` stays on the device and the attention covers the whole cache under a mask: static shapes.
         """
         self._check_tokens(tokens, cache)
         if tokens.shape[1] != 1:
@@ -334,9 +317,6 @@ def _seed(seed: int, *key) -> int:
 
 def weight_bytes(cfg: TransformerConfig, dtype, *, packed: bool = False) -> int:
     """Bytes of the weights of ``cfg`` in ``dtype``: dense, or with the block linears packed 2:4.
-
-    Packed 2:4 keeps half the values plus 2 bits of metadata per kept value (9/16 of dense for
-    16-bit types); the embedding, LM head and norms stay dense.
 
     Example:
         >>> round(weight_bytes(LLAMA_3_8B, torch.float16) / 1e9, 1)

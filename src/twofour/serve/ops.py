@@ -1,23 +1,20 @@
 """What a device does for the decode measurements: pack, capture, compile, time, profile.
 
-The measurement plan (:mod:`twofour.serve.plan`) never calls CUDA itself; it asks one of
-these objects, so the same control flow runs in three places:
+The measurement plan never calls CUDA itself; it asks one of these, so the same control flow runs
+in three places:
 
 ``CudaOps``
-    The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured``
-    (cuSPARSELt, with the algorithm pinned at conversion where one is chosen), decode steps
-    captured in CUDA graphs, timed with CUDA events around back-to-back replays queued behind a
-    device-side spin (:func:`twofour.bench.gpu_timing.window_ms`: no launch inside the window),
-    cuSPARSELt algorithms chosen per weight shape (:func:`twofour.serve.search_algorithms`).
+    The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured`` (cuSPARSELt,
+    the algorithm pinned at conversion where one is chosen), CUDA graphs, CUDA events around
+    back-to-back replays queued behind a device-side spin (:func:`twofour.bench.gpu_timing.window_ms`).
 ``CpuOps``
     Dense float32 on the CPU. Packing, graphs and the algorithm search raise
-    :class:`NotSupported` with the reason, which the plan records as *skipped*, not failed.
+    :class:`NotSupported`, which the plan records as *skipped*, not failed.
 ``RehearsalOps``
     A fake CUDA device on the CPU, for rehearsing the GPU control flow (``make gpu-check
     GPU_CHECK_ARGS=--rehearse``, and the tests): "packing" keeps the dense pruned weight,
-    "capture" and "compile" return the step itself, the "search" picks algorithm 0. ``fail``
-    makes chosen operations raise, to rehearse how failures are recorded. No number it produces
-    is a GPU number.
+    "capture" and "compile" return the step itself; ``fail`` makes chosen operations raise.
+    No number it produces is a GPU number.
 
 Example:
     >>> ops = ops_for("cpu")
@@ -80,9 +77,8 @@ class Ops:
     def compile(self, fn: Callable[[], object], static_inputs=()) -> Callable[[], object]:
         """``torch.compile(fn, mode="reduce-overhead")`` (CUDA graphs inside, on a GPU).
 
-        ``static_inputs`` (the KV cache, the token and position buffers) keep their addresses
-        for the whole run: marked so, the compiled graph may update them in place instead of
-        copying them in and out on every call, as a module's buffers would be treated.
+        ``static_inputs`` (KV cache, token and position buffers) keep their addresses for the
+        whole run: marked so, the compiled graph updates them in place instead of copying them.
         """
         for t in static_inputs:
             torch._dynamo.mark_static_address(t)
@@ -98,11 +94,9 @@ class Ops:
                    calls: int = 1, warmup: int = 1, repeats: int = 5, info: dict | None = None) -> list[float]:
         """Milliseconds per call of ``fn``, one value per repeat of ``calls`` back-to-back calls.
 
-        ``reset`` runs before the warm-up and before every repeat, outside the timed window
-        (a decode loop puts its position back to the start of the context there). ``info``, if
-        given, receives how the calls were timed (``timer``, ``calls_per_window`` and, on a GPU,
-        ``host_ahead``: the share of windows the host had queued in full before the device
-        reached the start event).
+        ``reset`` runs before the warm-up and every repeat, outside the timed window. ``info``
+        receives ``timer``, ``calls_per_window`` and, on a GPU, ``host_ahead`` (the share of
+        windows the host had queued in full before the device reached the start event).
         """
         reset = reset or (lambda: None)
         for _ in range(warmup):
@@ -133,9 +127,8 @@ class Ops:
     def profile(self, fn: Callable[[], object], *, calls: int = 3):
         """``(records, wall_ms, starts)`` of ``calls`` calls under ``torch.profiler``.
 
-        ``records`` are :class:`twofour.dispatch.kernels.OpRecord`; ``wall_ms`` is the profiled
-        run's wall time per call (the profiler's own overhead included); ``starts[i]`` is when
-        record ``i`` started (µs), so GPU kernels can be put in the order they ran.
+        ``records``: :class:`twofour.dispatch.kernels.OpRecord`; ``wall_ms``: wall time per call,
+        profiler overhead included; ``starts[i]``: when record ``i`` started (µs).
         """
         from torch.profiler import ProfilerActivity, profile
 
@@ -184,12 +177,10 @@ class CudaOps(Ops):
     def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
         """Time ``F.linear(x, W packed with alg_id)`` for each candidate ``alg_id``; keep the fastest that matches.
 
-        The candidates are every ID the library accepts for this shape, asked by trying IDs
-        upward from 0 until it refuses one (:func:`twofour.bench.algsweep.accepted_alg_ids`; no
-        maximum assumed), and what ``torch._cslt_sparse_mm_search`` proposes for the padded
-        shape (recorded, and tried, when the call exists; it is deprecated in some releases).
-        Each candidate is timed as the GEMM benchmark's graph mode times a call
-        (:func:`twofour.bench.gpu_timing.time_graph`: weight copies in turn, so the weight is cold).
+        The candidates: every ID the library accepts for this shape (tried upward from 0 until
+        refused, :func:`twofour.bench.algsweep.accepted_alg_ids`), and what the deprecated
+        ``torch._cslt_sparse_mm_search`` proposes where it exists. Each is timed as the GEMM
+        benchmark's graph mode times a call (:func:`twofour.bench.gpu_timing.time_graph`, weight cold).
         """
         from ..bench import gpu_timing
         from ..bench.algsweep import accepted_alg_ids
@@ -264,10 +255,8 @@ class CudaOps(Ops):
 class RehearsalOps(Ops):
     """A fake CUDA device on the CPU: the GPU control flow without a GPU (see the module docstring).
 
-    Args:
-        fail: ``{operation: message}`` for operations that should raise ``RuntimeError(message)``
-            (``"pack"``, ``"search_algorithm"``, ``"capture"``, ``"compile"``), e.g.
-            ``{"pack": "torch lacks cuSPARSELt"}``.
+    ``fail``: ``{operation: message}`` for operations (``"pack"``, ``"search_algorithm"``,
+    ``"capture"``, ``"compile"``) that should raise ``RuntimeError(message)``.
 
     Example:
         >>> ops = RehearsalOps(fail={"capture": "graph capture failed"})

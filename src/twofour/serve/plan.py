@@ -1,16 +1,10 @@
 """A measurement plan: which whole steps to time, in which order, and the loop that runs it.
 
-A plan is an ordered list of :class:`Item` (phase, dtype, dense or 2:4, mode, batch, prompt
-length). :func:`run_plan` works through it on one device (:mod:`twofour.serve.ops`):
-
-* models are made when first needed, one dtype at a time (dense, then its 2:4 packing, then
-  their agreement is checked once), and freed when the dtype changes;
-* every item ends as a record with a timing, an ``error`` (recorded, and the run goes on: a
-  torch without cuSPARSELt, a graph that fails to capture) or ``skipped`` (the device cannot
-  do it, or the time budget is spent);
-* the results file is rewritten after every item, so a run stopped by a time limit keeps
-  everything it measured;
-* each record gets the request model's prediction (:func:`twofour.serve.predict`) beside it.
+:func:`run_plan` works through the :class:`Item` list on one device (:mod:`twofour.serve.ops`):
+models are made when first needed, one dtype at a time (dense, its 2:4 packing, their
+agreement checked once); every item ends with a timing, an ``error`` (recorded, the run goes
+on) or ``skipped``; the results file is rewritten after every item; each record gets the
+request model's prediction (:func:`twofour.serve.predict`) beside it.
 
 Example (CPU: the tiny model, dense eager only):
     >>> plan = make_plan(TINY, dtypes=["float32"], batches=[1, 4], context=16, prompt_lens=[32],
@@ -87,9 +81,7 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
               decode_steps: int = DECODE_STEPS, profiled_calls: int = PROFILED_CALLS, seed: int = 0) -> Plan:
     """Decode at every batch, then prefill (batch 1) at every prompt length; per dtype, dense then 2:4, per mode.
 
-    ``prefill_modes`` defaults to ``modes``. ``graph-searched`` is planned for 2:4 only (dense
-    GEMMs have no cuSPARSELt algorithm). Raises ``ValueError`` naming the argument, the bad
-    value and the valid ones.
+    ``prefill_modes`` defaults to ``modes``. ``graph-searched`` is planned for 2:4 only.
     """
     dtypes, modes = list(dtypes), list(modes)
     prefill_modes = modes if prefill_modes is None else list(prefill_modes)
@@ -135,10 +127,8 @@ def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command
              budget_s: float | None = None, log: Callable[[str], object] | None = print) -> DecodeResults:
     """Run ``plan`` on ``ops`` (default: this machine's GPU, else its CPU); see the module doc.
 
-    Args:
-        out: results file, rewritten after every item (:meth:`DecodeResults.save`; refuses ``inputs``).
-        budget_s: seconds for the whole run; items not started by then are recorded as skipped.
-        log: called with one line per item (None: quiet).
+    ``out``: results file (never one of ``inputs``). ``budget_s``: items not started by then are
+    skipped. ``log``: called with one line per item (None: quiet).
     """
     if not isinstance(plan, Plan):
         raise TypeError(f"plan must be a twofour.serve.Plan (see make_plan), got {type(plan).__name__}")
@@ -243,7 +233,14 @@ class _Models:
         t0 = time.monotonic()
         torch_dtype = self.ops.compute_dtype(getattr(torch, self.dtype))
         n = self.plan.n_layers or self.plan.cfg.layers
-        _check_memory(self.ops, self.plan.cfg.with_(layers=n, name=self.plan.cfg.name), torch_dtype)
+        if self.ops.device.type == "cuda":  # refuse a model that cannot fit before spending minutes making it
+            free, _ = torch.cuda.mem_get_info(self.ops.device)
+            cut = self.plan.cfg.with_(layers=n, name=self.plan.cfg.name)
+            need = weight_bytes(cut, torch_dtype) + weight_bytes(cut, torch_dtype, packed=True)
+            if need > 0.9 * free:
+                raise RuntimeError(f"{cut.name} {torch_dtype}: dense + 2:4 weights need {need / 1e9:.1f} GB, "
+                                   f"{free / 1e9:.1f} GB is free on the GPU; measure fewer layers "
+                                   "(n_layers, --layers)")
         if self.plan.checkpoint is not None:
             from .checkpoint import from_checkpoint
 
@@ -282,17 +279,6 @@ class _Models:
     def release(self) -> None:
         self.built = {}
         self.ops.free()
-
-
-def _check_memory(ops: Ops, cfg: TransformerConfig, dtype: torch.dtype) -> None:
-    """Refuse a model that cannot fit before spending minutes making it (CUDA only)."""
-    if ops.device.type != "cuda":
-        return
-    free, _ = torch.cuda.mem_get_info(ops.device)
-    need = weight_bytes(cfg, dtype) + weight_bytes(cfg, dtype, packed=True)
-    if need > 0.9 * free:
-        raise RuntimeError(f"{cfg.name} {dtype}: dense + 2:4 weights need {need / 1e9:.1f} GB, {free / 1e9:.1f} GB is "
-                           "free on the GPU; measure fewer layers (n_layers, --layers)")
 
 
 def _settings(plan: Plan, ops: Ops) -> dict:

@@ -1,12 +1,9 @@
 """What the request model (:mod:`twofour.request`) predicts for one measured step, to set beside it.
 
 A measured decode step at batch ``B`` after ``C`` cached tokens is the request model's decode
-phase of a request with ``prompt_len = C`` and ``output_len = 2`` (exactly one decode step, at
-context ``C + 1``); a measured prefill of ``P`` tokens is its prefill phase (TTFT). The model is
-the one the chapters and the calculator use: GEMMs from the kernel model fitted to measured
-GEMMs (:func:`twofour.request.roofline_gemm_model`), everything else (attention, KV cache,
-norms) at the data sheet's peaks with no per-step overhead. Its rest is therefore optimistic,
-and the gap to a measurement is the point of setting them side by side.
+phase with ``prompt_len = C`` and ``output_len = 2``; a measured prefill is its prefill phase.
+GEMMs come from the fitted kernel model, everything else at the data sheet's peaks with no
+per-step overhead: optimistic, and the gap to a measurement is the point.
 
 Example:
     >>> from twofour.models import LLAMA_3_8B
@@ -31,11 +28,9 @@ def predict(cfg: TransformerConfig, *, phase: str, dtype: str, weights: str, mod
             prompt_len: int, gpu) -> dict | None:
     """The predicted step for one measurement: ``{"t_ms", "dense_ms", "sparse_ms", "p", "speedup", ...}``.
 
-    ``t_ms`` is the time of the measured weights (dense or 2:4); ``p`` the share of that step
-    in the pruned block linears. Returns None for a dtype without 2:4 tensor cores (the CPU's
-    float32). ``mode`` picks the GEMM scenario: ``eager`` pays a cuSPARSELt plan per call,
-    the others run with plans cached; for ``graph-searched`` in fp16 the 2:4 GEMM speedup of
-    the recorded algorithm sweep is used where it covers the shapes.
+    ``t_ms`` and ``p`` are of the measured weights (dense or 2:4); None for a dtype without 2:4
+    tensor cores. ``eager`` pays a cuSPARSELt plan per call, other modes run with plans cached;
+    ``graph-searched`` fp16 uses the recorded algorithm sweep where it covers the shapes.
     """
     key = dtype_key(dtype)
     if key not in MEASURED_DTYPES:

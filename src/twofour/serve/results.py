@@ -1,20 +1,16 @@
 """Whole-step results files (``schema`` ``twofour-decode/1``): write, read, check, compare dense with 2:4.
 
-One file holds one run of a measurement plan (:func:`twofour.serve.run_plan`): the provenance
-of :func:`twofour.bench.provenance` (GPU, capability, driver, CUDA, torch, cuSPARSELt, date,
-command, ...), the settings, one record per planned measurement, and the dense vs 2:4
-agreement of each dtype. A record holds either a timing (``t_ms``, with every raw time), an
-``error`` (the measurement was attempted and failed: recorded, never dropped) or ``skipped``
-(the device cannot do it, or the time limit came first). The structure is the JSON Schema
-:data:`DECODE_SCHEMA` below, next to the reader, as for the GEMM results of :mod:`twofour.bench`.
-
-Writing never destroys: :meth:`DecodeResults.save` refuses a path that is one of the run's
-inputs or not a regular file, writes a temporary file beside it and renames it on success.
+One file holds one run of :func:`twofour.serve.run_plan`: the provenance
+(:func:`twofour.bench.provenance`), the settings, one record per planned measurement (a timing
+``t_ms``, an ``error`` or ``skipped``), and the dense vs 2:4 agreement of each dtype; the JSON
+Schema is :data:`DECODE_SCHEMA`. Writing never destroys (:func:`write_atomic`).
 
 Example:
     >>> import tempfile, pathlib
     >>> from twofour.bench import provenance
-    >>> res = DecodeResults(provenance=provenance("doctest", device="cpu"), settings=_example_settings(),
+    >>> settings = {"model": "tiny", "layers": 2, "model_layers": 2, "decode_steps": 16, "warmup": 1,
+    ...             "repeats": 2, "weights_note": "random weights"}
+    >>> res = DecodeResults(provenance=provenance("doctest", device="cpu"), settings=settings,
     ...                     measurements=[{"phase": "decode", "dtype": "float32", "weights": "dense", "mode": "eager",
     ...                                    "batch": 1, "prompt_len": 8, "skipped": "example"}])
     >>> path = res.save(pathlib.Path(tempfile.mkdtemp()) / "decode.json")
@@ -105,9 +101,7 @@ class DecodeResults:
         return [m for m in self.measurements if "t_ms" in m]
 
     def speedups(self) -> list[dict]:
-        """Dense time / 2:4 time for every case measured both ways (same phase, dtype, mode, batch, prompt).
-
-        ``predicted_speedup`` is the request model's for the same case (None where nothing was predicted).
+        """Dense / 2:4 time for every case measured both ways, beside the model's ``predicted_speedup``.
 
         Example:
             >>> rec = lambda w, ms: {"phase": "decode", "dtype": "float16", "weights": w, "mode": "graph",
@@ -151,13 +145,15 @@ def record_label(m: dict) -> str:
 def write_atomic(path, text: str, *, inputs=()) -> Path:
     """Write ``text`` to ``path`` through a temporary file renamed on success (:mod:`twofour._common.atomic`).
 
-    Refuses (:class:`OutputRefused`, a ``ValueError``) a ``path`` that is one of ``inputs`` or exists and is not a regular
-    file (a FIFO would block the writer, a device or directory cannot be replaced). A failed
-    write leaves any previous file untouched and no temporary file behind.
+    Refuses (:class:`OutputRefused`) a ``path`` that is one of ``inputs`` or is not a regular file.
     """
     path = Path(path)
     for source in inputs:
-        if _same_file(path, Path(source)):
+        try:
+            same = os.path.samefile(path, source)
+        except OSError:  # one of them does not exist: compare the names they resolve to
+            same = os.path.realpath(path) == os.path.realpath(source)
+        if same:
             raise OutputRefused(f"output {str(path)!r} is also an input of this run; choose another file name")
     if path.exists() and not path.is_file():
         raise OutputRefused(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
@@ -167,13 +163,6 @@ def write_atomic(path, text: str, *, inputs=()) -> Path:
         return write_text(path, text)
     except OutputError as exc:  # the target changed while the run went on
         raise OutputRefused(str(exc)) from None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist: compare the names they resolve to
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def load_decode_results(path) -> DecodeResults:
@@ -197,9 +186,3 @@ def recorded_decode_results(folder=None) -> list[DecodeResults]:
     """
     folder = Path(folder) if folder is not None else DATA_DIR
     return [load_decode_results(p) for p in sorted(folder.glob("decode-*.json"))]
-
-
-def _example_settings() -> dict:
-    """Settings with every required key (for examples and tests)."""
-    return {"model": "tiny", "layers": 2, "model_layers": 2, "decode_steps": 16, "warmup": 1, "repeats": 2,
-            "weights_note": "random weights"}

@@ -1,8 +1,7 @@
 """The decoder's 2:4 version: prune, check, pack (with a chosen cuSPARSELt algorithm), compare with dense.
 
 The 2:4 model is the pruned dense model with its block linears packed: the same values, so
-dense and 2:4 must produce the same logits up to the rounding of a different summation order.
-:func:`check_agreement` measures that before any timing is trusted.
+the logits must agree up to rounding; :func:`check_agreement` measures that.
 
 Example (CPU: pruning and the masked reference; packing needs a GPU):
     >>> import torch
@@ -44,15 +43,8 @@ def pack_blocks(model: Decoder, ops: Ops, alg_ids: dict[str, int] | None = None)
     """The model with every block linear packed as the device's 2:4 tensor; the rest shared.
 
     ``alg_ids`` (``{linear name: cuSPARSELt algorithm}``, e.g. from :func:`search_algorithms`)
-    pins the algorithm of those linears at conversion (``to_sparse_semi_structured(W, alg_id=)``,
-    :func:`twofour.bench.sparse_weight`); the others keep PyTorch's default, algorithm 0.
-
-    Every weight is checked to be 2:4 first: PyTorch's packing does not check, and a weight
-    with three non-zeros in a group would be packed wrong without a word.
-
-    Raises:
-        ValueError: a block linear is not 2:4 (the layer and linear are named), or ``alg_ids`` names no linear.
-        twofour.serve.NotSupported: the device has no 2:4 kernels (the CPU).
+    pins those linears' algorithm at conversion; the others keep PyTorch's default, 0. Every
+    weight is checked to be 2:4 first (PyTorch's packing does not check): ``ValueError``.
     """
     alg_ids = dict(alg_ids or {})
     unknown = sorted(set(alg_ids) - set(BLOCK_LINEARS))
@@ -75,10 +67,8 @@ def pack_blocks(model: Decoder, ops: Ops, alg_ids: dict[str, int] | None = None)
 def search_algorithms(dense: Decoder, M: int, ops: Ops) -> dict[str, dict]:
     """The fastest cuSPARSELt algorithm for each block-linear shape of ``dense`` at ``M`` rows.
 
-    cuSPARSELt's choice depends on the shape, dtype and ``M``, not on the values, so one search
-    per distinct ``(N, K)`` (on layer 0's weight) serves all layers. Returns
-    ``{"NxK": {"alg_id", "method", "candidates", "linears"}}``; :func:`pack_blocks` with
-    :func:`algorithm_per_linear` of it packs the model with those algorithms.
+    One search per distinct ``(N, K)`` (layer 0's weight; the choice does not depend on values).
+    Returns ``{"NxK": {"alg_id", "method", "candidates", "linears"}}``.
     """
     gen = torch.Generator(device="cpu").manual_seed(M)
     by_shape: dict[tuple[int, int], list[str]] = {}
@@ -123,11 +113,7 @@ class Agreement:
 
 def check_agreement(model: Decoder, reference: Decoder, *, batch: int = 2, prompt_len: int = 16,
                     decode_steps: int = 4, seed: int = 0) -> Agreement:
-    """Run both models on the same tokens and compare their logits.
-
-    A prompt of ``prompt_len`` random tokens, then ``decode_steps`` steps fed with the
-    reference's greedy tokens (both models see the same inputs, so one disagreement does not
-    snowball into different sequences).
+    """Compare two models' logits on a random prompt, then ``decode_steps`` steps fed the reference's tokens.
 
     Example (a model agrees with itself):
         >>> from twofour.serve import Decoder, TINY
