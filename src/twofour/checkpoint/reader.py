@@ -1,12 +1,10 @@
 """One way in: :func:`open` any checkpoint, get a :class:`Reader`.
 
-A checkpoint comes as a Hugging Face model folder (``config.json`` and safetensors shards,
-compressed-tensors included), a ``model.safetensors.index.json``, one ``.safetensors`` file or a
-``torch.save`` file (``.pt``/``.pth``/``.bin``, recognised by its first bytes, not its name).
-Whatever it is, :func:`open` returns a :class:`Reader`: one logical ``<layer>.weight`` per stored
-weight (a compressed-tensors bitmask's three parts are one weight), its dense shape and dtype, and
-the weight itself read only when asked for. The audit, ``convert``, ``bench --checkpoint`` and
-the site read checkpoints only through this protocol.
+A Hugging Face model folder (compressed-tensors included), a ``model.safetensors.index.json``,
+one ``.safetensors`` file or a ``torch.save`` file (recognised by its first bytes): :func:`open`
+returns a :class:`Reader` of each: one logical ``<layer>.weight`` per stored weight (a bitmask's
+three parts are one weight), its dense shape and dtype, and the weight read only when asked
+for. The audit, ``convert``, ``bench --checkpoint`` and the site read checkpoints only so.
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
