@@ -1,9 +1,8 @@
 """Count N:M groups of a view whose elements share storage (``expand``, stride 0, ``as_strided``).
 
-A tensor of shape ``[N, K]`` can be a view of far fewer stored elements: ``w.expand(N, K)`` has
-row stride 0, and a checkpoint of a few kilobytes can declare a billion-element weight this
-way. Checking it element by element would take minutes. Here the work is proportional to
-the storage the view covers, not to its element count:
+``w.expand(N, K)`` has row stride 0: a checkpoint of a few kilobytes can declare a
+billion-element weight this way. Here the work is proportional to the storage the view
+covers, not to its element count:
 
 * flags and group counts are computed once per storage position (a group starting at
   position ``p`` holds the elements at ``p, p + s1, ..., p + (m-1) s1``);

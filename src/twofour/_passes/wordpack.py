@@ -3,17 +3,15 @@
 A group of four 16-bit elements is one 64-bit word, four 8-bit elements one 32-bit word.
 Packing a block then takes a fixed handful of vectorised integer operations and no gather:
 
-* the group's non-zero pattern ``p = b0 + 2 b1 + 4 b2 + 8 b3`` comes from its four flag bytes
-  (``twofour._passes.groupcount.lane_flags``) read as one int32 and multiplied by ``0x01020408``;
-* the kept positions ``a < b`` for every pattern sit in two 32-bit lookup words, two bits per
-  pattern, read with one variable shift each (``(LUT >> 2p) & 3``). The lookup is built from
-  ``twofour.packing``'s own pattern table, so both paths choose the same positions (PyTorch's
-  choice, see ``_top_up_order`` there);
-* the kept values are ``(word >> a*bits) & lane`` and ``(word >> (b-1)*bits) & (lane << bits)``,
+* the group's non-zero pattern ``p = b0 + 2 b1 + 4 b2 + 8 b3``: its four flag bytes read as one
+  int32, multiplied by ``0x01020408``;
+* the kept positions ``a < b``: two bits per pattern in two 32-bit lookup words built from
+  ``twofour.packing``'s own pattern table (so both paths choose the same positions), read with
+  one variable shift each (``(LUT >> 2p) & 3``);
+* the kept values ``(word >> a*bits) & lane`` and ``(word >> (b-1)*bits) & (lane << bits)``,
   OR-ed into one word that is exactly the packed pair.
 
 Unpacking runs the same steps backwards: ``(v0 << a*bits) | (v1 << b*bits)`` is the group.
-``tests/toolkit/packing/test_packing.py`` checks both against the general path and PyTorch's conversion.
 """
 
 from __future__ import annotations
@@ -57,11 +55,8 @@ def position_luts(codes: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def pack_block(block, values_out, meta_out, luts: tuple[int, int, int], scratch: Scratch) -> int:
-    """Pack a contiguous ``[r, k]`` 2:4 block into ``values_out [r, k/2]`` and ``meta_out [r, k/8]``.
-
-    Returns the number of groups holding more than two non-zeros; when it is not 0 nothing
-    useful was written and the caller must refuse the weight.
-    """
+    """Pack a contiguous ``[r, k]`` 2:4 block into ``values_out [r, k/2]`` and ``meta_out [r, k/8]``;
+    returns the number of groups holding more than two non-zeros (not 0: nothing useful written)."""
     dev = scratch.device
     rows, k = block.shape
     shape = (rows, k // 4)
@@ -135,11 +130,8 @@ def _write_words(out: torch.Tensor, word: torch.dtype, words: torch.Tensor) -> N
 
 
 def unpack_block(values, meta, out, scratch: Scratch) -> int:
-    """Rebuild a 2:4 block: ``values [r, k/2]`` and ``meta [r, k/8]`` into contiguous ``out [r, k]``.
-
-    Returns the number of groups whose positions are not strictly increasing (corrupt
-    metadata); when it is not 0, ``out`` is garbage and the caller must raise.
-    """
+    """Rebuild a 2:4 block: ``values [r, k/2]`` and ``meta [r, k/8]`` into contiguous ``out [r, k]``;
+    returns the number of groups whose positions are not strictly increasing (not 0: ``out`` is garbage)."""
     dev = scratch.device
     rows, half = values.shape
     shape = (rows, half // 2)
