@@ -7,10 +7,8 @@ sparse: every run of ``m`` consecutive elements of a row of ``W`` (a *group*) ma
 must fall two in every group of four, along K.
 
 PyTorch does not check this before packing a weight (its CUTLASS conversion silently drops the
-extra non-zeros of a bad group), so :func:`check` is the careful first step.
-
-Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero, decided on
-each dtype's bits (``twofour._passes.bits``).
+extra non-zeros of a bad group), so :func:`check` is the careful first step. ``-0.0`` counts
+as zero, NaN and inf as non-zero, decided on each dtype's bits (``twofour._passes.bits``).
 
 >>> import torch, twofour
 >>> W = torch.tensor([[1.0, 0.0, 2.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
@@ -193,7 +191,8 @@ def nonzeros_per_group(W: torch.Tensor, m: int = 4) -> torch.Tensor:
     return out
 
 
-# Elements per block of check()'s count: its per-block cost is mostly fixed, so larger blocks than pack's are faster.
+# Elements per block of check()'s count: its per-block cost is mostly fixed, so larger
+# blocks than pack's are faster.
 _COUNT_BLOCK = 1 << 20
 
 
@@ -211,17 +210,14 @@ def _count_blocks(W: torch.Tensor, n: int, m: int):
 
     results = map_blocks(count, items, state=lambda: Scratch(W.device), device=W.device)
     nonzeros = sum(nz for nz, _, _ in results)
-    bad_per_block = [bad for _, _, bad in results]
-    if all(c0 == 0 and c1 == K for _, _, c0, c1 in items):  # whole rows: the blocks' rows in order
-        bad_per_row = torch.cat([per_row for _, per_row, _ in results]).to(torch.int64)
-    else:
-        bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
-        for (r0, r1, _, _), (_, per_row, _) in zip(items, results):
-            bad_per_row[r0:r1] += per_row
-    return bad_per_row, nonzeros, bad_per_block, items
+    bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
+    for (r0, r1, _, _), (_, per_row, _) in zip(items, results):
+        bad_per_row[r0:r1] += per_row
+    return bad_per_row, nonzeros, [bad for _, _, bad in results], items
 
 
-# Elements check() reads at most to list the bad groups of a self-overlapping view (whose element count can dwarf its storage).
+# Elements check() reads at most to list the bad groups of a self-overlapping view
+# (whose element count can dwarf its storage).
 _OVERLAP_LOCATION_BUDGET = 1 << 24
 
 
@@ -312,7 +308,6 @@ def check(
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     rows, K = W.shape
-    groups_per_row = K // m
     if overlaps(W):
         with one_thread():
             bad_per_row, nonzeros = count_by_storage(W, n, m)
@@ -333,7 +328,7 @@ def check(
         m=m,
         shape=(rows, K),
         dtype=W.dtype,
-        num_groups=rows * groups_per_row,
+        num_groups=rows * (K // m),
         num_bad_groups=num_bad,
         bad_groups_per_row=bad_per_row.cpu(),
         bad_locations=bad_locations,
@@ -399,9 +394,9 @@ def prune(
     if scores is not None:
         if not isinstance(scores, torch.Tensor):
             raise TypeError(f"scores must be a torch.Tensor of W's shape {tuple(W.shape)}, got {type(scores).__name__}")
-        if getattr(scores, "is_nested", False) or scores.layout != torch.strided:
+        if scores.is_nested or scores.layout != torch.strided:
             raise TypeError(f"scores must be a dense (strided) tensor of W's shape {tuple(W.shape)}, got "
-                            f"{'a nested tensor' if getattr(scores, 'is_nested', False) else f'layout {scores.layout}'}")
+                            f"{'a nested tensor' if scores.is_nested else f'layout {scores.layout}'}")
         if scores.shape != W.shape:
             raise ValueError(
                 f"scores must have W's shape {tuple(W.shape)} (one score per weight), got {tuple(scores.shape)}"
@@ -442,5 +437,4 @@ def prune(
             f"{what} contains NaN (first at row {first_nan[0]}, column {first_nan[1]}); "
             "a NaN has no magnitude to rank, so fix or mask it before pruning"
         )
-    pruned = pruned_bits.view(W.dtype)
-    return pruned, mask
+    return pruned_bits.view(W.dtype), mask

@@ -85,7 +85,7 @@ def const(value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
 
 
 def lane_flags(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
-    """uint8 tensor of the contiguous ``block``'s shape: 1 where the element is non-zero (by the bits), else 0."""
+    """uint8 tensor of the contiguous ``block``'s shape: 1 where the element is non-zero (by the bits)."""
     lanes = signed_int_view(block)
     dtype, dev = lanes.dtype, scratch.device
     bits = lanes.element_size() * 8

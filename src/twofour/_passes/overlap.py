@@ -45,16 +45,6 @@ def overlaps(W: torch.Tensor) -> bool:
     return W.numel() > 0 and storage_span(W) < W.numel()
 
 
-def _storage_flags(W: torch.Tensor, span: int) -> torch.Tensor:
-    """uint8 [span]: the non-zero flag of every storage position the view reaches."""
-    base = torch.as_strided(W, (span,), (1,), W.storage_offset())
-    out = torch.empty(span, dtype=torch.uint8, device=W.device)
-    scratch = Scratch(W.device)
-    for _, _, c0, c1 in blocks(1, span):
-        out[c0:c1] = lane_flags(base[c0:c1].contiguous().view(1, -1), scratch).view(-1)
-    return out
-
-
 def _progression_sums(values: torch.Tensor, starts: torch.Tensor, step: int, count: int) -> torch.Tensor:
     """``sum(values[s + i*step] for i < count)`` for every ``s`` in ``starts`` (int64)."""
     if step == 0:
@@ -74,10 +64,8 @@ def _progression_sums(values: torch.Tensor, starts: torch.Tensor, step: int, cou
 
 
 def count_by_storage(W: torch.Tensor, n: int, m: int) -> tuple[torch.Tensor, int]:
-    """``(bad groups per row [N] int64, total non-zeros)`` of a 2-D view, in time ~ its storage span.
-
-    Raises ``ValueError`` when the view reaches more than ``MAX_SPAN`` storage positions.
-    """
+    """``(bad groups per row [N] int64, total non-zeros)`` of a 2-D view, in time ~ its storage span;
+    ``ValueError`` when the view reaches more than ``MAX_SPAN`` storage positions."""
     N, K = W.shape
     s0, s1 = W.stride()
     if s0 == 0 and N > 1:
@@ -93,7 +81,11 @@ def count_by_storage(W: torch.Tensor, n: int, m: int) -> tuple[torch.Tensor, int
             f"more than the {MAX_SPAN:,} this check handles without expanding it; pass W.contiguous() to check "
             "the expanded weight element by element"
         )
-    flags = _storage_flags(W, span)
+    base = torch.as_strided(W, (span,), (1,), W.storage_offset())
+    flags = torch.empty(span, dtype=torch.uint8, device=W.device)  # non-zero, per storage position
+    scratch = Scratch(W.device)
+    for _, _, c0, c1 in blocks(1, span):
+        flags[c0:c1] = lane_flags(base[c0:c1].contiguous().view(1, -1), scratch).view(-1)
     starts_last = (N - 1) * s0 + (G - 1) * m * s1  # the last group's first position
     length = starts_last + 1
     counts = torch.zeros(length, dtype=torch.int32, device=W.device)

@@ -41,22 +41,17 @@ PASS_THREADS: int | None = 1
 PASS_WORKERS: int | None = None
 MAX_WORKERS = 8
 
-_state = threading.local()
-
-
 @contextmanager
 def one_thread():
-    """Run the enclosed torch operations on ``PASS_THREADS`` intra-op threads (1), then restore."""
-    depth = getattr(_state, "depth", 0)
+    """Run the enclosed torch operations on ``PASS_THREADS`` intra-op threads (1), then restore
+    (nested, the inner block finds the setting made and leaves it)."""
     before = torch.get_num_threads()
-    change = depth == 0 and PASS_THREADS is not None and before != PASS_THREADS
+    change = PASS_THREADS is not None and before != PASS_THREADS
     if change:
         torch.set_num_threads(PASS_THREADS)
-    _state.depth = depth + 1
     try:
         yield
     finally:
-        _state.depth = depth
         if change:
             torch.set_num_threads(before)
 
@@ -94,18 +89,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def map_blocks(fn, items, *, state, device=None) -> list:
-    """``[fn(item, s) for item in items]``, the items shared out to worker threads one at a time.
-
-    ``state()`` makes a worker's private state (its scratch buffers) when it takes its first
-    item. An exception stops the other workers after their current item; the one from the
-    earliest item is raised here.
-    """
+    """``[fn(item, s) for item in items]``, the items shared out to worker threads one at a time; ``state()``
+    makes a worker's scratch buffers. An error stops the workers; the earliest item's is raised here."""
     items = list(items)
     workers = worker_count(len(items), device)
     with one_thread():
-        if workers == 1:
-            own = state()
-            return [fn(item, own) for item in items]
         results: list = [None] * len(items)
         errors: list[tuple[int, BaseException]] = []
         claim, lock = iter(range(len(items))), threading.Lock()

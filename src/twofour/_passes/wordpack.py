@@ -76,42 +76,32 @@ def pack_block(block, values_out, meta_out, luts: tuple[int, int, int], scratch:
     three = const(3, i32, dev)
     torch.bitwise_right_shift(const(a_lut, i32, dev), pattern, out=pos_a).bitwise_and_(three)
     torch.bitwise_right_shift(const(bm1_lut, i32, dev), pattern, out=pos_bm1).bitwise_and_(three)
-    _write_meta(pos_a, pos_bm1, work, meta_out, scratch)
-    _gather_pair(block, pos_a, pos_bm1, values_out, scratch)
-    return 0
-
-
-def _write_meta(pos_a, pos_bm1, code, meta_out, scratch: Scratch) -> None:
-    """Nibble ``a | b << 2`` per group, two groups per byte (the first in the low nibble)."""
-    dev = scratch.device
-    i32, i16 = torch.int32, torch.int16
+    # The metadata: nibble ``a | b << 2`` per group, two groups per byte (the first in the low nibble).
+    i16 = torch.int16
+    code = work  # the position lookup's work buffer, free again
     torch.bitwise_left_shift(pos_bm1, const(2, i32, dev), out=code).bitwise_or_(pos_a).add_(const(4, i32, dev))
-    code8 = scratch.get("w_code8", torch.uint8, code.shape)
+    code8 = scratch.get("w_code8", torch.uint8, shape)
     code8.copy_(code)
     pairs = code8.view(i16)  # [r, G/2]: byte 0 = first group's code, byte 1 = second's
     nibbles = scratch.get("w_nibbles", i16, pairs.shape)
     torch.bitwise_right_shift(pairs, const(4, i16, dev), out=nibbles).bitwise_or_(pairs)
     meta_out.copy_(nibbles)  # low byte: c0 | c1 << 4 (both codes < 16)
-
-
-def _gather_pair(block, pos_a, pos_bm1, values_out, scratch: Scratch) -> None:
-    """The two kept values of every group, as one word: ``x_a | x_b << bits``."""
-    dev = scratch.device
+    # The two kept values of every group, as one word: ``x_a | x_b << bits``.
     size = block.element_size()
     word = _GROUP_WORD[size]
     bits = 8 * size
-    log_bits = bits.bit_length() - 1
     groups = _aligned(block, word).view(word)  # [r, G]
-    shift = scratch.get("w_shift", word, pos_a.shape)
-    first = scratch.get("w_first", word, pos_a.shape)
-    second = scratch.get("w_second", word, pos_a.shape)
+    shift = scratch.get("w_shift", word, shape)
+    first = scratch.get("w_first", word, shape)
+    second = scratch.get("w_second", word, shape)
     lane = (1 << bits) - 1
-    to_bits = const(log_bits, word, dev)
+    to_bits = const(bits.bit_length() - 1, word, dev)
     shift.copy_(pos_a).bitwise_left_shift_(to_bits)
     torch.bitwise_right_shift(groups, shift, out=first).bitwise_and_(const(lane, word, dev))
     shift.copy_(pos_bm1).bitwise_left_shift_(to_bits)  # (b - 1) * bits: x_b lands in the upper lane
     torch.bitwise_right_shift(groups, shift, out=second).bitwise_and_(const(lane << bits, word, dev))
     _write_words(values_out, _PAIR_WORD[size], first.bitwise_or_(second))
+    return 0
 
 
 def _aligned(t: torch.Tensor, word: torch.dtype) -> torch.Tensor:

@@ -165,10 +165,9 @@ def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int],
                out: torch.Tensor | None = None) -> torch.Tensor:
     """The dense ``shape`` weight: zeros, with ``values`` (row-major) at the bitmask's set bits.
 
-    Checks sizes and the 2:4 mask first. Byte-exact for every dtype: values are moved as
-    integers of their size, lower position first (the order compressed-tensors' ``tensor[mask]``
-    wrote them in). ``out``: a contiguous uint8 buffer of at least the dense weight's bytes,
-    reused from one weight to the next (its pages are not faulted in again); the result is a view of it.
+    Checks sizes and the 2:4 mask first. Byte-exact for every dtype (values moved as integers).
+    ``out``: a contiguous uint8 buffer of at least the dense weight's bytes, reused from one weight
+    to the next (its pages are not faulted in again); the result is a view of it.
     """
     N, K = shape
     check_sizes(layer, N, K, tuple(values.shape), tuple(bits.shape))

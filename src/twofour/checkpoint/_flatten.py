@@ -49,18 +49,6 @@ def unique_name(name: str, taken: dict, tried: dict) -> str:
     return f"{name}#{i}"
 
 
-def _children(value, name: str):
-    if isinstance(value, Mapping):
-        return [(f"{name}.{key}" if name else str(key), sub) for key, sub in value.items()]
-    return [(f"{name}.{i}" if name else str(i), sub) for i, sub in enumerate(value)]
-
-
-def _is_container(value) -> bool:
-    if isinstance(value, Mapping):
-        return True
-    return isinstance(value, (list, tuple)) and any(isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in value)
-
-
 def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str]], list[str]]:
     """``(tensors, skipped, notes)`` of a (possibly nested) checkpoint object.
 
@@ -92,13 +80,16 @@ def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str
             if final != name:
                 collisions.setdefault(name, [name]).append(final)
             tensors[final] = value
-        elif _is_container(value):
+        elif isinstance(value, Mapping) or (isinstance(value, (list, tuple)) and any(
+                isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in value)):
             if id(value) in ancestors:
                 raise FlattenError(f"entry {printable(name or '<top level>', 80)!r} contains itself (a cycle)")
             if depth >= MAX_DEPTH:
                 raise FlattenError(f"nested more than {MAX_DEPTH} levels deep (at {printable(name, 80)!r})")
             inner = ancestors | {id(value)}
-            stack.extend((sub_name, sub, depth + 1, inner) for sub_name, sub in reversed(_children(value, name)))
+            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
+            children = [(f"{name}.{key}" if name else str(key), sub) for key, sub in pairs]
+            stack.extend((sub_name, sub, depth + 1, inner) for sub_name, sub in reversed(children))
         else:
             skipped.append((name or "<top level>", f"not a tensor ({type(value).__name__})"))
     notes = [

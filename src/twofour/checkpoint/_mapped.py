@@ -28,6 +28,8 @@ import os
 
 import torch
 
+from .._passes.overlap import storage_span
+
 __all__ = ["ShortRead", "file_offsets", "read_exact", "view_span"]
 
 _CHUNK = 1 << 30  # one pread reads at most this much (Linux caps a read near 2 GiB)
@@ -57,17 +59,12 @@ def view_span(t: torch.Tensor) -> tuple[int, int]:
     >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
     ((17, 10), (0, 4), (0, 0))
     """
-    if t.numel() == 0:
-        return 0, 0
-    return t.storage_offset(), 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return (t.storage_offset() if t.numel() else 0), storage_span(t)
 
 
 def file_offsets(fd: int, addresses) -> dict:
-    """``{address: offset in the file}`` for each address in this process's memory map of ``fd``'s file.
-
-    Read from ``/proc/self/maps`` (Linux; elsewhere the answer is empty), which names each mapping's
-    file by device and inode (on an overlay file system by inode and path).
-    """
+    """``{address: offset in the file}`` for each address in this process's memory map of ``fd``'s file,
+    from ``/proc/self/maps`` (Linux; elsewhere empty), which names files by device and inode (or path)."""
     st = os.fstat(fd)
     ident = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     try:

@@ -154,11 +154,8 @@ def _at(code, s: str, i: int) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str):
-    """A function ``name -> bool`` that answers ``re.match(pattern, name) is not None`` in linear time.
-
-    Raises :class:`PatternError` (one line) for a pattern it cannot run that way, and
-    ``re.error`` for one that is not a regex at all.
-    """
+    """A function ``name -> bool`` that answers ``re.match(pattern, name) is not None`` in linear time;
+    :class:`PatternError` for a pattern it cannot run that way, ``re.error`` for one that is no regex."""
     with warnings.catch_warnings():  # re's FutureWarning ("Possible nested set") would print a source line
         warnings.simplefilter("ignore")
         parsed = P.parse(pattern)

@@ -113,10 +113,8 @@ def storage_sizes(archive: zipfile.ZipFile) -> dict:
 
 
 def check_storages(archive: zipfile.ZipFile, file_size: int, read_header) -> None:
-    """Raise :class:`StorageMismatch` unless every declared storage has an entry of exactly its size, inside the file.
-
-    ``read_header(offset)`` returns the 30-byte local header of the entry at ``offset``.
-    """
+    """Raise :class:`StorageMismatch` unless every declared storage has an entry of exactly its size, inside
+    the file; ``read_header(offset)`` returns the 30-byte local header of the entry at ``offset``."""
     prefix = _pickle_name(archive)[: -len("data.pkl")]
     for key, nbytes in storage_sizes(archive).items():
         entry = f"{prefix}data/{key}"

@@ -237,8 +237,6 @@ def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
     return N, K
 
 
-
-# -- the view the audit reads ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stored:
     """How one logical weight is stored: ``form`` (``dense``, ``sparse-24-bitmask``, ``marlin-24``), the
@@ -369,7 +367,6 @@ class StoredView:
         self._logical[name] = (shape, dtype, stored)
         self._order.append(name)
 
-    # -- the reading interface the audit uses ----------------------------------------------------------
     def names(self) -> list[str]:
         return list(self._order)
 

@@ -134,15 +134,9 @@ def _load(view, name: str, claimed: bool, buffer=None):
     return W
 
 
-def _as_bytes(t: torch.Tensor) -> memoryview:
-    return memoryview(t.contiguous().reshape(-1).view(torch.uint8).numpy())
-
-
 def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
-    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``.
-
-    ``progress(done, total, name)``, when given, is called after each output tensor is written.
-    """
+    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``;
+    ``progress(done, total, name)``, when given, is called after each output tensor is written."""
     from ..packing import pack, to_cutlass
 
     if layout not in LAYOUTS:
@@ -200,7 +194,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
                 if progress is not None:
                     progress(i, len(order), out_name)
                 t = produce(key)
-                data = _as_bytes(t)
+                data = memoryview(t.contiguous().reshape(-1).view(torch.uint8).numpy())
                 if len(data) != size:
                     raise CheckpointError(f"{printable(out_name, 120)}: produced {len(data)} bytes, planned {size}")
                 f.write(data)

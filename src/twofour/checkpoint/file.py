@@ -137,10 +137,8 @@ def _format_of(fd: int, path: str) -> str:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes.
-
-    Raises :class:`CheckpointError` for a missing, unreadable, empty, unknown or non-regular file.
-    """
+    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes;
+    :class:`CheckpointError` for a missing, unreadable, empty, unknown or non-regular file."""
     path = os.fspath(path)
     fd = open_regular(path)
     try:
@@ -189,11 +187,8 @@ def _check_entries(infos, path: str) -> None:
 
 
 class Checkpoint:
-    """An opened checkpoint (:func:`open_checkpoint`): names, shapes and dtypes up front, tensors one at a time.
-
-    ``skipped`` lists ``(name, why)`` for entries that are not tensors, ``notes`` what a reader
-    should know (names that collided and the names they were given).
-    """
+    """An opened checkpoint (:func:`open_checkpoint`): names, shapes, dtypes up front, tensors one at a time;
+    ``skipped`` lists ``(name, why)`` of entries that are not tensors, ``notes`` the names that collided."""
 
     config = None  # a lone file has no config.json
 
@@ -222,7 +217,6 @@ class Checkpoint:
             self.close()
             raise
 
-    # -- opening ---------------------------------------------------------------------------------
     def _open_safetensors(self) -> None:
         from safetensors import safe_open
 
@@ -284,7 +278,6 @@ class Checkpoint:
         where = file_offsets(self._fd, set(addresses.values()))
         return {name: where[a] for name, a in addresses.items() if a in where}
 
-    # -- access ----------------------------------------------------------------------------------
     def names(self) -> list[str]:
         """Tensor names in file order (for safetensors the order of their data: ``l10`` before ``l2``)."""
         return list(self._names)

@@ -110,11 +110,8 @@ def _inside(root: str, name, what: str) -> str:
 
 
 class ModelFiles:
-    """The tensors of a model folder, index or file: names, shapes, dtypes, one tensor at a time.
-
-    ``kind`` is ``"folder"``, ``"index"`` or ``"file"``; ``root`` the folder; ``config`` the parsed
-    ``config.json`` or None; ``files`` the shard paths, in index order, open until :meth:`close`.
-    """
+    """The tensors of a model folder, index or file: ``kind`` is ``"folder"``, ``"index"`` or ``"file"``;
+    ``root`` the folder; ``config`` the parsed ``config.json`` or None; ``files`` the shards, in order."""
 
     format = "safetensors"
 

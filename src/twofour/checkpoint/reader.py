@@ -89,10 +89,8 @@ def as_reader(files: Checkpoint | ModelFiles) -> StoredView:
 
 
 def open(path: str | os.PathLike) -> StoredView:  # noqa: A001 - the room's one way in
-    """Open a model folder, a shard index, a safetensors file or a ``torch.save`` file as a :class:`Reader`.
-
-    Raises :class:`~twofour.checkpoint.file.CheckpointError` with one line for anything it cannot read.
-    """
+    """Open a model folder, a shard index, a safetensors file or a ``torch.save`` file as a :class:`Reader`;
+    :class:`~twofour.checkpoint.file.CheckpointError` with one line for anything it cannot read."""
     path = os.fspath(path)
     if os.path.isdir(path) or path.endswith(".json") or detect_format(path) == "safetensors":
         files = open_model(path)

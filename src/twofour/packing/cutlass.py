@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
 import torch
 
 from .._passes.tensors import dtype_name
@@ -120,14 +119,8 @@ def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tenso
 def _has_corrupt_groups(meta: torch.Tensor) -> bool:
     """2:4 metadata: each nibble is one group, ``idx0 | idx1 << 2``; valid only when ``idx0 < idx1``.
     (1:2 metadata cannot be corrupt: each bit names position 0 or 1.)"""
-    if meta.device.type == "cpu":  # one table lookup per byte
-        return not bool(_VALID_24_BYTE[meta.contiguous().numpy()].all())
     lo, hi = meta & 0xF, meta >> 4
     return bool((((lo & 3) >= (lo >> 2)) | ((hi & 3) >= (hi >> 2))).any())
-
-
-# byte -> both of its 2:4 groups name two positions in increasing order
-_VALID_24_BYTE = np.array([(b & 3) < (b >> 2 & 3) and (b >> 4 & 3) < (b >> 6) for b in range(256)])
 
 
 @lru_cache(maxsize=None)

@@ -147,7 +147,7 @@ def _group_patterns(chunk: torch.Tensor, m: int) -> torch.Tensor:
     rows, K = chunk.shape
     nz = nonzero_mask(chunk)
     if m == 4:
-        # A group's 4 bool bytes are one int32; one multiply gathers b0 + 2*b1 + 4*b2 + 8*b3 into its top byte.
+        # A group's 4 bool bytes are one int32: one multiply gathers b0 + 2*b1 + 4*b2 + 8*b3 in its top byte.
         as_int = nz.view(torch.uint8).view(rows, K // 4, 4).view(torch.int32).view(rows, K // 4)
         return (((as_int * 0x01020408) >> 24) & 0xF).long()
     weights = 1 << torch.arange(m, device=chunk.device, dtype=torch.int32)
