@@ -2,9 +2,8 @@
 
 A weight ``W`` of an ``nn.Linear`` has shape ``[out_features, in_features] = [N, K]`` and the
 layer computes ``y = x @ W.T``. Sparse tensor cores need the *reduction* dimension K to be
-sparse: every run of ``m`` consecutive elements of a row of ``W`` (a *group*) may hold at most
-``n`` non-zeros. 2:4 is ``n=2, m=4``. Half the elements being zero is not enough: the zeros
-must fall two in every group of four, along K.
+sparse: every run of ``m`` consecutive elements of a row (a *group*) may hold at most ``n``
+non-zeros (2:4 is ``n=2, m=4``); half the elements being zero is not enough.
 
 PyTorch does not check this before packing a weight (its CUTLASS conversion silently drops the
 extra non-zeros of a bad group), so :func:`check` is the careful first step. ``-0.0`` counts

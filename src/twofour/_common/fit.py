@@ -20,9 +20,8 @@ import textwrap
 
 __all__ = ["SITE_WIDTH", "fit", "fit_table", "fold_columns", "report_width"]
 
-# The characters of an output line that fit the site's column at 1280 px: 671 px, less its padding,
-# in 9.03 px characters is 71.6 (tests/site/test_what_a_reader_sees.py measures it on the built pages); the
-# notebooks run with COLUMNS set to this.
+# The characters of an output line that fit the site's column at 1280 px (671 px, less its padding, in
+# 9.03 px characters: tests/site/test_what_a_reader_sees.py measures it); the notebooks run with this COLUMNS.
 SITE_WIDTH = 70
 _MIN_WIDTH = 40  # narrower than this, a report is not worth folding: lines are kept whole
 _COLUMN_GAP = re.compile(r"\S( {2,})(?=\S)")
@@ -41,16 +40,14 @@ def report_width(stream=None) -> int | None:
     >>> _ = os.environ.pop("COLUMNS") if old is None else os.environ.update(COLUMNS=old)
     """
     columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit():
-        return int(columns) if int(columns) >= _MIN_WIDTH else None
+    width = int(columns) if columns.isdigit() else None
     stream = sys.stdout if stream is None else stream
     try:
-        if stream.isatty():
+        if width is None and stream.isatty():
             width = os.get_terminal_size(stream.fileno()).columns
-            return width if width >= _MIN_WIDTH else None
     except (AttributeError, OSError, ValueError):  # a stream without a terminal behind it
         pass
-    return None
+    return width if width is not None and width >= _MIN_WIDTH else None
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:

@@ -1,9 +1,8 @@
 """A package's re-exported names, imported on first use (PEP 562), so importing it stays cheap.
 
-Code that needs only a table of numbers (the site's quick build) should not pay a second or
-more to import PyTorch or the practice registry. :func:`lazy_exports` gives a package
-``__getattr__`` and ``__dir__`` functions that import the submodule holding a name the first
-time the name is read, and keep it in the package's namespace.
+Code that needs only a table of numbers should not pay a second to import PyTorch.
+:func:`lazy_exports` gives a package ``__getattr__`` and ``__dir__`` functions that import the
+submodule holding a name when it is first read, and keep it in the package's namespace.
 
 >>> getattr_, dir_ = lazy_exports("json", {"JSONDecoder": ".decoder"})
 >>> getattr_("JSONDecoder").__name__, "JSONDecoder" in dir_()

@@ -40,11 +40,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class FloatFormat:
-    """A binary floating-point format: field widths and which special values it has.
-
-    ``nan`` says where NaN lives: ``"ieee"`` (all-ones exponent, non-zero mantissa),
-    ``"all-ones"`` (only the all-ones exponent and mantissa, either sign: the ``fn`` formats),
-    or ``"negative-zero"`` (only the code of ``-0.0``: the ``fnuz`` formats).
+    """A binary floating-point format: field widths and which special values it has. ``nan`` says where
+    NaN lives: ``"ieee"`` (all-ones exponent, non-zero mantissa), ``"all-ones"`` (all-ones exponent and
+    mantissa: the ``fn`` formats), or ``"negative-zero"`` (the code of ``-0.0``: the ``fnuz`` formats).
 
     >>> FloatFormat("float16", 5, 10, inf=True, nan="ieee").zero_codes()
     (0, 32768)
@@ -102,8 +100,7 @@ FORMATS: dict[torch.dtype, FloatFormat] = {getattr(torch, f.name): f for f in (
     FloatFormat("float8_e8m0fnu", 8, 0, inf=False, nan="all-ones", signed=False, has_zero=False),
 ) if hasattr(torch, f.name)}
 
-# Integers a weight can be stored in, and the floats with a zero. float32 runs 1:2 on the
-# hardware; float64 is there for numerics.
+# Integers a weight can be stored in, and the floats with a zero (float64 is there for numerics).
 _INTS = (torch.int8, torch.uint8, torch.int16, torch.int32)
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(d for d, f in FORMATS.items() if f.has_zero) + _INTS
 

@@ -6,17 +6,14 @@ so a block goes through three cheap steps instead:
 
 1. **lane flags** (:func:`lane_flags`): on the elements' bits as signed integers, clear the
    sign bit where ``-0.0`` is zero, add ``0x7F..F``: the top bit is now set exactly when the
-   element is non-zero (integers and fnuz floats also OR in their own bits, so a lone sign bit
-   counts). Shift it down: one byte, 0 or 1, per element.
-2. **group words**: the ``m`` flag bytes of a group are one 2-, 4- or 8-byte integer. One
-   multiply by ``0x01..01`` adds the bytes into the top byte: the group's count, with no
-   reduction. (Multiplying by ``0x01020408`` gathers the 2:4 pattern ``b0 + 2 b1 + 4 b2 + 8 b3``
-   the same way, see ``twofour._passes.wordpack``.)
+   element is non-zero (integers and fnuz floats also OR in their own bits). Shifted down: one
+   byte, 0 or 1, per element.
+2. **group words**: the ``m`` flag bytes of a group are one 2-, 4- or 8-byte integer; one
+   multiply by ``0x01..01`` adds them into the top byte: the group's count, with no reduction.
 3. ``(count + 511 - n) >> 9`` is 1 exactly when a group holds more than ``n``.
 
 Every operation writes into buffers allocated once per pass (:class:`Scratch`), with 0-d tensor
-constants: PyTorch's vectorised in-place paths, no page fault per block. The reference rule is
-:func:`twofour._passes.bits.nonzero_mask`.
+constants: PyTorch's vectorised in-place paths, no page fault per block.
 
 >>> W = torch.tensor([[0.0, -0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 0.0]], dtype=torch.float16)
 >>> block_counts(W, 4, Scratch(W.device)).tolist()

@@ -6,9 +6,8 @@ covers, not to its element count:
 
 * flags and group counts are computed once per storage position (a group starting at
   position ``p`` holds the elements at ``p, p + s1, ..., p + (m-1) s1``);
-* row ``r``'s groups start at ``r s0, r s0 + D, r s0 + 2D, ...`` with ``D = m s1``: an
-  arithmetic progression, so its sum is a difference of two prefix sums taken along the
-  storage with step ``D`` (one cumulative sum per residue class modulo ``D``).
+* row ``r``'s groups start at ``r s0 + i D`` with ``D = m s1``: an arithmetic progression, so
+  its sum is a difference of two prefix sums along the storage with step ``D``.
 
 >>> import torch
 >>> row = torch.tensor([1.0, 0.0, 2.0, 3.0])  # one group with 3 non-zeros
@@ -27,9 +26,8 @@ from .tensors import blocks
 
 __all__ = ["overlaps", "storage_span", "count_by_storage", "MAX_SPAN"]
 
-# Storage positions a view may cover and still be counted this way (about 17 bytes of
-# temporaries per position: 70 MB at this bound); a larger self-overlapping view is refused,
-# not expanded. Real ones (``w.expand(N, K)`` of a row) reach K positions.
+# Storage positions a view may cover and still be counted this way (about 17 bytes of temporaries
+# each: 70 MB); a larger one is refused, not expanded. ``w.expand(N, K)`` of a row reaches K.
 MAX_SPAN = 1 << 22
 
 

@@ -38,16 +38,11 @@ def unpack(packed: torch.Tensor, bits: int, rows: int, cols: int) -> torch.Tenso
 
 
 def count_24(packed: torch.Tensor, shape, zero_point: torch.Tensor | None, layer: str) -> tuple[int, int]:
-    """``(groups of four along K, groups with more than two non-zero weights)`` of a pack-quantized weight."""
+    """``(groups of four along K, groups with more than two non-zero weights)`` of a pack-quantized weight
+    (``weight_packed``'s shape and dtype checked against ``shape`` when the checkpoint was opened)."""
     N, K = shape
     name = printable(layer, 120)
-    if packed.dim() != 2 or packed.shape[0] != N or packed.dtype != torch.int32:
-        raise CompressedError(f"{name}: weight_packed must be int32 [{N}, ...], got "
-                              f"{'x'.join(map(str, packed.shape))} {str(packed.dtype).replace('torch.', '')}")
     bits = bits_of(packed.shape[1], K)
-    if bits is None:
-        raise CompressedError(f"{name}: weight_packed has {packed.shape[1]} int32 columns, which holds neither 4- nor "
-                              f"8-bit values of K = {K}")
     if K % 4:
         raise CompressedError(f"{name}: K = {K} is not a multiple of 4, so it cannot be 2:4 along K")
     q = unpack(packed, bits, N, K)

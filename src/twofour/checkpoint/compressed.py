@@ -1,12 +1,9 @@
 """Read compressed-tensors checkpoints (LLM Compressor's format) as data: the config and the stored 2:4 forms.
 
-A compressed-tensors model folder says in ``config.json`` ``quantization_config`` how its
-weights are stored (``quant_method: "compressed-tensors"``). Its ``sparsity_config`` names the
-format (``dense``, ``sparse-24-bitmask``), the ``sparsity_structure`` (``"2:4"``), and which
-modules it covers (``targets``, e.g. ``["Linear"]``, minus ``ignore``, e.g. ``["lm_head"]``);
-its ``format`` or ``config_groups.*.format`` may be ``marlin-24`` (int4 weights packed for the
-Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
-(``compressors/sparse_compressors/sparse_24_bitmask.py``, ``utils/helpers.py``):
+``config.json``'s ``quantization_config`` (``quant_method: "compressed-tensors"``) says how the
+weights are stored: its ``sparsity_config`` names the format, the ``sparsity_structure``
+(``"2:4"``) and the modules covered (``targets`` minus ``ignore``); its ``format`` or
+``config_groups.*.format`` may be ``marlin-24``. As compressed-tensors 0.14.0 writes them:
 
 * **sparse-24-bitmask** replaces ``<layer>.weight`` by ``<layer>.compressed`` (the kept values,
   ``[N, K/2]``, the weight's dtype), ``<layer>.bitmask`` (uint8 ``[N, ceil(K/8)]``, one bit per
@@ -197,10 +194,8 @@ def parse_config(config) -> CompressionConfig | None:
         raise CompressedError(
             f"config.json: sparsity_config.format {printable(fmt, 60)!r} is not one twofour reads ({', '.join(_FORMATS)})"
         )
-    formats, weights = [], None
     top = _opt_str(q.get("format"), "quantization_config.format")
-    if top:
-        formats.append(top)
+    formats, weights = [top] if top else [], None
     groups = q.get("config_groups") or {}
     if not isinstance(groups, dict):
         raise CompressedError("config.json: quantization_config.config_groups must be an object")

@@ -12,8 +12,7 @@ safetensors file:
   dense. The dense shape is kept in the file's metadata.
 
 Every stored 2:4 weight is checked once on the way (a config that claims 2:4 for a dense weight
-is held to it). The output is written to a temporary file and renamed into place only when
-complete, and refused when it is one of the inputs. ``marlin-24`` is refused (not unpacked here).
+is held to it); the output is renamed into place only when complete. ``marlin-24`` is refused.
 
 >>> import os, tempfile
 >>> from importlib.resources import files

@@ -5,9 +5,8 @@ Two formats are accepted, recognised by their first bytes rather than their file
 * **safetensors**: shapes and dtypes come from the header, and each tensor is read only when
   asked for, so a checkpoint larger than RAM can be audited layer by layer.
 * **PyTorch checkpoints** (``torch.save`` zip files, or the older raw-pickle format): loaded
-  with ``torch.load(weights_only=True)``, memory-mapped when the file is a zip. The
-  restricted unpickler refuses anything that is not plain tensors and containers, so a
-  malicious pickle is rejected, never executed.
+  with ``torch.load(weights_only=True)`` (memory-mapped when a zip), so a malicious pickle is
+  rejected, never executed.
 
 A tensor's bytes are read with ``pread`` into a tensor of its own (:mod:`._mapped`), never
 through a memory map: a file truncated while it is read then gives one error line instead of
@@ -19,8 +18,7 @@ between the check and the read. A zip whose entries are compressed is refused (a
 entry can unpack to far more than the file), and the loaded containers are walked with bounds
 (:mod:`._flatten`).
 
-Every failure is a :class:`CheckpointError` with one line that says what is wrong and what
-would work; names and texts from the file are escaped in it.
+Every failure is a :class:`CheckpointError`: one line, what is wrong and what would work.
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -155,13 +153,8 @@ def _check_zip(read_path: str, path: str) -> str:
             infos = archive.infolist()
             _check_entries(infos, path)
             with open(read_path, "rb") as raw:
-                size = os.fstat(raw.fileno()).st_size
-
-                def header(offset: int) -> bytes:
-                    raw.seek(offset)
-                    return raw.read(30)
-
-                check_storages(archive, size, header)
+                fd = raw.fileno()
+                check_storages(archive, os.fstat(fd).st_size, lambda offset: os.pread(fd, 30, offset))
             marks = [n for n in archive.namelist() if n == "byteorder" or n.endswith("/byteorder")]
             order = archive.read(marks[0]).decode("ascii", "replace") if marks else "little"
     except StorageMismatch as exc:
@@ -222,9 +215,8 @@ class Checkpoint:
 
         try:
             self._handle = safe_open(self._read_path, framework="pt", device="cpu")
-            self._names = list(self._handle.keys())
             self._meta = {}
-            for name in self._names:
+            for name in self._handle.keys():
                 sl = self._handle.get_slice(name)
                 code = sl.get_dtype()
                 self._meta[name] = (tuple(int(d) for d in sl.get_shape()), SAFETENSORS_DTYPES.get(code, code))
@@ -233,8 +225,8 @@ class Checkpoint:
         self._ranges = _safetensors_ranges(self._read_path)
         # safe_open lists names sorted; file order is the order of the tensors' data in the file.
         # (The safetensors writer itself sorts by dtype alignment, then name: l0, l1, l10, l2 ...)
-        end = len(self._names)
-        self._names.sort(key=lambda name: self._ranges.get(name, (end,))[0])
+        end = len(self._meta)
+        self._meta = dict(sorted(self._meta.items(), key=lambda item: self._ranges.get(item[0], (end,))[0]))
 
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
@@ -260,7 +252,6 @@ class Checkpoint:
             # a nested (jagged) tensor has no single shape (asking for one raises inside torch)
             del self._tensors[name]
             self.skipped.append((name, "a nested (jagged) tensor, not a weight matrix"))
-        self._names = list(self._tensors)
         self._meta = {n: (tuple(t.shape), t.dtype) for n, t in self._tensors.items()}
         if mmap:
             self._offsets = self._storage_offsets()
@@ -280,7 +271,7 @@ class Checkpoint:
 
     def names(self) -> list[str]:
         """Tensor names in file order (for safetensors the order of their data: ``l10`` before ``l2``)."""
-        return list(self._names)
+        return list(self._meta)
 
     def __contains__(self, name: str) -> bool:
         return name in self._meta

@@ -76,9 +76,7 @@ def read_json(path: str, what: str, limit: int = _MAX_JSON):
         raise FolderError(f"{_show(path)}: {what} is {st.st_size:,} bytes, more than {limit:,}; not a real {what}")
     try:
         with open(path, "rb") as f:
-            raw = f.read(limit + 1)
-        text = raw.decode("utf-8-sig")
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+            data = json.loads(f.read(limit + 1).decode("utf-8-sig"), object_pairs_hook=_no_duplicates)
     except UnicodeDecodeError:
         raise FolderError(f"{_show(path)}: {what} is not UTF-8 text") from None
     except RecursionError:

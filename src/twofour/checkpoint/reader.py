@@ -32,10 +32,9 @@ __all__ = ["Reader", "open", "as_reader"]
 class Reader(Protocol):
     """What every opened checkpoint offers (implemented by :class:`~twofour.checkpoint.compressed.StoredView`).
 
-    ``path`` names it; ``format`` is ``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"``;
-    ``config`` is the parsed ``config.json`` (or None) and ``ct`` its compressed-tensors part (or
-    None); ``notes`` are what a reader of a report should know, ``skipped`` the ``(name, why)`` of
-    tensors that are not weights (a quantization scale, a step counter).
+    ``format`` is ``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"``; ``config`` the parsed
+    ``config.json`` (or None) and ``ct`` its compressed-tensors part (or None); ``notes`` what a
+    report's reader should know, ``skipped`` the ``(name, why)`` of tensors that are not weights.
     """
 
     path: str

@@ -108,7 +108,9 @@ def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tenso
     if check_meta and (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
         raise_corrupt(packed)  # unpack's error, word for word
     with one_thread():
-        raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
+        raw = packed.meta.contiguous()
+        if packed.dtype == torch.float32:  # 1:2 bytes [N, K/16] -> 8 CUTLASS nibbles per byte: [N, K/4] bytes
+            raw = _fp32_nibble_table(raw.device.type)[raw.to(torch.int64)].view(torch.uint8).view(N, -1)
         if raw.storage_offset() % meta_dtype.itemsize:  # a slice of a flat buffer: bytes not viewable as words
             raw = raw.clone()
         meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
@@ -130,9 +132,3 @@ def _fp32_nibble_table(device_type: str) -> torch.Tensor:
     words = [sum((0b1110 if byte >> j & 1 else 0b0100) << (4 * j) for j in range(8)) for byte in range(256)]
     return torch.tensor(words, dtype=torch.int64, device=torch.device(device_type)).to(torch.int32)
 
-
-def _fp32_nibbles(meta: torch.Tensor) -> torch.Tensor:
-    """1:2 metadata bytes [N, K/16] -> CUTLASS nibbles as bytes [N, K/4] (int16 view: [N, K/8])."""
-    table = _fp32_nibble_table(meta.device.type)
-    words = table[meta.to(torch.int64)]  # [N, K/16] int32, 8 nibbles each
-    return words.view(torch.uint8).view(meta.shape[0], -1)
