@@ -59,12 +59,9 @@ _MAX_PATTERN = 200
 
 @dataclass(frozen=True)
 class CompressionConfig:
-    """What ``config.json``'s ``quantization_config`` says, as plain data.
-
-    ``sparsity_format`` is None when there is no ``sparsity_config``; ``quant_formats`` the
-    quantization formats named (``float-quantized``, ``int-quantized``, ``marlin-24``...);
-    ``weights`` a short description of the weight quantization (``"int4, group 128"``) or None.
-    """
+    """What ``config.json``'s ``quantization_config`` says, as plain data: ``sparsity_format`` is None
+    without a ``sparsity_config``; ``quant_formats`` the quantization formats named (``marlin-24``...);
+    ``weights`` a short description of the weight quantization (``"int4, group 128"``) or None."""
 
     version: str | None
     sparsity_format: str | None

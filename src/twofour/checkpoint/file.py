@@ -120,11 +120,10 @@ def _format_of(fd: int, path: str) -> str:
         raise CheckpointError(f"{_show(path)}: the file is empty; {_FORMATS_HELP}")
     if head[:4] == b"PK\x03\x04":
         return "torch-zip"
-    if len(head) >= 9:
-        header_len = int.from_bytes(head[:8], "little")
-        if 0 < header_len <= _MAX_HEADER and head[8:9] == b"{":
+    if len(head) >= 9 and 0 < int.from_bytes(head[:8], "little") <= _MAX_HEADER:
+        if head[8:9] == b"{":
             return "safetensors"
-        if 0 < header_len <= _MAX_HEADER and head[8:12] == b"\xef\xbb\xbf{":
+        if head[8:12] == b"\xef\xbb\xbf{":
             raise CheckpointError(
                 f"{_show(path)}: corrupt safetensors file: its JSON header starts with a UTF-8 byte-order mark, which "
                 "safetensors does not allow; re-save it with safetensors"

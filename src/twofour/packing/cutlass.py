@@ -75,10 +75,9 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     * float32: the hardware's 1:2 pattern (``pack(W, n=1, m=2)``); each kept fp32 value is named
       as two 16-bit halves, so ``meta`` is int16 ``[N, K/8]``.
 
-    Values are :func:`pack`'s as they are; metadata is reordered (``_reorder_meta``). Shapes:
-    exactly those PyTorch's function converts: rows a multiple of 32 (16 for int8), K a multiple
-    of 32 for float16/bfloat16, 64 for int8, 16 for float32 (an even number of metadata columns:
-    with an odd number PyTorch's scatter runs out of range; this refuses such shapes clearly).
+    Shapes: those PyTorch's function converts: rows a multiple of 32 (16 for int8), K of 32 for
+    float16/bfloat16, 64 for int8, 16 for float32 (with an odd number of metadata columns
+    PyTorch's scatter runs out of range; this refuses such shapes clearly).
     """
     return reorder_to_cutlass(packed, check_meta=True)
 

@@ -61,9 +61,8 @@ class Packed:
         values: ``[N, K*n/m]`` tensor, same dtype as the weight: the kept values of each group,
             in position order.
         meta: ``[N, ceil(K/m * n * index_bits(m) / 8)]`` uint8 tensor: each kept value's position
-            within its group, ``index_bits(m)`` bits each, little-endian (the first kept position
-            of the first group sits in the lowest bits of byte 0). For 2:4 every group is one
-            4-bit nibble, two groups per byte, the same nibble order sparse tensor cores use.
+            within its group, ``index_bits(m)`` bits each, little-endian. For 2:4 every group is
+            one 4-bit nibble, two per byte, in the nibble order sparse tensor cores use.
         shape: ``(N, K)`` of the dense weight.
         dtype: the weight's dtype.
         n, m: the pattern.
