@@ -2,15 +2,12 @@
 
 A weight ``W`` of an ``nn.Linear`` has shape ``[out_features, in_features] = [N, K]`` and the
 layer computes ``y = x @ W.T``. Sparse tensor cores need the *reduction* dimension K to be
-sparse: every run of ``m`` consecutive elements of a row of ``W`` (a *group*) may hold at most
-``n`` non-zeros. 2:4 is ``n=2, m=4``. Half the elements being zero is not enough: the zeros
-must fall two in every group of four, along K.
+sparse: every run of ``m`` consecutive elements of a row (a *group*) may hold at most ``n``
+non-zeros (2:4 is ``n=2, m=4``); half the elements being zero is not enough.
 
 PyTorch does not check this before packing a weight (its CUTLASS conversion silently drops the
-extra non-zeros of a bad group), so :func:`check` is the careful first step.
-
-Zero means zero in value: ``-0.0`` counts as zero, NaN and inf count as non-zero, decided on
-each dtype's bits (``twofour._passes.bits``).
+extra non-zeros of a bad group), so :func:`check` is the careful first step. ``-0.0`` counts
+as zero, NaN and inf as non-zero, decided on each dtype's bits (``twofour._passes.bits``).
 
 >>> import torch, twofour
 >>> W = torch.tensor([[1.0, 0.0, 2.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
@@ -34,13 +31,6 @@ from ._passes.tensors import blocks, dtype_name, nonzero_mask, require_nm, requi
 from ._passes.threads import map_blocks, one_thread
 
 __all__ = ["StructureReport", "GroupViolation", "check", "prune", "nonzeros_per_group"]
-
-# How many offending groups a report keeps with their values, for reading.
-_DEFAULT_EXAMPLES = 8
-# How many offending group locations a report stores as a tensor before it stops collecting
-# (the counts per row stay exact; the report says when locations were capped).
-_DEFAULT_MAX_LOCATIONS = 1_000_000
-
 
 @dataclass(frozen=True)
 class GroupViolation:
@@ -200,8 +190,8 @@ def nonzeros_per_group(W: torch.Tensor, m: int = 4) -> torch.Tensor:
     return out
 
 
-# Elements per block of check()'s count: its per-block cost is mostly fixed (a dozen operations),
-# so larger blocks than pack's measured faster (4096 x 14336 float16: 1 Mi 24 ms, 256 Ki 32 ms).
+# Elements per block of check()'s count: its per-block cost is mostly fixed, so larger
+# blocks than pack's are faster.
 _COUNT_BLOCK = 1 << 20
 
 
@@ -219,27 +209,20 @@ def _count_blocks(W: torch.Tensor, n: int, m: int):
 
     results = map_blocks(count, items, state=lambda: Scratch(W.device), device=W.device)
     nonzeros = sum(nz for nz, _, _ in results)
-    bad_per_block = [bad for _, _, bad in results]
-    if all(c0 == 0 and c1 == K for _, _, c0, c1 in items):  # whole rows: the blocks' rows in order
-        bad_per_row = torch.cat([per_row for _, per_row, _ in results]).to(torch.int64)
-    else:
-        bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
-        for (r0, r1, _, _), (_, per_row, _) in zip(items, results):
-            bad_per_row[r0:r1] += per_row
-    return bad_per_row, nonzeros, bad_per_block, items
+    bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
+    for (r0, r1, _, _), (_, per_row, _) in zip(items, results):
+        bad_per_row[r0:r1] += per_row
+    return bad_per_row, nonzeros, [bad for _, _, bad in results], items
 
 
-# Elements check() reads at most to list the bad groups of a self-overlapping view (whose
-# element count can dwarf its storage); the counts stay exact, the locations say they are capped.
+# Elements check() reads at most to list the bad groups of a self-overlapping view
+# (whose element count can dwarf its storage).
 _OVERLAP_LOCATION_BUDGET = 1 << 24
 
 
 def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float) -> list[torch.Tensor]:
-    """``(row, group)`` of the first ``max_locations`` bad groups, reading the candidate blocks in order.
-
-    Counting runs first (in parallel, out of order); only blocks known to hold bad groups are
-    read again here, and at most ``budget`` elements of them.
-    """
+    """``(row, group)`` of the first ``max_locations`` bad groups, reading again (in order, at most
+    ``budget`` elements) only the candidate blocks that counting found bad groups in."""
     locations: list[torch.Tensor] = []
     n_locations = 0
     scratch = Scratch(W.device)
@@ -277,8 +260,7 @@ def _bad_row_runs(per_row: torch.Tensor):
 
 
 # Elements per block when listing the bad groups of a self-overlapping view: whole runs of rows
-# at a time, so listing a million locations of an expanded view takes tens of blocks, not one
-# Python step per row (which cost 10-30 s for the million of tests/toolkit/structure).
+# at a time, not one Python step per row (10-30 s for a million locations).
 _OVERLAP_BLOCK_ELEMS = 1 << 16
 
 
@@ -293,20 +275,16 @@ def check(
     n: int = 2,
     m: int = 4,
     *,
-    max_examples: int = _DEFAULT_EXAMPLES,
-    max_locations: int = _DEFAULT_MAX_LOCATIONS,
+    max_examples: int = 8,
+    max_locations: int = 1_000_000,
 ) -> StructureReport:
     """Check that ``W`` is N:M sparse along its last dimension (K, ``in_features``).
 
-    Every group of ``m`` consecutive elements of each row may hold at most ``n`` non-zeros.
-    ``-0.0`` counts as zero; NaN and inf count as non-zero, by the bits of every dtype (in the
-    fnuz float8 formats the code of ``-0.0`` is their NaN: non-zero). ``W`` is read, never
-    modified or copied whole: the work runs in cache-sized blocks (rows, or column ranges of a
-    very wide row), so the extra memory stays a small fraction of the weight. Any view works:
-    a transposed or sliced ``W`` is copied block by block, and a view that reuses its storage
-    (``expand``, stride 0) is counted by its storage, in time proportional to what is stored.
-    The passes run on one thread per operation, whole blocks per worker (``twofour._passes.threads``),
-    so a busy machine slows them in proportion, not by a fork-join per operation.
+    Every group of ``m`` consecutive elements of each row may hold at most ``n`` non-zeros
+    (``-0.0`` is zero; NaN and inf are non-zero, by the bits of every dtype). ``W`` is read in
+    cache-sized blocks, never modified or copied whole. Any view works: a transposed or sliced
+    ``W`` is copied block by block, and a view that reuses its storage (``expand``, stride 0) is
+    counted by its storage, in time proportional to what is stored.
 
     Args:
         W: 2-D weight ``[out_features, in_features]``, any supported dtype, CPU or CUDA.
@@ -329,7 +307,6 @@ def check(
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     rows, K = W.shape
-    groups_per_row = K // m
     if overlaps(W):
         with one_thread():
             bad_per_row, nonzeros = count_by_storage(W, n, m)
@@ -350,7 +327,7 @@ def check(
         m=m,
         shape=(rows, K),
         dtype=W.dtype,
-        num_groups=rows * groups_per_row,
+        num_groups=rows * (K // m),
         num_bad_groups=num_bad,
         bad_groups_per_row=bad_per_row.cpu(),
         bad_locations=bad_locations,
@@ -368,11 +345,8 @@ def _violation(W: torch.Tensor, row: int, group: int, m: int) -> GroupViolation:
 
 
 def _scores_for_ranking(t: torch.Tensor) -> torch.Tensor:
-    """|t| in a dtype where abs is exact and sortable: integers ranked as integers (int64), float8 widened.
-
-    float32 would round integers past 2^24 (int32 ``[2^30+1, 2^30, 2^30+3, 2^30+2]`` all read as
-    2^30); int64 holds every |int32| exactly, and an int64's |-2^63| is taken as 2^63 - 1 (the one
-    value without an int64 magnitude).
+    """|t| in a dtype where abs is exact and sortable: integers as int64 (float32 would round past
+    2^24; |-2^63| is taken as 2^63 - 1), float8 widened.
 
     >>> _scores_for_ranking(torch.tensor([2**30 + 1, 2**30, -(2**30 + 3), 2**30 + 2], dtype=torch.int32)).tolist()
     [1073741825, 1073741824, 1073741827, 1073741826]
@@ -396,15 +370,12 @@ def prune(
     """Prune ``W`` to N:M along its last dimension; return ``(W_pruned, mask)``.
 
     In every group of ``m`` consecutive elements of a row, the ``n`` elements with the largest
-    ``|score|`` are kept and the others set to zero. ``scores=None`` means magnitude pruning
-    (``score = W``); pass any tensor of ``W``'s shape for another criterion, for example the
-    activation-aware score ``W.abs() * x_norm`` (Wanda-style, ``x_norm[k]`` the L2 norm of input
-    feature ``k`` over calibration tokens).
+    ``|score|`` are kept and the others set to ``+0.0``. ``scores=None`` means magnitude pruning;
+    pass any tensor of ``W``'s shape for another criterion, for example the activation-aware
+    score ``W.abs() * x_norm`` (Wanda-style, ``x_norm[k]`` the L2 norm of input feature ``k``).
 
-    Ties are broken by position: among equal scores the element with the lower column index is
-    kept, so the result is deterministic on every device. ``mask`` is a bool tensor of ``W``'s
-    shape with exactly ``n`` True per group (a group that already had fewer than ``n`` non-zeros
-    keeps some zeros, which changes nothing). Dropped elements become ``+0.0``. ``W`` is not
+    Among equal scores the lower column is kept, so the result is deterministic on every device.
+    ``mask`` is a bool tensor of ``W``'s shape with exactly ``n`` True per group. ``W`` is not
     modified; the result is a new tensor of the same dtype and device.
 
     Args:
@@ -422,9 +393,9 @@ def prune(
     if scores is not None:
         if not isinstance(scores, torch.Tensor):
             raise TypeError(f"scores must be a torch.Tensor of W's shape {tuple(W.shape)}, got {type(scores).__name__}")
-        if getattr(scores, "is_nested", False) or scores.layout != torch.strided:
+        if scores.is_nested or scores.layout != torch.strided:
             raise TypeError(f"scores must be a dense (strided) tensor of W's shape {tuple(W.shape)}, got "
-                            f"{'a nested tensor' if getattr(scores, 'is_nested', False) else f'layout {scores.layout}'}")
+                            f"{'a nested tensor' if scores.is_nested else f'layout {scores.layout}'}")
         if scores.shape != W.shape:
             raise ValueError(
                 f"scores must have W's shape {tuple(W.shape)} (one score per weight), got {tuple(scores.shape)}"
@@ -465,5 +436,4 @@ def prune(
             f"{what} contains NaN (first at row {first_nan[0]}, column {first_nan[1]}); "
             "a NaN has no magnitude to rank, so fix or mask it before pruning"
         )
-    pruned = pruned_bits.view(W.dtype)
-    return pruned, mask
+    return pruned_bits.view(W.dtype), mask

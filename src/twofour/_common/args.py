@@ -1,8 +1,7 @@
-"""Argument checks that many modules share, written once so every message reads the same.
+"""Argument checks that many modules share, so every message reads the same.
 
-A count, a size or a shape dimension must be a positive ``int``: ``True`` is refused (it is an
-``int`` to Python but never what the caller meant), and so are floats such as ``4.0``, since a
-silently truncated ``4.7`` is the kind of quiet loss this project teaches about.
+A count, a size or a shape dimension must be a positive ``int``: ``True`` is refused (never what
+the caller meant), and so are floats such as ``4.0`` (a silently truncated ``4.7`` is a quiet loss).
 
 Example:
     >>> require_positive_int("M", 16)

@@ -1,14 +1,11 @@
 """Writers never destroy: every file the toolkit writes goes through :func:`write_text`.
 
-* The output is refused when it is one of the inputs (same device and inode, so through
-  symlinks and hard links: ``twofour audit m.safetensors --json m.safetensors`` cannot replace
-  the checkpoint with its report).
-* It is refused when it exists and is not a regular file (a FIFO would block forever waiting
-  for a reader, a device or socket would have effects); checked with ``stat``, before anything
-  is opened.
-* The text goes to a temporary file in the same directory and is renamed into place only when
-  complete (``os.replace``, atomic on POSIX), so a failed write (a full disk, an interrupt)
-  leaves the previous file as it was and no truncated one. A symlinked output is written
+* The output is refused when it is one of the inputs (same device and inode, through symlinks
+  and hard links: ``twofour audit m.safetensors --json m.safetensors`` cannot destroy the checkpoint).
+* It is refused when it exists and is not a regular file (a FIFO would block forever, a device
+  or socket would have effects), checked before anything is opened.
+* The text goes to a temporary file in the same directory, renamed into place only when
+  complete, so a failed write leaves the previous file as it was. A symlinked output is written
   through: its target is replaced, the link stays.
 
 Example:
@@ -66,14 +63,11 @@ def folder_message(path) -> str:
 
 
 def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`.
-
-    Refused: a path that is one of ``inputs`` (the same file by device and inode), one that
-    exists and is not a regular file, one whose folder is not a folder, one that ends in ``/``
-    (it names a folder: writing a file ``newdir`` and saying "wrote newdir/" would mislead). A missing folder is
-    left to the writer (some create it). With ``follow_symlinks=False`` (files a command names
-    inside an output folder) a symlink at ``path`` is not followed: the path returned is the
-    link's own, which the writer replaces with a regular file, never writing where it points.
+    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`. Refused:
+    one of ``inputs`` (by device and inode), an existing path that is not a regular file,
+    one whose folder is not a folder, one that ends in ``/`` (it names a folder). A missing folder
+    is left to the writer. With ``follow_symlinks=False`` (files inside an output folder) a
+    symlink at ``path`` is not followed: the writer replaces the link itself with a regular file.
     """
     if names_folder(path):
         raise OutputError(folder_message(path))
@@ -107,9 +101,8 @@ def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
 def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
 
-    The temporary file is beside the target (so the rename cannot cross file systems) and is
-    flushed to disk before it replaces the target. A new file gets the usual permissions (0666
-    less the umask); a replaced one keeps its own. ``follow_symlinks``: as for :func:`check_output`.
+    The temporary file is beside the target (the rename cannot cross file systems) and flushed to
+    disk before it replaces it. A new file gets 0666 less the umask; a replaced one keeps its mode.
     """
     return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)
 

@@ -1,17 +1,11 @@
 """Printed reports that fit the width they are printed to.
 
-The audit, trace and environment reports are read in terminals and, on the site, in an output
-column 71 characters wide at 1280 px; a longer line there scrolls sideways, and the end of a
-verdict ("... the rest is host time") is the part cut off. :func:`report_width` says what width
-to fit: ``COLUMNS`` when it is set (the variable shells and Python's own argparse use; the site's
-notebooks run with ``COLUMNS=70``, site_hooks/nb_execute.py), else the terminal's width when
-printing to one, else none: a pipe, a file or a test keeps whole lines, as before.
-
-:func:`fit` wraps the lines that are too long: a sentence (no run of two spaces) wraps under
-itself, indented past its own indentation and any ``- `` bullet; a row whose last column is a
-sentence wraps that column under itself, or else the row breaks between two columns.
-:func:`fit_table` prints a table wider than the width as two tables that share its first column
-(as pandas prints a wide frame), or, when that is not enough, one short block per row.
+The reports are read in terminals and, on the site, in an output column 71 characters wide
+at 1280 px, where a longer line scrolls sideways and the end of a verdict is cut off.
+:func:`report_width` says what width to fit: ``COLUMNS`` when set (the site's notebooks run
+with ``COLUMNS=70``), else the terminal's width, else none (a pipe or a file keeps whole lines).
+:func:`fit` wraps the lines that are too long; :func:`fit_table` prints a table wider than the
+width as two tables that share its first column (as pandas does), or one short block per row.
 
 >>> fit(["  - the 2:4 kernel loses at this size: padding of a few tokens, per-call set-up"], 40)
 ['  - the 2:4 kernel loses at this size:', '    padding of a few tokens, per-call', '    set-up']
@@ -26,9 +20,8 @@ import textwrap
 
 __all__ = ["SITE_WIDTH", "fit", "fit_table", "fold_columns", "report_width"]
 
-# The characters of an output line that fit the site's column at 1280 px: 671 px, less its padding,
-# in 9.03 px characters is 71.6 (tests/site/test_what_a_reader_sees.py measures it on the built pages); the
-# notebooks run with COLUMNS set to this.
+# The characters of an output line that fit the site's column at 1280 px (671 px, less its padding, in
+# 9.03 px characters: tests/site/test_what_a_reader_sees.py measures it); the notebooks run with this COLUMNS.
 SITE_WIDTH = 70
 _MIN_WIDTH = 40  # narrower than this, a report is not worth folding: lines are kept whole
 _COLUMN_GAP = re.compile(r"\S( {2,})(?=\S)")
@@ -47,16 +40,14 @@ def report_width(stream=None) -> int | None:
     >>> _ = os.environ.pop("COLUMNS") if old is None else os.environ.update(COLUMNS=old)
     """
     columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit():
-        return int(columns) if int(columns) >= _MIN_WIDTH else None
+    width = int(columns) if columns.isdigit() else None
     stream = sys.stdout if stream is None else stream
     try:
-        if stream.isatty():
+        if width is None and stream.isatty():
             width = os.get_terminal_size(stream.fileno()).columns
-            return width if width >= _MIN_WIDTH else None
     except (AttributeError, OSError, ValueError):  # a stream without a terminal behind it
         pass
-    return None
+    return width if width is not None and width >= _MIN_WIDTH else None
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
@@ -67,10 +58,9 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 def fit(lines: list[str], width: int | None) -> list[str]:
     """``lines`` with each line longer than ``width`` wrapped (None: unchanged).
 
-    A line that is a sentence wraps with a hanging indent; a row of columns whose last column is
-    a sentence wraps that column under itself; a row whose last column has no room for that
-    breaks at the rightmost gap between columns that fits, the rest on the next line, indented;
-    a row whose first column alone is too wide is kept whole.
+    A sentence (no run of two spaces) wraps with a hanging indent past any ``- `` bullet; a row of
+    columns wraps its last column under itself, or, without room for that, breaks at the rightmost
+    gap between columns that fits; a row whose first column alone is too wide is kept whole.
 
     >>> fit(["    data sheet   2.00x  peak 2:4 over peak dense tensor-core FLOP/s"], 55)
     ['    data sheet   2.00x  peak 2:4 over peak dense', '                        tensor-core FLOP/s']

@@ -1,10 +1,8 @@
 """Read a JSON data file and say which file, where in it and what went wrong.
 
-The toolkit ships several JSON data files (bench results, published measurements, the kernel
-fit, kernel tables, algorithm sweeps, the quality sweep). Each reader wants the same clear
-errors, naming the kind of file: a missing file, bad JSON, and a document whose structure is
-not what the reader needs. The structure is written once per file kind as a JSON Schema
-(Draft 2020-12, checked by ``jsonschema``) next to its reader, instead of a chain of ``if``s.
+Every shipped JSON data file (bench results, the kernel fit, kernel tables...) is read with the
+same clear errors, naming the kind of file; its structure is a JSON Schema (Draft 2020-12)
+next to its reader, instead of a chain of ``if``s.
 
 Example:
     >>> import tempfile, pathlib, json

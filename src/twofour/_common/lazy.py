@@ -1,10 +1,8 @@
 """A package's re-exported names, imported on first use (PEP 562), so importing it stays cheap.
 
-``import twofour`` used to import PyTorch (``twofour.packing``) before anything asked for it,
-and ``twofour.course.practice`` the whole expression registry; code that needs only a table of
-numbers (the site's quick build, ``make serve``'s first page) paid a second or more for it.
+Code that needs only a table of numbers should not pay a second to import PyTorch.
 :func:`lazy_exports` gives a package ``__getattr__`` and ``__dir__`` functions that import the
-submodule holding a name the first time the name is read, and keep it in the package's namespace.
+submodule holding a name when it is first read, and keep it in the package's namespace.
 
 >>> getattr_, dir_ = lazy_exports("json", {"JSONDecoder": ".decoder"})
 >>> getattr_("JSONDecoder").__name__, "JSONDecoder" in dir_()

@@ -1,11 +1,9 @@
 """Standard error without the profiler's chatter.
 
-Some builds of PyTorch's profiler library print a "USDT: ... profiler_start/stop" line to the
-process's file descriptor 2 on every run (not through ``sys.stderr``), which would clutter every
-notebook output and every command's report. :func:`without_profiler_chatter` captures fd 2 while
-it runs and passes every other line on.
+Some builds of PyTorch's profiler library print a "USDT: ... profiler_start/stop" line to file
+descriptor 2 on every run, cluttering every notebook output and report.
+:func:`without_profiler_chatter` captures fd 2 while it runs and passes every other line on.
 
->>> import sys
 >>> with without_profiler_chatter():
 ...     pass
 """

@@ -1,22 +1,17 @@
 """Zero, NaN and inf by the bits, for every dtype torch has.
 
-2:4 sparsity counts *non-zeros*, so every pass of the toolkit must know which bit patterns of
-a dtype are zero. Reading the bits (not comparing values) is exact for every format and works
-where a CPU build lacks float8 comparisons. The rules are derived from each format's
-definition, not from a list of codes:
+Reading the bits (not comparing values) is exact for every format and works where a CPU build
+lacks float8 comparisons. The rules are derived from each format's definition, not listed:
 
 * IEEE-style floats (float64/32/16, bfloat16, float8_e5m2): zero is exponent 0 and mantissa 0
   with either sign (``-0.0`` is zero); an all-ones exponent is inf (mantissa 0) or NaN.
 * ``fn`` ("finite"): float8_e4m3fn has no inf; only S.1111.111 is NaN; ``-0.0`` exists.
 * ``fnuz`` ("finite, no negative zero"): float8_e4m3fnuz and float8_e5m2fnuz have one zero,
-  0x00; the code that would be ``-0.0``, 0x80, is their only NaN. Clearing the sign bit before
-  testing for zero, right for every other float, would read this NaN as zero.
-* float8_e8m0fnu (an unsigned power-of-two scale) has no zero at all, and float4_e2m1fn_x2
-  holds two values per byte: neither has an element-wise N:M meaning, so both are refused.
+  0x00; the code that would be ``-0.0``, 0x80, is their only NaN (clearing the sign bit before
+  testing for zero would read it as zero).
+* float8_e8m0fnu (a power-of-two scale) has no zero, and float4_e2m1fn_x2 holds two values per
+  byte: neither has an element-wise N:M meaning, so both are refused.
 * Integers: zero is all bits zero (``-128`` is the sign bit alone and is non-zero).
-
-``tests/toolkit/structure/test_bits.py`` checks every one of the 256 codes of each 8-bit float against torch's
-own conversion, and every code of float16 and bfloat16.
 
 >>> FORMATS[torch.float8_e4m3fnuz].classify(0x80), FORMATS[torch.float8_e4m3fn].classify(0x80)
 ('nan', 'zero')
@@ -45,11 +40,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class FloatFormat:
-    """A binary floating-point format: field widths and which special values it has.
-
-    ``nan`` says where NaN lives: ``"ieee"`` (all-ones exponent, non-zero mantissa),
-    ``"all-ones"`` (only the all-ones exponent and mantissa, either sign: the ``fn`` formats),
-    or ``"negative-zero"`` (only the code of ``-0.0``: the ``fnuz`` formats).
+    """A binary floating-point format: field widths and which special values it has. ``nan`` says where
+    NaN lives: ``"ieee"`` (all-ones exponent, non-zero mantissa), ``"all-ones"`` (all-ones exponent and
+    mantissa: the ``fn`` formats), or ``"negative-zero"`` (the code of ``-0.0``: the ``fnuz`` formats).
 
     >>> FloatFormat("float16", 5, 10, inf=True, nan="ieee").zero_codes()
     (0, 32768)
@@ -107,8 +100,7 @@ FORMATS: dict[torch.dtype, FloatFormat] = {getattr(torch, f.name): f for f in (
     FloatFormat("float8_e8m0fnu", 8, 0, inf=False, nan="all-ones", signed=False, has_zero=False),
 ) if hasattr(torch, f.name)}
 
-# Integers a weight can be stored in, and the floats with a zero. float32 runs 1:2 on the
-# hardware; float64 is there for numerics.
+# Integers a weight can be stored in, and the floats with a zero (float64 is there for numerics).
 _INTS = (torch.int8, torch.uint8, torch.int16, torch.int32)
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = tuple(d for d, f in FORMATS.items() if f.has_zero) + _INTS
 
@@ -168,10 +160,8 @@ def same_size_int_view(t: torch.Tensor) -> torch.Tensor:
 
 
 def nonzero_mask(t: torch.Tensor) -> torch.Tensor:
-    """Boolean mask of non-zero elements by the bits: ``-0.0`` is zero, NaN and inf are non-zero.
-
-    For the fnuz float8 formats 0x80 is NaN, hence non-zero. This is the reference rule; the
-    fast passes compute the same thing with word arithmetic (``twofour._passes.groupcount``).
+    """Boolean mask of non-zero elements by the bits: ``-0.0`` is zero, NaN and inf are non-zero (the
+    reference rule; ``twofour._passes.groupcount`` computes it with word arithmetic).
 
     >>> nonzero_mask(torch.tensor([0x00, 0x80], dtype=torch.uint8).view(torch.float8_e4m3fnuz)).tolist()
     [False, True]

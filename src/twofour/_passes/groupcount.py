@@ -1,23 +1,19 @@
 """Non-zeros per group of ``m``, counted with integer arithmetic on whole words.
 
 ``twofour.check`` and the audit spend their time here. Comparisons and reductions over a tiny
-innermost dimension are slow in PyTorch on a CPU (``x != 0`` measured 10-20x the cost of an
-in-place integer add), so a block of the weight goes through three cheap steps instead:
+innermost dimension are slow in PyTorch on a CPU (``x != 0``: 10-20x an in-place integer add),
+so a block goes through three cheap steps instead:
 
 1. **lane flags** (:func:`lane_flags`): on the elements' bits as signed integers, clear the
    sign bit where ``-0.0`` is zero, add ``0x7F..F``: the top bit is now set exactly when the
-   element is non-zero (integers and fnuz floats also OR in their own bits, so a lone sign bit
-   counts). Shift it down: one byte, 0 or 1, per element.
-2. **group words**: the ``m`` flag bytes of a group are one 2-, 4- or 8-byte integer. One
-   multiply by ``0x01..01`` adds the bytes into the top byte: the group's count, with no
-   reduction. (Multiplying by ``0x01020408`` gathers the 2:4 pattern ``b0 + 2 b1 + 4 b2 + 8 b3``
-   the same way, see ``twofour._passes.wordpack``.)
+   element is non-zero (integers and fnuz floats also OR in their own bits). Shifted down: one
+   byte, 0 or 1, per element.
+2. **group words**: the ``m`` flag bytes of a group are one 2-, 4- or 8-byte integer; one
+   multiply by ``0x01..01`` adds them into the top byte: the group's count, with no reduction.
 3. ``(count + 511 - n) >> 9`` is 1 exactly when a group holds more than ``n``.
 
 Every operation writes into buffers allocated once per pass (:class:`Scratch`), with 0-d tensor
-constants, which keeps PyTorch on its vectorised in-place paths and avoids a page fault per
-block. The reference rule is :func:`twofour._passes.bits.nonzero_mask`; ``tests/test_groupcount.py``
-checks this module against it.
+constants: PyTorch's vectorised in-place paths, no page fault per block.
 
 >>> W = torch.tensor([[0.0, -0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 0.0]], dtype=torch.float16)
 >>> block_counts(W, 4, Scratch(W.device)).tolist()
@@ -40,10 +36,8 @@ WORD_OF_M = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 class Scratch:
-    """Buffers reused by every block of one pass, so each is allocated (and faulted in) once.
-
-    Views are cached by name, dtype and shape: the blocks of a pass have one or two shapes, and
-    a cached view costs no PyTorch call (a pass makes a few dozen of these per block).
+    """Buffers reused by every block of one pass, so each is allocated (and faulted in) once; views
+    are cached by name, dtype and shape (a pass's blocks have one or two shapes).
 
     >>> s = Scratch(torch.device("cpu"))
     >>> s.get("a", torch.int32, (2, 3)).shape
@@ -88,10 +82,7 @@ def const(value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
 
 
 def lane_flags(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
-    """uint8 tensor of ``block``'s shape: 1 where the element is non-zero (by the bits), else 0.
-
-    ``block`` must be contiguous (any supported dtype).
-    """
+    """uint8 tensor of the contiguous ``block``'s shape: 1 where the element is non-zero (by the bits)."""
     lanes = signed_int_view(block)
     dtype, dev = lanes.dtype, scratch.device
     bits = lanes.element_size() * 8
@@ -110,11 +101,8 @@ def lane_flags(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
 
 
 def block_counts(block: torch.Tensor, m: int, scratch: Scratch) -> torch.Tensor:
-    """Non-zeros per group of ``m`` along the last dim of a contiguous 2-D block: ``[rows, k // m]``.
-
-    The result lives in ``scratch`` (overwritten by the next block); its dtype is an integer
-    type wide enough for ``m``.
-    """
+    """Non-zeros per group of ``m`` along the last dim of a contiguous 2-D block: ``[rows, k // m]``
+    integers, in ``scratch`` (overwritten by the next block)."""
     rows, k = block.shape
     flags = lane_flags(block, scratch)
     word = WORD_OF_M.get(m)

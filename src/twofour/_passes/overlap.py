@@ -1,15 +1,13 @@
 """Count N:M groups of a view whose elements share storage (``expand``, stride 0, ``as_strided``).
 
-A tensor of shape ``[N, K]`` can be a view of far fewer stored elements: ``w.expand(N, K)`` has
-row stride 0, and a checkpoint of a few kilobytes can declare a billion-element weight this
-way. Checking it element by element would take minutes. Here the work is proportional to
-the storage the view covers, not to its element count:
+``w.expand(N, K)`` has row stride 0: a checkpoint of a few kilobytes can declare a
+billion-element weight this way. Here the work is proportional to the storage the view
+covers, not to its element count:
 
 * flags and group counts are computed once per storage position (a group starting at
   position ``p`` holds the elements at ``p, p + s1, ..., p + (m-1) s1``);
-* row ``r``'s groups start at ``r s0, r s0 + D, r s0 + 2D, ...`` with ``D = m s1``: an
-  arithmetic progression, so its sum is a difference of two prefix sums taken along the
-  storage with step ``D`` (one cumulative sum per residue class modulo ``D``).
+* row ``r``'s groups start at ``r s0 + i D`` with ``D = m s1``: an arithmetic progression, so
+  its sum is a difference of two prefix sums along the storage with step ``D``.
 
 >>> import torch
 >>> row = torch.tensor([1.0, 0.0, 2.0, 3.0])  # one group with 3 non-zeros
@@ -28,9 +26,8 @@ from .tensors import blocks
 
 __all__ = ["overlaps", "storage_span", "count_by_storage", "MAX_SPAN"]
 
-# Storage positions a view may cover and still be counted this way (about 17 bytes of
-# temporaries per position: 70 MB at this bound); a larger self-overlapping view is refused,
-# not expanded. Real ones (``w.expand(N, K)`` of a row) reach K positions.
+# Storage positions a view may cover and still be counted this way (about 17 bytes of temporaries
+# each: 70 MB); a larger one is refused, not expanded. ``w.expand(N, K)`` of a row reaches K.
 MAX_SPAN = 1 << 22
 
 
@@ -44,16 +41,6 @@ def storage_span(W: torch.Tensor) -> int:
 def overlaps(W: torch.Tensor) -> bool:
     """True when ``W`` has more elements than storage positions it reaches (some are shared)."""
     return W.numel() > 0 and storage_span(W) < W.numel()
-
-
-def _storage_flags(W: torch.Tensor, span: int) -> torch.Tensor:
-    """uint8 [span]: the non-zero flag of every storage position the view reaches."""
-    base = torch.as_strided(W, (span,), (1,), W.storage_offset())
-    out = torch.empty(span, dtype=torch.uint8, device=W.device)
-    scratch = Scratch(W.device)
-    for _, _, c0, c1 in blocks(1, span):
-        out[c0:c1] = lane_flags(base[c0:c1].contiguous().view(1, -1), scratch).view(-1)
-    return out
 
 
 def _progression_sums(values: torch.Tensor, starts: torch.Tensor, step: int, count: int) -> torch.Tensor:
@@ -75,10 +62,8 @@ def _progression_sums(values: torch.Tensor, starts: torch.Tensor, step: int, cou
 
 
 def count_by_storage(W: torch.Tensor, n: int, m: int) -> tuple[torch.Tensor, int]:
-    """``(bad groups per row [N] int64, total non-zeros)`` of a 2-D view, in time ~ its storage span.
-
-    Raises ``ValueError`` when the view reaches more than ``MAX_SPAN`` storage positions.
-    """
+    """``(bad groups per row [N] int64, total non-zeros)`` of a 2-D view, in time ~ its storage span;
+    ``ValueError`` when the view reaches more than ``MAX_SPAN`` storage positions."""
     N, K = W.shape
     s0, s1 = W.stride()
     if s0 == 0 and N > 1:
@@ -94,7 +79,11 @@ def count_by_storage(W: torch.Tensor, n: int, m: int) -> tuple[torch.Tensor, int
             f"more than the {MAX_SPAN:,} this check handles without expanding it; pass W.contiguous() to check "
             "the expanded weight element by element"
         )
-    flags = _storage_flags(W, span)
+    base = torch.as_strided(W, (span,), (1,), W.storage_offset())
+    flags = torch.empty(span, dtype=torch.uint8, device=W.device)  # non-zero, per storage position
+    scratch = Scratch(W.device)
+    for _, _, c0, c1 in blocks(1, span):
+        flags[c0:c1] = lane_flags(base[c0:c1].contiguous().view(1, -1), scratch).view(-1)
     starts_last = (N - 1) * s0 + (G - 1) * m * s1  # the last group's first position
     length = starts_last + 1
     counts = torch.zeros(length, dtype=torch.int32, device=W.device)

@@ -1,8 +1,7 @@
 """Input validation and block iteration shared by :mod:`twofour.structure` and :mod:`twofour.packing`.
 
-Every public function of the toolkit funnels its arguments through here, so that a bad
-input always gets the same kind of message: which argument, what was wrong, what is valid.
-The bit-level rules (what is zero in each dtype) live in :mod:`twofour._passes.bits`.
+Every public function of the toolkit checks its arguments here, so a bad input always gets the
+same kind of message: which argument, what was wrong, what is valid.
 """
 
 from __future__ import annotations
@@ -94,12 +93,9 @@ def require_weight(W, m: int, *, arg: str = "W") -> torch.Tensor:
 def blocks(n_rows: int, n_cols: int, *, unit: int = 1, target_elems: int | None = None):
     """Yield ``(r0, r1, c0, c1)`` blocks covering an ``[n_rows, n_cols]`` weight in row-major order.
 
-    Each block holds about ``target_elems`` elements, so a pass over a large weight needs only a
-    small fraction of it in temporaries (the default is 1/16 of it, between 64 Ki and 256 Ki
-    elements: a block's temporaries stay near the CPU caches; 256 Ki measured faster than 1 Mi
-    for pack on a 4096 x 14336 weight; check, with fewer temporaries, asks for 1 Mi). Whole rows when a row fits; a row wider than that is cut
-    into column ranges whose width is a multiple of ``unit`` (the group size, or more when
-    packed metadata must start on a byte), so a single very wide row is no exception.
+    Each block holds about ``target_elems`` elements (default 1/16 of the weight, between 64 Ki
+    and 256 Ki: temporaries near the CPU caches), whole rows when a row fits, else column ranges
+    whose width is a multiple of ``unit`` (the group size, or more when metadata must start on a byte).
 
     >>> list(blocks(4, 8, target_elems=16))
     [(0, 2, 0, 8), (2, 4, 0, 8)]

@@ -1,27 +1,17 @@
 """How the toolkit's passes use threads: whole blocks per thread, never a join per operation.
 
 ``check``, ``prune``, ``pack``, ``unpack``, ``to_cutlass`` and the audit's count are
-memory-bound passes made of many short element-wise operations on cache-sized blocks. Left to
-torch, every one of those operations is a fork-join: the OpenMP team waits for its slowest
-member. When another process keeps one core of a 2-core machine busy, that member is
-descheduled for a whole time slice at every join, and a pass measured 19-69x slower than a
-plain copy of the weight.
+memory-bound passes of many short element-wise operations on cache-sized blocks. Left to torch,
+every operation is a fork-join that waits for its slowest thread: with one core of a 2-core
+machine busy elsewhere, a pass measured 19-69x slower than a plain copy of the weight.
 
-So each operation runs on one thread (:func:`one_thread`), and the parallelism is one level up
-(:func:`map_blocks`): workers each take the next whole block when they are free. No worker ever
-waits for another except once, at the end; a descheduled worker only delays the block it holds,
-and the others take the rest. The calling thread works too, and a helper that has not started by
-the time the blocks run out is cancelled rather than waited for. The helpers are one
-``concurrent.futures.ThreadPoolExecutor`` per process, its threads made once and reused
-(starting a thread on a busy machine took tens of milliseconds per pass). ``benchmarks/core.py``
-measures this against one thread and against torch's own threading, quiet and with a busy
-core, every time it runs.
-
-torch's thread count is per calling thread (an OpenMP setting), so :func:`one_thread` saves
-and restores it in the thread that calls it, on errors too, and nests; the caller's setting
-is back when a pass returns. Two module settings exist for measuring the alternatives:
-``PASS_THREADS = None`` leaves torch's threading on for every operation, and
-``PASS_WORKERS = 1`` keeps the pass in the calling thread.
+So each operation runs on one thread (:func:`one_thread`, which saves and restores torch's
+per-thread setting, and nests), and the parallelism is one level up (:func:`map_blocks`):
+workers each take the next whole block when free, and wait for each other only once, at the
+end. The calling thread works too; a helper that has not started when the blocks run out is
+cancelled. The helpers are one ``ThreadPoolExecutor`` per process, made once (starting a
+thread on a busy machine took tens of milliseconds). ``benchmarks/core.py`` measures the
+alternatives: ``PASS_THREADS = None`` (torch's threading) and ``PASS_WORKERS = 1``.
 
 >>> import torch
 >>> before = torch.get_num_threads()
@@ -51,22 +41,17 @@ PASS_THREADS: int | None = 1
 PASS_WORKERS: int | None = None
 MAX_WORKERS = 8
 
-_state = threading.local()
-
-
 @contextmanager
 def one_thread():
-    """Run the enclosed torch operations on ``PASS_THREADS`` intra-op threads (1), then restore."""
-    depth = getattr(_state, "depth", 0)
+    """Run the enclosed torch operations on ``PASS_THREADS`` intra-op threads (1), then restore
+    (nested, the inner block finds the setting made and leaves it)."""
     before = torch.get_num_threads()
-    change = depth == 0 and PASS_THREADS is not None and before != PASS_THREADS
+    change = PASS_THREADS is not None and before != PASS_THREADS
     if change:
         torch.set_num_threads(PASS_THREADS)
-    _state.depth = depth + 1
     try:
         yield
     finally:
-        _state.depth = depth
         if change:
             torch.set_num_threads(before)
 
@@ -104,19 +89,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def map_blocks(fn, items, *, state, device=None) -> list:
-    """``[fn(item, s) for item in items]``, the items shared out to worker threads one at a time.
-
-    ``state()`` makes a worker's private state (its scratch buffers) when it takes its first
-    item. Results come back in the order of ``items``. An exception stops the other workers
-    after their current item; the one from the earliest item is raised here. Every worker runs
-    its operations on one intra-op thread.
-    """
+    """``[fn(item, s) for item in items]``, the items shared out to worker threads one at a time; ``state()``
+    makes a worker's scratch buffers. An error stops the workers; the earliest item's is raised here."""
     items = list(items)
     workers = worker_count(len(items), device)
     with one_thread():
-        if workers == 1:
-            own = state()
-            return [fn(item, own) for item in items]
         results: list = [None] * len(items)
         errors: list[tuple[int, BaseException]] = []
         claim, lock = iter(range(len(items))), threading.Lock()

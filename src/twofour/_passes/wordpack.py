@@ -3,17 +3,15 @@
 A group of four 16-bit elements is one 64-bit word, four 8-bit elements one 32-bit word.
 Packing a block then takes a fixed handful of vectorised integer operations and no gather:
 
-* the group's non-zero pattern ``p = b0 + 2 b1 + 4 b2 + 8 b3`` comes from its four flag bytes
-  (``twofour._passes.groupcount.lane_flags``) read as one int32 and multiplied by ``0x01020408``;
-* the kept positions ``a < b`` for every pattern sit in two 32-bit lookup words, two bits per
-  pattern, read with one variable shift each (``(LUT >> 2p) & 3``). The lookup is built from
-  ``twofour.packing``'s own pattern table, so both paths choose the same positions (PyTorch's
-  choice, see ``_top_up_order`` there);
-* the kept values are ``(word >> a*bits) & lane`` and ``(word >> (b-1)*bits) & (lane << bits)``,
+* the group's non-zero pattern ``p = b0 + 2 b1 + 4 b2 + 8 b3``: its four flag bytes read as one
+  int32, multiplied by ``0x01020408``;
+* the kept positions ``a < b``: two bits per pattern in two 32-bit lookup words built from
+  ``twofour.packing``'s own pattern table (so both paths choose the same positions), read with
+  one variable shift each (``(LUT >> 2p) & 3``);
+* the kept values ``(word >> a*bits) & lane`` and ``(word >> (b-1)*bits) & (lane << bits)``,
   OR-ed into one word that is exactly the packed pair.
 
 Unpacking runs the same steps backwards: ``(v0 << a*bits) | (v1 << b*bits)`` is the group.
-``tests/toolkit/packing/test_packing.py`` checks both against the general path and PyTorch's conversion.
 """
 
 from __future__ import annotations
@@ -57,11 +55,8 @@ def position_luts(codes: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def pack_block(block, values_out, meta_out, luts: tuple[int, int, int], scratch: Scratch) -> int:
-    """Pack a contiguous ``[r, k]`` 2:4 block into ``values_out [r, k/2]`` and ``meta_out [r, k/8]``.
-
-    Returns the number of groups holding more than two non-zeros; when it is not 0 nothing
-    useful was written and the caller must refuse the weight.
-    """
+    """Pack a contiguous ``[r, k]`` 2:4 block into ``values_out [r, k/2]`` and ``meta_out [r, k/8]``;
+    returns the number of groups holding more than two non-zeros (not 0: nothing useful written)."""
     dev = scratch.device
     rows, k = block.shape
     shape = (rows, k // 4)
@@ -81,42 +76,32 @@ def pack_block(block, values_out, meta_out, luts: tuple[int, int, int], scratch:
     three = const(3, i32, dev)
     torch.bitwise_right_shift(const(a_lut, i32, dev), pattern, out=pos_a).bitwise_and_(three)
     torch.bitwise_right_shift(const(bm1_lut, i32, dev), pattern, out=pos_bm1).bitwise_and_(three)
-    _write_meta(pos_a, pos_bm1, work, meta_out, scratch)
-    _gather_pair(block, pos_a, pos_bm1, values_out, scratch)
-    return 0
-
-
-def _write_meta(pos_a, pos_bm1, code, meta_out, scratch: Scratch) -> None:
-    """Nibble ``a | b << 2`` per group, two groups per byte (the first in the low nibble)."""
-    dev = scratch.device
-    i32, i16 = torch.int32, torch.int16
+    # The metadata: nibble ``a | b << 2`` per group, two groups per byte (the first in the low nibble).
+    i16 = torch.int16
+    code = work  # the position lookup's work buffer, free again
     torch.bitwise_left_shift(pos_bm1, const(2, i32, dev), out=code).bitwise_or_(pos_a).add_(const(4, i32, dev))
-    code8 = scratch.get("w_code8", torch.uint8, code.shape)
+    code8 = scratch.get("w_code8", torch.uint8, shape)
     code8.copy_(code)
     pairs = code8.view(i16)  # [r, G/2]: byte 0 = first group's code, byte 1 = second's
     nibbles = scratch.get("w_nibbles", i16, pairs.shape)
     torch.bitwise_right_shift(pairs, const(4, i16, dev), out=nibbles).bitwise_or_(pairs)
     meta_out.copy_(nibbles)  # low byte: c0 | c1 << 4 (both codes < 16)
-
-
-def _gather_pair(block, pos_a, pos_bm1, values_out, scratch: Scratch) -> None:
-    """The two kept values of every group, as one word: ``x_a | x_b << bits``."""
-    dev = scratch.device
+    # The two kept values of every group, as one word: ``x_a | x_b << bits``.
     size = block.element_size()
     word = _GROUP_WORD[size]
     bits = 8 * size
-    log_bits = bits.bit_length() - 1
     groups = _aligned(block, word).view(word)  # [r, G]
-    shift = scratch.get("w_shift", word, pos_a.shape)
-    first = scratch.get("w_first", word, pos_a.shape)
-    second = scratch.get("w_second", word, pos_a.shape)
+    shift = scratch.get("w_shift", word, shape)
+    first = scratch.get("w_first", word, shape)
+    second = scratch.get("w_second", word, shape)
     lane = (1 << bits) - 1
-    to_bits = const(log_bits, word, dev)
+    to_bits = const(bits.bit_length() - 1, word, dev)
     shift.copy_(pos_a).bitwise_left_shift_(to_bits)
     torch.bitwise_right_shift(groups, shift, out=first).bitwise_and_(const(lane, word, dev))
     shift.copy_(pos_bm1).bitwise_left_shift_(to_bits)  # (b - 1) * bits: x_b lands in the upper lane
     torch.bitwise_right_shift(groups, shift, out=second).bitwise_and_(const(lane << bits, word, dev))
     _write_words(values_out, _PAIR_WORD[size], first.bitwise_or_(second))
+    return 0
 
 
 def _aligned(t: torch.Tensor, word: torch.dtype) -> torch.Tensor:
@@ -135,11 +120,8 @@ def _write_words(out: torch.Tensor, word: torch.dtype, words: torch.Tensor) -> N
 
 
 def unpack_block(values, meta, out, scratch: Scratch) -> int:
-    """Rebuild a 2:4 block: ``values [r, k/2]`` and ``meta [r, k/8]`` into contiguous ``out [r, k]``.
-
-    Returns the number of groups whose positions are not strictly increasing (corrupt
-    metadata); when it is not 0, ``out`` is garbage and the caller must raise.
-    """
+    """Rebuild a 2:4 block: ``values [r, k/2]`` and ``meta [r, k/8]`` into contiguous ``out [r, k]``;
+    returns the number of groups whose positions are not strictly increasing (not 0: ``out`` is garbage)."""
     dev = scratch.device
     rows, half = values.shape
     shape = (rows, half // 2)

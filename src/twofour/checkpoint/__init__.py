@@ -2,8 +2,7 @@
 
 * :func:`open`: a model folder, a shard index, a ``.safetensors`` file or a ``torch.save`` file,
   as one :class:`Reader` (:mod:`.reader`); compressed-tensors 2:4 forms are seen as their dense
-  weights (:mod:`.compressed`); files are read with ``pread`` copies, never through a map that a
-  truncation could turn into SIGBUS (:mod:`.file`, :mod:`._mapped`).
+  weights (:mod:`.compressed`); files are read with ``pread`` copies (:mod:`.file`).
 * :func:`convert`: such a checkpoint as one plain safetensors file (dense 2:4, packed or CUTLASS).
 * :func:`weight_kind`: what a tensor's name and shape say it is.
 

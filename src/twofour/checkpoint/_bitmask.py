@@ -4,15 +4,12 @@ compressed-tensors stores a 2:4 weight ``[N, K]`` as its kept values ``[N, K/2]`
 order of the set bits) and a bitmask ``[N, ceil(K/8)]`` uint8, element ``k`` of a row being bit
 ``k % 8`` of byte ``k // 8``. Each group of four along K is one nibble.
 
-* :func:`check_bitmask` decides 2:4 validity from the bitmask alone: every nibble must hold
-  exactly two set bits, tested 64 bits at a time (a SWAR popcount per nibble: ``0x2222...``).
-  No value is read.
+* :func:`check_bitmask` decides 2:4 validity from the bitmask alone, 64 bits at a time (a SWAR
+  popcount per nibble: ``0x2222...``). No value is read.
 * :func:`decompress` rebuilds the dense weight with a 16-entry table: a nibble names the two
   positions its values go to, so a group of four 16-bit values is one 64-bit word
-  ``first << 16a | second << 16b`` (8-bit values: a 32-bit word). Rows are done in blocks of
-  256 into reused buffers (no large temporaries to fault in), into ``out`` when given (a
-  buffer the caller reuses from one weight to the next). 4- and 8-byte dtypes take a plain
-  elementwise path.
+  ``first << 16a | second << 16b`` (8-bit values: a 32-bit word), 256 rows at a time into
+  reused buffers. 4- and 8-byte dtypes take a plain elementwise path.
 
 >>> mask = torch.tensor([[1, 1, 0, 0, 0, 1, 0, 1]], dtype=torch.bool)
 >>> bits = pack_bitmask(mask); bits
@@ -74,24 +71,17 @@ def check_sizes(layer: str, N: int, K: int, values_shape, bits_shape) -> None:
         )
 
 
-# Each group of four is one nibble of the bitmask (bits 0-3 of a byte: the group at columns 8j..8j+3,
-# bits 4-7: the next). Everything below is elementwise on the nibbles: no index tensors, so a
-# layer of 16M weights is rebuilt in a fraction of a second.
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def _nibbles(bits: torch.Tensor, K: int) -> torch.Tensor:
-    """``[N, K/4]`` uint8: the 4-bit mask of each group of four along K."""
-    N = bits.shape[0]
-    return torch.stack((bits & 0x0F, bits >> 4), dim=-1).reshape(N, -1)[:, : K // 4]
-
-
-def check_mask(layer: str, nibbles: torch.Tensor, bits: torch.Tensor, K: int) -> None:
+def check_mask(layer: str, bits: torch.Tensor, K: int) -> None:
     """Refuse a bitmask that does not keep exactly two of every four along K (or sets padding bits)."""
+    N = bits.shape[0]
+    # Each group of four is one nibble (bits 0-3 of a byte: columns 8j..8j+3, bits 4-7: the next).
+    nibbles = torch.stack((bits & 0x0F, bits >> 4), dim=-1).reshape(N, -1)[:, : K // 4]
     counts = (nibbles & 1) + (nibbles >> 1 & 1) + (nibbles >> 2 & 1) + (nibbles >> 3)
     bad = counts.ne(2)
     if bool(bad.any()):
-        N = nibbles.shape[0]
         n_bad = int(bad.sum())
         row, group = (int(v) for v in torch.nonzero(bad)[0])
         raise CompressedError(
@@ -103,20 +93,13 @@ def check_mask(layer: str, nibbles: torch.Tensor, bits: torch.Tensor, K: int) ->
         raise CompressedError(f"{printable(layer, 120)}: the bitmask sets bits past column {K - 1}; it is damaged")
 
 
-def _decompress_wide(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """:func:`decompress` for any element size (4- and 8-byte dtypes, bool), elementwise in torch; the
-    sizes and the mask are checked already."""
-    N, K = shape
-    nib = _nibbles(bits, K)
-    raw = values.contiguous().view(_INT_VIEW[values.element_size()]).reshape(N, K // 4, 2)
-    first, second = raw[..., 0], raw[..., 1]
-    zero = torch.zeros((), dtype=raw.dtype)
-    columns = []
-    for j in range(4):
-        kept = (nib >> j & 1).bool()
-        is_first = (nib & ((1 << j) - 1)).eq(0)  # no kept position below j: j holds the group's first value
-        columns.append(torch.where(kept, torch.where(is_first, first, second), zero))
-    return torch.stack(columns, dim=-1).reshape(N, K).view(values.dtype)
+def _scatter(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Zeros of ``mask``'s shape with ``values`` (row-major) at its set elements, moved as integers of their size."""
+    raw = values.reshape(-1)
+    raw = raw.view(_INT_VIEW[raw.element_size()]) if raw.element_size() in _INT_VIEW else raw
+    out = torch.zeros(mask.shape, dtype=raw.dtype)
+    out[mask] = raw
+    return out.view(values.dtype)
 
 
 def _nibble_table(lane: int, word):
@@ -151,9 +134,7 @@ def _nibble_counts(x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
 def check_bitmask(layer: str, bits: torch.Tensor, K: int) -> None:
     """Refuse a ``[N, ceil(K/8)]`` bitmask that does not keep exactly two of every four along K.
 
-    Reads the bitmask only, 64 bits at a time where the rows allow (about 10 ms for a
-    14336 x 4096 weight's 7 MB). On a bad mask, :func:`check_mask` finds and names the first bad
-    group.
+    About 10 ms for a 14336 x 4096 weight's 7 MB; on a bad mask :func:`check_mask` names the first bad group.
 
     >>> check_bitmask("fc", torch.tensor([[0b1010_0011]], dtype=torch.uint8), 8)
     >>> check_bitmask("fc", torch.tensor([[0b1110_0011]], dtype=torch.uint8), 8)
@@ -176,7 +157,7 @@ def check_bitmask(layer: str, bits: torch.Tensor, K: int) -> None:
         x = buf[: r1 - r0]
         np.copyto(x, b[r0:r1].view(word))
         if not np.array_equal(_nibble_counts(x, tmp[: r1 - r0]), np.broadcast_to(want, x.shape)):
-            check_mask(layer, _nibbles(bits, K), bits, K)
+            check_mask(layer, bits, K)
             raise CompressedError(f"{printable(layer, 120)}: the bitmask is not a 2:4 bitmask")  # not reached
 
 
@@ -184,18 +165,16 @@ def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int],
                out: torch.Tensor | None = None) -> torch.Tensor:
     """The dense ``shape`` weight: zeros, with ``values`` (row-major) at the bitmask's set bits.
 
-    Checks sizes and the 2:4 mask first. Byte-exact for every dtype: values are moved as
-    integers of their size, two per group to the group's two kept positions (lower one first,
-    the order compressed-tensors' ``tensor[mask]`` wrote them in). ``out``, when given, is a
-    contiguous uint8 buffer of at least the dense weight's bytes that the result is a view of
-    (reused from one weight to the next, so its pages are not faulted in again).
+    Checks sizes and the 2:4 mask first. Byte-exact for every dtype (values moved as integers).
+    ``out``: a contiguous uint8 buffer of at least the dense weight's bytes, reused from one weight
+    to the next (its pages are not faulted in again); the result is a view of it.
     """
     N, K = shape
     check_sizes(layer, N, K, tuple(values.shape), tuple(bits.shape))
     check_bitmask(layer, bits, K)
     size = values.element_size()
-    if size not in _WORDS or values.dtype == torch.bool:
-        return _decompress_wide(values, bits, shape)
+    if size not in _WORDS or values.dtype == torch.bool:  # 4- and 8-byte dtypes, bool: elementwise
+        return _scatter(values, unpack_bitmask(bits, K))
     pair, word, (first_shift, second_shift) = _WORDS[size]
     lane = np.dtype(word).type(8 * size)
     low_mask = np.dtype(word).type((1 << (8 * size)) - 1)
@@ -229,8 +208,8 @@ def decompress(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int],
 def decompress_unstructured(values: torch.Tensor, bits: torch.Tensor, shape: tuple[int, int], layer: str) -> torch.Tensor:
     """The dense weight of a ``sparse-bitmask`` layer: 1-D ``values`` (row-major) at the bitmask's set bits.
 
-    Any pattern (it is not 2:4 by construction: the audit checks what comes out). The number of
-    values must equal the number of set bits.
+    Any pattern (the audit checks what comes out); there must be one value per set bit (the parts'
+    shapes and dtypes are checked when the checkpoint is opened).
 
     >>> mask = torch.tensor([[1, 0, 1, 1, 0, 0, 0, 0]], dtype=torch.bool)
     >>> decompress_unstructured(torch.tensor([1., 2., 3.]), pack_bitmask(mask), (1, 8), "fc").tolist()
@@ -238,9 +217,6 @@ def decompress_unstructured(values: torch.Tensor, bits: torch.Tensor, shape: tup
     """
     N, K = shape
     name = printable(layer, 120)
-    if values.dim() != 1 or tuple(bits.shape) != (N, (K + 7) // 8) or bits.dtype != torch.uint8:
-        raise CompressedError(f"{name}: sparse-bitmask needs 1-D values and a {N}x{(K + 7) // 8} uint8 bitmask, got "
-                              f"{'x'.join(map(str, values.shape))} values and a {'x'.join(map(str, bits.shape))} bitmask")
     if K % 8 and bool((bits[:, -1] >> (K % 8)).any()):
         raise CompressedError(f"{name}: the bitmask sets bits past column {K - 1}; it is damaged")
     mask = unpack_bitmask(bits, K)
@@ -248,7 +224,4 @@ def decompress_unstructured(values: torch.Tensor, bits: torch.Tensor, shape: tup
     if kept != values.numel():
         raise CompressedError(f"{name}: the bitmask keeps {kept:,} values but {values.numel():,} are stored; "
                               "the parts disagree")
-    raw = values.view(_INT_VIEW[values.element_size()]) if values.element_size() in _INT_VIEW else values
-    out = torch.zeros((N, K), dtype=raw.dtype)
-    out[mask] = raw
-    return out.view(values.dtype)
+    return _scatter(values, mask)

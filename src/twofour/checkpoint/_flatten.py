@@ -1,12 +1,10 @@
 """Name every tensor of a loaded checkpoint, with bounds a hostile file cannot get past.
 
-``torch.load(weights_only=True)`` returns plain containers, but their shape is the file's
-choice. A few kilobytes of pickle can nest ten thousand dicts, make a dict contain itself, or
-reference one dict from two keys at every level (40 levels: 2**40 paths). Two entries can
-also flatten to the same dotted name (``{"a.b": x, "a": {"b": y}}``). So the walk here is
-iterative (no recursion limit to hit), refuses a container that contains itself, stops with
-one clear error past ``MAX_DEPTH`` levels or ``MAX_ENTRIES`` visited entries, and gives a
-colliding name a ``#2`` suffix with a note, never dropping either tensor.
+A few kilobytes of pickle can nest ten thousand dicts, make a dict contain itself, or reference
+one dict from two keys at every level (40 levels: 2**40 paths), and two entries can flatten to
+the same dotted name (``{"a.b": x, "a": {"b": y}}``). So the walk is iterative, refuses a
+cycle, stops past ``MAX_DEPTH`` levels or ``MAX_ENTRIES`` visited entries, and gives a colliding
+name a ``#2`` suffix with a note, never dropping either tensor.
 
 >>> import torch
 >>> t, skipped, notes = flatten_state_dict({"a.b": torch.zeros(1), "a": {"b": torch.ones(1)}})
@@ -33,10 +31,8 @@ class FlattenError(ValueError):
 
 
 def unique_name(name: str, taken: dict, tried: dict) -> str:
-    """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet.
-
-    ``tried`` (one dict per walk) remembers the last suffix given to each name, so the k-th
-    collision of a name starts from there: n colliding entries cost O(n) in all, not O(n**2).
+    """``name``, or ``name#2``, ``name#3``... whichever ``taken`` does not hold yet; ``tried`` (one dict per
+    walk) remembers the last suffix given to each name, so n collisions cost O(n), not O(n**2).
 
     >>> taken, tried = {}, {}
     >>> for _ in range(3):
@@ -53,26 +49,12 @@ def unique_name(name: str, taken: dict, tried: dict) -> str:
     return f"{name}#{i}"
 
 
-def _children(value, name: str):
-    if isinstance(value, Mapping):
-        return [(f"{name}.{key}" if name else str(key), sub) for key, sub in value.items()]
-    return [(f"{name}.{i}" if name else str(i), sub) for i, sub in enumerate(value)]
-
-
-def _is_container(value) -> bool:
-    if isinstance(value, Mapping):
-        return True
-    return isinstance(value, (list, tuple)) and any(isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in value)
-
-
 def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str]], list[str]]:
     """``(tensors, skipped, notes)`` of a (possibly nested) checkpoint object.
 
-    ``tensors`` maps dotted names to tensors (``{"model.fc.weight": tensor}``); ``skipped``
-    holds ``(name, why)`` for every entry that is not a tensor (step counters, config strings),
-    so nothing is dropped silently; ``notes`` says which names collided and what they became.
-    Raises :class:`FlattenError` past ``MAX_DEPTH`` levels or ``MAX_ENTRIES`` entries, or when a
-    container contains itself.
+    ``tensors`` maps dotted names to tensors; ``skipped`` holds ``(name, why)`` for every entry
+    that is not a tensor (step counters, config strings); ``notes`` says which names collided
+    and what they became. Raises :class:`FlattenError` past the bounds or on a cycle.
 
     >>> t, skipped, notes = flatten_state_dict({"model": {"fc.weight": torch.zeros(2, 4)}, "epoch": 3})
     >>> list(t), skipped, notes
@@ -98,13 +80,16 @@ def flatten_state_dict(obj, prefix: str = "") -> tuple[dict, list[tuple[str, str
             if final != name:
                 collisions.setdefault(name, [name]).append(final)
             tensors[final] = value
-        elif _is_container(value):
+        elif isinstance(value, Mapping) or (isinstance(value, (list, tuple)) and any(
+                isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in value)):
             if id(value) in ancestors:
                 raise FlattenError(f"entry {printable(name or '<top level>', 80)!r} contains itself (a cycle)")
             if depth >= MAX_DEPTH:
                 raise FlattenError(f"nested more than {MAX_DEPTH} levels deep (at {printable(name, 80)!r})")
             inner = ancestors | {id(value)}
-            stack.extend((sub_name, sub, depth + 1, inner) for sub_name, sub in reversed(_children(value, name)))
+            pairs = value.items() if isinstance(value, Mapping) else enumerate(value)
+            children = [(f"{name}.{key}" if name else str(key), sub) for key, sub in pairs]
+            stack.extend((sub_name, sub, depth + 1, inner) for sub_name, sub in reversed(children))
         else:
             skipped.append((name or "<top level>", f"not a tensor ({type(value).__name__})"))
     notes = [

@@ -1,13 +1,11 @@
 """Read a checkpoint's tensor bytes with ``pread``, so that a file truncated while it is read cannot kill the reader.
 
 A memory-mapped file that another process truncates kills the reader with SIGBUS at the next
-touch of a page past the new end; no Python handler can catch it (the faulting instruction
-would run again), so an in-process caller (``twofour.cli.main([...])``, a notebook) would die
-with its interpreter. A ``pread`` of the same bytes is a system call: past the new end it
-returns fewer bytes, which becomes one clear error. So the checkpoint reader maps the file
-only to learn the tensors' layout (``torch.load(mmap=True)`` builds every tensor without
-touching its pages), finds where each storage lies in the file (:func:`file_offsets`, from the
-process's own memory map) and hands out copies read with :func:`read_exact`.
+touch of a page past the new end, which no Python handler can catch. A ``pread`` of the same
+bytes returns fewer bytes instead, which becomes one clear error. So the checkpoint reader maps
+the file only to learn the tensors' layout (``torch.load(mmap=True)`` touches no page), finds
+where each storage lies in the file (:func:`file_offsets`) and hands out copies read with
+:func:`read_exact`.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "bytes.bin")
@@ -29,6 +27,8 @@ import bisect
 import os
 
 import torch
+
+from .._passes.overlap import storage_span
 
 __all__ = ["ShortRead", "file_offsets", "read_exact", "view_span"]
 
@@ -55,25 +55,16 @@ def read_exact(fd: int, offset: int, nbytes: int) -> torch.Tensor:
 def view_span(t: torch.Tensor) -> tuple[int, int]:
     """(first storage element, how many elements) a strided view reads: its extent in its storage.
 
-    A view reads from ``storage_offset`` to its last element's position (sizes and strides; an
-    ``expand`` of 4 values to 10**8 rows reads 4 elements). An empty view reads nothing.
-
     >>> base = torch.zeros(10, 8)
     >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
     ((17, 10), (0, 4), (0, 0))
     """
-    if t.numel() == 0:
-        return 0, 0
-    return t.storage_offset(), 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return (t.storage_offset() if t.numel() else 0), storage_span(t)
 
 
 def file_offsets(fd: int, addresses) -> dict:
-    """``{address: offset in the file}`` for each address that lies in this process's memory map of ``fd``'s file.
-
-    Read from ``/proc/self/maps`` (Linux): each mapping names its file by device and inode (on
-    an overlay file system by inode and path) and the file offset it starts at. An address in
-    no mapping of the file is left out; elsewhere than Linux the answer is empty.
-    """
+    """``{address: offset in the file}`` for each address in this process's memory map of ``fd``'s file,
+    from ``/proc/self/maps`` (Linux; elsewhere empty), which names files by device and inode (or path)."""
     st = os.fstat(fd)
     ident = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     try:

@@ -1,12 +1,10 @@
 """compressed-tensors' ``pack-quantized`` weights (W4A16, W8A16): their 2:4 structure, read from the packed integers.
 
 A ``pack-quantized`` layer stores ``weight_packed`` (int32 ``[N, ceil(K * bits / 32)]``: each
-value offset by ``2**(bits-1)`` to unsigned and packed lowest bits first, as
-``compressed_tensors.compressors.quantized_compressors.pack_quantized.pack_to_int32`` writes it),
-``weight_shape`` (N, K), ``weight_scale`` ``[N, K / group]`` and, when asymmetric,
+value offset by ``2**(bits-1)`` to unsigned and packed lowest bits first, as compressed-tensors'
+``pack_to_int32`` writes it), ``weight_shape`` (N, K), ``weight_scale`` and, when asymmetric,
 ``weight_zero_point`` packed the same way along N. A weight is zero where its quantized value
-equals its zero point (0 when symmetric), so the 2:4 structure is read from the integers alone:
-no scale is applied, nothing is dequantized.
+equals its zero point (0 when symmetric), so the 2:4 structure is read from the integers alone.
 
 >>> q = torch.tensor([[0, 3, 0, -2, 0, 0, 1, 1]], dtype=torch.int8)
 >>> packed = ((q.to(torch.int32) + 8) << (4 * torch.arange(8, dtype=torch.int32))).sum(-1, keepdim=True, dtype=torch.int32)
@@ -40,16 +38,11 @@ def unpack(packed: torch.Tensor, bits: int, rows: int, cols: int) -> torch.Tenso
 
 
 def count_24(packed: torch.Tensor, shape, zero_point: torch.Tensor | None, layer: str) -> tuple[int, int]:
-    """``(groups of four along K, groups with more than two non-zero weights)`` of a pack-quantized weight."""
+    """``(groups of four along K, groups with more than two non-zero weights)`` of a pack-quantized weight
+    (``weight_packed``'s shape and dtype checked against ``shape`` when the checkpoint was opened)."""
     N, K = shape
     name = printable(layer, 120)
-    if packed.dim() != 2 or packed.shape[0] != N or packed.dtype != torch.int32:
-        raise CompressedError(f"{name}: weight_packed must be int32 [{N}, ...], got "
-                              f"{'x'.join(map(str, packed.shape))} {str(packed.dtype).replace('torch.', '')}")
     bits = bits_of(packed.shape[1], K)
-    if bits is None:
-        raise CompressedError(f"{name}: weight_packed has {packed.shape[1]} int32 columns, which holds neither 4- nor "
-                              f"8-bit values of K = {K}")
     if K % 4:
         raise CompressedError(f"{name}: K = {K} is not a multiple of 4, so it cannot be 2:4 along K")
     q = unpack(packed, bits, N, K)

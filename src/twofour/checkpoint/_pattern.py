@@ -1,14 +1,12 @@
 """Match a ``re:`` pattern from a file in time linear in the name: no backtracking, ever.
 
-compressed-tensors' configs name modules with ``"re:<regex>"`` in ``targets`` and ``ignore``,
-matched like ``re.match`` (anchored at the start, a prefix match is enough). Python's ``re``
-backtracks, so ``re:(a+)+$`` against ``"a" * 40 + "!"`` runs for hours, and the pattern comes
-from the file. Here the pattern is parsed by Python's own parser (so the syntax is exactly
-``re``'s) and run as a Thompson automaton: the set of states is advanced one character at a
-time, so the work is at most (name length) x (automaton size), and the automaton is capped
-(:data:`MAX_STATES`). Steps already taken are cached (a DFA built lazily, as RE2 does), so
-the many names of a checkpoint cost about one dictionary look-up per character. Back-references, look-arounds, conditionals and atomic groups have no such
-automaton and are refused with one line (:class:`PatternError`).
+compressed-tensors' configs name modules with ``"re:<regex>"``, matched like ``re.match``.
+Python's ``re`` backtracks, so ``re:(a+)+$`` against ``"a" * 40 + "!"`` runs for hours, and the
+pattern comes from the file. Here the pattern is parsed by Python's own parser (the syntax is
+exactly ``re``'s) and run as a Thompson automaton, one character at a time: the work is at most
+(name length) x (automaton size, capped by :data:`MAX_STATES`). Steps taken are cached (a DFA
+built lazily, as RE2 does). Back-references, look-arounds, conditionals and atomic groups have
+no such automaton and are refused with one line (:class:`PatternError`).
 
 >>> m = compile_pattern(r"(a+)+$")
 >>> m("a" * 40 + "!"), m("aaa")
@@ -156,11 +154,8 @@ def _at(code, s: str, i: int) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str):
-    """A function ``name -> bool`` that answers ``re.match(pattern, name) is not None`` in linear time.
-
-    Raises :class:`PatternError` (one line) for a pattern it cannot run that way, and
-    ``re.error`` for one that is not a regex at all.
-    """
+    """A function ``name -> bool`` that answers ``re.match(pattern, name) is not None`` in linear time;
+    :class:`PatternError` for a pattern it cannot run that way, ``re.error`` for one that is no regex."""
     with warnings.catch_warnings():  # re's FutureWarning ("Possible nested set") would print a source line
         warnings.simplefilter("ignore")
         parsed = P.parse(pattern)

@@ -1,12 +1,10 @@
 """Check a ``torch.save`` zip's storages against its entries before anything is memory-mapped.
 
-``torch.load(mmap=True)`` maps each storage at its entry's offset with the length the pickle
-claims, without comparing it to the entry: a storage longer than its entry reads the bytes that
-follow it (the next entry, the zip directory) as weights, and one past the end of the file dies
-of SIGBUS. Here the pickle is scanned first by an unpickler that builds nothing (every class is
-a stub, so no code from the file runs), each storage's byte size is computed from its type and
-element count, and each must equal the size of its ``data/<key>`` entry, which must lie inside
-the file.
+``torch.load(mmap=True)`` maps each storage with the length the pickle claims, without
+comparing it to the entry: a longer storage reads the bytes that follow (the next entry, the
+zip directory) as weights, and one past the end of the file dies of SIGBUS. Here the pickle is
+scanned by an unpickler that builds nothing (every class is a stub), and each storage's byte
+size must equal the size of its ``data/<key>`` entry, which must lie inside the file.
 
 >>> import io, torch, zipfile
 >>> buf = io.BytesIO(); torch.save({"w": torch.zeros(2, 4)}, buf)
@@ -115,10 +113,8 @@ def storage_sizes(archive: zipfile.ZipFile) -> dict:
 
 
 def check_storages(archive: zipfile.ZipFile, file_size: int, read_header) -> None:
-    """Raise :class:`StorageMismatch` unless every declared storage has an entry of exactly its size, inside the file.
-
-    ``read_header(offset)`` returns the 30-byte local header of the entry at ``offset``.
-    """
+    """Raise :class:`StorageMismatch` unless every declared storage has an entry of exactly its size, inside
+    the file; ``read_header(offset)`` returns the 30-byte local header of the entry at ``offset``."""
     prefix = _pickle_name(archive)[: -len("data.pkl")]
     for key, nbytes in storage_sizes(archive).items():
         entry = f"{prefix}data/{key}"

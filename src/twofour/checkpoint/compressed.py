@@ -1,47 +1,31 @@
 """Read compressed-tensors checkpoints (LLM Compressor's format) as data: the config and the stored 2:4 forms.
 
-A compressed-tensors model folder says in ``config.json`` ``quantization_config`` how its
-weights are stored (``quant_method: "compressed-tensors"``). Its ``sparsity_config`` names the
-format (``dense``, ``sparse-24-bitmask``), the ``sparsity_structure`` (``"2:4"``), and which
-modules it covers (``targets``, e.g. ``["Linear"]``, minus ``ignore``, e.g. ``["lm_head"]``);
-its ``format`` or ``config_groups.*.format`` may be ``marlin-24`` (int4 weights packed for the
-Marlin 2:4 kernel). As written by compressed-tensors 0.14.0
-(``compressors/sparse_compressors/sparse_24_bitmask.py``, ``utils/helpers.py``):
+``config.json``'s ``quantization_config`` (``quant_method: "compressed-tensors"``) says how the
+weights are stored: its ``sparsity_config`` names the format, the ``sparsity_structure``
+(``"2:4"``) and the modules covered (``targets`` minus ``ignore``); its ``format`` or
+``config_groups.*.format`` may be ``marlin-24``. As compressed-tensors 0.14.0 writes them:
 
-* **sparse-24-bitmask** replaces ``<layer>.weight`` by three tensors: ``<layer>.compressed``
-  (the kept values, ``[N, K/2]``, the weight's dtype: fp16, bf16, fp8 e4m3 or int8),
-  ``<layer>.bitmask`` (uint8 ``[N, ceil(K/8)]``, one bit per dense element, little-endian bit
-  order: element ``k`` of a row is bit ``k % 8`` of byte ``k // 8``, as
-  ``numpy.packbits(bitorder="little")`` writes) and ``<layer>.shape`` (int64 ``[2, 1]``: N, K).
-  The values are in row-major order of the set bits. A quantized weight keeps its
-  ``weight_scale`` (and ``weight_zero_point``, ``input_scale``) beside them.
+* **sparse-24-bitmask** replaces ``<layer>.weight`` by ``<layer>.compressed`` (the kept values,
+  ``[N, K/2]``, the weight's dtype), ``<layer>.bitmask`` (uint8 ``[N, ceil(K/8)]``, one bit per
+  dense element, little-endian, see :mod:`._bitmask`) and ``<layer>.shape`` (int64 ``[2, 1]``:
+  N, K). A quantized weight keeps its ``weight_scale`` (and zero point, ``input_scale``) beside them.
 * **marlin-24** replaces it by ``weight_packed`` (int32, eight int4 values each),
   ``scale_packed`` (fp16, ``[K/group, N]``) and ``meta`` (int16, 2 bits per kept value),
-  permuted for the Marlin kernel. compressed-tensors never decompressed it; only a Marlin
-  kernel runs it.
+  permuted for the Marlin kernel, the only thing that reads it.
 * **sparse-bitmask** (``BitmaskConfig``, any pattern): ``compressed`` holds the non-zero values
   1-D, beside ``bitmask``, ``shape`` and ``row_offsets``; rebuilt, then checked like a dense weight.
 * **pack-quantized** (W4A16, W8A16; LLM Compressor's 2:4 W4A16 recipe keeps
   ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` int32,
   ``weight_shape``, ``weight_scale`` (and ``weight_zero_point`` when asymmetric). Its 2:4
-  structure is read from the packed integers against the zero point (:mod:`._packed_int`); it
-  is not dequantized.
+  structure is read from the packed integers (:mod:`._packed_int`), never dequantized.
 * **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
   read as the dense weights they are.
 
-:class:`StoredView` (what :func:`twofour.checkpoint.open` returns) shows the audit
-one logical ``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only
-when asked) the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every
-group of four along K keeps exactly two elements and that the sizes agree with the shape. A file that breaks
-this is refused with a :class:`~twofour.checkpoint.file.CheckpointError`; compressed-tensors'
-own writer cannot produce one.
-
->>> import torch
->>> mask = torch.tensor([[1, 1, 0, 0, 0, 1, 0, 1]], dtype=torch.bool)
->>> bits = pack_bitmask(mask); bits
-tensor([[163]], dtype=torch.uint8)
->>> decompress(torch.tensor([[1., 2., 3., 4.]], dtype=torch.float16), bits, (1, 8), "fc").tolist()
-[[1.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0]]
+:class:`StoredView` (what :func:`twofour.checkpoint.open` returns) shows one logical
+``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only when asked)
+the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every group of four
+along K keeps exactly two and that the sizes agree with the shape. A file that breaks this is
+refused with a :class:`~twofour.checkpoint.file.CheckpointError`.
 """
 
 from __future__ import annotations
@@ -75,12 +59,9 @@ _MAX_PATTERN = 200
 
 @dataclass(frozen=True)
 class CompressionConfig:
-    """What ``config.json``'s ``quantization_config`` says, as plain data.
-
-    ``sparsity_format`` is None when there is no ``sparsity_config``; ``quant_formats`` the
-    quantization formats named (``float-quantized``, ``int-quantized``, ``marlin-24``...);
-    ``weights`` a short description of the weight quantization (``"int4, group 128"``) or None.
-    """
+    """What ``config.json``'s ``quantization_config`` says, as plain data: ``sparsity_format`` is None
+    without a ``sparsity_config``; ``quant_formats`` the quantization formats named (``marlin-24``...);
+    ``weights`` a short description of the weight quantization (``"int4, group 128"``) or None."""
 
     version: str | None
     sparsity_format: str | None
@@ -113,11 +94,9 @@ class CompressionConfig:
     def covers(self, layer: str, kind: str) -> bool:
         """Whether the sparsity config's targets (minus ignore) cover ``layer`` (a module name).
 
-        Targets are matched as data: ``"Linear"`` covers every linear weight, ``"re:<regex>"`` is
-        matched against the name as ``re.match`` would, but without backtracking
-        (:mod:`._pattern`: linear in the name's length, whatever the pattern), anything else must
-        equal the name. Class names other than Linear cannot be known without the model's code,
-        so they cover nothing here.
+        ``"Linear"`` covers every linear weight, ``"re:<regex>"`` is matched as ``re.match`` would,
+        without backtracking (:mod:`._pattern`), anything else must equal the name. Other class
+        names cannot be known without the model's code, so they cover nothing here.
 
         >>> ct = parse_config({"quantization_config": {"quant_method": "compressed-tensors",
         ...     "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4",
@@ -212,10 +191,8 @@ def parse_config(config) -> CompressionConfig | None:
         raise CompressedError(
             f"config.json: sparsity_config.format {printable(fmt, 60)!r} is not one twofour reads ({', '.join(_FORMATS)})"
         )
-    formats, weights = [], None
     top = _opt_str(q.get("format"), "quantization_config.format")
-    if top:
-        formats.append(top)
+    formats, weights = [top] if top else [], None
     groups = q.get("config_groups") or {}
     if not isinstance(groups, dict):
         raise CompressedError("config.json: quantization_config.config_groups must be an object")
@@ -252,8 +229,6 @@ def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
     return N, K
 
 
-
-# -- the view the audit reads ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stored:
     """How one logical weight is stored: ``form`` (``dense``, ``sparse-24-bitmask``, ``marlin-24``), the
@@ -328,11 +303,8 @@ _STORED_FORMS = {
 
 
 class StoredView:
-    """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` every caller uses.
-
-    Made by :func:`twofour.checkpoint.open` (or :func:`~twofour.checkpoint.reader.as_reader` over files
-    already opened).
-    """
+    """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` that
+    :func:`twofour.checkpoint.open` and :func:`~twofour.checkpoint.reader.as_reader` return."""
 
     def __init__(self, files, config: CompressionConfig | None):
         self.files, self.ct = files, config
@@ -387,7 +359,6 @@ class StoredView:
         self._logical[name] = (shape, dtype, stored)
         self._order.append(name)
 
-    # -- the reading interface the audit uses ----------------------------------------------------------
     def names(self) -> list[str]:
         return list(self._order)
 
@@ -408,11 +379,8 @@ class StoredView:
             self.files.prefetch(p)
 
     def structure(self, name: str) -> tuple[int, int] | None:
-        """``(groups, groups breaking 2:4)`` read from a bitmask alone (no values); None for other forms.
-
-        A stored bitmask that does not keep exactly two of every four is refused
-        (:class:`CompressedError`), as :meth:`tensor` would.
-        """
+        """``(groups, groups breaking 2:4)`` read from a bitmask (refused unless it keeps two of every four)
+        or packed integers, no values read; None for other forms."""
         st = self.stored(name)
         layer = name[: -len(".weight")]
         if st.form == "pack-quantized":
@@ -435,10 +403,7 @@ class StoredView:
         return name in self.files
 
     def tensor(self, name: str, out: torch.Tensor | None = None) -> torch.Tensor:
-        """The dense weight (rebuilt from its bitmask when stored so; checked on the way).
-
-        ``out``: a uint8 buffer a rebuilt weight may be written into (the result is then a view of it).
-        """
+        """The dense weight (rebuilt from its bitmask when stored so, checked on the way; into the uint8 ``out``)."""
         st = self.stored(name)
         if st.form == "dense":
             return self.files.tensor(name)

@@ -1,22 +1,18 @@
 """Turn a compressed-tensors 2:4 checkpoint into one plain safetensors file PyTorch's 2:4 path can take.
 
-:func:`convert` reads a model folder (or index, or file) as a
-:class:`~twofour.checkpoint.reader.Reader`, one weight at a time (``pread`` copies), and
-streams one safetensors file:
+:func:`convert` reads a model folder (or index, or file) one weight at a time and streams one
+safetensors file:
 
 * ``layout="dense"``: every ``sparse-24-bitmask`` weight rebuilt as its dense 2:4
   ``<layer>.weight`` (bit for bit what compressed-tensors 0.14.0 decompresses; fp8 and int8
-  stay fp8 and int8, their ``weight_scale`` copied beside them); every other tensor copied.
+  stay so, their ``weight_scale`` copied beside them); every other tensor copied.
 * ``layout="packed"``: each weight that is 2:4 along K stored as ``twofour.pack``'s
   ``<layer>.weight.values`` and ``<layer>.weight.meta``; ``layout="cutlass"``: as
-  ``to_cutlass`` lays them out for PyTorch's CUTLASS backend. Weights that are not 2:4 (the LM
-  head, embeddings) are copied dense. The dense shape is kept in the file's metadata.
+  ``to_cutlass`` lays them out. Weights that are not 2:4 (the LM head, embeddings) are copied
+  dense. The dense shape is kept in the file's metadata.
 
-Every stored 2:4 weight is checked once on the way (the bitmask keeps two of every four; sizes
-agree with the shape; a config that claims 2:4 for a dense weight is held to it); bitmask
-weights are rebuilt into one buffer reused from weight to weight. The output
-is written to a temporary file and renamed into place only when complete, and refused when
-it is one of the inputs. ``marlin-24`` is refused: its int4 packing is not unpacked here.
+Every stored 2:4 weight is checked once on the way (a config that claims 2:4 for a dense weight
+is held to it); the output is renamed into place only when complete. ``marlin-24`` is refused.
 
 >>> import os, tempfile
 >>> from importlib.resources import files
@@ -137,15 +133,9 @@ def _load(view, name: str, claimed: bool, buffer=None):
     return W
 
 
-def _as_bytes(t: torch.Tensor) -> memoryview:
-    return memoryview(t.contiguous().reshape(-1).view(torch.uint8).numpy())
-
-
 def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
-    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``.
-
-    ``progress(done, total, name)``, when given, is called after each output tensor is written.
-    """
+    """Convert the checkpoint ``src`` (folder, index or safetensors file) into the safetensors file ``out``;
+    ``progress(done, total, name)``, when given, is called after each output tensor is written."""
     from ..packing import pack, to_cutlass
 
     if layout not in LAYOUTS:
@@ -203,7 +193,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
                 if progress is not None:
                     progress(i, len(order), out_name)
                 t = produce(key)
-                data = _as_bytes(t)
+                data = memoryview(t.contiguous().reshape(-1).view(torch.uint8).numpy())
                 if len(data) != size:
                     raise CheckpointError(f"{printable(out_name, 120)}: produced {len(data)} bytes, planned {size}")
                 f.write(data)

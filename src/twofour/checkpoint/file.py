@@ -2,30 +2,23 @@
 
 Two formats are accepted, recognised by their first bytes rather than their file names:
 
-* **safetensors**: opened with ``safetensors.safe_open``; shapes and dtypes come from the
-  header, and each tensor is read only when asked for, so a checkpoint larger than RAM can be
-  audited layer by layer.
+* **safetensors**: shapes and dtypes come from the header, and each tensor is read only when
+  asked for, so a checkpoint larger than RAM can be audited layer by layer.
 * **PyTorch checkpoints** (``torch.save`` zip files, or the older raw-pickle format): loaded
-  with ``torch.load(weights_only=True)``, memory-mapped when the file is a zip. The
-  restricted unpickler refuses anything that is not plain tensors and containers, so a
-  malicious pickle is rejected, never executed.
+  with ``torch.load(weights_only=True)`` (memory-mapped when a zip), so a malicious pickle is
+  rejected, never executed.
 
 A tensor's bytes are read with ``pread`` into a tensor of its own (:mod:`._mapped`), never
-through a memory map: a file truncated while it is read then gives one error line (``the file
-changed while it was read``) instead of a SIGBUS that kills the interpreter, in a library call
-as in the ``twofour`` program. (A zip is still mapped, only to learn its tensors' layout
-without reading them; sparse and quantized tensors, which the audit skips, stay mapped.)
+through a memory map: a file truncated while it is read then gives one error line instead of
+a SIGBUS that kills the interpreter. (A zip is still mapped, only to learn its tensors' layout.)
 
-Only a regular file is opened: a FIFO, a device, a socket or a directory is refused at once
-(reading a FIFO would wait forever for a writer). The file is opened once and every later read
-goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO between the
-check and the read. A zip whose entries are compressed is refused (``torch.save`` stores
-entries uncompressed, and a compressed entry can unpack to far more than the file), and the
-loaded containers are walked with bounds (``twofour.checkpoint._flatten``).
+Only a regular file is opened (reading a FIFO would wait forever for a writer), once: every
+later read goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO
+between the check and the read. A zip whose entries are compressed is refused (a compressed
+entry can unpack to far more than the file), and the loaded containers are walked with bounds
+(:mod:`._flatten`).
 
-Every failure (missing file, unknown format, corrupt file, refused pickle, a bound exceeded) is
-a :class:`CheckpointError` with one line that says what is wrong and what would work; names
-and texts from the file are escaped in it (``twofour._common.text.printable``).
+Every failure is a :class:`CheckpointError`: one line, what is wrong and what would work.
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -101,11 +94,8 @@ def stat_or_error(path: str, missing: str = "no such file", error: type[Checkpoi
 
 
 def open_regular(path: str) -> int:
-    """An fd open for reading on ``path``, which must be a regular file; :class:`CheckpointError` otherwise.
-
-    The kind is checked before opening (opening some devices has effects) and again on the
-    open file (the path may have changed in between).
-    """
+    """An fd open for reading on the regular file ``path``, checked before opening (opening some devices
+    has effects) and again after; :class:`CheckpointError` otherwise."""
     why = _not_regular(stat_or_error(path).st_mode)
     if why:
         raise CheckpointError(f"{_show(path)}: {why} ({_FORMATS_HELP})")
@@ -130,11 +120,10 @@ def _format_of(fd: int, path: str) -> str:
         raise CheckpointError(f"{_show(path)}: the file is empty; {_FORMATS_HELP}")
     if head[:4] == b"PK\x03\x04":
         return "torch-zip"
-    if len(head) >= 9:
-        header_len = int.from_bytes(head[:8], "little")
-        if 0 < header_len <= _MAX_HEADER and head[8:9] == b"{":
+    if len(head) >= 9 and 0 < int.from_bytes(head[:8], "little") <= _MAX_HEADER:
+        if head[8:9] == b"{":
             return "safetensors"
-        if 0 < header_len <= _MAX_HEADER and head[8:12] == b"\xef\xbb\xbf{":
+        if head[8:12] == b"\xef\xbb\xbf{":
             raise CheckpointError(
                 f"{_show(path)}: corrupt safetensors file: its JSON header starts with a UTF-8 byte-order mark, which "
                 "safetensors does not allow; re-save it with safetensors"
@@ -145,10 +134,8 @@ def _format_of(fd: int, path: str) -> str:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes.
-
-    Raises :class:`CheckpointError` for a missing, unreadable, empty, unknown or non-regular file.
-    """
+    """``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"`` from the file's first bytes;
+    :class:`CheckpointError` for a missing, unreadable, empty, unknown or non-regular file."""
     path = os.fspath(path)
     fd = open_regular(path)
     try:
@@ -158,23 +145,15 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def _check_zip(read_path: str, path: str) -> str:
-    """Refuse a torch zip that is damaged, compressed, whose pickle is implausibly large, or whose
-    storages do not match their entries (:mod:`._torchzip`: checked before anything is mapped).
-
-    Returns the byte order of its storages (``"little"`` when it does not say, as torch reads it).
-    """
+    """The byte order of a torch zip's storages (``"little"`` when it does not say); refused when damaged,
+    compressed, its pickle implausibly large, or its storages do not match their entries (:mod:`._torchzip`)."""
     try:
         with zipfile.ZipFile(read_path) as archive:
             infos = archive.infolist()
             _check_entries(infos, path)
             with open(read_path, "rb") as raw:
-                size = os.fstat(raw.fileno()).st_size
-
-                def header(offset: int) -> bytes:
-                    raw.seek(offset)
-                    return raw.read(30)
-
-                check_storages(archive, size, header)
+                fd = raw.fileno()
+                check_storages(archive, os.fstat(fd).st_size, lambda offset: os.pread(fd, 30, offset))
             marks = [n for n in archive.namelist() if n == "byteorder" or n.endswith("/byteorder")]
             order = archive.read(marks[0]).decode("ascii", "replace") if marks else "little"
     except StorageMismatch as exc:
@@ -200,12 +179,8 @@ def _check_entries(infos, path: str) -> None:
 
 
 class Checkpoint:
-    """An opened checkpoint: names, shapes and dtypes up front, tensors one at a time.
-
-    Use :func:`open_checkpoint`; close it (or use ``with``) to release the file and its memory map.
-    ``skipped`` lists ``(name, why)`` for entries that are not tensors, ``notes`` what a reader
-    should know (names that collided and the names they were given).
-    """
+    """An opened checkpoint (:func:`open_checkpoint`): names, shapes, dtypes up front, tensors one at a time;
+    ``skipped`` lists ``(name, why)`` of entries that are not tensors, ``notes`` the names that collided."""
 
     config = None  # a lone file has no config.json
 
@@ -234,15 +209,13 @@ class Checkpoint:
             self.close()
             raise
 
-    # -- opening ---------------------------------------------------------------------------------
     def _open_safetensors(self) -> None:
         from safetensors import safe_open
 
         try:
             self._handle = safe_open(self._read_path, framework="pt", device="cpu")
-            self._names = list(self._handle.keys())
             self._meta = {}
-            for name in self._names:
+            for name in self._handle.keys():
                 sl = self._handle.get_slice(name)
                 code = sl.get_dtype()
                 self._meta[name] = (tuple(int(d) for d in sl.get_shape()), SAFETENSORS_DTYPES.get(code, code))
@@ -251,8 +224,8 @@ class Checkpoint:
         self._ranges = _safetensors_ranges(self._read_path)
         # safe_open lists names sorted; file order is the order of the tensors' data in the file.
         # (The safetensors writer itself sorts by dtype alignment, then name: l0, l1, l10, l2 ...)
-        end = len(self._names)
-        self._names.sort(key=lambda name: self._ranges.get(name, (end,))[0])
+        end = len(self._meta)
+        self._meta = dict(sorted(self._meta.items(), key=lambda item: self._ranges.get(item[0], (end,))[0]))
 
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
@@ -278,17 +251,13 @@ class Checkpoint:
             # a nested (jagged) tensor has no single shape (asking for one raises inside torch)
             del self._tensors[name]
             self.skipped.append((name, "a nested (jagged) tensor, not a weight matrix"))
-        self._names = list(self._tensors)
         self._meta = {n: (tuple(t.shape), t.dtype) for n, t in self._tensors.items()}
         if mmap:
             self._offsets = self._storage_offsets()
 
     def _storage_offsets(self) -> dict:
-        """``{name: file offset of its storage}`` for the plain tensors whose storage is mapped from the file.
-
-        Asking for a storage's address touches none of its pages. A tensor left out (no bytes, a
-        sparse or quantized one, no ``/proc/self/maps`` to read) is handed out as loaded.
-        """
+        """``{name: file offset of its storage}`` for the plain tensors mapped from the file (asking for a
+        storage's address touches none of its pages); one left out is handed out as loaded."""
         addresses = {}
         for name, t in self._tensors.items():
             if t.layout != torch.strided or t.is_quantized or t.device.type != "cpu":
@@ -299,12 +268,9 @@ class Checkpoint:
         where = file_offsets(self._fd, set(addresses.values()))
         return {name: where[a] for name, a in addresses.items() if a in where}
 
-    # -- access ----------------------------------------------------------------------------------
     def names(self) -> list[str]:
-        """Tensor names, in file order: a PyTorch checkpoint's own order; for safetensors the order of
-        the tensors' data in the file (which the safetensors writer sorts by dtype, then by name, so
-        ``l10`` comes before ``l2``). The audit's rows follow this order."""
-        return list(self._names)
+        """Tensor names in file order (for safetensors the order of their data: ``l10`` before ``l2``)."""
+        return list(self._meta)
 
     def __contains__(self, name: str) -> bool:
         return name in self._meta
@@ -366,10 +332,7 @@ class Checkpoint:
         return 0 if span is None else span[1]
 
     def prefetch(self, name: str) -> None:
-        """Ask the OS to start reading ``name``'s bytes now (safetensors only; a no-op otherwise).
-
-        Auditing one tensor while the disk reads the next overlaps I/O with computation.
-        """
+        """Ask the OS to start reading ``name``'s bytes now (safetensors only), to overlap I/O with the audit."""
         span = self._ranges.get(name)
         if span is None or not hasattr(os, "posix_fadvise") or not self._closer.alive:
             return

@@ -2,15 +2,12 @@
 
 A model folder holds ``config.json`` and either ``model.safetensors`` or shards listed by
 ``model.safetensors.index.json`` (``{"weight_map": {tensor name: shard file}}``). Everything in
-it is read as data: JSON is parsed with size and depth limits and duplicate keys refused, and
-nothing in the folder is imported or executed (a ``modeling_*.py`` beside the weights is never
-looked at).
+it is read as data: JSON with size and depth limits and duplicate keys refused, and nothing in
+the folder is imported or executed (a ``modeling_*.py`` is never looked at).
 
-The index is the folder's word on which file holds which tensor, so its file names are
-checked before any is opened: a plain name inside the folder, no absolute path, no ``..``, no
-symlink whose target leaves the folder, and every shard must exist, be a regular file and
-hold the tensors the index names for it. Each refusal is a :class:`FolderError` (a
-:class:`~twofour.checkpoint.file.CheckpointError`) with one line.
+The index's file names are checked before any is opened: a plain name inside the folder (no
+absolute path, no ``..``, no symlink out of it), and every shard must exist, be a regular file
+and hold the tensors the index names for it. Each refusal is a :class:`FolderError` with one line.
 
 >>> import json, os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -79,9 +76,7 @@ def read_json(path: str, what: str, limit: int = _MAX_JSON):
         raise FolderError(f"{_show(path)}: {what} is {st.st_size:,} bytes, more than {limit:,}; not a real {what}")
     try:
         with open(path, "rb") as f:
-            raw = f.read(limit + 1)
-        text = raw.decode("utf-8-sig")
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+            data = json.loads(f.read(limit + 1).decode("utf-8-sig"), object_pairs_hook=_no_duplicates)
     except UnicodeDecodeError:
         raise FolderError(f"{_show(path)}: {what} is not UTF-8 text") from None
     except RecursionError:
@@ -113,13 +108,8 @@ def _inside(root: str, name, what: str) -> str:
 
 
 class ModelFiles:
-    """The tensors of a model folder, index or file: names, shapes, dtypes, one tensor at a time.
-
-    ``kind`` is ``"folder"``, ``"index"`` or ``"file"``; ``root`` the folder; ``config`` the parsed
-    ``config.json`` (a dict) or None; ``files`` the shard paths, in index order; ``notes`` what a
-    reader should know. Shards are opened with :func:`~twofour.checkpoint.file.open_checkpoint`
-    (memory-mapped) and stay open until :meth:`close`.
-    """
+    """The tensors of a model folder, index or file: ``kind`` is ``"folder"``, ``"index"`` or ``"file"``;
+    ``root`` the folder; ``config`` the parsed ``config.json`` or None; ``files`` the shards, in order."""
 
     format = "safetensors"
 
@@ -231,11 +221,8 @@ def _from_index(index_path: str, kind: str, label: str) -> ModelFiles:
 
 
 def open_model(path: str | os.PathLike) -> ModelFiles:
-    """Open a model folder, a ``*.safetensors.index.json`` or one ``.safetensors`` file for reading.
-
-    A folder is read through its index when it has one, else its ``model.safetensors``, else its
-    only ``*.safetensors`` file. ``config.json`` beside the weights is read when present.
-    """
+    """Open a model folder (through its index, else its ``model.safetensors``, else its only
+    ``*.safetensors``), a ``*.safetensors.index.json`` or one ``.safetensors`` file, with its ``config.json``."""
     path = os.fspath(path)
     st = stat_or_error(path, "no such file or folder", FolderError)
     if stat.S_ISDIR(st.st_mode):

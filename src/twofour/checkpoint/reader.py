@@ -1,12 +1,10 @@
 """One way in: :func:`open` any checkpoint, get a :class:`Reader`.
 
-A checkpoint comes as a Hugging Face model folder (``config.json`` and safetensors shards,
-compressed-tensors included), a ``model.safetensors.index.json``, one ``.safetensors`` file or a
-``torch.save`` file (``.pt``/``.pth``/``.bin``, recognised by its first bytes, not its name).
-Whatever it is, :func:`open` returns a :class:`Reader`: one logical ``<layer>.weight`` per stored
-weight (a compressed-tensors bitmask's three parts are one weight), its dense shape and dtype, and
-the weight itself read only when asked for. The audit, ``convert``, ``bench --checkpoint`` and
-the site read checkpoints only through this protocol.
+A Hugging Face model folder (compressed-tensors included), a ``model.safetensors.index.json``,
+one ``.safetensors`` file or a ``torch.save`` file (recognised by its first bytes): :func:`open`
+returns a :class:`Reader` of each: one logical ``<layer>.weight`` per stored weight (a bitmask's
+three parts are one weight), its dense shape and dtype, and the weight read only when asked
+for. The audit, ``convert``, ``bench --checkpoint`` and the site read checkpoints only so.
 
 >>> import os, tempfile, torch
 >>> from safetensors.torch import save_file
@@ -34,10 +32,9 @@ __all__ = ["Reader", "open", "as_reader"]
 class Reader(Protocol):
     """What every opened checkpoint offers (implemented by :class:`~twofour.checkpoint.compressed.StoredView`).
 
-    ``path`` names it; ``format`` is ``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"``;
-    ``config`` is the parsed ``config.json`` (or None) and ``ct`` its compressed-tensors part (or
-    None); ``notes`` are what a reader of a report should know, ``skipped`` the ``(name, why)`` of
-    tensors that are not weights (a quantization scale, a step counter).
+    ``format`` is ``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"``; ``config`` the parsed
+    ``config.json`` (or None) and ``ct`` its compressed-tensors part (or None); ``notes`` what a
+    report's reader should know, ``skipped`` the ``(name, why)`` of tensors that are not weights.
     """
 
     path: str
@@ -91,10 +88,8 @@ def as_reader(files: Checkpoint | ModelFiles) -> StoredView:
 
 
 def open(path: str | os.PathLike) -> StoredView:  # noqa: A001 - the room's one way in
-    """Open a model folder, a shard index, a safetensors file or a ``torch.save`` file as a :class:`Reader`.
-
-    Raises :class:`~twofour.checkpoint.file.CheckpointError` with one line for anything it cannot read.
-    """
+    """Open a model folder, a shard index, a safetensors file or a ``torch.save`` file as a :class:`Reader`;
+    :class:`~twofour.checkpoint.file.CheckpointError` with one line for anything it cannot read."""
     path = os.fspath(path)
     if os.path.isdir(path) or path.endswith(".json") or detect_format(path) == "safetensors":
         files = open_model(path)

@@ -18,8 +18,6 @@ apart for teaching. This package re-exports their public names.
 ([[1.5, -2.0, 3.0, 4.0]], [[[1, 3], [0, 3]]])
 >>> unpack(p).equal(W)
 True
->>> packed_ratio(torch.float16), packed_ratio(torch.int8)
-(0.5625, 0.625)
 """
 
 from .cutlass import cutlass_constraints, to_cutlass

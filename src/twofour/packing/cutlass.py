@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
 import torch
 
 from .._passes.tensors import dtype_name
@@ -49,11 +48,9 @@ def cutlass_constraints(dtype: torch.dtype) -> dict:
 def _reorder_meta(meta: torch.Tensor, row_block: int, interleave: int) -> torch.Tensor:
     """Reorder a ``[rows, cols]`` metadata matrix into CUTLASS's ColumnMajorInterleaved<2> order.
 
-    Why: in the sparse MMA each thread of a warp must load exactly the metadata of the rows it
-    multiplies, in one aligned load. CUTLASS therefore (1) regroups rows inside each block of
-    ``row_block`` rows so that rows ``i, i+8, i+16, ...`` sit next to each other, (2) transposes
-    every 2x2 tile of metadata elements, and (3) stores the result column-major in pairs of
-    columns. The three steps are three reshapes/permutes here.
+    In the sparse MMA each thread of a warp must load the metadata of its rows in one aligned
+    load, so CUTLASS (1) regroups the rows of each ``row_block`` so that rows ``i, i+8, i+16, ...``
+    sit together, (2) transposes every 2x2 tile, (3) stores pairs of columns column-major.
     """
     rows, cols = meta.shape
     # (1) rows r = block*row_block + u*8 + v  ->  block*row_block + v*interleave + u
@@ -68,30 +65,19 @@ def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
 
     The result is bit-identical to
     ``torch.sparse._semi_structured_conversions.sparse_semi_structured_from_dense_cutlass(unpack(packed))``
-    (tested on every shape up to 128 x 256 that PyTorch converts, many dtypes, and groups with
-    0, 1 or 2 non-zeros) whenever no kept value is a NaN. ``meta`` is always identical; for NaNs
-    the values differ in their payload bits only: PyTorch's conversion rewrites every bfloat16 NaN
-    to ``0xffff`` and quiets a float16 signalling NaN (``0x7c01`` -> ``0x7e01``), while this
-    function keeps the bits :func:`pack` stored (float32 and int8 are identical in every case).
-
-    Corrupt metadata (a position repeated or out of order in a group, which :func:`unpack`
-    refuses) is refused here too, with the same error: the hardware's result would be undefined.
+    whenever no kept value is a NaN (``meta`` always): PyTorch's conversion rewrites every bfloat16
+    NaN to ``0xffff`` and quiets a float16 signalling NaN, while this keeps the bits :func:`pack`
+    stored. Corrupt metadata is refused with :func:`unpack`'s error (the hardware's result would be
+    undefined).
 
     * float16 / bfloat16: 2:4, ``meta`` int16 ``[N, K/16]`` (4 groups per element).
     * int8: 2:4, ``meta`` int32 ``[N, K/32]`` (8 groups per element).
     * float32: the hardware's 1:2 pattern (``pack(W, n=1, m=2)``); each kept fp32 value is named
       as two 16-bit halves, so ``meta`` is int16 ``[N, K/8]``.
 
-    Values are each group's kept values in position order, which is already what
-    :func:`pack` stores. Metadata is reordered (see ``_reorder_meta``) so that each thread of the
-    sparse tensor-core instruction finds its rows' metadata in one load.
-
-    Shape rules: exactly the shapes PyTorch's function converts. Rows a multiple of 32 (16 for
-    int8); columns a multiple of 16 (32 for int8) and an even number of metadata columns:
-    K a multiple of 32 for float16/bfloat16, 64 for int8, 16 for float32. PyTorch's function
-    does not check the last rule: with an odd number of metadata columns (e.g. a 32x16 float16
-    weight) its scatter runs out of range and raises an index error; this function refuses such
-    shapes clearly.
+    Shapes: those PyTorch's function converts: rows a multiple of 32 (16 for int8), K of 32 for
+    float16/bfloat16, 64 for int8, 16 for float32 (with an odd number of metadata columns
+    PyTorch's scatter runs out of range; this refuses such shapes clearly).
     """
     return reorder_to_cutlass(packed, check_meta=True)
 
@@ -121,7 +107,9 @@ def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tenso
     if check_meta and (n, m) == (2, 4) and _has_corrupt_groups(packed.meta):
         raise_corrupt(packed)  # unpack's error, word for word
     with one_thread():
-        raw = _fp32_nibbles(packed.meta) if packed.dtype == torch.float32 else packed.meta.contiguous()
+        raw = packed.meta.contiguous()
+        if packed.dtype == torch.float32:  # 1:2 bytes [N, K/16] -> 8 CUTLASS nibbles per byte: [N, K/4] bytes
+            raw = _fp32_nibble_table(raw.device.type)[raw.to(torch.int64)].view(torch.uint8).view(N, -1)
         if raw.storage_offset() % meta_dtype.itemsize:  # a slice of a flat buffer: bytes not viewable as words
             raw = raw.clone()
         meta = _reorder_meta(raw.view(meta_dtype), row_block, interleave)
@@ -131,32 +119,15 @@ def reorder_to_cutlass(packed: Packed, *, check_meta: bool) -> tuple[torch.Tenso
 
 def _has_corrupt_groups(meta: torch.Tensor) -> bool:
     """2:4 metadata: each nibble is one group, ``idx0 | idx1 << 2``; valid only when ``idx0 < idx1``.
-
-    Byte-wide operations on the packed bytes (no int64 copy): cheap next to the reordering.
-    (1:2 metadata cannot be corrupt: each bit names position 0 or 1.)
-    """
-    if meta.device.type == "cpu":  # one table lookup per byte
-        return not bool(_VALID_24_BYTE[meta.contiguous().numpy()].all())
+    (1:2 metadata cannot be corrupt: each bit names position 0 or 1.)"""
     lo, hi = meta & 0xF, meta >> 4
     return bool((((lo & 3) >= (lo >> 2)) | ((hi & 3) >= (hi >> 2))).any())
 
 
-# byte -> both of its 2:4 groups name two positions in increasing order
-_VALID_24_BYTE = np.array([(b & 3) < (b >> 2 & 3) and (b >> 4 & 3) < (b >> 6) for b in range(256)])
-
-
 @lru_cache(maxsize=None)
 def _fp32_nibble_table(device_type: str) -> torch.Tensor:
-    """For each meta byte of 1:2 (8 one-bit positions), the 8 CUTLASS nibbles as one 32-bit word.
-
-    Position p of a pair is encoded as the 16-bit halves (2p, 2p+1): 0 -> 0b0100, 1 -> 0b1110.
-    """
+    """For each meta byte of 1:2 (8 one-bit positions), the 8 CUTLASS nibbles as one 32-bit word:
+    position p of a pair is named as the 16-bit halves (2p, 2p+1), 0 -> 0b0100, 1 -> 0b1110."""
     words = [sum((0b1110 if byte >> j & 1 else 0b0100) << (4 * j) for j in range(8)) for byte in range(256)]
     return torch.tensor(words, dtype=torch.int64, device=torch.device(device_type)).to(torch.int32)
 
-
-def _fp32_nibbles(meta: torch.Tensor) -> torch.Tensor:
-    """1:2 metadata bytes [N, K/16] -> CUTLASS nibbles as bytes [N, K/4] (int16 view: [N, K/8])."""
-    table = _fp32_nibble_table(meta.device.type)
-    words = table[meta.to(torch.int64)]  # [N, K/16] int32, 8 nibbles each
-    return words.view(torch.uint8).view(meta.shape[0], -1)

@@ -47,9 +47,8 @@ def _meta_bits(dtype, n: int, m: int, given) -> int:
         if isinstance(given, bool) or not isinstance(given, int) or given < 0:
             raise ValueError(f"meta_bits_per_value must be a non-negative int, got {given!r}")
         return given
-    # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse
-    # tensor cores store fp32 as 1:2, but write its metadata as if each 32-bit value were two
-    # 16-bit halves, each named by a 2-bit index: 4 bits per kept fp32 value.
+    # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse tensor cores
+    # write fp32 1:2 metadata as two 16-bit halves, each named by a 2-bit index (4 bits per kept value).
     if isinstance(dtype, torch.dtype):
         for facts in DTYPES.values():
             if dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m):

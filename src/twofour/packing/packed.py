@@ -1,10 +1,7 @@
 """Pack and unpack exactly: the values kept in every group, and each one's position as metadata.
 
-A dense tensor whose elements are half zeros occupies exactly as many bytes as before. Only a
-*packed* form saves memory: for N:M sparsity it keeps the ``n`` chosen values of every group of
-``m`` (``values``, shape ``[N, K*n/m]``, same dtype) plus, for each kept value, its position in
-the group (``meta``, ``ceil(log2 m)`` bits each: 2 bits for 2:4). :func:`pack` refuses a weight
-that is not N:M instead of dropping a value; :func:`unpack` refuses corrupt metadata.
+:func:`pack` refuses a weight that is not N:M instead of dropping a value; :func:`unpack`
+refuses corrupt metadata.
 """
 
 from __future__ import annotations
@@ -27,24 +24,18 @@ _MAX_M = 16
 
 
 def _top_up_order(m: int) -> list[int]:
-    """Positions used to fill a group that holds fewer than ``n`` non-zeros, most preferred first.
-
-    The order ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0 for 2:4) is exactly the choice PyTorch's
-    CUTLASS encoder makes for under-filled groups (an all-zero group is stored as positions 2 and
-    3, metadata nibble 0b1110), so our metadata converts to that layout bit for bit.
-    """
+    """Positions used to fill a group that holds fewer than ``n`` non-zeros, most preferred first:
+    ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0 for 2:4), PyTorch's CUTLASS encoder's choice (an
+    all-zero group is positions 2 and 3, nibble 0b1110), so our metadata converts to it bit for bit."""
     half = m // 2
     return list(range(half, m)) + list(range(half - 1, -1, -1))
 
 
 @lru_cache(maxsize=None)
 def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
-    """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero).
-
-    The code lists the kept positions in increasing order, ``index_bits(m)`` bits each, the
-    first kept position in the lowest bits. Patterns with more than ``n`` non-zeros map to -1:
-    they are refused, never truncated.
-    """
+    """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero): the kept
+    positions in increasing order, ``index_bits(m)`` bits each, the first in the lowest bits; -1 for a
+    pattern with more than ``n`` non-zeros (refused, never truncated)."""
     bits = index_bits(m)
     order = _top_up_order(m)
     codes = []
@@ -70,9 +61,8 @@ class Packed:
         values: ``[N, K*n/m]`` tensor, same dtype as the weight: the kept values of each group,
             in position order.
         meta: ``[N, ceil(K/m * n * index_bits(m) / 8)]`` uint8 tensor: each kept value's position
-            within its group, ``index_bits(m)`` bits each, little-endian (the first kept position
-            of the first group sits in the lowest bits of byte 0). For 2:4 every group is one
-            4-bit nibble, two groups per byte, the same nibble order sparse tensor cores use.
+            within its group, ``index_bits(m)`` bits each, little-endian. For 2:4 every group is
+            one 4-bit nibble, two per byte, in the nibble order sparse tensor cores use.
         shape: ``(N, K)`` of the dense weight.
         dtype: the weight's dtype.
         n, m: the pattern.
@@ -156,8 +146,7 @@ def _group_patterns(chunk: torch.Tensor, m: int) -> torch.Tensor:
     rows, K = chunk.shape
     nz = nonzero_mask(chunk)
     if m == 4:
-        # Fast path: a group's 4 bool bytes are one int32 b0 + b1<<8 + b2<<16 + b3<<24; one
-        # multiply gathers b0 + 2*b1 + 4*b2 + 8*b3 into the top byte (no carries: each sum < 16).
+        # A group's 4 bool bytes are one int32: one multiply gathers b0 + 2*b1 + 4*b2 + 8*b3 in its top byte.
         as_int = nz.view(torch.uint8).view(rows, K // 4, 4).view(torch.int32).view(rows, K // 4)
         return (((as_int * 0x01020408) >> 24) & 0xF).long()
     weights = 1 << torch.arange(m, device=chunk.device, dtype=torch.int32)
@@ -179,8 +168,6 @@ def _pack_codes(codes: torch.Tensor, width: int) -> torch.Tensor:
             codes = torch.nn.functional.pad(codes, (0, 1))
         c = codes.to(torch.uint8).view(rows, -1, 2)
         return c[..., 0] | (c[..., 1] << 4)
-    if width == 8:
-        return codes.to(torch.uint8)
     bit_pos = torch.arange(width, device=codes.device)
     bits = ((codes.unsqueeze(-1) >> bit_pos) & 1).view(rows, G * width)
     pad = (-bits.shape[1]) % 8
@@ -196,8 +183,6 @@ def unpack_codes(meta: torch.Tensor, groups: int, width: int) -> torch.Tensor:
     if width == 4:
         m64 = meta.to(torch.int64)
         return torch.stack((m64 & 0xF, m64 >> 4), dim=-1).view(rows, -1)[:, :groups]
-    if width == 8:
-        return meta.to(torch.int64)[:, :groups]
     bits = ((meta.to(torch.int64).unsqueeze(-1) >> torch.arange(8, device=meta.device)) & 1).view(rows, -1)
     bits = bits[:, : groups * width].view(rows, groups, width)
     return (bits << torch.arange(width, device=meta.device)).sum(-1)
@@ -206,22 +191,14 @@ def unpack_codes(meta: torch.Tensor, groups: int, width: int) -> torch.Tensor:
 def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     """Pack an N:M weight into ``values`` + bit-packed ``meta``; refuse anything that is not N:M.
 
-    Each group's non-zeros are kept. A group with fewer than ``n`` non-zeros also keeps some
-    zeros to fill its ``n`` slots (positions 2 then 3 for 2:4, the same choice PyTorch's CUTLASS
-    encoder makes, so :func:`to_cutlass` stays bit-identical to it).
+    A group with fewer than ``n`` non-zeros also keeps some zeros to fill its ``n`` slots
+    (positions 2 then 3 for 2:4, as PyTorch's CUTLASS encoder does, so :func:`to_cutlass` stays
+    bit-identical to it). Kept values are copied bit for bit (NaN payloads, a kept ``-0.0``), so
+    ``unpack(pack(W))`` equals ``W`` bit for bit except that a ``-0.0`` outside the kept positions
+    becomes ``+0.0`` (keeping every ``-0.0`` would need more than ``n`` slots in ``[-0.0, 1, 2, 0]``).
+    ``W`` may be any 2-D view (transposed, sliced, expanded).
 
-    What survives, exactly: every kept value is copied bit for bit (NaN payloads, a kept
-    ``-0.0``). A position that is not kept holds a zero (``check`` agrees: ``-0.0`` is zero) and
-    comes back from :func:`unpack` as ``+0.0``. So ``unpack(pack(W))`` equals ``W`` bit for bit
-    except that a ``-0.0`` outside the kept positions becomes ``+0.0``: the one thing ``pack``
-    canonicalises. (Keeping every ``-0.0`` would need more than ``n`` slots in a group such as
-    ``[-0.0, 1, 2, 0]``, or positions PyTorch's encoder does not choose.)
-
-    ``W`` may be any 2-D view (transposed, sliced, expanded): it is read block by block.
-
-    Raises ``ValueError`` if any group holds more than ``n`` non-zeros, saying how many groups
-    break the pattern: nothing is dropped silently (use :func:`twofour.check` to see where, and
-    :func:`twofour.prune` to make a weight N:M first).
+    Raises ``ValueError`` if any group holds more than ``n`` non-zeros: nothing is dropped silently.
 
     >>> pack(torch.tensor([[1.0, 2.0, 3.0, 0.0]]))
     Traceback (most recent call last):
@@ -296,8 +273,7 @@ def unpack(packed: Packed) -> torch.Tensor:
     """Rebuild the dense weight from a :class:`Packed`: kept values bit for bit, the rest ``+0.0``.
 
     Raises ``ValueError`` if the metadata is corrupt: a position outside the group, or positions
-    not strictly increasing within a group (a repeated position, which the hardware treats as
-    undefined).
+    not strictly increasing within a group (undefined on the hardware).
 
     >>> W = torch.tensor([[0.0, -0.0, 5.0, 0.0]])
     >>> unpack(pack(W)).tolist()
