@@ -17,8 +17,10 @@ def _modules():
 
 # Left out of `make test-fast` (seconds each): quality.train's examples train a small model;
 # roofline.calibration's run the whole kernel-model fit, as tests/toolkit/roofline/test_calibration.py
-# does (it checks the stored fit is what the code fits today).
-SLOW = {"twofour.quality.train", "twofour.roofline.calibration"}
+# does (it checks the stored fit is what the code fits today); serve's, serve.plan's and
+# serve.measure's time decode steps on the CPU under the profiler (3.5 to 4.5 s of CPU each).
+SLOW = {"twofour.quality.train", "twofour.roofline.calibration", "twofour.serve", "twofour.serve.plan",
+        "twofour.serve.measure"}
 # Modules whose doctests a test of their own runs, with stricter options (no ELLIPSIS or
 # NORMALIZE_WHITESPACE), so that the seconds their examples take are spent once.
 OWN_TEST = {"twofour.course.examples": "tests/course/chapters/test_examples.py"}

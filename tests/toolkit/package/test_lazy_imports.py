@@ -37,6 +37,7 @@ def test_reading_names_and_tables_does_not_import_torch(code):
     assert "torch" not in _modules_after(code)
 
 
+@pytest.mark.slow  # its probe imports torch in a fresh interpreter (3 to 5 s of CPU)
 def test_the_decode_loss_numbers_do_not_import_matplotlib():
     loaded = _modules_after("import twofour; twofour.prune; from twofour.course.decode_loss import "
                             "decode_loss_explanation, step_against_graphs; decode_loss_explanation(); step_against_graphs()")
