@@ -86,37 +86,22 @@ def kernel_tile(name: str) -> str | None:
 
 
 class CaseOps:
-    """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one)."""
+    """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one).
 
-    def call(self, path: str, alg_id: int) -> Callable[[], object]:
-        """A no-argument callable running the GEMM on ``path`` with ``alg_id`` (raises if refused)."""
-        raise NotImplementedError
+    A subclass gives ``call(path, alg_id)`` and ``dense()`` (no-argument callables running the
+    GEMM; ``call`` raises if ``alg_id`` is refused), ``rel_err(y)`` (a call's output against dense:
+    max abs error over max abs of dense), ``time_ms(fns, repeats)`` (ms per call of ``fns``, copies
+    of one call, one value per repeat), ``kernel_names(fns)`` (``{kernel name: launches per call}``
+    of each callable, one profile for them all) and ``search()`` (the library's own choice of
+    algorithm; raises where the search does not exist).
+    """
 
     def copies(self, path: str, alg_id: int) -> list[Callable[[], object]]:
         """The call on distinct copies of the weight, to be timed in turn (cold weights); by default the one call."""
         return [self.call(path, alg_id)]
 
-    def dense(self) -> Callable[[], object]:
-        raise NotImplementedError
-
     def dense_copies(self) -> list[Callable[[], object]]:
         return [self.dense()]
-
-    def rel_err(self, y) -> float:
-        """``y`` (the output of a call) against dense: max abs error over max abs of dense."""
-        raise NotImplementedError
-
-    def time_ms(self, fns: list[Callable[[], object]], repeats: int) -> list[float]:
-        """Milliseconds per call of ``fns`` (copies of one call), one value per repeat."""
-        raise NotImplementedError
-
-    def kernel_names(self, fns: list[Callable[[], object]]) -> list[dict[str, float]]:
-        """``{kernel name: launches per call}`` of each callable in ``fns`` (one profile for them all)."""
-        raise NotImplementedError
-
-    def search(self) -> int:
-        """The library's own choice of algorithm (raises where the search does not exist)."""
-        raise NotImplementedError
 
     def library_max(self):
         """What torch says the library's largest ``alg_id`` is (None where it does not know)."""
@@ -253,17 +238,14 @@ class CudaCase(CaseOps):
         self._compressed = [self.Wc] + [self.Wc.clone() for _ in range(self.n_packed - 1)]
         self._dense = [W24] + [W24.clone() for _ in range(self.n_dense - 1)]
 
-    def _direct(self, Wc, alg_id):
-        torch, xp, M = self.torch, self.xp, self.M
-        return lambda: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M]
-
     def call(self, path, alg_id):
         return self.copies(path, alg_id)[0]
 
     def copies(self, path, alg_id):
         linear = self.torch.nn.functional.linear
         if path == "_cslt_sparse_mm":
-            return [self._direct(Wc, alg_id) for Wc in self._compressed]
+            mm, xp, M = self.torch._cslt_sparse_mm, self.xp, self.M
+            return [lambda Wc=Wc: mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
         weights = [self.sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
         return [lambda W=W: linear(self.x, W) for W in weights]
 

@@ -1,33 +1,26 @@
 """Timing GEMM calls on a GPU the way a serving step runs them, and saying for each point how.
 
-A decode step runs one layer's GEMM right after the previous one's: the device is busy when a
-kernel is launched, the weight is cold (the other layers' weights went through L2 since it was
-last read), and nothing else is waiting to be written back. The timings here reproduce that:
+A decode step runs one layer's GEMM right after the previous one's: the device is busy, the
+weight cold (other layers' weights went through L2 since), nothing dirty waiting to be written
+back. The timings here reproduce that:
 
 * **Nothing is written between timed calls.** L2 is made cold by *rotating weight copies*
-  (:func:`copies_to_defeat_l2` distinct copies, used in turn: each call finds its weight in DRAM,
-  as in a model) or, for a lone call, by *reading* a buffer twice the L2 size
-  (:func:`read_flush`), which leaves only clean lines. [The H200 run of 2026-11-30 wrote that
-  buffer (``bitwise_not_``): the dirty lines' write-back then ran inside the next kernel and
-  slowed only the memory-bound one, dense at decode, by about a fifth.]
-* **The device is busy before the start event.** A device-side spin (``torch.cuda._sleep``) is
-  queued before the start event, and the work after it; the host queues everything while the
-  device spins, so the host's launch latency is not in the window. Each window also checks that
-  this held (``host_ahead``: the host finished queueing before the spin ended).
-* **Many calls per event pair.** One CUDA graph holds one call per weight copy and is replayed
-  back to back until the window holds ``calls`` calls; the time per call is the window over
-  the count.
+  (:func:`copies_to_defeat_l2` copies, used in turn) or, for a lone call, by *reading* a buffer
+  twice the L2 size (:func:`read_flush`), which leaves only clean lines (a written buffer's
+  write-back would run inside the next kernel and slow the memory-bound one).
+* **The device is busy before the start event**: a device-side spin (``torch.cuda._sleep``) is
+  queued first, so the host's launch latency is not in the window (``host_ahead`` checks it).
+* **Many calls per event pair**: one CUDA graph holds one call per weight copy and is replayed
+  until the window holds ``calls`` calls.
 
-Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described with its method in :data:`METHODS`, which
-the results file records per point (:func:`twofour.bench.results.timing_method` reads it, and
-gives the 2026-11-30 method, :data:`LEGACY_METHODS`, for files written before it was recorded):
+Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described in :data:`METHODS`, which the
+results file records (:data:`LEGACY_METHODS`: how files written before that were timed):
 
 ``graph``   :func:`time_graph`: the *cached* scenario (plans cached, the step captured).
-``stream``  :func:`time_stream`: eager calls back to back, after a few untimed calls that fill
-            the queue; when the host needs longer per call than the kernels, the device waits
-            and the number shows it (eager PyTorch inside a model's forward pass).
-``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler (CUPTI), each call
-            after a short spin whose kernel (``spin_kernel``) marks where a call begins.
+``stream``  :func:`time_stream`: eager calls back to back behind a few untimed ones; a host
+            slower than the kernels shows in the number.
+``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler, each call after a
+            short spin whose kernel (``spin_kernel``) marks where it begins.
 
 All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`, which rehearsals and tests use).
 

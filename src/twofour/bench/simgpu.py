@@ -2,10 +2,9 @@
 
 :func:`simulated_gpu` replaces, for the length of a ``with`` block, what the timing code of
 :mod:`twofour.bench.gpu_timing` asks of ``torch.cuda`` (events, streams, synchronisation, CUDA
-graphs, the device-side spin ``torch.cuda._sleep``, the device's L2 size) with a model of one
-GPU stream. ``torch.nn.functional.linear`` becomes a *kernel* on that device (it still computes
-its real result on the CPU), and so do the flush buffer's reads and writes. The model keeps two
-clocks, the host's and the device's, and an L2 cache:
+graphs, ``torch.cuda._sleep``, the L2 size) with a model of one GPU stream, on which
+``torch.nn.functional.linear`` (still computed on the CPU) and the flush buffer's reads and
+writes are kernels. The model keeps the host's and the device's clocks and an L2 cache:
 
 * every launch costs the host ``launch_us``; the device starts an operation ``latency_us``
   after the host issued it, or when the one before it ends, whichever is later; a graph
@@ -15,10 +14,9 @@ clocks, the host's and the device's, and an L2 cache:
   line pushed out is written back at the same bandwidth, *inside the kernel that pushed it*;
 * events stamp the device clock when the stream reaches them.
 
-So a timing that lets a host launch, a cold start or another buffer's write-back into its
-window gets a number above the kernel's own time, and the tests can say by how much
-(:meth:`SimGPU.kernel_us`). No number this produces is a GPU number: it is a model of the
-mechanisms, written to check the code that times, and rehearsals mark their files so.
+So a timing that lets a host launch, a cold start or a write-back into its window gets a number
+above the kernel's own time (:meth:`SimGPU.kernel_us`). No number this produces is a GPU number,
+and rehearsals mark their files so.
 
 Example (a lone call from an idle device: the window holds the launch too):
     >>> import torch

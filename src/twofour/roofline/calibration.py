@@ -4,30 +4,22 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
 
 1. **Tiles** from the recorded kernel names (:func:`twofour.roofline.tiles.tile_table_from_names`
    on the Llama-3-8B fp16 cuBLAS names; cuSPARSELt algorithm 0 ran one tile everywhere).
-2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels (split-K reduce,
-   workspace memset, the 2:4 path's pad fill and copy), the idle time per GEMM inside captured
-   chains (the GEMM-chain traces: what the ``cached`` scenario adds), the legacy bench's replay
-   artefact (graph minus kernel time of the legacy-method graph timings, per side: added to the
-   model only where it is compared with such a timing), the host time of back-to-back eager
-   calls that the host bounds.
-3. **The families' constants**, fitted (:func:`twofour.roofline.fitting.fit_family`) to the fit
-   set: the H200 points that :data:`twofour.roofline.published.FIT_RULES` allow (kernel and
-   graph modes, unflagged, no Llama-3-70B shape: Llama-3-8B and reference shapes) and the
-   GEMM-chain traces (L2 not flushed). cuBLAS first (fp16), with the GPU-wide DRAM and L2-flush
-   numbers; then cuSPARSELt algorithm 0 on the fp16 points, and its bf16 kernel on the bf16
-   points (its own family). CUTLASS takes cuSPARSELt's constants with its own tile and no split
+2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels, the idle time per
+   GEMM inside captured chains (what ``cached`` adds), the legacy bench's replay artefact (added
+   only where the model is compared with such a timing), the host time of host-bound eager calls.
+3. **The families' constants** (:func:`twofour.roofline.fitting.fit_family`) on the points
+   :data:`twofour.roofline.published.FIT_RULES` allow and the GEMM-chain traces: cuBLAS first
+   (fp16, with the GPU-wide DRAM and L2-flush numbers), then cuSPARSELt algorithm 0 on fp16 and
+   its bf16 kernel on bf16. CUTLASS takes cuSPARSELt's constants with its own tile and no split
    (an assumption: no CUTLASS 2:4 kernel runs on the H200).
-4. **The searched algorithm**: the sweep (cuSPARSELt algorithms 0-7 called directly, graph replays on padded
-   ``x``) recorded times, not names; each candidate tile is fitted to the fastest times and the
-   best explaining one is kept.
+4. **The searched algorithm**: each candidate tile fitted to the sweep's fastest times, the
+   best kept (the sweep recorded times, not names).
 5. **Per GPU** with usable published points (A100, H100): the base set with the 2:4 families'
-   ``compute_eff`` refitted to that GPU's points, every backend together (large GEMMs, where it
-   decides the speedup). GPUs without any keep the base set.
+   ``compute_eff`` refitted to that GPU's points. GPUs without any keep the base set.
 
-:func:`evaluate` then reports the median ``|predicted speedup / measured - 1|`` per M regime on
-the **held-out Llama-3-70B shapes** (fp16, kernel time and graph replay), on **bf16 with each
-Llama-3-8B weight shape left out of the bf16 fit** (no Llama-3-70B shape was timed in bf16),
-**leave-one-source-out** on the published points, in-sample on the fit set, and checks the
+:func:`evaluate` reports the median ``|predicted speedup / measured - 1|`` per M regime on the
+held-out Llama-3-70B shapes, on bf16 with each weight shape left out of the bf16 fit,
+leave-one-source-out on the published points and in-sample, and :func:`ceiling_check` checks the
 ceilings on a grid.
 
 Example:

@@ -3,15 +3,11 @@
 Per family the free numbers are ``compute_eff``, ``sm_compute_eff``, ``mem_eff``, ``per_sm_gbs``,
 ``fill_gain`` and ``latency_us`` (:class:`~twofour.roofline.KernelFamily`); with ``fit_dram``
 the GPU-wide ``dram_eff``, ``flush_dirty_mb`` and ``flush_dirty_frac`` too (fitted on the dense
-side: its kernels are the ones DRAM limits). Tiles and the split-K rule are not fitted: they are
-read off the kernel names. The loss is the sum of squared ``log(predicted / measured)`` times,
-so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
-
-The model's time arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does
-not depend on the fitted numbers: the model's own launch and bytes, FLOPs per CTA), so one
-evaluation of the loss over a hundred points costs microseconds and a whole fit runs in well under
-a second; ``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what
-:func:`twofour.roofline.kernel_time` gives.
+side: its kernels are the ones DRAM limits). Tiles and the split-K rule are read off the kernel
+names. The loss is the sum of squared ``log(predicted / measured)`` times, so a 10 µs decode GEMM
+weighs as much as a 10 ms prefill one. The model's arithmetic is repeated on numpy arrays
+(:class:`Structure`: what the fitted numbers do not change), so a whole fit runs in under a
+second; the tests check that it gives exactly what :func:`twofour.roofline.kernel_time` gives.
 
 Example:
     >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2
@@ -22,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from ..hardware import get_gpu
@@ -127,11 +123,6 @@ def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
     return gemm + helpers + s.extra_us
 
 
-def _fields_of(obj) -> dict:
-    """A dataclass's fields as a flat dict (no deep copy, unlike :func:`dataclasses.asdict`)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
-
-
 def _logit(p):
     p = min(max(p, 1e-4), 1 - 1e-4)
     return math.log(p / (1 - p))
@@ -187,7 +178,7 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
 
     # The loss runs some 100,000 times per fit: it reads the numbers off plain namespaces rather than
     # building validated dataclasses (that took a third of the fit's time); the result is built once.
-    fixed_fam, fixed_prm = _fields_of(family), _fields_of(params)
+    fixed_fam, fixed_prm = vars(family), vars(params)
 
     def loss(x):
         fam, prm = _numbers(x, fit_dram)

@@ -12,21 +12,12 @@ The metadata and the scales do not shrink with the values, so the smaller the va
 2:4 adds: bf16 9 of 16 bits (1.78x fewer bytes), fp8 5 of 8 (1.6x), int4 with a 16-bit scale per
 128 weights 3.125 of 4.125 (1.32x).
 
-On top of the bits, this module gives:
-
-* :func:`model_weight_bytes`: the weight bytes of a transformer in a format (which layers are in
-  which format is an argument: Sparse-Llama keeps the LM head dense, torchao's int4 runs quantize it);
-* :func:`decode_step_bytes` and :func:`decode_tokens_per_s`: a decode step as bytes, and the rate
-  a bandwidth efficiency turns them into;
-* :func:`capacity_at_tpot`: the capacity win. Weight bytes a format frees become KV cache, i.e.
-  more sequences per GPU, and a lighter step leaves more of a time-per-output-token (TPOT) budget
-  for KV reads. The batch a GPU can serve at a TPOT target is the smaller of what memory holds
-  and what the target allows.
-
-It is a bytes model: no compute limit, no kernel overheads. It is checked against published
-runs (tests): torchao's Llama-3-8B model sizes and its Sparse-Marlin decode result (A100-80GB,
-batch 1), and the fp8 2:4 vs fp8 FFN timing of pytorch/ao PR #2012. Published kernels reach only
-part of each bytes ceiling, which is what those checks show.
+On top of the bits: a transformer's weight bytes in a format (:func:`model_weight_bytes`), a
+decode step as bytes and the rate a bandwidth turns them into (:func:`decode_step_bytes`,
+:func:`decode_tokens_per_s`), and the capacity win (:func:`capacity_at_tpot`): weight bytes a
+format frees become KV cache, and a lighter step leaves more of a time-per-output-token budget
+for KV reads. It is a bytes model (no compute limit, no kernel overheads), checked in the tests
+against torchao's Llama-3-8B sizes and Sparse-Marlin decode result and pytorch/ao PR #2012.
 
 Example:
     >>> round(bits_per_weight("bf16+2:4") / bits_per_weight("bf16"), 4)
@@ -186,7 +177,6 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
 # a TPOT beyond an hour or a tolerance outside [1e-12, 0.5] is a typo, not a question.
 _MAX_BYTES = 1e18
 _MAX_TPOT_S = 3600.0
-_TOL_RANGE = (1e-12, 0.5)
 _MAX_CONTEXT = 2**40
 _MAX_KV_ELEMENT = 64.0  # bytes per cached element: fp64 is 8
 _MAX_BATCH = 2**53  # past it a float cannot count sequences one by one
@@ -382,10 +372,9 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
     """
     if not weight_format(fmt).sparse_24:
         raise ValueError(f"fmt must be a 2:4 format (its kernel's bandwidth is what varies), got {fmt!r}")
-    lo_tol, hi_tol = _TOL_RANGE
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not lo_tol <= tol <= hi_tol:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 1e-12 <= tol <= 0.5:
         # a tol below one ulp of the bisection would never be reached: the loop would never end
-        raise ValueError(f"tol must be a number from {lo_tol:g} to {hi_tol:g}, got {_shown_number(tol)}")
+        raise ValueError(f"tol must be a number from 1e-12 to 0.5, got {_shown_number(tol)}")
 
     def gain(ratio: float) -> float:
         ours = capacity_at_tpot(cfg, gpu, fmt, context=context, tpot_target_s=tpot_target_s,

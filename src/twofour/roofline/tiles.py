@@ -8,20 +8,13 @@ there are few tiles, it can also cut K into ``split`` pieces (**split-K**), so t
 partial tiles and adding them up. Which tile and which split a library picks decides how many
 SMs pull the weight from memory, and so how fast a decode GEMM can be.
 
-What the H200 run recorded (``twofour/data``, kernel names of the ``kernel`` timing mode, and
-the launch grids in the GEMM-chain traces), read by :func:`parse_kernel_name`:
-
-* **cuBLAS** (``nvjet_sm90_<types>_<A>x<B>_...``) picks a tile per shape: ``128x8`` or ``64x8``
-  at one token with split-K, up to ``256x128`` and ``320x128`` for prefill. Its table is read
-  off the names (:func:`tile_table_from_names`, by ``twofour calibrate``), one row per measured
-  M and N class.
-* **cuSPARSELt algorithm 0** (what PyTorch's ``F.linear`` runs by default) ran
-  ``tilesize128x256x64`` in every recorded case: 256 token columns per tile, so at decode 255
-  of 256 are padding, and at N = 1024 only 8 tiles exist (32 CTAs with split 4, on 132 SMs).
-* **cuSPARSELt, searched algorithm**: the algorithm sweep recorded times, not names; the tile
-  that explains its fastest times best (``64x256``) is inferred by the fit.
-* **CUTLASS** (PyTorch's other 2:4 backend, Ampere-class GPUs): ``128x128``, assumed, never
-  measured here. GPUs never measured use these H200 tables (a stated assumption).
+Tables read off what the H200 run recorded (kernel names of the ``kernel`` timing mode, launch
+grids in the GEMM-chain traces; :func:`parse_kernel_name`): **cuBLAS** (``nvjet_...``) picks a
+tile per shape, ``128x8`` or ``64x8`` at one token up to ``320x128`` for prefill
+(:func:`tile_table_from_names`); **cuSPARSELt algorithm 0** (PyTorch's default) ran
+``tilesize128x256x64`` everywhere, 256 token columns per tile, so at decode 255 of 256 are
+padding; the **searched** algorithm's tile (``64x256``) is inferred by the fit from its times;
+**CUTLASS** ``128x128`` is assumed, never measured. GPUs never measured use these H200 tables.
 
 A table is a tuple of rows ``(m_max, n_max, tile_n, tile_m)``: the first row with
 ``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound; the last row has none). The split
@@ -32,8 +25,7 @@ split/no-split flag in the names below one wave::
     split = max(1, min(max_split, floor(cta_target / tiles), floor(K / (64 * min_k_iters))))
     ctas  = tiles * split;  waves = ceil(ctas / sms);  busy_sms = min(ctas, sms)
 
-``cta_target`` 0 means the GPU's SM count. Plain integer arithmetic, mirrored in
-``docs/js/calc/roofline.js``.
+``cta_target`` 0 means the GPU's SM count; ``docs/js/calc/roofline.js`` mirrors it.
 
 Example:
     >>> from twofour.roofline.tiles import launch
