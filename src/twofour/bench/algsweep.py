@@ -32,9 +32,14 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
 from typing import Callable
 
+import torch
+
 from ..vocabulary import CUSPARSELT
+from .gpu_timing import copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
+from .measure import sparse_weight
 
 __all__ = ["PATHS", "CaseOps", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 
@@ -166,8 +171,6 @@ class RehearsalCase(CaseOps):
 
     def __init__(self, M: int = 3, N: int = 32, K: int = 64, *, accepts: int = 4, search_id: int | None = None,
                  fail_path: str | None = None, seed: int = 0):
-        import torch
-
         gen = torch.Generator().manual_seed(seed)
         self.x = torch.randn(M, K, generator=gen)
         self.W = torch.randn(N, K, generator=gen)
@@ -175,27 +178,21 @@ class RehearsalCase(CaseOps):
         self.accepts, self.search_id, self.fail_path = accepts, search_id, fail_path
 
     def call(self, path, alg_id):
-        import torch
-
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         if path == self.fail_path:
             raise RuntimeError(f"rehearsal: {path} refused")
         if alg_id >= self.accepts and alg_id != self.search_id:
             raise RuntimeError("CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value (rehearsal)")
-        return lambda: torch.nn.functional.linear(self.x, self.W)
+        return self.dense()
 
     def dense(self):
-        import torch
-
         return lambda: torch.nn.functional.linear(self.x, self.W)
 
     def rel_err(self, y):
         return float((y - self.ref).abs().max() / self.ref.abs().max())
 
     def time_ms(self, fns, repeats):
-        import time
-
         out = []
         for i in range(repeats):
             t0 = time.perf_counter()
@@ -222,12 +219,7 @@ class CudaCase(CaseOps):
     """
 
     def __init__(self, W24, M: int, *, seed: int = 0):
-        import torch
-
-        from .gpu_timing import copies_to_defeat_l2, l2_bytes
-        from .measure import sparse_weight
-
-        self.torch, self.sparse_weight, self.device, self.M = torch, sparse_weight, W24.device, M
+        self.device, self.M = W24.device, M
         gen = torch.Generator().manual_seed(seed + M)
         self.x = torch.randn(M, W24.shape[1], generator=gen).to(W24.device, W24.dtype)
         self.xp = torch.nn.functional.pad(self.x, (0, 0, 0, -M % 8))  # the row multiple PyTorch pads to
@@ -242,36 +234,30 @@ class CudaCase(CaseOps):
         return self.copies(path, alg_id)[0]
 
     def copies(self, path, alg_id):
-        linear = self.torch.nn.functional.linear
         if path == "_cslt_sparse_mm":
-            mm, xp, M = self.torch._cslt_sparse_mm, self.xp, self.M
-            return [lambda Wc=Wc: mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
-        weights = [self.sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
-        return [lambda W=W: linear(self.x, W) for W in weights]
+            xp, M = self.xp, self.M
+            return [lambda Wc=Wc: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
+        weights = [sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
+        return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in weights]
 
     def dense(self):
         return self.dense_copies()[0]
 
     def dense_copies(self):
-        linear = self.torch.nn.functional.linear
-        return [lambda W=W: linear(self.x, W) for W in self._dense]
+        return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in self._dense]
 
     def rel_err(self, y):
         return float((y.float() - self.ref).abs().max() / self.ref.abs().max())
 
     def time_ms(self, fns, repeats):
-        from .gpu_timing import time_graph
-
         return time_graph(fns, device=self.device, warmup=1, repeats=repeats)
 
     def kernel_names(self, fns):
-        from .gpu_timing import profile_kernels
-
         return profile_kernels(fns, device=self.device, warmup=1, calls=len(fns))["per_call"]
 
     def search(self):
-        return self.torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
+        return torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
 
     def library_max(self):
-        top = getattr(self.torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+        top = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
         return int(top) if top is not None else None

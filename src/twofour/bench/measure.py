@@ -23,6 +23,7 @@ from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
 from . import gpu_timing
+from .clocks import read_gpu_state
 from .results import Results, provenance, torch_dtype
 from ..vocabulary import CUSPARSELT, CUTLASS, TIMING_MODES
 from .timing import on_gpu, summarize, time_callable
@@ -96,8 +97,6 @@ def _modes(modes, device: torch.device) -> tuple[str, ...]:
 def _gpu_state(device: torch.device) -> dict | None:
     if device.type != "cuda":
         return None
-    from .clocks import read_gpu_state
-
     return read_gpu_state(device.index if device.index is not None else torch.cuda.current_device())
 
 

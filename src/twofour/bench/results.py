@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from .._common.atomic import check_output, write_text
 from .._common.jsonfile import check_schema, read_json
 from ..device import cpu_model, environment
 from . import flags as flag_rules  # looked up on each call: a test may plant a flag rule
@@ -174,8 +175,6 @@ class Results:
 
     def save(self, path) -> Path:
         """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
-        from .._common.atomic import check_output, write_text
-
         path = Path(path)
         check_output(path)  # a FIFO or a device: refused before the folder is made
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -202,17 +202,13 @@ def simulated_gpu(**params):
         sim.linear_kernel(x, W, y)
         return y
 
-    class _Graphs:
-        def __init__(self, graph, **kw):
-            self.graph = graph
-
-        def __enter__(self):
-            sim.capturing = self.graph._sim
-            return self
-
-        def __exit__(self, *exc):
+    @contextlib.contextmanager
+    def capture(graph, **kw):
+        sim.capturing = graph._sim
+        try:
+            yield graph
+        finally:
             sim.capturing = None
-            return False
 
     class CUDAGraph:
         def __init__(self, *a, **kw):
@@ -229,7 +225,7 @@ def simulated_gpu(**params):
         "current_stream": lambda *a, **kw: stream,
         "synchronize": sim.synchronize,
         "CUDAGraph": CUDAGraph,
-        "graph": _Graphs,
+        "graph": capture,
         "_sleep": sim.sleep,
         "get_device_properties": lambda *a, **kw: types.SimpleNamespace(name="simulated GPU", L2_cache_size=sim.l2_bytes),
     }

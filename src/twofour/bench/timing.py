@@ -19,6 +19,7 @@ from typing import Callable
 import torch
 
 from . import gpu_timing
+from .simgpu import active
 
 
 def on_gpu(device) -> bool:
@@ -27,8 +28,6 @@ def on_gpu(device) -> bool:
     >>> on_gpu("cpu"), on_gpu("cuda")
     (False, True)
     """
-    from .simgpu import active
-
     return torch.device(device).type == "cuda" or active() is not None
 
 

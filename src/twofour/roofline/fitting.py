@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
+import numpy as np
+
 from ..hardware import get_gpu
 from .model import launch_bytes, pad_multiple
 from .params import KernelFamily, KernelParams
@@ -33,8 +35,6 @@ FREE_DRAM = ("dram_eff", "flush_dirty_mb", "flush_dirty_frac")
 
 def nelder_mead(f, x0, *, step: float = 0.3, iters: int = 3000, tol: float = 1e-10):
     """Minimise ``f`` from ``x0`` (a list of floats); returns the best point found (a list)."""
-    import numpy as np
-
     n = len(x0)
     pts = [np.array(x0, float)] + [np.array(x0, float) + step * np.eye(n)[i] for i in range(n)]
     vals = [f(p) for p in pts]
@@ -88,8 +88,6 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     ``extra_us``: per point, µs added to the kernel time (the graph replay's cost for points
     timed as CUDA-graph replays); default 0.
     """
-    import numpy as np
-
     rows = []
     for p in points:
         get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
@@ -109,8 +107,6 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
 
 def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
     """The kernel times (µs, a numpy array) of :func:`structure`'s points plus ``extra_us``: the model's arithmetic."""
-    import numpy as np
-
     sat = s.mem_bw * family.mem_eff
     per_sm = family.per_sm_gbs * (1 + family.fill_gain * s.fill)
     bw = sat * s.busy / (s.busy + sat / per_sm)
@@ -168,8 +164,6 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
         >>> rms < 0.01
         True
     """
-    import numpy as np
-
     s = structure(points, family, sparse=sparse, extra_us=extra_us)
     meas = np.array(measured_us, dtype=float)
     w = np.ones(len(meas)) if weights is None else np.array(weights, dtype=float)

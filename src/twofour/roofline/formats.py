@@ -155,9 +155,7 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
 
     Returns:
         ``{"block", "lm_head", "embedding", "norms", "resident", "read_per_token"}`` in bytes:
-        ``resident`` is everything in memory; ``read_per_token`` what a decode step streams
-        (block + LM head + norms: the embedding table is only gathered), which is what torchao
-        reports as "model size".
+        ``read_per_token`` (all but the embedding) is what torchao reports as "model size".
     """
     if not isinstance(cfg, TransformerConfig):
         raise TypeError(f"cfg must be a twofour.models.TransformerConfig, got {type(cfg).__name__}")
@@ -271,18 +269,14 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
     """The capacity win: the batch a GPU can serve at ``context`` tokens without missing a TPOT target.
 
     Memory: ``memory_fraction`` of the GPU's memory, minus the resident weights, holds the KV
-    caches, ``context * kv_bytes_per_token`` per sequence. Time: a decode step reads the weights
-    and every sequence's KV cache at ``bandwidth_efficiency`` of the GPU's bandwidth, plus a fixed
-    ``step_overhead_s``; the batch must keep it within ``tpot_target_s``. A format that frees
-    weight bytes raises both limits.
+    caches. Time: a step reads the weights and every sequence's KV cache at
+    ``bandwidth_efficiency`` of the bandwidth, plus ``step_overhead_s``, within ``tpot_target_s``.
 
     Args:
         cfg, gpu, fmt: model, GPU (name from :mod:`twofour.hardware`), format of the block linears.
         context: tokens in each sequence's KV cache (prompt plus output so far).
         tpot_target_s: the service-level target for the time per output token, seconds.
-        memory_bytes: the GPU's memory in bytes; default what the device reports,
-            :data:`GPU_MEMORY_BYTES` (not the data sheet's decimal GB: an H200's "141 GB" is
-            143,771 MiB, about 150.8e9 bytes).
+        memory_bytes: the GPU's memory in bytes; default what the device reports, :data:`GPU_MEMORY_BYTES`.
         memory_fraction: share of memory for weights and KV (the rest: activations, the
             allocator, the runtime); 0.9 is an assumption.
         bandwidth_efficiency: share of peak bandwidth a decode step reaches. The default 0.7 is
@@ -359,10 +353,8 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
                                tol: float = 1e-4, **kw) -> float | None:
     """The slowest 2:4 kernel that still pays: the ``sparse_bandwidth_ratio`` at which ``fmt`` serves as many tokens/s as ``baseline``.
 
-    Below it the packed weights' capacity win is eaten by the slower weight read; above it
-    ``fmt`` serves more tokens per second at the TPOT target. Found by bisection on (0, 1];
-    None when even a kernel as fast as dense (ratio 1) does not beat ``baseline``. Other
-    keyword arguments go to :func:`capacity_at_tpot`.
+    Found by bisection on (0, 1]; None when even a kernel as fast as dense (ratio 1) does not
+    beat ``baseline``. Other keyword arguments go to :func:`capacity_at_tpot`.
 
     Example:
         >>> from twofour.models import LLAMA_3_70B

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import functools
 
+from ..hardware import get_gpu
+from .tiles import parse_kernel_name
+
 __all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "verdict_clause", "MEASURED_M"]
 
 # Why a 2:4 GEMM whose token tile is wider than its rows loses, in one sentence: the words every
@@ -48,9 +51,7 @@ def mechanism_facts() -> dict:
     """
     from ..bench import recorded_alg_search, recorded_results
     from ..dispatch.kernels import recorded_reports
-    from ..hardware import get_gpu
-    from .evidence import helper_costs, trace_grids
-    from .tiles import parse_kernel_name
+    from .evidence import helper_costs, trace_grids  # looked up on each call: a test plants a second tile
 
     gpu = get_gpu(_GPU)
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
@@ -172,8 +173,6 @@ def verdict_clause(kernel_names) -> str:
     >>> verdict_clause(["some_other_kernel"])[:40]
     'the 2:4 kernel loses at this size: read '
     """
-    from .tiles import parse_kernel_name
-
     tiles = sorted({(k.tile_n, k.tile_m) for k in map(parse_kernel_name, kernel_names)
                     if k is not None and k.library == "cuSPARSELt"}, key=lambda t: -t[1])
     if not tiles:

@@ -1,13 +1,9 @@
 """Predicted time of ``y = x @ W.T``, dense vs 2:4, from the kernel each side runs.
 
-``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight, out x in), ``y`` is
-``[M, N]``. The model predicts each side from its kernel: the tile and split-K the library picks
-(:mod:`twofour.roofline.tiles`), so the CTAs it launches and the SMs they keep busy; the bytes it
-moves; the bandwidth that many SMs pull; the math each CTA does; and the fixed costs around it.
-Dense runs cuBLAS; 2:4 runs cuSPARSELt with PyTorch's default algorithm 0 (``algorithm=
-"default"``), cuSPARSELt with the fastest algorithm a search finds (``algorithm="searched"``), or
-PyTorch's CUTLASS kernels (``backend="CUTLASS"``). Each family has its own
-:class:`~twofour.roofline.KernelFamily`; all of them sit in one
+``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight), ``y`` is ``[M, N]``.
+Dense runs cuBLAS; 2:4 runs cuSPARSELt algorithm 0 (PyTorch's default, ``algorithm="default"``),
+the fastest algorithm a search finds (``algorithm="searched"``), or CUTLASS (``backend="CUTLASS"``).
+Each family has its own :class:`~twofour.roofline.KernelFamily` in one
 :class:`~twofour.roofline.KernelParams`, fitted by :mod:`twofour.roofline.calibration`.
 
 One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain arithmetic, so
@@ -46,11 +42,9 @@ The scenario (:mod:`twofour.roofline.scenarios`) then adds what a call pays beyo
 **Ceiling guard.** A 2:4 GEMM can never beat dense by more than 2x (compute) or
 ``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
 raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
-With the stored fit the guard binds in 238 of a grid of 134,640 predictions, 0.2% (fp16, bf16,
-fp8, int8 on the H200, H100 and A100; M from 1 to 65536; 60 weight shapes; both algorithms; 3
-scenarios; L2 flushed and clean): all at M = 64 to 4096, 176 of them on the A100, a GPU the
-tables were not read on. ``twofour calibrate`` recounts it (``checks.ceilings`` in
-``kernel-fit.json``).
+With the stored fit the guard binds in 238 of a grid of 134,640 predictions, 0.2% (all at M = 64
+to 4096, 176 of them on the A100, a GPU the tables were not read on; ``twofour calibrate``
+recounts it over its grid, ``checks.ceilings`` in ``kernel-fit.json``).
 
 Assumptions, each a simplification a measurement can contradict:
 
@@ -365,10 +359,9 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         backend: ``"cuSPARSELt"`` or ``"CUTLASS"`` (any case); default: the GPU's preferred one.
         params: :class:`KernelParams`; default :func:`default_params` of the GPU and backend (fitted).
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
-        algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
-            otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
-        l2: ``"clean"`` (default: calls back to back, as in a decode step) or ``"flushed"`` (as
-            ``twofour bench`` measured: pass it to compare with its results files; module doc).
+        algorithm: ``"default"`` (cuSPARSELt algorithm 0) or ``"searched"`` (cuSPARSELt only).
+        l2: ``"clean"`` (calls back to back, as in a decode step) or ``"flushed"`` (as ``twofour
+            bench`` measured: pass it to compare with its results files).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")

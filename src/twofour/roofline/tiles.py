@@ -1,12 +1,9 @@
 """The kernel a GEMM runs: its tile, its split-K, the CTAs it launches and the SMs they keep busy.
 
-A GEMM library does not compute ``y = x @ W.T`` (``x`` ``[M, K]``, ``W`` ``[N, K]``) as one
-piece: it cuts ``y`` into output **tiles** of ``tile_n`` (along N, out_features) by ``tile_m``
-(along M, tokens), and each tile is one CTA (thread block) on one streaming multiprocessor. When
-there are few tiles, it can also cut K into ``split`` pieces (**split-K**), so that
-``tiles * split`` CTAs run and a small kernel keeps more SMs busy, at the price of writing fp32
-partial tiles and adding them up. Which tile and which split a library picks decides how many
-SMs pull the weight from memory, and so how fast a decode GEMM can be.
+A GEMM library cuts ``y = x @ W.T`` into output **tiles** of ``tile_n`` (along N) by ``tile_m``
+(along M, tokens), each one CTA on one SM; with few tiles it can also cut K into ``split``
+pieces (**split-K**), so that ``tiles * split`` CTAs keep more SMs busy, at the price of fp32
+partial tiles. Which tile and split it picks decides how many SMs pull the weight from memory.
 
 Tables read off what the H200 run recorded (kernel names of the ``kernel`` timing mode, launch
 grids in the GEMM-chain traces; :func:`parse_kernel_name`): **cuBLAS** (``nvjet_...``) picks a
@@ -17,9 +14,8 @@ padding; the **searched** algorithm's tile (``64x256``) is inferred by the fit f
 **CUTLASS** ``128x128`` is assumed, never measured. GPUs never measured use these H200 tables.
 
 A table is a tuple of rows ``(m_max, n_max, tile_n, tile_m)``: the first row with
-``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound; the last row has none). The split
-factor is not in any name; one rule reproduces every launch grid in the traces and every
-split/no-split flag in the names below one wave::
+``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound). The split factor is not in any name;
+one rule reproduces every launch grid in the traces and every split flag below one wave::
 
     tiles = ceil(N / tile_n) * ceil(M / tile_m)
     split = max(1, min(max_split, floor(cta_target / tiles), floor(K / (64 * min_k_iters))))
@@ -61,10 +57,7 @@ class Launch:
 
 
 def check_tile_table(name: str, rows) -> tuple:
-    """``rows`` as a tuple of ``(m_max, n_max, tile_n, tile_m)`` tuples, checked; raises naming ``name``.
-
-    Bounds are positive ints or None (no bound); tiles positive ints; the last row must have
-    no bound at all, so that every GEMM finds a tile.
+    """``rows`` as a tuple of ``(m_max, n_max, tile_n, tile_m)`` tuples (bounds ints or None), checked.
 
     Example:
         >>> check_tile_table("t", [[8, None, 64, 8], [None, None, 128, 64]])
@@ -131,10 +124,7 @@ def launch(M: int, N: int, K: int, rows, sms: int, *, cta_target: int, max_split
 
 
 def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> float:
-    """Fraction of SM slots with a tile, one tile per SM, no split-K: ``tiles / (ceil(tiles / sms) * sms)``.
-
-    The textbook picture of wave quantization; :func:`launch` adds the split-K a library uses
-    to fill the slots this leaves idle.
+    """Fraction of SM slots with a tile, one tile per SM, no split-K (:func:`launch` adds split-K).
 
     Example:
         >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
@@ -181,11 +171,9 @@ ROLES = ("gemm", "splitk_reduce", "memset", "pad_fill", "pad_copy", "other")
 class KernelName:
     """What one GEMM kernel's name says, in GEMM terms.
 
-    cuBLAS is column-major, so PyTorch's ``y = x @ W.T`` runs as ``y.T = W @ x.T``: an ``nvjet``
-    tile's first number runs along N (out_features), the second along M (tokens). In a
-    cuSPARSELt ``xmma_sparse`` name the sparse operand A is ``W``, so again the first number is
-    along N. ``split_k_named``: cuBLAS ``splitK`` or cuSPARSELt ``segment_k_on`` in the name
-    (the factor itself is only in the launch grid).
+    cuBLAS is column-major (``y.T = W @ x.T``) and cuSPARSELt's sparse operand is ``W``, so in
+    both a tile's first number runs along N, the second along M (tokens). ``split_k_named``:
+    ``splitK`` or ``segment_k_on`` in the name (the factor itself is only in the launch grid).
     """
 
     name: str
@@ -225,8 +213,7 @@ def parse_kernel_name(name: str) -> KernelName | None:
 def kernel_role(name: str) -> str:
     """The part a kernel plays in one ``F.linear`` call (one of :data:`ROLES`).
 
-    Besides the GEMM: cuBLAS's split-K reduction, workspace memsets (cuSPARSELt's segment-K),
-    and the 2:4 path's padding of ``x`` to 8 rows (a fill kernel and a device-to-device copy).
+    Besides the GEMM: split-K reduction, workspace memsets, and the 2:4 path's padding of ``x``.
 
     Example:
         >>> kernel_role("void cublasLt::splitKreduce_kernel<32, 16, int>(...)"), kernel_role("Memcpy DtoD (Device -> Device)")
@@ -248,10 +235,9 @@ def kernel_role(name: str) -> str:
 def tile_table_from_names(observed) -> tuple:
     """A tile table read off recorded names: ``observed`` holds ``(M, N, K, tile_n, tile_m)`` of one model's shapes.
 
-    One N class per distinct N (bound: that N; the largest is unbounded; where two shapes share
-    an N, the one with the smaller K decides), one M bucket per measured M (bound: that M; the
-    largest unbounded). Consecutive M buckets with the same tiles merge, and within a bucket an
-    N class that repeats the next one's tile is dropped, so the table stays short.
+    One N class per distinct N (where two shapes share an N, the smaller K decides) and one M
+    bucket per measured M, the largest of each unbounded. Consecutive M buckets with the same tiles
+    merge, and within a bucket an N class that repeats the next one's tile is dropped.
 
     Example:
         >>> obs = [(1, 1024, 4096, 64, 8), (1, 4096, 4096, 128, 8), (16, 1024, 4096, 64, 16), (16, 4096, 4096, 64, 16)]
