@@ -9,16 +9,13 @@ them upward from 0 until one is refused (:func:`accepted_alg_ids`; no maximum is
 * ``"F.linear"``: ``F.linear(x, W)`` on a ``to_sparse_semi_structured`` weight carrying that
   ``alg_id`` (PyTorch's path: pad, copy, wrapper, the kernel), ``x`` at its real ``M``;
 
-records the kernel names each call launched (and the tile its name gives, :func:`kernel_tile`),
-checks each result against dense, and times the ID the library's own search
-(``torch._cslt_sparse_mm_search``) returns, accepted range or not. Every timing is the GEMM
-benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`: one graph over weight copies
-used in turn, so each call finds its weight cold, replayed back to back behind a device-side spin).
+records the kernel names each call launched (:func:`kernel_tile`), checks each result against
+dense, and times the ID the library's own search returns, accepted range or not. Every timing is
+the GEMM benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`).
 
-The device work is behind a small interface (:class:`CaseOps`): :class:`CudaCase` on a GPU
-(``scripts/gpu_measure.py alg-search``, fp16 and bf16), and :class:`RehearsalCase`, the same
-control flow on a CPU with dense float32 stand-ins (no GPU number is produced), so the flow is
-tested without a GPU.
+The device work is behind :class:`CaseOps`: :class:`CudaCase` on a GPU (``scripts/gpu_measure.py
+alg-search``), and :class:`RehearsalCase`, the same control flow on a CPU with dense float32
+stand-ins (no GPU number), so the flow is tested without a GPU.
 
 Example:
     >>> case = sweep_case(RehearsalCase(accepts=3, search_id=5), repeats=2)
@@ -165,8 +162,7 @@ class RehearsalCase(CaseOps):
     """The sweep's control flow on a CPU: dense float32 matmuls stand in for every call (no GPU number).
 
     ``accepts`` IDs are accepted (the next raises as cuSPARSELt would), the search answers
-    ``search_id`` (an ID outside the accepted run is accepted when timed alone, as the
-    recorded H200 run's search chose IDs above the timed range), ``fail_path`` makes one path raise.
+    ``search_id`` (accepted even outside that run, as on the H200), ``fail_path`` makes one path raise.
     """
 
     def __init__(self, M: int = 3, N: int = 32, K: int = 64, *, accepts: int = 4, search_id: int | None = None,
@@ -212,10 +208,8 @@ class RehearsalCase(CaseOps):
 class CudaCase(CaseOps):
     """:class:`CaseOps` on a CUDA GPU for one pruned weight ``W24`` ``[N, K]`` and ``M`` rows, in ``W24``'s dtype.
 
-    ``F.linear`` runs on a ``to_sparse_semi_structured`` weight converted with the algorithm
-    (:func:`twofour.bench.sparse_weight`), ``x`` at its real ``M``; the direct call is
-    ``torch._cslt_sparse_mm`` on ``x`` padded to 8 rows. Timings: :func:`~twofour.bench.gpu_timing.time_graph`
-    over enough copies of the weight that each call finds it cold.
+    ``F.linear`` runs on the weight :func:`twofour.bench.sparse_weight` converted, ``x`` at its real
+    ``M``; the direct call on ``x`` padded to 8 rows; timed over enough weight copies to find each cold.
     """
 
     def __init__(self, W24, M: int, *, seed: int = 0):

@@ -116,8 +116,6 @@ def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> i
     Example:
         >>> copies_to_defeat_l2(117 * 2**20, 60 * 2**20)   # a 117 MiB MLP weight, 60 MiB L2
         3
-        >>> copies_to_defeat_l2(8 * 2**20, 60 * 2**20)     # an 8 MiB k_proj weight
-        16
         >>> copies_to_defeat_l2(1024, 60 * 2**20)          # tiny weights are capped
         32
     """
@@ -129,10 +127,8 @@ def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> i
 def window_ms(enqueue: Callable[[], object], *, spin_cycles: int = SPIN_CYCLES) -> tuple[float, bool]:
     """Milliseconds between two events around ``enqueue()``'s work, and whether the host kept ahead.
 
-    The device is idle when this starts (callers synchronise first). It queues a spin of
-    ``spin_cycles`` device cycles, then the start event, then calls ``enqueue()`` (which queues
-    the work), then the end event. ``host_ahead`` is True when the host finished queueing before
-    the spin ended on the device: then no launch latency is inside the window.
+    On an idle device: a spin of ``spin_cycles``, the start event, ``enqueue()``'s work, the end
+    event. ``host_ahead``: the host finished queueing before the spin ended (no launch in the window).
     """
     before, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     t0 = _now_ms()
@@ -165,11 +161,9 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
                info: dict | None = None) -> list[float]:
     """Milliseconds per call of ``fns`` captured in one CUDA graph, ``repeats`` windows (see the module doc).
 
-    ``fns`` is one callable or one per weight copy (the same call on distinct copies). The warm-up
-    runs on a side stream before capture, as CUDA graphs require. Each window replays the graph
-    ``ceil(calls / len(fns))`` times back to back behind a device-side spin. ``info`` (a dict),
-    if given, receives ``calls_per_window``, ``copies`` and ``host_ahead`` (the share of windows
-    in which the host queued everything before the spin ended).
+    ``fns`` is one callable or one per weight copy. The warm-up runs on a side stream before capture,
+    as CUDA graphs require. ``info`` (a dict), if given, receives ``calls_per_window``, ``copies``
+    and ``host_ahead`` (the share of windows in which the host kept ahead).
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
@@ -205,9 +199,8 @@ def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, d
                 repeats: int = 10, rounds: int = 5, info: dict | None = None) -> list[float]:
     """Mean ms per call of eager calls back to back cycling through ``fns``, one value per round.
 
-    ``fns`` are the same call on distinct copies of the weight (:func:`copies_to_defeat_l2`).
-    Each round issues ``len(fns)`` untimed calls to fill the queue, then the start event, then
-    ``max(repeats, 2 * len(fns))`` calls, then the end event, with no synchronisation in between.
+    Each round issues ``len(fns)`` untimed calls to fill the queue, the start event,
+    ``max(repeats, 2 * len(fns))`` calls and the end event, with no synchronisation in between.
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
@@ -248,9 +241,8 @@ def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], 
                     calls: int = 5) -> dict:
     """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler; see the module doc.
 
-    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}, "per_call": [...]}``;
-    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end,
-    ``per_call`` each call's ``{name: launches}``.
+    Returns :func:`split_calls`' summary: per call ``sum_us`` (summed kernel time), ``span_us`` (first
+    start to last end) and ``per_call`` (``{name: launches}``), and ``kernels`` (launches per call).
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), calls=(calls, 1))

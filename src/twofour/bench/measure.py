@@ -238,17 +238,12 @@ def model_shapes(models: Iterable[str] = ("Llama-3-8B",), *, include_lm_head: bo
         >>> [(n, k) for _, n, k in model_shapes(["Llama-3-8B"])]
         [(4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336)]
     """
-    out: dict[tuple[int, int], list[str]] = {}
-    order = []
+    out: dict[tuple[str, int, int], list[str]] = {}
     for name in models:
         cfg = get_preset(name)
         for s in linear_shapes(cfg, include_lm_head=include_lm_head):
-            key = (cfg.name, s.out_features, s.in_features)
-            if key not in out:
-                out[key] = []
-                order.append(key)
-            out[key].append(s.name)
-    return [(f"{model} {'/'.join(out[(model, n, k)])}", n, k) for model, n, k in order]
+            out.setdefault((cfg.name, s.out_features, s.in_features), []).append(s.name)
+    return [(f"{model} {'/'.join(layers)}", n, k) for (model, n, k), layers in out.items()]
 
 
 def parse_shape(text: str) -> list[tuple[str, int, int]]:
@@ -287,12 +282,9 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         shapes: ``(label, N, K)`` triples, e.g. from :func:`model_shapes` or :func:`parse_shape`.
         Ms: token counts. dtypes: ``float16``/``bfloat16`` on GPU; on CPU use ``float32``.
         device: ``"cuda"``, ``"cpu"`` or None (CUDA when available).
-        backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
-            reports usable (none on CPU).
+        backends: 2:4 backends to time; None: every backend :func:`twofour.device.environment` reports.
         progress: show a tqdm progress bar (stderr).
-        modes: ``("lone",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"lone"``.
-        alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
-            instead of PyTorch's default; GPU with cuSPARSELt only.
+        modes, alg_id: as :func:`measure_point` takes them.
     """
     env = environment()
     device = torch.device(device) if device is not None else env.device

@@ -103,14 +103,11 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
                        graph_cost=neighbour_graph_cost) -> dict[tuple, dict]:
     """``{(M, N, K): row}`` of ``results`` (one :class:`twofour.bench.Results` or a list) in ``mode``.
 
-    Each row: ``dense_ms``, ``sparse_ms`` (what a number may use), ``raw_dense_ms``,
-    ``raw_sparse_ms`` (as recorded), ``flagged`` (the reasons or None), ``rule`` (the
-    :data:`FLAG_RULES` name that replaced a flagged side, or None), ``call_path`` and
-    ``dense_call_path`` (keys of :data:`CALL_PATHS`) and ``file``. A flagged point no rule can
-    replace is left out. A later results file's point replaces an earlier one's.
-
-    ``graph_cost``: the rule's replay cost, called as :func:`neighbour_graph_cost` (the default) is;
-    None from it and the rule does not apply.
+    Each row: ``dense_ms``, ``sparse_ms`` (what a number may use), ``raw_dense_ms``, ``raw_sparse_ms``
+    (as recorded), ``flagged`` (reasons or None), ``rule`` (the :data:`FLAG_RULES` name that
+    replaced a flagged side, or None), ``call_path``, ``dense_call_path`` (:data:`CALL_PATHS`) and
+    ``file``. A later results file's point replaces an earlier one's. ``graph_cost``: called as
+    :func:`neighbour_graph_cost` (the default) is; None from it and the rule does not apply.
     """
     if dtype_name not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"dtype_name must be 'float16', 'bfloat16' or 'float32', got {dtype_name!r}")

@@ -85,17 +85,14 @@ def mechanism_facts() -> dict:
         flops = 2 * tiles * tile_n * tile_m * K  # the math of the tiles run, padding included
         return flops / (flat[M] * 1e-6) / (per_sm * min(tiles, gpu.sms))
 
-    one_token = []
-    seen = {}
+    first = {}  # the first launch of each weight shape in the trace
     for g in grids:
-        seen.setdefault((g["N"], g["K"]), (g["layer"], g["ctas"], g["split"]))
+        first.setdefault((g["N"], g["K"]), g)
     groups = {(14336, 4096): "gate/up", (4096, 14336): "down", (4096, 4096): "q/o", (1024, 4096): "k/v"}
-    for (N, K), label in groups.items():
-        _, ctas, split = seen[(N, K)]
-        math_us = 2 * tile_n * tile_m * (K / split) / per_sm * 1e6
-        stream_us = N * K * 2 * 0.5625 / (gpu.mem_bw_gbs * 1e9) * 1e6
-        one_token.append({"layers": label, "N": N, "K": K, "ctas": ctas, "split": split,
-                          "math_us": math_us, "stream_us": stream_us})
+    one_token = [{"layers": label, "N": N, "K": K, "ctas": first[N, K]["ctas"], "split": first[N, K]["split"],
+                  "math_us": 2 * tile_n * tile_m * (K / first[N, K]["split"]) / per_sm * 1e6,
+                  "stream_us": N * K * 2 * 0.5625 / (gpu.mem_bw_gbs * 1e9) * 1e6}
+                 for (N, K), label in groups.items()]
 
     case = next(c for c in recorded_alg_search() if c["M"] == 16 and (c["N"], c["K"]) == _GATE_UP)
     helpers = helper_costs()

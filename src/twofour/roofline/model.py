@@ -436,8 +436,6 @@ def ceilings(dtype) -> dict[str, float]:
     Example:
         >>> ceilings("fp16")
         {'compute': 2.0, 'memory': 1.7777777777777777}
-        >>> round(ceilings("int8")["memory"], 3)
-        1.6
     """
     d = _gemm_dtype(dtype)
     return {"compute": 2.0, "memory": 1 / DTYPES[d].packed_ratio}

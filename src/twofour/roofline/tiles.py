@@ -129,8 +129,6 @@ def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 1
     Example:
         >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
         0.24242424242424243
-        >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
-        1.0
     """
     for name, v, need_int in (("M", M, False), ("N", N, False), ("sms", sms, True), ("tile_m", tile_m, True),
                               ("tile_n", tile_n, True)):
