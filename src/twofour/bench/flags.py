@@ -73,8 +73,7 @@ def flag_points(points) -> list[dict]:
     out = []
     for p in points:
         base = {"shape": p.get("shape"), "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"]}
-        sides = ["dense"] + sorted((p.get("sparse") or {}).keys())
-        for side in sides:
+        for side in ["dense"] + sorted((p.get("sparse") or {}).keys()):
             k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "lone", side)
             others = [x for x in (g, e) if x is not None]
             if k is not None and others and k > TOL_CLOCK * min(others):

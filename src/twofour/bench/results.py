@@ -1,12 +1,9 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON (``schema`` ``twofour-bench/5``) with a provenance block
-(GPU name, compute capability, driver, CUDA, torch, cuSPARSELt, date, command, ...), the
-settings, and one record per point with raw timings and, where the GPU exposes them, its clocks,
-power and temperature before and after each timing mode (:mod:`.clocks`). :func:`load_results`
-reads it back and checks it (older schemas too); :func:`recorded_results` lists the files shipped
-in ``twofour/data/``. Suspect points are flagged by :mod:`.flags`, computed from the file's own
-numbers whenever it is read (:meth:`Results.flags`), never by editing it.
+:class:`Results` is written as JSON with :func:`provenance`, the settings, and one record per
+point (raw timings, and the GPU's clocks around each timing mode where it exposes them).
+:func:`load_results` reads it back and checks it (older schemas too); :func:`recorded_results`
+lists the files shipped in ``twofour/data/``; :meth:`Results.flags` computes the suspect points.
 """
 
 from __future__ import annotations

@@ -126,11 +126,8 @@ class SimGPU:
         if op.fixed_us is not None:
             return op.fixed_us, 0.0
         dram = writeback = 0.0
-        for key, n in op.reads:
-            r, w = self._touch(key, n, dirty=False)
-            dram, writeback = dram + r, writeback + w
-        for key, n in op.writes:
-            r, w = self._touch(key, n, dirty=True)
+        for key, n, dirty in [(k, n, False) for k, n in op.reads] + [(k, n, True) for k, n in op.writes]:
+            r, w = self._touch(key, n, dirty=dirty)
             dram, writeback = dram + r, writeback + w
         compute = op.flops / (self.peak_tflops * 1e6)
         return max(compute, self._dram_us(dram + writeback)) + self.fixed_kernel_us, writeback

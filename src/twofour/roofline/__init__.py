@@ -3,12 +3,6 @@
 One file per concern (:mod:`.tiles`, :mod:`.model`, :mod:`.scenarios`, :mod:`.params`,
 :mod:`.fitting`, :mod:`.evidence`, :mod:`.published`, :mod:`.calibration`, and :mod:`.formats`
 for 2:4 next to quantization); this package only re-exports their public names.
-
-Example:
-    >>> from twofour.roofline import predict
-    >>> p = predict(1, 4096, 4096, "fp16", "H200")     # decode, plans cached
-    >>> p.bound_sparse, p.sparse.ctas, p.dense.ctas
-    ('memory', 96, 96)
 """
 
 from .formats import (

@@ -82,10 +82,7 @@ def fit_points(pts: list[Point] | None = None) -> list[Point]:
 
 
 def legacy_graph_params(params: KernelParams) -> KernelParams:
-    """``params`` whose ``cached`` scenario is a legacy-method one-GEMM graph timing: the bench's replay artefact per call.
-
-    Only for comparing with such a timing (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`); a
-    serving engine's chain of calls does not pay it.
+    """``params`` as a legacy-method graph timing saw them (the bench's replay launch inside ``cached``).
 
     Example:
         >>> from twofour.roofline import DEFAULT_PARAMS
@@ -197,10 +194,7 @@ def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
 
 
 def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
-    """The bf16 2:4 kernel's family fitted to bf16 points (cuSPARSELt's tile and split rule), and its rms log error.
-
-    Fewer than enough points (a run without bf16) keep the fp16 family: the only evidence there is.
-    """
+    """The bf16 2:4 family fitted to bf16 points, and its rms log error (too few points: the fp16 family)."""
     if len(pts) < len(FREE):
         return params.cusparselt, float("nan")
     start = replace(params.cusparselt, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"])
@@ -297,10 +291,9 @@ def error_table(rows: list[dict], by: str = "regime") -> list[dict]:
 
 
 def ceiling_check(params_for, *, Ms=None, shapes=None, gpus=("H200", "H100", "A100"), dtypes=("fp16", "bf16", "fp8", "int8")) -> dict:
-    """The largest predicted speedup over a grid against its ceiling, and how often the guard bound.
+    """Largest predicted speedup over a grid against its ceiling (at most 1), and how often the guard bound.
 
-    ``params_for(gpu)``: the parameter set of a GPU. Returns counts and the worst ratio to the
-    ceiling (2x; ``1 / packed_ratio`` where the dense kernel is memory-bound), which must not pass 1.
+    ``params_for(gpu)``: the parameter set of a GPU.
     """
     Ms = Ms or [2 ** i for i in range(17)]
     shapes = shapes or [(n, k) for n in (512, 1024, 2048, 3072, 4096, 5120, 8192, 14336, 16384, 28672)
@@ -397,10 +390,7 @@ def fit_inputs() -> list[Path]:
 
 def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None = None,
          errors: dict | None = None) -> Path:
-    """Fit everything (unless ``cal`` is given), evaluate, check the ceilings, and write the JSON (default: the package data).
-
-    Written atomically and never over one of :func:`fit_inputs` (:mod:`twofour._common.atomic`).
-    """
+    """Fit unless ``cal`` is given, evaluate, check the ceilings, and write the JSON (never over an input)."""
     from .._common.atomic import check_output, write_text
 
     path = Path(path) if path is not None else FIT_PATH

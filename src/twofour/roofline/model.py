@@ -66,8 +66,6 @@ Example:
     True
     >>> predict(16, 14336, 4096, "fp16", "H200", algorithm="searched").speedup > 1   # gate/up, a narrower tile
     True
-    >>> predict(1, 4096, 4096, "fp16", "H200", scenario="eager").bound_sparse   # a plan per call
-    'host'
 """
 
 from __future__ import annotations
