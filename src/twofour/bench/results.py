@@ -181,8 +181,7 @@ class Results:
     def timing_method(self, mode: str) -> dict | None:
         """How this run timed ``mode`` on a GPU (:data:`twofour.bench.gpu_timing.METHODS`), or None on a CPU.
 
-        Files of schema ``/4`` record it; older files (the H200 run of 2026-11-30) were timed the
-        way :data:`~twofour.bench.gpu_timing.LEGACY_METHODS` says, and get that.
+        Files before schema ``/4`` get :data:`~twofour.bench.gpu_timing.LEGACY_METHODS`, how they were timed.
 
         Example:
             >>> [r.timing_method("graph")["id"] for r in recorded_results("gpu")][:1]

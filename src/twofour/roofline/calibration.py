@@ -110,8 +110,12 @@ def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
     return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
 
 
-def _structure_points(pts) -> list[dict]:
-    return [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
+def _fit(pts: list[Point], side: str, family, params: KernelParams, **kw) -> tuple:
+    """:func:`fit_family` on the ``side`` times of ``pts``, each as it was timed and with its weight."""
+    at = [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
+    weights = [p.extra.get("weight", 1.0) for p in pts]
+    return fit_family(at, [getattr(p, f"{side}_us") for p in pts], family, params, sparse=side == "sparse",
+                      extra_us=_extra_us(pts, params, side), weights=weights, **kw)
 
 
 def _call_costs(pts: list[Point]) -> dict:
@@ -171,12 +175,8 @@ def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
         cublas=replace(ASSUMED_PARAMS.cublas, tiles=cublas_tiles, helper_split_us=helpers["splitk_reduce_us"]),
         cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((None, None, stn, stm),), helper_split_us=helpers["memset_us"]))
     fp16 = [p for p in fit_set if p.dtype == "fp16"]
-    sp = _structure_points(fp16)
-    w = [p.extra.get("weight", 1.0) for p in fp16]
-    fam_d, params, rms_d = fit_family(sp, [p.dense_us for p in fp16], params.cublas, params, sparse=False,
-                                      extra_us=_extra_us(fp16, params, "dense"), weights=w, fit_dram=True)
-    fam_s, _, rms_s = fit_family(sp, [p.sparse_us for p in fp16], params.cusparselt, params, sparse=True,
-                                 extra_us=_extra_us(fp16, params, "sparse"), weights=w)
+    fam_d, params, rms_d = _fit(fp16, "dense", params.cublas, params, fit_dram=True)
+    fam_s, _, rms_s = _fit(fp16, "sparse", params.cusparselt, params)
     params = replace(params, cublas=fam_d, cusparselt=fam_s,
                      cutlass=replace(fam_s, tiles=DEFAULT_TILE_TABLES["cutlass"], cta_target=0, max_split=1,
                                      helper_split_us=0.0))
@@ -198,8 +198,7 @@ def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
     if len(pts) < len(FREE):
         return params.cusparselt, float("nan")
     start = replace(params.cusparselt, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"])
-    fam, _, rms = fit_family(_structure_points(pts), [p.sparse_us for p in pts], start, params, sparse=True,
-                             extra_us=_extra_us(pts, params, "sparse"), weights=[p.extra.get("weight", 1.0) for p in pts])
+    fam, _, rms = _fit(pts, "sparse", start, params)
     return fam, rms
 
 

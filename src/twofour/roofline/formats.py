@@ -107,12 +107,10 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
                       "2-bit indices per 4 weights (IST-DASLab/Sparse-Marlin README)"),
 )}
 
-# Memory of the GPUs the chapters use as the device reports it (nvidia-smi's memory.total, MiB),
-# which is what an allocator divides up, not the data sheet's label (L4 24 GB, A100 SXM 80 GB, H100
-# SXM 80 GB, H200 141 GB; GB = 1e9 bytes): the "141 GB" H200 reports 143,771 MiB (150.8e9 bytes),
-# measured on this project's H200 (benchmarks/gpu-runs/2026-11-30-nvidia-h200/environment.txt); an
-# H100 80GB HBM3 reports 81,559 MiB (nvidia-smi output in NVIDIA/nccl#1264); an A100 80GB 81,920 MiB
-# and an L4 23,034 MiB (nvidia-smi totals listed in modal-labs/modal-client#2797).
+# Memory of the GPUs the chapters use as the device reports it (nvidia-smi's memory.total, MiB), which
+# is what an allocator divides up, not the data sheet's label: the "141 GB" H200 reports 143,771 MiB
+# (benchmarks/gpu-runs/2026-11-30-nvidia-h200/environment.txt); an H100 80GB HBM3 81,559 MiB
+# (NVIDIA/nccl#1264); an A100 80GB 81,920 MiB and an L4 23,034 MiB (modal-labs/modal-client#2797).
 GPU_MEMORY_BYTES: dict[str, int] = {"L4": 23_034 << 20, "A100": 81_920 << 20, "H100": 81_559 << 20, "H200": 143_771 << 20}
 
 # torchao sparsity README (v0.15.0, "LLama3" table): Llama-3-8B on an A100-80GB, batch 1,

@@ -209,8 +209,8 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
                       t_compute, t_memory, gemm, helpers, gemm + helpers)
 
 
-# A GEMM dimension beyond an int64 is no GEMM (a request's prefill M = batch x prompt can pass
-# 2^31), and it keeps 2 * M * N * K a finite float: 10**400 rows overflowed into a traceback.
+# A GEMM dimension beyond an int64 is no GEMM (a prefill M = batch x prompt can pass 2^31), and the
+# bound keeps 2 * M * N * K a finite float.
 MAX_DIM = 2**63 - 1
 # crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
 # smallest winning M); beyond this a GEMM is a batch of smaller ones.
