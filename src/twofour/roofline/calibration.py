@@ -44,7 +44,7 @@ from .fitting import FREE, fit_family
 from ..hardware import get_gpu
 from .model import ALGORITHMS, L2_STATES, ceilings, predict
 from .scenarios import SCENARIOS
-from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
+from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelFamily, KernelParams
 from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
 
@@ -110,7 +110,7 @@ def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
     return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
 
 
-def _fit(pts: list[Point], side: str, family, params: KernelParams, **kw) -> tuple:
+def _fit(pts: list[Point], side: str, family: KernelFamily, params: KernelParams, **kw) -> tuple:
     """:func:`fit_family` on the ``side`` times of ``pts``, each as it was timed and with its weight."""
     at = [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
     weights = [p.extra.get("weight", 1.0) for p in pts]

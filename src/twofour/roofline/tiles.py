@@ -110,8 +110,7 @@ def split_k(tiles: int, K: int, sms: int, *, cta_target: int, max_split: int, mi
         >>> split_k(112, 4096, 132, cta_target=120, max_split=4, min_k_iters=16)  # gate_proj: one wave already
         1
     """
-    target = cta_target or sms
-    return max(1, min(max_split, target // tiles, K // (64 * min_k_iters)))
+    return max(1, min(max_split, (cta_target or sms) // tiles, K // (64 * min_k_iters)))
 
 
 def launch(M: int, N: int, K: int, rows, sms: int, *, cta_target: int, max_split: int, min_k_iters: int) -> Launch:
