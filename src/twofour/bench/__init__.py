@@ -1,11 +1,8 @@
 """Timing harness for ``y = x @ W.T``: dense vs every available 2:4 backend, with provenance.
 
-One file per stage: :mod:`.timing` (one call timed: warm-up, L2 flush, repeats, summary;
-:mod:`.gpu_timing` for graph, stream and kernel-only timing; :mod:`.clocks` the GPU's clocks
-and power around it) -> :mod:`.measure` (a point, dense vs 2:4 with a numerical check, any
-cuSPARSELt algorithm; sweeps over a model's shapes) -> :mod:`.results` (the results file with
-provenance, its schema, the files shipped in ``twofour/data``) and :mod:`.flags` (suspect
-points, by rule). This package re-exports their public names.
+One file per stage: :mod:`.timing`, :mod:`.gpu_timing` and :mod:`.clocks` (one call timed) ->
+:mod:`.measure` (a point, dense vs 2:4 with a numerical check; sweeps) -> :mod:`.results` (the
+results file with provenance) and :mod:`.flags` (suspect points). This package re-exports them.
 
 Example (CPU, tiny shape):
     >>> from twofour.bench import sweep

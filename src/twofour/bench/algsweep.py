@@ -9,16 +9,13 @@ them upward from 0 until one is refused (:func:`accepted_alg_ids`; no maximum is
 * ``"F.linear"``: ``F.linear(x, W)`` on a ``to_sparse_semi_structured`` weight carrying that
   ``alg_id`` (PyTorch's path: pad, copy, wrapper, the kernel), ``x`` at its real ``M``;
 
-records the kernel names each call launched (and the tile its name gives, :func:`kernel_tile`),
-checks each result against dense, and times the ID the library's own search
-(``torch._cslt_sparse_mm_search``) returns, accepted range or not. Every timing is the GEMM
-benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`: one graph over weight copies
-used in turn, so each call finds its weight cold, replayed back to back behind a device-side spin).
+records the kernel names each call launched (:func:`kernel_tile`), checks each result against
+dense, and times the ID the library's own search returns, accepted range or not. Every timing is
+the GEMM benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`).
 
-The device work is behind a small interface (:class:`CaseOps`): :class:`CudaCase` on a GPU
-(``scripts/gpu_measure.py alg-search``, fp16 and bf16), and :class:`RehearsalCase`, the same
-control flow on a CPU with dense float32 stand-ins (no GPU number is produced), so the flow is
-tested without a GPU.
+The device work is behind :class:`CaseOps`: :class:`CudaCase` on a GPU (``scripts/gpu_measure.py
+alg-search``), and :class:`RehearsalCase`, the same control flow on a CPU with dense float32
+stand-ins (no GPU number), so the flow is tested without a GPU.
 
 Example:
     >>> case = sweep_case(RehearsalCase(accepts=3, search_id=5), repeats=2)
@@ -32,9 +29,14 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
 from typing import Callable
 
+import torch
+
 from ..vocabulary import CUSPARSELT
+from .gpu_timing import copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
+from .measure import sparse_weight
 
 __all__ = ["PATHS", "CaseOps", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 
@@ -86,37 +88,22 @@ def kernel_tile(name: str) -> str | None:
 
 
 class CaseOps:
-    """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one)."""
+    """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one).
 
-    def call(self, path: str, alg_id: int) -> Callable[[], object]:
-        """A no-argument callable running the GEMM on ``path`` with ``alg_id`` (raises if refused)."""
-        raise NotImplementedError
+    A subclass gives ``call(path, alg_id)`` and ``dense()`` (no-argument callables running the
+    GEMM; ``call`` raises if ``alg_id`` is refused), ``rel_err(y)`` (a call's output against dense:
+    max abs error over max abs of dense), ``time_ms(fns, repeats)`` (ms per call of ``fns``, copies
+    of one call, one value per repeat), ``kernel_names(fns)`` (``{kernel name: launches per call}``
+    of each callable, one profile for them all) and ``search()`` (the library's own choice of
+    algorithm; raises where the search does not exist).
+    """
 
     def copies(self, path: str, alg_id: int) -> list[Callable[[], object]]:
         """The call on distinct copies of the weight, to be timed in turn (cold weights); by default the one call."""
         return [self.call(path, alg_id)]
 
-    def dense(self) -> Callable[[], object]:
-        raise NotImplementedError
-
     def dense_copies(self) -> list[Callable[[], object]]:
         return [self.dense()]
-
-    def rel_err(self, y) -> float:
-        """``y`` (the output of a call) against dense: max abs error over max abs of dense."""
-        raise NotImplementedError
-
-    def time_ms(self, fns: list[Callable[[], object]], repeats: int) -> list[float]:
-        """Milliseconds per call of ``fns`` (copies of one call), one value per repeat."""
-        raise NotImplementedError
-
-    def kernel_names(self, fns: list[Callable[[], object]]) -> list[dict[str, float]]:
-        """``{kernel name: launches per call}`` of each callable in ``fns`` (one profile for them all)."""
-        raise NotImplementedError
-
-    def search(self) -> int:
-        """The library's own choice of algorithm (raises where the search does not exist)."""
-        raise NotImplementedError
 
     def library_max(self):
         """What torch says the library's largest ``alg_id`` is (None where it does not know)."""
@@ -175,14 +162,11 @@ class RehearsalCase(CaseOps):
     """The sweep's control flow on a CPU: dense float32 matmuls stand in for every call (no GPU number).
 
     ``accepts`` IDs are accepted (the next raises as cuSPARSELt would), the search answers
-    ``search_id`` (an ID outside the accepted run is accepted when timed alone, as the
-    recorded H200 run's search chose IDs above the timed range), ``fail_path`` makes one path raise.
+    ``search_id`` (accepted even outside that run, as on the H200), ``fail_path`` makes one path raise.
     """
 
     def __init__(self, M: int = 3, N: int = 32, K: int = 64, *, accepts: int = 4, search_id: int | None = None,
                  fail_path: str | None = None, seed: int = 0):
-        import torch
-
         gen = torch.Generator().manual_seed(seed)
         self.x = torch.randn(M, K, generator=gen)
         self.W = torch.randn(N, K, generator=gen)
@@ -190,27 +174,21 @@ class RehearsalCase(CaseOps):
         self.accepts, self.search_id, self.fail_path = accepts, search_id, fail_path
 
     def call(self, path, alg_id):
-        import torch
-
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         if path == self.fail_path:
             raise RuntimeError(f"rehearsal: {path} refused")
         if alg_id >= self.accepts and alg_id != self.search_id:
             raise RuntimeError("CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value (rehearsal)")
-        return lambda: torch.nn.functional.linear(self.x, self.W)
+        return self.dense()
 
     def dense(self):
-        import torch
-
         return lambda: torch.nn.functional.linear(self.x, self.W)
 
     def rel_err(self, y):
         return float((y - self.ref).abs().max() / self.ref.abs().max())
 
     def time_ms(self, fns, repeats):
-        import time
-
         out = []
         for i in range(repeats):
             t0 = time.perf_counter()
@@ -230,19 +208,12 @@ class RehearsalCase(CaseOps):
 class CudaCase(CaseOps):
     """:class:`CaseOps` on a CUDA GPU for one pruned weight ``W24`` ``[N, K]`` and ``M`` rows, in ``W24``'s dtype.
 
-    ``F.linear`` runs on a ``to_sparse_semi_structured`` weight converted with the algorithm
-    (:func:`twofour.bench.sparse_weight`), ``x`` at its real ``M``; the direct call is
-    ``torch._cslt_sparse_mm`` on ``x`` padded to 8 rows. Timings: :func:`~twofour.bench.gpu_timing.time_graph`
-    over enough copies of the weight that each call finds it cold.
+    ``F.linear`` runs on the weight :func:`twofour.bench.sparse_weight` converted, ``x`` at its real
+    ``M``; the direct call on ``x`` padded to 8 rows; timed over enough weight copies to find each cold.
     """
 
     def __init__(self, W24, M: int, *, seed: int = 0):
-        import torch
-
-        from .gpu_timing import copies_to_defeat_l2, l2_bytes
-        from .measure import sparse_weight
-
-        self.torch, self.sparse_weight, self.device, self.M = torch, sparse_weight, W24.device, M
+        self.device, self.M = W24.device, M
         gen = torch.Generator().manual_seed(seed + M)
         self.x = torch.randn(M, W24.shape[1], generator=gen).to(W24.device, W24.dtype)
         self.xp = torch.nn.functional.pad(self.x, (0, 0, 0, -M % 8))  # the row multiple PyTorch pads to
@@ -253,43 +224,34 @@ class CudaCase(CaseOps):
         self._compressed = [self.Wc] + [self.Wc.clone() for _ in range(self.n_packed - 1)]
         self._dense = [W24] + [W24.clone() for _ in range(self.n_dense - 1)]
 
-    def _direct(self, Wc, alg_id):
-        torch, xp, M = self.torch, self.xp, self.M
-        return lambda: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M]
-
     def call(self, path, alg_id):
         return self.copies(path, alg_id)[0]
 
     def copies(self, path, alg_id):
-        linear = self.torch.nn.functional.linear
         if path == "_cslt_sparse_mm":
-            return [self._direct(Wc, alg_id) for Wc in self._compressed]
-        weights = [self.sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
-        return [lambda W=W: linear(self.x, W) for W in weights]
+            xp, M = self.xp, self.M
+            return [lambda Wc=Wc: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
+        weights = [sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
+        return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in weights]
 
     def dense(self):
         return self.dense_copies()[0]
 
     def dense_copies(self):
-        linear = self.torch.nn.functional.linear
-        return [lambda W=W: linear(self.x, W) for W in self._dense]
+        return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in self._dense]
 
     def rel_err(self, y):
         return float((y.float() - self.ref).abs().max() / self.ref.abs().max())
 
     def time_ms(self, fns, repeats):
-        from .gpu_timing import time_graph
-
         return time_graph(fns, device=self.device, warmup=1, repeats=repeats)
 
     def kernel_names(self, fns):
-        from .gpu_timing import profile_kernels
-
         return profile_kernels(fns, device=self.device, warmup=1, calls=len(fns))["per_call"]
 
     def search(self):
-        return self.torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
+        return torch._cslt_sparse_mm_search(self.Wc, self.xp.t())
 
     def library_max(self):
-        top = getattr(self.torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
+        top = getattr(torch.backends.cusparselt, "get_max_alg_id", lambda: None)()
         return int(top) if top is not None else None

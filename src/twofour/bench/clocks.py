@@ -1,16 +1,10 @@
 """The GPU's clocks, power and temperature around a measurement, where the GPU exposes them.
 
-A GEMM timed while the GPU throttles (power cap, heat) is slower than the same GEMM at full
-clock, and nothing in the timing itself says so. ``twofour bench`` therefore reads the SM and
-memory clocks, the power draw and the temperature before and after each timing mode of each
-point (:func:`read_gpu_state`), and keeps them in the results file; :mod:`.flags` flags a
-mode whose SM clock fell while it ran.
-
-Read through NVML: ``pynvml`` (package ``nvidia-ml-py``) when it is importable, otherwise
-``nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu
---format=csv,noheader,nounits``. Both are optional: where neither answers (a CPU machine, a
-container without the tool) the reading is None and the bench goes on; a reading never fails a
-measurement.
+A GEMM timed while the GPU throttles (power cap, heat) is slower, and nothing in the timing
+says so. ``twofour bench`` therefore reads the SM and memory clocks, power and temperature
+before and after each timing mode of each point (:func:`read_gpu_state`), and :mod:`.flags`
+flags a mode whose SM clock fell. Read through ``pynvml`` when importable, else
+``nvidia-smi`` (:data:`SMI_QUERY`); where neither answers the reading is None and the bench goes on.
 
 Example:
     >>> parse_smi_line("1980, 3201, 251.37, 45")

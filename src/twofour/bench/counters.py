@@ -1,17 +1,13 @@
 """Hardware counters of the decode GEMM, dense vs 2:4, from Nsight Compute (``ncu``) where it exists.
 
-The 2:4 kernel's slowness at decode is explained in this project by a mechanism (a 256-wide
-token tile doing padded math when M is 1 to 16) inferred from timings. Counters test it: DRAM
-bytes (2:4 should read about 9/16 of dense's weight bytes), SM throughput and tensor-pipe
-utilisation (padded math shows as tensor work far above the useful 2·M·N·K). ``scripts/
-gpu_measure.py counters`` runs one program under ``ncu`` that calls, for one weight shape and
-each M of :data:`MS`, cuBLAS (``F.linear`` dense), and ``F.linear`` on the 2:4 weight with
-algorithm 0 and with the best algorithm, each after a marker kernel (a device-side spin), and
-reads the CSV back (:func:`parse_csv`, :func:`split_variants`). Where ``ncu`` is missing or
-cannot read counters, the results file says so (:func:`not_available`) instead of holding none.
-
-Metric names differ between GPUs and ncu versions: :func:`choose_metrics` keeps the
-:data:`CANDIDATES` that ``ncu --query-metrics`` lists.
+They test the mechanism inferred from timings (a 256-wide token tile doing padded math at M = 1
+to 16): DRAM bytes (2:4 should read about 9/16 of dense's weight bytes), SM throughput and
+tensor-pipe utilisation. ``scripts/gpu_measure.py counters`` runs one program under ``ncu`` that
+calls, for one weight shape and each M of :data:`MS`, dense ``F.linear`` and ``F.linear`` on the
+2:4 weight with algorithm 0 and with the best algorithm, each after a marker kernel, and reads
+the CSV back (:func:`parse_csv`, :func:`split_variants`); where ``ncu`` cannot read counters the
+file says so (:func:`not_available`). :func:`choose_metrics` keeps the :data:`CANDIDATES` that
+this ncu lists (names differ between GPUs and ncu versions).
 
 Example:
     >>> text = '''==PROF== Connected

@@ -1,25 +1,21 @@
 """Which measured points to distrust, by one written rule computed from a results file's own numbers.
 
-A point is one (shape, M, dtype) of a results file, timed in one mode; its speedup in that mode
-is suspect when either side (dense, or a 2:4 backend) is flagged. The rules compare what one file
-holds; they never edit it, and they run both when ``twofour bench`` measures and whenever a
-results file is read (:meth:`twofour.bench.Results.flags`), so files recorded before the rules
-existed are judged the same way.
+A (shape, M, dtype) point's speedup in one timing mode is suspect when either side (dense, or a
+2:4 backend) is flagged. The rules never edit a file; they run whenever one is read
+(:meth:`twofour.bench.Results.flags`), so older files are judged the same way.
 
 ``clock`` (kernel mode)
-    The profiler's summed kernel time exceeds the same call's own event-timed time, CUDA-graph
-    replay or lone call, by more than 2% (``kernel > 1.02 * min(graph, lone)``). The
-    kernels are part of both, so at a fixed clock this cannot happen: the GPU ran slower during
-    the kernel-mode pass (clock or power throttling, or profiler overhead).
+    The profiler's summed kernel time exceeds the same call's CUDA-graph replay or lone call by
+    more than 2% (``kernel > 1.02 * min(graph, lone)``): the kernels are part of both, so the GPU
+    ran slower during the kernel-mode pass (throttling, or profiler overhead).
 ``drift`` (any mode)
     Five or more raw repeats, each above the one before, the last at least 5% above the first:
     the state of the GPU changed while it was measured.
 ``graph-outlier`` (graph mode)
-    The replay takes more than 15 µs *and* more than 25% longer than its own kernel time (the
-    replay's own cost elsewhere is 2-13 µs), or, where no kernel time exists, the dense replay
-    takes more than 25% and 10 µs longer than the fastest dense replay at a larger M of the same
-    weight (cuBLAS never got slower with fewer rows in any recorded fp16 kernel-mode series). The
-    2:4 side has no such check: its times fall with M at decode (a real change of kernel).
+    The replay takes more than 15 µs *and* 25% longer than its own kernel time (the replay's own
+    cost elsewhere is 2-13 µs), or, without a kernel time, the dense replay takes more than 25%
+    and 10 µs longer than the fastest dense replay at a larger M of the same weight (cuBLAS never
+    got slower with fewer rows in any recorded series; 2:4 times do fall with M at decode).
 ``clock-drop`` (any mode, files with clocks)
     The SM clock read after the mode's timings is more than 5% below the one read before it.
 
@@ -77,8 +73,7 @@ def flag_points(points) -> list[dict]:
     out = []
     for p in points:
         base = {"shape": p.get("shape"), "M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"]}
-        sides = ["dense"] + sorted((p.get("sparse") or {}).keys())
-        for side in sides:
+        for side in ["dense"] + sorted((p.get("sparse") or {}).keys()):
             k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "lone", side)
             others = [x for x in (g, e) if x is not None]
             if k is not None and others and k > TOL_CLOCK * min(others):

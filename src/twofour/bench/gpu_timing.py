@@ -1,33 +1,26 @@
 """Timing GEMM calls on a GPU the way a serving step runs them, and saying for each point how.
 
-A decode step runs one layer's GEMM right after the previous one's: the device is busy when a
-kernel is launched, the weight is cold (the other layers' weights went through L2 since it was
-last read), and nothing else is waiting to be written back. The timings here reproduce that:
+A decode step runs one layer's GEMM right after the previous one's: the device is busy, the
+weight cold (other layers' weights went through L2 since), nothing dirty waiting to be written
+back. The timings here reproduce that:
 
 * **Nothing is written between timed calls.** L2 is made cold by *rotating weight copies*
-  (:func:`copies_to_defeat_l2` distinct copies, used in turn: each call finds its weight in DRAM,
-  as in a model) or, for a lone call, by *reading* a buffer twice the L2 size
-  (:func:`read_flush`), which leaves only clean lines. [The H200 run of 2026-11-30 wrote that
-  buffer (``bitwise_not_``): the dirty lines' write-back then ran inside the next kernel and
-  slowed only the memory-bound one, dense at decode, by about a fifth.]
-* **The device is busy before the start event.** A device-side spin (``torch.cuda._sleep``) is
-  queued before the start event, and the work after it; the host queues everything while the
-  device spins, so the host's launch latency is not in the window. Each window also checks that
-  this held (``host_ahead``: the host finished queueing before the spin ended).
-* **Many calls per event pair.** One CUDA graph holds one call per weight copy and is replayed
-  back to back until the window holds ``calls`` calls; the time per call is the window over
-  the count.
+  (:func:`copies_to_defeat_l2` copies, used in turn) or, for a lone call, by *reading* a buffer
+  twice the L2 size (:func:`read_flush`), which leaves only clean lines (a written buffer's
+  write-back would run inside the next kernel and slow the memory-bound one).
+* **The device is busy before the start event**: a device-side spin (``torch.cuda._sleep``) is
+  queued first, so the host's launch latency is not in the window (``host_ahead`` checks it).
+* **Many calls per event pair**: one CUDA graph holds one call per weight copy and is replayed
+  until the window holds ``calls`` calls.
 
-Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described with its method in :data:`METHODS`, which
-the results file records per point (:func:`twofour.bench.results.timing_method` reads it, and
-gives the 2026-11-30 method, :data:`LEGACY_METHODS`, for files written before it was recorded):
+Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described in :data:`METHODS`, which the
+results file records (:data:`LEGACY_METHODS`: how files written before that were timed):
 
 ``graph``   :func:`time_graph`: the *cached* scenario (plans cached, the step captured).
-``stream``  :func:`time_stream`: eager calls back to back, after a few untimed calls that fill
-            the queue; when the host needs longer per call than the kernels, the device waits
-            and the number shows it (eager PyTorch inside a model's forward pass).
-``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler (CUPTI), each call
-            after a short spin whose kernel (``spin_kernel``) marks where a call begins.
+``stream``  :func:`time_stream`: eager calls back to back behind a few untimed ones; a host
+            slower than the kernels shows in the number.
+``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler, each call after a
+            short spin whose kernel (``spin_kernel``) marks where it begins.
 
 All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`, which rehearsals and tests use).
 
@@ -123,8 +116,6 @@ def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> i
     Example:
         >>> copies_to_defeat_l2(117 * 2**20, 60 * 2**20)   # a 117 MiB MLP weight, 60 MiB L2
         3
-        >>> copies_to_defeat_l2(8 * 2**20, 60 * 2**20)     # an 8 MiB k_proj weight
-        16
         >>> copies_to_defeat_l2(1024, 60 * 2**20)          # tiny weights are capped
         32
     """
@@ -136,10 +127,8 @@ def copies_to_defeat_l2(weight_bytes: int, l2_bytes: int, *, cap: int = 32) -> i
 def window_ms(enqueue: Callable[[], object], *, spin_cycles: int = SPIN_CYCLES) -> tuple[float, bool]:
     """Milliseconds between two events around ``enqueue()``'s work, and whether the host kept ahead.
 
-    The device is idle when this starts (callers synchronise first). It queues a spin of
-    ``spin_cycles`` device cycles, then the start event, then calls ``enqueue()`` (which queues
-    the work), then the end event. ``host_ahead`` is True when the host finished queueing before
-    the spin ended on the device: then no launch latency is inside the window.
+    On an idle device: a spin of ``spin_cycles``, the start event, ``enqueue()``'s work, the end
+    event. ``host_ahead``: the host finished queueing before the spin ended (no launch in the window).
     """
     before, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     t0 = _now_ms()
@@ -172,11 +161,9 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
                info: dict | None = None) -> list[float]:
     """Milliseconds per call of ``fns`` captured in one CUDA graph, ``repeats`` windows (see the module doc).
 
-    ``fns`` is one callable or one per weight copy (the same call on distinct copies). The warm-up
-    runs on a side stream before capture, as CUDA graphs require. Each window replays the graph
-    ``ceil(calls / len(fns))`` times back to back behind a device-side spin. ``info`` (a dict),
-    if given, receives ``calls_per_window``, ``copies`` and ``host_ahead`` (the share of windows
-    in which the host queued everything before the spin ended).
+    ``fns`` is one callable or one per weight copy. The warm-up runs on a side stream before capture,
+    as CUDA graphs require. ``info`` (a dict), if given, receives ``calls_per_window``, ``copies``
+    and ``host_ahead`` (the share of windows in which the host kept ahead).
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
@@ -212,9 +199,8 @@ def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, d
                 repeats: int = 10, rounds: int = 5, info: dict | None = None) -> list[float]:
     """Mean ms per call of eager calls back to back cycling through ``fns``, one value per round.
 
-    ``fns`` are the same call on distinct copies of the weight (:func:`copies_to_defeat_l2`).
-    Each round issues ``len(fns)`` untimed calls to fill the queue, then the start event, then
-    ``max(repeats, 2 * len(fns))`` calls, then the end event, with no synchronisation in between.
+    Each round issues ``len(fns)`` untimed calls to fill the queue, the start event,
+    ``max(repeats, 2 * len(fns))`` calls and the end event, with no synchronisation in between.
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
@@ -255,9 +241,8 @@ def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], 
                     calls: int = 5) -> dict:
     """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler; see the module doc.
 
-    Returns ``{"sum_us": [...], "span_us": [...], "kernels": {name: launches per call}, "per_call": [...]}``;
-    ``sum_us`` is the summed kernel time of each call, ``span_us`` first start to last end,
-    ``per_call`` each call's ``{name: launches}``.
+    Returns :func:`split_calls`' summary: per call ``sum_us`` (summed kernel time), ``span_us`` (first
+    start to last end) and ``per_call`` (``{name: launches}``), and ``kernels`` (launches per call).
     """
     fns = _as_list(fns)
     check_counts(warmup=(warmup, 0), calls=(calls, 1))

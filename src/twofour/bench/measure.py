@@ -4,13 +4,7 @@ Every 2:4 point is compared with the dense GEMM on the same pruned weight: the m
 absolute difference divided by the largest ``|y|`` must stay below a per-dtype tolerance
 (:data:`TOLERANCE`). A failed check is recorded with the point, never dropped. Only dense
 float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
-capability >= 8.0.
-
-On a GPU each timing mode of a point is bracketed by clock, power and temperature readings
-(:mod:`.clocks`, ``record["clocks"][mode]``), which :mod:`.flags` reads.
-
-``alg_id`` picks the cuSPARSELt algorithm through PyTorch's own path (:func:`sparse_weight`):
-the weight is converted with that algorithm, and ``F.linear`` then runs it on every call.
+capability >= 8.0. On a GPU each timing mode is bracketed by clock readings (:mod:`.clocks`).
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from ..models import get_preset, linear_shapes
 from ..device import environment
 from ..structure import prune
 from . import gpu_timing
+from .clocks import read_gpu_state
 from .results import Results, provenance, torch_dtype
 from ..vocabulary import CUSPARSELT, CUTLASS, TIMING_MODES
 from .timing import on_gpu, summarize, time_callable
@@ -41,19 +36,12 @@ TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 def sparse_weight(W24: torch.Tensor, backend: str = CUSPARSELT.name, alg_id: int | None = None):
     """Convert a 2:4 weight with PyTorch's ``backend``, and for cuSPARSELt with algorithm ``alg_id``.
 
-    Every ``F.linear(x, W)`` on the result runs the kernel of that algorithm: PyTorch passes the
-    tensor's ``alg_id_cusparselt`` to cuSPARSELt on each call. The argument moved between
-    releases, so both ways are used, and the result is checked:
-
-    * torch with ``to_sparse_semi_structured(W, alg_id=...)`` (2.13 has it): passed there;
-    * older torch: the class attribute ``SparseSemiStructuredTensor._DEFAULT_ALG_ID``, read at
-      conversion, set for this one conversion and restored.
-
-    Both are PyTorch internals (the class is a prototype API; ``_DEFAULT_ALG_ID`` is private);
-    the tensor's ``alg_id_cusparselt`` after conversion is what counts, and a mismatch raises.
-    ``alg_id=None`` leaves PyTorch's default (algorithm 0). Which algorithm is fastest for a
-    shape is what ``torch._cslt_sparse_mm_search`` or a timed sweep (``twofour bench --alg-id``)
-    finds out.
+    Every ``F.linear(x, W)`` on the result runs that algorithm (PyTorch passes the tensor's
+    ``alg_id_cusparselt`` on each call). The argument moved between releases, so both ways are
+    used: ``to_sparse_semi_structured(W, alg_id=...)`` where torch has it (2.13), else the private
+    class attribute ``SparseSemiStructuredTensor._DEFAULT_ALG_ID``, set for this one conversion.
+    The tensor's ``alg_id_cusparselt`` is then checked; a mismatch raises. ``alg_id=None`` leaves
+    PyTorch's default (algorithm 0).
     """
     from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
 
@@ -109,8 +97,6 @@ def _modes(modes, device: torch.device) -> tuple[str, ...]:
 def _gpu_state(device: torch.device) -> dict | None:
     if device.type != "cuda":
         return None
-    from .clocks import read_gpu_state
-
     return read_gpu_state(device.index if device.index is not None else torch.cuda.current_device())
 
 
@@ -121,14 +107,10 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     """Time dense and each 2:4 backend for one (M, N, K, dtype); returns one result record.
 
     ``W24`` (an already pruned ``[N, K]`` weight on ``device``) can be passed to reuse it
-    across M. On a device without 2:4 kernels pass ``backends=()``; the record then says why
-    no sparse time exists instead of leaving it out silently.
-
-    ``modes`` (GPU only beyond ``"lone"``) adds the other timings of :data:`TIMING_MODES` under
-    ``record["modes"][mode]``; see :mod:`twofour.bench.gpu_timing`. A mode that fails for a
-    backend records the error there and the other modes still run.
-
-    ``alg_id``: the cuSPARSELt algorithm (:func:`sparse_weight`); recorded with each 2:4 entry.
+    across M. With ``backends=()`` the record says why no sparse time exists. ``modes`` (GPU
+    only beyond ``"lone"``) adds the other :data:`TIMING_MODES` under ``record["modes"][mode]``
+    (:mod:`twofour.bench.gpu_timing`); a mode that fails for a backend records the error there.
+    ``alg_id``: the cuSPARSELt algorithm (:func:`sparse_weight`), recorded with each 2:4 entry.
     On a GPU, ``record["clocks"][mode]`` holds the readings before and after that mode.
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
@@ -192,10 +174,8 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                  clocks: dict, alg_id: int | None) -> dict:
     """The graph / stream / kernel timings of one point (see :mod:`twofour.bench.gpu_timing`).
 
-    Each side (dense, each 2:4 backend) gets enough distinct copies of its weight that none is in
-    L2 when its turn comes (:func:`~twofour.bench.gpu_timing.copies_to_defeat_l2`), made once and
-    shared by the three modes; every entry records its method (``method``: the id of
-    :data:`~twofour.bench.gpu_timing.METHODS`) and how many calls and copies it timed.
+    Each side gets enough copies of its weight that none is in L2 when its turn comes, made once
+    for the three modes; each entry records its ``method`` and how many calls and copies it timed.
     ``flush_l2=False`` times one copy (the weight may then stay in L2, which the entry says).
     """
     linear = torch.nn.functional.linear
@@ -258,17 +238,12 @@ def model_shapes(models: Iterable[str] = ("Llama-3-8B",), *, include_lm_head: bo
         >>> [(n, k) for _, n, k in model_shapes(["Llama-3-8B"])]
         [(4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336)]
     """
-    out: dict[tuple[int, int], list[str]] = {}
-    order = []
+    out: dict[tuple[str, int, int], list[str]] = {}
     for name in models:
         cfg = get_preset(name)
         for s in linear_shapes(cfg, include_lm_head=include_lm_head):
-            key = (cfg.name, s.out_features, s.in_features)
-            if key not in out:
-                out[key] = []
-                order.append(key)
-            out[key].append(s.name)
-    return [(f"{model} {'/'.join(out[(model, n, k)])}", n, k) for model, n, k in order]
+            out.setdefault((cfg.name, s.out_features, s.in_features), []).append(s.name)
+    return [(f"{model} {'/'.join(layers)}", n, k) for (model, n, k), layers in out.items()]
 
 
 def parse_shape(text: str) -> list[tuple[str, int, int]]:
@@ -307,12 +282,9 @@ def sweep(shapes: Iterable[tuple[str, int, int]], Ms: Iterable[int] = DEFAULT_MS
         shapes: ``(label, N, K)`` triples, e.g. from :func:`model_shapes` or :func:`parse_shape`.
         Ms: token counts. dtypes: ``float16``/``bfloat16`` on GPU; on CPU use ``float32``.
         device: ``"cuda"``, ``"cpu"`` or None (CUDA when available).
-        backends: 2:4 backends to time; None means every backend :func:`twofour.device.environment`
-            reports usable (none on CPU).
+        backends: 2:4 backends to time; None: every backend :func:`twofour.device.environment` reports.
         progress: show a tqdm progress bar (stderr).
-        modes: ``("lone",)`` or, on a GPU, any of :data:`TIMING_MODES` starting with ``"lone"``.
-        alg_id: time cuSPARSELt algorithm ``alg_id`` (through PyTorch's path, :func:`sparse_weight`)
-            instead of PyTorch's default; GPU with cuSPARSELt only.
+        modes, alg_id: as :func:`measure_point` takes them.
     """
     env = environment()
     device = torch.device(device) if device is not None else env.device

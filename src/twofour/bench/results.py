@@ -1,12 +1,9 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON (``schema`` ``twofour-bench/5``) with a provenance block
-(GPU name, compute capability, driver, CUDA, torch, cuSPARSELt, date, command, ...), the
-settings, and one record per point with raw timings and, where the GPU exposes them, its clocks,
-power and temperature before and after each timing mode (:mod:`.clocks`). :func:`load_results`
-reads it back and checks it (older schemas too); :func:`recorded_results` lists the files shipped
-in ``twofour/data/``. Suspect points are flagged by :mod:`.flags`, computed from the file's own
-numbers whenever it is read (:meth:`Results.flags`), never by editing it.
+:class:`Results` is written as JSON with :func:`provenance`, the settings, and one record per
+point (raw timings, and the GPU's clocks around each timing mode where it exposes them).
+:func:`load_results` reads it back and checks it (older schemas too); :func:`recorded_results`
+lists the files shipped in ``twofour/data/``; :meth:`Results.flags` computes the suspect points.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from .._common.atomic import check_output, write_text
 from .._common.jsonfile import check_schema, read_json
 from ..device import cpu_model, environment
 from . import flags as flag_rules  # looked up on each call: a test may plant a flag rule
@@ -30,14 +28,9 @@ from .gpu_timing import LEGACY_METHODS
 from ..vocabulary import TIMING_MODES
 
 SCHEMA = "twofour-bench/5"
-# /2 added the optional "modes" block; /3 the optional per-point "clocks" (before and after each
-# timing mode) and the top-level "flags" written for readers of the JSON (this package recomputes
-# them, so the files of /1 and /2 read the same way); /4 says how each point was timed: the
-# settings' "methods" (per mode, twofour.bench.gpu_timing.METHODS) and each timing's "method" id,
-# with its calls per window, weight copies and host_ahead. Files before /4 were timed the way
-# gpu_timing.LEGACY_METHODS describes (timing_method gives it for them). /5 calls the lone-call
-# mode "lone" (before: "eager", the word that elsewhere means PyTorch's eager execution); the
-# reader renames it in older files' settings.
+# /2 added "modes"; /3 per-point "clocks" and the top-level "flags" (recomputed on reading); /4 how
+# each point was timed (settings' "methods", each timing's "method": older files were timed as
+# gpu_timing.LEGACY_METHODS says); /5 renamed the lone-call mode "eager" to "lone" (renamed on reading).
 READABLE_SCHEMAS = ("twofour-bench/1", "twofour-bench/2", "twofour-bench/3", "twofour-bench/4", SCHEMA)
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -179,8 +172,6 @@ class Results:
 
     def save(self, path) -> Path:
         """Write JSON to ``path`` (parent folders are created), atomically: a failed write keeps the old file."""
-        from .._common.atomic import check_output, write_text
-
         path = Path(path)
         check_output(path)  # a FIFO or a device: refused before the folder is made
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,8 +181,7 @@ class Results:
     def timing_method(self, mode: str) -> dict | None:
         """How this run timed ``mode`` on a GPU (:data:`twofour.bench.gpu_timing.METHODS`), or None on a CPU.
 
-        Files of schema ``/4`` record it; older files (the H200 run of 2026-11-30) were timed the
-        way :data:`~twofour.bench.gpu_timing.LEGACY_METHODS` says, and get that.
+        Files before schema ``/4`` get :data:`~twofour.bench.gpu_timing.LEGACY_METHODS`, how they were timed.
 
         Example:
             >>> [r.timing_method("graph")["id"] for r in recorded_results("gpu")][:1]
@@ -208,13 +198,11 @@ class Results:
     def gpu_points(self, mode: str = "lone") -> list[dict]:
         """Flat rows ``M, N, K, dtype, backend, gpu, dense_ms, sparse_ms, flagged, call_path`` for every sparse time.
 
-        ``mode`` picks the timing (:data:`TIMING_MODES`); points measured without it give no rows, and
-        a backend that raised gives none (:meth:`problems` lists it). ``flagged`` is None, or the
-        reasons (:mod:`twofour.bench.flags`) to distrust this row's speedup. ``call_path`` and
-        ``dense_call_path`` (keys of :data:`twofour.bench.trusted.CALL_PATHS`) are derived, not read
-        from the file: :func:`twofour.bench.measure_point`, which writes every results file, times
-        ``F.linear`` on the weight :func:`twofour.bench.sparse_weight` converted and on the dense
-        weight. ``method`` is the timing method's id: rows timed different ways are not one series.
+        ``mode`` picks the timing (:data:`TIMING_MODES`); a backend that raised gives no row
+        (:meth:`problems` lists it). ``flagged``: None, or the reasons (:mod:`twofour.bench.flags`)
+        to distrust the row. ``call_path`` and ``dense_call_path`` (keys of
+        :data:`twofour.bench.trusted.CALL_PATHS`) are derived: :func:`twofour.bench.measure_point`,
+        which writes every results file, times ``F.linear``. ``method``: the timing method's id.
         """
         method = (self.timing_method(mode) or {}).get("id")  # refuses a mode not in TIMING_MODES
         suspect = self.flagged()
@@ -289,18 +277,14 @@ def recorded_results(kind: str = "gpu", folder=None) -> list[Results]:
 
 
 def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
-    """cuSPARSELt algorithm sweeps shipped in ``twofour/data/cslt-algsearch-*.json``, one dict per case.
+    """cuSPARSELt algorithm sweeps in ``twofour/data/cslt-algsearch-*.json``, one dict per case of ``dtype``.
 
-    Each case (``shape, M, N, K``) has ``dense_ms``, ``default_ms`` (algorithm 0, what PyTorch's
-    ``F.linear`` path picks), ``best`` (the fastest configuration whose result matched dense,
-    with its ``alg_id`` and ``split_k``), every ``configs`` entry and the run's ``provenance``.
-    Written by ``scripts/gpu_measure.py alg-search``; empty when none is recorded.
-
-    Only cases of ``dtype`` (files before schema ``/3`` hold fp16 only). ``best_by_path``: the
-    best per call path (``/1`` files timed the direct call only); ``best`` is the direct call's.
-    ``call_path`` and ``dense_call_path`` (``"cuBLAS"``) are added here: a config without a ``path``
-    (the sweep of 2026-11-30) was ``torch._cslt_sparse_mm`` on ``x`` padded to ``M_padded`` rows.
-    ``searched_alg_ids_timed``: whether the ID the library's search chose is among the timed configs.
+    Each case (``shape, M, N, K``) has ``dense_ms``, ``default_ms`` (algorithm 0, PyTorch's
+    default), ``best`` (the fastest direct call whose result matched dense, with its ``alg_id``),
+    ``best_by_path`` (``/1`` files timed the direct call only), every ``configs`` entry (one
+    without a ``path`` was ``torch._cslt_sparse_mm`` on ``x`` padded to ``M_padded`` rows), the
+    run's ``provenance``, ``call_path``, ``dense_call_path`` and ``searched_alg_ids_timed``
+    (whether the library search's ID was timed). Written by ``scripts/gpu_measure.py alg-search``.
 
     Example:
         >>> cases = recorded_alg_search()

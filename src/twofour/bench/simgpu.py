@@ -2,10 +2,9 @@
 
 :func:`simulated_gpu` replaces, for the length of a ``with`` block, what the timing code of
 :mod:`twofour.bench.gpu_timing` asks of ``torch.cuda`` (events, streams, synchronisation, CUDA
-graphs, the device-side spin ``torch.cuda._sleep``, the device's L2 size) with a model of one
-GPU stream. ``torch.nn.functional.linear`` becomes a *kernel* on that device (it still computes
-its real result on the CPU), and so do the flush buffer's reads and writes. The model keeps two
-clocks, the host's and the device's, and an L2 cache:
+graphs, ``torch.cuda._sleep``, the L2 size) with a model of one GPU stream, on which
+``torch.nn.functional.linear`` (still computed on the CPU) and the flush buffer's reads and
+writes are kernels. The model keeps the host's and the device's clocks and an L2 cache:
 
 * every launch costs the host ``launch_us``; the device starts an operation ``latency_us``
   after the host issued it, or when the one before it ends, whichever is later; a graph
@@ -15,10 +14,9 @@ clocks, the host's and the device's, and an L2 cache:
   line pushed out is written back at the same bandwidth, *inside the kernel that pushed it*;
 * events stamp the device clock when the stream reaches them.
 
-So a timing that lets a host launch, a cold start or another buffer's write-back into its
-window gets a number above the kernel's own time, and the tests can say by how much
-(:meth:`SimGPU.kernel_us`). No number this produces is a GPU number: it is a model of the
-mechanisms, written to check the code that times, and rehearsals mark their files so.
+So a timing that lets a host launch, a cold start or a write-back into its window gets a number
+above the kernel's own time (:meth:`SimGPU.kernel_us`). No number this produces is a GPU number,
+and rehearsals mark their files so.
 
 Example (a lone call from an idle device: the window holds the launch too):
     >>> import torch
@@ -128,11 +126,8 @@ class SimGPU:
         if op.fixed_us is not None:
             return op.fixed_us, 0.0
         dram = writeback = 0.0
-        for key, n in op.reads:
-            r, w = self._touch(key, n, dirty=False)
-            dram, writeback = dram + r, writeback + w
-        for key, n in op.writes:
-            r, w = self._touch(key, n, dirty=True)
+        for key, n, dirty in [(k, n, False) for k, n in op.reads] + [(k, n, True) for k, n in op.writes]:
+            r, w = self._touch(key, n, dirty=dirty)
             dram, writeback = dram + r, writeback + w
         compute = op.flops / (self.peak_tflops * 1e6)
         return max(compute, self._dram_us(dram + writeback)) + self.fixed_kernel_us, writeback
@@ -204,17 +199,13 @@ def simulated_gpu(**params):
         sim.linear_kernel(x, W, y)
         return y
 
-    class _Graphs:
-        def __init__(self, graph, **kw):
-            self.graph = graph
-
-        def __enter__(self):
-            sim.capturing = self.graph._sim
-            return self
-
-        def __exit__(self, *exc):
+    @contextlib.contextmanager
+    def capture(graph, **kw):
+        sim.capturing = graph._sim
+        try:
+            yield graph
+        finally:
             sim.capturing = None
-            return False
 
     class CUDAGraph:
         def __init__(self, *a, **kw):
@@ -231,7 +222,7 @@ def simulated_gpu(**params):
         "current_stream": lambda *a, **kw: stream,
         "synchronize": sim.synchronize,
         "CUDAGraph": CUDAGraph,
-        "graph": _Graphs,
+        "graph": capture,
         "_sleep": sim.sleep,
         "get_device_properties": lambda *a, **kw: types.SimpleNamespace(name="simulated GPU", L2_cache_size=sim.l2_bytes),
     }

@@ -1,14 +1,11 @@
 """Timing one call: warm-up, L2 flush, repeats, and the summary of the raw times.
 
-* **GPU** (CUDA events): the ``lone`` mode. ``warmup`` untimed calls, then ``repeats`` timed
-  calls, each alone: before it a buffer twice the L2 size is *read* (never written: a dirty line
-  left in L2 would be written back inside the timed kernel), and the device is synchronised, so
-  the call starts cold on an idle device and its time includes the host's launch and any set-up
-  the call does before its kernel starts (cuSPARSELt builds descriptors and a plan per call).
-  That is a lone call, kept as evidence of the host's share; the ways that time calls as
-  a serving step runs them are in :mod:`.gpu_timing`.
-* **CPU** (``time.perf_counter``). Same warm-up and repeats; caches are *not* flushed (there is
-  no portable way), so small weights may run from cache.
+* **GPU** (CUDA events): the ``lone`` mode. Each timed call runs alone: before it a buffer twice
+  the L2 size is *read* (a written one would leave dirty lines to write back inside the timed
+  kernel) and the device is synchronised, so the time includes the host's launch and any set-up
+  before the kernel (cuSPARSELt builds a plan per call): evidence of the host's share. The ways
+  that time calls as a serving step runs them are in :mod:`.gpu_timing`.
+* **CPU** (``time.perf_counter``): caches are *not* flushed (no portable way).
 
 Every timed call keeps its raw time; the summary is median, min, max and quartiles.
 """
@@ -22,6 +19,7 @@ from typing import Callable
 import torch
 
 from . import gpu_timing
+from .simgpu import active
 
 
 def on_gpu(device) -> bool:
@@ -30,8 +28,6 @@ def on_gpu(device) -> bool:
     >>> on_gpu("cpu"), on_gpu("cuda")
     (False, True)
     """
-    from .simgpu import active
-
     return torch.device(device).type == "cuda" or active() is not None
 
 

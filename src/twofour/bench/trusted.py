@@ -1,17 +1,11 @@
 """Which GPU timings a quoted number may rest on: flagged points dropped or replaced by a named rule.
 
-:mod:`twofour.bench.flags` marks the (point, mode) timings to distrust. Every reader that turns
-recorded GEMM timings into a number the site quotes (the request's measured GEMM speedups, the
-verdict, the practice bank's helpers) goes through :func:`trusted_gemm_table`, which keeps an
-unflagged timing as it is and, for a flagged one, either
-
-* replaces the flagged side by one of :data:`FLAG_RULES` (the rule's name travels with the
-  value, so a page can say which number was replaced and how), or
-* drops the point, when no rule applies (a phase that needs it then has no measured speedup).
-
-The replacement reads the results file only: what a graph replay costs beyond its kernels is a
-rule passed in (``graph_cost=``, default :func:`neighbour_graph_cost`: the same weight's own
-unflagged points), never the fitted kernel model, which is itself fitted to trusted timings.
+Every reader that turns recorded GEMM timings into a number the site quotes (the request's
+measured speedups, the verdict, the practice bank) goes through :func:`trusted_gemm_table`: an
+unflagged timing (:mod:`twofour.bench.flags`) stays as it is; a flagged side is replaced by one
+of :data:`FLAG_RULES` (whose name travels with the value), or the point is dropped when no rule
+applies. The replacement reads the results file only (``graph_cost=``, default
+:func:`neighbour_graph_cost`), never the kernel model, which is itself fitted to trusted timings.
 
 Example:
     >>> from twofour.course.answer import verdict_results
@@ -24,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 from .flags import timing_entry
 
@@ -65,12 +60,9 @@ def _flagged(point: dict, mode: str, side: str) -> bool:
 
 
 def neighbour_graph_cost(point: dict, side: str, same_weight: list[dict]) -> float | None:
-    """ms a graph replay of ``side`` costs beyond its kernels, from ``point``'s own weight: the median of
+    """ms a graph replay of ``side`` (``"dense"`` or a 2:4 backend) costs beyond its kernels: the median of
     graph minus kernel time over ``same_weight``'s other points in ``point``'s M class (:data:`TILE_M`),
-    neither mode flagged; None when there are none.
-
-    ``side``: ``"dense"`` or a 2:4 backend. Points are results-file points as
-    :func:`trusted_gemm_table` annotates them (``_flags``).
+    neither mode flagged (``_flags``, as :func:`trusted_gemm_table` annotates them); None when there are none.
 
     Example:
         >>> def pt(M, g, k):
@@ -111,17 +103,12 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
                        graph_cost=neighbour_graph_cost) -> dict[tuple, dict]:
     """``{(M, N, K): row}`` of ``results`` (one :class:`twofour.bench.Results` or a list) in ``mode``.
 
-    Each row: ``dense_ms``, ``sparse_ms`` (what a number may use), ``raw_dense_ms``,
-    ``raw_sparse_ms`` (as recorded), ``flagged`` (the reasons or None), ``rule`` (the
-    :data:`FLAG_RULES` name that replaced a flagged side, or None), ``call_path`` and
-    ``dense_call_path`` (keys of :data:`CALL_PATHS`) and ``file``. A flagged point no rule can
-    replace is left out. A later results file's point replaces an earlier one's.
-
-    ``graph_cost``: the rule's replay cost, called as :func:`neighbour_graph_cost` (the default) is;
-    None from it and the rule does not apply.
+    Each row: ``dense_ms``, ``sparse_ms`` (what a number may use), ``raw_dense_ms``, ``raw_sparse_ms``
+    (as recorded), ``flagged`` (reasons or None), ``rule`` (the :data:`FLAG_RULES` name that
+    replaced a flagged side, or None), ``call_path``, ``dense_call_path`` (:data:`CALL_PATHS`) and
+    ``file``. A later results file's point replaces an earlier one's. ``graph_cost``: called as
+    :func:`neighbour_graph_cost` (the default) is; None from it and the rule does not apply.
     """
-    from pathlib import Path
-
     if dtype_name not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"dtype_name must be 'float16', 'bfloat16' or 'float32', got {dtype_name!r}")
     results = list(results) if isinstance(results, (list, tuple)) else [results]

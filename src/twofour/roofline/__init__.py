@@ -1,25 +1,8 @@
 """The GEMM model: predicted time of ``y = x @ W.T``, dense vs 2:4, from the kernel each side runs.
 
-One file per concern; this package only re-exports their public names:
-
-* :mod:`.tiles`: the kernel's tile and split-K (tables read off recorded kernel names), the
-  CTAs it launches and the SMs they keep busy;
-* :mod:`.model`: the time of each side from its kernel, and what it predicts
-  (:func:`predict`, :func:`gemm_speedup`, :func:`crossover_m`, the ceilings);
-* :mod:`.scenarios`: how a call is run (``eager``, ``cached``, ``kernel``);
-* :mod:`.params`: the free parameters per kernel family (:class:`KernelFamily`,
-  :class:`KernelParams`) and the fitted sets;
-* :mod:`.fitting`: fitting a family to measured times; :mod:`.evidence`: what the H200 run
-  recorded beyond the timings (traces, helper kernels, kernel names);
-* :mod:`.published`: every measurement, published or ours, with its fit eligibility;
-  :mod:`.calibration`: the fit and its held-out error;
-* :mod:`.formats`: 2:4 next to quantization (bits per weight, capacity at a TPOT target).
-
-Example:
-    >>> from twofour.roofline import predict
-    >>> p = predict(1, 4096, 4096, "fp16", "H200")     # decode, plans cached
-    >>> p.bound_sparse, p.sparse.ctas, p.dense.ctas
-    ('memory', 96, 96)
+One file per concern (:mod:`.tiles`, :mod:`.model`, :mod:`.scenarios`, :mod:`.params`,
+:mod:`.fitting`, :mod:`.evidence`, :mod:`.published`, :mod:`.calibration`, and :mod:`.formats`
+for 2:4 next to quantization); this package only re-exports their public names.
 """
 
 from .formats import (

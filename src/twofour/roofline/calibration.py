@@ -4,30 +4,22 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
 
 1. **Tiles** from the recorded kernel names (:func:`twofour.roofline.tiles.tile_table_from_names`
    on the Llama-3-8B fp16 cuBLAS names; cuSPARSELt algorithm 0 ran one tile everywhere).
-2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels (split-K reduce,
-   workspace memset, the 2:4 path's pad fill and copy), the idle time per GEMM inside captured
-   chains (the GEMM-chain traces: what the ``cached`` scenario adds), the legacy bench's replay
-   artefact (graph minus kernel time of the legacy-method graph timings, per side: added to the
-   model only where it is compared with such a timing), the host time of back-to-back eager
-   calls that the host bounds.
-3. **The families' constants**, fitted (:func:`twofour.roofline.fitting.fit_family`) to the fit
-   set: the H200 points that :data:`twofour.roofline.published.FIT_RULES` allow (kernel and
-   graph modes, unflagged, no Llama-3-70B shape: Llama-3-8B and reference shapes) and the
-   GEMM-chain traces (L2 not flushed). cuBLAS first (fp16), with the GPU-wide DRAM and L2-flush
-   numbers; then cuSPARSELt algorithm 0 on the fp16 points, and its bf16 kernel on the bf16
-   points (its own family). CUTLASS takes cuSPARSELt's constants with its own tile and no split
+2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels, the idle time per
+   GEMM inside captured chains (what ``cached`` adds), the legacy bench's replay artefact (added
+   only where the model is compared with such a timing), the host time of host-bound eager calls.
+3. **The families' constants** (:func:`twofour.roofline.fitting.fit_family`) on the points
+   :data:`twofour.roofline.published.FIT_RULES` allow and the GEMM-chain traces: cuBLAS first
+   (fp16, with the GPU-wide DRAM and L2-flush numbers), then cuSPARSELt algorithm 0 on fp16 and
+   its bf16 kernel on bf16. CUTLASS takes cuSPARSELt's constants with its own tile and no split
    (an assumption: no CUTLASS 2:4 kernel runs on the H200).
-4. **The searched algorithm**: the sweep (cuSPARSELt algorithms 0-7 called directly, graph replays on padded
-   ``x``) recorded times, not names; each candidate tile is fitted to the fastest times and the
-   best explaining one is kept.
+4. **The searched algorithm**: each candidate tile fitted to the sweep's fastest times, the
+   best kept (the sweep recorded times, not names).
 5. **Per GPU** with usable published points (A100, H100): the base set with the 2:4 families'
-   ``compute_eff`` refitted to that GPU's points, every backend together (large GEMMs, where it
-   decides the speedup). GPUs without any keep the base set.
+   ``compute_eff`` refitted to that GPU's points. GPUs without any keep the base set.
 
-:func:`evaluate` then reports the median ``|predicted speedup / measured - 1|`` per M regime on
-the **held-out Llama-3-70B shapes** (fp16, kernel time and graph replay), on **bf16 with each
-Llama-3-8B weight shape left out of the bf16 fit** (no Llama-3-70B shape was timed in bf16),
-**leave-one-source-out** on the published points, in-sample on the fit set, and checks the
+:func:`evaluate` reports the median ``|predicted speedup / measured - 1|`` per M regime on the
+held-out Llama-3-70B shapes, on bf16 with each weight shape left out of the bf16 fit,
+leave-one-source-out on the published points and in-sample, and :func:`ceiling_check` checks the
 ceilings on a grid.
 
 Example:
@@ -52,7 +44,7 @@ from .fitting import FREE, fit_family
 from ..hardware import get_gpu
 from .model import ALGORITHMS, L2_STATES, ceilings, predict
 from .scenarios import SCENARIOS
-from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelParams
+from .params import ASSUMED_PARAMS, DEFAULT_TILE_TABLES, KernelFamily, KernelParams
 from .published import FIT_RULES, HELD_OUT_MODEL, LONE, Point, points
 from .tiles import tile_table_from_names
 
@@ -90,10 +82,7 @@ def fit_points(pts: list[Point] | None = None) -> list[Point]:
 
 
 def legacy_graph_params(params: KernelParams) -> KernelParams:
-    """``params`` whose ``cached`` scenario is a legacy-method one-GEMM graph timing: the bench's replay artefact per call.
-
-    Only for comparing with such a timing (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`); a
-    serving engine's chain of calls does not pay it.
+    """``params`` as a legacy-method graph timing saw them (the bench's replay launch inside ``cached``).
 
     Example:
         >>> from twofour.roofline import DEFAULT_PARAMS
@@ -121,8 +110,12 @@ def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
     return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
 
 
-def _structure_points(pts) -> list[dict]:
-    return [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
+def _fit(pts: list[Point], side: str, family: KernelFamily, params: KernelParams, **kw) -> tuple:
+    """:func:`fit_family` on the ``side`` times of ``pts``, each as it was timed and with its weight."""
+    at = [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
+    weights = [p.extra.get("weight", 1.0) for p in pts]
+    return fit_family(at, [getattr(p, f"{side}_us") for p in pts], family, params, sparse=side == "sparse",
+                      extra_us=_extra_us(pts, params, side), weights=weights, **kw)
 
 
 def _call_costs(pts: list[Point]) -> dict:
@@ -182,12 +175,8 @@ def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
         cublas=replace(ASSUMED_PARAMS.cublas, tiles=cublas_tiles, helper_split_us=helpers["splitk_reduce_us"]),
         cusparselt=replace(ASSUMED_PARAMS.cusparselt, tiles=((None, None, stn, stm),), helper_split_us=helpers["memset_us"]))
     fp16 = [p for p in fit_set if p.dtype == "fp16"]
-    sp = _structure_points(fp16)
-    w = [p.extra.get("weight", 1.0) for p in fp16]
-    fam_d, params, rms_d = fit_family(sp, [p.dense_us for p in fp16], params.cublas, params, sparse=False,
-                                      extra_us=_extra_us(fp16, params, "dense"), weights=w, fit_dram=True)
-    fam_s, _, rms_s = fit_family(sp, [p.sparse_us for p in fp16], params.cusparselt, params, sparse=True,
-                                 extra_us=_extra_us(fp16, params, "sparse"), weights=w)
+    fam_d, params, rms_d = _fit(fp16, "dense", params.cublas, params, fit_dram=True)
+    fam_s, _, rms_s = _fit(fp16, "sparse", params.cusparselt, params)
     params = replace(params, cublas=fam_d, cusparselt=fam_s,
                      cutlass=replace(fam_s, tiles=DEFAULT_TILE_TABLES["cutlass"], cta_target=0, max_split=1,
                                      helper_split_us=0.0))
@@ -205,15 +194,11 @@ def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
 
 
 def fit_bf16(params: KernelParams, pts: list[Point]) -> tuple:
-    """The bf16 2:4 kernel's family fitted to bf16 points (cuSPARSELt's tile and split rule), and its rms log error.
-
-    Fewer than enough points (a run without bf16) keep the fp16 family: the only evidence there is.
-    """
+    """The bf16 2:4 family fitted to bf16 points, and its rms log error (too few points: the fp16 family)."""
     if len(pts) < len(FREE):
         return params.cusparselt, float("nan")
     start = replace(params.cusparselt, tiles=DEFAULT_TILE_TABLES["cusparselt_bf16"])
-    fam, _, rms = fit_family(_structure_points(pts), [p.sparse_us for p in pts], start, params, sparse=True,
-                             extra_us=_extra_us(pts, params, "sparse"), weights=[p.extra.get("weight", 1.0) for p in pts])
+    fam, _, rms = _fit(pts, "sparse", start, params)
     return fam, rms
 
 
@@ -305,10 +290,9 @@ def error_table(rows: list[dict], by: str = "regime") -> list[dict]:
 
 
 def ceiling_check(params_for, *, Ms=None, shapes=None, gpus=("H200", "H100", "A100"), dtypes=("fp16", "bf16", "fp8", "int8")) -> dict:
-    """The largest predicted speedup over a grid against its ceiling, and how often the guard bound.
+    """Largest predicted speedup over a grid against its ceiling (at most 1), and how often the guard bound.
 
-    ``params_for(gpu)``: the parameter set of a GPU. Returns counts and the worst ratio to the
-    ceiling (2x; ``1 / packed_ratio`` where the dense kernel is memory-bound), which must not pass 1.
+    ``params_for(gpu)``: the parameter set of a GPU.
     """
     Ms = Ms or [2 ** i for i in range(17)]
     shapes = shapes or [(n, k) for n in (512, 1024, 2048, 3072, 4096, 5120, 8192, 14336, 16384, 28672)
@@ -405,10 +389,7 @@ def fit_inputs() -> list[Path]:
 
 def save(path=None, *, pts: list[Point] | None = None, cal: Calibration | None = None,
          errors: dict | None = None) -> Path:
-    """Fit everything (unless ``cal`` is given), evaluate, check the ceilings, and write the JSON (default: the package data).
-
-    Written atomically and never over one of :func:`fit_inputs` (:mod:`twofour._common.atomic`).
-    """
+    """Fit unless ``cal`` is given, evaluate, check the ceilings, and write the JSON (never over an input)."""
     from .._common.atomic import check_output, write_text
 
     path = Path(path) if path is not None else FIT_PATH

@@ -1,9 +1,7 @@
 """What the kernel model is fitted to and checked against, read from this project's GPU run (``twofour/data``).
 
-Everything here only reads recorded files (the kernel tables, the GEMM-chain traces, the
-results files' kernel names); nothing computes a model. The timed points themselves, with
-their fit eligibility and flags, are :func:`twofour.roofline.published.points`; which are fitted
-and which held out is decided in :mod:`.calibration`.
+Everything here only reads recorded files (kernel tables, GEMM-chain traces, the results
+files' kernel names). The timed points themselves are :func:`twofour.roofline.published.points`.
 
 Example:
     >>> [(p.N, p.K, round(p.speedup, 2)) for p in trace_points()][:2]
@@ -86,10 +84,9 @@ def per_layer_us(tag: str) -> dict[str, float]:
 def trace_points(weight: float = 5.0) -> list:
     """The graph traces' GEMMs as dense vs 2:4 :class:`~twofour.roofline.published.Point`s, one per weight shape.
 
-    Kernel time (layers of one shape averaged) of kernels back to back in a replayed decode
-    step, with no L2 flush between them (``extra["l2"] == "clean"``): next to the bench's flushed
-    calls they pin down what the flush costs. ``extra["weight"]``: how much one such point counts
-    in the fit against one bench point.
+    Kernel time (layers of one shape averaged) back to back in a replayed decode step, no L2 flush
+    (``extra["l2"] == "clean"``): next to the bench's flushed calls they pin down what the flush
+    costs. ``extra["weight"]``: what one such point counts in the fit against one bench point.
     """
     from ..dispatch.trace.read import recorded
     from .published import Point
@@ -118,9 +115,8 @@ STEP_GAP_US = 10.0
 def chain_idle_us(tag: str) -> float:
     """µs of idle device time per GEMM inside the captured chains of trace ``tag`` (``"dense-graph"``, ``"sparse-graph"``).
 
-    The sum of the gaps between consecutive kernels (helpers included) of each replayed chain,
-    gaps of :data:`STEP_GAP_US` or more (between chains) left out, over the number of GEMM
-    kernels: what one call adds to its kernels when calls run back to back from a CUDA graph.
+    The gaps between consecutive kernels (helpers included), those of :data:`STEP_GAP_US` or more
+    (between chains) left out, summed over the number of GEMM kernels.
 
     Example:
         >>> round(chain_idle_us("dense-graph"), 2), round(chain_idle_us("sparse-graph"), 2)

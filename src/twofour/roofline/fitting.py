@@ -3,15 +3,11 @@
 Per family the free numbers are ``compute_eff``, ``sm_compute_eff``, ``mem_eff``, ``per_sm_gbs``,
 ``fill_gain`` and ``latency_us`` (:class:`~twofour.roofline.KernelFamily`); with ``fit_dram``
 the GPU-wide ``dram_eff``, ``flush_dirty_mb`` and ``flush_dirty_frac`` too (fitted on the dense
-side: its kernels are the ones DRAM limits). Tiles and the split-K rule are not fitted: they are
-read off the kernel names. The loss is the sum of squared ``log(predicted / measured)`` times,
-so a 10 µs decode GEMM weighs as much as a 10 ms prefill one.
-
-The model's time arithmetic is repeated here on numpy arrays (:class:`Structure` holds what does
-not depend on the fitted numbers: the model's own launch and bytes, FLOPs per CTA), so one
-evaluation of the loss over a hundred points costs microseconds and a whole fit runs in well under
-a second; ``tests/toolkit/roofline/test_roofline.py`` checks that it gives exactly what
-:func:`twofour.roofline.kernel_time` gives.
+side: its kernels are the ones DRAM limits). Tiles and the split-K rule are read off the kernel
+names. The loss is the sum of squared ``log(predicted / measured)`` times, so a 10 µs decode GEMM
+weighs as much as a 10 ms prefill one. The model's arithmetic is repeated on numpy arrays
+(:class:`Structure`: what the fitted numbers do not change), so a whole fit runs in under a
+second; the tests check that it gives exactly what :func:`twofour.roofline.kernel_time` gives.
 
 Example:
     >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2
@@ -22,8 +18,10 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
+
+import numpy as np
 
 from ..hardware import get_gpu
 from .model import launch_bytes, pad_multiple
@@ -37,8 +35,6 @@ FREE_DRAM = ("dram_eff", "flush_dirty_mb", "flush_dirty_frac")
 
 def nelder_mead(f, x0, *, step: float = 0.3, iters: int = 3000, tol: float = 1e-10):
     """Minimise ``f`` from ``x0`` (a list of floats); returns the best point found (a list)."""
-    import numpy as np
-
     n = len(x0)
     pts = [np.array(x0, float)] + [np.array(x0, float) + step * np.eye(n)[i] for i in range(n)]
     vals = [f(p) for p in pts]
@@ -92,8 +88,6 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     ``extra_us``: per point, µs added to the kernel time (the graph replay's cost for points
     timed as CUDA-graph replays); default 0.
     """
-    import numpy as np
-
     rows = []
     for p in points:
         get = (lambda k, d=None: p.get(k, d)) if isinstance(p, dict) else (lambda k, d=None: getattr(p, k, d))
@@ -113,8 +107,6 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
 
 def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
     """The kernel times (µs, a numpy array) of :func:`structure`'s points plus ``extra_us``: the model's arithmetic."""
-    import numpy as np
-
     sat = s.mem_bw * family.mem_eff
     per_sm = family.per_sm_gbs * (1 + family.fill_gain * s.fill)
     bw = sat * s.busy / (s.busy + sat / per_sm)
@@ -125,11 +117,6 @@ def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
     gemm = family.latency_us + np.maximum(t_compute, t_memory)
     helpers = np.where(s.split > 0, family.helper_split_us, 0.0) + np.where(s.pad > 0, params.pad_us, 0.0)
     return gemm + helpers + s.extra_us
-
-
-def _fields_of(obj) -> dict:
-    """A dataclass's fields as a flat dict (no deep copy, unlike :func:`dataclasses.asdict`)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 def _logit(p):
@@ -177,8 +164,6 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
         >>> rms < 0.01
         True
     """
-    import numpy as np
-
     s = structure(points, family, sparse=sparse, extra_us=extra_us)
     meas = np.array(measured_us, dtype=float)
     w = np.ones(len(meas)) if weights is None else np.array(weights, dtype=float)
@@ -187,7 +172,7 @@ def fit_family(points, measured_us, family: KernelFamily, params: KernelParams, 
 
     # The loss runs some 100,000 times per fit: it reads the numbers off plain namespaces rather than
     # building validated dataclasses (that took a third of the fit's time); the result is built once.
-    fixed_fam, fixed_prm = _fields_of(family), _fields_of(params)
+    fixed_fam, fixed_prm = vars(family), vars(params)
 
     def loss(x):
         fam, prm = _numbers(x, fit_dram)

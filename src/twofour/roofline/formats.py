@@ -12,21 +12,12 @@ The metadata and the scales do not shrink with the values, so the smaller the va
 2:4 adds: bf16 9 of 16 bits (1.78x fewer bytes), fp8 5 of 8 (1.6x), int4 with a 16-bit scale per
 128 weights 3.125 of 4.125 (1.32x).
 
-On top of the bits, this module gives:
-
-* :func:`model_weight_bytes`: the weight bytes of a transformer in a format (which layers are in
-  which format is an argument: Sparse-Llama keeps the LM head dense, torchao's int4 runs quantize it);
-* :func:`decode_step_bytes` and :func:`decode_tokens_per_s`: a decode step as bytes, and the rate
-  a bandwidth efficiency turns them into;
-* :func:`capacity_at_tpot`: the capacity win. Weight bytes a format frees become KV cache, i.e.
-  more sequences per GPU, and a lighter step leaves more of a time-per-output-token (TPOT) budget
-  for KV reads. The batch a GPU can serve at a TPOT target is the smaller of what memory holds
-  and what the target allows.
-
-It is a bytes model: no compute limit, no kernel overheads. It is checked against published
-runs (tests): torchao's Llama-3-8B model sizes and its Sparse-Marlin decode result (A100-80GB,
-batch 1), and the fp8 2:4 vs fp8 FFN timing of pytorch/ao PR #2012. Published kernels reach only
-part of each bytes ceiling, which is what those checks show.
+On top of the bits: a transformer's weight bytes in a format (:func:`model_weight_bytes`), a
+decode step as bytes and the rate a bandwidth turns them into (:func:`decode_step_bytes`,
+:func:`decode_tokens_per_s`), and the capacity win (:func:`capacity_at_tpot`): weight bytes a
+format frees become KV cache, and a lighter step leaves more of a time-per-output-token budget
+for KV reads. It is a bytes model (no compute limit, no kernel overheads), checked in the tests
+against torchao's Llama-3-8B sizes and Sparse-Marlin decode result and pytorch/ao PR #2012.
 
 Example:
     >>> round(bits_per_weight("bf16+2:4") / bits_per_weight("bf16"), 4)
@@ -116,12 +107,10 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
                       "2-bit indices per 4 weights (IST-DASLab/Sparse-Marlin README)"),
 )}
 
-# Memory of the GPUs the chapters use as the device reports it (nvidia-smi's memory.total, MiB),
-# which is what an allocator divides up, not the data sheet's label (L4 24 GB, A100 SXM 80 GB, H100
-# SXM 80 GB, H200 141 GB; GB = 1e9 bytes): the "141 GB" H200 reports 143,771 MiB (150.8e9 bytes),
-# measured on this project's H200 (benchmarks/gpu-runs/2026-11-30-nvidia-h200/environment.txt); an
-# H100 80GB HBM3 reports 81,559 MiB (nvidia-smi output in NVIDIA/nccl#1264); an A100 80GB 81,920 MiB
-# and an L4 23,034 MiB (nvidia-smi totals listed in modal-labs/modal-client#2797).
+# Memory of the GPUs the chapters use as the device reports it (nvidia-smi's memory.total, MiB), which
+# is what an allocator divides up, not the data sheet's label: the "141 GB" H200 reports 143,771 MiB
+# (benchmarks/gpu-runs/2026-11-30-nvidia-h200/environment.txt); an H100 80GB HBM3 81,559 MiB
+# (NVIDIA/nccl#1264); an A100 80GB 81,920 MiB and an L4 23,034 MiB (modal-labs/modal-client#2797).
 GPU_MEMORY_BYTES: dict[str, int] = {"L4": 23_034 << 20, "A100": 81_920 << 20, "H100": 81_559 << 20, "H200": 143_771 << 20}
 
 # torchao sparsity README (v0.15.0, "LLama3" table): Llama-3-8B on an A100-80GB, batch 1,
@@ -164,9 +153,7 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
 
     Returns:
         ``{"block", "lm_head", "embedding", "norms", "resident", "read_per_token"}`` in bytes:
-        ``resident`` is everything in memory; ``read_per_token`` what a decode step streams
-        (block + LM head + norms: the embedding table is only gathered), which is what torchao
-        reports as "model size".
+        ``read_per_token`` (all but the embedding) is what torchao reports as "model size".
     """
     if not isinstance(cfg, TransformerConfig):
         raise TypeError(f"cfg must be a twofour.models.TransformerConfig, got {type(cfg).__name__}")
@@ -186,7 +173,6 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
 # a TPOT beyond an hour or a tolerance outside [1e-12, 0.5] is a typo, not a question.
 _MAX_BYTES = 1e18
 _MAX_TPOT_S = 3600.0
-_TOL_RANGE = (1e-12, 0.5)
 _MAX_CONTEXT = 2**40
 _MAX_KV_ELEMENT = 64.0  # bytes per cached element: fp64 is 8
 _MAX_BATCH = 2**53  # past it a float cannot count sequences one by one
@@ -281,18 +267,14 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
     """The capacity win: the batch a GPU can serve at ``context`` tokens without missing a TPOT target.
 
     Memory: ``memory_fraction`` of the GPU's memory, minus the resident weights, holds the KV
-    caches, ``context * kv_bytes_per_token`` per sequence. Time: a decode step reads the weights
-    and every sequence's KV cache at ``bandwidth_efficiency`` of the GPU's bandwidth, plus a fixed
-    ``step_overhead_s``; the batch must keep it within ``tpot_target_s``. A format that frees
-    weight bytes raises both limits.
+    caches. Time: a step reads the weights and every sequence's KV cache at
+    ``bandwidth_efficiency`` of the bandwidth, plus ``step_overhead_s``, within ``tpot_target_s``.
 
     Args:
         cfg, gpu, fmt: model, GPU (name from :mod:`twofour.hardware`), format of the block linears.
         context: tokens in each sequence's KV cache (prompt plus output so far).
         tpot_target_s: the service-level target for the time per output token, seconds.
-        memory_bytes: the GPU's memory in bytes; default what the device reports,
-            :data:`GPU_MEMORY_BYTES` (not the data sheet's decimal GB: an H200's "141 GB" is
-            143,771 MiB, about 150.8e9 bytes).
+        memory_bytes: the GPU's memory in bytes; default what the device reports, :data:`GPU_MEMORY_BYTES`.
         memory_fraction: share of memory for weights and KV (the rest: activations, the
             allocator, the runtime); 0.9 is an assumption.
         bandwidth_efficiency: share of peak bandwidth a decode step reaches. The default 0.7 is
@@ -369,10 +351,8 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
                                tol: float = 1e-4, **kw) -> float | None:
     """The slowest 2:4 kernel that still pays: the ``sparse_bandwidth_ratio`` at which ``fmt`` serves as many tokens/s as ``baseline``.
 
-    Below it the packed weights' capacity win is eaten by the slower weight read; above it
-    ``fmt`` serves more tokens per second at the TPOT target. Found by bisection on (0, 1];
-    None when even a kernel as fast as dense (ratio 1) does not beat ``baseline``. Other
-    keyword arguments go to :func:`capacity_at_tpot`.
+    Found by bisection on (0, 1]; None when even a kernel as fast as dense (ratio 1) does not
+    beat ``baseline``. Other keyword arguments go to :func:`capacity_at_tpot`.
 
     Example:
         >>> from twofour.models import LLAMA_3_70B
@@ -382,10 +362,9 @@ def break_even_bandwidth_ratio(cfg: TransformerConfig, gpu, fmt, baseline, *, co
     """
     if not weight_format(fmt).sparse_24:
         raise ValueError(f"fmt must be a 2:4 format (its kernel's bandwidth is what varies), got {fmt!r}")
-    lo_tol, hi_tol = _TOL_RANGE
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not lo_tol <= tol <= hi_tol:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 1e-12 <= tol <= 0.5:
         # a tol below one ulp of the bisection would never be reached: the loop would never end
-        raise ValueError(f"tol must be a number from {lo_tol:g} to {hi_tol:g}, got {_shown_number(tol)}")
+        raise ValueError(f"tol must be a number from 1e-12 to 0.5, got {_shown_number(tol)}")
 
     def gain(ratio: float) -> float:
         ours = capacity_at_tpot(cfg, gpu, fmt, context=context, tpot_target_s=tpot_target_s,

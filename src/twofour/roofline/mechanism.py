@@ -3,25 +3,11 @@
 One place holds the words of the *why* (:func:`why`, :func:`mechanism_paragraph`) and every
 surface takes them: the home page, chapters 4 and 7, the labs, the calculator's verdict and
 ``twofour trace``'s verdict. Every figure in them is computed here by :func:`mechanism_facts`
-from ``twofour/data``:
-
-* the **tile**: cuSPARSELt's default kernel (algorithm 0) names its output tile ``128 x 256``
-  (N x M) in the decode traces and in the kernel tables at M = 1, 16 and 4096, so its token tile
-  is 256 columns wide at every M (cuBLAS picks 8 or 16 at decode);
-* the **flat time**: in kernel time its gate/up GEMM takes about the same from M = 1 to 256 and
-  grows only once a second 256-token tile is needed (M = 512, 1024, 2048);
-* the **efficiency**: the math of the tiles it runs, over kernel time and the per-SM sparse peak
-  of the SMs it keeps busy, is about half of peak both at M = 256 (one token tile) and M = 2048;
-* the **padded math at one token**: each CTA of the traces' launch grids computes a 128 x 256
-  tile over K / split; at the full per-SM sparse peak that alone takes longer than streaming the
-  packed weight at the data sheet's bandwidth, so the kernel's time is set by math it did for
-  255 empty token columns, not by the weight's bytes.
-
-Split-K, the pad fill and copy, and per-call costs are sized beside it (:func:`mechanism_facts`
-``"secondary"``). What would prove it: hardware counters (tensor-pipe utilisation near the
-measured fraction with DRAM throughput well below peak); none were recorded. What it predicts:
-a kernel with a narrow token tile wins at decode (cuBLAS runs 8-wide tiles at M = 1; Hopper's
-sparse ``wgmma`` has n8 and n16 shapes).
+from ``twofour/data``: the **tile** (cuSPARSELt algorithm 0 names a ``128 x 256`` output tile, so
+its token tile is 256 wide at every M), the **flat time** of its gate/up GEMM from M = 1 to 256,
+its **efficiency** (about half of the busy SMs' sparse peak), and the **padded math at one
+token** (one tile's math per CTA takes longer than streaming the packed weight). Split-K, the pad
+and per-call costs are sized beside it (``"secondary"``).
 
 Example:
     >>> f = mechanism_facts()
@@ -34,6 +20,9 @@ Example:
 from __future__ import annotations
 
 import functools
+
+from ..hardware import get_gpu
+from .tiles import parse_kernel_name
 
 __all__ = ["mechanism_facts", "why", "mechanism_paragraph", "PADDED_TILE_WHY", "verdict_clause", "MEASURED_M"]
 
@@ -49,10 +38,6 @@ _GPU = "H200"
 _GATE_UP = (14336, 4096)
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 @functools.lru_cache(maxsize=1)
 def mechanism_facts() -> dict:
     """The figures the mechanism is stated with (a dict; see the module docstring for each).
@@ -66,9 +51,7 @@ def mechanism_facts() -> dict:
     """
     from ..bench import recorded_alg_search, recorded_results
     from ..dispatch.kernels import recorded_reports
-    from ..hardware import get_gpu
-    from .evidence import helper_costs, trace_grids
-    from .tiles import parse_kernel_name
+    from .evidence import helper_costs, trace_grids  # looked up on each call: a test plants a second tile
 
     gpu = get_gpu(_GPU)
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
@@ -98,21 +81,18 @@ def mechanism_facts() -> dict:
 
     def efficiency(M: int) -> float:
         N, K = _GATE_UP
-        tiles = _ceil(N, tile_n) * _ceil(M, tile_m)
+        tiles = -(-N // tile_n) * -(-M // tile_m)
         flops = 2 * tiles * tile_n * tile_m * K  # the math of the tiles run, padding included
         return flops / (flat[M] * 1e-6) / (per_sm * min(tiles, gpu.sms))
 
-    one_token = []
-    seen = {}
+    first = {}  # the first launch of each weight shape in the trace
     for g in grids:
-        seen.setdefault((g["N"], g["K"]), (g["layer"], g["ctas"], g["split"]))
+        first.setdefault((g["N"], g["K"]), g)
     groups = {(14336, 4096): "gate/up", (4096, 14336): "down", (4096, 4096): "q/o", (1024, 4096): "k/v"}
-    for (N, K), label in groups.items():
-        _, ctas, split = seen[(N, K)]
-        math_us = 2 * tile_n * tile_m * (K / split) / per_sm * 1e6
-        stream_us = N * K * 2 * 0.5625 / (gpu.mem_bw_gbs * 1e9) * 1e6
-        one_token.append({"layers": label, "N": N, "K": K, "ctas": ctas, "split": split,
-                          "math_us": math_us, "stream_us": stream_us})
+    one_token = [{"layers": label, "N": N, "K": K, "ctas": first[N, K]["ctas"], "split": first[N, K]["split"],
+                  "math_us": 2 * tile_n * tile_m * (K / first[N, K]["split"]) / per_sm * 1e6,
+                  "stream_us": N * K * 2 * 0.5625 / (gpu.mem_bw_gbs * 1e9) * 1e6}
+                 for (N, K), label in groups.items()]
 
     case = next(c for c in recorded_alg_search() if c["M"] == 16 and (c["N"], c["K"]) == _GATE_UP)
     helpers = helper_costs()
@@ -190,8 +170,6 @@ def verdict_clause(kernel_names) -> str:
     >>> verdict_clause(["some_other_kernel"])[:40]
     'the 2:4 kernel loses at this size: read '
     """
-    from .tiles import parse_kernel_name
-
     tiles = sorted({(k.tile_n, k.tile_m) for k in map(parse_kernel_name, kernel_names)
                     if k is not None and k.library == "cuSPARSELt"}, key=lambda t: -t[1])
     if not tiles:

@@ -1,13 +1,9 @@
 """Predicted time of ``y = x @ W.T``, dense vs 2:4, from the kernel each side runs.
 
-``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight, out x in), ``y`` is
-``[M, N]``. The model predicts each side from its kernel: the tile and split-K the library picks
-(:mod:`twofour.roofline.tiles`), so the CTAs it launches and the SMs they keep busy; the bytes it
-moves; the bandwidth that many SMs pull; the math each CTA does; and the fixed costs around it.
-Dense runs cuBLAS; 2:4 runs cuSPARSELt with PyTorch's default algorithm 0 (``algorithm=
-"default"``), cuSPARSELt with the fastest algorithm a search finds (``algorithm="searched"``), or
-PyTorch's CUTLASS kernels (``backend="CUTLASS"``). Each family has its own
-:class:`~twofour.roofline.KernelFamily`; all of them sit in one
+``x`` is ``[M, K]`` (M tokens), ``W`` is ``[N, K]`` (``nn.Linear`` weight), ``y`` is ``[M, N]``.
+Dense runs cuBLAS; 2:4 runs cuSPARSELt algorithm 0 (PyTorch's default, ``algorithm="default"``),
+the fastest algorithm a search finds (``algorithm="searched"``), or CUTLASS (``backend="CUTLASS"``).
+Each family has its own :class:`~twofour.roofline.KernelFamily` in one
 :class:`~twofour.roofline.KernelParams`, fitted by :mod:`twofour.roofline.calibration`.
 
 One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain arithmetic, so
@@ -32,35 +28,23 @@ One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain
 
 Why each term: a kernel computes whole tiles, so its math is that of ``tile_m`` token columns
 whatever M is. PyTorch's default 2:4 kernel (cuSPARSELt algorithm 0) has a 128 x 256 tile whose
-256 columns are tokens: at one token it does the math of 256 (its time is flat from M = 1 to 256
-and grows with the M-tile waves beyond, at about half of the per-SM sparse peak), and that
-padded math, not the weight's bytes, sets its decode time. bf16 runs another kernel of the same
-tile (its own family, about 1.7x slower at decode). The kernel also launches few CTAs (32 on
-132 SMs for N = 1024), so the SMs it keeps busy, not the data sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to
-49.5% of the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py`` recomputes
-the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench``
-flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty lines,
-which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
+256 columns are tokens: at one token it does the math of 256, and that padded math, not the
+weight's bytes, sets its decode time (bf16 runs another kernel of the same tile, its own family).
+It also launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the data
+sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to 49.5% of
+the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py``
+recomputes the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour
+bench`` flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty
+lines, which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
 
-``l2`` is ``"clean"`` by default (kernels back to back in a decode step, as the traces recorded
-them); ``"flushed"`` is how ``twofour bench`` measured, and what a comparison with its results
-files needs.
-
-Then the scenario (:mod:`twofour.roofline.scenarios`): ``kernel`` is ``kernel_us``; ``cached``
-adds the idle time between kernels inside a captured chain of calls (``graph_dense_us`` /
-``graph_sparse_us``, from the GEMM-chain traces); ``eager`` is
-``max(kernel_us, host_us)``, cuSPARSELt paying ``host_sparse_us`` (a plan per call) and cuBLAS
-and CUTLASS ``host_dense_us``.
+The scenario (:mod:`twofour.roofline.scenarios`) then adds what a call pays beyond its kernels.
 
 **Ceiling guard.** A 2:4 GEMM can never beat dense by more than 2x (compute) or
 ``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
 raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
-The tables were read on one GPU and a few shapes, and where cuBLAS's table gives a badly
-quantized tile the raw ratio can pass a ceiling. With the stored fit the guard binds in 238 of a
-grid of 134,640 predictions, 0.2% (fp16, bf16, fp8, int8 on the H200, H100 and A100; M from 1 to
-65536; 60 weight shapes; both algorithms; 3 scenarios; L2 flushed and clean): all at M = 64 to
-4096, 176 of them on the A100, a GPU the tables were not read on. ``twofour calibrate`` recounts
-it (``checks.ceilings`` in ``kernel-fit.json``; ``tests/toolkit/roofline/test_roofline.py`` checks the share).
+With the stored fit the guard binds in 238 of a grid of 134,640 predictions, 0.2% (all at M = 64
+to 4096, 176 of them on the A100, a GPU the tables were not read on; ``twofour calibrate``
+recounts it over its grid, ``checks.ceilings`` in ``kernel-fit.json``).
 
 Assumptions, each a simplification a measurement can contradict:
 
@@ -71,10 +55,7 @@ Assumptions, each a simplification a measurement can contradict:
 * each byte crosses DRAM once (no re-reads of x or W across tiles; L2 reuse is not modelled);
 * 8-bit GEMMs write bf16 (2 bytes per output element), as scaled matmuls usually do.
 
-The error this leaves is measured, not assumed: :func:`fit_summary` states it per M regime on
-shapes the fit never saw and on published points whose source was left out.
-
-2:4 next to quantization is in :mod:`twofour.roofline.formats`.
+The error this leaves is measured: :func:`fit_summary` states it per M regime on held-out points.
 
 Example:
     >>> from twofour.roofline import predict
@@ -85,8 +66,6 @@ Example:
     True
     >>> predict(16, 14336, 4096, "fp16", "H200", algorithm="searched").speedup > 1   # gate/up, a narrower tile
     True
-    >>> predict(1, 4096, 4096, "fp16", "H200", scenario="eager").bound_sparse   # a plan per call
-    'host'
 """
 
 from __future__ import annotations
@@ -133,16 +112,13 @@ def _gemm_dtype(dtype) -> str:
     return d
 
 
-_TORCH_DTYPE = {d: getattr(torch, f.torch_name, None) for d, f in DTYPES.items()}
-
-
 @functools.lru_cache(maxsize=None)
 def _live_pad_multiple(backend: str, d: str) -> int | None:
     """The installed torch's rule, read by :mod:`twofour.dispatch` (None if unavailable)."""
     try:
         from ..dispatch.rules import backend_rules
 
-        rule = backend_rules(backend.lower()).shapes.get(_TORCH_DTYPE[d])
+        rule = backend_rules(backend.lower()).shapes.get(getattr(torch, DTYPES[d].torch_name, None))
         return None if rule is None else int(rule.dense_min_rows)
     except (ImportError, AttributeError, KeyError, ValueError, TypeError):
         return None
@@ -233,8 +209,8 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
                       t_compute, t_memory, gemm, helpers, gemm + helpers)
 
 
-# A GEMM dimension beyond an int64 is no GEMM (a request's prefill M = batch x prompt can pass
-# 2^31), and it keeps 2 * M * N * K a finite float: 10**400 rows overflowed into a traceback.
+# A GEMM dimension beyond an int64 is no GEMM (a prefill M = batch x prompt can pass 2^31), and the
+# bound keeps 2 * M * N * K a finite float.
 MAX_DIM = 2**63 - 1
 # crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
 # smallest winning M); beyond this a GEMM is a batch of smaller ones.
@@ -355,7 +331,7 @@ class Prediction:
 
 
 def _predict(M, N, K, spec, d, backend, params, scenario, algorithm, l2, mult) -> Prediction:
-    fam = family_for(backend, algorithm, True, d)
+    fam = family_for(backend, algorithm, d)
     kd = _kernel_time(M, N, K, d, spec, "cublas", params.cublas, params, mult, l2)
     ks = _kernel_time(M, N, K, d, spec, fam, params.family(fam), params, mult, l2)
     host_sparse = params.host_sparse_us if fam.startswith("cusparselt") else params.host_dense_us
@@ -381,10 +357,9 @@ def predict(M: int, N: int, K: int, dtype="fp16", gpu="H100", backend: str | Non
         backend: ``"cuSPARSELt"`` or ``"CUTLASS"`` (any case); default: the GPU's preferred one.
         params: :class:`KernelParams`; default :func:`default_params` of the GPU and backend (fitted).
         scenario: ``"eager"``, ``"cached"`` (default) or ``"kernel"`` (:mod:`.scenarios`).
-        algorithm: ``"default"`` (cuSPARSELt algorithm 0, what PyTorch passes unless told
-            otherwise) or ``"searched"`` (the fastest algorithm a search finds; cuSPARSELt only).
-        l2: ``"clean"`` (default: calls back to back, as in a decode step) or ``"flushed"`` (as
-            ``twofour bench`` measured: pass it to compare with its results files; module doc).
+        algorithm: ``"default"`` (cuSPARSELt algorithm 0) or ``"searched"`` (cuSPARSELt only).
+        l2: ``"clean"`` (calls back to back, as in a decode step) or ``"flushed"`` (as ``twofour
+            bench`` measured: pass it to compare with its results files).
 
     Example:
         >>> p = predict(4096, 4096, 4096, "bf16", "A100")
@@ -459,8 +434,6 @@ def ceilings(dtype) -> dict[str, float]:
     Example:
         >>> ceilings("fp16")
         {'compute': 2.0, 'memory': 1.7777777777777777}
-        >>> round(ceilings("int8")["memory"], 3)
-        1.6
     """
     d = _gemm_dtype(dtype)
     return {"compute": 2.0, "memory": 1 / DTYPES[d].packed_ratio}

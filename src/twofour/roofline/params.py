@@ -14,11 +14,9 @@ from ..vocabulary import CUTLASS
 __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "ASSUMED_PARAMS", "DEFAULT_PARAMS",
            "default_params", "fit_summary", "family_for"]
 
-# The kernel families the model knows, as KernelParams names them, and which one a side runs:
-# cuBLAS for dense; cuSPARSELt with PyTorch's default algorithm 0 (fp16, fp8, int8), its bf16
-# kernel (another kernel: the H200's kernel tables name `..._bf16bf16_..._cgasize1x1x1` where
-# fp16 runs `cgasize4x1x1`, 78.9 vs 44.7 µs for gate/up at M = 1), or the fastest algorithm a
-# search finds; PyTorch's CUTLASS 2:4 kernels.
+# The kernel families the model knows: cuBLAS for dense; cuSPARSELt algorithm 0 (fp16, fp8, int8),
+# its bf16 kernel (another kernel: the H200's tables name `..._bf16bf16_..._cgasize1x1x1` where
+# fp16 runs `cgasize4x1x1`), or the fastest algorithm a search finds; PyTorch's CUTLASS kernels.
 FAMILIES = ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass")
 
 # Tile tables as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS 13.1, cuSPARSELt 0.8.0); how
@@ -118,18 +116,14 @@ class KernelParams:
 
     Attributes:
         cublas, cusparselt, cusparselt_bf16, cusparselt_searched, cutlass: the families (:data:`FAMILIES`).
-        pad_us: the 2:4 path's padding of ``x`` (a fill and a device copy) when M is not a
-            multiple of the row multiple (measured kernels).
-        graph_dense_us, graph_sparse_us: the idle time per GEMM between kernels inside a captured
-            chain of calls (the GEMM-chain traces): what the ``cached`` scenario adds per call.
-        bench_replay_dense_us, bench_replay_sparse_us: what ``twofour bench``'s graph mode added
-            per call before it recorded its timing method (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`:
-            one-GEMM graphs started on an idle device, so the host's replay launch sits inside the
-            timed window; medians of graph minus kernel time). Not a cost of serving: the fit adds it
-            to the model only where it compares with a legacy-method graph timing.
-        host_dense_us, host_sparse_us: host time per eager call, back to back (cuSPARSELt builds
-            descriptors and a plan per call; CUTLASS does not, so it pays the dense one): the
-            ``eager`` scenario's floor.
+        pad_us: the 2:4 path's padding of ``x`` (a fill and a copy) when M is not a row multiple.
+        graph_dense_us, graph_sparse_us: the idle time per GEMM inside a captured chain of calls:
+            what the ``cached`` scenario adds per call.
+        bench_replay_dense_us, bench_replay_sparse_us: the host's replay launch inside a legacy-method
+            graph timing (:data:`twofour.bench.gpu_timing.LEGACY_METHODS`; medians of graph minus
+            kernel time). Not a cost of serving: the fit adds it only to compare with such a timing.
+        host_dense_us, host_sparse_us: host time per eager call, the ``eager`` scenario's floor
+            (cuSPARSELt builds a plan per call; CUTLASS does not, so it pays the dense one).
         dram_eff, flush_dirty_mb, flush_dirty_frac: DRAM's achievable fraction, shared by a
             kernel's reads and the write-back of the dirty lines a *writing* L2 flush leaves
             (``min(n_bytes * frac, mb)``), as ``twofour bench`` flushes before every call.
@@ -198,17 +192,15 @@ class KernelParams:
         return replace(self, **{name: replace(self.family(name), **changes)})
 
 
-def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") -> str:
-    """The family a side runs: ``cublas`` (dense), ``cutlass``, ``cusparselt``, ``cusparselt_bf16`` or ``cusparselt_searched``.
+def family_for(backend: str, algorithm: str, dtype: str = "fp16") -> str:
+    """The 2:4 side's family: ``cutlass``, ``cusparselt``, ``cusparselt_bf16`` or ``cusparselt_searched``.
 
     Example:
-        >>> family_for("cuSPARSELt", "searched", True), family_for("CUTLASS", "default", True)
+        >>> family_for("cuSPARSELt", "searched"), family_for("CUTLASS", "default")
         ('cusparselt_searched', 'cutlass')
-        >>> family_for("cuSPARSELt", "default", True, "bf16")     # bf16's algorithm 0 is its own kernel
+        >>> family_for("cuSPARSELt", "default", "bf16")     # bf16's algorithm 0 is its own kernel
         'cusparselt_bf16'
     """
-    if not sparse:
-        return "cublas"
     if backend == CUTLASS.name:
         return "cutlass"
     if algorithm != "default":
@@ -216,9 +208,7 @@ def family_for(backend: str, algorithm: str, sparse: bool, dtype: str = "fp16") 
     return "cusparselt_bf16" if dtype == "bf16" else "cusparselt"
 
 
-# What the model assumes before any fit (round numbers, the H200's tables): kept for a reader
-# without the fit file, and as the starting point of the fit. The fitted sets are in
-# twofour/data/kernel-fit.json (default_params).
+# What the model assumes before any fit (round numbers, the H200's tables): the fit's starting point.
 _ASSUMED_SPARSE = KernelFamily(DEFAULT_TILE_TABLES["cusparselt"], cta_target=120, max_split=4, min_k_iters=16,
                                compute_eff=0.5, sm_compute_eff=0.8, mem_eff=0.7, per_sm_gbs=40.0, fill_gain=1.0,
                                latency_us=10.0, helper_split_us=0.8)
@@ -265,8 +255,7 @@ def fit_key(gpu=None, backend: str | None = None) -> str | None:
 def default_params(gpu=None, backend: str | None = None) -> KernelParams:
     """The fitted parameter set for ``gpu`` and ``backend`` (``twofour/data/kernel-fit.json``).
 
-    Looked up as ``"GPU/backend"``, then ``"GPU"``, then the base set (fitted on the GPU
-    measured here). Without the file: :data:`ASSUMED_PARAMS`.
+    Looked up as ``"GPU/backend"``, then ``"GPU"``, then the base set; no file: :data:`ASSUMED_PARAMS`.
 
     Example:
         >>> default_params("H200") == DEFAULT_PARAMS
@@ -299,10 +288,8 @@ def fit_summary(gpu=None, backend: str | None = None) -> str:
         return "assumed parameters, not fitted (no twofour/data/kernel-fit.json)"
     key = fit_key(gpu, backend)
     name = get_gpu(gpu).name if gpu is not None else None
-    if key is None:
-        note = f"no usable measurement on this GPU, so the base set, fitted on {fit['base']['source']}"
-    else:
-        note = fit["per_gpu"][key]["note"]
+    note = (fit["per_gpu"][key]["note"] if key is not None
+            else f"no usable measurement on this GPU, so the base set, fitted on {fit['base']['source']}")
     err = fit["errors"]
     held = err["held_out"]
     pub = err["published_leave_one_source_out"]

@@ -1,40 +1,23 @@
 """Dense vs 2:4 timings measured by others and by this project, as one list of points.
 
-Two sources feed the kernel model:
+Two sources feed the kernel model: **published** (``twofour/data/published-gemm.json``, records
+from public sources, each with its ``reliability``, ``caveats`` and ``source_url``; nothing in it
+was measured here) and **measured** (the results files ``twofour bench`` wrote on a GPU, one
+point per shape, M, dtype, backend and timing mode). :func:`points` returns both as
+:class:`Point` objects in one convention (``y = x @ W.T``, ``x`` ``[M, K]``, ``W`` ``[N, K]``,
+times in µs) and says for each whether the model may be fitted to it (:attr:`Point.excluded`,
+by the rules :data:`FIT_RULES`). Contradictions between sources are shown side by side, never
+averaged away.
 
-* **published**: ``twofour/data/published-gemm.json``, 89 records from 25+ public sources
-  (GitHub issues and PRs, blogs, READMEs), each with its GPU, dtype, backend, shape, timing,
-  ``reliability``, ``caveats`` and ``source_url``. Nothing in it was measured by this project.
-* **measured**: the results files ``twofour bench`` wrote on a GPU (``twofour/data/bench-*.json``),
-  one point per (shape, M, dtype, backend, timing mode), with the run's provenance.
-
-:func:`points` returns both as :class:`Point` objects in one convention (``y = x @ W.T`` with
-``x`` ``[M, K]`` and ``W`` ``[N, K]``; times in µs; GPU, backend and dtype names as
-:mod:`twofour.hardware` and :mod:`twofour.roofline` spell them) and says, for each point,
-whether the kernel model may be fitted to it and why not (:attr:`Point.excluded`). The rules
-(:data:`FIT_RULES`) are written down here once, so every page that shows the fit can list them.
-
-Every point keeps its ``reliability``, ``caveats`` and ``source_url``: contradictions between
-sources are shown side by side, never averaged away.
-
-Which scenario a timing belongs to (see :data:`twofour.roofline.SCENARIOS`):
-
-* ``eager``: PyTorch eager calls issued back to back, as a model's forward pass issues them:
-  ``twofour bench``'s ``stream`` mode, and published timings of ``F.linear`` / ``torch.mm`` on
-  a sparse tensor (``torch.utils.benchmark`` and friends time repeated calls);
-* ``cached``: a CUDA-graph replay, plans cached: ``twofour bench``'s ``graph`` mode;
-* ``kernel``: the kernels' own time: ``twofour bench``'s ``kernel`` mode (profiler kernel
-  time), library examples and profilers that reuse a plan (cuSPARSELt samples, the CUTLASS
-  profiler), a single GEMM's timing (scope ``gemm_kernel``), and PyTorch with descriptors and
-  plans cached (pytorch#177866, back-to-back calls no longer waiting for the host);
-* measured only, kept as evidence and not fitted: ``lone`` (``twofour bench``'s ``lone``
-  mode: one call with the device idle before it, so host and device time add up).
-
-Each measured point says how it was timed (``extra["method"]``,
-:meth:`twofour.bench.Results.timing_method`); ``extra["legacy_replay"]`` is True for a graph
-timing of the legacy method, whose window held the host's replay launch
-(:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``extra["l2"]`` is ``"flushed"`` where the
-method wrote a flush buffer before each call.
+A timing's scenario (:data:`twofour.roofline.SCENARIOS`): ``eager`` for ``twofour bench``'s
+``stream`` mode and published timings of ``F.linear`` / ``torch.mm`` on a sparse tensor;
+``cached`` for its ``graph`` mode; ``kernel`` for its ``kernel`` mode, library examples and
+profilers that reuse a plan, a single GEMM's timing (scope ``gemm_kernel``) and PyTorch with
+plans cached (pytorch#177866). Its ``lone`` mode (one call on an idle device) is kept as
+evidence, not fitted. A measured point's ``extra`` says how it was timed (``method``),
+whether it is a legacy-method graph timing holding the host's replay launch (``legacy_replay``,
+:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``l2`` (``"flushed"`` where the method
+wrote a flush buffer before each call).
 
 Example:
     >>> pts = points()
@@ -175,14 +158,6 @@ def _to_us(value, unit: str | None) -> float | None:
     return None  # a unit we cannot read: keep the speedup only
 
 
-def _gpu(text) -> str | None:
-    """The twofour.hardware name of a record's GPU (its aliases hold the records' spellings), None if not described."""
-    try:
-        return get_gpu(text).name
-    except ValueError:
-        return None
-
-
 def _published_scenario(r: dict) -> str:
     """Kernel time: library examples, profilers, a single GEMM's timing, PyTorch with plans cached; else eager PyTorch."""
     text = f"{r.get('measurement') or ''} {r.get('backend_detail') or ''}".lower()
@@ -193,7 +168,10 @@ def _published_scenario(r: dict) -> str:
 
 
 def _from_published(r: dict) -> Point:
-    gpu = _gpu(r.get("gpu"))
+    try:
+        gpu = get_gpu(r.get("gpu")).name  # twofour.hardware's aliases hold the records' spellings
+    except ValueError:
+        gpu = None
     dtype = _dtype_of(r.get("dtype"))
     backend = r.get("backend") if r.get("backend") in BACKEND_NAMES else None
     point = dict(

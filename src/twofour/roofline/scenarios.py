@@ -2,24 +2,15 @@
 
 ``kernel``
     The kernels' own time, as the profiler sums it (``twofour bench --modes kernel``): the GEMM
-    kernel with its fixed latency, and the call's helper kernels (split-K reduce, workspace
-    memset, the 2:4 path's padding of ``x``). Nothing of the host or of a launch.
+    kernel and the call's helper kernels (split-K reduce, workspace memset, the padding of ``x``).
 ``cached``
     Plans cached, the calls replayed from a CUDA graph, as a serving engine runs: kernel time
     plus the idle time between kernels inside a captured chain of calls (``graph_dense_us`` /
-    ``graph_sparse_us``, read off the GEMM-chain traces: well under a microsecond per dense call,
-    a few per 2:4 call). What ``twofour bench --modes graph`` recorded before it recorded its
-    timing method also held the host's launch of a one-GEMM graph (about 7-8 µs per call,
-    ``bench_replay_*_us``); the fit adds that only where it compares with such a timing.
+    ``graph_sparse_us``, from the GEMM-chain traces).
 ``eager``
-    PyTorch eager calls issued back to back, as a model's forward pass issues them (``twofour
-    bench --modes stream``): the host's work per call (Python dispatch; for cuSPARSELt,
-    descriptors and a plan built on every call) overlaps the previous call's kernels, so a call
-    costs ``max(kernel time, host time)``.
-
-There is no scenario without the fitted per-call costs: they are part of the kernels' own run
-time, so leaving them out predicts a kernel faster than any the profiler records. ``kernel`` is
-kernel time as measured.
+    PyTorch eager calls back to back (``twofour bench --modes stream``): the host's work per call
+    (for cuSPARSELt, descriptors and a plan built on every call) overlaps the previous call's
+    kernels, so a call costs ``max(kernel time, host time)``.
 """
 
 from __future__ import annotations

@@ -1,39 +1,27 @@
 """The kernel a GEMM runs: its tile, its split-K, the CTAs it launches and the SMs they keep busy.
 
-A GEMM library does not compute ``y = x @ W.T`` (``x`` ``[M, K]``, ``W`` ``[N, K]``) as one
-piece: it cuts ``y`` into output **tiles** of ``tile_n`` (along N, out_features) by ``tile_m``
-(along M, tokens), and each tile is one CTA (thread block) on one streaming multiprocessor. When
-there are few tiles, it can also cut K into ``split`` pieces (**split-K**), so that
-``tiles * split`` CTAs run and a small kernel keeps more SMs busy, at the price of writing fp32
-partial tiles and adding them up. Which tile and which split a library picks decides how many
-SMs pull the weight from memory, and so how fast a decode GEMM can be.
+A GEMM library cuts ``y = x @ W.T`` into output **tiles** of ``tile_n`` (along N) by ``tile_m``
+(along M, tokens), each one CTA on one SM; with few tiles it can also cut K into ``split``
+pieces (**split-K**), so that ``tiles * split`` CTAs keep more SMs busy, at the price of fp32
+partial tiles. Which tile and split it picks decides how many SMs pull the weight from memory.
 
-What the H200 run recorded (``twofour/data``, kernel names of the ``kernel`` timing mode, and
-the launch grids in the GEMM-chain traces), read by :func:`parse_kernel_name`:
-
-* **cuBLAS** (``nvjet_sm90_<types>_<A>x<B>_...``) picks a tile per shape: ``128x8`` or ``64x8``
-  at one token with split-K, up to ``256x128`` and ``320x128`` for prefill. Its table is read
-  off the names (:func:`tile_table_from_names`, by ``twofour calibrate``), one row per measured
-  M and N class.
-* **cuSPARSELt algorithm 0** (what PyTorch's ``F.linear`` runs by default) ran
-  ``tilesize128x256x64`` in every recorded case: 256 token columns per tile, so at decode 255
-  of 256 are padding, and at N = 1024 only 8 tiles exist (32 CTAs with split 4, on 132 SMs).
-* **cuSPARSELt, searched algorithm**: the algorithm sweep recorded times, not names; the tile
-  that explains its fastest times best (``64x256``) is inferred by the fit.
-* **CUTLASS** (PyTorch's other 2:4 backend, Ampere-class GPUs): ``128x128``, assumed, never
-  measured here. GPUs never measured use these H200 tables (a stated assumption).
+Tables read off what the H200 run recorded (kernel names of the ``kernel`` timing mode, launch
+grids in the GEMM-chain traces; :func:`parse_kernel_name`): **cuBLAS** (``nvjet_...``) picks a
+tile per shape, ``128x8`` or ``64x8`` at one token up to ``320x128`` for prefill
+(:func:`tile_table_from_names`); **cuSPARSELt algorithm 0** (PyTorch's default) ran
+``tilesize128x256x64`` everywhere, 256 token columns per tile, so at decode 255 of 256 are
+padding; the **searched** algorithm's tile (``64x256``) is inferred by the fit from its times;
+**CUTLASS** ``128x128`` is assumed, never measured. GPUs never measured use these H200 tables.
 
 A table is a tuple of rows ``(m_max, n_max, tile_n, tile_m)``: the first row with
-``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound; the last row has none). The split
-factor is not in any name; one rule reproduces every launch grid in the traces and every
-split/no-split flag in the names below one wave::
+``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound). The split factor is not in any name;
+one rule reproduces every launch grid in the traces and every split flag below one wave::
 
     tiles = ceil(N / tile_n) * ceil(M / tile_m)
     split = max(1, min(max_split, floor(cta_target / tiles), floor(K / (64 * min_k_iters))))
     ctas  = tiles * split;  waves = ceil(ctas / sms);  busy_sms = min(ctas, sms)
 
-``cta_target`` 0 means the GPU's SM count. Plain integer arithmetic, mirrored in
-``docs/js/calc/roofline.js``.
+``cta_target`` 0 means the GPU's SM count; ``docs/js/calc/roofline.js`` mirrors it.
 
 Example:
     >>> from twofour.roofline.tiles import launch
@@ -69,10 +57,7 @@ class Launch:
 
 
 def check_tile_table(name: str, rows) -> tuple:
-    """``rows`` as a tuple of ``(m_max, n_max, tile_n, tile_m)`` tuples, checked; raises naming ``name``.
-
-    Bounds are positive ints or None (no bound); tiles positive ints; the last row must have
-    no bound at all, so that every GEMM finds a tile.
+    """``rows`` as a tuple of ``(m_max, n_max, tile_n, tile_m)`` tuples (bounds ints or None), checked.
 
     Example:
         >>> check_tile_table("t", [[8, None, 64, 8], [None, None, 128, 64]])
@@ -125,8 +110,7 @@ def split_k(tiles: int, K: int, sms: int, *, cta_target: int, max_split: int, mi
         >>> split_k(112, 4096, 132, cta_target=120, max_split=4, min_k_iters=16)  # gate_proj: one wave already
         1
     """
-    target = cta_target or sms
-    return max(1, min(max_split, target // tiles, K // (64 * min_k_iters)))
+    return max(1, min(max_split, (cta_target or sms) // tiles, K // (64 * min_k_iters)))
 
 
 def launch(M: int, N: int, K: int, rows, sms: int, *, cta_target: int, max_split: int, min_k_iters: int) -> Launch:
@@ -139,16 +123,11 @@ def launch(M: int, N: int, K: int, rows, sms: int, *, cta_target: int, max_split
 
 
 def wave_efficiency(M: int, N: int, sms: int, tile_m: int = 128, tile_n: int = 128) -> float:
-    """Fraction of SM slots with a tile, one tile per SM, no split-K: ``tiles / (ceil(tiles / sms) * sms)``.
-
-    The textbook picture of wave quantization; :func:`launch` adds the split-K a library uses
-    to fill the slots this leaves idle.
+    """Fraction of SM slots with a tile, one tile per SM, no split-K (:func:`launch` adds split-K).
 
     Example:
         >>> wave_efficiency(1, 4096, 132)        # 32 tiles on 132 SMs
         0.24242424242424243
-        >>> wave_efficiency(128 * 33, 4096, 132) # 1056 tiles = exactly 8 waves
-        1.0
     """
     for name, v, need_int in (("M", M, False), ("N", N, False), ("sms", sms, True), ("tile_m", tile_m, True),
                               ("tile_n", tile_n, True)):
@@ -189,11 +168,9 @@ ROLES = ("gemm", "splitk_reduce", "memset", "pad_fill", "pad_copy", "other")
 class KernelName:
     """What one GEMM kernel's name says, in GEMM terms.
 
-    cuBLAS is column-major, so PyTorch's ``y = x @ W.T`` runs as ``y.T = W @ x.T``: an ``nvjet``
-    tile's first number runs along N (out_features), the second along M (tokens). In a
-    cuSPARSELt ``xmma_sparse`` name the sparse operand A is ``W``, so again the first number is
-    along N. ``split_k_named``: cuBLAS ``splitK`` or cuSPARSELt ``segment_k_on`` in the name
-    (the factor itself is only in the launch grid).
+    cuBLAS is column-major (``y.T = W @ x.T``) and cuSPARSELt's sparse operand is ``W``, so in
+    both a tile's first number runs along N, the second along M (tokens). ``split_k_named``:
+    ``splitK`` or ``segment_k_on`` in the name (the factor itself is only in the launch grid).
     """
 
     name: str
@@ -233,8 +210,7 @@ def parse_kernel_name(name: str) -> KernelName | None:
 def kernel_role(name: str) -> str:
     """The part a kernel plays in one ``F.linear`` call (one of :data:`ROLES`).
 
-    Besides the GEMM: cuBLAS's split-K reduction, workspace memsets (cuSPARSELt's segment-K),
-    and the 2:4 path's padding of ``x`` to 8 rows (a fill kernel and a device-to-device copy).
+    Besides the GEMM: split-K reduction, workspace memsets, and the 2:4 path's padding of ``x``.
 
     Example:
         >>> kernel_role("void cublasLt::splitKreduce_kernel<32, 16, int>(...)"), kernel_role("Memcpy DtoD (Device -> Device)")
@@ -256,10 +232,9 @@ def kernel_role(name: str) -> str:
 def tile_table_from_names(observed) -> tuple:
     """A tile table read off recorded names: ``observed`` holds ``(M, N, K, tile_n, tile_m)`` of one model's shapes.
 
-    One N class per distinct N (bound: that N; the largest is unbounded; where two shapes share
-    an N, the one with the smaller K decides), one M bucket per measured M (bound: that M; the
-    largest unbounded). Consecutive M buckets with the same tiles merge, and within a bucket an
-    N class that repeats the next one's tile is dropped, so the table stays short.
+    One N class per distinct N (where two shapes share an N, the smaller K decides) and one M
+    bucket per measured M, the largest of each unbounded. Consecutive M buckets with the same tiles
+    merge, and within a bucket an N class that repeats the next one's tile is dropped.
 
     Example:
         >>> obs = [(1, 1024, 4096, 64, 8), (1, 4096, 4096, 128, 8), (16, 1024, 4096, 64, 16), (16, 4096, 4096, 64, 16)]
