@@ -28,8 +28,6 @@ import os
 
 import torch
 
-from .._passes.overlap import storage_span
-
 __all__ = ["ShortRead", "file_offsets", "read_exact", "view_span"]
 
 _CHUNK = 1 << 30  # one pread reads at most this much (Linux caps a read near 2 GiB)
@@ -59,7 +57,9 @@ def view_span(t: torch.Tensor) -> tuple[int, int]:
     >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
     ((17, 10), (0, 4), (0, 0))
     """
-    return (t.storage_offset() if t.numel() else 0), storage_span(t)
+    if t.numel() == 0:
+        return 0, 0
+    return t.storage_offset(), 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
 def file_offsets(fd: int, addresses) -> dict:
