@@ -89,38 +89,29 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     _require_among("modes", modes, DECODE_MODES)
     _require_among("prefill_modes", prefill_modes, DECODE_MODES, allow_empty=True)
     _require_among("weights", list(weights), WEIGHTS)
-    for name, values in (("batches", batches), ("prompt_lens", prompt_lens)):
-        for v in values:
-            _require_int(name, v)
-    for name, v, low in (("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
-                         ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)):
-        _require_int(name, v, low)
+    for name, v, low in [("batches", b, 1) for b in batches] + [("prompt_lens", p, 1) for p in prompt_lens] + [
+            ("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
+            ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)]:
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must hold ints >= {low}, got {v!r}")
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
+    pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa: E731
     items = []
     for dtype in dtypes:
         for batch in batches:
-            items += [Item("decode", dtype, w, m, batch, context) for w in weights for m in modes if _applies(w, m)]
+            items += [Item("decode", dtype, w, m, batch, context) for w, m in pairs(modes)]
     for dtype in dtypes:
         for P in prompt_lens:
-            items += [Item("prefill", dtype, w, m, 1, P) for w in weights for m in prefill_modes if _applies(w, m)]
+            items += [Item("prefill", dtype, w, m, 1, P) for w, m in pairs(prefill_modes)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
                 decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
-
-
-def _applies(weights: str, mode: str) -> bool:
-    return not (weights == "dense" and mode == "graph-searched")
 
 
 def _require_among(name: str, values, valid, *, allow_empty: bool = False) -> None:
     bad = [v for v in values if v not in valid]
     if bad or (not values and not allow_empty):
         raise ValueError(f"{name} must be a non-empty list of {list(valid)}, got {values!r}")
-
-
-def _require_int(name: str, value, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must hold ints >= {low}, got {value!r}")
 
 
 def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command: str | None = None,
