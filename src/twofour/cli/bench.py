@@ -39,7 +39,9 @@ _MAX_REPEATS = 100_000
 _GPU_DEFAULTS = {"model": "llama-3-8b", "modes": ["eager", "graph", "graph-searched"], "dtypes": ["float16", "bfloat16"]}
 _CPU_DEFAULTS = {"model": "tiny", "modes": ["eager"], "dtypes": ["float32"]}
 _QUICK = {"batches": [1, 32], "prompts": [512]}
-_GEMM_ONLY = (("shapes", "--shapes"), ("Ms", "--m"), ("no_flush", "--no-flush"))
+_OWN_SHAPES = "the model's own shapes are timed"
+_GEMM_ONLY = (("alg_id", "--alg-id", "its graph-searched mode searches the algorithm per GEMM"),
+              ("shapes", "--shapes", _OWN_SHAPES), ("Ms", "--m", _OWN_SHAPES), ("no_flush", "--no-flush", _OWN_SHAPES))
 _DECODE_ONLY = (("model", "--model"), ("checkpoint", "--checkpoint"), ("layers", "--layers"), ("batches", "--batch"), ("context", "--context"),
                 ("prompts", "--prompt"))
 _MAX_BATCH = 4096  # far beyond a real decode batch; past it a typo allocates a huge KV cache
@@ -87,14 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.decode and args.alg_id is not None:
-        raise UserError("--alg-id: a GEMM-sweep option, not used with --decode (its graph-searched mode searches the "
-                        "algorithm per GEMM); drop one of them")
     if args.decode:
-        for attr, flag in _GEMM_ONLY:
-            if getattr(args, attr):
-                raise UserError(f"{flag}: a GEMM-sweep option, not used with --decode (the model's own shapes are "
-                                "timed); drop one of them")
+        for attr, flag, why in _GEMM_ONLY:
+            if getattr(args, attr) is not None and getattr(args, attr) is not False:  # --alg-id 0 counts
+                raise UserError(f"{flag}: a GEMM-sweep option, not used with --decode ({why}); drop one of them")
     else:
         for attr, flag in _DECODE_ONLY:
             if getattr(args, attr) is not None:
@@ -105,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
     if args.device == "cuda" and not env.cuda_available:
         raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
     on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
+    top = 10_000 if args.decode else _MAX_REPEATS
+    for name, low in (("repeats", 1), ("warmup", 0)):
+        v = getattr(args, name)
+        if v is not None and not low <= v <= top:
+            raise UserError(f"--{name} must be from {low} to {top:,}, got {v}")
     if args.decode:
         return _run_decode(args, env, on_gpu)
     from ..bench import default_out_path, parse_shape, sweep
@@ -120,10 +123,6 @@ def run(args: argparse.Namespace) -> int:
     if Ms is not None and any(m <= 0 or m > _MAX_DIM for m in Ms):
         raise UserError(f"--m: every M must be an int from 1 to {_MAX_DIM:,}, got {Ms}")
     _check_sizes(shapes, Ms)
-    for name, low in (("repeats", 1), ("warmup", 0)):
-        v = getattr(args, name)
-        if v is not None and not low <= v <= _MAX_REPEATS:
-            raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
     if args.out is not None:  # results are evidence: an existing file is never replaced
@@ -308,9 +307,6 @@ def _run_decode(args: argparse.Namespace, env, on_gpu: bool) -> int:
     bad = [p for p in prompts if not 1 <= p <= MAX_POSITIONS]
     if bad:
         raise UserError(f"--prompt: every prompt length must be from 1 to {MAX_POSITIONS}, got {bad}")
-    for flag, value, low in (("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0)):
-        if value is not None and not low <= value <= 10_000:
-            raise UserError(f"{flag} must be from {low} to 10,000, got {value}")
     if args.out is not None:
         check_output_file(args.out, "--out", make_folder=True)
 

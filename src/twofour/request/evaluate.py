@@ -57,12 +57,10 @@ By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's 
 
 **The mixed step (continuous batching with chunked prefill).** A serving engine packs the
 decode tokens of the running sequences and a chunk of ``c = Workload.prefill_chunk_tokens``
-tokens of other requests' prompts (like this one) into one forward pass (default 0: the plain
-decode step). The block linears then see ``M = batch + c`` rows (the LM head stays at
-``batch``), each chunk token attends on average to half the prompt, the KV cache gains the
-chunk and the prefix it reads (step 4's last bullet), and the embedding and element-wise passes
-run over ``batch + c`` tokens. TPOT is the mixed step's time. Other ways a serving engine moves
-``M`` are in :func:`decode_gemm_m`, :func:`expert_gemm_m` and :func:`tensor_parallel_shape`.
+tokens of other requests' prompts into one forward pass (default 0: the plain decode step);
+steps 2 and 4 price it (each chunk token attends on average to half the prompt), and TPOT is
+its time. Other ways serving moves ``M``: :func:`decode_gemm_m`, :func:`expert_gemm_m`,
+:func:`tensor_parallel_shape`.
 """
 
 from __future__ import annotations
