@@ -14,13 +14,9 @@ Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can r
 
 A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: it picks
 the next token (greedy) and advances the position on the device, so ``steps`` steps run back to
-back with no host work between them, as a serving loop would. ``tpot_ms`` is the time of
-``steps`` steps between two CUDA events (queued behind a device-side spin, ``record["timing"]``)
-divided by ``steps``. The prefill (TTFT) is one forward pass over a ``prompt_len``-token prompt.
-
-The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``:
-``p_gemm`` is the step's share in GEMM kernels, ``p_eligible`` the share in the block linears'
-kernels, the only ones 2:4 can speed up (Amdahl's ``p``).
+back with no host work between them, as a serving loop would; ``tpot_ms`` is their timed window
+(:meth:`~twofour.serve.Ops.time_calls`) over ``steps``. The prefill (TTFT) is one forward pass.
+The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``.
 
 Example (CPU, the tiny config):
     >>> from twofour.serve import Decoder, TINY, ops_for

@@ -204,14 +204,12 @@ class _Models:
         if dtype != self.dtype:
             self.release()
             self.dtype = dtype
-        if "dense" not in self.built:
-            self.built["dense"] = self._attempt(self._dense)
-        if weights == "2:4" and "2:4" not in self.built:
-            self.built["2:4"] = self._attempt(self._packed)
-        found = self.built["dense"] if weights == "dense" or isinstance(self.built["dense"], BaseException) else self.built["2:4"]
-        if isinstance(found, BaseException):
-            raise found
-        return found
+        for w in ("dense", weights):  # the 2:4 model is packed from the dense one
+            if w not in self.built:
+                self.built[w] = self._attempt(self._dense if w == "dense" else self._packed)
+            if isinstance(self.built[w], BaseException):
+                raise self.built[w]
+        return self.built[weights]
 
     def _attempt(self, make):
         try:
