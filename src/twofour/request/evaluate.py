@@ -1,13 +1,11 @@
 """The request arithmetic: the time of each phase by component, and the estimate (inputs: :mod:`.inputs`).
 
-The components of a step's time (formulas in step 4 below): ``pruned_linear`` and
-``dense_linear`` (the block linears in or not in ``Workload.pruned``, from the GEMM model);
-``attention`` (score and context matmuls at ``attention_efficiency`` of the dense peak, never
-2:4: both operands are activations); ``kv_cache`` (cache traffic at ``memory_efficiency`` of
-bandwidth); ``embedding`` (a row gather); ``lm_head`` (dense unless ``"lm_head"`` is pruned);
-``other`` (norms, residual adds, RoPE, SwiGLU: element-wise passes); ``step_overhead`` (launches,
-sampling, scheduling) and ``request_overhead`` (tokenisation, queueing, network; in TTFT). They
-run one after another (kernels do not overlap); inside one kernel compute and memory overlap.
+The components of a step's time (formulas in step 4 below) run one after another (kernels do
+not overlap; inside one kernel compute and memory do): the block linears (``pruned_linear``,
+``dense_linear``); ``attention`` (score and context matmuls, never 2:4: both operands are
+activations); ``kv_cache``; ``embedding`` (a row gather); ``lm_head``; ``other`` (norms, residual
+adds, RoPE, SwiGLU); ``step_overhead`` (launches, sampling, scheduling) and ``request_overhead``
+(tokenisation, queueing, network; in TTFT).
 
 Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
 are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
