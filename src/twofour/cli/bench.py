@@ -41,7 +41,8 @@ _CPU_DEFAULTS = {"model": "tiny", "modes": ["eager"], "dtypes": ["float32"]}
 _QUICK = {"batches": [1, 32], "prompts": [512]}
 _OWN_SHAPES = "the model's own shapes are timed"
 _GEMM_ONLY = (("alg_id", "--alg-id", "its graph-searched mode searches the algorithm per GEMM"),
-              ("shapes", "--shapes", _OWN_SHAPES), ("Ms", "--m", _OWN_SHAPES), ("no_flush", "--no-flush", _OWN_SHAPES))
+              ("shapes", "--shapes", _OWN_SHAPES), ("Ms", "--m", _OWN_SHAPES),
+              ("no_flush", "--no-flush", _OWN_SHAPES))
 _DECODE_ONLY = (("model", "--model"), ("checkpoint", "--checkpoint"), ("layers", "--layers"), ("batches", "--batch"), ("context", "--context"),
                 ("prompts", "--prompt"))
 _MAX_BATCH = 4096  # far beyond a real decode batch; past it a typo allocates a huge KV cache
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     if args.decode:
         for attr, flag, why in _GEMM_ONLY:
             if getattr(args, attr) is not None and getattr(args, attr) is not False:  # --alg-id 0 counts
-                raise UserError(f"{flag}: a GEMM-sweep option, not used with --decode ({why}); drop one of them")
+                raise UserError(f"{flag}: a GEMM-sweep option, not used with --decode ({why}); "
+                                "drop one of them")
     else:
         for attr, flag in _DECODE_ONLY:
             if getattr(args, attr) is not None:
@@ -174,7 +176,11 @@ def run(args: argparse.Namespace) -> int:
 
     _print_table(res, on_gpu)
     for mode in modes[1:]:
-        _print_mode(res, mode)
+        print(f"\n[{mode}] {'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} "
+              f"{'speedup':>8}")
+        for r in res.gpu_points(mode):
+            print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
+                  f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
     _print_flags(res)
     out = args.out or default_out_path(res.provenance)
     with saving("--out", out):
@@ -249,14 +255,6 @@ def _print_table(res, on_gpu: bool) -> None:
               f"{r['gflops']:>9.1f} {r['gbs']:>7.1f}")
     print(f"best achieved on this CPU (measured ceilings, float32 dense): "
           f"{roof['best_gflops']:.1f} GFLOP/s, {roof['best_gbs']:.1f} GB/s")
-
-
-def _print_mode(res, mode: str) -> None:
-    rows = res.gpu_points(mode)
-    print(f"\n[{mode}] {'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}")
-    for r in rows:
-        print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
-              f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
 
 
 def _run_decode(args: argparse.Namespace, env, on_gpu: bool) -> int:

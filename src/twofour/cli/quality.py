@@ -113,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     command = shlex.join(["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes,
                           *(["--criteria", args.criteria] if args.criteria is not None else []),
                           "--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps),
-                          "--lr-rule", args.lr_rule, "--seed", str(args.seed), "--threads", str(args.threads)])
+                          "--lr-rule", args.lr_rule, "--seed", str(args.seed),
+                          "--threads", str(args.threads)])
     table = run_sweep(
         sizes,
         train_cfg=train_cfg,

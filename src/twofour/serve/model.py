@@ -25,6 +25,7 @@ Example (a tiny config on the CPU, float32):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 
@@ -182,9 +183,11 @@ class Decoder:
         built = cfg if n_layers == cfg.layers else replace(cfg, layers=n_layers, name=f"{cfg.name} ({n_layers} of {cfg.layers} layers)")
 
         def weight(shape, *key) -> torch.Tensor:
-            # One generator per weight on the target device: the values do not depend on the
-            # build order, and no full-size copy is made on the CPU first.
-            gen = torch.Generator(device=device).manual_seed(_seed(seed, *key))
+            # One generator per weight on the target device, seeded by a hash of (seed, *key) (stable
+            # across runs and machines): the values do not depend on the build order, and no
+            # full-size copy is made on the CPU first.
+            digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
+            gen = torch.Generator(device=device).manual_seed(int.from_bytes(digest[:8], "little") >> 1)
             return torch.randn(shape, generator=gen, device=device, dtype=dtype) / math.sqrt(shape[-1])
 
         h = cfg.hidden
@@ -302,14 +305,6 @@ class Decoder:
             y = F.linear(x.reshape(-1, x.shape[-1]), W)
         # reshape, not view: a 2:4 matmul may hand back its result transposed in memory
         return y.reshape(*x.shape[:-1], y.shape[-1])
-
-
-def _seed(seed: int, *key) -> int:
-    """A 63-bit seed from ``seed`` and a key such as ``(3, "q_proj")``, stable across runs and machines."""
-    import hashlib
-
-    digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def weight_bytes(cfg: TransformerConfig, dtype, *, packed: bool = False) -> int:

@@ -89,14 +89,15 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     _require_among("modes", modes, DECODE_MODES)
     _require_among("prefill_modes", prefill_modes, DECODE_MODES, allow_empty=True)
     _require_among("weights", list(weights), WEIGHTS)
-    for name, v, low in [("batches", b, 1) for b in batches] + [("prompt_lens", p, 1) for p in prompt_lens] + [
-            ("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
-            ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)]:
+    ints = [("batches", b, 1) for b in batches] + [("prompt_lens", P, 1) for P in prompt_lens]
+    for name, v, low in ints + [("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
+                                ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)]:
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise ValueError(f"{name} must hold ints >= {low}, got {v!r}")
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
-    pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa: E731
+    # graph-searched is a 2:4 mode only
+    pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
     items = []
     for dtype in dtypes:
         for batch in batches:
@@ -206,17 +207,14 @@ class _Models:
             self.dtype = dtype
         for w in ("dense", weights):  # the 2:4 model is packed from the dense one
             if w not in self.built:
-                self.built[w] = self._attempt(self._dense if w == "dense" else self._packed)
+                try:
+                    self.built[w] = (self._dense if w == "dense" else self._packed)()
+                except Exception as exc:  # kept: every item of this dtype reports it without a retry
+                    self.ops.free()
+                    self.built[w] = exc
             if isinstance(self.built[w], BaseException):
                 raise self.built[w]
         return self.built[weights]
-
-    def _attempt(self, make):
-        try:
-            return make()
-        except Exception as exc:  # kept: every item of this dtype reports it without a retry
-            self.ops.free()
-            return exc
 
     def _dense(self) -> Decoder:
         t0 = time.monotonic()

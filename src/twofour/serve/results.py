@@ -19,7 +19,7 @@ Example:
     >>> res.save(path, inputs=[path])
     Traceback (most recent call last):
     ...
-    twofour.serve.results.OutputRefused: ...decode.json is an input of this command (the same file); writing the output there would destroy it: give another path
+    twofour.serve.results.OutputRefused: ...decode.json is an input of this command (the same file); ...
 """
 
 from __future__ import annotations
