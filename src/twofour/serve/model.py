@@ -244,10 +244,7 @@ class Decoder:
         return self._linear(rms_norm(x, self.final_norm), self.lm_head, eligible=False)
 
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor).
-
-        ``pos`` stays on the device and the attention covers the whole cache under a mask: static shapes.
-        """
+        """One decode step: ``tokens`` ``[batch, 1]`` at ``pos`` (a 1-element long tensor on the device)."""
         self._check_tokens(tokens, cache)
         if tokens.shape[1] != 1:
             raise ValueError(f"decode takes one token per sequence, tokens [batch, 1]; got shape {tuple(tokens.shape)}")
