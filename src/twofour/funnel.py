@@ -100,10 +100,9 @@ def funnel(est: RequestEstimate, scope: str = "request") -> list[FunnelStep]:
     phases = {"request": (est.prefill, est.decode), "prefill": (est.prefill,), "decode": (est.decode,)}[scope]
     if scope == "request":
         ceiling, kernel = est.ceiling_speedup_request, est.gemm_speedup_request
-        final = est.speedup("request")
     else:
         ceiling, kernel = phases[0].ceiling_speedup, phases[0].gemm_speedup
-        final = est.speedup("ttft" if scope == "prefill" else "tpot")
+    final = est.speedup(scope)  # "prefill" is the TTFT speedup, "decode" the TPOT one
     work_dense = work_sparse = 0.0
     for ph in phases:
         work_dense += ph.dense_s - ph.overhead_s

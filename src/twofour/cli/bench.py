@@ -6,22 +6,25 @@ the CPU's own dense float32 roofline (2:4 kernels need a GPU).
     twofour bench --quick                      # a few points, under a minute on 2 CPU cores
     twofour bench --shapes llama-3-8b 4096x14336 --m 1 16 256 --out results.json
     twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes lone graph kernel   # cuSPARSELt algorithm 1
-    twofour bench --decode --model llama-3-8b   # whole decode steps and prefill (twofour.cli._bench_decode)
+    twofour bench --decode --model llama-3-8b --layers 4 --batch 1 32 --modes eager graph --out decode.json
 
 Clocks, power and temperature are kept where the GPU exposes them; suspect points are flagged
-and listed (:mod:`twofour.bench.flags`).
+and listed (:mod:`twofour.bench.flags`). ``--decode`` times whole decode steps and prefill
+instead (:mod:`twofour.serve`): on a GPU tokens/s and ms per token at each batch, the time to
+first token at each prompt length, every mode, dense and 2:4, beside the GEMM share and the
+prediction; on a CPU the tiny model in float32, dense only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from .main import UserError
 from .._common.text import printable
-from . import _bench_decode
-from ._output import check_output_file, saving
-from ..vocabulary import CUSPARSELT
+from ._output import check_output_file, saving, show, write_error
+from ..vocabulary import CUSPARSELT, DECODE_DTYPES, DECODE_MODES, MEASURED_DTYPES, TORCH_NAMES, dtype_key
 
 # Quick runs: one shape and four M on CPU (fp32 on 2 cores: ~seconds); GPU quick is larger.
 _QUICK_CPU = {"shapes": ["4096x4096"], "Ms": [1, 16, 128, 1024], "repeats": 5, "warmup": 1}
@@ -32,6 +35,17 @@ _CPU_DEFAULT_MS = [1, 4, 16, 64, 256, 1024]
 _MAX_DIM = 1 << 20  # M, N or K
 _MAX_OPERAND = 1 << 32  # elements of the largest of x, W and y
 _MAX_REPEATS = 100_000
+# What --decode plans by default, and the flags it shares with the GEMM sweep.
+_GPU_DEFAULTS = {"model": "llama-3-8b", "modes": ["eager", "graph", "graph-searched"], "dtypes": ["float16", "bfloat16"]}
+_CPU_DEFAULTS = {"model": "tiny", "modes": ["eager"], "dtypes": ["float32"]}
+_QUICK = {"batches": [1, 32], "prompts": [512]}
+_OWN_SHAPES = "the model's own shapes are timed"
+_GEMM_ONLY = (("alg_id", "--alg-id", "its graph-searched mode searches the algorithm per GEMM"),
+              ("shapes", "--shapes", _OWN_SHAPES), ("Ms", "--m", _OWN_SHAPES),
+              ("no_flush", "--no-flush", _OWN_SHAPES))
+_DECODE_ONLY = (("model", "--model"), ("checkpoint", "--checkpoint"), ("layers", "--layers"), ("batches", "--batch"), ("context", "--context"),
+                ("prompts", "--prompt"))
+_MAX_BATCH = 4096  # far beyond a real decode batch; past it a typo allocates a huge KV cache
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,22 +71,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="results JSON (default: bench-<device>-<time>.json here, "
                                                       "decode-<device>-<time>.json with --decode)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _bench_decode.add_arguments(parser)
+    group = parser.add_argument_group("whole steps (--decode)")
+    group.add_argument("--decode", action="store_true",
+                       help="time whole decode steps and prefill of a model (twofour.serve) instead of single GEMMs")
+    group.add_argument("--model", metavar="NAME",
+                       help="with --decode: llama-3-8b (GPU default), llama-3-70b, or tiny (the CPU's only choice)")
+    group.add_argument("--layers", type=int, metavar="N",
+                       help="with --decode: build only N blocks (default all; the embedding and LM head stay whole)")
+    group.add_argument("--batch", type=int, nargs="+", metavar="B", dest="batches",
+                       help="with --decode: decode batch sizes (default 1 8 32 64)")
+    group.add_argument("--context", type=int, metavar="C",
+                       help="with --decode: tokens already cached when the decode steps run (default 512)")
+    group.add_argument("--checkpoint", metavar="DIR",
+                       help="with --decode: time this Llama-style model folder's own shapes and weights (config.json + "
+                            "safetensors, compressed-tensors 2:4 included) instead of random ones")
+    group.add_argument("--prompt", type=int, nargs="+", metavar="P", dest="prompts",
+                       help="with --decode: prompt lengths for the time to first token (default 512 4096)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.decode and args.alg_id is not None:
-        raise UserError("--alg-id: a GEMM-sweep option, not used with --decode (its graph-searched mode searches the "
-                        "algorithm per GEMM); drop one of them")
-    _bench_decode.check_flags(args)
+    if args.decode:
+        for attr, flag, why in _GEMM_ONLY:
+            if getattr(args, attr) is not None and getattr(args, attr) is not False:  # --alg-id 0 counts
+                raise UserError(f"{flag}: a GEMM-sweep option, not used with --decode ({why}); "
+                                "drop one of them")
+    else:
+        for attr, flag in _DECODE_ONLY:
+            if getattr(args, attr) is not None:
+                raise UserError(f"{flag}: only used with --decode (whole steps); add --decode, or use --shapes for GEMMs")
     from ..device import environment
 
     env = environment()
     if args.device == "cuda" and not env.cuda_available:
         raise UserError("--device cuda: torch sees no CUDA GPU here; drop --device or use --device cpu")
     on_gpu = env.cuda_available if args.device == "auto" else args.device == "cuda"
+    top = 10_000 if args.decode else _MAX_REPEATS
+    for name, low in (("repeats", 1), ("warmup", 0)):
+        v = getattr(args, name)
+        if v is not None and not low <= v <= top:
+            raise UserError(f"--{name} must be from {low} to {top:,}, got {v}")
     if args.decode:
-        return _bench_decode.run(args, env, on_gpu)
+        return _run_decode(args, env, on_gpu)
     from ..bench import default_out_path, parse_shape, sweep
 
     quick = _QUICK_GPU if on_gpu else _QUICK_CPU
@@ -86,10 +125,6 @@ def run(args: argparse.Namespace) -> int:
     if Ms is not None and any(m <= 0 or m > _MAX_DIM for m in Ms):
         raise UserError(f"--m: every M must be an int from 1 to {_MAX_DIM:,}, got {Ms}")
     _check_sizes(shapes, Ms)
-    for name, low in (("repeats", 1), ("warmup", 0)):
-        v = getattr(args, name)
-        if v is not None and not low <= v <= _MAX_REPEATS:
-            raise UserError(f"--{name} must be from {low} to {_MAX_REPEATS:,}, got {v}")
     repeats = args.repeats or (quick["repeats"] if args.quick else 10)
     warmup = args.warmup if args.warmup is not None else (quick["warmup"] if args.quick else 3)
     if args.out is not None:  # results are evidence: an existing file is never replaced
@@ -134,19 +169,23 @@ def run(args: argparse.Namespace) -> int:
         kwargs["backends"] = (CUSPARSELT.name,)
     try:
         res = sweep(shapes, dtypes=dtypes, device="cuda" if on_gpu else "cpu", warmup=warmup, repeats=repeats,
-                    flush_l2=not args.no_flush, progress=not args.no_progress, command=_bench_decode.command(),
+                    flush_l2=not args.no_flush, progress=not args.no_progress, command=_command(),
                     **kwargs)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
     _print_table(res, on_gpu)
     for mode in modes[1:]:
-        _print_mode(res, mode)
+        print(f"\n[{mode}] {'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} "
+              f"{'speedup':>8}")
+        for r in res.gpu_points(mode):
+            print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
+                  f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
     _print_flags(res)
     out = args.out or default_out_path(res.provenance)
     with saving("--out", out):
         out = res.save(out)
-    return _bench_decode.written(res, out)
+    return _written(res, out)
 
 
 def _check_alg_id(alg_id: int, on_gpu: bool, env) -> None:
@@ -218,9 +257,152 @@ def _print_table(res, on_gpu: bool) -> None:
           f"{roof['best_gflops']:.1f} GFLOP/s, {roof['best_gbs']:.1f} GB/s")
 
 
-def _print_mode(res, mode: str) -> None:
-    rows = res.gpu_points(mode)
-    print(f"\n[{mode}] {'shape':34} {'dtype':9} {'M':>6} {'dense ms':>10} {'backend':>11} {'2:4 ms':>10} {'speedup':>8}")
+def _run_decode(args: argparse.Namespace, env, on_gpu: bool) -> int:
+    """``twofour bench --decode`` on the device :func:`run` chose (``env``, ``on_gpu``)."""
+    from ..bench import DATA_DIR, default_out_path
+    from ..models import PRESETS
+    from ..serve import DECODE_STEPS, TINY, OutputRefused, make_plan, ops_for, run_plan
+    from ..serve.model import MAX_POSITIONS
+
+    defaults = _GPU_DEFAULTS if on_gpu else _CPU_DEFAULTS
+    models = {"tiny": TINY, **{name.lower(): cfg for name, cfg in PRESETS.items()}}
+
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is not None:
+        if args.model is not None:
+            raise UserError("--checkpoint and --model both name the model; give one")
+        cfg = _checkpoint_config(checkpoint, on_gpu)
+    else:
+        name = (args.model or defaults["model"]).lower()
+        if name not in models:
+            raise UserError(f"--model: unknown model {show(args.model)}; valid: {', '.join(models)}")
+        if not on_gpu and name != "tiny":
+            raise UserError(f"--model {name}: on the CPU only --model tiny runs (the model's float32 weights would not "
+                            "fit a test machine, and 2:4 needs a GPU anyway); run it on a GPU")
+        cfg = models[name]
+    if args.layers is not None and not 1 <= args.layers <= cfg.layers:
+        raise UserError(f"--layers must be from 1 to {cfg.layers} (the blocks of {cfg.name}), got {args.layers}")
+
+    modes = args.modes or defaults["modes"]
+    unknown = [m for m in modes if m not in DECODE_MODES]
+    if unknown:
+        raise UserError(f"--modes: with --decode unknown {' '.join(unknown)}; valid: {' '.join(DECODE_MODES)}")
+    if not on_gpu and any(m.startswith("graph") for m in modes):
+        raise UserError(f"--modes {' '.join(m for m in modes if m.startswith('graph'))}: CUDA graphs need a CUDA GPU; "
+                        "on the CPU use eager (or compile)")
+    dtypes = _dtypes(args.dtypes, defaults["dtypes"], on_gpu)
+
+    batches = args.batches or (_QUICK["batches"] if args.quick else [1, 8, 32, 64])
+    prompts = args.prompts or (_QUICK["prompts"] if args.quick else [512, 4096])
+    context = 512 if args.context is None else args.context
+
+    bad = [b for b in batches if not 1 <= b <= _MAX_BATCH]
+    if bad:
+        raise UserError(f"--batch: every batch must be from 1 to {_MAX_BATCH}, got {bad}")
+    if not 1 <= context <= MAX_POSITIONS - DECODE_STEPS:
+        raise UserError(f"--context must be from 1 to {MAX_POSITIONS - DECODE_STEPS} (Llama 3's {MAX_POSITIONS} "
+                        f"positions minus the {DECODE_STEPS} decode steps timed), got {context}")
+    bad = [p for p in prompts if not 1 <= p <= MAX_POSITIONS]
+    if bad:
+        raise UserError(f"--prompt: every prompt length must be from 1 to {MAX_POSITIONS}, got {bad}")
+    if args.out is not None:
+        check_output_file(args.out, "--out", make_folder=True)
+
+    if on_gpu:
+        print(f"GPU: {env.gpu_name} (compute capability {env.capability_str}); 2:4 backends: "
+              f"{', '.join(env.backends) or 'none'}. {env.reason}")
+    else:
+        print("No CUDA GPU: 2:4 sparse kernels need an NVIDIA GPU with compute capability >= 8.0, so this run")
+        what = "the checkpoint's model" if checkpoint is not None else "the tiny model"
+        print(f"times {what} in float32, dense only (eager), to show the measurement; no GPU number.")
+    plan = make_plan(cfg, dtypes=dtypes, batches=batches, context=context, prompt_lens=prompts, modes=modes,
+                     weights=("dense", "2:4") if on_gpu else ("dense",), n_layers=args.layers,
+                     warmup=3 if args.warmup is None else args.warmup, repeats=args.repeats or 10)
+    plan = dataclasses.replace(plan, checkpoint=checkpoint)
+    ops = ops_for("cuda" if on_gpu else "cpu")
+    # The prediction reads the package's data files: the results must never replace one of them.
+    inputs = sorted(DATA_DIR.glob("*.json"))
+    out = args.out
+    if out is None:
+        from ..bench import provenance
+
+        default = default_out_path(provenance("", device=ops.device))
+        out = default.with_name("decode-" + default.name.removeprefix("bench-"))
+    try:
+        res = run_plan(plan, ops, out=out, inputs=inputs, command=_command(), log=print)
+    except OutputRefused as exc:
+        raise UserError(f"--out: {exc}") from None
+    except OSError as exc:
+        raise write_error("--out", out, exc) from None
+    _print_decode_summary(res)
+    return _written(res, out)
+
+
+def _command() -> str | None:
+    """The command line for the results' provenance, when this process is ``twofour bench``."""
+    return "twofour bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 and sys.argv[1] == "bench" else None
+
+
+def _written(res, out) -> int:
+    """Say where the results went and list their problems on stderr; the exit code (1 if any)."""
+    print(f"results written to {show(out)}")
+    problems = res.problems()
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+_CPU_CHECKPOINT_BYTES = 2 << 30  # float32 weights a CPU run may build from a folder
+
+
+def _checkpoint_config(path: str, on_gpu: bool):
+    """The folder's shapes (config.json read as data), refused with one line when unusable."""
+    from .. import checkpoint
+    from ..models import parameter_counts
+    from ..serve.checkpoint import config_from
+
+    try:
+        with checkpoint.open(path) as reader:
+            cfg = config_from(reader.config, name=path.rstrip("/").rsplit("/", 1)[-1] or path)
+    except (checkpoint.CheckpointError, ValueError) as exc:
+        raise UserError(f"--checkpoint: {exc}") from None
+    params = parameter_counts(cfg)["eligible"] + 2 * cfg.vocab * cfg.hidden  # the block linears, embedding, LM head
+    if not on_gpu and params * 4 > _CPU_CHECKPOINT_BYTES:
+        raise UserError(f"--checkpoint {show(path)}: {params * 4 / 1e9:.1f} GB of float32 weights; on the CPU at most "
+                        f"{_CPU_CHECKPOINT_BYTES / 1e9:.1f} GB are built (use --layers N, or a GPU)")
+    return cfg
+
+
+def _dtypes(asked, default, on_gpu: bool) -> list[str]:
+    if not asked:
+        return list(default)
+    measured = [TORCH_NAMES[k] for k in MEASURED_DTYPES]  # float16 bfloat16
+
+    def torch_name(d):
+        try:
+            return TORCH_NAMES[dtype_key(d)]
+        except ValueError:
+            return d
+
+    dtypes = [torch_name(d) for d in asked]
+    if not on_gpu:
+        if any(d != DECODE_DTYPES[-1] for d in dtypes):
+            print(f"note: --dtypes {' '.join(asked)} ignored on CPU: only float32 runs here", file=sys.stderr)
+        return [DECODE_DTYPES[-1]]
+    bad = [d for d, t in zip(asked, dtypes) if t not in measured]
+    if bad:
+        raise UserError(f"--dtypes: {' '.join(bad)} has no 2:4 tensor-core path measured here; valid: {' '.join(measured)}")
+    return list(dict.fromkeys(dtypes))
+
+
+def _print_decode_summary(res) -> None:
+    rows = res.speedups()
+    if not rows:
+        return
+    print(f"\n{'phase':8} {'dtype':9} {'mode':15} {'batch':>5} {'P':>5} {'dense ms':>9} {'2:4 ms':>9} {'speedup':>8}"
+          f" {'predicted':>9}")
     for r in rows:
-        print(f"[{mode}] {(r['shape'] or '')[:34]:34} {r['dtype']:9} {r['M']:>6} {r['dense_ms']:>10.4f} "
-              f"{r['backend']:>11} {r['sparse_ms']:>10.4f} {r['dense_ms'] / r['sparse_ms']:>8.2f}")
+        predicted = "-" if r["predicted_speedup"] is None else f"{r['predicted_speedup']:.2f}"
+        print(f"{r['phase']:8} {r['dtype']:9} {r['mode']:15} {r['batch']:>5} {r['prompt_len']:>5} "
+              f"{r['dense_ms']:>9.3f} {r['sparse_ms']:>9.3f} {r['speedup']:>8.2f} {predicted:>9}")
+    print("(P: the cached context for decode, the prompt for prefill; predicted: twofour.request's model)")

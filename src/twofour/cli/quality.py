@@ -110,12 +110,11 @@ def run(args: argparse.Namespace) -> int:
     train_cfg = dataclasses.replace(DEFAULT_TRAIN, steps=args.train_steps, seed=args.seed)
     recover_cfg = dataclasses.replace(DEFAULT_RECOVER, steps=args.recover_steps, seed=args.seed + 1)
     # the equivalent command with every option spelled out, for the provenance record
-    parts = ["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes]
-    if args.criteria is not None:
-        parts += ["--criteria", args.criteria]
-    parts += ["--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps)]
-    parts += ["--lr-rule", args.lr_rule, "--seed", str(args.seed), "--threads", str(args.threads)]
-    command = " ".join(shlex.quote(p) for p in parts)
+    command = shlex.join(["twofour", "quality", "--out", str(args.out), "--sizes", args.sizes,
+                          *(["--criteria", args.criteria] if args.criteria is not None else []),
+                          "--train-steps", str(args.train_steps), "--recover-steps", str(args.recover_steps),
+                          "--lr-rule", args.lr_rule, "--seed", str(args.seed),
+                          "--threads", str(args.threads)])
     table = run_sweep(
         sizes,
         train_cfg=train_cfg,

@@ -153,11 +153,9 @@ def activation_aware_scores(W: torch.Tensor, x_norm: torch.Tensor) -> torch.Tens
     return W.abs() * x_norm.to(W.dtype)[None, :]
 
 
-def unstructured_mask(W: torch.Tensor, keep_fraction: float = 0.5) -> torch.Tensor:
-    """Keep exactly ``round(keep_fraction * W.numel())`` entries of largest ``|W|`` (ties: lower index)."""
-    if not 0 < keep_fraction < 1:
-        raise ValueError(f"keep_fraction must be in (0, 1), got {keep_fraction!r}")
-    n_keep = round(keep_fraction * W.numel())
+def unstructured_mask(W: torch.Tensor) -> torch.Tensor:
+    """Keep the half (``round(0.5 * W.numel())``) of ``W`` with the largest ``|W|`` (ties: lower index)."""
+    n_keep = round(0.5 * W.numel())
     order = torch.sort(W.abs().flatten(), descending=True, stable=True).indices[:n_keep]
     mask = torch.zeros(W.numel(), dtype=torch.bool)
     mask[order] = True
@@ -201,7 +199,7 @@ def masks_for(
     for layer_name, layer in prunable_linears(model).items():
         W = layer.weight.detach()
         if crit.m is None:
-            masks[layer_name] = unstructured_mask(W, 0.5)
+            masks[layer_name] = unstructured_mask(W)
         elif crit.score == "random":
             _, masks[layer_name] = prune(W, crit.n, crit.m, scores=torch.rand(W.shape, generator=generator))
         else:

@@ -1,13 +1,11 @@
 """The request arithmetic: the time of each phase by component, and the estimate (inputs: :mod:`.inputs`).
 
-The components of a step's time (formulas in step 4 below): ``pruned_linear`` and
-``dense_linear`` (the block linears in or not in ``Workload.pruned``, from the GEMM model);
-``attention`` (score and context matmuls at ``attention_efficiency`` of the dense peak, never
-2:4: both operands are activations); ``kv_cache`` (cache traffic at ``memory_efficiency`` of
-bandwidth); ``embedding`` (a row gather); ``lm_head`` (dense unless ``"lm_head"`` is pruned);
-``other`` (norms, residual adds, RoPE, SwiGLU: element-wise passes); ``step_overhead`` (launches,
-sampling, scheduling) and ``request_overhead`` (tokenisation, queueing, network; in TTFT). They
-run one after another (kernels do not overlap); inside one kernel compute and memory overlap.
+The components of a step's time (formulas in step 4 below) run one after another (kernels do
+not overlap; inside one kernel compute and memory do): the block linears (``pruned_linear``,
+``dense_linear``); ``attention`` (score and context matmuls, never 2:4: both operands are
+activations); ``kv_cache``; ``embedding`` (a row gather); ``lm_head``; ``other`` (norms, residual
+adds, RoPE, SwiGLU); ``step_overhead`` (launches, sampling, scheduling) and ``request_overhead``
+(tokenisation, queueing, network; in TTFT).
 
 Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
 are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
@@ -57,12 +55,10 @@ By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's 
 
 **The mixed step (continuous batching with chunked prefill).** A serving engine packs the
 decode tokens of the running sequences and a chunk of ``c = Workload.prefill_chunk_tokens``
-tokens of other requests' prompts (like this one) into one forward pass (default 0: the plain
-decode step). The block linears then see ``M = batch + c`` rows (the LM head stays at
-``batch``), each chunk token attends on average to half the prompt, the KV cache gains the
-chunk and the prefix it reads (step 4's last bullet), and the embedding and element-wise passes
-run over ``batch + c`` tokens. TPOT is the mixed step's time. Other ways a serving engine moves
-``M`` are in :func:`decode_gemm_m`, :func:`expert_gemm_m` and :func:`tensor_parallel_shape`.
+tokens of other requests' prompts into one forward pass (default 0: the plain decode step);
+steps 2 and 4 price it (each chunk token attends on average to half the prompt), and TPOT is
+its time. Other ways serving moves ``M``: :func:`decode_gemm_m`, :func:`expert_gemm_m`,
+:func:`tensor_parallel_shape`.
 """
 
 from __future__ import annotations

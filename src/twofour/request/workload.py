@@ -234,15 +234,12 @@ def tensor_parallel_shape(M: int, N: int, K: int, tp: int, split: str) -> tuple[
     """
     for name, v in (("M", M), ("N", N), ("K", K), ("tp", tp)):
         require_count(name, v)
-    if split == "column":
-        if N % tp:
-            raise ValueError(f"N={N} must be divisible by tp={tp} for a column split")
-        return (M, N // tp, K)
-    if split == "row":
-        if K % tp:
-            raise ValueError(f"K={K} must be divisible by tp={tp} for a row split")
-        return (M, N, K // tp)
-    raise ValueError(f"split must be 'column' (divides N) or 'row' (divides K), got {split!r}")
+    if split not in ("column", "row"):
+        raise ValueError(f"split must be 'column' (divides N) or 'row' (divides K), got {split!r}")
+    name, dim = ("N", N) if split == "column" else ("K", K)
+    if dim % tp:
+        raise ValueError(f"{name}={dim} must be divisible by tp={tp} for a {split} split")
+    return (M, N // tp, K) if split == "column" else (M, N, K // tp)
 
 
 # The three workloads chapter 6 and lab 6 follow (and the site calculator offers as presets).

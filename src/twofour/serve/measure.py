@@ -14,13 +14,9 @@ Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can r
 
 A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: it picks
 the next token (greedy) and advances the position on the device, so ``steps`` steps run back to
-back with no host work between them, as a serving loop would. ``tpot_ms`` is the time of
-``steps`` steps between two CUDA events (queued behind a device-side spin, ``record["timing"]``)
-divided by ``steps``. The prefill (TTFT) is one forward pass over a ``prompt_len``-token prompt.
-
-The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``:
-``p_gemm`` is the step's share in GEMM kernels, ``p_eligible`` the share in the block linears'
-kernels, the only ones 2:4 can speed up (Amdahl's ``p``).
+back with no host work between them, as a serving loop would; ``tpot_ms`` is their timed window
+(:meth:`~twofour.serve.Ops.time_calls`) over ``steps``. The prefill (TTFT) is one forward pass.
+The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``.
 
 Example (CPU, the tiny config):
     >>> from twofour.serve import Decoder, TINY, ops_for
@@ -54,7 +50,6 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
                    repeats: int = 10, steps: int = DECODE_STEPS, seed: int = 0,
                    profiled_calls: int = PROFILED_CALLS) -> dict:
     """``{"t_ms", "tpot_ms", "tokens_per_s", "timing", "profile"}`` (``profiled_calls=0``: no profile)."""
-    _check_mode(mode)
     cache = model.new_cache(batch, context + steps)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     first = torch.randint(0, model.cfg.vocab, (batch, 1), generator=gen).to(model.device)
@@ -81,7 +76,6 @@ def measure_decode(model: Decoder, *, batch: int, context: int, mode: str, ops: 
 def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, batch: int = 1, warmup: int = 3,
                     repeats: int = 10, seed: int = 0, profiled_calls: int = PROFILED_CALLS) -> dict:
     """Like :func:`measure_decode` for the prefill of a ``prompt_len``-token prompt: ``t_ms`` is the TTFT."""
-    _check_mode(mode)
     cache = model.new_cache(batch, prompt_len)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     prompt = torch.randint(0, model.cfg.vocab, (batch, prompt_len), generator=gen).to(model.device)
@@ -100,13 +94,10 @@ def measure_prefill(model: Decoder, *, prompt_len: int, mode: str, ops: Ops, bat
     return record
 
 
-def _check_mode(mode: str) -> None:
-    if mode not in DECODE_MODES:
-        raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
-
-
 def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, repeats, profiled_calls,
              static) -> dict:
+    if mode not in DECODE_MODES:
+        raise ValueError(f"mode must be one of {DECODE_MODES}, got {mode!r}")
     record: dict = {}
     with torch.inference_mode():
         eager = lambda: advance(step_logits())  # noqa: E731
@@ -239,24 +230,18 @@ def _aligned_eligible_us(records, starts, labels, calls: int) -> float | None:
     """Summed µs of the kernels at eligible positions, when each step ran ``labels``' sequence; else None."""
     seq = sorted((i for i, r in enumerate(records) if r.device == "cuda"), key=lambda i: starts[i])
     n = len(labels)
-    if n == 0 or len(seq) != n * calls:
+    if n == 0 or len(seq) != n * calls or any(records[i].name != labels[j % n][0] for j, i in enumerate(seq)):
         return None
-    total = 0.0
-    for j, i in enumerate(seq):
-        name, eligible = labels[j % n]
-        if records[i].name != name:
-            return None
-        total += records[i].self_us if eligible else 0.0
-    return total
+    return sum(records[i].self_us for j, i in enumerate(seq) if labels[j % n][1])
 
 
 def _under_label(records, i: int) -> bool:
     """True when record ``i`` or one of its ancestors (launching operator, enclosing operators) is the label."""
-    seen = 0
     j = i
-    while j is not None and seen < 64:  # a profile's nesting is shallow; the bound guards a cycle
+    for _ in range(64):  # a profile's nesting is shallow; the bound guards a cycle
+        if j is None:
+            return False
         if records[j].name == ELIGIBLE_LABEL:
             return True
         j = records[j].parent
-        seen += 1
     return False

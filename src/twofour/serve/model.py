@@ -5,9 +5,8 @@ q/k/v projections, RoPE, grouped-query attention over a static KV cache, the o p
 second RMSNorm and the SwiGLU MLP (gate, up, down); then the final norm and the LM head.
 Weights are random with a real model's shapes: a GEMM takes the same time whatever the values.
 
-The seven block linears are pruned to 2:4 when the model is made (``pruned=True``), so the
-dense model *is* the 2:4 model stored dense: :func:`twofour.serve.pack_blocks` packs the same
-values, and the two must agree to rounding. The LM head, embedding and norms stay dense.
+The seven block linears are pruned to 2:4 when the model is made (``pruned=True``): the dense
+model *is* the 2:4 model stored dense (:mod:`twofour.serve.sparse`). The rest stays dense.
 
 Shapes are static, so a decode step can be captured in a CUDA graph: the cache is allocated once,
 the position is a device tensor, and a decode step attends over the whole cache under a mask.
@@ -26,6 +25,7 @@ Example (a tiny config on the CPU, float32):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 
@@ -163,8 +163,7 @@ class Decoder:
 
     @classmethod
     def random(cls, cfg: TransformerConfig = LLAMA_3_8B, *, n_layers: int | None = None,
-               dtype=torch.float32, device="cpu", seed: int = 0, pruned: bool = True,
-               max_positions: int = MAX_POSITIONS) -> "Decoder":
+               dtype=torch.float32, device="cpu", seed: int = 0, pruned: bool = True) -> "Decoder":
         """Random weights with ``cfg``'s shapes, made on ``device`` directly, one layer at a time.
 
         ``n_layers`` blocks are built (default all; embedding and LM head stay whole). Each
@@ -176,18 +175,19 @@ class Decoder:
             >>> m.cfg.layers, m.full_layers, m.blocks[0].linears["down_proj"].shape
             (1, 2, torch.Size([64, 128]))
         """
-        if n_layers is None:
-            n_layers = cfg.layers
+        n_layers = cfg.layers if n_layers is None else n_layers
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or not 1 <= n_layers <= cfg.layers:
             raise ValueError(f"n_layers must be an int from 1 to {cfg.layers} (the layers of {cfg.name}), got {n_layers!r}")
         device = torch.device(device)
-        cos, sin = rope_tables(cfg.head_dim, max_positions, device=device, dtype=dtype)
+        cos, sin = rope_tables(cfg.head_dim, device=device, dtype=dtype)
         built = cfg if n_layers == cfg.layers else replace(cfg, layers=n_layers, name=f"{cfg.name} ({n_layers} of {cfg.layers} layers)")
 
         def weight(shape, *key) -> torch.Tensor:
-            # One generator per weight on the target device: the values do not depend on the
-            # build order, and no full-size copy is made on the CPU first.
-            gen = torch.Generator(device=device).manual_seed(_seed(seed, *key))
+            # One generator per weight on the target device, seeded by a hash of (seed, *key) (stable
+            # across runs and machines): the values do not depend on the build order, and no
+            # full-size copy is made on the CPU first.
+            digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
+            gen = torch.Generator(device=device).manual_seed(int.from_bytes(digest[:8], "little") >> 1)
             return torch.randn(shape, generator=gen, device=device, dtype=dtype) / math.sqrt(shape[-1])
 
         h = cfg.hidden
@@ -244,10 +244,7 @@ class Decoder:
         return self._linear(rms_norm(x, self.final_norm), self.lm_head, eligible=False)
 
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One decode step: ``tokens`` ``[batch, 1]`` at position ``pos`` (a 1-element long tensor).
-
-        ``pos`` stays on the device and the attention covers the whole cache under a mask: static shapes.
-        """
+        """One decode step: ``tokens`` ``[batch, 1]`` at ``pos`` (a 1-element long tensor on the device)."""
         self._check_tokens(tokens, cache)
         if tokens.shape[1] != 1:
             raise ValueError(f"decode takes one token per sequence, tokens [batch, 1]; got shape {tuple(tokens.shape)}")
@@ -305,14 +302,6 @@ class Decoder:
             y = F.linear(x.reshape(-1, x.shape[-1]), W)
         # reshape, not view: a 2:4 matmul may hand back its result transposed in memory
         return y.reshape(*x.shape[:-1], y.shape[-1])
-
-
-def _seed(seed: int, *key) -> int:
-    """A 63-bit seed from ``seed`` and a key such as ``(3, "q_proj")``, stable across runs and machines."""
-    import hashlib
-
-    digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def weight_bytes(cfg: TransformerConfig, dtype, *, packed: bool = False) -> int:

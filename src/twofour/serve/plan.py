@@ -89,38 +89,30 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     _require_among("modes", modes, DECODE_MODES)
     _require_among("prefill_modes", prefill_modes, DECODE_MODES, allow_empty=True)
     _require_among("weights", list(weights), WEIGHTS)
-    for name, values in (("batches", batches), ("prompt_lens", prompt_lens)):
-        for v in values:
-            _require_int(name, v)
-    for name, v, low in (("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
-                         ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)):
-        _require_int(name, v, low)
+    ints = [("batches", b, 1) for b in batches] + [("prompt_lens", P, 1) for P in prompt_lens]
+    for name, v, low in ints + [("context", context, 1), ("warmup", warmup, 0), ("repeats", repeats, 1),
+                                ("decode_steps", decode_steps, 1), ("profiled_calls", profiled_calls, 0)]:
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must hold ints >= {low}, got {v!r}")
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
+    # graph-searched is a 2:4 mode only
+    pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
     items = []
     for dtype in dtypes:
         for batch in batches:
-            items += [Item("decode", dtype, w, m, batch, context) for w in weights for m in modes if _applies(w, m)]
+            items += [Item("decode", dtype, w, m, batch, context) for w, m in pairs(modes)]
     for dtype in dtypes:
         for P in prompt_lens:
-            items += [Item("prefill", dtype, w, m, 1, P) for w in weights for m in prefill_modes if _applies(w, m)]
+            items += [Item("prefill", dtype, w, m, 1, P) for w, m in pairs(prefill_modes)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
                 decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
-
-
-def _applies(weights: str, mode: str) -> bool:
-    return not (weights == "dense" and mode == "graph-searched")
 
 
 def _require_among(name: str, values, valid, *, allow_empty: bool = False) -> None:
     bad = [v for v in values if v not in valid]
     if bad or (not values and not allow_empty):
         raise ValueError(f"{name} must be a non-empty list of {list(valid)}, got {values!r}")
-
-
-def _require_int(name: str, value, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must hold ints >= {low}, got {value!r}")
 
 
 def run_plan(plan: Plan, ops: Ops | None = None, *, out=None, inputs=(), command: str | None = None,
@@ -213,21 +205,16 @@ class _Models:
         if dtype != self.dtype:
             self.release()
             self.dtype = dtype
-        if "dense" not in self.built:
-            self.built["dense"] = self._attempt(self._dense)
-        if weights == "2:4" and "2:4" not in self.built:
-            self.built["2:4"] = self._attempt(self._packed)
-        found = self.built["dense"] if weights == "dense" or isinstance(self.built["dense"], BaseException) else self.built["2:4"]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
-    def _attempt(self, make):
-        try:
-            return make()
-        except Exception as exc:  # kept: every item of this dtype reports it without a retry
-            self.ops.free()
-            return exc
+        for w in ("dense", weights):  # the 2:4 model is packed from the dense one
+            if w not in self.built:
+                try:
+                    self.built[w] = (self._dense if w == "dense" else self._packed)()
+                except Exception as exc:  # kept: every item of this dtype reports it without a retry
+                    self.ops.free()
+                    self.built[w] = exc
+            if isinstance(self.built[w], BaseException):
+                raise self.built[w]
+        return self.built[weights]
 
     def _dense(self) -> Decoder:
         t0 = time.monotonic()

@@ -19,13 +19,12 @@ Example:
     >>> res.save(path, inputs=[path])
     Traceback (most recent call last):
     ...
-    twofour.serve.results.OutputRefused: output ... is also an input of this run; choose another file name
+    twofour.serve.results.OutputRefused: ...decode.json is an input of this command (the same file); ...
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,20 +147,10 @@ def write_atomic(path, text: str, *, inputs=()) -> Path:
     Refuses (:class:`OutputRefused`) a ``path`` that is one of ``inputs`` or is not a regular file.
     """
     path = Path(path)
-    for source in inputs:
-        try:
-            same = os.path.samefile(path, source)
-        except OSError:  # one of them does not exist: compare the names they resolve to
-            same = os.path.realpath(path) == os.path.realpath(source)
-        if same:
-            raise OutputRefused(f"output {str(path)!r} is also an input of this run; choose another file name")
-    if path.exists() and not path.is_file():
-        raise OutputRefused(f"output {str(path)!r} exists and is not a regular file (a directory, FIFO or device); "
-                            "give the path of a regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return write_text(path, text)
-    except OutputError as exc:  # the target changed while the run went on
+        return write_text(path, text, inputs)
+    except OutputError as exc:  # refused before writing, or the target changed while the run went on
         raise OutputRefused(str(exc)) from None
 
 

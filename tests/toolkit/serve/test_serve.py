@@ -379,13 +379,13 @@ def test_gpu_measure_decode_rehearsal(tmp_path):
 def test_write_atomic_refuses_inputs_and_fifos_and_leaves_no_temporary(tmp_path):
     target = tmp_path / "r.json"
     write_atomic(target, "old\n")
-    with pytest.raises(OutputRefused, match="is also an input"):
+    with pytest.raises(OutputRefused, match="is an input of this command"):
         write_atomic(target, "new\n", inputs=[tmp_path / "." / "r.json"])
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    with pytest.raises(OutputRefused, match="not a regular file"):
+    with pytest.raises(OutputRefused, match="is a FIFO .*; give the path of a regular file"):
         write_atomic(fifo, "x")
-    with pytest.raises(OutputRefused, match="not a regular file"):
+    with pytest.raises(OutputRefused, match="is a directory; give the path of a regular file"):
         write_atomic(tmp_path, "x")
     write_atomic(target, "new\n")
     assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "r.json"]
@@ -457,7 +457,7 @@ def test_cli_refuses_a_directory_fifo_or_data_file_as_output(tmp_path, capsys):
     data_file = sorted(DATA_DIR.glob("kernel-fit.json"))[0]
     before = data_file.read_bytes()
     assert main(["bench", "--decode", *_SMALL, "--out", str(data_file)]) == 2
-    assert "is also an input of this run" in capsys.readouterr().err and data_file.read_bytes() == before
+    assert "is an input of this command" in capsys.readouterr().err and data_file.read_bytes() == before
 
 
 # --- on a GPU (make gpu-check) ------------------------------------------------------------------
