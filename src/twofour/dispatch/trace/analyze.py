@@ -21,10 +21,6 @@ from .index import Index
 from .read import GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
-_BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
-_LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
-
-
 def _steps(ix: Index):
     """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
     tr = ix.tr
@@ -86,13 +82,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         base_path = btr.path
         bphases_list, _, base_excluded, base_outside = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
         bphases = {p.phase: p for p in bphases_list}
-        if not any(ph.phase in bphases for ph in phases):
-            raise TraceError(
-                f"{show_path(btr.path)}: no phase in common with {show_path(tr.path)} (baseline has {sorted(bphases)}, "
-                f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
-            )
-        notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
-                              devices=(tr.device_name, btr.device_name))
+        notes = compare.check(tr, btr, phases, bphases)
         gpus = compare.gpu_note(tr.path, btr.path, (tr.device_name, btr.device_name))
         for ph in phases:  # compare.check refuses phases found in one run only: every phase has its baseline
             b = bphases[ph.phase]
@@ -102,7 +92,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
                 shapes=notes[ph.phase], gpus=gpus,
             )
-    plausibility.check_speedup(phases, show_path(tr.path))
+            plausibility.check_speedup(ph, show_path(tr.path))
     return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
                        baseline_excluded=base_excluded, index=ix, outside_steps=(outside, base_outside))
 
@@ -112,33 +102,6 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
         f"{show_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
         "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
     )
-
-
-def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
-    """Rows whose times contradict their step (``beyond step``, see :mod:`.validate`), counted in
-    ``invalid``: a step's annotation encloses everything its thread runs, and a GPU event cannot
-    start before its launch."""
-    bad = set()
-    for si, gpos in by_step.items():
-        a = windows[si][0]
-        g = ix.gpu[gpos]
-        early = (tr.ts[g] < a - _BEYOND_US) | (tr.ts[g] < ix.launch_ts[gpos] - _LAUNCH_SKEW_US)
-        for row in g[early].tolist():
-            bad.add(row)
-            tr.mark_invalid(invalid, "beyond step", row)
-    cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
-    cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
-    cpu_ts = tr.ts[cpu]
-    for _, _, cs, ce, thread in steps:
-        if thread < 0:
-            continue
-        lo, hi = np.searchsorted(cpu_ts, [cs, ce])
-        rows = cpu[lo:hi]
-        over = rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)]
-        for row in over.tolist():
-            bad.add(row)
-            tr.mark_invalid(invalid, "beyond step", row)
-    return bad
 
 
 def _without_rows(tr: Trace, rows) -> Trace:
@@ -205,12 +168,10 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         )
     ix, steps, by_step, windows, outside = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
-    bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
     # GPU events launched in no step (after the last one, or a trace cut by the profiler's schedule):
     # no step holds them, so none is measured with them; left out and counted, never a refusal.
     n_outside = len(outside)
-    bad |= plausibility.late_gpu_rows(ix, tr, invalid, skip=outside)
-    bad |= plausibility.bad_step_rows(tr, invalid)
+    bad = plausibility.implausible_rows(ix, tr, steps, windows, by_step, outside, invalid)
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)
