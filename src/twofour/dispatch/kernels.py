@@ -374,7 +374,6 @@ class RecordedReport:
     weight: str  # "dense tensor (2:4 zeros)" or "to_sparse_semi_structured"
     report: KernelReport
     provenance: dict
-    probe: tuple[tuple[str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -431,12 +430,11 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
     out = []
     for path in sorted(folder.glob("kernels-*.json")):
         data = read_json(path, "kernel table file", schema=KERNEL_TABLE_SCHEMA)
-        probe = tuple(tuple(row) for row in data.get("probe", []))
         for case in data.get("cases", []):
             rows = tuple(KernelRow(r["name"], r["class"], r["device"], int(r["count"]), float(r["time_us"])) for r in case["rows"])
             report = KernelReport(rows=rows, device=case["device"], calls=int(case["calls"]),
                                   time_us={k: float(v) for k, v in case["time_us"].items()})
             out.append(RecordedReport(case["M"], case["N"], case["K"], case["dtype"], case["weight"], report,
-                                      data["provenance"], probe))
+                                      data["provenance"]))
     return out
 

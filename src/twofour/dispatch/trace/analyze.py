@@ -104,16 +104,6 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
     )
 
 
-def _without_rows(tr: Trace, rows) -> Trace:
-    """``tr`` without the given rows (the columns copied once; the names and threads shared)."""
-    keep = np.ones(len(tr), dtype=bool)
-    keep[np.fromiter(rows, dtype=np.int64)] = False
-    cols = {name: np.ascontiguousarray(getattr(tr, name)[keep])
-            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index", "shape")
-            if getattr(tr, name) is not None}
-    return dataclasses.replace(tr, **cols)
-
-
 def _layout(tr: Trace, want: str | None, what: str):
     """The index, the steps (of phase ``want``, in time order), which step launched each GPU event, the
     windows, and the positions (in ``ix.gpu``) of GPU events launched inside no step of any phase."""
@@ -175,7 +165,11 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)
-        tr = _without_rows(tr, bad)  # left out, and everything measured again without them
+        # left out, and everything measured again without them (columns copied once, names and threads shared)
+        keep = np.ones(len(tr), dtype=bool)
+        keep[np.fromiter(bad, dtype=np.int64)] = False
+        cols = ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index", "shape")
+        tr = dataclasses.replace(tr, **{c: np.ascontiguousarray(getattr(tr, c)[keep]) for c in cols})
         ix, steps, by_step, windows, outside = _layout(tr, want, what)
     device = "cuda" if len(ix.gpu) else "cpu"
     dtype_bits = kernel_dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
@@ -267,8 +261,10 @@ def _step_stats(ix, tr, name, ph, a, b, cs, ce, gpos, op_order, op_ts):
                     seen.add(c)
     wall = b - a
     busy = outside = None
-    if device == "cuda":
-        busy = _busy(ix, a, b)
+    if device == "cuda":  # the merged busy intervals, clipped to the window
+        lo, hi = np.searchsorted(ix.busy_e, a, side="right"), np.searchsorted(ix.busy_s, b, side="left")
+        overlap = np.minimum(ix.busy_e[lo:hi], b) - np.maximum(ix.busy_s[lo:hi], a)
+        busy = float(np.clip(overlap, 0.0, None).sum())
     else:
         # Time inside the step not covered by any operator (on any thread).
         blocks = []  # the step's outermost operators, merged where they overlap
@@ -295,19 +291,8 @@ def _issuer(ix, tr: Trace, row: int) -> tuple:
     parent = ix.parent
     while parent[row] >= 0:
         row = int(parent[row])
-    s = int(tr.shape[row]) if tr.shape is not None else -1
+    s = int(tr.shape[row])
     return tr.names[tr.name[row]], (tr.shapes[s] if s >= 0 else None)
-
-
-def _busy(ix, a, b) -> float:
-    s, e = ix.busy_s, ix.busy_e
-    lo = np.searchsorted(e, a, side="right")
-    hi = np.searchsorted(s, b, side="left")
-    if hi <= lo:
-        return 0.0
-    ss = np.maximum(s[lo:hi], a)
-    ee = np.minimum(e[lo:hi], b)
-    return float(np.clip(ee - ss, 0.0, None).sum())
 
 
 _NO_OP = "no operator (Python or framework code between operators)"

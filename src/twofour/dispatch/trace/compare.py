@@ -21,21 +21,16 @@ from .validate import TraceError
 from .shapes import describe
 
 
-def same_file(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` are one file (a link, a second path) or have the same bytes."""
-    try:
-        if os.path.samefile(a, b):
-            return True
-        return os.path.getsize(a) == os.path.getsize(b) and filecmp.cmp(a, b, shallow=False)
-    except OSError:
-        return False
-
-
 def check(tr, btr, phases, bphases: dict) -> dict:
     """Refuse to compare the :class:`~.read.Trace` ``tr`` with a baseline ``btr`` that did other work (see the
     module doc); when the runs match, ``{phase: shapes note}``."""
     shown, bshown = _shown(tr.path), _shown(btr.path)
-    if same_file(tr.path, btr.path):
+    try:  # one file (a link, a second path), or the same bytes
+        same = os.path.samefile(tr.path, btr.path) or (os.path.getsize(tr.path) == os.path.getsize(btr.path)
+                                                       and filecmp.cmp(tr.path, btr.path, shallow=False))
+    except OSError:
+        same = False
+    if same:
         raise TraceError(f"{bshown}: --compare got the same trace as FILE ({shown}); give the dense run of the same "
                          "steps as the baseline")
     if tr.device_name and btr.device_name and tr.device_name != btr.device_name:

@@ -91,8 +91,8 @@ class Trace:
     thread: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
-    index: np.ndarray | None = None  # each row's position in traceEvents
-    shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
+    index: np.ndarray  # each row's position in traceEvents
+    shape: np.ndarray  # each row's operand signature in `shapes`, -1 when none
     shapes: list = field(default_factory=list)  # the signatures (.shapes.signature), each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
@@ -102,8 +102,7 @@ class Trace:
 
     def mark_invalid(self, invalid: dict, reason: str, row) -> None:
         """Count column row ``row`` in ``invalid`` under ``reason``, by its position in traceEvents."""
-        at = int(self.index[row]) if self.index is not None else int(row)  # a Trace built without index
-        validate.add(invalid, reason, at, self.names[self.name[row]])
+        validate.add(invalid, reason, int(self.index[row]), self.names[self.name[row]])
 
     def step_rows(self) -> tuple[np.ndarray, bool]:
         """The rows that may be steps, in row order, and whether they are phase annotations (``prefill`` or
@@ -122,7 +121,7 @@ class Trace:
     @property
     def has_shapes(self) -> bool:
         """True when operators carry their operand shapes (recorded with ``record_shapes=True``)."""
-        return self.shape is not None and bool((self.shape >= 0).any())
+        return bool((self.shape >= 0).any())
 
     @property
     def has_gpu(self) -> bool:
