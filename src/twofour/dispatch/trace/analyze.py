@@ -199,10 +199,9 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                 cur = rep.kernel_table.setdefault(key, [0, 0.0])
                 cur[0] += n
                 cur[1] += us
-                if key[1] == UNCLASSIFIED:
-                    rep.unclassified[key[0]] = rep.unclassified.get(key[0], 0.0) + us
             if device == "cuda":
                 _gaps(ix, rep, name, a, b)
+        rep.unclassified = {nm: us for (nm, c), (_, us) in rep.kernel_table.items() if c == UNCLASSIFIED}
         rep.sparse_backends = tuple(BACKEND_NAME[c] for c in BACKEND_NAME if c in backends)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
