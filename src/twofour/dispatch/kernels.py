@@ -299,9 +299,8 @@ def records_from_profiler(prof) -> list[OpRecord]:
     out = []
     for e in events:
         is_cpu = e.device_type == cpu
-        if is_cpu:
-            parent_obj = getattr(e, "cpu_parent", None)
-            parent = by_object.get(id(parent_obj)) if parent_obj is not None else None
+        if is_cpu:  # no cpu_parent: id(None) is no event's
+            parent = by_object.get(id(getattr(e, "cpu_parent", None)))
         else:
             parent = by_op_id.get(getattr(e, "linked_correlation_id", 0) or -1)
         self_us = e.self_cpu_time_total if is_cpu else e.self_device_time_total

@@ -103,19 +103,6 @@ def check_speedup(ph, shown_path: str) -> None:
             "allowed): the two traces did not time the same GEMMs, or one has absurd times; no verdict")
 
 
-def above_ceiling(ph) -> str | None:
-    """A warning line when a measured GEMM speedup exceeds this phase's roofline ceiling, else None."""
-    cmp = ph.comparison
-    if cmp is None:
-        return None
-    s = cmp.gemm_speedup
-    if s == s and s > ph.ceiling * 1.02:
-        return (f"IMPLAUSIBLE: the measured 2:4 GEMM speedup {s:.2f}x is above the {ph.ceiling:.2f}x ceiling of "
-                f"{ph.phase} GEMMs: the dense run was slowed by something 2:4 did not pay (check both runs' shapes, "
-                "clocks and warm-up) before believing it")
-    return None
-
-
 def refuse_gpu_run_without_kernels(tr: Trace, ix, what: str) -> None:
     """A trace of a GPU run (a named GPU, CUDA runtime calls or CUDA-only operators) without GPU kernels: no verdict."""
     if len(ix.gpu):

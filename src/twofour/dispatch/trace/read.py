@@ -1,8 +1,6 @@
 """Read a profiler trace: file checks, the streaming JSON reader, and the events kept as columns.
 
-The first stage of :mod:`twofour.dispatch.trace`: the file is refused before it is opened when it
-is not a regular file (a FIFO would block), read streaming (:mod:`._jsonstream`: a 1 GB trace
-never sits in memory as text), and each kept event becomes a few numbers in compact arrays
+Read streaming (:mod:`._jsonstream`), each kept event becomes a few numbers in compact arrays
 (49 bytes an event). At peak, reading and analysing take about 150 bytes per kept event of the
 process's own memory (the columns, their growth while read, the analysis's index), on top of the
 interpreter and torch (about 150 MB); ``test_a_64_mb_trace_streams`` measures it and holds it

@@ -50,10 +50,6 @@ class Invalid:
     first_event: int  # index in traceEvents
     first_name: str
 
-    def describe(self) -> str:
-        return (f"{self.count:,} {REASONS[self.reason]} (first: event {self.first_event:,}, "
-                f"{printable(self.first_name, 80)!r})")
-
 
 def add(invalid: dict, reason: str, event: int, name, count: int = 1) -> None:
     """Count ``count`` events of ``reason``, keeping the one with the smallest event number as the first."""
@@ -80,7 +76,9 @@ def summary(invalid: dict, what: str = "the trace") -> str:
     """One line: how many invalid events of each kind (``invalid``: reason -> :class:`Invalid`), and the first of each."""
     items = sorted(invalid.values(), key=lambda i: i.first_event)
     total = sum(i.count for i in items)
-    return f"{total:,} invalid event{'s' if total != 1 else ''} in {what}: " + "; ".join(i.describe() for i in items)
+    return f"{total:,} invalid event{'s' if total != 1 else ''} in {what}: " + "; ".join(
+        f"{i.count:,} {REASONS[i.reason]} (first: event {i.first_event:,}, {printable(i.first_name, 80)!r})"
+        for i in items)
 
 
 def duplicate_rows(kind, name, thread, ts, dur, ext, corr) -> np.ndarray:
