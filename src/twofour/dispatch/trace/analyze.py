@@ -18,7 +18,7 @@ from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, ker
 from . import compare, plausibility, validate
 from .validate import TraceError
 from .index import Index
-from .read import GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
+from .read import GPU_ANNOTATION, GPU_KINDS, OP, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
 
 def _steps(ix: Index):
