@@ -2,8 +2,7 @@
 
 A measured speedup is a ratio of two runs; it means something only when both ran the same
 steps of the same phases with the same GEMMs, on the same GPU, with a baseline that ran no 2:4
-kernel. :func:`check` refuses anything else (the same file twice, 2 GEMMs per step against 14
-once gave "2:4 GEMM 5.15x measured") with one :class:`~.read.TraceError` naming both files.
+kernel. :func:`check` refuses anything else with one :class:`~.read.TraceError` naming both files.
 When both traces carry operand shapes (``record_shapes=True``; :mod:`.shapes`), each GEMM's call
 (the outermost operator around it, ``aten::linear`` in both runs) must get the same operand
 shapes and types at the same place in the same step. Where they cannot be compared (no shapes,
