@@ -200,13 +200,21 @@ def audit(
         if 0 in shape:
             skipped.append((name, f"empty ({'x'.join(map(str, shape))}): no values to check"))
             continue
-        if kind == "embedding":  # a lookup: nothing to check, so nothing to read
-            row = _embedding_row(name, shape, dtype)
+        if kind == "embedding":  # a lookup reads rows: no GEMM for a sparse kernel, nothing to check or read
+            shape = tuple(int(d) for d in shape)
+            row = AuditRow(name, "embedding", shape, dtype_name(dtype), None, False, "dense", ("lookup",),
+                           ("an embedding is a table lookup, not a matmul: no sparse kernel applies",),
+                           dense_bytes(shape, dtype), None)
         else:
             counted = reader.structure(name) if reader is not None else None
             if counted is not None:  # decided by the stored form alone (a bitmask): no values read
                 along_k = tuple(reversed(shape)) if reader.transposed(name) else tuple(shape)
-                W, report = torch.empty(along_k, dtype=dtype, device="meta"), _report(counted, along_k, dtype)
+                groups, bad = counted
+                W = torch.empty(along_k, dtype=dtype, device="meta")
+                report = StructureReport(valid=bad == 0, n=2, m=4, shape=along_k, dtype=dtype, examples=(),
+                                         num_groups=groups, num_bad_groups=bad, nonzero_fraction=0.5,
+                                         bad_groups_per_row=torch.zeros(0, dtype=torch.int64),
+                                         bad_locations=torch.zeros(0, 2, dtype=torch.int64))
             else:
                 W, report = load(), None
                 odd = _odd_tensor(W)
@@ -216,11 +224,13 @@ def audit(
                 if reader is not None and reader.transposed(name):  # Conv1D [in, out]: judged along in_features
                     W = W.t().contiguous()
                 n_bytes_read += W.numel() * W.element_size() if not is_packed(W) else 0
-            try:
-                row = _row(name, kind, W, M, env, backend, report)
-            except _NotChecked as exc:
-                skipped.append((name, str(exc)))
-                continue
+                if not is_packed(W) and W.shape[1] % 4 == 0:
+                    try:  # counts only: no locations to collect
+                        report = check(W, 2, 4, max_examples=0, max_locations=0)
+                    except ValueError as exc:  # a self-overlapping view too large to count by its storage
+                        skipped.append((name, f"not checked: {exc}"))
+                        continue
+            row = _row(name, kind, W, M, env, backend, report)
             del W
         if reader is not None:
             row = replace(row, stored=stored.form, stored_bytes=stored.stored_bytes or None)
@@ -237,26 +247,6 @@ def audit(
     runners = tuple(who_runs(ct, rows)) if ct is not None else ()
     return AuditReport(tuple(rows), tuple(skipped), target_name, backend, M, n_bytes_read, tuple(notes), model, runners,
                        on_gpu=bool(env.cuda_available))
-
-
-def _report(counted: tuple[int, int], shape, dtype) -> StructureReport:
-    """A :class:`~twofour.structure.StructureReport` from a stored form's own count (no values read)."""
-    groups, bad = counted
-    return StructureReport(valid=bad == 0, n=2, m=4, shape=shape, dtype=dtype,
-                           num_groups=groups, num_bad_groups=bad, bad_groups_per_row=torch.zeros(0, dtype=torch.int64),
-                           bad_locations=torch.zeros(0, 2, dtype=torch.int64), examples=(), nonzero_fraction=0.5)
-
-
-def _embedding_row(name: str, shape, dtype) -> AuditRow:
-    # A lookup reads rows; there is no GEMM for a sparse kernel to replace. Not read, not checked.
-    reason = "an embedding is a table lookup, not a matmul: no sparse kernel applies"
-    shape = tuple(int(d) for d in shape)
-    return AuditRow(name, "embedding", shape, dtype_name(dtype), None, False, "dense", ("lookup",),
-                    (reason,), dense_bytes(shape, dtype), None)
-
-
-class _NotChecked(Exception):
-    """A weight that cannot be checked; the message is the reason the audit lists it under."""
 
 
 def _unique_keys(state: Mapping, notes: list[str]) -> dict:
@@ -316,14 +306,9 @@ def _tokens(example_input_shape) -> int | None:
     return math.prod(dims)
 
 
-def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str, structure=None) -> AuditRow:
+def _row(name: str, kind: str, W: torch.Tensor, M: int | None, env, backend: str, structure) -> AuditRow:
     packed = is_packed(W)
     shape = tuple(int(d) for d in W.shape)
-    if structure is None and not packed and shape[1] % 4 == 0:
-        try:
-            structure = check(W, 2, 4, max_examples=0, max_locations=0)  # counts only: no locations to collect
-        except ValueError as exc:  # a self-overlapping view too large to count by its storage
-            raise _NotChecked(f"not checked: {exc}") from None
     # The column is the 2:4 count; explain() reuses it only where W's dtype is stored 2:4 (float32 is 1:2).
     reuse = structure if structure is not None and BackendRules.pattern(W.dtype) == (2, 4) else None
     verdict: Verdict = explain(W, M, backend=None if packed else backend, target=env, structure=reuse)

@@ -101,11 +101,6 @@ class AuditReport:
     on_gpu: bool = True  # judged for a GPU (this one or a named one); False: a machine with no CUDA GPU
 
     @property
-    def stored_forms(self) -> bool:
-        """True when the rows came from files (bytes on disk are known)."""
-        return any(r.stored_bytes is not None for r in self.rows)
-
-    @property
     def linear(self) -> tuple[AuditRow, ...]:
         """Linear weights the audit judges (layers the recipe keeps dense are listed, not judged)."""
         return tuple(r for r in self.rows if r.kind == "linear" and not r.kept_dense)
@@ -122,10 +117,6 @@ class AuditReport:
     def bytes_saved(self) -> int:
         """Weight bytes saved if every layer whose verdict is sparse is stored packed."""
         return sum(r.dense_bytes - r.packed_bytes for r in self.linear if r.sparse and r.packed_bytes is not None)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(r.dense_bytes for r in self.rows)
 
     def reason_counts(self) -> list[tuple[str, int, str]]:
         """(topic, how many linear layers, the first layer's name and its own message), most frequent first."""
@@ -164,11 +155,12 @@ class AuditReport:
         verdict = "SPARSE-READY" if lin and self.n_sparse == len(lin) else ("PARTLY SPARSE" if self.n_sparse else "NOT SPARSE")
         kept = len(self.kept_dense)
         valid = sum(r.fraction_valid == 1.0 for r in lin)
+        total = format_bytes(sum(r.dense_bytes for r in self.rows))
         return (
             f"{verdict}: {self.n_sparse} of {len(lin)} linear weights would run a 2:4 sparse kernel on {self.target} "
             f"(2:4 along K: {valid}, already packed: {packed}"
             + (f"; {kept} more kept dense on purpose" if kept else "")
-            + f"); packing those saves {format_bytes(self.bytes_saved)} of {format_bytes(self.total_bytes)} weight bytes"
+            + f"); packing those saves {format_bytes(self.bytes_saved)} of {total} weight bytes"
         )
 
     def summary(self) -> str:
@@ -191,7 +183,7 @@ class AuditReport:
 
     def _cells(self, rows) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         """The table's header, and the cells of ``rows`` (each name escaped and shortened)."""
-        stored = self.stored_forms
+        stored = any(r.stored_bytes is not None for r in self.rows)  # rows from files: bytes on disk known
         body = []
         for r in rows:
             cells = (

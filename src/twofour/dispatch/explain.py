@@ -10,9 +10,8 @@
   target GPU (equal to ``path`` when ``W`` is packed already);
 * ``checks``: every rule with its outcome and the reason, so nothing is a black box.
 
-Rules come from the installed torch classes where torch exposes them (see
-:mod:`twofour.dispatch.rules`). The target defaults to this machine; pass
-``target=hypothetical_gpu((9, 0))`` to ask about an H100 from a laptop.
+Rules come from the installed torch classes where torch exposes them (:mod:`twofour.dispatch.rules`);
+``target=hypothetical_gpu((9, 0))`` asks about an H100 from a laptop.
 
 >>> import torch, twofour
 >>> from twofour.dispatch import explain, hypothetical_gpu

@@ -299,9 +299,8 @@ def records_from_profiler(prof) -> list[OpRecord]:
     out = []
     for e in events:
         is_cpu = e.device_type == cpu
-        if is_cpu:
-            parent_obj = getattr(e, "cpu_parent", None)
-            parent = by_object.get(id(parent_obj)) if parent_obj is not None else None
+        if is_cpu:  # no cpu_parent: id(None) is no event's
+            parent = by_object.get(id(getattr(e, "cpu_parent", None)))
         else:
             parent = by_op_id.get(getattr(e, "linked_correlation_id", 0) or -1)
         self_us = e.self_cpu_time_total if is_cpu else e.self_device_time_total
@@ -374,7 +373,6 @@ class RecordedReport:
     weight: str  # "dense tensor (2:4 zeros)" or "to_sparse_semi_structured"
     report: KernelReport
     provenance: dict
-    probe: tuple[tuple[str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -431,12 +429,11 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
     out = []
     for path in sorted(folder.glob("kernels-*.json")):
         data = read_json(path, "kernel table file", schema=KERNEL_TABLE_SCHEMA)
-        probe = tuple(tuple(row) for row in data.get("probe", []))
         for case in data.get("cases", []):
             rows = tuple(KernelRow(r["name"], r["class"], r["device"], int(r["count"]), float(r["time_us"])) for r in case["rows"])
             report = KernelReport(rows=rows, device=case["device"], calls=int(case["calls"]),
                                   time_us={k: float(v) for k, v in case["time_us"].items()})
             out.append(RecordedReport(case["M"], case["N"], case["K"], case["dtype"], case["weight"], report,
-                                      data["provenance"], probe))
+                                      data["provenance"]))
     return out
 

@@ -60,14 +60,6 @@ class Probe:
     hypothetical: bool = False
     live: tuple[LiveCheck, ...] = field(default=())
 
-    @property
-    def device(self) -> torch.device:
-        return self.env.device
-
-    @property
-    def capability(self) -> tuple[int, int] | None:
-        return self.env.capability
-
     def status(self, backend: str) -> BackendStatus:
         """The :class:`BackendStatus` of ``backend`` (``"cusparselt"`` or ``"cutlass"``)."""
         for b in self.backends:

@@ -10,23 +10,9 @@ described correctly without a code change:
 * ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes and each one's
   :class:`ShapeRule`.
 
-What the classes do not expose is written down here, each with its source (the Sources page,
-"Dispatch" and "GPUs and backends"):
-
-* sparse tensor cores need compute capability >= 8.0 (PyTorch semi-structured tutorial);
-* PyTorch's CUTLASS kernels are built and validated for 8.x only (pytorch#132928);
-* cuSPARSELt before 0.6.0 fails on 9.0 with "architecture mismatch" (pytorch#132009);
-* PyTorch moved to cuSPARSELt 0.7.1 because it was "needed to support sparse operations on
-  Blackwell" (pytorch PR #155232, 2025-06-05); torch 2.8.0 is the first default wheel that pins it;
-* fp8 (e4m3/e5m2) 2:4 kernels for SM 8.9 (Ada: L4, RTX 40) arrived in cuSPARSELt 0.8.0 (its
-  release notes), which the default wheels pin from torch 2.11 (:data:`TORCH_CUSPARSELT_PINS`);
-  fp8 tensor cores do not exist below 8.9;
-* float32 is stored 1:2 (pairs), not 2:4 (cuSPARSELt data-type docs; pytorch PR #115550);
-* cuSPARSELt refuses a plain ``mm`` in float8 (``torch._scaled_mm`` runs it) and needs ``x``
-  and the bias in the weight's dtype (``torch/sparse/semi_structured.py``, ``_mm``); int8
-  through a plain ``F.linear`` returns saturated int8 with no scale on both backends
-  (:meth:`BackendRules.mm_problem` and :meth:`BackendRules.mm_result_problem` give the sources
-  and the call that works).
+What the classes do not expose is written down here (capability and cuSPARSELt minima, fp8,
+float32's 1:2 pattern, what a plain matmul does with fp8 and int8), each rule's message naming its
+source (the Sources page, "Dispatch" and "GPUs and backends").
 
 >>> rules = backend_rules("cutlass")
 >>> torch.float16 in rules.shapes
@@ -61,11 +47,12 @@ __all__ = [
 ]
 
 
-# The sources of these minima are in the module docstring. torch reports cuSPARSELt's version as
-# one int (602 is 0.6.2).
-MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)
-MIN_CUSPARSELT_FOR_SM90: int = 600
-# Whether 0.7.0 already ran on SM 10.x/12.x is unconfirmed (its release notes could not be retrieved).
+# torch reports cuSPARSELt's version as one int (602 is 0.6.2).
+MIN_SPARSE_CAPABILITY: tuple[int, int] = (8, 0)  # PyTorch semi-structured tutorial
+MIN_CUSPARSELT_FOR_SM90: int = 600  # older versions fail on 9.0 with "architecture mismatch" (pytorch#132009)
+# PyTorch moved to 0.7.1 as "needed to support sparse operations on Blackwell" (pytorch PR #155232,
+# 2025-06-05; torch 2.8.0 is the first default wheel that pins it). Whether 0.7.0 already ran on SM
+# 10.x/12.x is unconfirmed (its release notes could not be retrieved).
 MIN_CUSPARSELT_FOR_BLACKWELL: int = 701
 MIN_CUSPARSELT_FOR_FP8_SM89: int = 800  # 0.8.0 release notes: "Introduced E4M3 and E5M2 kernels for SM 8.9"
 # cuSPARSELt that PyTorch's default PyPI wheels require (their metadata's Requires-Dist; checked

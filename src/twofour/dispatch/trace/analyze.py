@@ -18,12 +18,8 @@ from .classify import BACKEND_NAME, ELIGIBLE, UNCLASSIFIED, is_attention_op, ker
 from . import compare, plausibility, validate
 from .validate import TraceError
 from .index import Index
-from .read import GPU_ANNOTATION, GPU_KINDS, OP, RUNTIME, Trace, load
+from .read import GPU_ANNOTATION, GPU_KINDS, OP, Trace, load
 from .report import Comparison, Gap, PhaseReport, StepStats, TraceReport
-
-_BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
-_LAUNCH_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
-
 
 def _steps(ix: Index):
     """(name, phase, cpu_start, cpu_end, thread or -1) of every step, in time order."""
@@ -86,13 +82,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
         base_path = btr.path
         bphases_list, _, base_excluded, base_outside = _analyze(btr, phase, what="the baseline", exclude=exclude_invalid)
         bphases = {p.phase: p for p in bphases_list}
-        if not any(ph.phase in bphases for ph in phases):
-            raise TraceError(
-                f"{show_path(btr.path)}: no phase in common with {show_path(tr.path)} (baseline has {sorted(bphases)}, "
-                f"the trace has {[p.phase for p in phases]}); annotate both runs the same way"
-            )
-        notes = compare.check(tr.path, btr.path, phases, bphases, has_shapes=(tr.has_shapes, btr.has_shapes),
-                              devices=(tr.device_name, btr.device_name))
+        notes = compare.check(tr, btr, phases, bphases)
         gpus = compare.gpu_note(tr.path, btr.path, (tr.device_name, btr.device_name))
         for ph in phases:  # compare.check refuses phases found in one run only: every phase has its baseline
             b = bphases[ph.phase]
@@ -102,7 +92,7 @@ def analyze(trace, *, phase: str | None = None, baseline=None, progress: bool | 
                 dense_idle_fraction=b.idle_fraction, baseline_sparse_gemms=b.sparse_gemms,
                 shapes=notes[ph.phase], gpus=gpus,
             )
-    plausibility.check_speedup(phases, show_path(tr.path))
+            plausibility.check_speedup(ph, show_path(tr.path))
     return TraceReport(path=tr.path, trace=ix.tr, phases=phases, baseline_path=base_path, excluded=excluded,
                        baseline_excluded=base_excluded, index=ix, outside_steps=(outside, base_outside))
 
@@ -112,43 +102,6 @@ def _refuse_invalid(tr: Trace, invalid: dict, what: str) -> None:
         f"{show_path(tr.path)}: {validate.summary(invalid, what)}. A verdict from these numbers would be wrong: fix the "
         "trace, or pass --drop-invalid (exclude_invalid=True) to leave them out, which the report then says"
     )
-
-
-def _out_of_place(ix, tr, steps, windows, by_step, invalid: dict) -> set:
-    """Rows whose times contradict their step (``beyond step``, see :mod:`.validate`), counted in
-    ``invalid``: a step's annotation encloses everything its thread runs, and a GPU event cannot
-    start before its launch."""
-    bad = set()
-    for si, gpos in by_step.items():
-        a = windows[si][0]
-        g = ix.gpu[gpos]
-        early = (tr.ts[g] < a - _BEYOND_US) | (tr.ts[g] < ix.launch_ts[gpos] - _LAUNCH_SKEW_US)
-        for row in g[early].tolist():
-            bad.add(row)
-            tr.mark_invalid(invalid, "beyond step", row)
-    cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
-    cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
-    cpu_ts = tr.ts[cpu]
-    for _, _, cs, ce, thread in steps:
-        if thread < 0:
-            continue
-        lo, hi = np.searchsorted(cpu_ts, [cs, ce])
-        rows = cpu[lo:hi]
-        over = rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)]
-        for row in over.tolist():
-            bad.add(row)
-            tr.mark_invalid(invalid, "beyond step", row)
-    return bad
-
-
-def _without_rows(tr: Trace, rows) -> Trace:
-    """``tr`` without the given rows (the columns copied once; the names and threads shared)."""
-    keep = np.ones(len(tr), dtype=bool)
-    keep[np.fromiter(rows, dtype=np.int64)] = False
-    cols = {name: np.ascontiguousarray(getattr(tr, name)[keep])
-            for name in ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index", "shape")
-            if getattr(tr, name) is not None}
-    return dataclasses.replace(tr, **cols)
 
 
 def _layout(tr: Trace, want: str | None, what: str):
@@ -205,16 +158,18 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         )
     ix, steps, by_step, windows, outside = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
-    bad = _out_of_place(ix, tr, steps, windows, by_step, invalid)
     # GPU events launched in no step (after the last one, or a trace cut by the profiler's schedule):
     # no step holds them, so none is measured with them; left out and counted, never a refusal.
     n_outside = len(outside)
-    bad |= plausibility.late_gpu_rows(ix, tr, invalid, skip=outside)
-    bad |= plausibility.bad_step_rows(tr, invalid)
+    bad = plausibility.implausible_rows(ix, tr, steps, windows, by_step, outside, invalid)
     if bad:
         if not exclude:
             _refuse_invalid(tr, invalid, what)
-        tr = _without_rows(tr, bad)  # left out, and everything measured again without them
+        # left out, and everything measured again without them (columns copied once, names and threads shared)
+        keep = np.ones(len(tr), dtype=bool)
+        keep[np.fromiter(bad, dtype=np.int64)] = False
+        cols = ("kind", "name", "ts", "dur", "thread", "ext", "corr", "index", "shape")
+        tr = dataclasses.replace(tr, **{c: np.ascontiguousarray(getattr(tr, c)[keep]) for c in cols})
         ix, steps, by_step, windows, outside = _layout(tr, want, what)
     device = "cuda" if len(ix.gpu) else "cpu"
     dtype_bits = kernel_dtype_bits([tr.names[i] for i in np.unique(tr.name[ix.gpu])]) if device == "cuda" else 16
@@ -244,10 +199,9 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
                 cur = rep.kernel_table.setdefault(key, [0, 0.0])
                 cur[0] += n
                 cur[1] += us
-                if key[1] == UNCLASSIFIED:
-                    rep.unclassified[key[0]] = rep.unclassified.get(key[0], 0.0) + us
             if device == "cuda":
                 _gaps(ix, rep, name, a, b)
+        rep.unclassified = {nm: us for (nm, c), (_, us) in rep.kernel_table.items() if c == UNCLASSIFIED}
         rep.sparse_backends = tuple(BACKEND_NAME[c] for c in BACKEND_NAME if c in backends)
         reports[ph] = rep
     rank = {"prefill": 0, "decode": 1, "step": 2, "trace": 3}
@@ -306,8 +260,10 @@ def _step_stats(ix, tr, name, ph, a, b, cs, ce, gpos, op_order, op_ts):
                     seen.add(c)
     wall = b - a
     busy = outside = None
-    if device == "cuda":
-        busy = _busy(ix, a, b)
+    if device == "cuda":  # the merged busy intervals, clipped to the window
+        lo, hi = np.searchsorted(ix.busy_e, a, side="right"), np.searchsorted(ix.busy_s, b, side="left")
+        overlap = np.minimum(ix.busy_e[lo:hi], b) - np.maximum(ix.busy_s[lo:hi], a)
+        busy = float(np.clip(overlap, 0.0, None).sum())
     else:
         # Time inside the step not covered by any operator (on any thread).
         blocks = []  # the step's outermost operators, merged where they overlap
@@ -334,19 +290,8 @@ def _issuer(ix, tr: Trace, row: int) -> tuple:
     parent = ix.parent
     while parent[row] >= 0:
         row = int(parent[row])
-    s = int(tr.shape[row]) if tr.shape is not None else -1
+    s = int(tr.shape[row])
     return tr.names[tr.name[row]], (tr.shapes[s] if s >= 0 else None)
-
-
-def _busy(ix, a, b) -> float:
-    s, e = ix.busy_s, ix.busy_e
-    lo = np.searchsorted(e, a, side="right")
-    hi = np.searchsorted(s, b, side="left")
-    if hi <= lo:
-        return 0.0
-    ss = np.maximum(s[lo:hi], a)
-    ee = np.minimum(e[lo:hi], b)
-    return float(np.clip(ee - ss, 0.0, None).sum())
 
 
 _NO_OP = "no operator (Python or framework code between operators)"

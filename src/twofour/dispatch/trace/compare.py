@@ -2,8 +2,7 @@
 
 A measured speedup is a ratio of two runs; it means something only when both ran the same
 steps of the same phases with the same GEMMs, on the same GPU, with a baseline that ran no 2:4
-kernel. :func:`check` refuses anything else (the same file twice, 2 GEMMs per step against 14
-once gave "2:4 GEMM 5.15x measured") with one :class:`~.read.TraceError` naming both files.
+kernel. :func:`check` refuses anything else with one :class:`~.read.TraceError` naming both files.
 When both traces carry operand shapes (``record_shapes=True``; :mod:`.shapes`), each GEMM's call
 (the outermost operator around it, ``aten::linear`` in both runs) must get the same operand
 shapes and types at the same place in the same step. Where they cannot be compared (no shapes,
@@ -21,30 +20,22 @@ from .validate import TraceError
 from .shapes import describe
 
 
-def same_file(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` are one file (a link, a second path) or have the same bytes."""
-    try:
-        if os.path.samefile(a, b):
-            return True
-        return os.path.getsize(a) == os.path.getsize(b) and filecmp.cmp(a, b, shallow=False)
+def check(tr, btr, phases, bphases: dict) -> dict:
+    """Refuse to compare the :class:`~.read.Trace` ``tr`` with a baseline ``btr`` that did other work (see the
+    module doc); when the runs match, ``{phase: shapes note}``."""
+    shown, bshown = _shown(tr.path), _shown(btr.path)
+    try:  # one file (a link, a second path), or the same bytes
+        same = os.path.samefile(tr.path, btr.path) or (os.path.getsize(tr.path) == os.path.getsize(btr.path)
+                                                       and filecmp.cmp(tr.path, btr.path, shallow=False))
     except OSError:
-        return False
-
-
-def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(False, False),
-          devices=(None, None)) -> dict:
-    """Refuse a comparison of different work (see the module doc); when the runs match, ``{phase: shapes note}``.
-
-    ``has_shapes`` says whether the trace and the baseline carry operand shapes at all; ``devices``
-    are the GPUs their ``deviceProperties`` name (None when a trace names none).
-    """
-    shown, bshown = _shown(trace_path), _shown(base_path)
-    if same_file(trace_path, base_path):
+        same = False
+    if same:
         raise TraceError(f"{bshown}: --compare got the same trace as FILE ({shown}); give the dense run of the same "
                          "steps as the baseline")
-    if all(devices) and devices[0] != devices[1]:
-        raise TraceError(f"{bshown}: the baseline was recorded on {devices[1]}, the trace ({shown}) on {devices[0]}: a "
-                         "speedup across two GPUs measures the GPUs, not 2:4; record the dense run on the same GPU")
+    if tr.device_name and btr.device_name and tr.device_name != btr.device_name:
+        raise TraceError(f"{bshown}: the baseline was recorded on {btr.device_name}, the trace ({shown}) "
+                         f"on {tr.device_name}: a speedup across two GPUs measures the GPUs, not 2:4; record "
+                         "the dense run on the same GPU")
     ours = {p.phase: p for p in phases}
     for name, b in bphases.items():
         if b.sparse_gemms:
@@ -67,8 +58,7 @@ def check(trace_path: str, base_path: str, phases, bphases: dict, has_shapes=(Fa
                 f"{bshown}: {name} step {k} ({ph.steps[k].name!r}) ran {mine[k]} GEMMs in the trace and {theirs[k]} in "
                 f"the baseline (per step: {_short(mine)} against {_short(theirs)}): the runs did not do the same work, "
                 "so their GEMM times are not comparable")
-    names = (_base(trace_path), _base(base_path))
-    return {name: _shapes(shown, bshown, names, name, ph, bphases[name], has_shapes) for name, ph in ours.items()}
+    return {name: _shapes(tr, btr, name, ph, bphases[name]) for name, ph in ours.items()}
 
 
 def gpu_note(trace_path: str, base_path: str, devices) -> str:
@@ -93,12 +83,13 @@ def _base(path: str) -> str:
     return printable(os.path.basename(path), 120)
 
 
-def _shapes(shown: str, bshown: str, names, name: str, ph, b, has_shapes) -> str:
+def _shapes(tr, btr, name: str, ph, b) -> str:
     """Compare the operands of each GEMM's call, step by step; refuse the first mismatch, else describe what was compared."""
-    if not all(has_shapes):
+    if not (tr.has_shapes and btr.has_shapes):
         which = "neither trace carries them"
-        if any(has_shapes):
-            which = f"the trace ({names[0]}) carries none" if has_shapes[1] else f"the baseline ({names[1]}) carries none"
+        if tr.has_shapes or btr.has_shapes:
+            which = (f"the trace ({_base(tr.path)}) carries none" if btr.has_shapes
+                     else f"the baseline ({_base(btr.path)}) carries none")
         return (f"not compared: {which} (recorded without torch.profiler.profile(record_shapes=True)); "
                 "only the GEMM counts per step were checked")
     same = other_call = unknown = 0
@@ -111,10 +102,11 @@ def _shapes(shown: str, bshown: str, names, name: str, ph, b, has_shapes) -> str
                 other_call += 1
                 first_other = first_other or (op, bop)
             elif sig != bsig:
+                bshown = _shown(btr.path)
                 raise TraceError(
                     f"{bshown}: {name} step {k} ({st.name!r}), GEMM {i + 1} of {len(st.gemm_ops)}: {op} got "
-                    f"{describe(sig)} in the trace ({shown}) and {describe(bsig)} in the baseline ({bshown}): the runs "
-                    "did not do the same work, so their GEMM times are not comparable")
+                    f"{describe(sig)} in the trace ({_shown(tr.path)}) and {describe(bsig)} in the baseline "
+                    f"({bshown}): the runs did not do the same work, so their GEMM times are not comparable")
             else:
                 same += 1
     total = same + other_call + unknown

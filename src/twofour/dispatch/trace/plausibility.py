@@ -1,15 +1,6 @@
 """Plausibility before a verdict: events a recorded run cannot have produced, and speedups past physics.
 
-:mod:`.validate` checks each event's own fields; this module checks events against the run:
-
-* a GPU event that ends after a device-wide synchronize that began after its launch had
-  returned (the CPU cannot come back from waiting before the GPU's work is done) or, without
-  such a call, after the last CPU activity by more than the CPU's whole span: ``beyond step``
-  (one absurd duration made "GPU busy 100%" out of 4%);
-* a step annotation of zero length, or one that starts inside another and ends after it;
-* a trace without GPU kernels of a GPU run (it names its GPU, or holds CUDA runtime calls or
-  CUDA-only operators), whose host times are launch times;
-* a measured GEMM speedup flagged above the roofline ceiling, refused above :data:`MAX_GEMM_SPEEDUP`.
+:mod:`.validate` checks each event's own fields; this module checks events against the run.
 """
 
 from __future__ import annotations
@@ -23,7 +14,8 @@ from .read import ANNOTATION, OP, RUNTIME, Trace
 # Device-wide waits only: a stream or event synchronize waits for one stream, and a kernel on
 # another stream may rightly run on after it returns.
 _SYNC_CALLS = ("cudaDeviceSynchronize", "cuCtxSynchronize")
-_SKEW_US = 5.0  # the clock skew allowed between the CPU and GPU timelines (as in analyze)
+_BEYOND_US = 1.0  # real traces: kernels start >= 1.3 us into their step's window (the shipped H200 traces)
+_SKEW_US = 5.0  # ... and >= 6 us after the call that launched them: 5 us allows for clock skew
 # No 2:4 kernel does less than half the math of dense: past 2x the two runs did different work.
 # A quarter more is allowed for a dense run that was itself slowed (a bad tile, a cold cache).
 MAX_GEMM_SPEEDUP = 2.5
@@ -34,83 +26,81 @@ _CUDA_ONLY_PREFIXES = ("aten::_cslt_", "aten::_sparse_semi_structured_", "aten::
                        "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_efficient_attention")
 
 
-def late_gpu_rows(ix, tr: Trace, invalid: dict, skip=()) -> set:
-    """GPU events that end after the CPU had seen them finish (see the module doc), counted as ``beyond step``.
+def implausible_rows(ix, tr: Trace, steps, windows, by_step, outside, invalid: dict) -> set:
+    """Rows a recorded run cannot have produced, counted in ``invalid``; ``outside``: positions in ``ix.gpu``
+    of events no step holds (left out without a verdict on them). ``beyond step``:
 
-    ``skip``: positions in ``ix.gpu`` of events no step holds (left out without a verdict on them).
+    * a GPU event starting before its step's window (the steps of :func:`~.analyze._layout`) or its
+      launch, an operator or runtime call of a step's own thread ending after the step;
+    * a GPU event ending after a device-wide synchronize that began after its launch had returned
+      (it cannot return before the GPU is done) or, without one, after the last CPU activity by more
+      than the CPU's whole span (one absurd duration made "GPU busy 100%" out of 4%).
+
+    And step annotations (:meth:`~.read.Trace.step_rows`) of zero length, or overlapping another
+    without nesting in it (the later one).
     """
+    bad = set()
+
+    def mark(rows, reason: str) -> None:
+        for row in rows:
+            bad.add(row)
+            tr.mark_invalid(invalid, reason, row)
+
     g = ix.gpu
-    if not len(g):
-        return set()
-    ends = ix.end[g]
-    sync_ids = [i for i, n in enumerate(tr.names) if n.startswith(_SYNC_CALLS)]
-    syncs = np.flatnonzero((tr.kind == RUNTIME) & np.isin(tr.name, sync_ids))
-    late = np.zeros(len(g), dtype=bool)
-    if len(syncs):
-        order = np.argsort(tr.ts[syncs], kind="stable")
-        s_start, s_end = tr.ts[syncs][order], ix.end[syncs][order]
-        # for each GPU event, the earliest end among syncs that began after its launch
-        suffix_min = np.minimum.accumulate(s_end[::-1])[::-1]
-        k = np.searchsorted(s_start, ix.launch_ts, side="right")
-        has = k < len(s_start)
-        late[has] = ends[has] > suffix_min[np.minimum(k[has], len(s_start) - 1)] + _SKEW_US
-    cpu = np.flatnonzero(np.isin(tr.kind, (OP, RUNTIME, ANNOTATION)))
-    if len(cpu):
-        first, last = float(tr.ts[cpu].min()), float(ix.end[cpu].max())
-        late |= ends > last + max(last - first, 1e3)
-    late[np.asarray(skip, dtype=np.int64)] = False
-    rows = set(g[late].tolist())
-    for row in rows:
-        tr.mark_invalid(invalid, "beyond step", row)
-    return rows
-
-
-def bad_step_rows(tr: Trace, invalid: dict) -> set:
-    """Step annotations (:meth:`~.read.Trace.step_rows`) of zero length, or overlapping another without nesting in it
-    (the later one)."""
-    rows = set()
+    for si, gpos in by_step.items():
+        ts = tr.ts[g[gpos]]
+        early = (ts < windows[si][0] - _BEYOND_US) | (ts < ix.launch_ts[gpos] - _SKEW_US)
+        mark(g[gpos][early].tolist(), "beyond step")
+    cpu = np.flatnonzero((tr.kind == OP) | (tr.kind == RUNTIME))
+    cpu = cpu[np.argsort(tr.ts[cpu], kind="stable")]
+    cpu_ts = tr.ts[cpu]
+    for _, _, cs, ce, thread in steps:
+        if thread >= 0:
+            lo, hi = np.searchsorted(cpu_ts, [cs, ce])
+            rows = cpu[lo:hi]
+            mark(rows[(tr.thread[rows] == thread) & (ix.end[rows] > ce + _BEYOND_US)].tolist(), "beyond step")
+    if len(g):
+        ends = ix.end[g]
+        sync_ids = [i for i, n in enumerate(tr.names) if n.startswith(_SYNC_CALLS)]
+        syncs = np.flatnonzero((tr.kind == RUNTIME) & np.isin(tr.name, sync_ids))
+        late = np.zeros(len(g), dtype=bool)
+        if len(syncs):
+            order = np.argsort(tr.ts[syncs], kind="stable")
+            s_start, s_end = tr.ts[syncs][order], ix.end[syncs][order]
+            # for each GPU event, the earliest end among syncs that began after its launch
+            suffix_min = np.minimum.accumulate(s_end[::-1])[::-1]
+            k = np.searchsorted(s_start, ix.launch_ts, side="right")
+            has = k < len(s_start)
+            late[has] = ends[has] > suffix_min[np.minimum(k[has], len(s_start) - 1)] + _SKEW_US
+        cpu = np.flatnonzero(np.isin(tr.kind, (OP, RUNTIME, ANNOTATION)))
+        if len(cpu):
+            first, last = float(tr.ts[cpu].min()), float(ix.end[cpu].max())
+            late |= ends > last + max(last - first, 1e3)
+        late[np.asarray(outside, dtype=np.int64)] = False
+        mark(g[late].tolist(), "beyond step")
     spans = sorted((float(tr.ts[r]), float(tr.ts[r] + tr.dur[r]), int(r)) for r in tr.step_rows()[0])
-    for s, e, r in spans:
-        if e - s <= 0:
-            rows.add(r)
-            tr.mark_invalid(invalid, "zero-length step", r)
-    live = [x for x in spans if x[2] not in rows]
+    zero = {r for s, e, r in spans if e - s <= 0}
+    mark(zero, "zero-length step")
     reach, reach_row = -np.inf, -1
-    for s, e, r in live:
+    for s, e, r in spans:
+        if r in zero:
+            continue
         if reach_row >= 0 and reach - 1e-3 > s and e > reach + 1e-3 and tr.thread[r] == tr.thread[reach_row]:
-            rows.add(r)  # starts inside an earlier step and ends after it
-            tr.mark_invalid(invalid, "overlapping step", r)
+            mark([r], "overlapping step")  # starts inside an earlier step and ends after it
             continue
         if e > reach:
             reach, reach_row = e, r
-    return rows
+    return bad
 
 
-def check_speedup(phases, shown_path: str) -> None:
-    """Refuse a measured GEMM speedup no 2:4 kernel can give (the two runs did different work)."""
-    for ph in phases:
-        cmp = ph.comparison
-        if cmp is None:
-            continue
-        s = cmp.gemm_speedup
-        if s == s and s > MAX_GEMM_SPEEDUP:
-            raise TraceError(
-                f"{shown_path}: {ph.phase}: a measured 2:4 GEMM speedup of {s:,.2f}x against the baseline, past the "
-                f"{ph.ceiling:.2f}x ceiling of {ph.phase} GEMMs (2x math at most, and {MAX_GEMM_SPEEDUP}x allowed): "
-                "the two traces did not time the same GEMMs, or one has absurd times; no verdict")
-
-
-def above_ceiling(ph) -> str | None:
-    """A warning line when a measured GEMM speedup exceeds this phase's roofline ceiling, else None."""
-    cmp = ph.comparison
-    if cmp is None:
-        return None
-    s = cmp.gemm_speedup
-    if s == s and s > ph.ceiling * 1.02:
-        return (f"IMPLAUSIBLE: the measured 2:4 GEMM speedup {s:.2f}x is above the {ph.ceiling:.2f}x ceiling of "
-                f"{ph.phase} GEMMs: the dense run was slowed by something 2:4 did not pay (check both runs' shapes, "
-                "clocks and warm-up) before believing it")
-    return None
+def check_speedup(ph, shown_path: str) -> None:
+    """Refuse a phase's measured GEMM speedup no 2:4 kernel can give (the two runs did different work)."""
+    s = ph.comparison.gemm_speedup
+    if s == s and s > MAX_GEMM_SPEEDUP:
+        raise TraceError(
+            f"{shown_path}: {ph.phase}: a measured 2:4 GEMM speedup of {s:,.2f}x against the baseline, past "
+            f"the {ph.ceiling:.2f}x ceiling of {ph.phase} GEMMs (2x math at most, and {MAX_GEMM_SPEEDUP}x "
+            "allowed): the two traces did not time the same GEMMs, or one has absurd times; no verdict")
 
 
 def refuse_gpu_run_without_kernels(tr: Trace, ix, what: str) -> None:

@@ -1,12 +1,8 @@
 """The 2:4 GEMM speedup a trace without a dense baseline can be given: the kernel model's, for its own GEMMs.
 
-A dense-only trace (or a 2:4 one without ``--compare``) has not measured the 2:4 GEMM step of the
-funnel. Assuming it at the ceiling (2x, or 1.78x at decode) promises what the default kernel does
-not give at decode; instead :func:`kernel_speedup` predicts it with :func:`twofour.roofline.predict`
-(kernel time, PyTorch's default algorithm) for every GEMM the summarized steps ran, from the
-operand shapes the trace recorded (``record_shapes=True``), on the GPU its ``deviceProperties``
-name, and weights each GEMM by its predicted dense time. When any of that is missing the answer
-is *unknown*, with the reason, never the ceiling.
+Assuming it at the ceiling (2x, or 1.78x at decode) promises what the default kernel does not give
+at decode; :func:`kernel_speedup` predicts each GEMM with :func:`twofour.roofline.predict` (kernel
+time, PyTorch's default algorithm) on the GPU the trace names, weighted by its predicted dense time.
 
 >>> kernel_speedup([("aten::linear", (((16, 4096), (4096, 4096), ()), ("c10::Half", "c10::Half", "")))], "NVIDIA H200")[0] < 1.78
 True

@@ -1,8 +1,6 @@
 """Read a profiler trace: file checks, the streaming JSON reader, and the events kept as columns.
 
-The first stage of :mod:`twofour.dispatch.trace`: the file is refused before it is opened when it
-is not a regular file (a FIFO would block), read streaming (:mod:`._jsonstream`: a 1 GB trace
-never sits in memory as text), and each kept event becomes a few numbers in compact arrays
+Read streaming (:mod:`._jsonstream`), each kept event becomes a few numbers in compact arrays
 (49 bytes an event). At peak, reading and analysing take about 150 bytes per kept event of the
 process's own memory (the columns, their growth while read, the analysis's index), on top of the
 interpreter and torch (about 150 MB); ``test_a_64_mb_trace_streams`` measures it and holds it
@@ -91,8 +89,8 @@ class Trace:
     thread: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
-    index: np.ndarray | None = None  # each row's position in traceEvents
-    shape: np.ndarray | None = None  # each row's operand signature in `shapes`, -1 when none
+    index: np.ndarray  # each row's position in traceEvents
+    shape: np.ndarray  # each row's operand signature in `shapes`, -1 when none
     shapes: list = field(default_factory=list)  # the signatures (.shapes.signature), each kept once
     n_read: int = 0  # every element of traceEvents, kept or not
     invalid: dict = field(default_factory=dict)  # reason -> validate.Invalid: events left out, counted
@@ -102,8 +100,7 @@ class Trace:
 
     def mark_invalid(self, invalid: dict, reason: str, row) -> None:
         """Count column row ``row`` in ``invalid`` under ``reason``, by its position in traceEvents."""
-        at = int(self.index[row]) if self.index is not None else int(row)  # a Trace built without index
-        validate.add(invalid, reason, at, self.names[self.name[row]])
+        validate.add(invalid, reason, int(self.index[row]), self.names[self.name[row]])
 
     def step_rows(self) -> tuple[np.ndarray, bool]:
         """The rows that may be steps, in row order, and whether they are phase annotations (``prefill`` or
@@ -122,7 +119,7 @@ class Trace:
     @property
     def has_shapes(self) -> bool:
         """True when operators carry their operand shapes (recorded with ``record_shapes=True``)."""
-        return self.shape is not None and bool((self.shape >= 0).any())
+        return bool((self.shape >= 0).any())
 
     @property
     def has_gpu(self) -> bool:

@@ -19,7 +19,6 @@ from ...amdahl import speedup
 from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, classify
 from . import validate
 from .classify import ATTENTION, LABELS, TRACE_CLASSES, trace_class
-from .index import Index
 from .report import PhaseReport, TraceReport, fmt_bound, fmt_ms, fmt_speedup
 
 
@@ -156,7 +155,7 @@ def _timeline_svg(r: TraceReport, ph: PhaseReport, width: int = 900) -> str:
         return ""
     st = ph.steps[ph.summarized[0]]
     tr = r.trace
-    ix = r.index if r.index is not None else Index(tr)
+    ix = r.index
     a, b = st.start_us, st.start_us + st.wall_us
     sel = ix.gpu[(tr.ts[ix.gpu] < b) & (ix.end[ix.gpu] > a)]
     scale = (width - 20) / max(b - a, 1e-9)

@@ -273,12 +273,12 @@ class PhaseReport(_Shares):
                        "code): on a GPU that time would show as idle gaps")
         cmp = self.comparison
         if cmp is not None and math.isfinite(cmp.gemm_speedup):
-            from .plausibility import above_ceiling
-
-            flag = above_ceiling(self)
-            if flag:
-                out.insert(0, flag)
             s, p, e2e = cmp.gemm_speedup, cmp.dense_p, cmp.end_to_end
+            if s > self.ceiling * 1.02:  # above the roofline, said first (past MAX_GEMM_SPEEDUP: refused)
+                out.insert(0, f"IMPLAUSIBLE: the measured 2:4 GEMM speedup {s:.2f}x is above the "
+                           f"{self.ceiling:.2f}x ceiling of {self.phase} GEMMs: the dense run was slowed by "
+                           "something 2:4 did not pay (check both runs' shapes, clocks and warm-up) before "
+                           "believing it")
             if self.sparse_gemms == 0:
                 out.append(f"GEMMs {s:.2f}x against the baseline, but no 2:4 kernel ran: this compares dense with dense")
             elif s >= 1.0:

@@ -2,19 +2,9 @@
 
 An event is *invalid* when its numbers cannot be true of a recorded run; :data:`REASONS` names
 each kind. Python's JSON reader accepts bare ``NaN`` and ``Infinity`` (``1e400`` reads as
-Infinity); past 2^53 us a double cannot hold a microsecond; an exact copy of an earlier event
-(kind, name, thread, ts, dur and ids) is a trace appended to itself; a stream runs one kernel
-after another, so an overlap of more than 2 us and 10% of the shorter event is not clock skew
-(real traces overlap by under a microsecond); a GPU event is *beyond step* when it starts
-before the window of the step that launched it or more than 5 us before its launching call,
-and so is an operator or runtime call on a step's own thread that ends after the step (left
-out, the trace is measured again without them; :mod:`.plausibility` finds more).
-
-Nothing invalid is ever read as 0. :func:`~.analyze.analyze` refuses a verdict from a trace
-with invalid events (a :class:`TraceError` naming how many, which kind, and the first
-one's event number and name) unless ``exclude_invalid=True`` (``--drop-invalid``), which
-leaves them out and says so in the report's first lines. :func:`check_consistency` then
-guards every verdict: GEMM time <= GPU busy time <= wall time, p in [0, 1].
+Infinity); past 2^53 us a double cannot hold a microsecond. Nothing invalid is ever read as 0:
+:func:`~.analyze.analyze` refuses a verdict from a trace with invalid events unless
+``exclude_invalid=True`` (``--drop-invalid``), which leaves them out and says so in the report.
 """
 
 from __future__ import annotations
@@ -60,10 +50,6 @@ class Invalid:
     first_event: int  # index in traceEvents
     first_name: str
 
-    def describe(self) -> str:
-        return (f"{self.count:,} {REASONS[self.reason]} (first: event {self.first_event:,}, "
-                f"{printable(self.first_name, 80)!r})")
-
 
 def add(invalid: dict, reason: str, event: int, name, count: int = 1) -> None:
     """Count ``count`` events of ``reason``, keeping the one with the smallest event number as the first."""
@@ -90,7 +76,9 @@ def summary(invalid: dict, what: str = "the trace") -> str:
     """One line: how many invalid events of each kind (``invalid``: reason -> :class:`Invalid`), and the first of each."""
     items = sorted(invalid.values(), key=lambda i: i.first_event)
     total = sum(i.count for i in items)
-    return f"{total:,} invalid event{'s' if total != 1 else ''} in {what}: " + "; ".join(i.describe() for i in items)
+    return f"{total:,} invalid event{'s' if total != 1 else ''} in {what}: " + "; ".join(
+        f"{i.count:,} {REASONS[i.reason]} (first: event {i.first_event:,}, {printable(i.first_name, 80)!r})"
+        for i in items)
 
 
 def duplicate_rows(kind, name, thread, ts, dur, ext, corr) -> np.ndarray:
@@ -120,7 +108,8 @@ def duplicate_rows(kind, name, thread, ts, dur, ext, corr) -> np.ndarray:
 
 
 def stream_overlaps(gpu_rows, thread, ts, dur) -> np.ndarray:
-    """GPU rows (indices) that overlap an earlier event on their stream by more than 2 us and 10% of the shorter."""
+    """GPU rows (indices) that overlap an earlier event on their stream by more than 2 us and 10% of the
+    shorter: a stream runs one kernel after another, and real traces overlap by under a microsecond."""
     if len(gpu_rows) < 2:
         return np.zeros(0, dtype=np.int64)
     o = gpu_rows[np.lexsort((ts[gpu_rows], thread[gpu_rows]))]
