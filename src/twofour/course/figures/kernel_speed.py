@@ -349,7 +349,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     """
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
-    i, errors, wins = 0, [], []
+    errors, wins = [], []
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))
         by_shape: dict = {}
@@ -358,8 +358,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                 by_shape.setdefault((row["shape"], row["N"], row["K"], row["backend"]), []).append(row)
         for (shape, N, K, backend), rows in by_shape.items():
             rows.sort(key=lambda r: r["M"])
-            st = series(i)
-            i += 1
+            st = series(len(wins))
             Ms = [r["M"] for r in rows]
             measured = [r["dense_ms"] / r["sparse_ms"] for r in rows]
             ax.plot(Ms, measured, color=st.color, marker=st.marker, linestyle="-", label=f"measured: {shape} {backend} ({mode})")
@@ -370,7 +369,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                 ax.plot(Ms, pred, color=st.color, marker=st.marker, markerfacecolor="white", linestyle=":",
                         label=f"model: {shape} ({spec.name}, {scenario})")
                 errors += [abs(p / m - 1) for p, m in zip(pred, measured)]
-    if not i:
+    if not wins:
         raise ValueError(f"no measured {dtype} rows in timing mode {mode!r} in the results given")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
@@ -396,10 +395,6 @@ def predictable(p) -> bool:
     return p.backend is None or p.backend in get_gpu(p.gpu).backends
 
 
-def _l2(p) -> str:
-    return p.extra.get("l2", "flushed") if p.origin == "measured" else "clean"
-
-
 def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     """The ``n`` points of ``origin`` the fitted model misses most, with their caveats.
 
@@ -411,7 +406,8 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     """
     rows = []
     for p in (p for p in pts if predictable(p) and p.origin == origin):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
+                       l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
                      "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
