@@ -159,10 +159,8 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
         measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
-        if measured:
-            style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
-        else:
-            style = {**next(others).kw(), "markersize": 5}
+        style = ({"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2} if measured
+                 else {**next(others).kw(), "markersize": 5})
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
     costs = costs if costs is not None else cited_per_call_costs()

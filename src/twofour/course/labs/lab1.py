@@ -80,12 +80,11 @@ def _as_locations(result, name: str) -> set[tuple[int, int]]:
             "(an empty list means the weight is valid)"
         )
     try:
-        pairs = {(int(r), int(g)) for r, g in result}
+        return {(int(r), int(g)) for r, g in result}
     except (TypeError, ValueError):
         raise CheckFailed(
             f"on weight {name!r}: could not read the answer as (row, group) pairs; return e.g. [(3, 1), (12, 7)]"
         ) from None
-    return pairs
 
 
 def _bad_groups(W: torch.Tensor) -> set[tuple[int, int]]:

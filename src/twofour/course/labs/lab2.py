@@ -114,13 +114,6 @@ def _read_pack(result, name: str, W: torch.Tensor) -> tuple[torch.Tensor, torch.
     return values, indices
 
 
-def _scatter(values: torch.Tensor, indices: torch.Tensor, K: int) -> torch.Tensor:
-    N = values.shape[0]
-    bits = same_size_int_view(values).view(N, K // 4, 2)
-    out = torch.zeros((N, K // 4, 4), dtype=bits.dtype)
-    return out.scatter_(-1, indices, bits).view(N, K).view(values.dtype)
-
-
 @exercise_check("pack_2to4")
 def check_pack_2to4(pack_2to4) -> str:
     """Compare the learner's ``(values, indices)`` with :func:`twofour.pack`.
@@ -152,7 +145,9 @@ def check_pack_2to4(pack_2to4) -> str:
                     "bit for bit, in position order"
                 )
         else:
-            back = _scatter(values, indices, W.shape[1])
+            N, K = W.shape
+            bits = same_size_int_view(values).view(N, K // 4, 2)
+            back = bits.new_zeros(N, K // 4, 4).scatter_(-1, indices, bits).view(N, K).view(W.dtype)
             if not torch.equal(back, W):
                 wrong = (back != W).view(W.shape[0], -1, 4).any(-1)
                 r, g = torch.nonzero(wrong)[0].tolist()
