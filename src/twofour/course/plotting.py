@@ -324,12 +324,9 @@ def figure_text(fig) -> dict[str, str]:
     suptitle = _label(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     titles = [t for t in (_label(ax.get_title()) or _label(ax.get_title(loc="left")) for ax in axes) if t]
     title = suptitle or "; ".join(dict.fromkeys(titles))  # titles unique, in order
-    if not title:
-        first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
-        title = (
-            f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
-            if first is not None else ""
-        )
+    first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
+    if not title and first is not None:
+        title = f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
     panels = [f"panel {name!r}: {summary}" if len(axes) > 1 and name else summary
               for name, summary in ((_label(ax.get_title()), _axes_summary(ax)) for ax in axes) if summary]
     kind = "Chart" if len(axes) <= 1 else f"Chart with {len(axes)} panels"

@@ -14,9 +14,6 @@ should be 2x faster". None of them will be. The learner writes:
 * ``rebuild(compressed, bitmask, shape) -> W``: the dense weight of a compressed-tensors 2:4
   checkpoint (kept values and a bitmask), checked bit for bit in fp16, bf16, fp8 and int8.
 
-Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
-otherwise a hypothetical A100, so the lab runs on a laptop.
-
 >>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
 ['A: the pruned MLP', 'B: the float32 layer', 'C: the transposed export']
@@ -71,13 +68,13 @@ class Suspect:
 
 
 def target():
-    """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100."""
+    """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100
+    (so the lab runs on a laptop)."""
     return probe() if environment().sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
 
 
 def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return prune(torch.randn(N, K, generator=g))[0].to(dtype)
+    return prune(torch.randn(N, K, generator=torch.Generator().manual_seed(seed)))[0].to(dtype)
 
 
 def suspects() -> dict[str, Suspect]:
@@ -242,10 +239,8 @@ def check_proof(proof) -> str:
 def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> bool:
     """Whether ``ms`` is within a factor of 200 of what the profiler measures for ``expected``.
 
-    Only a unit slip (x1000) is meant to fail. One timing of a kernel that takes microseconds
-    can be hundreds of times longer when another process takes the core at that moment, so a
-    miss is re-measured (the reader's ``proof`` and the profiler both) up to ``tries`` times:
-    a unit slip misses every time, a preempted timing does not.
+    Only a unit slip (x1000) should fail; a timing preempted by another process can be hundreds of
+    times longer, so a miss is re-measured (``proof`` and profiler) up to ``tries`` times.
     """
     for attempt in range(tries):
         if attempt:

@@ -14,9 +14,8 @@ The learner writes five functions:
 * ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep, the
   ``alg_id`` of the fastest configuration that ran and matched dense (:data:`MATCH_TOL`).
 
-The checkers compare with :mod:`twofour.roofline` and the recorded sweep. The lab's last step
-holds the crossover search against data: :func:`measurements` gathers one curve per distinct GPU
-run, and :func:`compare_with_data` puts each next to the model's prediction for that GPU.
+The checkers compare with :mod:`twofour.roofline` and the recorded sweep; :func:`measurements`
+and :func:`compare_with_data` hold the crossover search against each GPU run's data.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
