@@ -93,13 +93,10 @@ def rises(stages: list[FunnelStep]) -> list[str]:
         >>> rises(steps)
         ['Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x.']
     """
-    out = []
-    for before, step in zip(stages, stages[1:]):
-        if step.speedup > before.speedup and step.key in _RISE:
-            name = f"Step {step.step}" if step.step else step.label.capitalize()
-            than = f"step {before.step}" if before.step else before.label
-            out.append(f"{name} is above {than}: {_RISE[step.key]}.")
-    return out
+    return [f"{f'Step {step.step}' if step.step else step.label.capitalize()} is above "
+            f"{f'step {before.step}' if before.step else before.label}: {_RISE[step.key]}."
+            for before, step in zip(stages, stages[1:])
+            if step.speedup > before.speedup and step.key in _RISE]
 
 
 def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:

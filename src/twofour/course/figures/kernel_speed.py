@@ -18,7 +18,7 @@ import numpy as np
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
-from ..plotting import ROLES, color, describe, join_and, legend_below, measured_on, new_figure, series
+from ..plotting import ROLES, Role, color, describe, join_and, legend_below, measured_on, new_figure, series
 
 __all__ = [
     "log2_Ms",
@@ -45,8 +45,8 @@ MODE_LABELS = {
     "kernel": "kernels only (profiler)",
 }
 # One style per timing mode (a test fails when a mode has none).
-MODE_STYLE = {"lone": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
-              "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
+MODE_STYLE = {"lone": Role(PALETTE["grey"], "v", ":"), "stream": Role(PALETTE["vermillion"], "^", "-."),
+              "graph": Role(PALETTE["blue"], "s", "--"), "kernel": Role(PALETTE["green"], "o", "-")}
 # The model's scenario for each measured mode: thin, "predicted" colour, a dash of its own, no
 # marker, so the model lines stay apart from each other and the measured lines in greyscale.
 _MODEL_STYLE = {"eager": ("back to back", (0, (1, 1.5))), "cached": ("graph replay", (0, (5, 2))),
@@ -241,9 +241,8 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     flagged = []
     for mode, rows in by_mode.items():
-        c, m, ls = MODE_STYLE[mode]
-        ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
-                label=f"measured: {MODE_LABELS[mode]}")
+        ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows],
+                **MODE_STYLE[mode].kw(), label=f"measured: {MODE_LABELS[mode]}")
         flagged += [(r["M"], r["dense_ms"] / r["sparse_ms"]) for r in rows if r.get("flagged")]
     if flagged:
         ax.scatter(*zip(*flagged), s=80, facecolors="none", edgecolors="#000000", linewidths=1.2, zorder=4,
@@ -440,9 +439,9 @@ def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=(
     import matplotlib.pyplot as plt
 
     shape_dd = w.Dropdown(options=[(label, (N, K)) for label, N, K in shapes], description="shape")
-    gpu_dd = w.Dropdown(options=list(gpus), value=gpus[0], description="GPU")
-    dtype_dd = w.Dropdown(options=list(dtypes), value=dtypes[0], description="dtype")
-    alg_dd = w.Dropdown(options=[("default (alg 0)", "default"), ("searched", "searched")], value="default",
+    gpu_dd = w.Dropdown(options=list(gpus), description="GPU")  # a Dropdown starts at its first option
+    dtype_dd = w.Dropdown(options=list(dtypes), description="dtype")
+    alg_dd = w.Dropdown(options=[("default (alg 0)", "default"), ("searched", "searched")],
                         description="algorithm")
     out = w.Output()
 
