@@ -223,9 +223,7 @@ def _rows_by_mode(results_list, shape: str, dtype: str) -> dict[str, list[dict]]
             for row in res.gpu_points(mode):
                 if row["shape"] == shape and row["dtype"] == dtype:
                     out.setdefault(mode, []).append(row)
-    for rows in out.values():
-        rows.sort(key=lambda r: r["M"])
-    return out
+    return {mode: sorted(rows, key=lambda r: r["M"]) for mode, rows in out.items()}
 
 
 def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: bool = True, ax=None, title=None):

@@ -312,8 +312,7 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
 
     groups: dict[tuple, dict] = {}
     for res in results:
-        rows = [r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)]
-        for r in rows:
+        for r in (r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)):
             group = groups.setdefault((res.label, r["backend"]), {"res": res, "rows": {}, "files": set()})
             group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)  # a file given twice adds no timing
             group["files"].add(str(res.path) if res.path else id(res))
