@@ -82,7 +82,7 @@ def suspects() -> dict[str, Suspect]:
     g = torch.Generator().manual_seed(3)
     unstructured = torch.randn(256, 512, generator=g)
     unstructured = (unstructured * (torch.rand(256, 512, generator=g) < 0.5)).half()
-    made = [
+    return {s.name: s for s in (
         Suspect("A: the pruned MLP", _pruned(512, 256, 1), (256, 256),
                 "Pruned to 2:4 with a mask, saved, loaded, served. Half the weights are zero!"),
         Suspect("B: the float32 layer", _pruned(256, 256, 2, torch.float32), (256, 256),
@@ -97,8 +97,7 @@ def suspects() -> dict[str, Suspect]:
                 "Shares its storage with another layer through a transposed view."),
         Suspect("G: the decode step", _pruned(512, 512, 7), (1, 512),
                 "Packs and runs sparse, but serves one token per call (decoding)."),
-    ]
-    return {s.name: s for s in made}
+    )}
 
 
 # Each suspect's answer, and a hint: the row of explain() that gives it away.
@@ -178,11 +177,10 @@ def _problem(W_ready, W, on) -> str | None:
 def check_make_packable(make_packable) -> str:
     """Every suspect's weight, after ``make_packable``, must pack to a correct sparse kernel."""
     on = target()
-    extra = {
+    cases = {name: s.W for name, s in suspects().items()} | {
         "an already perfect layer": _pruned(256, 256, 11),
         "a bfloat16 layer 40 wide": _pruned(64, 40, 12, torch.bfloat16),  # K=40: pad to the column multiple
     }
-    cases = {name: s.W for name, s in suspects().items()} | extra
     for name, W in cases.items():
         before = W.clone()
         W_ready = make_packable(W)
