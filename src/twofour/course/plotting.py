@@ -14,23 +14,14 @@ Why these choices:
 * **Legends are as large as the axis labels** (:data:`LEGEND_SIZE`); a legend too long for the
   plot goes under it (:func:`legend_below`), never shrinks. A plot of measured data names the
   GPU and the day it was measured (:func:`measured_on`).
-* **Alt text and caption** travel with the figure (:func:`describe`). The caption says what to
-  see, never the title again (:func:`restates`); in Jupyter, Colab and the site build the figure
-  is shown as a 2x PNG whose display metadata carries them (:func:`install_notebook_display`).
-  A figure without them still gets a specific description (:func:`figure_text`).
-
-Example:
-    >>> from twofour.course.plotting import new_figure, ROLES
-    >>> fig, ax = new_figure()
-    >>> ax.plot([1, 2, 3], [1, 2, 2], **ROLES["measured"].kw(), label="measured")  # doctest: +ELLIPSIS
-    [...]
-    >>> fig.get_facecolor()[:3]
-    (1.0, 1.0, 1.0)
+* **Alt text and caption** travel with the figure (:func:`describe`, :func:`figure_text`) into
+  the 2x PNG shown in Jupyter, Colab and the site (:func:`install_notebook_display`).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import struct
 import sys
@@ -172,21 +163,18 @@ def style() -> None:
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None,
                alt: str | None = None, caption: str | None = None, **subplots_kw: Any):
-    """Create ``(fig, ax)`` in the house style.
+    """Create ``(fig, ax)`` in the house style, as ``plt.subplots`` does.
 
-    Args:
-        nrows, ncols: subplot grid, as in ``plt.subplots``.
-        width, height: inches; default :data:`FIGSIZE`. Height grows with ``nrows``.
-        alt, caption: see :func:`describe`.
-        **subplots_kw: passed on to ``plt.subplots`` (e.g. ``sharey=True``).
+    ``width`` and ``height`` (inches) default to :data:`FIGSIZE`, the height growing with
+    ``nrows``; ``alt`` and ``caption`` go to :func:`describe`.
 
     Example:
         >>> fig, (left, right) = new_figure(1, 2, sharey=True)
         >>> fig.get_size_inches().tolist()
         [7.0, 3.6]
     """
-    for name, value in (("nrows", nrows), ("ncols", ncols)):
-        require_positive_int(name, value)
+    require_positive_int("nrows", nrows)
+    require_positive_int("ncols", ncols)
     for name, value in (("width", width), ("height", height)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise ValueError(f"{name} must be a positive number of inches or None, got {value!r}")
@@ -282,13 +270,10 @@ def restates(caption: str, title: str) -> bool:
         False
     """
     said = _words(caption)
-    if not said:
-        return True
-    for part in [title, *str(title).split(";")]:
-        part = _words(part)
-        if part and (said == part or said in part or (part in said and len(said) - len(part) < 20)):
-            return True
-    return False
+    return not said or any(
+        part and (said == part or said in part or (part in said and len(said) - len(part) < 20))
+        for part in map(_words, [title, *str(title).split(";")])
+    )
 
 
 def join_and(values) -> str:
@@ -339,19 +324,11 @@ def figure_text(fig) -> dict[str, str]:
     suptitle = _label(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     titles = [t for t in (_label(ax.get_title()) or _label(ax.get_title(loc="left")) for ax in axes) if t]
     title = suptitle or "; ".join(dict.fromkeys(titles))  # titles unique, in order
-    if not title:
-        first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
-        title = (
-            f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
-            if first is not None else ""
-        )
-    panels = []
-    for ax in axes:
-        summary = _axes_summary(ax)
-        if not summary:
-            continue
-        name = _label(ax.get_title())
-        panels.append(f"panel {name!r}: {summary}" if len(axes) > 1 and name else summary)
+    first = next((ax for ax in axes if _label(ax.get_ylabel()) or _label(ax.get_xlabel())), None)
+    if not title and first is not None:
+        title = f"{_label(first.get_ylabel()) or 'value'} against {_label(first.get_xlabel()) or 'position'}"
+    panels = [f"panel {name!r}: {summary}" if len(axes) > 1 and name else summary
+              for name, summary in ((_label(ax.get_title()), _axes_summary(ax)) for ax in axes) if summary]
     kind = "Chart" if len(axes) <= 1 else f"Chart with {len(axes)} panels"
     alt = f"{kind}: {title or 'untitled'}." + (" " + ". ".join(p[:1].upper() + p[1:] for p in panels) + "." if panels else "")
     if len(alt) > 600:
@@ -381,15 +358,13 @@ def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
     require_positive_int("scale", scale)
     text = figure_text(fig)
     buf = io.BytesIO()
-    dpi = fig.dpi if fig.dpi else DPI
     fig.canvas.print_figure(
-        buf, format="png", dpi=dpi * scale, bbox_inches="tight", facecolor=fig.get_facecolor(),
+        buf, format="png", dpi=(fig.dpi or DPI) * scale, bbox_inches="tight", facecolor=fig.get_facecolor(),
         metadata={"Title": text["title"] or text["caption"], "Description": text["alt"]},
     )
-    png = buf.getvalue()
-    width, height = _png_size(png)
+    width, height = _png_size(buf.getvalue())
     metadata = {"width": width // scale, "height": height // scale, **text}
-    return base64.b64encode(png).decode("ascii"), metadata
+    return base64.b64encode(buf.getvalue()).decode("ascii"), metadata
 
 
 def install_notebook_display(shell=None) -> bool:
@@ -405,9 +380,8 @@ def install_notebook_display(shell=None) -> bool:
     if shell is None:
         ipython = sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or not hasattr(shell, "display_formatter"):
-        return False
-    png = shell.display_formatter.formatters.get("image/png")
+    png = getattr(shell, "display_formatter", None)
+    png = png.formatters.get("image/png") if png is not None else None
     if png is None:
         return False
     if not getattr(type(png), "_twofour", False):
@@ -417,10 +391,8 @@ def install_notebook_display(shell=None) -> bool:
 
         def __call__(self, obj):  # noqa: N807
             if isinstance(obj, Figure) and self.enabled:
-                try:
+                with contextlib.suppress(Exception):  # never lose a figure over its metadata
                     return figure_png(obj)
-                except Exception:  # never lose a figure over its metadata: plain PNG instead
-                    return base.__call__(self, obj)
             return base.__call__(self, obj)
 
         png.__class__ = type(f"TwofourFigure{base.__name__}", (base,), {"__call__": __call__, "_twofour": True})

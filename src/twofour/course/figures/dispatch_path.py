@@ -29,10 +29,13 @@ MIN_WIDTH_PX = 600  # 720 units wide, smallest label 12 units: 12 * 600 / 720 = 
 
 HIGHLIGHTS = (None, "dense", "sparse-cusparselt", "sparse-cutlass", "error")
 _DENSE, _SPARSE, _ERROR, _INK, _MUTED = color("dense"), color("2:4"), color("published"), "#1F1F1F", "#5A5A5A"
-_DENSE_FILL, _SPARSE_FILL = "#E3F0F8", "#FCEFD4"
+# A box's (stroke, fill) by the road it is on.
+_ROAD = {"common": (_INK, "#F2F2F2"), "dense": (_DENSE, "#E3F0F8"), "sparse": (_SPARSE, "#FCEFD4"),
+         "error": (_ERROR, "#FBE3D6")}
 
 
-def _box(x, y, w, h, lines, stroke, fill, *, bold_first=False, size=13):
+def _box(x, y, w, h, lines, road, *, bold_first=False, size=13):
+    stroke, fill = _ROAD[road]
     out = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="{fill}" stroke="{stroke}" stroke-width="1.6"/>']
     n = len(lines)
     for i, line in enumerate(lines):
@@ -88,23 +91,21 @@ def path_svg(highlight: str | None = None) -> str:
         '<rect width="720" height="430" rx="10" fill="#FFFFFF"/>',
         group(
             "common",
-            _box(250, 16, 220, 34, ["nn.Linear: y = x·Wᵀ + b"], _INK, "#F2F2F2", bold_first=True),
+            _box(250, 16, 220, 34, ["nn.Linear: y = x·Wᵀ + b"], "common", bold_first=True),
             _arrow(360, 50, 360, 68, _INK),
-            _box(250, 70, 220, 34, ["F.linear(x, W, b) → aten::linear"], _INK, "#F2F2F2"),
+            _box(250, 70, 220, 34, ["F.linear(x, W, b) → aten::linear"], "common"),
             _arrow(360, 104, 360, 122, _INK),
-            _box(235, 124, 250, 36, ["What is W?"], _INK, "#F2F2F2", bold_first=True),
+            _box(235, 124, 250, 36, ["What is W?"], "common", bold_first=True),
         ),
         group(
             "dense",
             _arrow(290, 160, 185, 196, _DENSE),
-            _box(40, 198, 290, 36, ["a dense tensor (zeros or not)"], _DENSE, _DENSE_FILL, bold_first=True),
+            _box(40, 198, 290, 36, ["a dense tensor (zeros or not)"], "dense", bold_first=True),
             _arrow(185, 234, 185, 252, _DENSE),
-            _box(40, 254, 290, 36, ["aten::addmm / aten::mm"], _DENSE, _DENSE_FILL),
+            _box(40, 254, 290, 36, ["aten::addmm / aten::mm"], "dense"),
             _arrow(185, 290, 185, 308, _DENSE),
-            _box(
-                40, 310, 290, 62, ["dense GEMM: every zero is multiplied", "GPU: cuBLAS (…gemm…, nvjet…)",
-                                   "CPU: MKL / oneDNN"], _DENSE, _DENSE_FILL, bold_first=True,
-            ),
+            _box(40, 310, 290, 62, ["dense GEMM: every zero is multiplied", "GPU: cuBLAS (…gemm…, nvjet…)",
+                                    "CPU: MKL / oneDNN"], "dense", bold_first=True),
         ),
         group(
             "convert",
@@ -114,31 +115,28 @@ def path_svg(highlight: str | None = None) -> str:
         group(
             "sparse",
             _arrow(430, 160, 540, 196, _SPARSE),
-            _box(390, 198, 300, 36, ["SparseSemiStructuredTensor (packed)"], _SPARSE, _SPARSE_FILL, bold_first=True),
+            _box(390, 198, 300, 36, ["SparseSemiStructuredTensor (packed)"], "sparse", bold_first=True),
             _arrow(540, 234, 540, 252, _SPARSE),
-            _box(390, 254, 300, 40, ["__torch_dispatch__: (W·xᵀ)ᵀ", "x zero-padded to the row multiple"], _SPARSE,
-                 _SPARSE_FILL),
+            _box(390, 254, 300, 40, ["__torch_dispatch__: (W·xᵀ)ᵀ", "x zero-padded to the row multiple"],
+                 "sparse"),
         ),
         group(
             "cusparselt",
             _arrow(470, 294, 465, 310, _SPARSE),
-            _box(390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], _SPARSE, _SPARSE_FILL,
+            _box(390, 312, 145, 62, ["cuSPARSELt", "_cslt_sparse_mm", "xmma_sparse_gemm"], "sparse",
                  bold_first=True),
         ),
         group(
             "cutlass",
             _arrow(610, 294, 615, 310, _SPARSE),
-            _box(545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], _SPARSE, _SPARSE_FILL,
+            _box(545, 312, 145, 62, ["CUTLASS (CC 8.x)", "_sparse_semi_", "structured_mm"], "sparse",
                  bold_first=True),
         ),
         group(
             "error",
             _arrow(359, 222, 359, 380, _ERROR, dashed=True),
-            _box(
-                170, 382, 380, 40,
-                ["refused: RuntimeError, never a dense fallback", "device, GPU, dtype, shape or layout not supported"],
-                _ERROR, "#FBE3D6",
-            ),
+            _box(170, 382, 380, 40, ["refused: RuntimeError, never a dense fallback",
+                                     "device, GPU, dtype, shape or layout not supported"], "error"),
         ),
         "</svg>",
     ]

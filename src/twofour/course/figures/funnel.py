@@ -93,13 +93,10 @@ def rises(stages: list[FunnelStep]) -> list[str]:
         >>> rises(steps)
         ['Step 4 is above step 3: the share 1 − p of the time that 2:4 does not touch runs at 1x, which pulls a loss toward 1x.']
     """
-    out = []
-    for before, step in zip(stages, stages[1:]):
-        if step.speedup > before.speedup and step.key in _RISE:
-            name = f"Step {step.step}" if step.step else step.label.capitalize()
-            than = f"step {before.step}" if before.step else before.label
-            out.append(f"{name} is above {than}: {_RISE[step.key]}.")
-    return out
+    return [f"{f'Step {step.step}' if step.step else step.label.capitalize()} is above "
+            f"{f'step {before.step}' if before.step else before.label}: {_RISE[step.key]}."
+            for before, step in zip(stages, stages[1:])
+            if step.speedup > before.speedup and step.key in _RISE]
 
 
 def biggest_cut(stages: list[FunnelStep]) -> tuple[FunnelStep, FunnelStep]:
@@ -159,10 +156,8 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
         measured = measured_ratio is not None and abs(ratio - measured_ratio) < 1e-9
-        if measured:
-            style = {"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2}
-        else:
-            style = {**next(others).kw(), "markersize": 5}
+        style = ({"color": color("measured"), "linestyle": "-", "marker": "", "linewidth": 2.2} if measured
+                 else {**next(others).kw(), "markersize": 5})
         ax.plot([r["per_call_us"] for r in line], [r["speedup"] for r in line], **style,
                 label=f"2:4 kernel at {ratio:.0%} of dense bandwidth" + (" (the default kernel, modelled)" if measured else ""))
     costs = costs if costs is not None else cited_per_call_costs()

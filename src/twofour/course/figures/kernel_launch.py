@@ -238,14 +238,9 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
         else:
             day = re.search(r"\d{4}-\d{2}-\d{2}", p.source or "")
             measured_where[measured_on(p.gpu_as_reported or p.gpu, day.group(0) if day else None)] = None
-            if p.extra.get("flagged"):
-                key = "H200, flagged (kept out of the fit)"
-            elif p.extra.get("held_out"):
-                key = "H200, held-out shapes"
-            elif p.fit_ok:
-                key = "H200, in the fit"
-            else:
-                key = "H200, not fitted (bf16; eager back to back)"
+            key = ("H200, flagged (kept out of the fit)" if p.extra.get("flagged")
+                   else "H200, held-out shapes" if p.extra.get("held_out")
+                   else "H200, in the fit" if p.fit_ok else "H200, not fitted (bf16; eager back to back)")
         groups.setdefault(key, []).append((pred, p.speedup))
     styles = {
         "H200, in the fit": dict(s=12, marker="o", facecolors=color("measured"), edgecolors=color("measured"), alpha=0.6),

@@ -18,7 +18,7 @@ import numpy as np
 from ...vocabulary import PALETTE, dtype_key
 from ...hardware import get_gpu, match_device_name
 from ...roofline import DEFAULT_SCENARIO, SCENARIOS, KernelParams, arithmetic_intensity, ceilings, crossover_m, predict
-from ..plotting import ROLES, color, describe, join_and, legend_below, measured_on, new_figure, series
+from ..plotting import ROLES, Role, color, describe, join_and, legend_below, measured_on, new_figure, series
 
 __all__ = [
     "log2_Ms",
@@ -45,8 +45,8 @@ MODE_LABELS = {
     "kernel": "kernels only (profiler)",
 }
 # One style per timing mode (a test fails when a mode has none).
-MODE_STYLE = {"lone": (PALETTE["grey"], "v", ":"), "stream": (PALETTE["vermillion"], "^", "-."),
-              "graph": (PALETTE["blue"], "s", "--"), "kernel": (PALETTE["green"], "o", "-")}
+MODE_STYLE = {"lone": Role(PALETTE["grey"], "v", ":"), "stream": Role(PALETTE["vermillion"], "^", "-."),
+              "graph": Role(PALETTE["blue"], "s", "--"), "kernel": Role(PALETTE["green"], "o", "-")}
 # The model's scenario for each measured mode: thin, "predicted" colour, a dash of its own, no
 # marker, so the model lines stay apart from each other and the measured lines in greyscale.
 _MODEL_STYLE = {"eager": ("back to back", (0, (1, 1.5))), "cached": ("graph replay", (0, (5, 2))),
@@ -223,9 +223,7 @@ def _rows_by_mode(results_list, shape: str, dtype: str) -> dict[str, list[dict]]
             for row in res.gpu_points(mode):
                 if row["shape"] == shape and row["dtype"] == dtype:
                     out.setdefault(mode, []).append(row)
-    for rows in out.values():
-        rows.sort(key=lambda r: r["M"])
-    return out
+    return {mode: sorted(rows, key=lambda r: r["M"]) for mode, rows in out.items()}
 
 
 def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: bool = True, ax=None, title=None):
@@ -241,9 +239,8 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     fig, ax = new_figure(height=4.6) if ax is None else (ax.figure, ax)
     flagged = []
     for mode, rows in by_mode.items():
-        c, m, ls = MODE_STYLE[mode]
-        ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows], color=c, marker=m, linestyle=ls,
-                label=f"measured: {MODE_LABELS[mode]}")
+        ax.plot([r["M"] for r in rows], [r["dense_ms"] / r["sparse_ms"] for r in rows],
+                **MODE_STYLE[mode].kw(), label=f"measured: {MODE_LABELS[mode]}")
         flagged += [(r["M"], r["dense_ms"] / r["sparse_ms"]) for r in rows if r.get("flagged")]
     if flagged:
         ax.scatter(*zip(*flagged), s=80, facecolors="none", edgecolors="#000000", linewidths=1.2, zorder=4,
@@ -349,7 +346,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
     """
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
-    i, errors, wins = 0, [], []
+    errors, wins = [], []
     for res in results_list:
         spec = match_device_name(res.provenance.get("gpu_name"))
         by_shape: dict = {}
@@ -358,8 +355,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                 by_shape.setdefault((row["shape"], row["N"], row["K"], row["backend"]), []).append(row)
         for (shape, N, K, backend), rows in by_shape.items():
             rows.sort(key=lambda r: r["M"])
-            st = series(i)
-            i += 1
+            st = series(len(wins))
             Ms = [r["M"] for r in rows]
             measured = [r["dense_ms"] / r["sparse_ms"] for r in rows]
             ax.plot(Ms, measured, color=st.color, marker=st.marker, linestyle="-", label=f"measured: {shape} {backend} ({mode})")
@@ -370,7 +366,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                 ax.plot(Ms, pred, color=st.color, marker=st.marker, markerfacecolor="white", linestyle=":",
                         label=f"model: {shape} ({spec.name}, {scenario})")
                 errors += [abs(p / m - 1) for p, m in zip(pred, measured)]
-    if not i:
+    if not wins:
         raise ValueError(f"no measured {dtype} rows in timing mode {mode!r} in the results given")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
@@ -396,10 +392,6 @@ def predictable(p) -> bool:
     return p.backend is None or p.backend in get_gpu(p.gpu).backends
 
 
-def _l2(p) -> str:
-    return p.extra.get("l2", "flushed") if p.origin == "measured" else "clean"
-
-
 def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     """The ``n`` points of ``origin`` the fitted model misses most, with their caveats.
 
@@ -411,7 +403,8 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
     """
     rows = []
     for p in (p for p in pts if predictable(p) and p.origin == origin):
-        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario, l2=_l2(p)).speedup
+        pred = predict(p.M, p.N, p.K, p.dtype, p.gpu, p.backend, scenario=p.scenario,
+                       l2=p.extra.get("l2", "flushed") if p.origin == "measured" else "clean").speedup
         rows.append({"id": p.id, "gpu": p.gpu, "backend": p.backend, "shape": f"{p.M}x{p.N}x{p.K} {p.dtype}",
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
                      "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
@@ -444,9 +437,9 @@ def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=(
     import matplotlib.pyplot as plt
 
     shape_dd = w.Dropdown(options=[(label, (N, K)) for label, N, K in shapes], description="shape")
-    gpu_dd = w.Dropdown(options=list(gpus), value=gpus[0], description="GPU")
-    dtype_dd = w.Dropdown(options=list(dtypes), value=dtypes[0], description="dtype")
-    alg_dd = w.Dropdown(options=[("default (alg 0)", "default"), ("searched", "searched")], value="default",
+    gpu_dd = w.Dropdown(options=list(gpus), description="GPU")  # a Dropdown starts at its first option
+    dtype_dd = w.Dropdown(options=list(dtypes), description="dtype")
+    alg_dd = w.Dropdown(options=[("default (alg 0)", "default"), ("searched", "searched")],
                         description="algorithm")
     out = w.Output()
 

@@ -42,8 +42,7 @@ def nonzeros_heatmaps(counts: Mapping[str, torch.Tensor], *, n: int = 2, title: 
         ax.set_xlabel("group along K")
         ax.grid(False)
     axes[0][0].set_ylabel("row of W (output)")
-    bar = fig.colorbar(image, ax=list(axes[0]), ticks=range(5), shrink=0.9)
-    bar.set_label("non-zeros in the group")
+    fig.colorbar(image, ax=list(axes[0]), ticks=range(5), shrink=0.9).set_label("non-zeros in the group")
     if title:
         fig.suptitle(title)
     fine = [name for name, bad in bads.items() if bad == 0]

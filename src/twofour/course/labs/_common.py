@@ -1,19 +1,8 @@
 """What every lab checker shares: the "not done yet" convention, the result and the failure type.
 
-Convention (documented for learners in ``labs/README.md``):
-
-* An exercise cell starts as a stub whose body is ``# YOUR CODE HERE`` and
-  ``raise NotImplementedError``.
-* The check cell below it calls a ``check_...`` function of ``twofour.course.labs.labN`` with the
-  learner's function. If the function still raises ``NotImplementedError``, the checker prints
-  ``not done yet: ...`` and nothing else, so an untouched notebook runs top to bottom.
-* A wrong answer raises :class:`CheckFailed` (an ``AssertionError``) whose message points at
-  the mistake without printing the expected answer. In Jupyter and Colab it shows as that hint
-  in a few lines, not as a traceback through the checker (whose source would give hints away).
-* A right answer prints a line starting with ``passed:``.
-
-A checker returns a :class:`CheckResult` (true: passed; false: not done yet), which shows
-nothing as a cell's value, so a reader never sees a stray ``True`` or ``False``.
+The convention (a stub raises ``NotImplementedError``: "not done yet"; a wrong answer raises
+:class:`CheckFailed` with a hint, never the answer; a right one prints ``passed: ...``) is
+documented for learners in ``labs/README.md``; :func:`exercise_check` implements it.
 """
 
 from __future__ import annotations
@@ -55,12 +44,9 @@ class _ShortTraceback:
     head = "✗ {name}is not right yet: "
     footer = "Fix the function in the cell above, run that cell, then run this check again."
 
-    def hint_lines(self) -> list[str]:
+    def _render_traceback_(self) -> list[str]:  # IPython's hook; a plain Python shows the usual traceback
         head = self.head.format(name=f"`{self.exercise}` " if self.exercise else "")
         return _clip(_wrap(str(self), head) + _wrap(self.footer, "  "))
-
-    def _render_traceback_(self) -> list[str]:  # IPython's hook; a plain Python shows the usual traceback
-        return self.hint_lines()
 
 
 class CheckFailed(_ShortTraceback, AssertionError):
@@ -91,7 +77,7 @@ class _RaisedInYourCode(_ShortTraceback, Exception):
         self.exercise = exercise
         self.original = err
 
-    def hint_lines(self) -> list[str]:
+    def _render_traceback_(self) -> list[str]:
         frames = [f for f in traceback.extract_tb(self.original.__traceback__) if _yours(f)][-3:]
         lines = [f"✗ `{self.exercise}` raised {type(self.original).__name__} while being checked:"]
         for f in frames:

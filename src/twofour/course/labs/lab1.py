@@ -39,28 +39,22 @@ def weights() -> dict[str, torch.Tensor]:
     * ``unstructured_half``: exactly half zeros, wherever the smallest magnitudes were.
     * ``fp16_few_nonzeros``: float16, groups with 0, 1 or 2 non-zeros (fewer than 2 is fine).
     """
-    dense = torch.randn(32, 64, generator=_gen(0))
-    valid = prune(dense)[0]
-    transposed = prune(torch.randn(64, 32, generator=_gen(1)))[0].T.contiguous()
+    valid = prune(torch.randn(32, 64, generator=_gen(0)))[0]
     three = valid.clone()
     for row, group in _PLANTED:
         cols = range(4 * group, 4 * group + 4)
         zero_col = next(c for c in cols if three[row, c] == 0)
         three[row, zero_col] = 0.5 + torch.rand((), generator=_gen(2)).item()
-    negative = torch.where(valid == 0, torch.full_like(valid, -0.0), valid)
     flat = torch.randn(32 * 64, generator=_gen(3))
-    order = flat.abs().sort(stable=True).indices
-    flat[order[: flat.numel() // 2]] = 0.0
-    unstructured = flat.view(32, 64)
+    flat[flat.abs().sort(stable=True).indices[: flat.numel() // 2]] = 0.0
     few = prune(torch.randn(32, 64, generator=_gen(4)))[0]
-    keep = torch.rand(32, 64, generator=_gen(5)) < 0.6
-    few = torch.where(keep, few, torch.zeros_like(few)).to(torch.float16)
+    few = torch.where(torch.rand(32, 64, generator=_gen(5)) < 0.6, few, 0.0).to(torch.float16)
     return {
         "valid": valid,
-        "transposed": transposed,
+        "transposed": prune(torch.randn(64, 32, generator=_gen(1)))[0].T.contiguous(),
         "three_in_a_few": three,
-        "negative_zeros": negative,
-        "unstructured_half": unstructured,
+        "negative_zeros": torch.where(valid == 0, torch.full_like(valid, -0.0), valid),
+        "unstructured_half": flat.view(32, 64),
         "fp16_few_nonzeros": few,
     }
 
@@ -80,12 +74,11 @@ def _as_locations(result, name: str) -> set[tuple[int, int]]:
             "(an empty list means the weight is valid)"
         )
     try:
-        pairs = {(int(r), int(g)) for r, g in result}
+        return {(int(r), int(g)) for r, g in result}
     except (TypeError, ValueError):
         raise CheckFailed(
             f"on weight {name!r}: could not read the answer as (row, group) pairs; return e.g. [(3, 1), (12, 7)]"
         ) from None
-    return pairs
 
 
 def _bad_groups(W: torch.Tensor) -> set[tuple[int, int]]:
@@ -198,14 +191,12 @@ def check_prune_2to4(prune_2to4) -> str:
             continue
         # prune() ranks by |score|; a positive shift of W ranks by signed value instead.
         signed = W.to(torch.float32)
-        by_value = prune(W, scores=signed - signed.min() + 1)[1]
-        if torch.equal(kept, by_value):
+        if torch.equal(kept, prune(W, scores=signed - signed.min() + 1)[1]):
             raise CheckFailed(
                 f"on the {name} weight: you kept the 2 largest *values*; keep the 2 largest *magnitudes* "
                 "(a weight of -3 matters more than one of 2)"
             )
-        wrong = (kept != mask).view(W.shape[0], -1, 4).any(-1)
-        r, g = torch.nonzero(wrong)[0].tolist()
+        r, g = torch.nonzero((kept != mask).view(W.shape[0], -1, 4).any(-1))[0].tolist()
         raise CheckFailed(
             f"on the {name} weight: in row {r}, group {g} (columns {4 * g}-{4 * g + 3}) you dropped a value whose "
             "magnitude is larger than one you kept"

@@ -14,9 +14,6 @@ should be 2x faster". None of them will be. The learner writes:
 * ``rebuild(compressed, bitmask, shape) -> W``: the dense weight of a compressed-tensors 2:4
   checkpoint (kept values and a bitmask), checked bit for bit in fp16, bf16, fp8 and int8.
 
-Verdicts are judged for :func:`target`: this machine's GPU when it has sparse tensor cores,
-otherwise a hypothetical A100, so the lab runs on a laptop.
-
 >>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
 ['A: the pruned MLP', 'B: the float32 layer', 'C: the transposed export']
@@ -71,13 +68,13 @@ class Suspect:
 
 
 def target():
-    """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100."""
+    """Where verdicts are judged: this GPU if it has sparse tensor cores, else a hypothetical A100
+    (so the lab runs on a laptop)."""
     return probe() if environment().sparse_ok else hypothetical_gpu((8, 0), name="A100 (hypothetical)")
 
 
 def _pruned(N: int, K: int, seed: int, dtype=torch.float16) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return prune(torch.randn(N, K, generator=g))[0].to(dtype)
+    return prune(torch.randn(N, K, generator=torch.Generator().manual_seed(seed)))[0].to(dtype)
 
 
 def suspects() -> dict[str, Suspect]:
@@ -85,7 +82,7 @@ def suspects() -> dict[str, Suspect]:
     g = torch.Generator().manual_seed(3)
     unstructured = torch.randn(256, 512, generator=g)
     unstructured = (unstructured * (torch.rand(256, 512, generator=g) < 0.5)).half()
-    made = [
+    return {s.name: s for s in (
         Suspect("A: the pruned MLP", _pruned(512, 256, 1), (256, 256),
                 "Pruned to 2:4 with a mask, saved, loaded, served. Half the weights are zero!"),
         Suspect("B: the float32 layer", _pruned(256, 256, 2, torch.float32), (256, 256),
@@ -100,8 +97,7 @@ def suspects() -> dict[str, Suspect]:
                 "Shares its storage with another layer through a transposed view."),
         Suspect("G: the decode step", _pruned(512, 512, 7), (1, 512),
                 "Packs and runs sparse, but serves one token per call (decoding)."),
-    ]
-    return {s.name: s for s in made}
+    )}
 
 
 # Each suspect's answer, and a hint: the row of explain() that gives it away.
@@ -181,18 +177,16 @@ def _problem(W_ready, W, on) -> str | None:
 def check_make_packable(make_packable) -> str:
     """Every suspect's weight, after ``make_packable``, must pack to a correct sparse kernel."""
     on = target()
-    extra = {
+    cases = {name: s.W for name, s in suspects().items()} | {
         "an already perfect layer": _pruned(256, 256, 11),
         "a bfloat16 layer 40 wide": _pruned(64, 40, 12, torch.bfloat16),  # K=40: pad to the column multiple
     }
-    cases = {name: s.W for name, s in suspects().items()} | extra
     for name, W in cases.items():
         before = W.clone()
         W_ready = make_packable(W)
         if not torch.equal(W, before):
             raise CheckFailed(f"case {name!r}: make_packable modified its input in place; return a new tensor")
-        problem = _problem(W_ready, W, on)
-        if problem:
+        if problem := _problem(W_ready, W, on):
             raise CheckFailed(f"case {name!r}: {problem}")
     return f"all {len(cases)} weights pack to a correct sparse kernel on {on.env.gpu_name or 'this machine'}"
 
@@ -243,10 +237,8 @@ def check_proof(proof) -> str:
 def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> bool:
     """Whether ``ms`` is within a factor of 200 of what the profiler measures for ``expected``.
 
-    Only a unit slip (x1000) is meant to fail. One timing of a kernel that takes microseconds
-    can be hundreds of times longer when another process takes the core at that moment, so a
-    miss is re-measured (the reader's ``proof`` and the profiler both) up to ``tries`` times:
-    a unit slip misses every time, a preempted timing does not.
+    Only a unit slip (x1000) should fail; a timing preempted by another process can be hundreds of
+    times longer, so a miss is re-measured (``proof`` and profiler) up to ``tries`` times.
     """
     for attempt in range(tries):
         if attempt:
@@ -329,11 +321,6 @@ def _stored_layers(name: str):
             yield (weight[: -len(".weight")], *parts, expected[weight])
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    as_int = (lambda t: t.contiguous().view(torch.uint8)) if a.element_size() == 1 else (lambda t: t)
-    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(as_int(a), as_int(b))
-
-
 @exercise_check("rebuild")
 def check_rebuild(rebuild) -> str:
     """Run ``rebuild`` on every stored weight of the four shipped folders; the first wrong one raises a hint."""
@@ -349,7 +336,9 @@ def check_rebuild(rebuild) -> str:
                                   "(it is stored as a column, [[N], [K]])")
             if got.dtype != want.dtype:
                 raise CheckFailed(f"{where}: dtype {got.dtype}; keep the dtype of the stored values (no casts)")
-            if not _same_bits(got, want):
+            if got.element_size() == 1:  # fp8 and int8: compare the bytes
+                got, want = got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)
+            if not torch.equal(got, want):
                 hint = "each row's bits are little-endian: element k of a row is bit k % 8 of byte k // 8 of that row"
                 if got.element_size() > 1 and bool(((got.reshape(-1, 4) != 0).sum(-1) > 2).any()):
                     hint = "some group of four holds more than two values: only the bitmask's set bits get values"

@@ -14,9 +14,8 @@ The learner writes five functions:
 * ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep, the
   ``alg_id`` of the fastest configuration that ran and matched dense (:data:`MATCH_TOL`).
 
-The checkers compare with :mod:`twofour.roofline` and the recorded sweep. The lab's last step
-holds the crossover search against data: :func:`measurements` gathers one curve per distinct GPU
-run, and :func:`compare_with_data` puts each next to the model's prediction for that GPU.
+The checkers compare with :mod:`twofour.roofline` and the recorded sweep; :func:`measurements`
+and :func:`compare_with_data` hold the crossover search against each GPU run's data.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
@@ -76,21 +75,6 @@ def _case_args(M, N, K, family, gpu):
     return Mp, choose_tile(fam.tiles, Mp, N), get_gpu(gpu).sms, fam
 
 
-def _ctas_variants(M, N, K, tile, sms, fam) -> dict[str, int]:
-    """Typical wrong answers, by the step the learner missed."""
-    tiles = math.ceil(N / tile[0]) * math.ceil(M / tile[1])
-    target = fam.cta_target or sms
-    literal = {"target 0 taken literally": tiles * max(1, min(fam.max_split, 0, K // (64 * fam.min_k_iters)))}
-    floor_tiles = max(1, (N // tile[0]) * (M // tile[1]))
-    return {
-        **(literal if fam.cta_target == 0 else {}),
-        "no split": tiles,
-        "no K limit": tiles * max(1, min(fam.max_split, target // tiles)),
-        "split always max": tiles * fam.max_split,
-        "tiles without ceil": floor_tiles * max(1, min(fam.max_split, target // floor_tiles, K // (64 * fam.min_k_iters))),
-    }
-
-
 @exercise_check("tile_math_us")
 def check_tile_math_us(fn) -> str:
     """Check ``tile_math_us(tile, K, split, sm_tflops)`` on the recorded launches of the default 2:4 kernel and cuBLAS's."""
@@ -122,14 +106,6 @@ def check_tile_math_us(fn) -> str:
 @exercise_check("ctas")
 def check_ctas(fn) -> str:
     """Check ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters)`` against :func:`twofour.roofline.tiles.launch`."""
-    hints = {
-        "no split": "that is the number of tiles: with fewer tiles than cta_target the kernel splits K to launch more CTAs",
-        "split always max": "the split is not always max_split: it is as many pieces as fill cta_target CTAs, "
-                            "floor(cta_target / tiles), capped by max_split and by K",
-        "no K limit": "each K piece keeps at least min_k_iters steps of 64 along K: cap the split by floor(K / (64 * min_k_iters))",
-        "target 0 taken literally": "cta_target 0 means the GPU's SM count (sms)",
-        "tiles without ceil": "a partial tile is still a tile: count ceil(N / tile_n) * ceil(M / tile_m)",
-    }
     for M, N, K, family, gpu in CTA_CASES:
         Mp, tile, sms, fam = _case_args(M, N, K, family, gpu)
         where = f"ctas({Mp}, {N}, {K}, {tile}, {sms}, {fam.cta_target}, {fam.max_split}, {fam.min_k_iters})"
@@ -140,9 +116,24 @@ def check_ctas(fn) -> str:
                       min_k_iters=fam.min_k_iters).ctas
         if got == want:
             continue
-        for name, value in _ctas_variants(Mp, N, K, tile, sms, fam).items():
+        # Typical wrong answers, each with the step the learner missed (the first that matches wins).
+        tiles = math.ceil(N / tile[0]) * math.ceil(Mp / tile[1])
+        floor_tiles = max(1, (N // tile[0]) * (Mp // tile[1]))
+        target, k_cap = fam.cta_target or sms, K // (64 * fam.min_k_iters)
+        for value, hint in (
+            (tiles, "cta_target 0 means the GPU's SM count (sms)" if fam.cta_target == 0 else
+             "that is the number of tiles: with fewer tiles than cta_target the kernel splits K to launch "
+             "more CTAs"),
+            (tiles * max(1, min(fam.max_split, target // tiles)),
+             "each K piece keeps at least min_k_iters steps of 64 along K: cap the split by floor(K / (64 * "
+             "min_k_iters))"),
+            (tiles * fam.max_split, "the split is not always max_split: it is as many pieces as fill "
+             "cta_target CTAs, floor(cta_target / tiles), capped by max_split and by K"),
+            (floor_tiles * max(1, min(fam.max_split, target // floor_tiles, k_cap)),
+             "a partial tile is still a tile: count ceil(N / tile_n) * ceil(M / tile_m)"),
+        ):
             if got == value:
-                raise CheckFailed(f"{where}: {hints[name]}")
+                raise CheckFailed(f"{where}: {hint}")
         raise CheckFailed(f"{where} = {got} is not the number of CTAs: tiles = ceil(N / tile_n) * ceil(M / tile_m), "
                           "times split = max(1, min(max_split, floor(target / tiles), floor(K / (64 * min_k_iters))))")
     return f"your CTA counts match the model's launch on {len(CTA_CASES)} kernels"
@@ -321,8 +312,7 @@ def measurements(results, N: int, K: int, dtype: str = "float16", mode: str = "g
 
     groups: dict[tuple, dict] = {}
     for res in results:
-        rows = [r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)]
-        for r in rows:
+        for r in (r for r in res.gpu_points(mode) if (r["N"], r["K"], r["dtype"]) == (N, K, dtype)):
             group = groups.setdefault((res.label, r["backend"]), {"res": res, "rows": {}, "files": set()})
             group["rows"].setdefault((r["M"], r["dense_ms"], r["sparse_ms"]), r)  # a file given twice adds no timing
             group["files"].add(str(res.path) if res.path else id(res))

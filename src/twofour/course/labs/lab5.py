@@ -242,8 +242,7 @@ def _run_steps(fn, model: TinyLM, masks, steps: int, seed: int, progress: bool |
             loss = float(loss.detach())
         if not isinstance(loss, float):
             raise CheckFailed(f"step {step}: return the loss as a float, got {type(loss).__name__}")
-        broken = _violations(model, masks)
-        if broken:
+        if broken := _violations(model, masks):
             name, count = broken
             raise CheckFailed(
                 f"after step {step + 1}, {count} pruned weight(s) of {name} are no longer zero. Their gradients are "

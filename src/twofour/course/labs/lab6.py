@@ -149,8 +149,7 @@ def check_eligible_fraction(fn) -> str:
     ]
     for case, rows, pruned in cases:
         got = _number(fn([dict(r) for r in rows], tuple(pruned)), case)
-        want = reference_eligible_fraction(rows, pruned)
-        if _close(got, want):
+        if _close(got, reference_eligible_fraction(rows, pruned)):
             continue
         if not 0.0 <= got <= 1.0:
             raise CheckFailed(f"case {case!r}: a fraction of the step's time must be between 0 and 1, got {got!r}.")
