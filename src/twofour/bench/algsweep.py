@@ -194,7 +194,7 @@ class RehearsalCase:
 
 
 class CudaCase:
-    """What :func:`sweep_case` needs, on a CUDA GPU for one pruned weight ``W24`` ``[N, K]`` and ``M`` rows, in ``W24``'s dtype.
+    """:func:`sweep_case`'s device on a CUDA GPU: a pruned weight ``W24`` ``[N, K]``, ``M`` rows, its dtype.
 
     ``F.linear`` runs on the weight :func:`twofour.bench.sparse_weight` converted, ``x`` at its real
     ``M``; the direct call on ``x`` padded to 8 rows; timed over enough weight copies to find each cold.
