@@ -1,10 +1,9 @@
 """Measuring dense vs every available 2:4 backend for one shape, and sweeps over models' shapes.
 
-Every 2:4 point is compared with the dense GEMM on the same pruned weight: the maximum
-absolute difference divided by the largest ``|y|`` must stay below a per-dtype tolerance
-(:data:`TOLERANCE`). A failed check is recorded with the point, never dropped. Only dense
-float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
-capability >= 8.0. On a GPU each timing mode is bracketed by clock readings (:mod:`.clocks`).
+Every 2:4 point is checked against the dense GEMM on the same pruned weight (:data:`TOLERANCE`);
+a failed check is recorded with the point, never dropped. Only dense float32 is timed on a CPU:
+2:4 kernels need an NVIDIA GPU of compute capability >= 8.0. On a GPU each timing mode is
+bracketed by clock readings (:mod:`.clocks`).
 """
 
 from __future__ import annotations

@@ -105,17 +105,14 @@ def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = F
             and p.scenario in ("kernel", "cached") and (include_flagged or not p.extra.get("flagged"))]
 
 
-def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
-    """Per point, what its timing adds to the ``side`` kernel: a graph replay's cost, else nothing."""
-    return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
-
-
 def _fit(pts: list[Point], side: str, family: KernelFamily, params: KernelParams, **kw) -> tuple:
     """:func:`fit_family` on the ``side`` times of ``pts``, each as it was timed and with its weight."""
     at = [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
     weights = [p.extra.get("weight", 1.0) for p in pts]
+    extra = [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0
+             for p in pts]  # what each timing adds to the kernel: a graph replay's cost, else nothing
     return fit_family(at, [getattr(p, f"{side}_us") for p in pts], family, params, sparse=side == "sparse",
-                      extra_us=_extra_us(pts, params, side), weights=weights, **kw)
+                      extra_us=extra, weights=weights, **kw)
 
 
 def _call_costs(pts: list[Point]) -> dict:

@@ -1,9 +1,7 @@
 """Fitting a kernel family's constants to measured times (numpy only: a small Nelder-Mead in log space).
 
-Per family the free numbers are ``compute_eff``, ``sm_compute_eff``, ``mem_eff``, ``per_sm_gbs``,
-``fill_gain`` and ``latency_us`` (:class:`~twofour.roofline.KernelFamily`); with ``fit_dram``
-the GPU-wide ``dram_eff``, ``flush_dirty_mb`` and ``flush_dirty_frac`` too (fitted on the dense
-side: its kernels are the ones DRAM limits). Tiles and the split-K rule are read off the kernel
+The free numbers are a family's :data:`FREE` and, with ``fit_dram``, the GPU-wide :data:`FREE_DRAM`
+(fitted on the dense side: DRAM limits its kernels). Tiles and the split-K rule are read off the kernel
 names. The loss is the sum of squared ``log(predicted / measured)`` times, so a 10 µs decode GEMM
 weighs as much as a 10 ms prefill one. The model's arithmetic is repeated on numpy arrays
 (:func:`structure`: what the fitted numbers do not change), so a whole fit runs in under a
