@@ -35,7 +35,7 @@ from typing import Callable
 import torch
 
 from ..vocabulary import CUSPARSELT
-from .gpu_timing import copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
+from .gpu_timing import check_counts, copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
 from .measure import one_line, sparse_weight
 
 __all__ = ["PATHS", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
@@ -55,8 +55,7 @@ def accepted_alg_ids(accepts: Callable[[int], object], *, guard: int = GUARD) ->
     >>> ids[-1], why
     (9, 'alg_id 10 refused: RuntimeError: CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value')
     """
-    if isinstance(guard, bool) or not isinstance(guard, int) or guard < 1:
-        raise ValueError(f"guard must be an int >= 1, got {guard!r}")
+    check_counts(guard=(guard, 1))
     ids: list[int] = []
     for alg in range(guard):
         try:
@@ -85,10 +84,10 @@ def kernel_tile(name: str) -> str | None:
 def sweep_case(ops, *, repeats: int = 10, tol: float = 1e-2) -> dict:
     """Sweep one shape: accepted IDs, each timed on both :data:`PATHS`, and the search's ID.
 
-    ``ops`` (:class:`CudaCase`, :class:`RehearsalCase`) gives ``call(path, alg_id)`` and ``dense()``
-    (no-argument callables running the GEMM; ``call`` raises if ``alg_id`` is refused), ``copies``
-    and ``dense_copies`` (the same on distinct weight copies, timed in turn), ``rel_err(y)`` (max abs
-    error over max abs of dense), ``time_ms(fns, repeats)`` (ms per call, one value per repeat),
+    ``ops`` (:class:`CudaCase`, :class:`RehearsalCase`) gives ``copies(path, alg_id)`` and
+    ``dense_copies()`` (no-argument callables running the GEMM on distinct weight copies, timed in
+    turn; ``copies`` raises if ``alg_id`` is refused), ``rel_err(y)`` (max abs error over max abs
+    of dense), ``time_ms(fns, repeats)`` (ms per call, one value per repeat),
     ``kernel_names(fns)`` (``{kernel name: launches}`` per callable, one profile), ``search()`` (the
     library's own choice; raises where it does not exist) and ``library_max()`` (None where unknown).
 
@@ -97,14 +96,14 @@ def sweep_case(ops, *, repeats: int = 10, tol: float = 1e-2) -> dict:
     and ``dense_kernels``, ``configs`` (one per (path, alg_id): ``ms`` and ``kernels`` and
     ``rel_err``, or ``error``) and ``best`` per path (the fastest config whose result matched).
     """
-    ids, stopped = accepted_alg_ids(lambda alg: ops.call("_cslt_sparse_mm", alg)())
+    ids, stopped = accepted_alg_ids(lambda alg: ops.copies("_cslt_sparse_mm", alg)[0]())
     case: dict = {"accepted_alg_ids": ids, "stopped": stopped, "torch_max_alg_id": ops.library_max()}
     try:
         case["search_alg_id"] = int(ops.search())
     except Exception as exc:  # deprecated or absent in some releases: recorded
         case["search_alg_id"] = one_line(exc, 300)
-    dense = ops.dense()
-    case["dense_ms"] = statistics.median(ops.time_ms(ops.dense_copies(), repeats))
+    dense = ops.dense_copies()
+    case["dense_ms"] = statistics.median(ops.time_ms(dense, repeats))
     todo = list(ids)
     if isinstance(case["search_alg_id"], int) and case["search_alg_id"] not in todo:
         todo.append(case["search_alg_id"])  # the search's choice is timed even outside the accepted run
@@ -113,16 +112,16 @@ def sweep_case(ops, *, repeats: int = 10, tol: float = 1e-2) -> dict:
         for path in PATHS:
             entry = {"path": path, "alg_id": alg, "split_k": 1}
             try:
-                fn = ops.call(path, alg)
-                entry["rel_err"] = float(ops.rel_err(fn()))
-                entry["ms"] = statistics.median(ops.time_ms(ops.copies(path, alg), repeats))
-                named.append((entry, fn))
+                fns = ops.copies(path, alg)
+                entry["rel_err"] = float(ops.rel_err(fns[0]()))
+                entry["ms"] = statistics.median(ops.time_ms(fns, repeats))
+                named.append((entry, fns[0]))
             except Exception as exc:
                 entry["error"] = one_line(exc, 300)
             configs.append(entry)
     # the kernel names of every timed config and of dense, from one profile
     try:
-        names = ops.kernel_names([dense] + [fn for _, fn in named])
+        names = ops.kernel_names(dense[:1] + [fn for _, fn in named])
         case["dense_kernels"] = names[0]
         for (entry, _), kernels in zip(named, names[1:]):
             entry["kernels"] = kernels
@@ -152,23 +151,17 @@ class RehearsalCase:
         self.ref = torch.nn.functional.linear(self.x, self.W)
         self.accepts, self.search_id, self.fail_path = accepts, search_id, fail_path
 
-    def call(self, path, alg_id):
+    def copies(self, path, alg_id):
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         if path == self.fail_path:
             raise RuntimeError(f"rehearsal: {path} refused")
         if alg_id >= self.accepts and alg_id != self.search_id:
             raise RuntimeError("CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value (rehearsal)")
-        return self.dense()
-
-    def copies(self, path, alg_id):
-        return [self.call(path, alg_id)]
-
-    def dense(self):
-        return lambda: torch.nn.functional.linear(self.x, self.W)
+        return self.dense_copies()
 
     def dense_copies(self):
-        return [self.dense()]
+        return [lambda: torch.nn.functional.linear(self.x, self.W)]
 
     def rel_err(self, y):
         return float((y - self.ref).abs().max() / self.ref.abs().max())
@@ -212,18 +205,12 @@ class CudaCase:
         self._compressed = [self.Wc] + [self.Wc.clone() for _ in range(self.n_packed - 1)]
         self._dense = [W24] + [W24.clone() for _ in range(self.n_dense - 1)]
 
-    def call(self, path, alg_id):
-        return self.copies(path, alg_id)[0]
-
     def copies(self, path, alg_id):
         if path == "_cslt_sparse_mm":
             xp, M = self.xp, self.M
             return [lambda Wc=Wc: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
         weights = [sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
         return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in weights]
-
-    def dense(self):
-        return self.dense_copies()[0]
 
     def dense_copies(self):
         return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in self._dense]
