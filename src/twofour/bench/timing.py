@@ -72,8 +72,7 @@ def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats:
             if flush is not None:
                 gpu_timing.read_flush(flush)
             torch.cuda.synchronize(device)  # start alone: host set-up of fn is inside the window
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
             end.record()
