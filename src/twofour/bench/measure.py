@@ -118,8 +118,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     device = torch.device(device)
     modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    if W24 is None:
-        W24 = _pruned_weight(N, K, gen, device, dtype)
+    W24 = _pruned_weight(N, K, gen, device, dtype) if W24 is None else W24
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
