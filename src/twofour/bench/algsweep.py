@@ -13,7 +13,7 @@ records the kernel names each call launched (:func:`kernel_tile`), checks each r
 dense, and times the ID the library's own search returns, accepted range or not. Every timing is
 the GEMM benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`).
 
-The device work is behind :class:`CaseOps`: :class:`CudaCase` on a GPU (``scripts/gpu_measure.py
+The device work is done by :class:`CudaCase` on a GPU (``scripts/gpu_measure.py
 alg-search``), and :class:`RehearsalCase`, the same control flow on a CPU with dense float32
 stand-ins (no GPU number), so the flow is tested without a GPU.
 
@@ -35,19 +35,14 @@ from typing import Callable
 import torch
 
 from ..vocabulary import CUSPARSELT
-from .gpu_timing import copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
-from .measure import sparse_weight
+from .gpu_timing import check_counts, copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
+from .measure import one_line, sparse_weight
 
-__all__ = ["PATHS", "CaseOps", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
+__all__ = ["PATHS", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 
 PATHS = ("_cslt_sparse_mm", "F.linear")
 # A loop guard, not a belief about the library: a run that reaches it says so in "stopped".
 GUARD = 1024
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def accepted_alg_ids(accepts: Callable[[int], object], *, guard: int = GUARD) -> tuple[list[int], str]:
@@ -60,14 +55,13 @@ def accepted_alg_ids(accepts: Callable[[int], object], *, guard: int = GUARD) ->
     >>> ids[-1], why
     (9, 'alg_id 10 refused: RuntimeError: CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value')
     """
-    if isinstance(guard, bool) or not isinstance(guard, int) or guard < 1:
-        raise ValueError(f"guard must be an int >= 1, got {guard!r}")
+    check_counts(guard=(guard, 1))
     ids: list[int] = []
     for alg in range(guard):
         try:
             accepts(alg)
         except Exception as exc:  # the library's refusal is the answer
-            return ids, f"alg_id {alg} refused: {_one_line(exc)}"
+            return ids, f"alg_id {alg} refused: {one_line(exc, 300)}"
         ids.append(alg)
     return ids, f"no refusal up to the loop guard ({guard} IDs); the library may accept more"
 
@@ -87,45 +81,29 @@ def kernel_tile(name: str) -> str | None:
     return None if m is None else "x".join(g for g in m.groups() if g)
 
 
-class CaseOps:
-    """What :func:`sweep_case` needs from a device for one shape (see :class:`RehearsalCase` for a CPU one).
-
-    A subclass gives ``call(path, alg_id)`` and ``dense()`` (no-argument callables running the
-    GEMM; ``call`` raises if ``alg_id`` is refused), ``rel_err(y)`` (a call's output against dense:
-    max abs error over max abs of dense), ``time_ms(fns, repeats)`` (ms per call of ``fns``, copies
-    of one call, one value per repeat), ``kernel_names(fns)`` (``{kernel name: launches per call}``
-    of each callable, one profile for them all) and ``search()`` (the library's own choice of
-    algorithm; raises where the search does not exist).
-    """
-
-    def copies(self, path: str, alg_id: int) -> list[Callable[[], object]]:
-        """The call on distinct copies of the weight, to be timed in turn (cold weights); by default the one call."""
-        return [self.call(path, alg_id)]
-
-    def dense_copies(self) -> list[Callable[[], object]]:
-        return [self.dense()]
-
-    def library_max(self):
-        """What torch says the library's largest ``alg_id`` is (None where it does not know)."""
-        return None
-
-
-def sweep_case(ops: CaseOps, *, repeats: int = 10, tol: float = 1e-2) -> dict:
+def sweep_case(ops, *, repeats: int = 10, tol: float = 1e-2) -> dict:
     """Sweep one shape: accepted IDs, each timed on both :data:`PATHS`, and the search's ID.
+
+    ``ops`` (:class:`CudaCase`, :class:`RehearsalCase`) gives ``copies(path, alg_id)`` and
+    ``dense_copies()`` (no-argument callables running the GEMM on distinct weight copies, timed in
+    turn; ``copies`` raises if ``alg_id`` is refused), ``rel_err(y)`` (max abs error over max abs
+    of dense), ``time_ms(fns, repeats)`` (ms per call, one value per repeat),
+    ``kernel_names(fns)`` (``{kernel name: launches}`` per callable, one profile), ``search()`` (the
+    library's own choice; raises where it does not exist) and ``library_max()`` (None where unknown).
 
     Returns ``accepted_alg_ids``, ``stopped`` (the refusal that ended the search for IDs),
     ``torch_max_alg_id``, ``search_alg_id`` (an int, or the error), ``search_timed``, ``dense_ms``
     and ``dense_kernels``, ``configs`` (one per (path, alg_id): ``ms`` and ``kernels`` and
     ``rel_err``, or ``error``) and ``best`` per path (the fastest config whose result matched).
     """
-    ids, stopped = accepted_alg_ids(lambda alg: ops.call("_cslt_sparse_mm", alg)())
+    ids, stopped = accepted_alg_ids(lambda alg: ops.copies("_cslt_sparse_mm", alg)[0]())
     case: dict = {"accepted_alg_ids": ids, "stopped": stopped, "torch_max_alg_id": ops.library_max()}
     try:
         case["search_alg_id"] = int(ops.search())
     except Exception as exc:  # deprecated or absent in some releases: recorded
-        case["search_alg_id"] = _one_line(exc)
-    dense = ops.dense()
-    case["dense_ms"] = statistics.median(ops.time_ms(ops.dense_copies(), repeats))
+        case["search_alg_id"] = one_line(exc, 300)
+    dense = ops.dense_copies()
+    case["dense_ms"] = statistics.median(ops.time_ms(dense, repeats))
     todo = list(ids)
     if isinstance(case["search_alg_id"], int) and case["search_alg_id"] not in todo:
         todo.append(case["search_alg_id"])  # the search's choice is timed even outside the accepted run
@@ -134,23 +112,23 @@ def sweep_case(ops: CaseOps, *, repeats: int = 10, tol: float = 1e-2) -> dict:
         for path in PATHS:
             entry = {"path": path, "alg_id": alg, "split_k": 1}
             try:
-                fn = ops.call(path, alg)
-                entry["rel_err"] = float(ops.rel_err(fn()))
-                entry["ms"] = statistics.median(ops.time_ms(ops.copies(path, alg), repeats))
-                named.append((entry, fn))
+                fns = ops.copies(path, alg)
+                entry["rel_err"] = float(ops.rel_err(fns[0]()))
+                entry["ms"] = statistics.median(ops.time_ms(fns, repeats))
+                named.append((entry, fns[0]))
             except Exception as exc:
-                entry["error"] = _one_line(exc)
+                entry["error"] = one_line(exc, 300)
             configs.append(entry)
     # the kernel names of every timed config and of dense, from one profile
     try:
-        names = ops.kernel_names([dense] + [fn for _, fn in named])
+        names = ops.kernel_names(dense[:1] + [fn for _, fn in named])
         case["dense_kernels"] = names[0]
         for (entry, _), kernels in zip(named, names[1:]):
             entry["kernels"] = kernels
             tiles = {t for t in map(kernel_tile, kernels) if t}
             entry["tile"] = "/".join(sorted(tiles)) if tiles else None
     except Exception as exc:  # names are evidence beside the timings; their loss is recorded
-        case["kernels_error"] = _one_line(exc)
+        case["kernels_error"] = one_line(exc, 300)
     case["configs"] = configs
     case["search_timed"] = any(c["alg_id"] == case["search_alg_id"] and "ms" in c for c in configs)
     case["best"] = {path: min((c for c in configs if c["path"] == path and "ms" in c and c["rel_err"] < tol),
@@ -158,7 +136,7 @@ def sweep_case(ops: CaseOps, *, repeats: int = 10, tol: float = 1e-2) -> dict:
     return case
 
 
-class RehearsalCase(CaseOps):
+class RehearsalCase:
     """The sweep's control flow on a CPU: dense float32 matmuls stand in for every call (no GPU number).
 
     ``accepts`` IDs are accepted (the next raises as cuSPARSELt would), the search answers
@@ -173,17 +151,17 @@ class RehearsalCase(CaseOps):
         self.ref = torch.nn.functional.linear(self.x, self.W)
         self.accepts, self.search_id, self.fail_path = accepts, search_id, fail_path
 
-    def call(self, path, alg_id):
+    def copies(self, path, alg_id):
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         if path == self.fail_path:
             raise RuntimeError(f"rehearsal: {path} refused")
         if alg_id >= self.accepts and alg_id != self.search_id:
             raise RuntimeError("CUSPARSELT_MATMUL_ALG_CONFIG_ID: invalid value (rehearsal)")
-        return self.dense()
+        return self.dense_copies()
 
-    def dense(self):
-        return lambda: torch.nn.functional.linear(self.x, self.W)
+    def dense_copies(self):
+        return [lambda: torch.nn.functional.linear(self.x, self.W)]
 
     def rel_err(self, y):
         return float((y - self.ref).abs().max() / self.ref.abs().max())
@@ -204,9 +182,12 @@ class RehearsalCase(CaseOps):
             raise RuntimeError("rehearsal: no search")
         return self.search_id
 
+    def library_max(self):
+        return None
 
-class CudaCase(CaseOps):
-    """:class:`CaseOps` on a CUDA GPU for one pruned weight ``W24`` ``[N, K]`` and ``M`` rows, in ``W24``'s dtype.
+
+class CudaCase:
+    """:func:`sweep_case`'s device on a CUDA GPU: a pruned weight ``W24`` ``[N, K]``, ``M`` rows, its dtype.
 
     ``F.linear`` runs on the weight :func:`twofour.bench.sparse_weight` converted, ``x`` at its real
     ``M``; the direct call on ``x`` padded to 8 rows; timed over enough weight copies to find each cold.
@@ -224,18 +205,12 @@ class CudaCase(CaseOps):
         self._compressed = [self.Wc] + [self.Wc.clone() for _ in range(self.n_packed - 1)]
         self._dense = [W24] + [W24.clone() for _ in range(self.n_dense - 1)]
 
-    def call(self, path, alg_id):
-        return self.copies(path, alg_id)[0]
-
     def copies(self, path, alg_id):
         if path == "_cslt_sparse_mm":
             xp, M = self.xp, self.M
             return [lambda Wc=Wc: torch._cslt_sparse_mm(Wc, xp.t(), alg_id=alg_id).t()[:M] for Wc in self._compressed]
         weights = [sparse_weight(self.W24, CUSPARSELT.name, alg_id) for _ in range(self.n_packed)]
         return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in weights]
-
-    def dense(self):
-        return self.dense_copies()[0]
 
     def dense_copies(self):
         return [lambda W=W: torch.nn.functional.linear(self.x, W) for W in self._dense]

@@ -63,10 +63,8 @@ def _read_pynvml(index: int) -> dict | None:
 
 def _read_smi(index: int) -> dict | None:
     run = subprocess.run(SMI_QUERY + [f"--id={index}"], capture_output=True, text=True, timeout=10)
-    if run.returncode != 0:
-        return None
     lines = run.stdout.strip().splitlines()
-    return parse_smi_line(lines[0]) if lines else None
+    return parse_smi_line(lines[0]) if run.returncode == 0 and lines else None
 
 
 def read_gpu_state(index: int = 0) -> dict | None:

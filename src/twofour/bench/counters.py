@@ -5,9 +5,7 @@ to 16): DRAM bytes (2:4 should read about 9/16 of dense's weight bytes), SM thro
 tensor-pipe utilisation. ``scripts/gpu_measure.py counters`` runs one program under ``ncu`` that
 calls, for one weight shape and each M of :data:`MS`, dense ``F.linear`` and ``F.linear`` on the
 2:4 weight with algorithm 0 and with the best algorithm, each after a marker kernel, and reads
-the CSV back (:func:`parse_csv`, :func:`split_variants`); where ``ncu`` cannot read counters the
-file says so (:func:`not_available`). :func:`choose_metrics` keeps the :data:`CANDIDATES` that
-this ncu lists (names differ between GPUs and ncu versions).
+the CSV back; where ``ncu`` cannot read counters the file says so (:func:`not_available`).
 
 Example:
     >>> text = '''==PROF== Connected
@@ -46,7 +44,7 @@ CANDIDATES = {
 
 
 def choose_metrics(query_output: str) -> list[str]:
-    """The :data:`CANDIDATES` whose base name ``ncu --query-metrics`` lists.
+    """The :data:`CANDIDATES` whose base name ``ncu --query-metrics`` lists (names differ by GPU and ncu).
 
     >>> choose_metrics("dram__bytes_read   Counter  # of bytes read from DRAM\\ngpu__time_duration  Counter  ...")
     ['dram__bytes_read.sum', 'gpu__time_duration.sum']

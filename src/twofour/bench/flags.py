@@ -32,20 +32,12 @@ from ..vocabulary import TIMING_MODES
 
 __all__ = ["flag_points", "flagged_keys", "drifts", "timing_entry", "point_key"]
 
-TOL_CLOCK = 1.02
-DRIFT_MIN_N = 5
-DRIFT_RISE = 1.05
-GRAPH_ABS_US = 15.0
-GRAPH_REL = 1.25
-MONO_ABS_US = 10.0
-CLOCK_DROP = 0.95
-
 
 def drifts(raw) -> bool:
     """True when ``raw`` (5 or more repeats) rises at every step and ends at least 5% above its start."""
     raw = list(raw or [])
-    return (len(raw) >= DRIFT_MIN_N and all(b > a for a, b in zip(raw, raw[1:]))
-            and raw[-1] >= DRIFT_RISE * raw[0])
+    return (len(raw) >= 5 and all(b > a for a, b in zip(raw, raw[1:]))
+            and raw[-1] >= 1.05 * raw[0])
 
 
 def timing_entry(point: dict, mode: str, side: str) -> dict | None:
@@ -76,7 +68,7 @@ def flag_points(points) -> list[dict]:
         for side in ["dense"] + sorted((p.get("sparse") or {}).keys()):
             k, g, e = _us(p, "kernel", side), _us(p, "graph", side), _us(p, "lone", side)
             others = [x for x in (g, e) if x is not None]
-            if k is not None and others and k > TOL_CLOCK * min(others):
+            if k is not None and others and k > 1.02 * min(others):
                 out.append({**base, "mode": "kernel", "side": side, "rule": "clock",
                             "evidence": f"kernel {k:.1f} µs > " + " / ".join(
                                 f"{n} {x:.1f}" for n, x in (("graph", g), ("lone", e)) if x is not None) + " µs"})
@@ -86,19 +78,19 @@ def flag_points(points) -> list[dict]:
                     out.append({**base, "mode": mode, "side": side, "rule": "drift",
                                 "evidence": "repeats " + ", ".join(f"{x * 1e3:.1f}" for x in entry["raw_ms"]) + " µs"})
             if g is not None and k is not None:
-                if g - k > GRAPH_ABS_US and g > GRAPH_REL * k:
+                if g - k > 15.0 and g > 1.25 * k:
                     out.append({**base, "mode": "graph", "side": side, "rule": "graph-outlier",
                                 "evidence": f"graph {g:.1f} µs vs its kernel time {k:.1f} µs"})
             elif g is not None and side == "dense":
                 later = [x for x in (_us(q, "graph", "dense") for q in series[(p.get("shape"), p["N"], p["K"], p["dtype"])]
                                      if q["M"] > p["M"]) if x is not None]
-                if later and g > GRAPH_REL * min(later) and g - min(later) > MONO_ABS_US:
+                if later and g > 1.25 * min(later) and g - min(later) > 10.0:
                     out.append({**base, "mode": "graph", "side": side, "rule": "graph-outlier",
                                 "evidence": f"graph {g:.1f} µs vs {min(later):.1f} µs at a larger M"})
         for mode, reading in (p.get("clocks") or {}).items():
             before, after = (reading or {}).get("before") or {}, (reading or {}).get("after") or {}
             b, a = before.get("sm_clock_mhz"), after.get("sm_clock_mhz")
-            if b and a and a < CLOCK_DROP * b:
+            if b and a and a < 0.95 * b:
                 out.append({**base, "mode": mode, "side": "all", "rule": "clock-drop",
                             "evidence": f"SM clock {b:.0f} MHz before, {a:.0f} MHz after"})
     return out

@@ -13,16 +13,10 @@ back. The timings here reproduce that:
 * **Many calls per event pair**: one CUDA graph holds one call per weight copy and is replayed
   until the window holds ``calls`` calls.
 
-Modes (:data:`twofour.vocabulary.TIMING_MODES`), each described in :data:`METHODS`, which the
-results file records (:data:`LEGACY_METHODS`: how files written before that were timed):
-
-``graph``   :func:`time_graph`: the *cached* scenario (plans cached, the step captured).
-``stream``  :func:`time_stream`: eager calls back to back behind a few untimed ones; a host
-            slower than the kernels shows in the number.
-``kernel``  :func:`profile_kernels`: the kernels' own time from the profiler, each call after a
-            short spin whose kernel (``spin_kernel``) marks where it begins.
-
-All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`, which rehearsals and tests use).
+Modes (:data:`twofour.vocabulary.TIMING_MODES`): :func:`time_graph` (the *cached* scenario),
+:func:`time_stream` (eager calls back to back) and :func:`profile_kernels` (the kernels' own time),
+each described in :data:`METHODS`, which the results file records (:data:`LEGACY_METHODS`: how
+older files were timed). All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`).
 
 Example (on the simulated GPU: the window holds the kernels and nothing else):
     >>> import torch
@@ -142,10 +136,11 @@ def window_ms(enqueue: Callable[[], object], *, spin_cycles: int = SPIN_CYCLES) 
     return start.elapsed_time(end), host_ms < before.elapsed_time(start)
 
 
-def _as_list(fns) -> list[Callable[[], object]]:
+def _as_list(fns, **counts) -> list[Callable[[], object]]:
     fns = [fns] if callable(fns) else list(fns)
     if not fns or not all(callable(f) for f in fns):
         raise ValueError("fns must be a callable or a non-empty list of callables (one per weight copy)")
+    check_counts(**counts)
     return fns
 
 
@@ -165,8 +160,7 @@ def time_graph(fns: Callable[[], object] | Sequence[Callable[[], object]], *, de
     as CUDA graphs require. ``info`` (a dict), if given, receives ``calls_per_window``, ``copies``
     and ``host_ahead`` (the share of windows in which the host kept ahead).
     """
-    fns = _as_list(fns)
-    check_counts(warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
+    fns = _as_list(fns, warmup=(warmup, 0), repeats=(repeats, 1), calls=(calls, 1))
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
@@ -202,8 +196,7 @@ def time_stream(fns: Callable[[], object] | Sequence[Callable[[], object]], *, d
     Each round issues ``len(fns)`` untimed calls to fill the queue, the start event,
     ``max(repeats, 2 * len(fns))`` calls and the end event, with no synchronisation in between.
     """
-    fns = _as_list(fns)
-    check_counts(warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
+    fns = _as_list(fns, warmup=(warmup, 0), repeats=(repeats, 1), rounds=(rounds, 1))
     n_calls = max(repeats, 2 * len(fns))
     for i in range(max(warmup, len(fns))):
         fns[i % len(fns)]()
@@ -239,13 +232,13 @@ def _device_kernels(run: Callable[[], object]) -> list[tuple[float, float, str]]
 
 def profile_kernels(fns: Callable[[], object] | Sequence[Callable[[], object]], *, device, warmup: int = 2,
                     calls: int = 5) -> dict:
-    """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler; see the module doc.
+    """GPU kernels of ``calls`` calls cycling through ``fns``, from the profiler, each call after a short spin
+    (:data:`MARK_KERNEL`) that marks where it begins.
 
     Returns :func:`split_calls`' summary: per call ``sum_us`` (summed kernel time), ``span_us`` (first
     start to last end) and ``per_call`` (``{name: launches}``), and ``kernels`` (launches per call).
     """
-    fns = _as_list(fns)
-    check_counts(warmup=(warmup, 0), calls=(calls, 1))
+    fns = _as_list(fns, warmup=(warmup, 0), calls=(calls, 1))
     for i in range(max(warmup, len(fns))):
         fns[i % len(fns)]()
     torch.cuda.synchronize(device)

@@ -1,10 +1,9 @@
 """Measuring dense vs every available 2:4 backend for one shape, and sweeps over models' shapes.
 
-Every 2:4 point is compared with the dense GEMM on the same pruned weight: the maximum
-absolute difference divided by the largest ``|y|`` must stay below a per-dtype tolerance
-(:data:`TOLERANCE`). A failed check is recorded with the point, never dropped. Only dense
-float32 is timed on a CPU: 2:4 sparse kernels exist only on NVIDIA GPUs with compute
-capability >= 8.0. On a GPU each timing mode is bracketed by clock readings (:mod:`.clocks`).
+Every 2:4 point is checked against the dense GEMM on the same pruned weight (:data:`TOLERANCE`);
+a failed check is recorded with the point, never dropped. Only dense float32 is timed on a CPU:
+2:4 kernels need an NVIDIA GPU of compute capability >= 8.0. On a GPU each timing mode is
+bracketed by clock readings (:mod:`.clocks`).
 """
 
 from __future__ import annotations
@@ -119,8 +118,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     device = torch.device(device)
     modes = _modes(modes, device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    if W24 is None:
-        W24 = _pruned_weight(N, K, gen, device, dtype)
+    W24 = _pruned_weight(N, K, gen, device, dtype) if W24 is None else W24
     x = torch.randn(M, K, generator=gen).to(device=device, dtype=dtype)
     record = {"M": M, "N": N, "K": K, "dtype": dtype_name(dtype), "device": device.type}
     dense_fn = lambda: torch.nn.functional.linear(x, W24)  # noqa: E731
@@ -154,7 +152,7 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
                 entry["alg_id"] = Ws.alg_id_cusparselt
             sparse_weights[backend] = Ws
         except (RuntimeError, NotImplementedError, ValueError, TypeError) as exc:
-            entry = {"error": _one_line(exc)}
+            entry = {"error": one_line(exc)}
         record["sparse"][backend] = entry
     clocks["lone"]["after"] = _gpu_state(device)
     if len(modes) > 1:
@@ -165,9 +163,10 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     return record
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """``"Type: first line of the message"``, cut to ``limit`` characters where given."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:limit]
 
 
 def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,
@@ -188,11 +187,11 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
             copies[name] = [W] + [W24.clone() if name == "dense" else sparse_weight(W24.clone(), name, alg_id)
                                   for _ in range(n_copies - 1)]
         except Exception as exc:  # a copy the backend refuses: every mode of this side says so
-            copies[name] = {"error": _one_line(exc)}
+            copies[name] = {"error": one_line(exc)}
     out: dict = {}
     for mode in modes:  # mode by mode, dense and 2:4 side by side in time
         clocks[mode] = {"before": _gpu_state(device)}
-        out[mode] = {"dense": None, "sparse": {}}
+        entries = {}
         for name, side in copies.items():
             if isinstance(side, dict):
                 entry = dict(side)
@@ -201,24 +200,21 @@ def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, re
                     entry = _time_mode(mode, [lambda c=c: linear(x, c) for c in side], device=device,
                                        warmup=warmup, repeats=repeats)
                 except Exception as exc:  # record whatever the GPU stack raises; the other modes go on
-                    entry = {"error": _one_line(exc)}
+                    entry = {"error": one_line(exc)}
             entry["method"] = gpu_timing.METHODS[mode]["id"]
             if not flush_l2:
                 entry["l2"] = "one weight copy: it may stay in L2 between calls (--no-flush)"
-            if name == "dense":
-                out[mode]["dense"] = entry
-            else:
-                out[mode]["sparse"][name] = entry
+            entries[name] = entry
+        out[mode] = {"dense": entries.pop("dense"), "sparse": entries}
         clocks[mode]["after"] = _gpu_state(device)
     return out
 
 
 def _time_mode(mode: str, fns, *, device, warmup: int, repeats: int) -> dict:
     info: dict = {}
-    if mode == "graph":
-        entry = summarize(gpu_timing.time_graph(fns, device=device, warmup=warmup, repeats=repeats, info=info))
-    elif mode == "stream":
-        entry = summarize(gpu_timing.time_stream(fns, device=device, warmup=warmup, repeats=repeats, info=info))
+    if mode in ("graph", "stream"):
+        timer = gpu_timing.time_graph if mode == "graph" else gpu_timing.time_stream
+        entry = summarize(timer(fns, device=device, warmup=warmup, repeats=repeats, info=info))
     else:  # kernel
         prof = gpu_timing.profile_kernels(fns, device=device, calls=min(repeats, 5))
         entry = summarize([t / 1e3 for t in prof["sum_us"]])

@@ -1,9 +1,7 @@
 """Results files: the JSON schema, the provenance block, reading and checking them, and the files shipped in ``twofour/data``.
 
-:class:`Results` is written as JSON with :func:`provenance`, the settings, and one record per
-point (raw timings, and the GPU's clocks around each timing mode where it exposes them).
-:func:`load_results` reads it back and checks it (older schemas too); :func:`recorded_results`
-lists the files shipped in ``twofour/data/``; :meth:`Results.flags` computes the suspect points.
+One record per point holds its raw timings, and the GPU's clocks around each timing mode where it
+exposes them; :func:`load_results` reads the older schemas too.
 """
 
 from __future__ import annotations

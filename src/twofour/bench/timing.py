@@ -1,13 +1,10 @@
 """Timing one call: warm-up, L2 flush, repeats, and the summary of the raw times.
 
-* **GPU** (CUDA events): the ``lone`` mode. Each timed call runs alone: before it a buffer twice
-  the L2 size is *read* (a written one would leave dirty lines to write back inside the timed
-  kernel) and the device is synchronised, so the time includes the host's launch and any set-up
-  before the kernel (cuSPARSELt builds a plan per call): evidence of the host's share. The ways
-  that time calls as a serving step runs them are in :mod:`.gpu_timing`.
+* **GPU** (CUDA events): the ``lone`` mode. Each timed call runs alone after an L2 flush by reading
+  (:func:`.gpu_timing.read_flush`) and a synchronisation, so the time includes the host's launch
+  and set-up (cuSPARSELt builds a plan per call): evidence of the host's share. The ways that time
+  calls as a serving step runs them are in :mod:`.gpu_timing`.
 * **CPU** (``time.perf_counter``): caches are *not* flushed (no portable way).
-
-Every timed call keeps its raw time; the summary is median, min, max and quartiles.
 """
 
 from __future__ import annotations
@@ -75,8 +72,7 @@ def time_callable(fn: Callable[[], object], *, device, warmup: int = 3, repeats:
             if flush is not None:
                 gpu_timing.read_flush(flush)
             torch.cuda.synchronize(device)  # start alone: host set-up of fn is inside the window
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
             end.record()

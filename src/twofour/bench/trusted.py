@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from .flags import timing_entry
+from .flags import point_key, timing_entry
 
 __all__ = ["FLAG_RULES", "CALL_PATHS", "TILE_M", "trusted_gemm_table", "neighbour_graph_cost"]
 
@@ -48,11 +48,6 @@ CALL_PATHS = {
 # The M classes of neighbour_graph_cost: the default cuSPARSELt kernel's token tile (128 x 256, from
 # the kernel names) is one M-tile up to 256 tokens, so a replay costs alike within M <= 256.
 TILE_M = 256
-
-
-def _key(point: dict) -> tuple:
-    """``(shape, M, N, K, dtype)``: a point of a results file, or a flag or a timing row of it."""
-    return point.get("shape"), point["M"], point["N"], point["K"], point["dtype"]
 
 
 def _flagged(point: dict, mode: str, side: str) -> bool:
@@ -114,16 +109,16 @@ def trusted_gemm_table(results, dtype_name: str, mode: str, backend: str = "cuSP
     results = list(results) if isinstance(results, (list, tuple)) else [results]
     table: dict[tuple, dict] = {}
     for res in results:
-        points = {_key(p): dict(p, _flags=[]) for p in res.points}
+        points = {point_key(p, mode): dict(p, _flags=[]) for p in res.points}  # keyed by point, mode fixed
         for f in res.flags():
-            points[_key(f)]["_flags"].append(f)
+            points[point_key(f, mode)]["_flags"].append(f)
         by_weight: dict = {}
         for q in points.values():
             by_weight.setdefault((q.get("shape"), q["N"], q["K"]), []).append(q)
         for row in res.gpu_points(mode):
             if row["dtype"] != dtype_name or row["backend"] != backend:
                 continue
-            q = points[_key(row)]
+            q = points[point_key(row, mode)]
             out = {"dense_ms": row["dense_ms"], "sparse_ms": row["sparse_ms"], "raw_dense_ms": row["dense_ms"],
                    "raw_sparse_ms": row["sparse_ms"], "flagged": row["flagged"], "rule": None,
                    "call_path": row["call_path"], "dense_call_path": row["dense_call_path"],

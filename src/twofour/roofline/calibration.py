@@ -98,24 +98,20 @@ def _as_measured(p: Point, params: KernelParams) -> KernelParams:
     return legacy_graph_params(params) if p.scenario == "cached" and p.extra.get("legacy_replay") else params
 
 
-def held_out_points(pts: list[Point] | None = None, *, include_flagged: bool = False) -> list[Point]:
-    """The held-out test set: fp16 points of the :data:`HELD_OUT_MODEL` shapes, kernel time and graph replay."""
-    pts = points() if pts is None else pts
+def held_out_points(pts: list[Point]) -> list[Point]:
+    """The held-out test set, flagged too: fp16 kernel and graph timings of :data:`HELD_OUT_MODEL` shapes."""
     return [p for p in pts if p.origin == "measured" and p.extra.get("held_out") and p.dtype == "fp16"
-            and p.scenario in ("kernel", "cached") and (include_flagged or not p.extra.get("flagged"))]
-
-
-def _extra_us(pts, params: KernelParams, side: str) -> list[float]:
-    """Per point, what its timing adds to the ``side`` kernel: a graph replay's cost, else nothing."""
-    return [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0 for p in pts]
+            and p.scenario in ("kernel", "cached")]
 
 
 def _fit(pts: list[Point], side: str, family: KernelFamily, params: KernelParams, **kw) -> tuple:
     """:func:`fit_family` on the ``side`` times of ``pts``, each as it was timed and with its weight."""
     at = [dict(M=p.M, N=p.N, K=p.K, dtype=p.dtype, gpu=p.gpu, l2=p.extra.get("l2", "flushed")) for p in pts]
     weights = [p.extra.get("weight", 1.0) for p in pts]
+    extra = [getattr(_as_measured(p, params), f"graph_{side}_us") if p.scenario == "cached" else 0.0
+             for p in pts]  # what each timing adds to the kernel: a graph replay's cost, else nothing
     return fit_family(at, [getattr(p, f"{side}_us") for p in pts], family, params, sparse=side == "sparse",
-                      extra_us=_extra_us(pts, params, side), weights=weights, **kw)
+                      extra_us=extra, weights=weights, **kw)
 
 
 def _call_costs(pts: list[Point]) -> dict:
@@ -160,9 +156,8 @@ def _searched(params: KernelParams) -> tuple:
     return trials[0][4], summary, len(cases)
 
 
-def fit_base(pts: list[Point] | None = None) -> tuple[KernelParams, dict]:
+def fit_base(pts: list[Point]) -> tuple[KernelParams, dict]:
     """Steps 1-4 of the module doc: the base set fitted on the H200 run; returns it and what the fit saw."""
-    pts = points() if pts is None else pts
     fit_set = fit_points(pts)
     helpers = helper_costs()
     cublas_tiles = tile_table_from_names(tile_observations(shape_prefix="Llama-3-8B"))
@@ -253,10 +248,8 @@ def error_row(p: Point, pred: float) -> dict:
             "M": p.M, "N": p.N, "K": p.K, "measured": p.speedup, "predicted": pred, "rel_err": abs(pred / p.speedup - 1)}
 
 
-def leave_one_source_out(pts: list[Point] | None = None, cal: Calibration | None = None) -> list[dict]:
+def leave_one_source_out(pts: list[Point], cal: Calibration) -> list[dict]:
     """For each published source: the per-GPU refit without it, then its points predicted. One row per point."""
-    pts = points() if pts is None else pts
-    cal = cal or fit_all(pts)
     published = [p for p in pts if p.origin == "published" and p.fit_ok]
     rows = []
     for source in sorted({p.source for p in published}):
@@ -330,7 +323,7 @@ def evaluate(pts: list[Point] | None = None, cal: Calibration | None = None) -> 
     pts = points() if pts is None else pts
     cal = cal or fit_all(pts)
     held, flagged = [], []
-    for p in held_out_points(pts, include_flagged=True):
+    for p in held_out_points(pts):
         (flagged if p.extra.get("flagged") else held).append({**error_row(p, predicted_speedup(p, cal.base)), "mode": p.extra["mode"],
                                                               "flagged": p.extra.get("flagged")})
     fit_set = [p for p in fit_points(pts) if p.extra.get("mode") != "trace"]

@@ -1,12 +1,10 @@
 """Fitting a kernel family's constants to measured times (numpy only: a small Nelder-Mead in log space).
 
-Per family the free numbers are ``compute_eff``, ``sm_compute_eff``, ``mem_eff``, ``per_sm_gbs``,
-``fill_gain`` and ``latency_us`` (:class:`~twofour.roofline.KernelFamily`); with ``fit_dram``
-the GPU-wide ``dram_eff``, ``flush_dirty_mb`` and ``flush_dirty_frac`` too (fitted on the dense
-side: its kernels are the ones DRAM limits). Tiles and the split-K rule are read off the kernel
+The free numbers are a family's :data:`FREE` and, with ``fit_dram``, the GPU-wide :data:`FREE_DRAM`
+(fitted on the dense side: DRAM limits its kernels). Tiles and the split-K rule are read off the kernel
 names. The loss is the sum of squared ``log(predicted / measured)`` times, so a 10 µs decode GEMM
 weighs as much as a 10 ms prefill one. The model's arithmetic is repeated on numpy arrays
-(:class:`Structure`: what the fitted numbers do not change), so a whole fit runs in under a
+(:func:`structure`: what the fitted numbers do not change), so a whole fit runs in under a
 second; the tests check that it gives exactly what :func:`twofour.roofline.kernel_time` gives.
 
 Example:
@@ -18,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -27,7 +25,7 @@ from ..hardware import get_gpu
 from .model import launch_bytes, pad_multiple
 from .params import KernelFamily, KernelParams
 
-__all__ = ["nelder_mead", "Structure", "structure", "kernel_us", "fit_family", "FREE", "FREE_DRAM"]
+__all__ = ["nelder_mead", "structure", "kernel_us", "fit_family", "FREE", "FREE_DRAM"]
 
 FREE = ("compute_eff", "sm_compute_eff", "mem_eff", "per_sm_gbs", "fill_gain", "latency_us")
 FREE_DRAM = ("dram_eff", "flush_dirty_mb", "flush_dirty_frac")
@@ -64,29 +62,11 @@ def nelder_mead(f, x0, *, step: float = 0.3, iters: int = 3000, tol: float = 1e-
     return [float(v) for v in pts[int(np.argmin(vals))]]
 
 
-@dataclass(frozen=True)
-class Structure:
-    """Per point, everything of :func:`twofour.roofline.kernel_time` that the fitted numbers do not change (numpy arrays)."""
+def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> SimpleNamespace:
+    """Per point, what of :func:`twofour.roofline.kernel_time` the fitted numbers leave fixed (numpy arrays).
 
-    busy: object
-    waves: object
-    fill: object  # min(Mp, tile_m) / tile_m
-    n_bytes: object
-    cta_flops: object
-    split: object  # split > 1
-    pad: object  # M % mult != 0 (2:4 only)
-    flushed: object
-    mem_bw: object
-    sms: object
-    peak: object
-    extra_us: object  # the scenario's cost beyond the kernel (graph replay), added after
-
-
-def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> Structure:
-    """:class:`Structure` of ``points`` (dicts or objects with ``M, N, K, dtype``, optional ``gpu``, ``l2``).
-
-    ``extra_us``: per point, µs added to the kernel time (the graph replay's cost for points
-    timed as CUDA-graph replays); default 0.
+    ``points``: dicts or objects with ``M, N, K, dtype``, optional ``gpu``, ``l2``. ``extra_us``: per
+    point, µs added to the kernel time (a graph replay's cost for points timed as replays); default 0.
     """
     rows = []
     for p in points:
@@ -102,10 +82,10 @@ def structure(points, family: KernelFamily, *, sparse: bool, extra_us=None) -> S
     names = ("busy", "waves", "fill", "n_bytes", "cta_flops", "split", "pad", "flushed", "mem_bw", "sms", "peak")
     arrays = {k: np.array([r[i] for r in rows], dtype=float) for i, k in enumerate(names)}
     extra = np.zeros(len(points)) if extra_us is None else np.array(extra_us, dtype=float)
-    return Structure(**arrays, extra_us=extra)
+    return SimpleNamespace(**arrays, extra_us=extra)
 
 
-def kernel_us(s: Structure, family: KernelFamily, params: KernelParams):
+def kernel_us(s: SimpleNamespace, family: KernelFamily, params: KernelParams):
     """The kernel times (µs, a numpy array) of :func:`structure`'s points plus ``extra_us``: the model's arithmetic."""
     sat = s.mem_bw * family.mem_eff
     per_sm = family.per_sm_gbs * (1 + family.fill_gain * s.fill)
@@ -128,19 +108,19 @@ def _sigmoid(x):
     return 1 / (1 + math.exp(-x))
 
 
+# Fractions are searched through a logit, the other free numbers through a log.
+_FRACTIONS = ("compute_eff", "sm_compute_eff", "mem_eff", "dram_eff", "flush_dirty_frac")
+
+
 def _pack(family: KernelFamily, params: KernelParams, fit_dram: bool) -> list[float]:
-    x = [_logit(family.compute_eff), _logit(family.sm_compute_eff), _logit(family.mem_eff),
-         math.log(family.per_sm_gbs), math.log(max(family.fill_gain, 1e-3)), math.log(max(family.latency_us, 1e-3))]
-    if fit_dram:
-        x += [_logit(params.dram_eff), math.log(max(params.flush_dirty_mb, 1e-3)), _logit(params.flush_dirty_frac)]
-    return x
+    names = FREE + FREE_DRAM if fit_dram else FREE
+    values = [getattr(params if n in FREE_DRAM else family, n) for n in names]
+    return [_logit(v) if n in _FRACTIONS else math.log(max(v, 1e-3)) for n, v in zip(names, values)]
 
 
 def _numbers(x, fit_dram: bool) -> tuple[dict, dict]:
-    fam = dict(compute_eff=_sigmoid(x[0]), sm_compute_eff=_sigmoid(x[1]), mem_eff=_sigmoid(x[2]),
-               per_sm_gbs=math.exp(x[3]), fill_gain=math.exp(x[4]), latency_us=math.exp(x[5]))
-    prm = dict(dram_eff=_sigmoid(x[6]), flush_dirty_mb=math.exp(x[7]), flush_dirty_frac=_sigmoid(x[8])) if fit_dram else {}
-    return fam, prm
+    values = {n: _sigmoid(v) if n in _FRACTIONS else math.exp(v) for n, v in zip(FREE + FREE_DRAM, x)}
+    return {n: values[n] for n in FREE}, {n: values[n] for n in FREE_DRAM if fit_dram}
 
 
 # Starting points (compute_eff, mem_eff, per_sm_gbs, latency_us): the fit keeps the best of the runs.

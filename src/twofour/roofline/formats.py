@@ -86,10 +86,6 @@ class WeightFormat:
         scales = self.scale_bits / self.group_size if self.group_size else 0.0
         return kept * self.value_bits + meta + scales
 
-    @property
-    def bytes_per_weight(self) -> float:
-        return self.bits_per_weight / 8.0
-
 
 WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
     WeightFormat("bf16", 16, note="16-bit weights (fp16 alike)"),
@@ -159,9 +155,9 @@ def model_weight_bytes(cfg: TransformerConfig, fmt, *, lm_head="bf16", embedding
         raise TypeError(f"cfg must be a twofour.models.TransformerConfig, got {type(cfg).__name__}")
     counts = parameter_counts(cfg)
     out = {
-        "block": counts["eligible"] * weight_format(fmt).bytes_per_weight,
-        "lm_head": counts["lm_head"] * weight_format(lm_head).bytes_per_weight,
-        "embedding": counts["embedding"] * weight_format(embedding).bytes_per_weight,
+        "block": counts["eligible"] * bits_per_weight(fmt) / 8,
+        "lm_head": counts["lm_head"] * bits_per_weight(lm_head) / 8,
+        "embedding": counts["embedding"] * bits_per_weight(embedding) / 8,
         "norms": counts["norms"] * 2.0,  # bf16
     }
     out["resident"] = out["block"] + out["lm_head"] + out["embedding"] + out["norms"]

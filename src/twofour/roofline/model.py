@@ -212,9 +212,7 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
 # A GEMM dimension beyond an int64 is no GEMM (a prefill M = batch x prompt can pass 2^31), and the
 # bound keeps 2 * M * N * K a finite float.
 MAX_DIM = 2**63 - 1
-# crossover_m predicts every M up to m_max (the curve is saw-toothed: no bisection finds the
-# smallest winning M); beyond this a GEMM is a batch of smaller ones.
-MAX_CROSSOVER_M = 1 << 16
+MAX_CROSSOVER_M = 1 << 16  # crossover_m's largest m_max: beyond it a GEMM is a batch of smaller ones
 
 
 def _require_bool(name: str, v) -> None:
@@ -392,15 +390,13 @@ def speedup_curve(Ms, N: int, K: int, dtype="fp16", gpu="H100", backend=None, pa
         >>> [p.M for p in speedup_curve([1, 64], 4096, 4096, scenario="kernel")]
         [1, 64]
     """
-    return [predict(_m_of(k, M), N, K, dtype, gpu, backend, params, scenario=scenario, algorithm=algorithm, l2=l2)
-            for k, M in enumerate(Ms)]
-
-
-def _m_of(k: int, M) -> int:
-    """One M of a curve as an int: ints and numpy ints, never a string, a float or a bool."""
-    if isinstance(M, bool) or isinstance(M, str) or not hasattr(M, "__index__"):
-        raise ValueError(f"Ms[{k}] must be an int >= 1 (a token count), got {M!r}")
-    return operator.index(M)
+    out = []
+    for k, M in enumerate(Ms):  # ints and numpy ints, never a string, a float or a bool
+        if isinstance(M, (bool, str)) or not hasattr(M, "__index__"):
+            raise ValueError(f"Ms[{k}] must be an int >= 1 (a token count), got {M!r}")
+        out.append(predict(operator.index(M), N, K, dtype, gpu, backend, params, scenario=scenario,
+                           algorithm=algorithm, l2=l2))
+    return out
 
 
 def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=None,
@@ -409,8 +405,7 @@ def crossover_m(N: int, K: int, dtype="fp16", gpu="H100", backend=None, params=N
     """Smallest M in ``1..m_max`` at which 2:4 is predicted faster than dense (speedup > 1), or None.
 
     Tile choices and waves make the curve saw-toothed, so a win at this M does not promise a
-    win at every larger M: plot :func:`speedup_curve`. ``m_max`` is at most
-    :data:`MAX_CROSSOVER_M` (65,536): every M up to it is predicted, in order.
+    win at every larger M: plot :func:`speedup_curve`. ``m_max`` is at most :data:`MAX_CROSSOVER_M`.
 
     Example:
         >>> m = crossover_m(4096, 4096, "fp16", "H100")

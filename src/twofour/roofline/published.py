@@ -202,9 +202,7 @@ def _from_published(r: dict) -> Point:
     return Point(**point, excluded=why)
 
 
-# The scenario of a measured point: the one its timing mode measures (the vocabulary's
-# MODE_SCENARIO); the mode that measures none (lone: one call on an idle device) is evidence only.
-LONE = "lone"
+LONE = "lone"  # the timing mode that measures no scenario (module doc): evidence only
 
 
 def _measured_excluded(mode: str, row: dict, held_out: bool, spec) -> str | None:

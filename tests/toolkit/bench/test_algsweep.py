@@ -72,9 +72,9 @@ def test_a_path_that_fails_records_its_errors_and_has_no_best():
 
 def test_a_result_that_differs_from_dense_is_never_the_best():
     class Wrong(RehearsalCase):
-        def call(self, path, alg_id):
-            fn = super().call(path, alg_id)
-            return (lambda: fn() * 2) if alg_id == 1 else fn
+        def copies(self, path, alg_id):
+            fn = super().copies(path, alg_id)[0]
+            return [(lambda: fn() * 2) if alg_id == 1 else fn]
 
     case = sweep_case(Wrong(accepts=3), repeats=1)
     assert all(case["best"][p]["alg_id"] != 1 for p in PATHS)
