@@ -4,9 +4,8 @@ The measurement plan never calls CUDA itself; it asks one of these, so the same 
 in three places:
 
 ``CudaOps``
-    The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured`` (cuSPARSELt,
-    the algorithm pinned at conversion where one is chosen), CUDA graphs, CUDA events around
-    back-to-back replays queued behind a device-side spin (:func:`twofour.bench.gpu_timing.window_ms`).
+    The real thing: cuSPARSELt 2:4 weights (the algorithm pinned at conversion), CUDA graphs,
+    CUDA events (:func:`twofour.bench.gpu_timing.window_ms`).
 ``CpuOps``
     Dense float32 on the CPU. Packing, graphs and the algorithm search raise
     :class:`NotSupported`, which the plan records as *skipped*, not failed.
@@ -254,8 +253,7 @@ class CudaOps(Ops):
 class RehearsalOps(Ops):
     """A fake CUDA device on the CPU: the GPU control flow without a GPU (see the module docstring).
 
-    ``fail``: ``{operation: message}`` for operations (``"pack"``, ``"search_algorithm"``,
-    ``"capture"``, ``"compile"``) that should raise ``RuntimeError(message)``.
+    ``fail``: ``{operation: message}``, the operations (``"capture"``, ``"pack"``...) that raise ``RuntimeError(message)``.
 
     Example:
         >>> ops = RehearsalOps(fail={"capture": "graph capture failed"})

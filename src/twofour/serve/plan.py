@@ -96,7 +96,6 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
             raise ValueError(f"{name} must hold ints >= {low}, got {v!r}")
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
-    # graph-searched is a 2:4 mode only
     pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
     items = []
     for dtype in dtypes:
