@@ -1,10 +1,9 @@
 """A measurement plan: which whole steps to time, in which order, and the loop that runs it.
 
 :func:`run_plan` works through the :class:`Item` list on one device (:mod:`twofour.serve.ops`):
-models are made when first needed, one dtype at a time (dense, its 2:4 packing, their
-agreement checked once); every item ends with a timing, an ``error`` (recorded, the run goes
-on) or ``skipped``; the results file is rewritten after every item; each record gets the
-request model's prediction (:func:`twofour.serve.predict`) beside it.
+every item ends with a timing, an ``error`` (recorded, the run goes on) or ``skipped``, beside
+the request model's prediction (:func:`twofour.serve.predict`); the results file is rewritten after
+every item. Models are made when first needed, one dtype at a time.
 
 Example (CPU: the tiny model, dense eager only):
     >>> plan = make_plan(TINY, dtypes=["float32"], batches=[1, 4], context=16, prompt_lens=[32],
