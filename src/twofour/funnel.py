@@ -1,24 +1,18 @@
 """The funnel: from the data sheet's 2x to the speedup a request actually gets, step by step.
 
-The funnel's five **steps** are not the six *stages* of the answer: stages 1-3 decide whether a
-sparse kernel runs at all; the steps measure how much of the 2x is left once one does (step 3 is
-stage 4's kernel speed, step 4 is stage 6's Amdahl). Every step is a speedup explaining one loss:
+The five **steps** are not the six *stages* of the answer: stages 1-3 decide whether a sparse
+kernel runs at all; the steps measure how much of the 2x is left once one does. Each step is a
+speedup explaining one loss (formulas: :func:`funnel`):
 
-1. ``datasheet`` — the data-sheet speedup: sparse peak / dense peak FLOP/s of the GPU for the
-   dtype (2x on every NVIDIA data sheet).
-2. ``roofline_ceiling`` — the ceiling speedup: what perfect 2:4 kernels could give on *this
-   phase's* GEMMs: compute-bound GEMMs keep 2x, memory-bound ones (decode) only
-   ``1 / packed_ratio`` (1.78x for fp16/bf16, 1.6x for 8-bit), weighted by each GEMM's dense time.
-3. ``kernel`` — the 2:4 GEMM speedup the kernels achieve: predicted by :mod:`twofour.roofline`
-   (padding, efficiency, waves, per-call overhead) or measured and typed in.
-4. ``eligible_fraction`` — the speedup of the GPU work after Amdahl: the eligible share ``p``
-   of the scope's GPU time gets step 3's speedup; attention, KV-cache reads, LM head and norms
-   do not get faster.
-5. ``request`` — the end-to-end speedup (per token for the decode scope), fixed per-step and
-   per-request overheads included (for the ``"request"`` scope also the mix of prefill and decode).
+1. ``datasheet`` — sparse peak / dense peak FLOP/s of the GPU for the dtype (2x on every data sheet).
+2. ``roofline_ceiling`` — what perfect 2:4 kernels could give on *this phase's* GEMMs: 2x when
+   compute-bound, only ``1 / packed_ratio`` when memory-bound (decode).
+3. ``kernel`` — the 2:4 GEMM speedup, predicted by :mod:`twofour.roofline` or measured.
+4. ``eligible_fraction`` — after Amdahl: only the eligible share ``p`` of the GPU time gets step 3.
+5. ``request`` — end to end (per token for the decode scope), fixed overheads included.
 
-A step can *rise* (a measured kernel speedup above the roofline ceiling, or a kernel slower
-than dense, which Amdahl then dilutes toward 1); the funnel shows what the numbers say.
+A step can *rise* (a measured kernel above the ceiling, or a kernel slower than dense, which
+Amdahl dilutes toward 1).
 
 >>> from twofour.models import LLAMA_3_8B
 >>> from twofour.request import Workload, estimate

@@ -9,8 +9,7 @@ Every number carries a :class:`Citation` (where it comes from) and a status:
   these with the label.
 
 Peaks are marketing maxima at boost clock; :mod:`twofour.roofline` applies efficiency factors.
-Dtype keys: ``fp16``, ``bf16``, ``fp8``, ``int8`` (TOPS), ``tf32`` (2:4 runs it as 1:2) and
-``fp32`` (CUDA cores: no sparse mode).
+Dtype keys: :data:`twofour.vocabulary.DTYPE_KEYS` (int8 in TOPS; fp32 on CUDA cores, no sparse mode).
 
 Example:
     >>> from twofour.hardware import get_gpu

@@ -1,9 +1,6 @@
 """The project's vocabulary: one definition per concept, imported by every module that names it.
 
-The 2:4 backends, the dtypes (:data:`DTYPES`, below), the kernel classes, the phases of a
-request, the timing modes of ``twofour bench`` (:data:`TIMING_MODES`) and of ``--decode``
-(:data:`DECODE_MODES`), and the figure palette. The calculators get the same values through
-``docs/js/calc/data.js`` (written by ``scripts/js_data.py``).
+The calculators get the same values through ``docs/js/calc/data.js`` (``scripts/js_data.py``).
 
 >>> BACKENDS["cusparselt"].name, CUTLASS.kernel_class
 ('cuSPARSELt', 'sparse-cutlass')

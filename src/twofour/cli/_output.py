@@ -1,9 +1,7 @@
 """Where the commands write: outputs checked before any work, written atomically, errors as one line.
 
-Every command that writes a file goes through here and :mod:`twofour._common.atomic`: an output
-that is one of the inputs, a directory, a FIFO or a device is refused before the work starts,
-and the file is written to a temporary file renamed into place when complete; errors are one
-line naming the option.
+An output that is one of the inputs, a directory, a FIFO or a device is refused before the work
+starts; the file is written to a temporary file renamed into place (:mod:`twofour._common.atomic`).
 
 >>> import tempfile
 >>> folder = tempfile.mkdtemp()

@@ -8,11 +8,8 @@ the CPU's own dense float32 roofline (2:4 kernels need a GPU).
     twofour bench --alg-id 1 --shapes llama-3-8b --m 1 16 --modes lone graph kernel   # cuSPARSELt algorithm 1
     twofour bench --decode --model llama-3-8b --layers 4 --batch 1 32 --modes eager graph --out decode.json
 
-Clocks, power and temperature are kept where the GPU exposes them; suspect points are flagged
-and listed (:mod:`twofour.bench.flags`). ``--decode`` times whole decode steps and prefill
-instead (:mod:`twofour.serve`): on a GPU tokens/s and ms per token at each batch, the time to
-first token at each prompt length, every mode, dense and 2:4, beside the GEMM share and the
-prediction; on a CPU the tiny model in float32, dense only.
+Suspect points are flagged and listed (:mod:`twofour.bench.flags`). ``--decode`` times whole
+decode steps and prefill instead (:mod:`twofour.serve`); on a CPU the tiny model, dense only.
 """
 
 from __future__ import annotations

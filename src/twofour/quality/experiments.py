@@ -73,12 +73,11 @@ SWEEP_SIZES: tuple[str, ...] = ("small", "medium", "large")
 DEFAULT_TRAIN = TrainConfig(steps=1500, batch_size=16, lr=3e-3, warmup_steps=30, seed=0)
 DEFAULT_RECOVER = TrainConfig(steps=200, batch_size=16, lr=1e-3, warmup_steps=10, seed=1)
 
-# One learning-rate rule for every size: with one rate at every width the larger models end
-# worse trained, not better. Adam moves every weight by about ``lr`` per step, so a layer with
-# ``d_model`` inputs changes its output about ``d_model`` times as much; muP ("Tensor Programs V",
-# arXiv 2203.03466) scales the rate as 1/width. The simplest form, on every parameter, for
-# training and recovery, fixed in advance (no per-size search on the validation text):
-#     lr(size) = base lr * BASE_WIDTH / d_model
+# One learning-rate rule for every size (one rate at every width leaves the larger models worse
+# trained): Adam moves every weight by about ``lr`` per step, so a layer with ``d_model`` inputs
+# changes its output about ``d_model`` times as much; muP ("Tensor Programs V", arXiv 2203.03466)
+# scales the rate as 1/width. Here on every parameter, for training and recovery, fixed in advance
+# (no per-size search on the validation text): lr(size) = base lr * BASE_WIDTH / d_model
 BASE_WIDTH = 64
 LR_RULES = ("width", "none")
 

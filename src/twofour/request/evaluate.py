@@ -1,11 +1,8 @@
 """The request arithmetic: the time of each phase by component, and the estimate (inputs: :mod:`.inputs`).
 
-The components of a step's time (formulas in step 4 below) run one after another (kernels do
-not overlap; inside one kernel compute and memory do): the block linears (``pruned_linear``,
-``dense_linear``); ``attention`` (score and context matmuls, never 2:4: both operands are
-activations); ``kv_cache``; ``embedding`` (a row gather); ``lm_head``; ``other`` (norms, residual
-adds, RoPE, SwiGLU); ``step_overhead`` (launches, sampling, scheduling) and ``request_overhead``
-(tokenisation, queueing, network; in TTFT).
+The components of a step's time (:data:`COMPONENTS`, formulas in step 4 below) run one after
+another: kernels do not overlap; inside one kernel compute and memory do. ``attention`` is never
+2:4 (both operands are activations).
 
 Spec of the arithmetic (the site's JavaScript mirrors it operation for operation; all values
 are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
@@ -15,8 +12,8 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
    o ``(h, h)``, gate ``(I, h)``, up ``(I, h)``, down ``(h, I)``, lm_head ``(vocab, h)``.
 2. GEMM times per phase and kind: ``gemm[phase][kind] = (dense_s, sparse_s)`` for one GEMM
    with ``M = batch * prompt_len`` (prefill) or ``M = batch + prefill_chunk_tokens`` (decode;
-   lm_head ``M = batch`` in both phases). They are inputs of :func:`evaluate` (predicted by the GEMM model or derived from a
-   measured speedup as ``sparse_s = dense_s / speedup``).
+   lm_head ``M = batch`` in both phases), inputs of :func:`evaluate` (from the GEMM model, or
+   ``sparse_s = dense_s / speedup`` for a measured speedup).
 3. Ideal ratio of a GEMM (funnel step 2): ``flops = 2*M*N*K``; ``act = M*K*b + M*N*b_out``;
    ``w = N*K*b``; ``ideal_dense = max(flops / dense_flops, (w + act) / bandwidth)``;
    ``ideal_sparse = max(flops / sparse_flops, (w * packed_ratio + act) / bandwidth)``;
@@ -53,12 +50,10 @@ are IEEE doubles, ``n_dec = output_len - 1``, sums run in the order listed):
 
 By construction ``twofour.amdahl.speedup(p, gemm_speedup)`` equals each phase's speedup (tested).
 
-**The mixed step (continuous batching with chunked prefill).** A serving engine packs the
-decode tokens of the running sequences and a chunk of ``c = Workload.prefill_chunk_tokens``
-tokens of other requests' prompts into one forward pass (default 0: the plain decode step);
-steps 2 and 4 price it (each chunk token attends on average to half the prompt), and TPOT is
-its time. Other ways serving moves ``M``: :func:`decode_gemm_m`, :func:`expert_gemm_m`,
-:func:`tensor_parallel_shape`.
+**The mixed step (continuous batching with chunked prefill).** One forward pass holds the
+running sequences' decode tokens and ``c = Workload.prefill_chunk_tokens`` tokens of other
+requests' prompts; TPOT is its time. Other ways serving moves ``M``: :func:`decode_gemm_m`,
+:func:`expert_gemm_m`, :func:`tensor_parallel_shape`.
 """
 
 from __future__ import annotations

@@ -119,10 +119,8 @@ def build_inputs(
             (with a :class:`Machine`, the plain :func:`ideal_gemm_model`).
         gemm_speedup: a measured 2:4 GEMM speedup that replaces the predicted one (one number,
             or ``{"prefill": s1, "decode": s2}``): ``sparse_s = dense_s / speedup``.
-        scenario: how the default model's GEMM calls run (:data:`twofour.roofline.SCENARIOS`):
-            ``"cached"`` (plans cached or CUDA graphs), ``"eager"`` (a cuSPARSELt plan per call)
-            or ``"kernel"`` (the kernels' own time); the searched cuSPARSELt algorithm:
-            ``gemm=roofline_gemm_model(gpu, dtype, algorithm="searched")``.
+        scenario: how the default model's GEMM calls run (:data:`twofour.roofline.SCENARIOS`); the
+            searched algorithm: ``gemm=roofline_gemm_model(gpu, dtype, algorithm="searched")``.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a twofour.request.Workload, got {type(workload).__name__}")

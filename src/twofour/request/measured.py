@@ -10,12 +10,10 @@ from .workload import BLOCK_LINEARS, Workload
 def measured_gemm_speedup(results, workload: Workload, *, mode: str = "graph") -> dict[str, float | None]:
     """The 2:4 GEMM speedup of each phase of ``workload`` from GPU measurements (for :func:`estimate`).
 
-    Every pruned block linear's GEMM is looked up in ``results`` (:class:`twofour.bench.Results`,
-    one or a list) at exactly that ``M``, ``N``, ``K`` and dtype, timed in ``mode`` (``"graph"``,
-    ``"stream"`` or ``"lone"``). The phase's speedup is ``sum(dense) / sum(2:4)`` over one
-    layer's pruned GEMMs; a phase with any GEMM not measured is None (never filled in from
-    another shape). Flagged timings are replaced by a named rule or dropped
-    (:func:`twofour.bench.trusted.trusted_gemm_table`; :func:`measured_gemm_detail` says which).
+    Each pruned block linear's GEMM is looked up in ``results`` (:class:`twofour.bench.Results`, one
+    or a list) at exactly its ``M``, ``N``, ``K``, dtype and timing ``mode``; the phase's speedup is
+    ``sum(dense) / sum(2:4)`` over one layer's pruned GEMMs, None if any is not measured. Flagged
+    timings are replaced by a rule or dropped (:func:`measured_gemm_detail` says which).
 
     Example:
         >>> from twofour.models import LLAMA_3_8B

@@ -1,10 +1,8 @@
 """Whole decode steps, dense vs 2:4: a minimal Llama-3-style decoder and the plan that times it.
 
-A user waits for whole steps, not one matmul: a decoder with a real model's shapes and random
-weights (:class:`Decoder`), its block linears pruned to 2:4 and packed (:func:`pack_blocks`),
-run eager, as a CUDA graph (with searched cuSPARSELt algorithms) or ``torch.compile``d, each
-step profiled for its GEMM share ``p`` beside the request model's prediction (``twofour bench
---decode``). On a CPU the tiny config runs in float32, dense only.
+A user waits for whole steps, not one matmul: a decoder with a real model's shapes
+(:class:`Decoder`), its block linears packed 2:4 (:func:`pack_blocks`), each step timed per mode
+and profiled for its GEMM share ``p`` beside the request model's prediction (``twofour bench --decode``).
 
 >>> from twofour.serve import TINY, make_plan, run_plan, ops_for
 >>> plan = make_plan(TINY, dtypes=["float32"], batches=[2], context=8, prompt_lens=[16], modes=["eager"],

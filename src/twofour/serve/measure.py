@@ -12,11 +12,9 @@ Modes (:data:`twofour.vocabulary.DECODE_MODES`), each a way a practitioner can r
 ``compile``
     ``torch.compile(mode="reduce-overhead")``: fused element-wise kernels, CUDA graphs inside.
 
-A decode step is one token per sequence at batch ``batch`` after ``context`` tokens: it picks
-the next token (greedy) and advances the position on the device, so ``steps`` steps run back to
-back with no host work between them, as a serving loop would; ``tpot_ms`` is their timed window
-(:meth:`~twofour.serve.Ops.time_calls`) over ``steps``. The prefill (TTFT) is one forward pass.
-The profile (:func:`gemm_share`) runs the same step a few more times under ``torch.profiler``.
+A decode step picks the next token (greedy) and advances the position on the device, so
+``steps`` steps run back to back with no host work between them, as in a serving loop;
+``tpot_ms`` is their timed window over ``steps``. The profile is :func:`gemm_share`.
 
 Example (CPU, the tiny config):
     >>> from twofour.serve import Decoder, TINY, ops_for

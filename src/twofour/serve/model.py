@@ -5,11 +5,9 @@ q/k/v projections, RoPE, grouped-query attention over a static KV cache, the o p
 second RMSNorm and the SwiGLU MLP (gate, up, down); then the final norm and the LM head.
 Weights are random with a real model's shapes: a GEMM takes the same time whatever the values.
 
-The seven block linears are pruned to 2:4 when the model is made (``pruned=True``): the dense
-model *is* the 2:4 model stored dense (:mod:`twofour.serve.sparse`). The rest stays dense.
-
-Shapes are static, so a decode step can be captured in a CUDA graph: the cache is allocated once,
-the position is a device tensor, and a decode step attends over the whole cache under a mask.
+The block linears are pruned to 2:4 when the model is made (``pruned=True``): the dense model
+*is* the 2:4 model stored dense (:mod:`twofour.serve.sparse`). Shapes are static, so a decode step
+can be captured in a CUDA graph: the cache is allocated once, the position is a device tensor.
 
 Example (a tiny config on the CPU, float32):
     >>> import torch
@@ -223,8 +221,6 @@ class Decoder:
         zeros = lambda: torch.zeros(shape, device=self.device, dtype=self.dtype)  # noqa: E731
         return KVCache(k=[zeros() for _ in self.blocks], v=[zeros() for _ in self.blocks])
 
-    # -- forward ------------------------------------------------------------------------------
-
     def prefill(self, tokens: torch.Tensor, cache: KVCache, *, all_logits: bool = False) -> torch.Tensor:
         """Run prompt ``tokens`` ``[batch, T]`` from position 0, fill the cache; last (or all) logits."""
         T = self._check_tokens(tokens, cache)
@@ -287,7 +283,6 @@ class Decoder:
             k = self._linear(h, W["k_proj"]).reshape(B, T, KVH, d).transpose(1, 2)
             v = self._linear(h, W["v_proj"]).reshape(B, T, KVH, d).transpose(1, 2)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-            # Grouped-query attention: each of the KVH key/value heads serves H / KVH query heads.
             a = attend(i, q, k, v).transpose(1, 2).reshape(B, T, H * d)
             x = x + self._linear(a, W["o_proj"])
             h = rms_norm(x, block.mlp_norm)

@@ -4,9 +4,8 @@ The measurement plan never calls CUDA itself; it asks one of these, so the same 
 in three places:
 
 ``CudaOps``
-    The real thing: 2:4 weights packed by ``torch.sparse.to_sparse_semi_structured`` (cuSPARSELt,
-    the algorithm pinned at conversion where one is chosen), CUDA graphs, CUDA events around
-    back-to-back replays queued behind a device-side spin (:func:`twofour.bench.gpu_timing.window_ms`).
+    The real thing: cuSPARSELt 2:4 weights (the algorithm pinned at conversion), CUDA graphs,
+    CUDA events (:func:`twofour.bench.gpu_timing.window_ms`).
 ``CpuOps``
     Dense float32 on the CPU. Packing, graphs and the algorithm search raise
     :class:`NotSupported`, which the plan records as *skipped*, not failed.
@@ -176,10 +175,8 @@ class CudaOps(Ops):
     def search_algorithm(self, W: torch.Tensor, x: torch.Tensor) -> dict:
         """Time ``F.linear(x, W packed with alg_id)`` for each candidate ``alg_id``; keep the fastest that matches.
 
-        The candidates: every ID the library accepts for this shape (tried upward from 0 until
-        refused, :func:`twofour.bench.algsweep.accepted_alg_ids`), and what the deprecated
-        ``torch._cslt_sparse_mm_search`` proposes where it exists. Each is timed as the GEMM
-        benchmark's graph mode times a call (:func:`twofour.bench.gpu_timing.time_graph`, weight cold).
+        The candidates: every ID the library accepts for this shape, and what the deprecated
+        ``torch._cslt_sparse_mm_search`` proposes; each timed as the GEMM benchmark's graph mode times a call.
         """
         from ..bench import gpu_timing
         from ..bench.algsweep import accepted_alg_ids
@@ -254,8 +251,7 @@ class CudaOps(Ops):
 class RehearsalOps(Ops):
     """A fake CUDA device on the CPU: the GPU control flow without a GPU (see the module docstring).
 
-    ``fail``: ``{operation: message}`` for operations (``"pack"``, ``"search_algorithm"``,
-    ``"capture"``, ``"compile"``) that should raise ``RuntimeError(message)``.
+    ``fail``: ``{operation: message}``: those operations raise ``RuntimeError(message)``.
 
     Example:
         >>> ops = RehearsalOps(fail={"capture": "graph capture failed"})

@@ -1,10 +1,9 @@
 """A measurement plan: which whole steps to time, in which order, and the loop that runs it.
 
 :func:`run_plan` works through the :class:`Item` list on one device (:mod:`twofour.serve.ops`):
-models are made when first needed, one dtype at a time (dense, its 2:4 packing, their
-agreement checked once); every item ends with a timing, an ``error`` (recorded, the run goes
-on) or ``skipped``; the results file is rewritten after every item; each record gets the
-request model's prediction (:func:`twofour.serve.predict`) beside it.
+every item ends with a timing, an ``error`` (recorded, the run goes on) or ``skipped``, beside
+the request model's prediction (:func:`twofour.serve.predict`); the results file is rewritten after
+every item. Models are made when first needed, one dtype at a time.
 
 Example (CPU: the tiny model, dense eager only):
     >>> plan = make_plan(TINY, dtypes=["float32"], batches=[1, 4], context=16, prompt_lens=[32],
@@ -96,7 +95,6 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
             raise ValueError(f"{name} must hold ints >= {low}, got {v!r}")
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
-    # graph-searched is a 2:4 mode only
     pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
     items = []
     for dtype in dtypes:
