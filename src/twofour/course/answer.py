@@ -1,8 +1,7 @@
 """Chapter 7's worked deployment and its verdict: one table, measured first, read by every page that quotes it.
 
-The deployment (:mod:`.deployment`) is Llama-3-8B shapes in fp16, every block linear pruned to 2:4
-(the LM head dense), batch 1, 512-token prompts, 256 output tokens, on an H200: fp16 because the
-H200 run timed it every way a GEMM can be called; bf16 only eager and in CUDA graphs (:func:`bf16_rows`).
+The deployment (:mod:`.deployment`): Llama-3-8B shapes in fp16 (the dtype the H200 run timed every
+way; bf16 only eager and in CUDA graphs, :func:`bf16_rows`), every block linear pruned to 2:4.
 
 The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is ``measured``,
 ``adjusted`` (another call path's measurement plus a measured per-call cost) or ``predicted``
@@ -10,10 +9,9 @@ The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is
 spans the rows measured on the reader's path, ``F.linear``; flagged timings never enter. The
 GEMMs are measured, the rest of the step is predicted (:func:`twofour.request.estimate`).
 
-Every page that quotes the verdict reads :func:`verdict_table`, between markers such as
-``<!-- verdict:range -->...<!-- /verdict -->``: the build fills them in (:func:`fill_quotes`), a
-test fails when one is stale (:func:`stale_quotes`), ``scripts/refresh_quotes.py`` rewrites it.
-The diagnosis checklist (:data:`CHECKLIST`) is quoted the same way, between ``<!-- checklist -->``.
+Pages quote the verdict and the diagnosis checklist (:data:`CHECKLIST`) between markers such as
+``<!-- verdict:range -->...<!-- /verdict -->``, filled in by :func:`fill_quotes`, checked by
+:func:`stale_quotes`, rewritten by ``scripts/refresh_quotes.py``.
 
 Example:
     >>> from twofour.course.answer import verdict_table
@@ -81,11 +79,8 @@ PATH_LABELS = {"F.linear": "F.linear", "_cslt_sparse_mm": "_cslt_sparse_mm direc
 
 @dataclass(frozen=True)
 class VerdictRow:
-    """One way of calling the GEMMs, and what 2:4 gives in it.
-
-    ``decode_gemm``: the time-weighted 2:4 speedup of one layer's seven decode GEMMs;
-    ``estimate``: the request with that GEMM speedup (per token: ``estimate.speedup("tpot")``).
-    """
+    """One way of calling the GEMMs: ``decode_gemm``, the time-weighted 2:4 speedup of one layer's seven
+    decode GEMMs, and ``estimate``, the request with that GEMM speedup."""
 
     key: str
     label: str
@@ -122,8 +117,7 @@ class VerdictTable:
                 return r
         raise KeyError(f"key must be one of {[r.key for r in self.rows]}, got {key!r}")
 
-    def _measured_on_linear(self) -> list[float]:
-        """Per-token speedups of the rows measured on the reader's path, ``F.linear`` (the adjusted row is not)."""
+    def _measured_on_linear(self) -> list[float]:  # the adjusted row is not measured on F.linear
         return [r.per_token for r in self.rows if r.status == "measured" and r.call_path == "F.linear"]
 
     @property
@@ -148,21 +142,6 @@ class VerdictTable:
                 f"driver {s['driver']}, measured {s['date']}")
 
 
-def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tuple[float, str]:
-    """The searched algorithm's kernel time was never recorded: the model predicts 2:4; dense is measured."""
-    from ..request.inputs import gemm_shapes
-    from ..roofline import predict
-
-    shapes = gemm_shapes(workload.model, "decode", workload.batch)
-    dense = sparse = 0.0
-    for kind in workload.pruned:
-        M, N, K = shapes[kind]
-        dense += measured_dense[(M, N, K)]["dense_ms"]
-        # l2="flushed": the dense kernel times it sits beside were measured after an L2 flush, as bench does
-        sparse += predict(M, N, K, workload.dtype, GPU, scenario="kernel", algorithm="searched", l2="flushed").sparse_us * 1e-3
-    return dense / sparse, "the 2:4 kernel times predicted by twofour.roofline (searched algorithm, tile model); dense measured"
-
-
 def _replaced_note(replaced: list[str]) -> str:
     if not replaced:
         return ""
@@ -175,6 +154,8 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     from ..bench import recorded_alg_search
     from ..bench.trusted import trusted_gemm_table
     from ..dispatch.rules import cusparselt_version_str
+    from ..request.inputs import gemm_shapes
+    from ..roofline import predict
 
     res = verdict_results()
     prov = res.provenance
@@ -201,11 +182,18 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             note = (f"adjustment, not a measurement on F.linear: the direct call's times plus "
                     f"{cost['range_us'][0]:.1f}-{cost['range_us'][1]:.1f} us per GEMM (gate/up: the median, its F.linear "
                     "timing is flagged); prefill is the default algorithm's on F.linear")
-        else:  # the searched algorithm in kernel mode was never timed: the model fills in
-            decode, note = _predicted_kernel_searched(workload, trusted_gemm_table(res, "float16", "kernel"))
+        else:  # never timed in kernel mode: the model predicts the searched 2:4 kernels, dense is measured
+            shapes = [gemm_shapes(workload.model, "decode", workload.batch)[k] for k in workload.pruned]
+            dense_ms = trusted_gemm_table(res, "float16", "kernel")
+            # l2="flushed": the dense kernel times beside it were measured after an L2 flush, as bench does
+            decode = sum(dense_ms[shape]["dense_ms"] for shape in shapes) / sum(
+                predict(*shape, workload.dtype, GPU, scenario="kernel", algorithm="searched",
+                        l2="flushed").sparse_us * 1e-3 for shape in shapes)
             path, status, source = "model", "predicted", "twofour.roofline over the measured dense kernels"
-            note += (f"; fitted to the direct call's sweep (in-fit errors up to {searched_fit_error():.0%}, no held-out "
-                     "check); prefill is the default algorithm's, measured")
+            note = ("the 2:4 kernel times predicted by twofour.roofline (searched algorithm, tile model); "
+                    "dense measured; fitted to the direct call's sweep (in-fit errors up to "
+                    f"{searched_fit_error():.0%}, no held-out check); prefill is the default algorithm's, "
+                    "measured")
         if decode is None:
             raise ValueError(f"row {key!r}: the recorded data has no decode GEMMs of this workload in mode {mode!r}")
         est = estimate(workload, gpu, gemm_speedup={"decode": decode, "prefill": prefill})
@@ -302,9 +290,8 @@ def checklist_markdown(chapters: str = "", calculator: str = "../calculator/inde
 def calculator_verdict(t: VerdictTable | None = None) -> dict:
     """What the request calculator opens on: the worked deployment with its least biased GEMM speedups.
 
-    Decode: the GEMM-chain traces' speedup (the one-GEMM graph bench flatters 2:4 at decode);
-    prefill: the graph bench's, whose per-call bias is small beside a prefill GEMM. So its
-    per-token number is the home page's.
+    Decode: the GEMM-chain traces' (the one-GEMM graph bench flatters 2:4 at decode); prefill: the
+    graph bench's, whose per-call bias is small beside a prefill GEMM.
     """
     from ..roofline.mechanism import why
 
@@ -321,9 +308,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
 
 
 def calculator_opening(t: VerdictTable | None = None) -> dict:
-    """:func:`calculator_verdict` as the calculator's fields show it (``VERDICT`` in ``docs/js/calc/data.js``).
-
-    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them.
+    """:func:`calculator_verdict` rounded as the calculator's fields show it (``docs/js/calc/data.js``).
 
     >>> calculator_opening()["gpu"], calculator_opening()["row"]
     ('H200', 'chain')
@@ -420,8 +405,7 @@ def _checklist_for(page_src: str) -> str:
 def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> str:
     """``text`` with every quoted verdict number and the checklist set to their computed values.
 
-    The markers stay, so filling twice changes nothing. An unknown key raises, naming it.
-    ``quotes``: :func:`quoted_numbers`, when the caller computed it once for many pages.
+    The markers stay; an unknown key raises. ``quotes``: :func:`quoted_numbers`, computed once for many pages.
 
     >>> fill_quotes("at <!-- verdict:eager -->?<!-- /verdict --> the speed", "index.md") == (
     ...     f"at <!-- verdict:eager -->{quoted_numbers()['eager']}<!-- /verdict --> the speed")
@@ -439,10 +423,7 @@ def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) 
 
 
 def stale_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> list[str]:
-    """One line per quote in ``text`` whose value differs from the computed one (empty: all current).
-
-    ``quotes`` as for :func:`fill_quotes`.
-    """
+    """One line per stale quote in ``text`` (empty: all current); ``quotes`` as for :func:`fill_quotes`."""
     def quotes_in(s: str) -> list[str]:
         return [m.group(0) for pattern in (_QUOTE, _CHECKLIST) for m in pattern.finditer(s)]
 

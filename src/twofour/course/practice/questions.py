@@ -225,17 +225,16 @@ class Bank:
                 return q
         raise KeyError(f"no question with id {qid!r} in {self.source}")
 
+    def _where(self, field_name: str, value: str, valid) -> list[Question]:
+        if value not in valid:
+            raise ValueError(f"{field_name} must be one of {valid}, got {value!r}")
+        return [q for q in self.questions if getattr(q, field_name) == value]
+
     def by_level(self, level: str) -> list[Question]:
-        if level not in LEVELS:
-            raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-        return [q for q in self.questions if q.level == level]
+        return self._where("level", level, LEVELS)
 
     def by_kind(self, kind: str) -> list[Question]:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-        return [q for q in self.questions if q.kind == kind]
+        return self._where("kind", kind, list(KINDS))
 
     def by_topic(self, topic: str) -> list[Question]:
-        if topic not in TOPICS:
-            raise ValueError(f"topic must be one of {sorted(TOPICS)}, got {topic!r}")
-        return [q for q in self.questions if q.topic == topic]
+        return self._where("topic", topic, sorted(TOPICS))
