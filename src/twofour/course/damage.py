@@ -57,8 +57,8 @@ def mass_kept(W: torch.Tensor, W_after: torch.Tensor) -> MassKept:
 
 
 def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tensor) -> float:
-    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius norms), in float32 (16-bit matmuls
-    are slow on many CPUs and would add their own rounding to the difference measured).
+    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius), in float32: 16-bit matmuls are slow on
+    many CPUs and add their own rounding.
 
     >>> W = torch.eye(4)
     >>> relative_output_error(W, 0.5 * W, torch.ones(3, 4))
@@ -112,7 +112,7 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SilentDrop:
-    """What PyTorch's CUTLASS round trip did to a weight. Build it with :func:`silent_drop`.
+    """What PyTorch's CUTLASS round trip did to a weight (:func:`silent_drop`).
 
     ``elements_dropped``: non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups``
     groups of 4; ``mass_lost``, ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``:
@@ -138,10 +138,8 @@ class SilentDrop:
 
 
 def silent_drop(W: torch.Tensor, x: torch.Tensor) -> SilentDrop:
-    """Round-trip ``W`` through PyTorch's CUTLASS conversion and measure what was lost, silently.
-
-    ``W``: ``[N, K]`` as for :func:`pytorch_cutlass_roundtrip`; ``x``: ``[M, K]`` for the output error.
-    """
+    """Round-trip ``W`` (as for :func:`pytorch_cutlass_roundtrip`) and measure what was silently lost;
+    ``x``: ``[M, K]`` for the output error."""
     W_back = pytorch_cutlass_roundtrip(W)
     dropped = nonzero_mask(W) & ~nonzero_mask(W_back)
     N, K = W.shape

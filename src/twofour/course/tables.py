@@ -1,9 +1,8 @@
 """Tabular results that read: an HTML table in Jupyter, Colab and on the site; aligned text elsewhere.
 
-A table printed with f-strings is wider than a phone and breaks wherever the page wraps it.
-:func:`table` keeps the rows as data: a notebook displays an HTML ``<table>`` (numbers
-right-aligned, sideways scrolling on a narrow screen), ``print(t)`` aligned plain text, and
-``t.to_markdown()`` a Markdown table for prose.
+:func:`table` keeps the rows as data (an f-string table is wider than a phone): a notebook shows an
+HTML ``<table>`` (numbers right-aligned, scrolling sideways on a narrow screen), ``print(t)``
+aligned text, ``t.to_markdown()`` a Markdown table.
 
 Example:
     >>> from twofour.course.tables import table
@@ -72,10 +71,7 @@ def _cell_html(text: str) -> str:
 
 
 class Table:
-    """Rows of formatted cells with a header; shown as HTML in notebooks, as text elsewhere.
-
-    Build one with :func:`table`. ``numeric`` says which columns are numbers (right-aligned).
-    """
+    """Rows of formatted cells under a header (:func:`table`); ``numeric``: the right-aligned columns."""
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool],
                  caption: str | None = None):
@@ -117,17 +113,13 @@ class Table:
             cls = ' class="num"' if num else ""
             return f"<{tag}{cls}>{_cell_html(text)}</{tag}>"
 
-        parts = ['<table class="twofour-table">']
-        if self.caption:
-            parts.append(f"<caption>{html.escape(self.caption)}</caption>")
-        parts.append("<thead><tr>" + "".join(
-            cell("th", c, n).replace("<th", '<th scope="col"', 1) for c, n in zip(self.columns, self.numeric)
-        ) + "</tr></thead>")
-        parts.append("<tbody>")
-        for row in self.rows:
-            parts.append("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, self.numeric)) + "</tr>")
-        parts.append("</tbody></table>")
-        return "".join(parts)
+        caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        head = "".join(cell("th", c, n).replace("<th", '<th scope="col"', 1)
+                       for c, n in zip(self.columns, self.numeric))
+        body = "".join("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, self.numeric)) + "</tr>"
+                       for row in self.rows)
+        return (f'<table class="twofour-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
 
 
 def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str] | None = None, *,

@@ -7,13 +7,9 @@ computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) a
 ``{{name}}``, so the answers change with the toolkit and a typo fails the tests. A quick check asks
 for one number and says what it is graded against, never a model's prediction.
 
-Expressions are parsed with :mod:`ast` and interpreted (:mod:`.expressions`), never ``eval``-ed,
-over an explicit registry (:mod:`.registry`); anything else is refused, naming the question, the
-expression and the offending part. The YAML is bounded too: size, nesting, UTF-8, aliases.
-
-Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the YAML, validated by :mod:`.schema`) ->
-:mod:`.questions` (the data model; numbers by :mod:`.expressions` over :mod:`.registry`) ->
-:mod:`.render` (Markdown for the site). This package re-exports their public names.
+Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the bounded YAML, validated by :mod:`.schema`) ->
+:mod:`.questions` (the data model; numbers interpreted by :mod:`.expressions` over :mod:`.registry`,
+never ``eval``-ed) -> :mod:`.render` (Markdown for the site). This package re-exports their public names.
 
 >>> from twofour.course.practice import load_bank
 >>> bank = load_bank()

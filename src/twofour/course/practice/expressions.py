@@ -201,7 +201,10 @@ class _Interpreter:
         a, b = self.value(node.left), self.value(node.right)
         op = type(node.op)
         if op is ast.Mod and type(a) is str:
-            return _check_value(_percent_format(a, b, node), node)
+            if "%" in _PERCENT.sub("", a):
+                raise _Refused(node, "uses a %-format directive a bank may not use (allowed: %d, %s, "
+                                     "%.2f ..., widths up to 99, no '*' or '(name)')")
+            return _check_value(a % b, node)
         if not (_is_number(a) and _is_number(b)):
             raise _Refused(node, f"applies {_ARITH[op][0]} to {type(a).__name__} and {type(b).__name__}; "
                                  "arithmetic is on numbers only")
@@ -263,14 +266,6 @@ class _Interpreter:
         if type(base) is not dict and type(index) is not int:
             raise _Refused(node, f"indexes a {type(base).__name__} with a {type(index).__name__}; use an int")
         return _check_value(base[index], node)
-
-
-def _percent_format(fmt: str, arg, node) -> str:
-    rest = _PERCENT.sub("", fmt)
-    if "%" in rest:
-        raise _Refused(node, "uses a %-format directive a bank may not use (allowed: %d, %s, %.2f ..., widths "
-                             "up to 99, no '*' or '(name)')")
-    return fmt % arg
 
 
 def evaluate_expression(expr: str, names=None):
