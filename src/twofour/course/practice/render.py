@@ -38,19 +38,13 @@ def _numbers_table(q: Question) -> str:
     return "\n".join(rows)
 
 
-def _unit_phrase(unit: str) -> str:
-    return f"{html.escape(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
-
-
 def _accepts_phrase(q: Question) -> str:
     """``; accepts 1.78 (1/0.5625 from memory)`` for each approximation the tolerance admits."""
-    parts = [f"{_number_text(value, q.quick_check.unit)} ({q.fill(why)})" for value, why in q.quick_check_accepted()]
+    unit = q.quick_check.unit
+    unit = ("" if unit in ("x", "%") else " ") + unit if unit else ""
+    parts = [f"{v:,.3g}{unit} ({q.fill(why)})" if abs(v) < 1000 else f"{v:,.0f}{unit} ({q.fill(why)})"
+             for v, why in q.quick_check_accepted()]
     return f"; accepts {' or '.join(parts)}" if parts else ""
-
-
-def _number_text(value: float, unit: str) -> str:
-    text = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return f"{text}{'' if unit in ('', 'x', '%') else ' '}{unit}" if unit else text
 
 
 def _follow_ups(q: Question) -> list[str]:
@@ -124,7 +118,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
     ]
     if q.quick_check:
         c = q.quick_check
-        expected = q.quick_check_expected()
+        expected, unit = q.quick_check_expected(), UNITS.get(c.unit, c.unit)
         lines += [
             f'<div class="practice-check" data-expected="{expected!r}" data-tolerance="{c.tolerance!r}" '
             f'data-unit="{html.escape(c.unit)}" markdown="1">',
@@ -132,7 +126,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> '
             f'{html.escape(q.fill(c.ask))}'
             # the tolerance as the page's checker reports it: a whole percent of the computed value
-            f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
+            f" ({html.escape(unit) + ', ' if unit else ''}within ±{round(c.tolerance * 100)}% of the computed "
+            "value"
             f"{html.escape(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
             *_details("derivation", "Derivation", [q.fill(c.derivation), ""]),
