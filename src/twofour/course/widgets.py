@@ -1,8 +1,7 @@
 """ipywidgets calculators over :mod:`twofour.amdahl` and :mod:`twofour.request`, for Jupyter and Colab.
 
-On the static site these cells are hidden and the JavaScript calculator takes their place. Each
-calculator holds its controls, the last valid result and the current error, so it can be driven
-(and tested) without a display:
+On the static site the JavaScript calculator takes their place. Each calculator holds its controls,
+the last valid result and the current input error, so it can be driven (and tested) without a display:
 
 >>> calc = amdahl_calculator(p=0.87, s=1.78)
 >>> round(calc.result["speedup"], 3)
@@ -10,8 +9,6 @@ calculator holds its controls, the last valid result and the current error, so i
 >>> calc.controls["s"].value = 1.0
 >>> calc.result["speedup"]
 1.0
-
-Bad input shows a message next to the result and keeps the last valid result, not a traceback.
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ def _control(cls, description: str, layout=_WIDE, **kwargs):
 
 
 class _Calculator:
-    """Shared plumbing: a root widget, an HTML result, an error line, and notebook display."""
+    """Shared plumbing: a root widget, an HTML result, an error line shown instead of a traceback."""
 
     def __init__(self):
         self.result = None
@@ -107,9 +104,7 @@ _GROUPS = {
 class RequestCalculator(_Calculator):
     """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
 
-    ``controls``: the input widgets by name; ``result``: the last valid
-    :class:`twofour.request.RequestEstimate`; ``error``: the current input problem ("" if none);
-    ``figure``: an ``ipywidgets.Image`` of the whole request's funnel.
+    ``result`` is a :class:`twofour.request.RequestEstimate`; ``figure`` an image of the request's funnel.
     """
 
     def __init__(self, model: str = LLAMA_3_8B.name, gpu: str = "H100", dtype: str = "bf16", batch: int = 1,

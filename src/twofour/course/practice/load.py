@@ -15,11 +15,8 @@ from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FI
 
 
 def parse_question(raw, index: int, source: str | None = None) -> Question:
-    """One question from its YAML mapping; :class:`BankError` names the file, the question, the path
-    inside it, what was wrong and what is valid.
-
-    The structure is checked against :data:`QUESTION_SCHEMA`; what relates fields is checked here.
-    """
+    """One question from its YAML mapping, its structure checked against :data:`QUESTION_SCHEMA`, what
+    relates fields here; a :class:`BankError` names the file, question, path, what is wrong and valid."""
     prefix = f"{source}: " if source else ""
     qid = raw.get("id") if isinstance(raw, Mapping) else None
     ok_id = isinstance(qid, str) and bool(SLUG.match(qid))
@@ -119,12 +116,10 @@ def _parse_yaml(text: str, source: str):
     """The YAML's data, refusing more than :data:`MAX_BANK_DEPTH` levels, :data:`MAX_BANK_ALIASES` aliases
     or :data:`MAX_BANK_NODES` nodes.
 
-    The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so
-    a hostile file is refused before any object is built: each node counts 1 plus its children,
-    an alias counts as much as the node it names (a billion laughs counts a billion).
-
-    libyaml reads the bank when PyYAML has it (ten times faster); a bank it refuses is read again
-    by PyYAML's parser, whose error says why in the words above.
+    The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so a
+    hostile file is refused before any object is built: an alias counts as much as the node it names.
+    libyaml reads the bank when PyYAML has it (ten times faster); a bank it refuses is read again by
+    PyYAML's parser, whose error says why in the words above.
     """
     import yaml
 
@@ -190,11 +185,10 @@ def _parse_checked(text: str, source: str, loader):
 
 
 def load_bank(path=None) -> Bank:
-    """Load and validate the bank (default: the one shipped in ``twofour/course/data``).
+    """Load and validate the bank (default: the shipped one); each problem is one :class:`BankError` line.
 
-    Validation is structural; numbers are computed lazily by :meth:`Question.evaluate`. The file is
-    bounded (:data:`MAX_BANK_BYTES`, UTF-8, nesting :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES` aliases);
-    every problem is one :class:`BankError` line.
+    The file is bounded (:data:`MAX_BANK_BYTES`, UTF-8, :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES`);
+    numbers are computed lazily by :meth:`Question.evaluate`.
     """
     text, source = _bank_text(path)
     data = _parse_yaml(text, source)

@@ -12,10 +12,8 @@ from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEH
 
 @dataclass(frozen=True)
 class Number:
-    """One number a question uses: ``name`` (``{{name}}`` in text), ``expr`` (on the toolkit and earlier
-    numbers), ``fmt`` (e.g. ``"{:.3f}x"``), ``label`` (for the numbers table) and ``source`` (a
-    citation of a published table, or ``"given"``).
-    """
+    """One number a question uses as ``{{name}}``: ``expr`` on the toolkit and earlier numbers, ``fmt``
+    (``"{:.3f}x"``), ``label`` for the numbers table, ``source`` (a citation, or ``"given"``)."""
 
     name: str
     expr: str
@@ -35,12 +33,8 @@ class Accept:
 
 @dataclass(frozen=True)
 class QuickCheck:
-    """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
-
-    ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
-    (100 for a percentage); ``basis`` is a key of :data:`BASES`, ``unit`` of :data:`UNITS`;
-    ``accepts`` lists the standard approximations the tolerance admits.
-    """
+    """A numeric self-test, right within ``tolerance`` (relative) of the number ``answer`` names times
+    ``scale`` (100 for a percent); ``basis``: a key of :data:`BASES`, ``unit``: of :data:`UNITS`."""
 
     ask: str
     answer: str
@@ -54,9 +48,7 @@ class QuickCheck:
 
 @dataclass(frozen=True)
 class Rubric:
-    """How two interviewers grade an answer alike: ``must`` (without any one, an answer fails),
-    ``strong`` (signals of a strong answer) and ``red_flags``.
-    """
+    """How two interviewers grade alike: ``must`` (missing any one fails), ``strong``, ``red_flags``."""
 
     must: tuple[str, ...]
     strong: tuple[str, ...]

@@ -4,8 +4,6 @@ Everything is listed here, by name; nothing is reached through a module object. 
 (``amdahl``, ``roofline`` ...) maps the names a bank uses from that part of the toolkit, so
 ``roofline.crossover_m`` exists and ``roofline.os`` does not. A value a registered function
 returns is read only through :data:`RESULT_TYPES` (``est.decode.p``, ``est.speedup('tpot')``).
-
-To let the bank use something new, register it here (and say in the question why).
 """
 
 from __future__ import annotations
