@@ -112,10 +112,10 @@ class VerdictTable:
     gpu: str
 
     def row(self, key: str) -> VerdictRow:
-        for r in self.rows:
-            if r.key == key:
-                return r
-        raise KeyError(f"key must be one of {[r.key for r in self.rows]}, got {key!r}")
+        keys = [r.key for r in self.rows]
+        if key not in keys:
+            raise KeyError(f"key must be one of {keys}, got {key!r}")
+        return self.rows[keys.index(key)]
 
     def _measured_on_linear(self) -> list[float]:  # the adjusted row is not measured on F.linear
         return [r.per_token for r in self.rows if r.status == "measured" and r.call_path == "F.linear"]
@@ -395,13 +395,6 @@ _QUOTE = re.compile(r"(<!--\s*verdict:([a-z0-9-]+)\s*-->)(.*?)(<!--\s*/verdict\s
 _CHECKLIST = re.compile(r"(<!--\s*checklist\s*-->)(.*?)(<!--\s*/checklist\s*-->)", re.S)
 
 
-def _checklist_for(page_src: str) -> str:
-    """The checklist with links relative to ``page_src`` (a path in the site: ``index.md``, ``notebooks/07-....ipynb``)."""
-    here = posixpath.dirname(page_src) or "."
-    chapters = posixpath.relpath("notebooks", here)
-    return checklist_markdown("" if chapters == "." else chapters + "/", posixpath.relpath("calculator/index.md", here))
-
-
 def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> str:
     """``text`` with every quoted verdict number and the checklist set to their computed values.
 
@@ -418,8 +411,11 @@ def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) 
             raise KeyError(f"{page_src}: <!-- verdict:{m.group(2)} --> is not a quoted number; known: {sorted(quotes)}")
         return m.group(1) + quotes[m.group(2)] + m.group(4)
 
-    text = _QUOTE.sub(number, text)
-    return _CHECKLIST.sub(lambda m: m.group(1) + "\n" + _checklist_for(page_src) + m.group(3), text)
+    here = posixpath.dirname(page_src) or "."  # the checklist's links are relative to the page
+    chapters = posixpath.relpath("notebooks", here)
+    checklist = checklist_markdown("" if chapters == "." else chapters + "/",
+                                   posixpath.relpath("calculator/index.md", here))
+    return _CHECKLIST.sub(lambda m: m.group(1) + "\n" + checklist + m.group(3), _QUOTE.sub(number, text))
 
 
 def stale_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> list[str]:

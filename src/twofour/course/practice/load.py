@@ -206,7 +206,6 @@ def load_bank(path=None) -> Bank:
             raise BankError(f"{source}: questions {seen[key]!r} and {q.id!r} both test skill {q.skill!r} in setting "
                             f"{q.setting!r}; merge them or change what one asks")
         seen[key] = q.id
-    # No formula is drilled by more than MAX_DRILLS questions.
     for formula in sorted({f for q in questions for f in q.drills}):
         drilling = [q.id for q in questions if formula in q.drills]
         if len(drilling) > MAX_DRILLS:

@@ -66,7 +66,6 @@ FORMULAS: dict[str, str] = {
     "bandwidth": "achieved bandwidth = bytes / time, as a share of the data sheet",
 }
 MAX_DRILLS = 3
-# The levels a pass is described at, and what each means for the grader.
 GRADES: dict[str, str] = {
     "mid": "Mid-level engineer",
     "senior": "Senior engineer",
