@@ -29,9 +29,6 @@ def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16)
     ``rows, cols``: the dense weight's ``[N, K]``; ``dtype``: ``float16`` / ``bfloat16`` (int16
     metadata) or ``int8`` (int32). Returns int64 ``[rows, K / columns_per_word]``: entry ``[r, c]``
     is the flat reordered index of the word describing row ``r``, columns ``c * columns_per_word ...``.
-
-    The labels pass through :func:`twofour.to_cutlass`'s own code, less its check that each
-    nibble is a valid 2:4 code: the layout the kernel reads, not a re-derivation.
     """
     rules = cutlass_constraints(dtype)
     if rules["pattern"] != "2:4":

@@ -1,6 +1,5 @@
 """Planning arithmetic a bank expression may call: sample sizes, tensor-parallel degrees, KV-cache
-batch limits and collective times, each from first principles and tested.
-"""
+batch limits and collective times, each from first principles."""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float
 def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -> str:
     """The tensor-parallel degrees of ``candidates`` every block linear of ``cfg`` can be split by.
 
-    A degree ``d`` works when it divides the query heads, the KV heads (or is a multiple of them),
-    the hidden size and the MLP width, and each row-parallel shard's K (hidden / d, intermediate / d)
-    stays a multiple of ``k_multiple`` (the 2:4 backend's column multiple). Returns text: ``"1, 2, 4, 8"``.
+    A degree must divide the query heads, the KV heads (or be a multiple of them) and the widths, and
+    leave each row-parallel shard's K a multiple of ``k_multiple`` (the 2:4 backend's column multiple).
 
     >>> from twofour import models
     >>> tp_degrees(models.LLAMA_3_70B)
@@ -91,10 +89,8 @@ def _check_allreduce(n_bytes, ranks, link_gbs, latency_us) -> None:
 
 
 def ring_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: float = 0.0) -> float:
-    """Time of one ring all-reduce of ``n_bytes`` over ``ranks`` GPUs, in µs.
-
-    Each rank sends ``2 (ranks - 1) / ranks`` of the buffer at ``link_gbs`` GB/s, plus ``2 (ranks - 1)``
-    latencies.
+    """Time of one ring all-reduce of ``n_bytes`` over ``ranks`` GPUs, in µs: each rank sends
+    ``2 (ranks - 1) / ranks`` of the buffer at ``link_gbs`` GB/s, plus ``2 (ranks - 1)`` latencies.
 
     >>> round(ring_allreduce_us(16384, 8, 450, 0.0), 4)
     0.0637
@@ -177,10 +173,8 @@ def runs_for_t_test_power(sigma: float, delta: float, alpha: float = 0.05, power
 
 
 def one_shot_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: float) -> float:
-    """Time of one one-shot all-reduce of ``n_bytes`` over ``ranks`` GPUs on one NVLink switch, in µs.
-
-    Each rank reads the other ranks' whole buffers, ``(ranks - 1) n_bytes`` at ``link_gbs`` GB/s, in
-    one step: one latency instead of a ring's ``2 (ranks - 1)`` (engines use it for decode's small messages).
+    """Time of one one-shot all-reduce over ``ranks`` GPUs on one NVLink switch, in µs: each rank reads
+    the others' whole buffers at ``link_gbs`` GB/s in one step, one latency (decode's small messages).
 
     >>> round(one_shot_allreduce_us(131072, 8, 450, 5.0), 2)
     7.04

@@ -31,9 +31,7 @@ def _numbers_table(q: Question) -> str:
     for n in q.numbers:
         if not isinstance(values[n.name], (int, float, str, tuple)):
             continue  # an intermediate object (an estimate, a prediction), not a number to show
-        how = f"`{n.expr}`"
-        if n.source:
-            how += f" ({n.source})"
+        how = f"`{n.expr}`" + (f" ({n.source})" if n.source else "")
         rows.append(f"| {n.label} | {shown[n.name]} | {how.replace('|', '&#124;')} |")
     return "\n".join(rows)
 
@@ -72,11 +70,8 @@ def _details(css: str, summary: str, items: list[str]) -> list[str]:
 
 
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
-    """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
-
-    The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
-    readable page, the rubric and the worked answer collapsible ``<details>``.
-    """
+    """One question as a Markdown card (``md_in_html``) with the ``data-*`` attributes the practice script
+    reads; without JavaScript a readable page, the rubric and the worked answer collapsible ``<details>``."""
     answer = [q.fill(q.answer), ""]
     if q.design:
         answer += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",

@@ -1,7 +1,6 @@
-"""The bank's structure, as a JSON Schema whose every node says, in one sentence, what an author got wrong.
+"""The bank's structure, as a JSON Schema whose every node's "x-message" says what an author got wrong.
 
-Each node carries "x-message", the sentence an author reads when it fails; :func:`_schema_error`
-adds where and the value found. What a schema cannot say is checked in :func:`~.load.parse_question`.
+:func:`_schema_error` adds where and the value found; :func:`~.load.parse_question` checks the rest.
 """
 
 from __future__ import annotations
