@@ -100,6 +100,7 @@ def chain_headline() -> dict:
     """The headline figures, derived as the module docstring says: ``fp16``, ``bf16`` (``{"gemm_m16", "gemm",
     "per_token"}``), ``bench`` (the verdict's ``graph`` row), ``bias_us`` (per call, ``{side: (lo, hi)}``),
     ``bf16_check``, ``searched_gemm`` and ``searched`` (``(low, high)``), ``pad_us``."""
+    from ..bench import recorded_alg_search
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs
     from ..roofline.tiles import kernel_role
@@ -133,24 +134,17 @@ def chain_headline() -> dict:
         for r in recorded_reports() if (r.M, r.N, r.K, r.dtype) == (16, gate["N"], gate["K"], "bfloat16")}
     out["bf16_check"] = {"corrected_dense": gate["bf16_dense"], "corrected_sparse": gate["bf16_sparse"],
                          "table_dense": table.get("dense"), "table_sparse": table.get("sparse")}
-    out["searched_gemm"] = _searched_bracket(rows)
-    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
-    return out
-
-
-def _searched_bracket(rows: list[dict]) -> tuple[float, float]:
-    """Decode GEMMs with the sweep's fastest algorithm (direct call, M = 16), its graph bias taken off two ways."""
-    from ..bench import recorded_alg_search
-
+    # the sweep's fastest algorithm (direct call, M = 16), less algorithm 0's 2:4 bias (low) or dense's (high)
     sweep = {(c["N"], c["K"]): c for c in recorded_alg_search() if c["M"] == 16}
     dense = sum(r["chain_dense"] for r in rows)
     low = high = 0.0
     for r in rows:
         c = sweep[(r["N"], r["K"])]
-        best, default = c["best"]["ms"] * 1e3, c["default_ms"] * 1e3
-        low += best - (default - r["chain_sparse"])            # algorithm 0's 2:4 bias in the sweep
-        high += best - (c["dense_ms"] * 1e3 - r["chain_dense"])  # dense's bias in the sweep
-    return dense / low, dense / high
+        low += c["best"]["ms"] * 1e3 - (c["default_ms"] * 1e3 - r["chain_sparse"])
+        high += c["best"]["ms"] * 1e3 - (c["dense_ms"] * 1e3 - r["chain_dense"])
+    out["searched_gemm"] = (dense / low, dense / high)
+    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
+    return out
 
 
 def headline_sentence() -> str:

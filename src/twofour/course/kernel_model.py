@@ -75,11 +75,9 @@ def misses(n: int = 3) -> dict:
     fit_set = [p for p in fit_points(points()) if p.extra.get("mode") != "trace" and p.origin == "measured"]
     in_sample = [{**error_row(p, predicted_speedup(p, params)), "mode": p.extra["mode"]} for p in fit_set]
     held = load_fit()["errors"]["held_out"]["points"]
-
-    def worst(rows):
-        return sorted(rows, key=lambda r: -r["rel_err"])[:n]
-
-    return {"in_sample": worst(in_sample), "held_out": worst(held), "crossovers": crossovers("fp16")}
+    worst = {key: sorted(rows, key=lambda r: -r["rel_err"])[:n] for key, rows in (("in_sample", in_sample),
+                                                                                  ("held_out", held))}
+    return {**worst, "crossovers": crossovers("fp16")}
 
 
 def host_costs() -> list[dict]:

@@ -35,10 +35,6 @@ __all__ = ["Table", "table"]
 Format = str | Callable[[Any], str]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Number) and not isinstance(value, bool)
-
-
 def _format(value: Any, fmt: Format | None) -> str:
     if value is None:
         return ""
@@ -161,7 +157,8 @@ def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[s
                 raise ValueError(f"row {i} has {len(row)} cells, expected {len(columns)} (one per column {columns})")
             values.append(row)
     numeric = [
-        any(v is not None for v in col) and all(v is None or _is_number(v) for v in col)
+        any(v is not None for v in col)
+        and all(v is None or (isinstance(v, numbers.Number) and not isinstance(v, bool)) for v in col)
         for col in zip(*values)
     ] if values else [False] * len(columns)
     cells = [[_format(v, formats.get(c)) for v, c in zip(row, columns)] for row in values]

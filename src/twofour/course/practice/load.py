@@ -201,11 +201,10 @@ def load_bank(path=None) -> Bank:
     # Two questions that test the same skill in the same setting are one question asked twice.
     seen: dict[tuple[str, str], str] = {}
     for q in questions:
-        key = (q.skill, q.setting)
-        if key in seen:
-            raise BankError(f"{source}: questions {seen[key]!r} and {q.id!r} both test skill {q.skill!r} in setting "
-                            f"{q.setting!r}; merge them or change what one asks")
-        seen[key] = q.id
+        first = seen.setdefault((q.skill, q.setting), q.id)  # ids are unique
+        if first != q.id:
+            raise BankError(f"{source}: questions {first!r} and {q.id!r} both test skill {q.skill!r} in "
+                            f"setting {q.setting!r}; merge them or change what one asks")
     for formula in sorted({f for q in questions for f in q.drills}):
         drilling = [q.id for q in questions if formula in q.drills]
         if len(drilling) > MAX_DRILLS:
