@@ -3,11 +3,10 @@
 The deployment (:mod:`.deployment`): Llama-3-8B shapes in fp16 (the dtype the H200 run timed every
 way; bf16 only eager and in CUDA graphs, :func:`bf16_rows`), every block linear pruned to 2:4.
 
-The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is ``measured``,
-``adjusted`` (another call path's measurement plus a measured per-call cost) or ``predicted``
-(the kernel model), and names its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range
-spans the rows measured on the reader's path, ``F.linear``; flagged timings never enter. The
-GEMMs are measured, the rest of the step is predicted (:func:`twofour.request.estimate`).
+The verdict is a range over how the GEMMs are called (:data:`ROWS`), each row ``measured``, ``adjusted``
+(another call path's measurement plus a measured per-call cost) or ``predicted`` (the kernel model) on
+its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range spans the rows measured on the
+reader's path, ``F.linear``, flagged timings left out; the rest of the step is predicted.
 
 Pages quote the verdict and the diagnosis checklist (:data:`CHECKLIST`) between markers such as
 ``<!-- verdict:range -->...<!-- /verdict -->``, filled in by :func:`fill_quotes`, checked by

@@ -34,7 +34,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
                       "transposable_patterns", "wave_count"),
                     ".helpers"),
     **dict.fromkeys(("load_bank", "parse_question"), ".load"),
-    **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Levels", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
+    **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
     **dict.fromkeys(("NEIGHBOURS_PAGE", "page_of", "render_markdown"), ".render"),
     **dict.fromkeys(("BANK_SCHEMA", "QUESTION_SCHEMA"), ".schema"),
     **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "MAX_DRILLS",

@@ -244,11 +244,11 @@ class _Interpreter:
     def _IfExp(self, node):
         return self.value(node.body) if self.value(node.test) else self.value(node.orelse)
 
-    def _Tuple(self, node):
-        return _check_value(tuple(self.value(e) for e in node.elts), node)
-
     def _List(self, node):
-        return _check_value([self.value(e) for e in node.elts], node)
+        items = [self.value(e) for e in node.elts]
+        return _check_value(tuple(items) if isinstance(node, ast.Tuple) else items, node)
+
+    _Tuple = _List
 
     def _Dict(self, node):
         out = {}
@@ -287,7 +287,7 @@ def evaluate_expression(expr: str, names=None):
     try:
         return _check_value(_Interpreter(scope).eval(tree.body), tree.body)
     except _Refused as r:
-        raise _refusal(expr, r) from None
+        raise BankError(f"expr {expr!r}: {_part(r.node)} {r.why}") from None
     except BankError:
         raise
     except RecursionError:
@@ -308,10 +308,6 @@ def check_expression(expr: str, names=()) -> None:
     twofour.course.practice.terms.BankError: expr 'estimate.__globals__': 'estimate.__globals__' reaches the private attribute '__globals__'
     """
     _parsed(expr, {n: None for n in names})
-
-
-def _refusal(expr: str, r: _Refused) -> BankError:
-    return BankError(f"expr {expr!r}: {_part(r.node)} {r.why}")
 
 
 def _parsed(expr, names):
@@ -338,7 +334,7 @@ def _parsed(expr, names):
     try:
         _static_checks(tree, scope)
     except _Refused as r:
-        raise _refusal(expr, r) from None
+        raise BankError(f"expr {expr!r}: {_part(r.node)} {r.why}") from None
     return tree, scope
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..._common.text import printable, show_path
 from .expressions import check_expression, check_format
-from .questions import Accept, Bank, Design, FollowUp, Levels, Number, Question, QuickCheck, Rubric
+from .questions import Accept, Bank, Design, FollowUp, Number, Question, QuickCheck, Rubric
 from .schema import require, validate
 from .terms import CALCULATOR_MUSTS, DEFAULT_BANK, GRADES, MAX_DRILLS, RUBRIC_FIELDS, SLUG, BankError
 
@@ -42,7 +42,7 @@ def parse_question(raw, index: int, source: str | None = None) -> Question:
         **{key: raw[key] for key in ("level", "topic", "kind", "skill", "setting")},
         **{key: raw[key].strip() for key in ("title", "prompt", "answer", "connects")},
         rubric=Rubric(*(tuple(t.strip() for t in rubric[key]) for key in RUBRIC_FIELDS)),
-        levels=Levels(*(levels[grade].strip() for grade in GRADES)),
+        levels=tuple((grade, levels[grade].strip()) for grade in GRADES),
         mistakes=tuple(t.strip() for t in raw["mistakes"]),
         follow_ups=tuple(FollowUp(f.strip()) if isinstance(f, str)
                          else FollowUp(f["ask"].strip(), f["answer"].strip(), (f.get("strong") or "").strip())

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .expressions import evaluate_expression, format_value
-from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEHOLDER
+from .terms import KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -56,18 +56,6 @@ class Rubric:
 
 
 @dataclass(frozen=True)
-class Levels:
-    """What a pass looks like for a mid-level, a senior and a staff engineer (keys of :data:`GRADES`)."""
-
-    mid: str
-    senior: str
-    staff: str
-
-    def items(self) -> list[tuple[str, str]]:
-        return [(grade, getattr(self, grade)) for grade in GRADES]
-
-
-@dataclass(frozen=True)
 class FollowUp:
     """What the interviewer asks next: ``ask``, the ``answer`` expected and what a ``strong`` answer adds.
 
@@ -105,7 +93,7 @@ class Question:
     title: str
     prompt: str
     rubric: Rubric
-    levels: Levels
+    levels: tuple[tuple[str, str], ...]  # (grade, what a pass looks like), for each of GRADES
     answer: str
     mistakes: tuple[str, ...]
     follow_ups: tuple[FollowUp, ...]
@@ -122,7 +110,7 @@ class Question:
         """The calculator's URL query for a calculator task (``gpu=H100&batch=8...``), or ``""``.
 
         >>> Question("t", "applied", "capacity", "calculation", "s", "x", "T", "P", Rubric((), (), ()),
-        ...          Levels("", "", ""), "A", (), (), "C", calculator=(("gpu", "H100"), ("batch", "8"))).calculator_query()
+        ...          (), "A", (), (), "C", calculator=(("gpu", "H100"), ("batch", "8"))).calculator_query()
         'gpu=H100&batch=8'
         """
         from urllib.parse import urlencode
@@ -145,7 +133,7 @@ class Question:
     def grading_texts(self) -> list[str]:
         """What a grader reads: the rubric and the level expectations."""
         r = self.rubric
-        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels.items())]
+        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels)]
 
     def _texts(self) -> list[str]:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,

@@ -108,7 +108,7 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
             *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
             *_div("levels", "**What a pass looks like**",
-                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()])]),
+                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels])]),
         *_details("answer", "Worked answer", answer),
     ]
     if q.quick_check:
