@@ -395,9 +395,8 @@ _CHECKLIST = re.compile(r"(<!--\s*checklist\s*-->)(.*?)(<!--\s*/checklist\s*-->)
 
 
 def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> str:
-    """``text`` with every quoted verdict number and the checklist set to their computed values.
-
-    The markers stay; an unknown key raises. ``quotes``: :func:`quoted_numbers`, computed once for many pages.
+    """``text`` with every quoted verdict number and the checklist set to their computed values; the
+    markers stay, an unknown key raises. ``quotes``: :func:`quoted_numbers`, computed once for many pages.
 
     >>> fill_quotes("at <!-- verdict:eager -->?<!-- /verdict --> the speed", "index.md") == (
     ...     f"at <!-- verdict:eager -->{quoted_numbers()['eager']}<!-- /verdict --> the speed")

@@ -15,9 +15,8 @@ __all__ = ["linear_path_cost", "searched_on_linear", "searched_fit_error", "swee
 
 
 def linear_path_cost(workload: Workload = CHAT) -> dict:
-    """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, measured, per pruned decode GEMM.
-
-    Algorithm 0 timed both ways (graph replays, L2 flushed); a GEMM whose ``F.linear`` timing is flagged
+    """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, per pruned decode GEMM:
+    algorithm 0 timed both ways (graph replays, L2 flushed); a GEMM whose ``F.linear`` timing is flagged
     gets the others' median. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us", "source"}``.
 
     >>> c = linear_path_cost()

@@ -78,11 +78,10 @@ def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tenso
 
 
 def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
-    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, both on ``W``'s device.
+    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, on ``W``'s device (CPU too).
 
-    The functions ``to_sparse_semi_structured`` uses for its CUTLASS backend, which also run on
-    the CPU and do not check the 2:4 pattern: a group with more than two non-zeros comes back with
-    only two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
+    The conversion does not check the 2:4 pattern: a group with more than two non-zeros comes back
+    with two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
 
     >>> W = torch.tensor([[1.0, 2.0, 3.0, 4.0] * 16] * 32, dtype=torch.float16)
     >>> pytorch_cutlass_roundtrip(W)[0, :4].tolist()   # no error, two values silently gone

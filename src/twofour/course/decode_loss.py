@@ -22,8 +22,7 @@ def decode_loss_explanation() -> str:
 
 
 def step_against_graphs() -> dict:
-    """The GEMM-chain traces against the bench's one-GEMM CUDA graphs and kernel times, at the traces' M.
-
+    """The GEMM-chain traces against the bench's one-GEMM CUDA graphs and kernel times, at the traces' M:
     ``step_gemm``, ``step_wall``: the traces' GEMM kernel sums and wall span per step, dense over 2:4;
     ``graph``, ``kernel``: the bench over the same seven GEMMs; ``idle_us_*``: GPU idle per kernel.
 

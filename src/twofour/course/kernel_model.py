@@ -81,9 +81,8 @@ def misses(n: int = 3) -> dict:
 
 
 def host_costs() -> list[dict]:
-    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
-
-    Eager calls take ``max(kernel, host)``, so a host-bound published timing implies the host cost:
+    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts
+    imply. Eager calls take ``max(kernel, host)``, so a host-bound published timing implies the host cost:
     the predicted dense eager time over the measured speedup (None where the 2:4 kernel alone is slower).
 
     Example:

@@ -269,10 +269,8 @@ class _Interpreter:
 
 
 def evaluate_expression(expr: str, names=None):
-    """Evaluate one bank expression over :data:`NAMESPACE` plus ``names`` (earlier numbers).
-
-    Raises :class:`BankError` for anything not allowed (a typo names itself), values out of
-    bounds, and when a registered function raises.
+    """Evaluate one bank expression over :data:`NAMESPACE` plus ``names`` (earlier numbers); a
+    :class:`BankError` for anything not allowed, values out of bounds, or a registered function's error.
 
     >>> evaluate_expression("amdahl.speedup(0.5, 2.0)")
     1.3333333333333333
@@ -297,9 +295,7 @@ def evaluate_expression(expr: str, names=None):
 
 
 def check_expression(expr: str, names=()) -> None:
-    """Refuse ``expr`` now if its syntax or names are not allowed (nothing is evaluated).
-
-    ``names`` are the question's earlier numbers; :func:`~.load.load_bank` checks every number so.
+    """Refuse ``expr`` now if its syntax or names (``names``: the question's earlier numbers) are not allowed.
 
     >>> check_expression("amdahl.speedup(p, 2.0)", ["p"])
     >>> check_expression("estimate.__globals__")

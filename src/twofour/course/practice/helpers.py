@@ -169,20 +169,17 @@ def first_torch_pinning(min_version: int) -> str:
     >>> first_torch_pinning(dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL)
     '2.8.0'
     """
-    def version(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
-    for torch_version in sorted(dispatch_rules.TORCH_CUSPARSELT_PINS, key=version):
-        major, minor, patch = version(dispatch_rules.TORCH_CUSPARSELT_PINS[torch_version])
+    pins = dispatch_rules.TORCH_CUSPARSELT_PINS
+    for torch_version in sorted(pins, key=lambda v: tuple(map(int, v.split(".")))):
+        major, minor, patch = map(int, pins[torch_version].split("."))
         if major * 1000 + minor * 100 + patch >= min_version:  # torch's encoding of the version
             return torch_version
     raise ValueError(f"no torch in the table pins cuSPARSELt {dispatch_rules.cusparselt_version_str(min_version)} or newer")
 
 
 def transposable_patterns(n: int = 2, m: int = 4) -> int:
-    """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column.
-
-    Such a mask is n:m along the rows of ``W`` and of ``W.T`` at once, as the backward pass needs.
+    """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column: n:m along
+    the rows of ``W`` and of ``W.T`` at once, as the backward pass needs.
 
     >>> transposable_patterns(), math.comb(4, 2) ** 4      # transposable vs row-wise-only 2:4 tiles
     (90, 1296)

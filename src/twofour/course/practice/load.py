@@ -114,12 +114,10 @@ def _decode(data: bytes, source: str) -> str:
 
 def _parse_yaml(text: str, source: str):
     """The YAML's data, refusing more than :data:`MAX_BANK_DEPTH` levels, :data:`MAX_BANK_ALIASES` aliases
-    or :data:`MAX_BANK_NODES` nodes.
-
-    The event stream is checked first (PyYAML's parser is iterative; its composer recurses), so a
-    hostile file is refused before any object is built: an alias counts as much as the node it names.
-    libyaml reads the bank when PyYAML has it (ten times faster); a bank it refuses is read again by
-    PyYAML's parser, whose error says why in the words above.
+    or :data:`MAX_BANK_NODES` nodes: the event stream is checked first (PyYAML's parser is iterative, its
+    composer recurses), so a hostile file is refused before any object is built, an alias counting as
+    much as the node it names. libyaml reads the bank when PyYAML has it (ten times faster); a bank it
+    refuses is read again by PyYAML's parser, whose error says why in the words above.
     """
     import yaml
 

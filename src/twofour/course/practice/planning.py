@@ -22,10 +22,8 @@ def _require_probability(**values) -> None:
 
 
 def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float = 0.8, rounded: bool = True) -> float:
-    """Runs per side for a two-sample comparison of means to detect ``delta`` with the given power.
-
-    ``n = 2 ((z_{1-alpha/2} + z_{power}) sigma / delta)^2`` (two-sided, equal variances,
-    independent runs), rounded up unless ``rounded`` is false.
+    """Runs per side for a two-sided two-sample comparison of means to detect ``delta`` with ``power``:
+    ``n = 2 ((z_{1-alpha/2} + z_{power}) sigma / delta)^2`` (equal variances), rounded up if ``rounded``.
 
     >>> runs_for_power(0.03, 0.04), round(runs_for_power(0.03, 0.04, rounded=False), 2)
     (9, 8.83)
@@ -66,9 +64,7 @@ def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -
 
 
 def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, block_tokens: int = 1) -> int:
-    """Sequences of ``context`` tokens whose KV cache fits in ``free_bytes``.
-
-    Paged, ``block_tokens`` per block: each sequence holds ``ceil(context / block_tokens)`` whole blocks.
+    """Sequences of ``context`` tokens whose KV cache, in whole blocks of ``block_tokens``, fits in memory.
 
     >>> kv_batch_limit(40e9, 131072, 8192), kv_batch_limit(40e9, 131072, 8200, block_tokens=16)
     (37, 37)
@@ -140,10 +136,8 @@ def _t_critical(alpha: float, df: int) -> float:
 
 
 def t_test_power(sigma: float, delta: float, runs: int, alpha: float = 0.05) -> float:
-    """Power of a two-sided two-sample t-test with ``runs`` independent runs per side to detect ``delta``.
-
-    With few runs the normal approximation of :func:`runs_for_power` is optimistic: the noise is
-    estimated from the runs themselves (``2 runs - 2`` degrees of freedom), so the power is lower.
+    """Power of a two-sided two-sample t-test with ``runs`` independent runs per side to detect ``delta``:
+    lower than :func:`runs_for_power` assumes, as the noise is estimated from the runs (``2 runs - 2`` df).
 
     >>> round(t_test_power(0.03, 0.08, 3), 2), round(t_test_power(0.03, 0.08, 4), 2)
     (0.69, 0.88)
