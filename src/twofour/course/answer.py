@@ -142,9 +142,8 @@ class VerdictTable:
 
 
 def _replaced_note(replaced: list[str]) -> str:
-    if not replaced:
-        return ""
-    return f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
+    return (f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
+            if replaced else "")
 
 
 @functools.lru_cache(maxsize=4)
@@ -288,7 +287,6 @@ def checklist_markdown(chapters: str = "", calculator: str = "../calculator/inde
 
 def calculator_verdict(t: VerdictTable | None = None) -> dict:
     """What the request calculator opens on: the worked deployment with its least biased GEMM speedups.
-
     Decode: the GEMM-chain traces' (the one-GEMM graph bench flatters 2:4 at decode); prefill: the
     graph bench's, whose per-call bias is small beside a prefill GEMM.
     """

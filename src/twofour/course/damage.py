@@ -111,12 +111,10 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SilentDrop:
-    """What PyTorch's CUTLASS round trip did to a weight (:func:`silent_drop`).
-
-    ``elements_dropped``: non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups``
-    groups of 4; ``mass_lost``, ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``:
-    relative error of ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``).
-    """
+    """What PyTorch's CUTLASS round trip did to a weight (:func:`silent_drop`): ``elements_dropped``,
+    non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups`` groups of 4; ``mass_lost``,
+    ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``: relative error of
+    ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``)."""
 
     elements_dropped: int
     groups_hit: int

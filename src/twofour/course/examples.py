@@ -32,12 +32,10 @@ __all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero
 
 @dataclass(frozen=True)
 class TrainedExample:
-    """A trained student network and the data to evaluate it (:func:`trained_example`).
-
-    ``W``: a float32 copy of the first layer's weight; ``x_eval, y_eval``: the held-out set;
-    ``informative``: the input features that carry signal; ``loss_start, loss_end``: held-out MSE
-    before and after training; ``baseline_loss``: the error of always predicting zero.
-    """
+    """A trained student network and the data to evaluate it (:func:`trained_example`): ``W``, a float32
+    copy of the first layer's weight; ``x_eval, y_eval``: the held-out set; ``informative``: the input
+    features that carry signal; ``loss_start, loss_end``: held-out MSE before and after training;
+    ``baseline_loss``: the error of always predicting zero."""
 
     W: torch.Tensor = field(repr=False)
     model: torch.nn.Sequential = field(repr=False)

@@ -27,9 +27,8 @@ def _first_win(series) -> int | None:
 
 
 def crossovers(dtype: str = "fp16") -> list[dict]:
-    """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays, measured and predicted.
-
-    ``measured``: the smallest recorded M from which every larger one wins (None: never);
+    """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays:
+    ``measured``, the smallest recorded M from which every larger one wins (None: never);
     ``predicted_at_recorded_m``: the same on the model; ``predicted``: the model's first winning M
     (:func:`twofour.roofline.crossover_m`; the saw-toothed curve can win past a tile boundary and lose
     again); ``predicted_serving``: as a serving engine runs (clean L2).

@@ -102,8 +102,7 @@ _GROUPS = {
 
 
 class RequestCalculator(_Calculator):
-    """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
-
+    """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel;
     ``result`` is a :class:`twofour.request.RequestEstimate`; ``figure`` an image of the request's funnel.
     """
 

@@ -208,9 +208,8 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
 
 
 def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str = "kernel", what: str = "ratio") -> float:
-    """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200.
-
-    Each side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, summed over
+    """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200:
+    each side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, summed over
     ``cfg``'s block linears at ``M`` tokens (``"ratio"``), or the extreme GEMMs' (``"min"``, ``"max"``).
 
     >>> 0.2 < measured_bandwidth_ratio(models.LLAMA_3_70B) < 0.5
@@ -265,7 +264,6 @@ def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") 
 
 def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
     """Speculative decoding's walltime gain: expected tokens per target pass over the pass's cost.
-
     ``alpha``: the chance the target accepts a drafted token; ``k``: drafted tokens per pass;
     ``draft_cost``: one draft step's time over one target step's. A pass yields ``(1 - alpha**(k + 1))
     / (1 - alpha)`` tokens and costs ``k * draft_cost + 1`` target steps (Leviathan et al., arXiv

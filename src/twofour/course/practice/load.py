@@ -184,7 +184,6 @@ def _parse_checked(text: str, source: str, loader):
 
 def load_bank(path=None) -> Bank:
     """Load and validate the bank (default: the shipped one); each problem is one :class:`BankError` line.
-
     The file is bounded (:data:`MAX_BANK_BYTES`, UTF-8, :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES`);
     numbers are computed lazily by :meth:`Question.evaluate`.
     """

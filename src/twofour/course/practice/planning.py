@@ -36,9 +36,8 @@ def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float
 
 
 def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -> str:
-    """The tensor-parallel degrees of ``candidates`` every block linear of ``cfg`` can be split by.
-
-    A degree must divide the query heads, the KV heads (or be a multiple of them) and the widths, and
+    """The tensor-parallel degrees of ``candidates`` every block linear of ``cfg`` can be split by:
+    a degree must divide the query heads, the KV heads (or be a multiple of them) and the widths, and
     leave each row-parallel shard's K a multiple of ``k_multiple`` (the 2:4 backend's column multiple).
 
     >>> from twofour import models

@@ -121,13 +121,6 @@ _FOLLOW_UP_SCHEMA = {"anyOf": [
 ], "x-message": "follow_ups[{index}] must be non-empty text or a mapping {ask, answer, strong}"}
 
 
-def _kind_for_level(level: str) -> dict:
-    kinds = list(KINDS_BY_LEVEL[level])
-    return {"if": {"required": ["level"], "properties": {"level": {"const": level}}},
-            "then": {"properties": {"kind": {"enum": kinds, "x-message": f"a {level} question's kind must be one of "
-                                                                         f"{kinds}"}}}}
-
-
 QUESTION_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "one question of the practice bank (twofour/course/data/practice.yaml)",
@@ -173,7 +166,10 @@ QUESTION_SCHEMA: dict = {
         "must be a mapping", "unknown keys",
     ),
     "allOf": [
-        *(_kind_for_level(level) for level in LEVELS),
+        *({"if": {"required": ["level"], "properties": {"level": {"const": level}}},
+           "then": {"properties": {"kind": {"enum": list(kinds), "x-message":
+                                            f"a {level} question's kind must be one of {list(kinds)}"}}}}
+          for level, kinds in KINDS_BY_LEVEL.items()),
         # A design question comes with its assumptions and what would change the decision; any
         # other kind has none (they would go unrendered as a design).
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "design"}}},
