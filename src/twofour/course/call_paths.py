@@ -1,8 +1,8 @@
 """The call paths behind the verdict's rows: F.linear against the direct library call, and the sweep as it was.
 
-The algorithm sweep timed ``torch._cslt_sparse_mm`` directly on a padded ``x``; PyTorch's path,
-``F.linear`` on a ``to_sparse_semi_structured`` weight, pads, copies and wraps: what that adds per
-call (:func:`linear_path_cost`) is added to the sweep's fastest algorithms (:func:`searched_on_linear`).
+The algorithm sweep timed ``torch._cslt_sparse_mm`` on a padded ``x``; ``F.linear`` pads, copies and
+wraps, and what that adds per call (:func:`linear_path_cost`) is added to the sweep's times
+(:func:`searched_on_linear`).
 """
 
 from __future__ import annotations

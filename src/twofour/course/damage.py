@@ -1,8 +1,7 @@
 """What a lossy step did to a weight: how much of it survived, and how far the layer's output moved.
 
-Pruning (on purpose): :func:`mass_kept`. Packing an invalid weight with PyTorch's CUTLASS
-conversion (by accident): :func:`pytorch_cutlass_roundtrip` and :func:`silent_drop`, which
-measures what it dropped without saying so.
+Pruning (on purpose): :func:`mass_kept`. Packing an invalid weight with PyTorch's CUTLASS conversion
+(by accident): :func:`silent_drop` measures what :func:`pytorch_cutlass_roundtrip` silently dropped.
 
 >>> import torch
 >>> W = torch.tensor([[1.0, 2.0, 3.0, 0.0] * 16] * 32, dtype=torch.float16)  # 3 non-zeros per group
@@ -79,7 +78,6 @@ def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tenso
 
 def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
     """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, on ``W``'s device (CPU too).
-
     The conversion does not check the 2:4 pattern: a group with more than two non-zeros comes back
     with two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
 

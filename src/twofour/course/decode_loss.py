@@ -1,7 +1,7 @@
 """Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the step beside the bench.
 
-Pages quote :func:`decode_loss_explanation` between ``<!-- verdict:decode-loss -->`` markers, so no
-page words it differently; its words and figures live in :mod:`twofour.roofline.mechanism`.
+Pages quote :func:`decode_loss_explanation` (``<!-- verdict:decode-loss -->``), so none words it
+differently; its words and figures live in :mod:`twofour.roofline.mechanism`.
 """
 
 from __future__ import annotations

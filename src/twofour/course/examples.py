@@ -85,9 +85,8 @@ def trained_example(
     if informative > in_features:
         raise ValueError(f"informative must be at most in_features={in_features}, got {informative}")
 
-    # Single-threaded: at this size extra threads only add synchronisation (measured 5x slower with
-    # two threads on a busy 2-core machine), and single-threaded float sums give the same bits on
-    # every machine, so the "trained weight" is the same weight everywhere.
+    # Single-threaded: at this size extra threads only add synchronisation, and single-threaded
+    # float sums give the same bits on every machine, so the trained weight is the same everywhere.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

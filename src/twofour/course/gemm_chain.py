@@ -1,10 +1,10 @@
 """The per-token headline from the least biased stored evidence: the GEMM-chain traces, and how far the bench is off.
 
-The **GEMM-chain traces** (``twofour/data/traces``) are CUDA-graph replays of the seven pruned
-projections of two Llama-3-8B blocks at M = 16, fp16: not decode steps, but their kernels run back
-to back with no L2 flush and no host launch in the window, as a serving step runs them. The
-**one-GEMM graph bench** replayed each GEMM alone from an idle device after an L2 flush, which adds
-more time to the memory-bound dense kernel than to 2:4, pulling every ratio toward 1.
+The **GEMM-chain traces** (``twofour/data/traces``) replay the seven pruned projections of two
+Llama-3-8B blocks at M = 16, fp16, in a CUDA graph: not decode steps, but kernels back to back with
+no L2 flush or host launch, as a serving step runs them. The **one-GEMM graph bench** replayed each
+GEMM alone from an idle device after an L2 flush, which adds more time to the memory-bound dense
+kernel than to 2:4, pulling every ratio toward 1.
 
 :func:`chain_headline` derives from the chain, per projection at M = 16 (its kernels plus the chain's
 idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the 2:4 path's pad

@@ -47,8 +47,7 @@ def _format(value: Any, fmt: Format | None) -> str:
     return str(value)
 
 
-# A word longer than this (a kernel name, a dotted module path) gets places where a narrow
-# column may break it: after each "_", "." and "/", so that the table fits instead of scrolling.
+# A word longer than this (a kernel name, a module path) may break after each "_", "." and "/", to fit.
 _LONG_WORD = 20
 _BREAK_AFTER = re.compile(r"(?<=[_./])")
 
@@ -122,7 +121,6 @@ def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[s
           formats: Mapping[str, Format] | None = None, headers: Mapping[str, str] | None = None,
           caption: str | None = None) -> Table:
     """Make a :class:`Table` from rows of dicts (or of sequences, with ``columns``).
-
     ``columns``: which, in which order (default: the first dict's keys); ``formats``: per column, a
     format string (``"{:.2f}"``) or a function (else floats get 4 significant digits; None shows
     empty); ``headers``: per column, the header to show instead of its name; ``caption``: a line above.

@@ -1,11 +1,9 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric two
-interviewers grade alike, what a pass looks like at three grades, a worked answer, mistakes and
-follow-ups. No number is typed into the text: each is a named entry of the question's ``numbers``,
-computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and referred to as
-``{{name}}``, so the answers change with the toolkit and a typo fails the tests. A quick check asks
-for one number and says what it is graded against, never a model's prediction.
+The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric, what a
+pass looks like at three grades, a worked answer, mistakes and follow-ups. No number is typed into
+the text: each is a named ``numbers`` entry, computed by an expression on the toolkit
+(``amdahl.speedup(0.87, 1.78)``) and referred to as ``{{name}}``, so the answers follow the toolkit.
 
 Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the bounded YAML, validated by :mod:`.schema`) ->
 :mod:`.questions` (the data model; numbers interpreted by :mod:`.expressions` over :mod:`.registry`,

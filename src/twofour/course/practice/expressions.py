@@ -11,10 +11,9 @@ A bank is data someone may share, so its expressions are data too. What one may 
   and ``value.method(...)`` only on a registered result type (:data:`~.registry.RESULT_TYPES`);
   calls only to registered functions and methods.
 
-Everything else is refused before anything runs, with a :class:`BankError` naming the expression
-and the offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused
-before it is computed (``9**9**9``), each registered function bounding its own inputs, and no
-registered call started after 10 s of work on one expression.
+Everything else is refused before anything runs, a :class:`BankError` naming the expression and the
+offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused before it is
+computed (``9**9**9``), each registered function its own inputs, no call started after 10 s of work.
 """
 
 from __future__ import annotations
@@ -335,10 +334,9 @@ def _parsed(expr, names):
 
 
 def check_format(fmt) -> str:
-    """``fmt`` if it is a template a bank may use: text and one ``{}`` / ``{:spec}`` field, else BankError.
-
-    No field names, attributes or indexes (``{0.__class__}``) and widths or precisions of at most
-    two digits (``{:999999999}`` would fill memory).
+    """``fmt`` if it is a template a bank may use: text and one ``{}`` / ``{:spec}`` field, else BankError:
+    no field names, attributes or indexes (``{0.__class__}``), widths and precisions of at most two
+    digits (``{:999999999}`` would fill memory).
 
     >>> check_format("{:.3f}x")
     '{:.3f}x'

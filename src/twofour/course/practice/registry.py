@@ -1,9 +1,8 @@
 """What a bank expression may name: values, functions, namespaces and the result types it may read.
 
-Everything is listed here, by name; nothing is reached through a module object. A *namespace*
-(``amdahl``, ``roofline`` ...) maps the names a bank uses from that part of the toolkit, so
-``roofline.crossover_m`` exists and ``roofline.os`` does not. A value a registered function
-returns is read only through :data:`RESULT_TYPES` (``est.decode.p``, ``est.speedup('tpot')``).
+Everything is listed by name, nothing reached through a module object: a *namespace* maps the names
+a bank uses from a part of the toolkit (``roofline.crossover_m`` exists, ``roofline.os`` does not),
+and a returned value is read only through :data:`RESULT_TYPES` (``est.speedup('tpot')``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@ import html
 from .questions import Question
 from .terms import BASES, GRADES, KINDS, LEVELS, NEIGHBOUR_TOPICS, TOPICS, UNITS
 
-# The page that holds the questions on the 2:4 question's neighbours, asked on their own terms
-# (every level); the other questions are on their level's page.
+# The page of the questions on the 2:4 question's neighbours, at every level (page_of).
 NEIGHBOURS_PAGE = "neighbours"
 
 
@@ -121,8 +120,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> '
             f'{html.escape(q.fill(c.ask))}'
             # the tolerance as the page's checker reports it: a whole percent of the computed value
-            f" ({html.escape(unit) + ', ' if unit else ''}within ±{round(c.tolerance * 100)}% of the computed "
-            "value"
+            f" ({html.escape(unit) + ', ' if unit else ''}within ±{round(c.tolerance * 100)}% of the "
+            "computed value"
             f"{html.escape(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
             *_details("derivation", "Derivation", [q.fill(c.derivation), ""]),

@@ -75,8 +75,7 @@ _QUICK_CHECK_SCHEMA = {
         ["ask", "answer", "derivation", "basis"], "quick_check must be a mapping",
         "unknown quick_check keys",
     ),
-    # A tolerance wide enough for an approximation says which one: the standard estimates it
-    # admits are written down and tested to land inside it.
+    # The standard estimates a wide tolerance admits are written down and tested to land inside it.
     "if": {"required": ["tolerance"], "properties": {"tolerance": {"type": "number", "minimum": ACCEPTS_FROM}}},
     "then": {"required": ["accepts"], "properties": {"accepts": {
         "x-message": f"a quick check with a tolerance of {ACCEPTS_FROM:.0%} or more must list the approximations it "
@@ -108,8 +107,7 @@ _DESIGN_SCHEMA = _object_schema(
 )
 
 
-# A follow-up is what the interviewer asks next: a bare question (text), or {ask, answer, strong}:
-# the question, the answer expected, and what a strong answer adds. Chains escalate.
+# A follow-up (questions.FollowUp) is a bare question, or {ask, answer, strong}. Chains escalate.
 _FOLLOW_UP_SCHEMA = {"anyOf": [
     {"type": "string", "pattern": r"\S"},
     _object_schema(
