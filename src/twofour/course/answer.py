@@ -1,19 +1,16 @@
 """Chapter 7's worked deployment and its verdict: one table, measured first, read by every page that quotes it.
 
-The deployment (:mod:`.deployment`) is Llama-3-8B shapes in fp16, every block linear pruned to 2:4
-(the LM head dense), batch 1, 512-token prompts, 256 output tokens, on an H200: fp16 because the
-H200 run timed it every way a GEMM can be called; bf16 only eager and in CUDA graphs (:func:`bf16_rows`).
+The deployment (:mod:`.deployment`): Llama-3-8B shapes in fp16 (the dtype the H200 run timed every
+way; bf16 only eager and in CUDA graphs, :func:`bf16_rows`), every block linear pruned to 2:4.
 
-The verdict is a range over how the GEMMs are called (:data:`ROWS`). Each row is ``measured``,
-``adjusted`` (another call path's measurement plus a measured per-call cost) or ``predicted``
-(the kernel model), and names its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range
-spans the rows measured on the reader's path, ``F.linear``; flagged timings never enter. The
-GEMMs are measured, the rest of the step is predicted (:func:`twofour.request.estimate`).
+The verdict is a range over how the GEMMs are called (:data:`ROWS`), each row ``measured``, ``adjusted``
+(another call path's measurement plus a measured per-call cost) or ``predicted`` (the kernel model) on
+its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range spans the rows measured on the
+reader's path, ``F.linear``, flagged timings left out; the rest of the step is predicted.
 
-Every page that quotes the verdict reads :func:`verdict_table`, between markers such as
-``<!-- verdict:range -->...<!-- /verdict -->``: the build fills them in (:func:`fill_quotes`), a
-test fails when one is stale (:func:`stale_quotes`), ``scripts/refresh_quotes.py`` rewrites it.
-The diagnosis checklist (:data:`CHECKLIST`) is quoted the same way, between ``<!-- checklist -->``.
+Pages quote the verdict and the diagnosis checklist (:data:`CHECKLIST`) between markers such as
+``<!-- verdict:range -->...<!-- /verdict -->``, filled in by :func:`fill_quotes`, checked by
+:func:`stale_quotes`, rewritten by ``scripts/refresh_quotes.py``.
 
 Example:
     >>> from twofour.course.answer import verdict_table
@@ -81,11 +78,8 @@ PATH_LABELS = {"F.linear": "F.linear", "_cslt_sparse_mm": "_cslt_sparse_mm direc
 
 @dataclass(frozen=True)
 class VerdictRow:
-    """One way of calling the GEMMs, and what 2:4 gives in it.
-
-    ``decode_gemm``: the time-weighted 2:4 speedup of one layer's seven decode GEMMs;
-    ``estimate``: the request with that GEMM speedup (per token: ``estimate.speedup("tpot")``).
-    """
+    """One way of calling the GEMMs: ``decode_gemm``, the time-weighted 2:4 speedup of one layer's seven
+    decode GEMMs, and ``estimate``, the request with that GEMM speedup."""
 
     key: str
     label: str
@@ -117,13 +111,12 @@ class VerdictTable:
     gpu: str
 
     def row(self, key: str) -> VerdictRow:
-        for r in self.rows:
-            if r.key == key:
-                return r
-        raise KeyError(f"key must be one of {[r.key for r in self.rows]}, got {key!r}")
+        keys = [r.key for r in self.rows]
+        if key not in keys:
+            raise KeyError(f"key must be one of {keys}, got {key!r}")
+        return self.rows[keys.index(key)]
 
-    def _measured_on_linear(self) -> list[float]:
-        """Per-token speedups of the rows measured on the reader's path, ``F.linear`` (the adjusted row is not)."""
+    def _measured_on_linear(self) -> list[float]:  # the adjusted row is not measured on F.linear
         return [r.per_token for r in self.rows if r.status == "measured" and r.call_path == "F.linear"]
 
     @property
@@ -148,25 +141,9 @@ class VerdictTable:
                 f"driver {s['driver']}, measured {s['date']}")
 
 
-def _predicted_kernel_searched(workload: Workload, measured_dense: dict) -> tuple[float, str]:
-    """The searched algorithm's kernel time was never recorded: the model predicts 2:4; dense is measured."""
-    from ..request.inputs import gemm_shapes
-    from ..roofline import predict
-
-    shapes = gemm_shapes(workload.model, "decode", workload.batch)
-    dense = sparse = 0.0
-    for kind in workload.pruned:
-        M, N, K = shapes[kind]
-        dense += measured_dense[(M, N, K)]["dense_ms"]
-        # l2="flushed": the dense kernel times it sits beside were measured after an L2 flush, as bench does
-        sparse += predict(M, N, K, workload.dtype, GPU, scenario="kernel", algorithm="searched", l2="flushed").sparse_us * 1e-3
-    return dense / sparse, "the 2:4 kernel times predicted by twofour.roofline (searched algorithm, tile model); dense measured"
-
-
 def _replaced_note(replaced: list[str]) -> str:
-    if not replaced:
-        return ""
-    return f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
+    return (f"flagged timings replaced: {', '.join(replaced)} (twofour.bench.trusted.FLAG_RULES)"
+            if replaced else "")
 
 
 @functools.lru_cache(maxsize=4)
@@ -175,6 +152,8 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
     from ..bench import recorded_alg_search
     from ..bench.trusted import trusted_gemm_table
     from ..dispatch.rules import cusparselt_version_str
+    from ..request.inputs import gemm_shapes
+    from ..roofline import predict
 
     res = verdict_results()
     prov = res.provenance
@@ -201,11 +180,18 @@ def verdict_table(workload: Workload = CHAT, gpu: str = GPU) -> VerdictTable:
             note = (f"adjustment, not a measurement on F.linear: the direct call's times plus "
                     f"{cost['range_us'][0]:.1f}-{cost['range_us'][1]:.1f} us per GEMM (gate/up: the median, its F.linear "
                     "timing is flagged); prefill is the default algorithm's on F.linear")
-        else:  # the searched algorithm in kernel mode was never timed: the model fills in
-            decode, note = _predicted_kernel_searched(workload, trusted_gemm_table(res, "float16", "kernel"))
+        else:  # never timed in kernel mode: the model predicts the searched 2:4 kernels, dense is measured
+            shapes = [gemm_shapes(workload.model, "decode", workload.batch)[k] for k in workload.pruned]
+            dense_ms = trusted_gemm_table(res, "float16", "kernel")
+            # l2="flushed": the dense kernel times beside it were measured after an L2 flush, as bench does
+            decode = sum(dense_ms[shape]["dense_ms"] for shape in shapes) / sum(
+                predict(*shape, workload.dtype, GPU, scenario="kernel", algorithm="searched",
+                        l2="flushed").sparse_us * 1e-3 for shape in shapes)
             path, status, source = "model", "predicted", "twofour.roofline over the measured dense kernels"
-            note += (f"; fitted to the direct call's sweep (in-fit errors up to {searched_fit_error():.0%}, no held-out "
-                     "check); prefill is the default algorithm's, measured")
+            note = ("the 2:4 kernel times predicted by twofour.roofline (searched algorithm, tile model); "
+                    "dense measured; fitted to the direct call's sweep (in-fit errors up to "
+                    f"{searched_fit_error():.0%}, no held-out check); prefill is the default algorithm's, "
+                    "measured")
         if decode is None:
             raise ValueError(f"row {key!r}: the recorded data has no decode GEMMs of this workload in mode {mode!r}")
         est = estimate(workload, gpu, gemm_speedup={"decode": decode, "prefill": prefill})
@@ -301,10 +287,8 @@ def checklist_markdown(chapters: str = "", calculator: str = "../calculator/inde
 
 def calculator_verdict(t: VerdictTable | None = None) -> dict:
     """What the request calculator opens on: the worked deployment with its least biased GEMM speedups.
-
-    Decode: the GEMM-chain traces' speedup (the one-GEMM graph bench flatters 2:4 at decode);
-    prefill: the graph bench's, whose per-call bias is small beside a prefill GEMM. So its
-    per-token number is the home page's.
+    Decode: the GEMM-chain traces' (the one-GEMM graph bench flatters 2:4 at decode); prefill: the
+    graph bench's, whose per-call bias is small beside a prefill GEMM.
     """
     from ..roofline.mechanism import why
 
@@ -321,9 +305,7 @@ def calculator_verdict(t: VerdictTable | None = None) -> dict:
 
 
 def calculator_opening(t: VerdictTable | None = None) -> dict:
-    """:func:`calculator_verdict` as the calculator's fields show it (``VERDICT`` in ``docs/js/calc/data.js``).
-
-    The GEMM speedups are rounded to 3 decimals, as the calculator's fields show them.
+    """:func:`calculator_verdict` rounded as the calculator's fields show it (``docs/js/calc/data.js``).
 
     >>> calculator_opening()["gpu"], calculator_opening()["row"]
     ('H200', 'chain')
@@ -410,18 +392,9 @@ _QUOTE = re.compile(r"(<!--\s*verdict:([a-z0-9-]+)\s*-->)(.*?)(<!--\s*/verdict\s
 _CHECKLIST = re.compile(r"(<!--\s*checklist\s*-->)(.*?)(<!--\s*/checklist\s*-->)", re.S)
 
 
-def _checklist_for(page_src: str) -> str:
-    """The checklist with links relative to ``page_src`` (a path in the site: ``index.md``, ``notebooks/07-....ipynb``)."""
-    here = posixpath.dirname(page_src) or "."
-    chapters = posixpath.relpath("notebooks", here)
-    return checklist_markdown("" if chapters == "." else chapters + "/", posixpath.relpath("calculator/index.md", here))
-
-
 def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> str:
-    """``text`` with every quoted verdict number and the checklist set to their computed values.
-
-    The markers stay, so filling twice changes nothing. An unknown key raises, naming it.
-    ``quotes``: :func:`quoted_numbers`, when the caller computed it once for many pages.
+    """``text`` with every quoted verdict number and the checklist set to their computed values; the
+    markers stay, an unknown key raises. ``quotes``: :func:`quoted_numbers`, computed once for many pages.
 
     >>> fill_quotes("at <!-- verdict:eager -->?<!-- /verdict --> the speed", "index.md") == (
     ...     f"at <!-- verdict:eager -->{quoted_numbers()['eager']}<!-- /verdict --> the speed")
@@ -434,15 +407,15 @@ def fill_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) 
             raise KeyError(f"{page_src}: <!-- verdict:{m.group(2)} --> is not a quoted number; known: {sorted(quotes)}")
         return m.group(1) + quotes[m.group(2)] + m.group(4)
 
-    text = _QUOTE.sub(number, text)
-    return _CHECKLIST.sub(lambda m: m.group(1) + "\n" + _checklist_for(page_src) + m.group(3), text)
+    here = posixpath.dirname(page_src) or "."  # the checklist's links are relative to the page
+    chapters = posixpath.relpath("notebooks", here)
+    checklist = checklist_markdown("" if chapters == "." else chapters + "/",
+                                   posixpath.relpath("calculator/index.md", here))
+    return _CHECKLIST.sub(lambda m: m.group(1) + "\n" + checklist + m.group(3), _QUOTE.sub(number, text))
 
 
 def stale_quotes(text: str, page_src: str, quotes: dict[str, str] | None = None) -> list[str]:
-    """One line per quote in ``text`` whose value differs from the computed one (empty: all current).
-
-    ``quotes`` as for :func:`fill_quotes`.
-    """
+    """One line per stale quote in ``text`` (empty: all current); ``quotes`` as for :func:`fill_quotes`."""
     def quotes_in(s: str) -> list[str]:
         return [m.group(0) for pattern in (_QUOTE, _CHECKLIST) for m in pattern.finditer(s)]
 

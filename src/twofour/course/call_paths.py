@@ -1,9 +1,8 @@
 """The call paths behind the verdict's rows: F.linear against the direct library call, and the sweep as it was.
 
-The algorithm sweep (``cslt-algsearch-*.json``) timed ``torch._cslt_sparse_mm`` directly on an
-``x`` already padded; PyTorch's path is ``F.linear`` on a ``to_sparse_semi_structured`` weight,
-which pads, copies and wraps. :func:`linear_path_cost` measures what ``F.linear`` adds per call,
-:func:`searched_on_linear` adds it to the sweep's fastest algorithms (an adjustment, labelled so).
+The algorithm sweep timed ``torch._cslt_sparse_mm`` on a padded ``x``; ``F.linear`` pads, copies and
+wraps, and what that adds per call (:func:`linear_path_cost`) is added to the sweep's times
+(:func:`searched_on_linear`).
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ __all__ = ["linear_path_cost", "searched_on_linear", "searched_fit_error", "swee
 
 
 def linear_path_cost(workload: Workload = CHAT) -> dict:
-    """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, measured, per pruned decode GEMM.
-
-    Algorithm 0 timed both ways (graph replays, L2 flushed): ``F.linear`` in :data:`BENCH_FILE`, the
-    direct call in :data:`SWEEP_FILE`. A GEMM whose ``F.linear`` timing is flagged gets the median of
-    the others. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us", "source"}``.
+    """F.linear's cost per call beyond the direct ``torch._cslt_sparse_mm``, per pruned decode GEMM:
+    algorithm 0 timed both ways (graph replays, L2 flushed); a GEMM whose ``F.linear`` timing is flagged
+    gets the others' median. Returns ``{"by_kind": {kind: us}, "rule": {kind: rule}, "range_us", "source"}``.
 
     >>> c = linear_path_cost()
     >>> c["rule"]["gate_proj"], [round(x, 1) for x in c["range_us"]]

@@ -1,8 +1,7 @@
 """What a lossy step did to a weight: how much of it survived, and how far the layer's output moved.
 
-Pruning (on purpose): :func:`mass_kept`. Packing an invalid weight with PyTorch's CUTLASS
-conversion (by accident): :func:`pytorch_cutlass_roundtrip` and :func:`silent_drop`, which
-measures what it dropped without saying so.
+Pruning (on purpose): :func:`mass_kept`. Packing an invalid weight with PyTorch's CUTLASS conversion
+(by accident): :func:`silent_drop` measures what :func:`pytorch_cutlass_roundtrip` silently dropped.
 
 >>> import torch
 >>> W = torch.tensor([[1.0, 2.0, 3.0, 0.0] * 16] * 32, dtype=torch.float16)  # 3 non-zeros per group
@@ -57,8 +56,8 @@ def mass_kept(W: torch.Tensor, W_after: torch.Tensor) -> MassKept:
 
 
 def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tensor) -> float:
-    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius norms), in float32 (16-bit matmuls
-    are slow on many CPUs and would add their own rounding to the difference measured).
+    """``||x @ W_after.T - x @ W.T|| / ||x @ W.T||`` (Frobenius), in float32: 16-bit matmuls are slow on
+    many CPUs and add their own rounding.
 
     >>> W = torch.eye(4)
     >>> relative_output_error(W, 0.5 * W, torch.ones(3, 4))
@@ -78,11 +77,9 @@ def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tenso
 
 
 def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
-    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, both on ``W``'s device.
-
-    The functions ``to_sparse_semi_structured`` uses for its CUTLASS backend, which also run on
-    the CPU and do not check the 2:4 pattern: a group with more than two non-zeros comes back with
-    only two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
+    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, on ``W``'s device (CPU too).
+    The conversion does not check the 2:4 pattern: a group with more than two non-zeros comes back
+    with two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
 
     >>> W = torch.tensor([[1.0, 2.0, 3.0, 4.0] * 16] * 32, dtype=torch.float16)
     >>> pytorch_cutlass_roundtrip(W)[0, :4].tolist()   # no error, two values silently gone
@@ -112,12 +109,10 @@ def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SilentDrop:
-    """What PyTorch's CUTLASS round trip did to a weight. Build it with :func:`silent_drop`.
-
-    ``elements_dropped``: non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups``
-    groups of 4; ``mass_lost``, ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``:
-    relative error of ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``).
-    """
+    """What PyTorch's CUTLASS round trip did to a weight (:func:`silent_drop`): ``elements_dropped``,
+    non-zeros of ``W`` that came back zero, in ``groups_hit`` of ``num_groups`` groups of 4; ``mass_lost``,
+    ``energy_lost``: ``1 -`` :class:`MassKept`'s fractions; ``output_error``: relative error of
+    ``x @ W_back.T``; ``exact``: W came back unchanged (``-0.0`` may become ``+0.0``)."""
 
     elements_dropped: int
     groups_hit: int
@@ -138,10 +133,8 @@ class SilentDrop:
 
 
 def silent_drop(W: torch.Tensor, x: torch.Tensor) -> SilentDrop:
-    """Round-trip ``W`` through PyTorch's CUTLASS conversion and measure what was lost, silently.
-
-    ``W``: ``[N, K]`` as for :func:`pytorch_cutlass_roundtrip`; ``x``: ``[M, K]`` for the output error.
-    """
+    """Round-trip ``W`` (as for :func:`pytorch_cutlass_roundtrip`) and measure what was silently lost;
+    ``x``: ``[M, K]`` for the output error."""
     W_back = pytorch_cutlass_roundtrip(W)
     dropped = nonzero_mask(W) & ~nonzero_mask(W_back)
     N, K = W.shape

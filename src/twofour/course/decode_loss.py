@@ -1,9 +1,7 @@
 """Why PyTorch's default 2:4 kernel loses at decode, as pages quote it, and the step beside the bench.
 
-Pages quote :func:`decode_loss_explanation` between ``<!-- verdict:decode-loss -->`` markers
-(:func:`twofour.course.answer.fill_quotes`), so no page words it differently; its words and figures
-live in :mod:`twofour.roofline.mechanism`. :func:`step_against_graphs` sets the GEMM-chain traces
-beside the bench's one-GEMM CUDA graphs at the M both have.
+Pages quote :func:`decode_loss_explanation` (``<!-- verdict:decode-loss -->``), so none words it
+differently; its words and figures live in :mod:`twofour.roofline.mechanism`.
 """
 
 from __future__ import annotations
@@ -24,11 +22,9 @@ def decode_loss_explanation() -> str:
 
 
 def step_against_graphs() -> dict:
-    """The GEMM-chain traces against the bench's one-GEMM CUDA graphs and kernel times, at the traces' M.
-
-    Returns ``{"M", "step_gemm", "step_wall"`` (the traces: GEMM kernel sums and wall span per
-    step, dense over 2:4), ``"graph", "kernel"`` (the bench, time-weighted over the same seven
-    GEMMs), ``"idle_us_dense", "idle_us_sparse"`` (GPU idle per kernel in the step) ``}``.
+    """The GEMM-chain traces against the bench's one-GEMM CUDA graphs and kernel times, at the traces' M:
+    ``step_gemm``, ``step_wall``: the traces' GEMM kernel sums and wall span per step, dense over 2:4;
+    ``graph``, ``kernel``: the bench over the same seven GEMMs; ``idle_us_*``: GPU idle per kernel.
 
     >>> s = step_against_graphs()
     >>> s["M"], s["step_wall"] < s["graph"]

@@ -1,8 +1,6 @@
 """The worked deployment every verdict quotes: which GPU, which workload, which recorded files.
 
-Kept apart from :mod:`twofour.course.answer` (which builds the verdict table from it) so that the
-modules the table uses, :mod:`~twofour.course.call_paths` and :mod:`~twofour.course.decode_loss`,
-read the same deployment without importing the table.
+Apart from :mod:`twofour.course.answer`, so the modules its table uses read it without importing the table.
 
 >>> GPU, CHAT.batch, CHAT.prompt_len, CHAT.output_len
 ('H200', 1, 512, 256)
@@ -25,10 +23,8 @@ SWEEP_FILE = "cslt-algsearch-nvidia-h200-20261130.json"
 
 
 def verdict_results(name: str = BENCH_FILE):
-    """The recorded results file the verdict's measured rows read (:data:`BENCH_FILE`, shipped in ``twofour/data``).
-
-    One file: another recorded file repeats some Llama-3-8B shapes, and a verdict names one measurement.
-    """
+    """The recorded results file the verdict's measured rows read: one, as another recorded file
+    repeats some Llama-3-8B shapes and a verdict names one measurement."""
     from ..bench import recorded_results
 
     for res in recorded_results("gpu"):

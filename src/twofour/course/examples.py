@@ -1,9 +1,8 @@
 """Reproducible weights for the chapters: one small *trained* weight and three half-zero weights.
 
-A random Gaussian matrix is a poor stand-in for a trained weight: training makes some input
-features matter far more than others, so the large weights bunch up in a few columns, which
-decides what a 2:4 pattern costs against unstructured pruning. So the chapters also use a weight
-really trained, in seconds on a laptop CPU, seeded so every run gets the same weight:
+A random Gaussian matrix is a poor stand-in for a trained weight: training bunches the large
+weights in the columns of the features that matter, which decides what a 2:4 pattern costs against
+unstructured pruning. So the chapters also use a weight trained in seconds on a CPU, seeded:
 
 * **Task.** Only ``informative`` of the ``in_features`` standard-normal inputs carry signal: the
   target is a fixed random two-layer ReLU "teacher" on those alone; the rest are distractors.
@@ -33,13 +32,10 @@ __all__ = ["TrainedExample", "trained_example", "prune_unstructured", "half_zero
 
 @dataclass(frozen=True)
 class TrainedExample:
-    """A trained student network and the data to evaluate it. Build it with :func:`trained_example`.
-
-    ``W`` is a float32 copy of the first layer's weight (edit freely); ``model`` the student in eval
-    mode; ``x_eval, y_eval`` the held-out set; ``informative`` the input features that carry signal;
-    ``loss_start, loss_end`` held-out MSE before and after training; ``baseline_loss`` the error of
-    always predicting zero, for scale; ``description`` says exactly what was trained.
-    """
+    """A trained student network and the data to evaluate it (:func:`trained_example`): ``W``, a float32
+    copy of the first layer's weight; ``x_eval, y_eval``: the held-out set; ``informative``: the input
+    features that carry signal; ``loss_start, loss_end``: held-out MSE before and after training;
+    ``baseline_loss``: the error of always predicting zero."""
 
     W: torch.Tensor = field(repr=False)
     model: torch.nn.Sequential = field(repr=False)
@@ -78,11 +74,8 @@ def trained_example(
     batch: int = 256,
     n_eval: int = 2048,
 ) -> TrainedExample:
-    """Train the small student described in the module docstring and return it with its data.
-
-    Deterministic for a given ``seed`` (the global RNG state and thread count are left as they
-    were). ``steps`` AdamW steps of ``batch`` fresh samples; ``n_eval`` held-out samples.
-    """
+    """Train the student of the module docstring: ``steps`` AdamW steps of ``batch`` fresh samples,
+    ``n_eval`` held out; deterministic for a ``seed`` (the global RNG state and thread count are kept)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     sizes = dict(in_features=in_features, hidden=hidden, out_features=out_features, informative=informative,
@@ -92,9 +85,8 @@ def trained_example(
     if informative > in_features:
         raise ValueError(f"informative must be at most in_features={in_features}, got {informative}")
 
-    # Single-threaded: at this size extra threads only add synchronisation (measured 5x slower with
-    # two threads on a busy 2-core machine), and single-threaded float sums give the same bits on
-    # every machine, so the "trained weight" is the same weight everywhere.
+    # Single-threaded: at this size extra threads only add synchronisation, and single-threaded
+    # float sums give the same bits on every machine, so the trained weight is the same everywhere.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -150,10 +142,8 @@ def trained_example(
 
 
 def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
-    """Zero the ``round(sparsity * numel)`` smallest-magnitude elements of ``W``, wherever they are.
-
-    The baseline 2:4 is compared against. Ties drop the earlier element in row-major order first.
-    Returns ``(W_pruned, mask)`` like :func:`twofour.prune`; dropped elements become ``+0.0``.
+    """Zero the ``round(sparsity * numel)`` smallest-magnitude elements of ``W``, wherever they are (the
+    baseline of 2:4), ties earlier in row-major order first: ``(W_pruned, mask)`` like :func:`twofour.prune`.
 
     >>> Wp, mask = prune_unstructured(torch.tensor([[4.0, -1.0, 3.0, 2.0]]))
     >>> Wp.tolist(), int(mask.sum())

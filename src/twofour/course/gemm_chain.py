@@ -1,16 +1,16 @@
 """The per-token headline from the least biased stored evidence: the GEMM-chain traces, and how far the bench is off.
 
-The **GEMM-chain traces** (``twofour/data/traces``) are CUDA-graph replays of 14 ``F.linear`` calls,
-the seven pruned projections of two Llama-3-8B blocks at M = 16, fp16: not decode steps, but their
-kernels run back to back with no L2 flush and no host launch in the window, as a serving step runs
-them. The **one-GEMM graph bench** replayed each GEMM alone from an idle device after an L2 flush:
-that adds time to both sides, more to the memory-bound dense kernel, pulling every ratio toward 1.
+The **GEMM-chain traces** (``twofour/data/traces``) replay the seven pruned projections of two
+Llama-3-8B blocks at M = 16, fp16, in a CUDA graph: not decode steps, but kernels back to back with
+no L2 flush or host launch, as a serving step runs them. The **one-GEMM graph bench** replayed each
+GEMM alone from an idle device after an L2 flush, which adds more time to the memory-bound dense
+kernel than to 2:4, pulling every ratio toward 1.
 
-:func:`chain_headline` derives from the chain, per projection at M = 16 (each GEMM's kernels plus
-the chain's idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the
-2:4 path's pad fill and copy), bf16 (each bf16 graph time less the fp16 bias of the same projection
-and side, checked against the unflushed bf16 kernel table), per token (:func:`twofour.request.estimate`),
-and a bracket for the fastest of algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
+:func:`chain_headline` derives from the chain, per projection at M = 16 (its kernels plus the chain's
+idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the 2:4 path's pad
+fill and copy), bf16 (each bf16 graph time less the fp16 bias, checked against the unflushed bf16
+kernel table), per token (:func:`twofour.request.estimate`), and a bracket for the fastest of
+algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
 
 Example:
     >>> h = chain_headline()
@@ -70,10 +70,8 @@ def chain_rows() -> list[dict]:
 
 
 def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
-    """Decode GEMMs at ``M`` from the graph bench with each projection's M = 16 bias (graph minus chain) taken off.
-
-    Returns ``{"bench": ratio as timed, "corrected": ratio with the bias off}``. Assumes the
-    per-call bias (host launch and L2 write-back) does not change with M.
+    """Decode GEMMs at ``M`` from the graph bench, ``{"bench": as timed, "corrected": with each projection's
+    M = 16 bias taken off}``, assuming the per-call bias (host launch, L2 write-back) does not change with M.
 
     >>> c = corrected_gemm(64)
     >>> c["corrected"] < c["bench"]
@@ -99,12 +97,10 @@ def corrected_gemm(M: int, dtype: str = "float16") -> dict[str, float]:
 
 @functools.lru_cache(maxsize=1)
 def chain_headline() -> dict:
-    """The headline figures, derived as the module docstring says.
-
-    ``fp16``, ``bf16``: ``{"gemm_m16", "gemm", "per_token"}``; ``bench``: the graph bench's (the
-    verdict's ``graph`` row); ``bias_us``: ``{"dense": (lo, hi), "sparse": (lo, hi)}`` per call;
-    ``bf16_check``; ``searched_gemm`` and ``searched``: ``(low, high)``; ``pad_us``.
-    """
+    """The headline figures, derived as the module docstring says: ``fp16``, ``bf16`` (``{"gemm_m16", "gemm",
+    "per_token"}``), ``bench`` (the verdict's ``graph`` row), ``bias_us`` (per call, ``{side: (lo, hi)}``),
+    ``bf16_check``, ``searched_gemm`` and ``searched`` (``(low, high)``), ``pad_us``."""
+    from ..bench import recorded_alg_search
     from ..dispatch.kernels import recorded_reports
     from ..roofline.evidence import helper_costs
     from ..roofline.tiles import kernel_role
@@ -138,24 +134,17 @@ def chain_headline() -> dict:
         for r in recorded_reports() if (r.M, r.N, r.K, r.dtype) == (16, gate["N"], gate["K"], "bfloat16")}
     out["bf16_check"] = {"corrected_dense": gate["bf16_dense"], "corrected_sparse": gate["bf16_sparse"],
                          "table_dense": table.get("dense"), "table_sparse": table.get("sparse")}
-    out["searched_gemm"] = _searched_bracket(rows)
-    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
-    return out
-
-
-def _searched_bracket(rows: list[dict]) -> tuple[float, float]:
-    """Decode GEMMs with the sweep's fastest algorithm (direct call, M = 16), its graph bias taken off two ways."""
-    from ..bench import recorded_alg_search
-
+    # the sweep's fastest algorithm (direct call, M = 16), less algorithm 0's 2:4 bias (low) or dense's (high)
     sweep = {(c["N"], c["K"]): c for c in recorded_alg_search() if c["M"] == 16}
     dense = sum(r["chain_dense"] for r in rows)
     low = high = 0.0
     for r in rows:
         c = sweep[(r["N"], r["K"])]
-        best, default = c["best"]["ms"] * 1e3, c["default_ms"] * 1e3
-        low += best - (default - r["chain_sparse"])            # algorithm 0's 2:4 bias in the sweep
-        high += best - (c["dense_ms"] * 1e3 - r["chain_dense"])  # dense's bias in the sweep
-    return dense / low, dense / high
+        low += c["best"]["ms"] * 1e3 - (c["default_ms"] * 1e3 - r["chain_sparse"])
+        high += c["best"]["ms"] * 1e3 - (c["dense_ms"] * 1e3 - r["chain_dense"])
+    out["searched_gemm"] = (dense / low, dense / high)
+    out["searched"] = tuple(per_token(g, "fp16") for g in out["searched_gemm"])
+    return out
 
 
 def headline_sentence() -> str:

@@ -1,7 +1,7 @@
 """Chapter 4's reading of the fitted kernel model: its worst misses, its crossovers against the measured ones, the host costs.
 
-The fit and its error tables are the toolkit's (:mod:`twofour.roofline.calibration`); the error
-tables per dtype and M regime are :func:`twofour.course.figures.kernel_launch.error_rows`.
+The fit is :mod:`twofour.roofline.calibration`'s, its error tables
+:func:`twofour.course.figures.kernel_launch.error_rows`.
 
 Example:
     >>> [r["measured"] for r in crossovers()]
@@ -27,12 +27,11 @@ def _first_win(series) -> int | None:
 
 
 def crossovers(dtype: str = "fp16") -> list[dict]:
-    """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays, measured and predicted.
-
-    ``measured``: the smallest recorded M from which every larger one wins (None: never in the run);
-    ``predicted_at_recorded_m``: the same rule on the model at the same Ms; ``predicted``: the model's
-    first winning M of all (:func:`twofour.roofline.crossover_m`: the saw-toothed curve can win past
-    a tile boundary and lose again); ``predicted_serving``: as a serving engine runs (clean L2).
+    """Per Llama-3-8B weight shape, the first M where 2:4 beats dense in CUDA-graph replays:
+    ``measured``, the smallest recorded M from which every larger one wins (None: never);
+    ``predicted_at_recorded_m``: the same on the model; ``predicted``: the model's first winning M
+    (:func:`twofour.roofline.crossover_m`; the saw-toothed curve can win past a tile boundary and lose
+    again); ``predicted_serving``: as a serving engine runs (clean L2).
 
     Example:
         >>> rows = {r["layer"]: r for r in crossovers()}
@@ -63,10 +62,8 @@ def crossovers(dtype: str = "fp16") -> list[dict]:
 
 
 def misses(n: int = 3) -> dict:
-    """What the per-regime medians hide: the worst misses in and out of the fit, and the crossovers.
-
-    ``in_sample`` / ``held_out``: the ``n`` largest ``|predicted / measured - 1|`` of the 2:4
-    speedup, in the fit set and on the held-out Llama-3-70B shapes; ``crossovers``: :func:`crossovers`.
+    """What the per-regime medians hide: ``in_sample`` / ``held_out``, the ``n`` largest ``|predicted /
+    measured - 1|`` of the 2:4 speedup in the fit set and on the held-out Llama-3-70B shapes; ``crossovers``.
 
     Example:
         >>> m = misses()
@@ -77,19 +74,15 @@ def misses(n: int = 3) -> dict:
     fit_set = [p for p in fit_points(points()) if p.extra.get("mode") != "trace" and p.origin == "measured"]
     in_sample = [{**error_row(p, predicted_speedup(p, params)), "mode": p.extra["mode"]} for p in fit_set]
     held = load_fit()["errors"]["held_out"]["points"]
-
-    def worst(rows):
-        return sorted(rows, key=lambda r: -r["rel_err"])[:n]
-
-    return {"in_sample": worst(in_sample), "held_out": worst(held), "crossovers": crossovers("fp16")}
+    worst = {key: sorted(rows, key=lambda r: -r["rel_err"])[:n] for key, rows in (("in_sample", in_sample),
+                                                                                  ("held_out", held))}
+    return {**worst, "crossovers": crossovers("fp16")}
 
 
 def host_costs() -> list[dict]:
-    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts imply.
-
-    The eager scenario takes each call as ``max(kernel, host)``, so a host-bound published eager
-    timing implies the host cost: the predicted dense eager time over the measured speedup. None
-    where no host cost explains it (the 2:4 kernel alone is slower than the implied time).
+    """The eager scenario's host cost per 2:4 call (``host_sparse_us``): this run's, and what published hosts
+    imply. Eager calls take ``max(kernel, host)``, so a host-bound published timing implies the host cost:
+    the predicted dense eager time over the measured speedup (None where the 2:4 kernel alone is slower).
 
     Example:
         >>> rows = host_costs()

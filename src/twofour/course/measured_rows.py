@@ -1,6 +1,5 @@
-"""Measured kernel data as rows of numbers: what chapter 4's bandwidth figure plots and the
-decode-loss explanation quotes, without matplotlib (a page that needs only the numbers does not
-import the plotting stack). :func:`measured_on` names where and when data was measured.
+"""Measured kernel data as rows of numbers, for chapter 4's bandwidth figure and the decode-loss
+explanation, without importing matplotlib. :func:`measured_on` names where and when data was measured.
 
 Example:
     >>> from twofour.bench import recorded_results
@@ -17,7 +16,7 @@ __all__ = ["measured_on", "bandwidth_rows", "decode_bandwidth_range"]
 
 
 def measured_on(gpu: str, date: str | None = None) -> str:
-    """How a plot of measured data names where and when it was measured (vendor prefix dropped, day kept).
+    """Where and when data was measured, as a plot names it.
 
     Example:
         >>> measured_on("NVIDIA H200", "2026-11-30T15:07:22+00:00")

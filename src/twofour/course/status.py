@@ -1,10 +1,7 @@
 """The "2:4 in late 2026" status box: one text, shown on the home page and in chapters 0, 3 and 7.
 
-The text lives in one file, ``twofour/course/data/status.md``, so the four copies cannot drift: the
-home page includes it with the site's snippet syntax, and a chapter shows it with one hidden-input
-cell, ``status_box()``, whose Markdown output Jupyter, Colab and the site's notebook hook render.
-The file is Markdown in one ``<div class="admonition ..." markdown="1">``: an admonition in
-Material, a title paragraph and a list in Jupyter.
+The text lives in one file, ``twofour/course/data/status.md``, so the copies cannot drift: the home
+page includes it (snippet syntax), a chapter shows it with one hidden-input cell, ``status_box()``.
 
 >>> STATUS_DATE
 '2026-11-30'

@@ -1,9 +1,8 @@
 """Tabular results that read: an HTML table in Jupyter, Colab and on the site; aligned text elsewhere.
 
-A table printed with f-strings is wider than a phone and breaks wherever the page wraps it.
-:func:`table` keeps the rows as data: a notebook displays an HTML ``<table>`` (numbers
-right-aligned, sideways scrolling on a narrow screen), ``print(t)`` aligned plain text, and
-``t.to_markdown()`` a Markdown table for prose.
+:func:`table` keeps the rows as data (an f-string table is wider than a phone): a notebook shows an
+HTML ``<table>`` (numbers right-aligned, scrolling sideways on a narrow screen), ``print(t)``
+aligned text, ``t.to_markdown()`` a Markdown table.
 
 Example:
     >>> from twofour.course.tables import table
@@ -36,10 +35,6 @@ __all__ = ["Table", "table"]
 Format = str | Callable[[Any], str]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Number) and not isinstance(value, bool)
-
-
 def _format(value: Any, fmt: Format | None) -> str:
     if value is None:
         return ""
@@ -52,8 +47,7 @@ def _format(value: Any, fmt: Format | None) -> str:
     return str(value)
 
 
-# A word longer than this (a kernel name, a dotted module path) gets places where a narrow
-# column may break it: after each "_", "." and "/", so that the table fits instead of scrolling.
+# A word longer than this (a kernel name, a module path) may break after each "_", "." and "/", to fit.
 _LONG_WORD = 20
 _BREAK_AFTER = re.compile(r"(?<=[_./])")
 
@@ -72,10 +66,7 @@ def _cell_html(text: str) -> str:
 
 
 class Table:
-    """Rows of formatted cells with a header; shown as HTML in notebooks, as text elsewhere.
-
-    Build one with :func:`table`. ``numeric`` says which columns are numbers (right-aligned).
-    """
+    """Rows of formatted cells under a header (:func:`table`); ``numeric``: the right-aligned columns."""
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool],
                  caption: str | None = None):
@@ -117,24 +108,19 @@ class Table:
             cls = ' class="num"' if num else ""
             return f"<{tag}{cls}>{_cell_html(text)}</{tag}>"
 
-        parts = ['<table class="twofour-table">']
-        if self.caption:
-            parts.append(f"<caption>{html.escape(self.caption)}</caption>")
-        parts.append("<thead><tr>" + "".join(
-            cell("th", c, n).replace("<th", '<th scope="col"', 1) for c, n in zip(self.columns, self.numeric)
-        ) + "</tr></thead>")
-        parts.append("<tbody>")
-        for row in self.rows:
-            parts.append("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, self.numeric)) + "</tr>")
-        parts.append("</tbody></table>")
-        return "".join(parts)
+        caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        head = "".join(cell("th", c, n).replace("<th", '<th scope="col"', 1)
+                       for c, n in zip(self.columns, self.numeric))
+        body = "".join("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, self.numeric)) + "</tr>"
+                       for row in self.rows)
+        return (f'<table class="twofour-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
 
 
 def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str] | None = None, *,
           formats: Mapping[str, Format] | None = None, headers: Mapping[str, str] | None = None,
           caption: str | None = None) -> Table:
     """Make a :class:`Table` from rows of dicts (or of sequences, with ``columns``).
-
     ``columns``: which, in which order (default: the first dict's keys); ``formats``: per column, a
     format string (``"{:.2f}"``) or a function (else floats get 4 significant digits; None shows
     empty); ``headers``: per column, the header to show instead of its name; ``caption``: a line above.
@@ -169,7 +155,8 @@ def table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[s
                 raise ValueError(f"row {i} has {len(row)} cells, expected {len(columns)} (one per column {columns})")
             values.append(row)
     numeric = [
-        any(v is not None for v in col) and all(v is None or _is_number(v) for v in col)
+        any(v is not None for v in col)
+        and all(v is None or (isinstance(v, numbers.Number) and not isinstance(v, bool)) for v in col)
         for col in zip(*values)
     ] if values else [False] * len(columns)
     cells = [[_format(v, formats.get(c)) for v, c in zip(row, columns)] for row in values]

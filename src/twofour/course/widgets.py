@@ -1,8 +1,7 @@
 """ipywidgets calculators over :mod:`twofour.amdahl` and :mod:`twofour.request`, for Jupyter and Colab.
 
-On the static site these cells are hidden and the JavaScript calculator takes their place. Each
-calculator holds its controls, the last valid result and the current error, so it can be driven
-(and tested) without a display:
+On the static site the JavaScript calculator takes their place. Each calculator holds its controls,
+the last valid result and the current input error, so it can be driven (and tested) without a display:
 
 >>> calc = amdahl_calculator(p=0.87, s=1.78)
 >>> round(calc.result["speedup"], 3)
@@ -10,8 +9,6 @@ calculator holds its controls, the last valid result and the current error, so i
 >>> calc.controls["s"].value = 1.0
 >>> calc.result["speedup"]
 1.0
-
-Bad input shows a message next to the result and keeps the last valid result, not a traceback.
 """
 
 from __future__ import annotations
@@ -34,14 +31,26 @@ _WIDE = W.Layout(width="340px")
 _STYLE = {"description_width": "150px"}
 
 
+def _control(cls, description: str, layout=_WIDE, **kwargs):
+    """One input widget in the calculators' style."""
+    return cls(description=description, style=_STYLE, layout=layout, **kwargs)
+
+
 class _Calculator:
-    """Shared plumbing: a root widget, an HTML result, an error line, and notebook display."""
+    """Shared plumbing: a root widget, an HTML result, an error line shown instead of a traceback."""
 
     def __init__(self):
         self.result = None
         self.error = ""
         self.output = W.HTML()
         self.message = W.HTML()
+
+    def _start(self, controls: dict, widget) -> None:
+        """Hold ``controls`` and ``widget``, recompute on every change, and compute once now."""
+        self.controls, self.widget = controls, widget
+        for control in controls.values():
+            control.observe(lambda _change: self.update(), names="value")
+        self.update()
 
     def _repr_mimebundle_(self, **kwargs):  # display the widget when the object ends a cell
         return self.widget._repr_mimebundle_(**kwargs)
@@ -57,16 +66,10 @@ class AmdahlCalculator(_Calculator):
 
     def __init__(self, p: float = 0.87, s: float = 1.78):
         super().__init__()
-        self.controls = {
-            "p": W.FloatSlider(value=p, min=0.0, max=1.0, step=0.01, description="eligible fraction p",
-                               style=_STYLE, layout=_WIDE, readout_format=".2f"),
-            "s": W.FloatSlider(value=s, min=0.25, max=4.0, step=0.01, description="GEMM speedup s",
-                               style=_STYLE, layout=_WIDE, readout_format=".2f"),
-        }
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
-        self.widget = W.VBox([*self.controls.values(), self.message, self.output])
-        self.update()
+        slider = {"step": 0.01, "readout_format": ".2f"}
+        c = {"p": _control(W.FloatSlider, "eligible fraction p", value=p, min=0.0, max=1.0, **slider),
+             "s": _control(W.FloatSlider, "GEMM speedup s", value=s, min=0.25, max=4.0, **slider)}
+        self._start(c, W.VBox([*c.values(), self.message, self.output]))
 
     def update(self) -> None:
         p, s = self.controls["p"].value, self.controls["s"].value
@@ -99,11 +102,8 @@ _GROUPS = {
 
 
 class RequestCalculator(_Calculator):
-    """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel.
-
-    ``controls``: the input widgets by name; ``result``: the last valid
-    :class:`twofour.request.RequestEstimate`; ``error``: the current input problem ("" if none);
-    ``figure``: an ``ipywidgets.Image`` of the whole request's funnel.
+    """The request-time model behind a form: workload, GPU, GEMM speedup -> TTFT, TPOT, p, funnel;
+    ``result`` is a :class:`twofour.request.RequestEstimate`; ``figure`` an image of the request's funnel.
     """
 
     def __init__(self, model: str = LLAMA_3_8B.name, gpu: str = "H100", dtype: str = "bf16", batch: int = 1,
@@ -114,39 +114,32 @@ class RequestCalculator(_Calculator):
         gpus = [name for name, spec in GPUS.items() if spec.sparse_24]
         base = PRESETS.get(model, LLAMA_3_8B)
         c = {
-            "model": W.Dropdown(options=[*PRESETS, "custom"], value=model if model in PRESETS else "custom",
-                                description="model", style=_STYLE, layout=_WIDE),
-            "gpu": W.Dropdown(options=gpus, value=gpu, description="GPU", style=_STYLE, layout=_WIDE),
-            "dtype": W.Dropdown(options=list(DTYPE_BYTES), value=dtype, description="dtype", style=_STYLE, layout=_WIDE),
-            "batch": W.BoundedIntText(value=batch, min=1, max=1_000_000, description="batch", style=_STYLE, layout=_WIDE),
-            "prompt_len": W.BoundedIntText(value=prompt_len, min=1, max=100_000_000, description="prompt tokens",
-                                           style=_STYLE, layout=_WIDE),
-            "output_len": W.BoundedIntText(value=output_len, min=1, max=100_000_000, description="output tokens",
-                                           style=_STYLE, layout=_WIDE),
+            "model": _control(W.Dropdown, "model", options=[*PRESETS, "custom"],
+                              value=model if model in PRESETS else "custom"),
+            "gpu": _control(W.Dropdown, "GPU", options=gpus, value=gpu),
+            "dtype": _control(W.Dropdown, "dtype", options=list(DTYPE_BYTES), value=dtype),
+            "batch": _control(W.BoundedIntText, "batch", value=batch, min=1, max=1_000_000),
+            "prompt_len": _control(W.BoundedIntText, "prompt tokens", value=prompt_len, min=1, max=10**8),
+            "output_len": _control(W.BoundedIntText, "output tokens", value=output_len, min=1, max=10**8),
             "gemm_source": W.ToggleButtons(options=["predicted (roofline)", "measured"],
                                            value="measured" if measured_speedup else "predicted (roofline)",
                                            description="GEMM speedup", style=_STYLE),
-            "measured_speedup": W.BoundedFloatText(value=measured_speedup or 1.5, min=0.01, max=100.0, step=0.05,
-                                                   description="measured 2:4 GEMM x", style=_STYLE, layout=_WIDE),
-            "pruned": W.SelectMultiple(options=list(_GROUPS), value=list(_GROUPS)[:2], rows=3,
-                                       description="2:4 layers", style=_STYLE, layout=W.Layout(width="420px")),
-            "step_overhead_ms": W.BoundedFloatText(value=0.0, min=0.0, max=1000.0, step=0.1,
-                                                   description="overhead per step (ms)", style=_STYLE, layout=_WIDE),
+            "measured_speedup": _control(W.BoundedFloatText, "measured 2:4 GEMM x",
+                                         value=measured_speedup or 1.5, min=0.01, max=100.0, step=0.05),
+            "pruned": _control(W.SelectMultiple, "2:4 layers", W.Layout(width="420px"), options=list(_GROUPS),
+                               value=list(_GROUPS)[:2], rows=3),
+            "step_overhead_ms": _control(W.BoundedFloatText, "overhead per step (ms)", value=0.0, min=0.0,
+                                         max=1000.0, step=0.1),
+            **{f: _control(W.BoundedIntText, f, value=getattr(base, f), min=1, max=10**7)
+               for f in _CUSTOM_FIELDS},
         }
-        for field in _CUSTOM_FIELDS:
-            c[field] = W.BoundedIntText(value=getattr(base, field), min=1, max=10_000_000, description=field,
-                                        style=_STYLE, layout=_WIDE)
-        self.controls = c
         self.custom_box = W.VBox([c[f] for f in _CUSTOM_FIELDS])
         self.figure = W.Image(format="png")
-        for control in c.values():
-            control.observe(lambda _change: self.update(), names="value")
-        self.widget = W.HBox([
+        self._start(c, W.HBox([
             W.VBox([c["model"], self.custom_box, c["gpu"], c["dtype"], c["batch"], c["prompt_len"], c["output_len"],
                     c["gemm_source"], c["measured_speedup"], c["pruned"], c["step_overhead_ms"]]),
             W.VBox([self.message, self.output, self.figure]),
-        ])
-        self.update()
+        ]))
 
     def _config(self) -> TransformerConfig:
         c = self.controls

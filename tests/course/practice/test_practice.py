@@ -189,7 +189,7 @@ def test_library_recall_is_a_strong_signal_not_a_must_have(qid):
 def test_every_question_has_a_rubric_two_interviewers_grade_alike(qid):
     q = BANK.get(qid)
     assert 2 <= len(q.rubric.must) <= 5 and q.rubric.strong and q.rubric.red_flags
-    assert [grade for grade, _ in q.levels.items()] == list(GRADES)
+    assert [grade for grade, _ in q.levels] == list(GRADES)
     texts = [q.fill(t) for t in q.grading_texts()]
     offenders = [t for t in texts if _SITE_WORDS.search(t)]
     assert not offenders, f"{qid}: a rubric line needs this site's vocabulary: {offenders}"

@@ -1,19 +1,13 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric two
-interviewers grade alike, what a pass looks like at three grades, a worked answer, mistakes and
-follow-ups. No number is typed into the text: each is a named entry of the question's ``numbers``,
-computed by a short expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and referred to as
-``{{name}}``, so the answers change with the toolkit and a typo fails the tests. A quick check asks
-for one number and says what it is graded against, never a model's prediction.
+The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric, what a
+pass looks like at three grades, a worked answer, mistakes and follow-ups. No number is typed into
+the text: each is a named ``numbers`` entry, computed by an expression on the toolkit
+(``amdahl.speedup(0.87, 1.78)``) and referred to as ``{{name}}``, so the answers follow the toolkit.
 
-Expressions are parsed with :mod:`ast` and interpreted (:mod:`.expressions`), never ``eval``-ed,
-over an explicit registry (:mod:`.registry`); anything else is refused, naming the question, the
-expression and the offending part. The YAML is bounded too: size, nesting, UTF-8, aliases.
-
-Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the YAML, validated by :mod:`.schema`) ->
-:mod:`.questions` (the data model; numbers by :mod:`.expressions` over :mod:`.registry`) ->
-:mod:`.render` (Markdown for the site). This package re-exports their public names.
+Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the bounded YAML, validated by :mod:`.schema`) ->
+:mod:`.questions` (the data model; numbers interpreted by :mod:`.expressions` over :mod:`.registry`,
+never ``eval``-ed) -> :mod:`.render` (Markdown for the site). This package re-exports their public names.
 
 >>> from twofour.course.practice import load_bank
 >>> bank = load_bank()
@@ -38,7 +32,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
                       "transposable_patterns", "wave_count"),
                     ".helpers"),
     **dict.fromkeys(("load_bank", "parse_question"), ".load"),
-    **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Levels", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
+    **dict.fromkeys(("Accept", "Bank", "Design", "FollowUp", "Number", "Question", "QuickCheck", "Rubric"), ".questions"),
     **dict.fromkeys(("NEIGHBOURS_PAGE", "page_of", "render_markdown"), ".render"),
     **dict.fromkeys(("BANK_SCHEMA", "QUESTION_SCHEMA"), ".schema"),
     **dict.fromkeys(("BASES", "DEFAULT_BANK", "FORMULAS", "GRADES", "KINDS", "KINDS_BY_LEVEL", "LEVELS", "MAX_DRILLS",

@@ -11,10 +11,9 @@ A bank is data someone may share, so its expressions are data too. What one may 
   and ``value.method(...)`` only on a registered result type (:data:`~.registry.RESULT_TYPES`);
   calls only to registered functions and methods.
 
-Everything else is refused before anything runs, with a :class:`BankError` naming the expression
-and the offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused
-before it is computed (``9**9**9``), each registered function bounding its own inputs, and no
-registered call started after 10 s of work on one expression.
+Everything else is refused before anything runs, a :class:`BankError` naming the expression and the
+offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused before it is
+computed (``9**9**9``), each registered function its own inputs, no call started after 10 s of work.
 """
 
 from __future__ import annotations
@@ -201,7 +200,10 @@ class _Interpreter:
         a, b = self.value(node.left), self.value(node.right)
         op = type(node.op)
         if op is ast.Mod and type(a) is str:
-            return _check_value(_percent_format(a, b, node), node)
+            if "%" in _PERCENT.sub("", a):
+                raise _Refused(node, "uses a %-format directive a bank may not use (allowed: %d, %s, "
+                                     "%.2f ..., widths up to 99, no '*' or '(name)')")
+            return _check_value(a % b, node)
         if not (_is_number(a) and _is_number(b)):
             raise _Refused(node, f"applies {_ARITH[op][0]} to {type(a).__name__} and {type(b).__name__}; "
                                  "arithmetic is on numbers only")
@@ -241,11 +243,11 @@ class _Interpreter:
     def _IfExp(self, node):
         return self.value(node.body) if self.value(node.test) else self.value(node.orelse)
 
-    def _Tuple(self, node):
-        return _check_value(tuple(self.value(e) for e in node.elts), node)
-
     def _List(self, node):
-        return _check_value([self.value(e) for e in node.elts], node)
+        items = [self.value(e) for e in node.elts]
+        return _check_value(tuple(items) if isinstance(node, ast.Tuple) else items, node)
+
+    _Tuple = _List
 
     def _Dict(self, node):
         out = {}
@@ -265,19 +267,9 @@ class _Interpreter:
         return _check_value(base[index], node)
 
 
-def _percent_format(fmt: str, arg, node) -> str:
-    rest = _PERCENT.sub("", fmt)
-    if "%" in rest:
-        raise _Refused(node, "uses a %-format directive a bank may not use (allowed: %d, %s, %.2f ..., widths "
-                             "up to 99, no '*' or '(name)')")
-    return fmt % arg
-
-
 def evaluate_expression(expr: str, names=None):
-    """Evaluate one bank expression over :data:`NAMESPACE` plus ``names`` (earlier numbers).
-
-    Raises :class:`BankError` for anything not allowed (a typo names itself), values out of
-    bounds, and when a registered function raises.
+    """Evaluate one bank expression over :data:`NAMESPACE` plus ``names`` (earlier numbers); a
+    :class:`BankError` for anything not allowed, values out of bounds, or a registered function's error.
 
     >>> evaluate_expression("amdahl.speedup(0.5, 2.0)")
     1.3333333333333333
@@ -292,7 +284,7 @@ def evaluate_expression(expr: str, names=None):
     try:
         return _check_value(_Interpreter(scope).eval(tree.body), tree.body)
     except _Refused as r:
-        raise _refusal(expr, r) from None
+        raise BankError(f"expr {expr!r}: {_part(r.node)} {r.why}") from None
     except BankError:
         raise
     except RecursionError:
@@ -302,9 +294,7 @@ def evaluate_expression(expr: str, names=None):
 
 
 def check_expression(expr: str, names=()) -> None:
-    """Refuse ``expr`` now if its syntax or names are not allowed (nothing is evaluated).
-
-    ``names`` are the question's earlier numbers; :func:`~.load.load_bank` checks every number so.
+    """Refuse ``expr`` now if its syntax or names (``names``: the question's earlier numbers) are not allowed.
 
     >>> check_expression("amdahl.speedup(p, 2.0)", ["p"])
     >>> check_expression("estimate.__globals__")
@@ -313,10 +303,6 @@ def check_expression(expr: str, names=()) -> None:
     twofour.course.practice.terms.BankError: expr 'estimate.__globals__': 'estimate.__globals__' reaches the private attribute '__globals__'
     """
     _parsed(expr, {n: None for n in names})
-
-
-def _refusal(expr: str, r: _Refused) -> BankError:
-    return BankError(f"expr {expr!r}: {_part(r.node)} {r.why}")
 
 
 def _parsed(expr, names):
@@ -343,15 +329,14 @@ def _parsed(expr, names):
     try:
         _static_checks(tree, scope)
     except _Refused as r:
-        raise _refusal(expr, r) from None
+        raise BankError(f"expr {expr!r}: {_part(r.node)} {r.why}") from None
     return tree, scope
 
 
 def check_format(fmt) -> str:
-    """``fmt`` if it is a template a bank may use: text and one ``{}`` / ``{:spec}`` field, else BankError.
-
-    No field names, attributes or indexes (``{0.__class__}``) and widths or precisions of at most
-    two digits (``{:999999999}`` would fill memory).
+    """``fmt`` if it is a template a bank may use: text and one ``{}`` / ``{:spec}`` field, else BankError:
+    no field names, attributes or indexes (``{0.__class__}``), widths and precisions of at most two
+    digits (``{:999999999}`` would fill memory).
 
     >>> check_format("{:.3f}x")
     '{:.3f}x'

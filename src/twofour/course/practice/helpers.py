@@ -88,8 +88,7 @@ def _measured_table(mode: str) -> dict:
 
 
 def measured_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", mode: str = "graph", what: str = "speedup") -> float:
-    """One GEMM as the project's H200 run measured it: ``what`` is ``"speedup"`` (dense / 2:4),
-    ``"dense_us"`` or ``"sparse_us"``; ``mode`` how the call was timed (``"graph"``, ``"lone"`` ...).
+    """One GEMM timed on the H200 in ``mode``: ``what`` is ``"speedup"``, ``"dense_us"`` or ``"sparse_us"``.
 
     >>> round(measured_gemm(1, 4096, 14336), 2)          # Llama-3-8B down_proj, one token
     0.43
@@ -119,9 +118,7 @@ def measured_phase_speedup(workload: request.Workload, phase: str, mode: str = "
 
 
 def replaced_timings(workload: request.Workload, phase: str, mode: str = "graph") -> str:
-    """Which timings of ``phase`` a named rule replaced because they were flagged, as text ("none" if none).
-
-    The lookup of :func:`measured_phase_speedup`, in the words of :data:`twofour.bench.trusted.FLAG_RULES`.
+    """Which flagged timings of ``phase`` a named rule (:data:`twofour.bench.trusted.FLAG_RULES`) replaced.
 
     >>> replaced_timings(request.Workload(models.LLAMA_3_8B, 64, 512, 256), "decode")
     'k_proj M=64: dense-at-larger-m, v_proj M=64: dense-at-larger-m'
@@ -172,20 +169,17 @@ def first_torch_pinning(min_version: int) -> str:
     >>> first_torch_pinning(dispatch_rules.MIN_CUSPARSELT_FOR_BLACKWELL)
     '2.8.0'
     """
-    def version(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
-    for torch_version in sorted(dispatch_rules.TORCH_CUSPARSELT_PINS, key=version):
-        major, minor, patch = version(dispatch_rules.TORCH_CUSPARSELT_PINS[torch_version])
+    pins = dispatch_rules.TORCH_CUSPARSELT_PINS
+    for torch_version in sorted(pins, key=lambda v: tuple(map(int, v.split(".")))):
+        major, minor, patch = map(int, pins[torch_version].split("."))
         if major * 1000 + minor * 100 + patch >= min_version:  # torch's encoding of the version
             return torch_version
     raise ValueError(f"no torch in the table pins cuSPARSELt {dispatch_rules.cusparselt_version_str(min_version)} or newer")
 
 
 def transposable_patterns(n: int = 2, m: int = 4) -> int:
-    """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column.
-
-    Such a mask is n:m along the rows of ``W`` and of ``W.T`` at once, as the backward pass needs.
+    """How many ``m x m`` keep-masks have exactly ``n`` kept values in every row *and* column: n:m along
+    the rows of ``W`` and of ``W.T`` at once, as the backward pass needs.
 
     >>> transposable_patterns(), math.comb(4, 2) ** 4      # transposable vs row-wise-only 2:4 tiles
     (90, 1296)
@@ -198,10 +192,8 @@ def transposable_patterns(n: int = 2, m: int = 4) -> int:
 
 
 def cost_per_token_ratio(shares, relative_costs) -> float:
-    """Mean cost per request under routing, relative to sending everything to the big model.
-
-    ``shares[i]`` of the traffic goes to a tier whose cost per request is ``relative_costs[i]``
-    of the big model's: a traffic-weighted *sum of costs* (the saving factor is its inverse).
+    """Mean cost per request under routing, relative to the big model's: ``shares[i]`` of the traffic
+    costs ``relative_costs[i]``, a traffic-weighted *sum of costs* (the saving factor is its inverse).
 
     >>> cost_per_token_ratio([0.7, 0.3], [0.1, 1.0])
     0.37
@@ -216,11 +208,9 @@ def cost_per_token_ratio(shares, relative_costs) -> float:
 
 
 def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str = "kernel", what: str = "ratio") -> float:
-    """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200.
-
-    Over the block linears of ``cfg`` (each as often as the model has it) at ``M`` tokens: each
-    side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, 2:4 over
-    dense (``what="ratio"``), or the lowest / highest single GEMM's ratio (``"min"``, ``"max"``).
+    """How fast the default 2:4 kernel streams its bytes relative to cuBLAS, measured on the H200:
+    each side's bytes (weight, packed for 2:4, plus ``x`` and ``y``) over its measured time, summed over
+    ``cfg``'s block linears at ``M`` tokens (``"ratio"``), or the extreme GEMMs' (``"min"``, ``"max"``).
 
     >>> 0.2 < measured_bandwidth_ratio(models.LLAMA_3_70B) < 0.5
     True
@@ -251,10 +241,8 @@ def measured_bandwidth_ratio(cfg, M: int = 1, dtype: str = "float16", mode: str 
 
 
 def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") -> int:
-    """One field of the kernel launch the H200's GEMM-chain trace recorded for ``layer``.
-
-    From :func:`twofour.roofline.evidence.trace_grids` (M = 16, fp16): ``tile_n``, ``tile_m``, ``tiles``,
-    ``split`` (the split-K factor) or ``ctas``, of the 2:4 (``"sparse"``) or cuBLAS (``"dense"``) kernel.
+    """One field (``tile_n``, ``tile_m``, ``tiles``, ``split``, ``ctas``) of the ``side`` kernel launch the
+    H200's GEMM-chain trace recorded for ``layer`` (:func:`twofour.roofline.evidence.trace_grids`, M = 16).
 
     >>> recorded_launch("down_proj", "sparse", "ctas"), recorded_launch("down_proj", "dense", "ctas")
     (96, 128)
@@ -276,7 +264,6 @@ def recorded_launch(layer: str, side: str = "sparse", field_name: str = "ctas") 
 
 def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
     """Speculative decoding's walltime gain: expected tokens per target pass over the pass's cost.
-
     ``alpha``: the chance the target accepts a drafted token; ``k``: drafted tokens per pass;
     ``draft_cost``: one draft step's time over one target step's. A pass yields ``(1 - alpha**(k + 1))
     / (1 - alpha)`` tokens and costs ``k * draft_cost + 1`` target steps (Leviathan et al., arXiv
@@ -295,10 +282,8 @@ def speculative_speedup(alpha: float, k: int, draft_cost: float) -> float:
 
 
 def slo_goodput(loads, latencies, slo: float) -> float:
-    """The highest offered load of a load sweep whose latency still meets ``slo`` (goodput at the SLO).
-
-    ``loads`` (increasing) and ``latencies`` (a percentile at each load, in ``slo``'s unit); the
-    sweep stops at the first load that misses the target, no interpolation (0: even the lowest misses).
+    """Goodput at the SLO: the highest of the increasing ``loads`` before the first whose latency misses
+    ``slo`` (no interpolation; 0: even the lowest misses).
 
     >>> slo_goodput([2, 4, 6, 8], [30, 34, 52, 48], 50)
     4
@@ -313,10 +298,9 @@ def slo_goodput(loads, latencies, slo: float) -> float:
 
 
 def searched_gemm(M: int, N: int, K: int, what: str = "best_us") -> float:
-    """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded, the library's kernels only).
-
-    ``what``: ``"best_us"`` (the fastest algorithm whose result matched dense), ``"default_us"``
-    (algorithm 0, what ``F.linear`` runs), ``"dense_us"`` (cuBLAS) or ``"best_alg"`` (the fastest's id).
+    """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded): ``what`` is
+    ``"best_us"`` (the fastest correct algorithm), ``"default_us"`` (algorithm 0), ``"dense_us"`` or
+    ``"best_alg"``.
 
     >>> searched_gemm(1, 4096, 14336, "best_us") < searched_gemm(1, 4096, 14336, "dense_us")
     True

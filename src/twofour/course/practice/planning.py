@@ -1,6 +1,5 @@
 """Planning arithmetic a bank expression may call: sample sizes, tensor-parallel degrees, KV-cache
-batch limits and collective times, each from first principles and tested.
-"""
+batch limits and collective times, each from first principles."""
 
 from __future__ import annotations
 
@@ -23,10 +22,8 @@ def _require_probability(**values) -> None:
 
 
 def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float = 0.8, rounded: bool = True) -> float:
-    """Runs per side for a two-sample comparison of means to detect ``delta`` with the given power.
-
-    ``n = 2 ((z_{1-alpha/2} + z_{power}) sigma / delta)^2`` (two-sided, equal variances,
-    independent runs), rounded up unless ``rounded`` is false.
+    """Runs per side for a two-sided two-sample comparison of means to detect ``delta`` with ``power``:
+    ``n = 2 ((z_{1-alpha/2} + z_{power}) sigma / delta)^2`` (equal variances), rounded up if ``rounded``.
 
     >>> runs_for_power(0.03, 0.04), round(runs_for_power(0.03, 0.04, rounded=False), 2)
     (9, 8.83)
@@ -39,11 +36,9 @@ def runs_for_power(sigma: float, delta: float, alpha: float = 0.05, power: float
 
 
 def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -> str:
-    """The tensor-parallel degrees of ``candidates`` every block linear of ``cfg`` can be split by.
-
-    A degree ``d`` works when it divides the query heads, the KV heads (or is a multiple of them),
-    the hidden size and the MLP width, and each row-parallel shard's K (hidden / d, intermediate / d)
-    stays a multiple of ``k_multiple`` (the 2:4 backend's column multiple). Returns text: ``"1, 2, 4, 8"``.
+    """The tensor-parallel degrees of ``candidates`` every block linear of ``cfg`` can be split by:
+    a degree must divide the query heads, the KV heads (or be a multiple of them) and the widths, and
+    leave each row-parallel shard's K a multiple of ``k_multiple`` (the 2:4 backend's column multiple).
 
     >>> from twofour import models
     >>> tp_degrees(models.LLAMA_3_70B)
@@ -68,9 +63,7 @@ def tp_degrees(cfg, candidates=(1, 2, 3, 4, 5, 6, 7, 8), k_multiple: int = 32) -
 
 
 def kv_batch_limit(free_bytes: float, kv_bytes_per_token: float, context: int, block_tokens: int = 1) -> int:
-    """Sequences of ``context`` tokens whose KV cache fits in ``free_bytes``.
-
-    Paged, ``block_tokens`` per block: each sequence holds ``ceil(context / block_tokens)`` whole blocks.
+    """Sequences of ``context`` tokens whose KV cache, in whole blocks of ``block_tokens``, fits in memory.
 
     >>> kv_batch_limit(40e9, 131072, 8192), kv_batch_limit(40e9, 131072, 8200, block_tokens=16)
     (37, 37)
@@ -91,10 +84,8 @@ def _check_allreduce(n_bytes, ranks, link_gbs, latency_us) -> None:
 
 
 def ring_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: float = 0.0) -> float:
-    """Time of one ring all-reduce of ``n_bytes`` over ``ranks`` GPUs, in µs.
-
-    Each rank sends ``2 (ranks - 1) / ranks`` of the buffer at ``link_gbs`` GB/s, plus ``2 (ranks - 1)``
-    latencies.
+    """Time of one ring all-reduce of ``n_bytes`` over ``ranks`` GPUs, in µs: each rank sends
+    ``2 (ranks - 1) / ranks`` of the buffer at ``link_gbs`` GB/s, plus ``2 (ranks - 1)`` latencies.
 
     >>> round(ring_allreduce_us(16384, 8, 450, 0.0), 4)
     0.0637
@@ -144,10 +135,8 @@ def _t_critical(alpha: float, df: int) -> float:
 
 
 def t_test_power(sigma: float, delta: float, runs: int, alpha: float = 0.05) -> float:
-    """Power of a two-sided two-sample t-test with ``runs`` independent runs per side to detect ``delta``.
-
-    With few runs the normal approximation of :func:`runs_for_power` is optimistic: the noise is
-    estimated from the runs themselves (``2 runs - 2`` degrees of freedom), so the power is lower.
+    """Power of a two-sided two-sample t-test with ``runs`` independent runs per side to detect ``delta``:
+    lower than :func:`runs_for_power` assumes, as the noise is estimated from the runs (``2 runs - 2`` df).
 
     >>> round(t_test_power(0.03, 0.08, 3), 2), round(t_test_power(0.03, 0.08, 4), 2)
     (0.69, 0.88)
@@ -177,10 +166,8 @@ def runs_for_t_test_power(sigma: float, delta: float, alpha: float = 0.05, power
 
 
 def one_shot_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: float) -> float:
-    """Time of one one-shot all-reduce of ``n_bytes`` over ``ranks`` GPUs on one NVLink switch, in µs.
-
-    Each rank reads the other ranks' whole buffers, ``(ranks - 1) n_bytes`` at ``link_gbs`` GB/s, in
-    one step: one latency instead of a ring's ``2 (ranks - 1)`` (engines use it for decode's small messages).
+    """Time of one one-shot all-reduce over ``ranks`` GPUs on one NVLink switch, in µs: each rank reads
+    the others' whole buffers at ``link_gbs`` GB/s in one step, one latency (decode's small messages).
 
     >>> round(one_shot_allreduce_us(131072, 8, 450, 5.0), 2)
     7.04

@@ -7,15 +7,13 @@ import re
 from dataclasses import dataclass, field
 
 from .expressions import evaluate_expression, format_value
-from .terms import GRADES, KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEHOLDER
+from .terms import KINDS, LEVELS, TEXT_FIELDS, TOPICS, BankError, PLACEHOLDER
 
 
 @dataclass(frozen=True)
 class Number:
-    """One number a question uses: ``name`` (``{{name}}`` in text), ``expr`` (on the toolkit and earlier
-    numbers), ``fmt`` (e.g. ``"{:.3f}x"``), ``label`` (for the numbers table) and ``source`` (a
-    citation of a published table, or ``"given"``).
-    """
+    """One number a question uses as ``{{name}}``: ``expr`` on the toolkit and earlier numbers, ``fmt``
+    (``"{:.3f}x"``), ``label`` for the numbers table, ``source`` (a citation, or ``"given"``)."""
 
     name: str
     expr: str
@@ -35,12 +33,8 @@ class Accept:
 
 @dataclass(frozen=True)
 class QuickCheck:
-    """A numeric self-test: the reader types a value; it is right within ``tolerance`` (relative).
-
-    ``answer`` names one of the question's numbers; ``scale`` converts it to the unit asked for
-    (100 for a percentage); ``basis`` is a key of :data:`BASES`, ``unit`` of :data:`UNITS`;
-    ``accepts`` lists the standard approximations the tolerance admits.
-    """
+    """A numeric self-test, right within ``tolerance`` (relative) of the number ``answer`` names times
+    ``scale`` (100 for a percent); ``basis``: a key of :data:`BASES`, ``unit``: of :data:`UNITS`."""
 
     ask: str
     answer: str
@@ -54,25 +48,11 @@ class QuickCheck:
 
 @dataclass(frozen=True)
 class Rubric:
-    """How two interviewers grade an answer alike: ``must`` (without any one, an answer fails),
-    ``strong`` (signals of a strong answer) and ``red_flags``.
-    """
+    """How two interviewers grade alike: ``must`` (missing any one fails), ``strong``, ``red_flags``."""
 
     must: tuple[str, ...]
     strong: tuple[str, ...]
     red_flags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Levels:
-    """What a pass looks like for a mid-level, a senior and a staff engineer (keys of :data:`GRADES`)."""
-
-    mid: str
-    senior: str
-    staff: str
-
-    def items(self) -> list[tuple[str, str]]:
-        return [(grade, getattr(self, grade)) for grade in GRADES]
 
 
 @dataclass(frozen=True)
@@ -113,7 +93,7 @@ class Question:
     title: str
     prompt: str
     rubric: Rubric
-    levels: Levels
+    levels: tuple[tuple[str, str], ...]  # (grade, what a pass looks like), for each of GRADES
     answer: str
     mistakes: tuple[str, ...]
     follow_ups: tuple[FollowUp, ...]
@@ -130,7 +110,7 @@ class Question:
         """The calculator's URL query for a calculator task (``gpu=H100&batch=8...``), or ``""``.
 
         >>> Question("t", "applied", "capacity", "calculation", "s", "x", "T", "P", Rubric((), (), ()),
-        ...          Levels("", "", ""), "A", (), (), "C", calculator=(("gpu", "H100"), ("batch", "8"))).calculator_query()
+        ...          (), "A", (), (), "C", calculator=(("gpu", "H100"), ("batch", "8"))).calculator_query()
         'gpu=H100&batch=8'
         """
         from urllib.parse import urlencode
@@ -153,7 +133,7 @@ class Question:
     def grading_texts(self) -> list[str]:
         """What a grader reads: the rubric and the level expectations."""
         r = self.rubric
-        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels.items())]
+        return [*r.must, *r.strong, *r.red_flags, *(text for _, text in self.levels)]
 
     def _texts(self) -> list[str]:
         texts = [self.title, self.prompt, self.answer, self.connects, *self.grading_texts(), *self.mistakes,
@@ -225,17 +205,16 @@ class Bank:
                 return q
         raise KeyError(f"no question with id {qid!r} in {self.source}")
 
+    def _where(self, field_name: str, value: str, valid) -> list[Question]:
+        if value not in valid:
+            raise ValueError(f"{field_name} must be one of {valid}, got {value!r}")
+        return [q for q in self.questions if getattr(q, field_name) == value]
+
     def by_level(self, level: str) -> list[Question]:
-        if level not in LEVELS:
-            raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-        return [q for q in self.questions if q.level == level]
+        return self._where("level", level, LEVELS)
 
     def by_kind(self, kind: str) -> list[Question]:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-        return [q for q in self.questions if q.kind == kind]
+        return self._where("kind", kind, list(KINDS))
 
     def by_topic(self, topic: str) -> list[Question]:
-        if topic not in TOPICS:
-            raise ValueError(f"topic must be one of {sorted(TOPICS)}, got {topic!r}")
-        return [q for q in self.questions if q.topic == topic]
+        return self._where("topic", topic, sorted(TOPICS))

@@ -1,11 +1,8 @@
 """What a bank expression may name: values, functions, namespaces and the result types it may read.
 
-Everything is listed here, by name; nothing is reached through a module object. A *namespace*
-(``amdahl``, ``roofline`` ...) maps the names a bank uses from that part of the toolkit, so
-``roofline.crossover_m`` exists and ``roofline.os`` does not. A value a registered function
-returns is read only through :data:`RESULT_TYPES` (``est.decode.p``, ``est.speedup('tpot')``).
-
-To let the bank use something new, register it here (and say in the question why).
+Everything is listed by name, nothing reached through a module object: a *namespace* maps the names
+a bank uses from a part of the toolkit (``roofline.crossover_m`` exists, ``roofline.os`` does not),
+and a returned value is read only through :data:`RESULT_TYPES` (``est.speedup('tpot')``).
 """
 
 from __future__ import annotations
@@ -33,14 +30,12 @@ from .planning import (kv_batch_limit, normal_quantile, one_shot_allreduce_us, r
 __all__ = ["Namespace", "Function", "NAMESPACE", "RESULT_TYPES", "STR_METHODS"]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Namespace:
     """A named, read-only mapping of what an expression may reach as ``name.attr``."""
 
-    __slots__ = ("name", "members")
-
-    def __init__(self, name: str, members: dict):
-        self.name = name
-        self.members = MappingProxyType(dict(members))
+    name: str
+    members: MappingProxyType
 
     def __repr__(self) -> str:
         return f"<bank namespace {self.name}: {', '.join(sorted(self.members))}>"
@@ -69,7 +64,8 @@ def _comb(n, k):
 
 
 def _ns(name: str, **members) -> Namespace:
-    return Namespace(name, {k: Function(f"{name}.{k}", v) if callable(v) else v for k, v in members.items()})
+    return Namespace(name, MappingProxyType({k: Function(f"{name}.{k}", v) if callable(v) else v
+                                             for k, v in members.items()}))
 
 
 # The top-level names: exactly what the shipped bank uses (every `expr:` of
@@ -105,17 +101,14 @@ NAMESPACE: dict[str, object] = {
     "fp8": torch.float8_e4m3fn,
     "LLAMA_3_8B": models.LLAMA_3_8B,
     "LLAMA_3_70B": models.LLAMA_3_70B,
-    # The registered functions, each under its own name.
     **{fn.__name__: Function(fn.__name__, fn) for fn in (
         request.Workload, request.estimate, request.decode_gemm_m, request.expert_gemm_m, request.tensor_parallel_shape,
-        # The worked deployment's verdict: the one table chapter 7 and the home page quote.
         course_answer.verdict_table, course_answer.bf16_rows, decode_loss_explanation,
         wave_count, cost_per_token_ratio, published_speedup, published_value, measured_gemm, measured_crossover_m,
         measured_phase_speedup, replaced_timings, measured_bandwidth_ratio, recorded_launch, speculative_speedup,
         slo_goodput, searched_gemm, compute_bound_m, transposable_patterns, first_torch_pinning,
         runs_for_power, tp_degrees, normal_quantile, kv_batch_limit, ring_allreduce_us, one_shot_allreduce_us,
         runs_for_t_test_power, t_test_power,
-        # What F.linear adds per call beyond the direct library call (measured both ways on the H200).
         linear_path_cost,
         min, max,
     )},

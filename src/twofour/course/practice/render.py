@@ -7,8 +7,7 @@ import html
 from .questions import Question
 from .terms import BASES, GRADES, KINDS, LEVELS, NEIGHBOUR_TOPICS, TOPICS, UNITS
 
-# The page that holds the questions on the 2:4 question's neighbours, asked on their own terms
-# (every level); the other questions are on their level's page.
+# The page of the questions on the 2:4 question's neighbours, at every level (page_of).
 NEIGHBOURS_PAGE = "neighbours"
 
 
@@ -31,26 +30,18 @@ def _numbers_table(q: Question) -> str:
     for n in q.numbers:
         if not isinstance(values[n.name], (int, float, str, tuple)):
             continue  # an intermediate object (an estimate, a prediction), not a number to show
-        how = f"`{n.expr}`"
-        if n.source:
-            how += f" ({n.source})"
+        how = f"`{n.expr}`" + (f" ({n.source})" if n.source else "")
         rows.append(f"| {n.label} | {shown[n.name]} | {how.replace('|', '&#124;')} |")
     return "\n".join(rows)
 
 
-def _unit_phrase(unit: str) -> str:
-    return f"{html.escape(UNITS.get(unit, unit))}, " if UNITS.get(unit, unit) else ""
-
-
 def _accepts_phrase(q: Question) -> str:
     """``; accepts 1.78 (1/0.5625 from memory)`` for each approximation the tolerance admits."""
-    parts = [f"{_number_text(value, q.quick_check.unit)} ({q.fill(why)})" for value, why in q.quick_check_accepted()]
+    unit = q.quick_check.unit
+    unit = ("" if unit in ("x", "%") else " ") + unit if unit else ""
+    parts = [f"{v:,.3g}{unit} ({q.fill(why)})" if abs(v) < 1000 else f"{v:,.0f}{unit} ({q.fill(why)})"
+             for v, why in q.quick_check_accepted()]
     return f"; accepts {' or '.join(parts)}" if parts else ""
-
-
-def _number_text(value: float, unit: str) -> str:
-    text = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return f"{text}{'' if unit in ('', 'x', '%') else ' '}{unit}" if unit else text
 
 
 def _follow_ups(q: Question) -> list[str]:
@@ -78,11 +69,8 @@ def _details(css: str, summary: str, items: list[str]) -> list[str]:
 
 
 def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str = "../") -> str:
-    """One question as a Markdown card (``md_in_html``), the same on the level pages and in practice mode.
-
-    The card carries ``data-*`` attributes the practice script reads; without JavaScript it is a
-    readable page, the rubric and the worked answer collapsible ``<details>``.
-    """
+    """One question as a Markdown card (``md_in_html``) with the ``data-*`` attributes the practice script
+    reads; without JavaScript a readable page, the rubric and the worked answer collapsible ``<details>``."""
     answer = [q.fill(q.answer), ""]
     if q.design:
         answer += _div("design", "**Assumptions**", [*(f"- {q.fill(a)}" for a in q.design.assumptions), "",
@@ -119,12 +107,12 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             *_div("strong", "**Strong signals**", [f"- {q.fill(p)}" for p in q.rubric.strong]),
             *_div("flags", "**Red flags**", [f"- {q.fill(p)}" for p in q.rubric.red_flags]),
             *_div("levels", "**What a pass looks like**",
-                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels.items()])]),
+                  [f"- **{GRADES[g]}:** {q.fill(t)}" for g, t in q.levels])]),
         *_details("answer", "Worked answer", answer),
     ]
     if q.quick_check:
         c = q.quick_check
-        expected = q.quick_check_expected()
+        expected, unit = q.quick_check_expected(), UNITS.get(c.unit, c.unit)
         lines += [
             f'<div class="practice-check" data-expected="{expected!r}" data-tolerance="{c.tolerance!r}" '
             f'data-unit="{html.escape(c.unit)}" markdown="1">',
@@ -132,7 +120,8 @@ def render_markdown(q: Question, *, heading_level: int = 2, chapter_prefix: str 
             f'<p class="practice-check-ask" id="check-{q.id}-ask"><strong>Quick check.</strong> '
             f'{html.escape(q.fill(c.ask))}'
             # the tolerance as the page's checker reports it: a whole percent of the computed value
-            f" ({_unit_phrase(c.unit)}within ±{round(c.tolerance * 100)}% of the computed value"
+            f" ({html.escape(unit) + ', ' if unit else ''}within ±{round(c.tolerance * 100)}% of the "
+            "computed value"
             f"{html.escape(_accepts_phrase(q))}; graded against {BASES[c.basis]})</p>",
             "",
             *_details("derivation", "Derivation", [q.fill(c.derivation), ""]),

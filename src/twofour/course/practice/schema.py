@@ -1,7 +1,6 @@
-"""The bank's structure, as a JSON Schema whose every node says, in one sentence, what an author got wrong.
+"""The bank's structure, as a JSON Schema whose every node's "x-message" says what an author got wrong.
 
-Each node carries "x-message", the sentence an author reads when it fails; :func:`_schema_error`
-adds where and the value found. What a schema cannot say is checked in :func:`~.load.parse_question`.
+:func:`_schema_error` adds where and the value found; :func:`~.load.parse_question` checks the rest.
 """
 
 from __future__ import annotations
@@ -76,8 +75,7 @@ _QUICK_CHECK_SCHEMA = {
         ["ask", "answer", "derivation", "basis"], "quick_check must be a mapping",
         "unknown quick_check keys",
     ),
-    # A tolerance wide enough for an approximation says which one: the standard estimates it
-    # admits are written down and tested to land inside it.
+    # The standard estimates a wide tolerance admits are written down and tested to land inside it.
     "if": {"required": ["tolerance"], "properties": {"tolerance": {"type": "number", "minimum": ACCEPTS_FROM}}},
     "then": {"required": ["accepts"], "properties": {"accepts": {
         "x-message": f"a quick check with a tolerance of {ACCEPTS_FROM:.0%} or more must list the approximations it "
@@ -109,8 +107,7 @@ _DESIGN_SCHEMA = _object_schema(
 )
 
 
-# A follow-up is what the interviewer asks next: a bare question (text), or {ask, answer, strong}:
-# the question, the answer expected, and what a strong answer adds. Chains escalate.
+# A follow-up (questions.FollowUp) is a bare question, or {ask, answer, strong}. Chains escalate.
 _FOLLOW_UP_SCHEMA = {"anyOf": [
     {"type": "string", "pattern": r"\S"},
     _object_schema(
@@ -120,13 +117,6 @@ _FOLLOW_UP_SCHEMA = {"anyOf": [
         ["ask", "answer"], "each follow-up must be text or a mapping {ask, answer, strong}",
         "unknown follow-up keys"),
 ], "x-message": "follow_ups[{index}] must be non-empty text or a mapping {ask, answer, strong}"}
-
-
-def _kind_for_level(level: str) -> dict:
-    kinds = list(KINDS_BY_LEVEL[level])
-    return {"if": {"required": ["level"], "properties": {"level": {"const": level}}},
-            "then": {"properties": {"kind": {"enum": kinds, "x-message": f"a {level} question's kind must be one of "
-                                                                         f"{kinds}"}}}}
 
 
 QUESTION_SCHEMA: dict = {
@@ -174,7 +164,10 @@ QUESTION_SCHEMA: dict = {
         "must be a mapping", "unknown keys",
     ),
     "allOf": [
-        *(_kind_for_level(level) for level in LEVELS),
+        *({"if": {"required": ["level"], "properties": {"level": {"const": level}}},
+           "then": {"properties": {"kind": {"enum": list(kinds), "x-message":
+                                            f"a {level} question's kind must be one of {list(kinds)}"}}}}
+          for level, kinds in KINDS_BY_LEVEL.items()),
         # A design question comes with its assumptions and what would change the decision; any
         # other kind has none (they would go unrendered as a design).
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "design"}}},

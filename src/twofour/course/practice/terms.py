@@ -41,8 +41,7 @@ TOPICS: dict[str, str] = {
 # least a quarter of the bank (a test holds it).
 NEIGHBOUR_TOPICS: tuple[str, ...] = ("gemm-partitioning", "cost", "latency", "serving-design", "speculative", "multi-lora",
                                      "long-context")
-# What kind of thinking a question asks for. Fundamentals test a concept or one calculation;
-# deep questions need several steps, a diagnosis from evidence, or a design trade-off.
+# What kind of thinking a question asks for (KINDS_BY_LEVEL: the kinds each level asks).
 KINDS: dict[str, str] = {
     "concept": "a concept, explained",
     "calculation": "one calculation",
@@ -66,7 +65,6 @@ FORMULAS: dict[str, str] = {
     "bandwidth": "achieved bandwidth = bytes / time, as a share of the data sheet",
 }
 MAX_DRILLS = 3
-# The levels a pass is described at, and what each means for the grader.
 GRADES: dict[str, str] = {
     "mid": "Mid-level engineer",
     "senior": "Senior engineer",
@@ -110,15 +108,13 @@ UNITS: dict[str, str] = {
     "MHz": "in MHz",
 }
 
-# The calculator's URL keys (docs/js/calc/ui/request-calc.js URL_KEYS): a calculator task opens
-# the calculator in a stated state through them (a test checks the form shows it).
+# The calculator's URL keys (docs/js/calc/ui/request-calc.js URL_KEYS), in which a task opens it.
 CALCULATOR_KEYS: tuple[str, ...] = (
     "gpu", "backend", "dtype", "model", "layers", "hidden", "intermediate", "heads", "kv_heads", "vocab", "batch",
     "prompt", "output", "chunk", "gemm", "s_prefill", "s_decode", "pruned", "step_ms", "request_ms", "attn_eff",
     "mem_eff", "scope", "scenario",
 )
-# A calculator task grades what its result establishes and what still needs measurement: one
-# must-have opens with each of these.
+# A calculator task has one must-have opening with each of these.
 CALCULATOR_MUSTS: tuple[str, ...] = ("What the result establishes:", "What still needs measurement:")
 
 DEFAULT_BANK = "practice.yaml"
