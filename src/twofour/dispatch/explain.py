@@ -207,8 +207,7 @@ def explain(
     case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure,
                  bool(env.cuda_available))
 
-    # What decides the path as W stands, then what decides it after packing: one rule each, in
-    # the order PyTorch meets them (and the pattern, which PyTorch never checks).
+    # What decides the path as W stands, then after packing, in the order PyTorch meets them.
     dense_checks = [*_activation_rule(case), *_representation_rule(case)]
     pack_rules = (_device_rule, _capability_rule, _backend_rule, _dtype_rule, _contiguity_rule, _shape_rule, _structure_rule)
     pack_checks = [check for rule in pack_rules for check in rule(case)]
@@ -448,7 +447,7 @@ def _structure_rule(case: _Case) -> list[Check]:
 
 
 def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
-    """The sparse kernel pads x's M rows to the dtype's multiple; short GEMMs are slow anyway. Also ``M_padded``."""
+    """The sparse kernel pads x's M rows to a multiple (``M_padded``); short GEMMs are slow anyway."""
     x_rule = case.rules.shapes.get(case.x_dtype)
     M = case.M
     if M is None or x_rule is None:
@@ -482,7 +481,7 @@ def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:
 
 
 def _require_report_on(report, W: torch.Tensor, pattern: tuple[int, int]) -> None:
-    """A caller's ``structure=`` must be on a weight like ``W``, for the pattern ``W``'s dtype is stored in."""
+    """A caller's ``structure=`` must be on a weight like ``W``, for the pattern ``W`` is stored in."""
     if not isinstance(report, StructureReport):
         raise TypeError(f"structure must be a twofour.check(W) report (StructureReport), got {type(report).__name__}")
     shape = "x".join(map(str, W.shape))

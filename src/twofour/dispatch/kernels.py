@@ -54,7 +54,6 @@ __all__ = [
     "recorded_reports",
 ]
 
-# The class names are the project vocabulary's (twofour.vocabulary).
 CLASSES: tuple[str, ...] = KERNEL_CLASSES
 
 # Convolutions: cuDNN runs them as implicit GEMMs (sm80_xmma_fprop_implicit_gemm_..., dgrad, wgrad),
