@@ -375,7 +375,6 @@ class TraceReport:
     # GPU events launched inside no step (trace, baseline): after the last step annotation, or a trace cut
     # by the profiler's schedule; left out of every number and counted here
     outside_steps: tuple = (0, 0)
-    # The analysis's index of the trace (twofour.dispatch.trace.index.Index), reused by the timeline.
     index: object = field(default=None, repr=False, compare=False)
 
     def phase(self, name: str) -> PhaseReport:
