@@ -5,19 +5,16 @@ This package answers that question before, after and at scale:
 
 * :func:`probe`: what this machine offers each PyTorch 2:4 backend (cuSPARSELt, CUTLASS), and
   why not; :func:`hypothetical_gpu` describes a GPU you do not have.
-* :func:`explain`: before running, which kernel ``F.linear(x, W)`` will take and every reason
-  (device, capability, backend, dtype, shape minima, padding of M, 2:4 validity, packed or not).
-* :func:`kernels`: after running, the profiler's proof: which kernels ran, classified
-  (cuSPARSELt / CUTLASS sparse / dense GEMM / other), with time per class.
-* :func:`audit`: every linear weight of a model or checkpoint, one row each, plus a summary;
-  ``twofour audit FILE`` on the command line.
+* :func:`explain`: before running, which kernel ``F.linear(x, W)`` will take, and every reason.
+* :func:`kernels`: after running, the profiler's proof: which kernels ran, with time per class.
+* :func:`audit`: every linear weight of a model or checkpoint; ``twofour audit FILE``.
 * :mod:`.trace` (:func:`load_trace`, :func:`analyze_trace`): a profiler trace recorded
-  elsewhere, read streaming: which kernels ran, GPU idle gaps and the CPU operators behind them,
-  the eligible share p and the measured funnel; ``twofour trace FILE`` on the command line.
+  elsewhere: GPU idle gaps and their causes, the eligible share p and the measured funnel;
+  ``twofour trace FILE``.
 
-It is a package rather than one module because the four questions share rules
-(:mod:`.rules`, read from the installed torch) but little else. Checkpoints are read by
-:mod:`twofour.checkpoint` (``open_checkpoint`` and ``CheckpointError`` are re-exported here).
+The four questions share rules (:mod:`.rules`, read from the installed torch) but little else.
+Checkpoints are read by :mod:`twofour.checkpoint` (``open_checkpoint`` and ``CheckpointError``
+are re-exported here).
 
 >>> import torch
 >>> from twofour.dispatch import explain, hypothetical_gpu

@@ -1,14 +1,11 @@
 """Check a whole model: every linear weight, its 2:4 validity, and which kernel it would get.
 
-:func:`audit` takes an ``nn.Module``, a state dict, or an opened checkpoint
-(:func:`twofour.checkpoint.file.open_checkpoint`) and returns one :class:`AuditRow` per
-2-D weight, in order, plus what it skipped and why. Checkpoints are read one tensor at a time,
-so auditing a file needs about one layer's worth of memory, not the model's.
+One :class:`AuditRow` per 2-D weight, in order, plus what was skipped and why. A checkpoint is
+read one tensor at a time, so auditing a file needs about one layer's worth of memory.
 
-The verdict of a row is :attr:`Verdict.if_packed <twofour.dispatch.explain.Verdict>`: the
-kernel the layer would run after ``to_sparse_semi_structured`` on the target GPU (for a layer
-that is packed already, the kernel it runs now), with one exception: a weight that is not
-2:4 along K gets ``"dense"``, because packing it would change what the layer computes.
+A row's verdict is :attr:`Verdict.if_packed <twofour.dispatch.explain.Verdict>` (the kernel the
+layer would run once packed, or runs now if packed already), except that a weight not 2:4 along
+K gets ``"dense"``: packing it would change what the layer computes.
 
 >>> import torch, twofour
 >>> from twofour.dispatch import audit, hypothetical_gpu

@@ -1,8 +1,7 @@
 """What an audit found, and how it is shown: :class:`AuditRow` s and :class:`AuditReport` (text, HTML page, JSON).
 
-:func:`twofour.dispatch.audit.audit` walks a model or checkpoint and makes the rows (with
-:mod:`.runners` for compressed-tensors files); this module only adds them up and renders them,
-so a change to the walk and a change to the page are made in different files.
+:func:`twofour.dispatch.audit.audit` makes the rows (with :mod:`.runners` for compressed-tensors
+files); this module only adds them up and renders them.
 """
 
 from __future__ import annotations
@@ -253,8 +252,7 @@ class AuditReport:
         return f"{self._table_html()}<p><strong>{html.escape(self.summary())}</strong></p>"
 
     def to_html(self, title: str = "twofour audit") -> str:
-        """The whole report as a self-contained HTML page (``twofour audit --html``): the table, the problems
-        with one example each, what was skipped, the notes and the verdict. Names from the file are escaped.
+        """The report as a self-contained HTML page (``twofour audit --html``), names from the file escaped.
 
         >>> from twofour.dispatch.audit_report import AuditReport
         >>> page = AuditReport(rows=(), skipped=(("norm.weight", "1-D"),), target="CPU", backend="cusparselt", M=None).to_html()

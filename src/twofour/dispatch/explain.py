@@ -8,10 +8,7 @@
   ``SparseSemiStructuredTensor``) or ``"error"`` (PyTorch raises);
 * ``if_packed``: what would run after ``torch.sparse.to_sparse_semi_structured(W)`` on the
   target GPU (equal to ``path`` when ``W`` is packed already);
-* ``checks``: every rule with its outcome and the reason, so nothing is a black box.
-
-Rules come from the installed torch classes where torch exposes them (:mod:`twofour.dispatch.rules`);
-``target=hypothetical_gpu((9, 0))`` asks about an H100 from a laptop.
+* ``checks``: every rule with its outcome and the reason (rules: :mod:`twofour.dispatch.rules`).
 
 >>> import torch, twofour
 >>> from twofour.dispatch import explain, hypothetical_gpu
@@ -163,9 +160,8 @@ def explain(
     """Say which kernel ``F.linear(x, W)`` takes on ``target``, and every reason why.
 
     Args:
-        W: the weight ``[N, K]`` (``[out_features, in_features]``): a dense tensor (CPU, CUDA
-            or ``device="meta"`` for shape-only questions) or a packed
-            ``torch.sparse.SparseSemiStructuredTensor``.
+        W: the weight ``[N, K]``: a dense tensor (CPU, CUDA or ``device="meta"`` for shape-only
+            questions) or a packed ``torch.sparse.SparseSemiStructuredTensor``.
         x_shape: the activation's shape ``(M, K)`` or ``(batch, seq_len, K)``, or just the token
             count ``M`` as an int. None skips the checks that need it (padding of M).
         x_dtype: the activation's dtype; defaults to ``W``'s.
@@ -173,9 +169,8 @@ def explain(
             ``to_sparse_semi_structured`` picks now (``_FORCE_CUTLASS``), or ``W``'s own if packed.
         target: where the matmul runs: None (this machine), :func:`~twofour.dispatch.probe` or
             :func:`~twofour.dispatch.hypothetical_gpu`. A CPU ``W`` is judged as if moved there.
-        structure: a ``twofour.check(W, n, m)`` report you already have, reused instead of
-            checking ``W`` again. It must be on ``W``'s shape and dtype and for the pattern the
-            dtype is stored in (2:4; 1:2 for float32), else ValueError.
+        structure: a ``twofour.check(W, n, m)`` report you already have, reused instead of checking
+            ``W`` again: on ``W``'s shape, dtype and stored pattern (1:2 for float32), else ValueError.
 
     >>> import torch
     >>> from twofour.dispatch import hypothetical_gpu
@@ -212,8 +207,7 @@ def explain(
     case = _Case(W, packed, backend, rules, env, N, K, M, K_x, x_dtype or W.dtype, structure,
                  bool(env.cuda_available))
 
-    # What decides the path as W stands, then what decides it after packing: one rule each, in
-    # the order PyTorch meets them (and the pattern, which PyTorch never checks).
+    # What decides the path as W stands, then after packing, in the order PyTorch meets them.
     dense_checks = [*_activation_rule(case), *_representation_rule(case)]
     pack_rules = (_device_rule, _capability_rule, _backend_rule, _dtype_rule, _contiguity_rule, _shape_rule, _structure_rule)
     pack_checks = [check for rule in pack_rules for check in rule(case)]
@@ -453,10 +447,7 @@ def _structure_rule(case: _Case) -> list[Check]:
 
 
 def _padding_rule(case: _Case) -> tuple[list[Check], int | None]:
-    """The sparse kernel pads x's M rows to the dtype's multiple; short GEMMs are slow anyway.
-
-    Returns the findings and ``M_padded`` (None when M or the rule is unknown).
-    """
+    """The sparse kernel pads x's M rows to a multiple (``M_padded``); short GEMMs are slow anyway."""
     x_rule = case.rules.shapes.get(case.x_dtype)
     M = case.M
     if M is None or x_rule is None:
@@ -490,8 +481,7 @@ def _count(W: torch.Tensor, n: int, m: int) -> StructureReport:
 
 
 def _require_report_on(report, W: torch.Tensor, pattern: tuple[int, int]) -> None:
-    """A caller's ``structure=`` must be a report on a weight like ``W`` for the pattern ``W``'s dtype
-    is stored in: one made for another weight or pattern would answer another question."""
+    """A caller's ``structure=`` must be on a weight like ``W``, for the pattern ``W`` is stored in."""
     if not isinstance(report, StructureReport):
         raise TypeError(f"structure must be a twofour.check(W) report (StructureReport), got {type(report).__name__}")
     shape = "x".join(map(str, W.shape))

@@ -1,18 +1,12 @@
 """After you ran it: which kernels did the matmul use? Proof from the profiler.
 
-A weight's class tells you what *should* run; the profiler tells you what *did*. This module
-runs a callable under ``torch.profiler`` and sorts every kernel (on a GPU) or operator (on
-the CPU) into one of :data:`CLASSES` by its name (the markers are ``_MARKERS``), with the time
-spent in each class:
-
-* ``sparse-cusparselt``: cuSPARSELt kernels (``sm80_xmma_sparse_gemm_...``) and PyTorch's
-  ``_cslt_sparse_mm``; ``sparse-cutlass``: CUTLASS sparse kernels (``spgemm``, cutlass#103;
-  ``SparseGemm``, pytorch PR #123458) and PyTorch's ``_sparse_semi_structured_mm/addmm``;
-* ``sparse-general``: ``torch.sparse`` CSR/COO matmuls, with no sparse tensor cores;
-* ``dense-gemm``: GEMM kernels (recent cuBLAS names its Hopper GEMMs ``nvjet_...``,
-  GindaChen/nsys-ai PR #582) and, on the CPU, ``aten::mm``, ``addmm``, ``linear`` ...;
-* ``other``: everything else, convolutions included although cuDNN runs them as GEMMs
-  (PyTorch's 2:4 path serves linear layers only).
+A weight's class tells you what *should* run; the profiler tells you what *did*. :func:`kernels`
+runs a callable under ``torch.profiler`` and sorts every kernel (GPU) or operator (CPU) into one
+of :data:`CLASSES` by its name (``_MARKERS``), with the time spent in each class. Names to know:
+cuSPARSELt's ``sm80_xmma_sparse_gemm_...``, CUTLASS's ``spgemm`` (cutlass#103) and ``SparseGemm``
+(pytorch PR #123458), recent cuBLAS's Hopper GEMMs ``nvjet_...`` (GindaChen/nsys-ai PR #582).
+Convolutions are ``other`` although cuDNN runs them as GEMMs: PyTorch's 2:4 path serves linear
+layers only.
 
 Sparse markers are tested first: a sparse kernel name also contains ``gemm``. Kernel names
 differ by GPU and library version, so treat a new name with care. On the CPU, time spent in an
@@ -60,7 +54,6 @@ __all__ = [
     "recorded_reports",
 ]
 
-# The class names are the project vocabulary's (twofour.vocabulary).
 CLASSES: tuple[str, ...] = KERNEL_CLASSES
 
 # Convolutions: cuDNN runs them as implicit GEMMs (sm80_xmma_fprop_implicit_gemm_..., dgrad, wgrad),
@@ -317,9 +310,6 @@ def kernels(fn, *args, warmup: int = 1, calls: int = 1, **kwargs) -> KernelRepor
             CPU thread pools), so the profile shows the steady state.
         calls: profiled calls; times in the report are summed, ``time_ms_per_call`` divides.
 
-    Profiles GPU kernels when CUDA is available (then ``report.device == "cuda"``), else CPU
-    operators.
-
     >>> import torch
     >>> W, x = torch.randn(64, 128), torch.randn(32, 128)
     >>> report = kernels(torch.nn.functional.linear, x, W)
@@ -414,12 +404,11 @@ def recorded_reports(folder=None) -> list[RecordedReport]:
 
     Returns an empty list when none are recorded; a caller must then say so.
 
-    Example:
-        >>> recs = recorded_reports()
-        >>> all(r.report.device == "cuda" for r in recs)
-        True
-        >>> any(r.report.sparse_ran for r in recs) and any(not r.report.sparse_ran for r in recs)
-        True
+    >>> recs = recorded_reports()
+    >>> all(r.report.device == "cuda" for r in recs)
+    True
+    >>> any(r.report.sparse_ran for r in recs) and any(not r.report.sparse_ran for r in recs)
+    True
     """
     from pathlib import Path
 

@@ -1,14 +1,10 @@
 """PyTorch's 2:4 dispatch rules, read from the installed torch wherever torch exposes them.
 
-``torch.sparse.to_sparse_semi_structured(W)`` picks a backend class and that class decides
-what it accepts. The installed classes carry part of the rulebook as data, and this module
-reads it live instead of copying it, so a newer torch with new dtypes or minimum shapes is
-described correctly without a code change:
-
-* ``SparseSemiStructuredTensor._FORCE_CUTLASS``: which backend ``to_sparse_semi_structured``
-  picks (False: cuSPARSELt, True: CUTLASS).
-* ``<backend class>._DTYPE_SHAPE_CONSTRAINTS``: the supported dtypes and each one's
-  :class:`ShapeRule`.
+``torch.sparse.to_sparse_semi_structured(W)`` picks a backend class (CUTLASS when
+``_FORCE_CUTLASS`` is True: :func:`default_backend`), and that class's
+``_DTYPE_SHAPE_CONSTRAINTS`` give the dtypes it takes and each one's :class:`ShapeRule`. They
+are read live, not copied, so a newer torch with new dtypes or minimum shapes is described
+correctly without a code change.
 
 What the classes do not expose is written down here (capability and cuSPARSELt minima, fp8,
 float32's 1:2 pattern, what a plain matmul does with fp8 and int8), each rule's message naming its
@@ -74,10 +70,8 @@ TORCH_CUSPARSELT_PINS: dict[str, str] = {
 class ShapeRule:
     """One dtype's shape rule of a backend, as ``_DTYPE_SHAPE_CONSTRAINTS`` states it.
 
-    The weight ``W`` (``[N, K]``) must have ``N`` >= and a multiple of ``sparse_min_rows`` and
-    ``K`` >= and a multiple of ``sparse_min_cols``; at matmul time the activation ``x``
-    (``[M, K]``) is zero-padded so that ``M`` is a multiple of ``dense_min_rows`` (and ``K`` of
-    ``dense_min_cols``), and the output is sliced back.
+    ``W [N, K]``: N and K must be >= and multiples of ``sparse_min_rows`` / ``sparse_min_cols``.
+    ``x [M, K]`` is zero-padded to multiples of ``dense_min_rows`` / ``dense_min_cols``.
     """
 
     sparse_min_rows: int
@@ -202,11 +196,7 @@ class BackendRules:
 
 
 def semi_structured_classes() -> dict:
-    """``{"cusparselt": class, "cutlass": class}`` from the installed ``torch.sparse``.
-
-    Raises RuntimeError naming the torch version when this torch has no semi-structured
-    sparsity (it arrived in torch 2.1).
-    """
+    """``{"cusparselt": class, "cutlass": class}`` from the installed ``torch.sparse`` (torch >= 2.1)."""
     found = {}
     for name, cls_name in ((b.key, b.torch_class) for b in BACKENDS.values()):
         cls = getattr(torch.sparse, cls_name, None)
@@ -244,8 +234,6 @@ def backend_rules(backend: str) -> BackendRules:
 
 def default_backend() -> str:
     """The backend ``to_sparse_semi_structured`` picks right now: reads ``_FORCE_CUTLASS`` live.
-
-    ``torch.sparse.SparseSemiStructuredTensor._FORCE_CUTLASS = True`` switches it to CUTLASS.
 
     >>> default_backend() in BACKENDS
     True

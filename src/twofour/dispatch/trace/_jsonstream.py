@@ -5,11 +5,8 @@ be gigabytes long. :class:`ChromeTraceStream` reads the file in chunks and hands
 a time, each parsed by the standard library's C JSON decoder (``raw_decode``). The other
 top-level keys are kept in ``meta`` while their text adds up to at most 1 MB
 (``deviceProperties`` always, when it is under 1 MB itself); larger ones are parsed and
-dropped. The Chrome trace format's other form, a bare array of events, is read too.
-
-Errors are :class:`StreamError` with one sentence saying what is wrong and where (event number,
-character offset). Bare ``NaN`` and ``Infinity`` are read as floats here and refused as invalid
-events by :mod:`.validate`, never read as 0.
+dropped. The Chrome trace format's other form, a bare array of events, is read too. Bare
+``NaN`` and ``Infinity`` are read as floats here and refused as invalid events by :mod:`.validate`.
 
 >>> import io
 >>> s = ChromeTraceStream(io.BytesIO(b'{"schemaVersion": 1, "traceEvents": [{"ph": "X"}, {"ph": "M"}]}'))
@@ -33,7 +30,7 @@ _DECODER = json.JSONDecoder()
 
 
 class StreamError(ValueError):
-    """The file is not a readable Chrome trace; the message is one sentence for the user."""
+    """The file is not a readable Chrome trace; the message is one sentence saying what is wrong and where."""
 
 
 class ChromeTraceStream:

@@ -135,8 +135,7 @@ def _layout(tr: Trace, want: str | None, what: str):
     for pos, s in enumerate(gstep.tolist()):
         if s >= 0:
             by_step[s].append(pos)
-    # Step windows: from the CPU start (or the previous step's end) to the end of the last GPU
-    # activity (or the CPU end).
+    # Step windows: from the CPU start (or the previous step's end) to the last GPU activity (or CPU end).
     windows = []
     prev_end = -math.inf
     for si, (_, _, cs, ce, _) in enumerate(steps):
@@ -158,8 +157,7 @@ def _analyze(tr: Trace, want: str | None, what: str = "the trace",
         )
     ix, steps, by_step, windows, outside = _layout(tr, want, what)
     invalid = {k: dataclasses.replace(v) for k, v in tr.invalid.items()}
-    # GPU events launched in no step (after the last one, or a trace cut by the profiler's schedule):
-    # no step holds them, so none is measured with them; left out and counted, never a refusal.
+    # GPU events launched in no step (TraceReport.outside_steps): left out and counted, never a refusal.
     n_outside = len(outside)
     bad = plausibility.implausible_rows(ix, tr, steps, windows, by_step, outside, invalid)
     if bad:

@@ -1,13 +1,12 @@
 """A comparison compares like with like: the same work in both traces, and a baseline that is dense.
 
-A measured speedup is a ratio of two runs; it means something only when both ran the same
-steps of the same phases with the same GEMMs, on the same GPU, with a baseline that ran no 2:4
-kernel. :func:`check` refuses anything else with one :class:`~.read.TraceError` naming both files.
-When both traces carry operand shapes (``record_shapes=True``; :mod:`.shapes`), each GEMM's call
-(the outermost operator around it, ``aten::linear`` in both runs) must get the same operand
-shapes and types at the same place in the same step. Where they cannot be compared (no shapes,
-or calls that differ: a direct ``aten::_cslt_sparse_mm`` takes the compressed weight), the note
-:func:`check` returns for each phase says so, and the report prints it beside the speedups.
+A measured speedup means something only when both runs did the same steps of the same phases
+with the same GEMMs, on the same GPU, with a baseline that ran no 2:4 kernel; :func:`check`
+refuses anything else with one :class:`~.read.TraceError` naming both files. When both traces
+carry operand shapes (:mod:`.shapes`), each GEMM's call (the outermost operator around it,
+``aten::linear`` in both runs) must get the same operand shapes and types at the same place in
+the same step; where they cannot be compared (no shapes, or a direct ``aten::_cslt_sparse_mm``
+taking the compressed weight), :func:`check`'s note for the phase says so beside the speedups.
 """
 
 from __future__ import annotations

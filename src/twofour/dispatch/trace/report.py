@@ -206,13 +206,11 @@ class PhaseReport(_Shares):
         return 2.0
 
     def funnel(self) -> list[FunnelStep]:
-        """The funnel for this phase, each step marked how it was obtained; none on a CPU (no 2:4 kernel).
+        """The funnel for this phase (as :func:`twofour.funnel.funnel`), each step marked how it was obtained.
 
-        Steps follow :func:`twofour.funnel.funnel`: data sheet, roofline ceiling, 2:4 GEMM,
-        eligible fraction (Amdahl over the step with p and the GEMM speedup), end to end. The 2:4
-        GEMM step is measured against a dense baseline, else predicted by the kernel model for the
-        trace's own GEMM shapes (:mod:`.predict`), else unknown (NaN, shown ``n/a``): never
-        assumed at the ceiling.
+        None on a CPU. The 2:4 GEMM step is measured against a dense baseline, else predicted for the
+        trace's own GEMM shapes (:mod:`.predict`), else unknown (NaN, shown ``n/a``): never assumed
+        at the ceiling.
         """
         if self.device == "cpu":
             return []
@@ -377,7 +375,6 @@ class TraceReport:
     # GPU events launched inside no step (trace, baseline): after the last step annotation, or a trace cut
     # by the profiler's schedule; left out of every number and counted here
     outside_steps: tuple = (0, 0)
-    # The analysis's index of the trace (twofour.dispatch.trace.index.Index), reused by the timeline.
     index: object = field(default=None, repr=False, compare=False)
 
     def phase(self, name: str) -> PhaseReport:

@@ -2,10 +2,9 @@
 
 Each ``cpu_op`` event of such a trace carries ``args["Input Dims"]`` (one entry per input: a
 tensor's sizes, ``[]`` for a scalar or ``None``, a list of sizes for a tensor list) and
-``args["Input type"]`` (``"float"``, ``"c10::Half"``, ``"Scalar"``, ``""`` ...). The reader
-(:mod:`.read`) keeps the pair as one *signature* per operator, shared by every operator with the
-same one; :mod:`.compare` uses them to check that two runs issued their GEMMs with the same
-operands. A trace recorded without ``record_shapes`` has none, which the comparison says.
+``args["Input type"]`` (``"float"``, ``"c10::Half"``, ``"Scalar"``, ``""`` ...). :mod:`.read`
+keeps the pair as one *signature*, stored once however many operators share it; :mod:`.compare`
+uses them to check that two runs issued their GEMMs with the same operands.
 
 >>> sig = signature([[8, 128], [64, 128], []], ["c10::Half", "c10::Half", ""])
 >>> sig
@@ -33,9 +32,7 @@ _MAX_SIZE = 1 << 62
 def signature(dims, types) -> tuple:
     """The hashable ``(dims, types)`` of one operator's inputs; :class:`ValueError` (one line) when malformed.
 
-    ``dims`` is ``args["Input Dims"]`` (None when absent: the signature's dims are then empty),
-    ``types`` is ``args["Input type"]`` (None when absent). Sizes must be ints in [0, 2^62];
-    types strings of at most 200 characters.
+    Either may be None (absent). Sizes must be ints in [0, 2^62]; types strings of at most 200 characters.
     """
     count = [0]
 
