@@ -140,6 +140,7 @@ def test_an_expanded_tensor_is_checked_by_its_storage(capsys, tmp_path):
     assert code == 0 and "200000x200000" in out and "0.0%" in out
 
 
+@pytest.mark.slow  # walks the whole 1,000,000-entry bound before refusing (seconds)
 def test_shared_references_are_bounded(capsys, tmp_path):
     x = {"w.weight": torch.zeros(4, 8)}
     for _ in range(40):

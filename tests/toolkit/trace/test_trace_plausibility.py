@@ -234,6 +234,7 @@ def _mutations(rng, d):
             e.setdefault("args", {})["correlation"] = rng.choice([-1, 0, 2**62, 12345])
 
 
+@pytest.mark.slow  # 40 traces read and analysed, each against the baseline (seconds)
 def test_fuzz_traces_give_one_line_or_possible_numbers(tmp_path, sparse):
     """Seeded, bounded: 40 random mutations, each alone and against the dense baseline."""
     rng = random.Random(40)
