@@ -1,21 +1,16 @@
 """The cuSPARSELt algorithm sweep: every ``alg_id`` the library accepts, on both call paths, with kernel names.
 
-For one GEMM shape, :func:`sweep_case` asks the library which algorithm IDs it accepts by trying
-them upward from 0 until one is refused (:func:`accepted_alg_ids`; no maximum is assumed: torch's
-``get_max_alg_id`` is recorded beside, never used to stop), then times every accepted ID two ways:
+For one GEMM shape, :func:`sweep_case` tries algorithm IDs upward from 0 until one is refused
+(:func:`accepted_alg_ids`; no maximum is assumed: torch's ``get_max_alg_id`` is recorded beside,
+never used to stop), then times every accepted ID in graph mode two ways:
 
-* ``"_cslt_sparse_mm"``: ``torch._cslt_sparse_mm`` called directly on ``x`` padded to the
-  backend's row multiple (the library's kernel and nothing else);
-* ``"F.linear"``: ``F.linear(x, W)`` on a ``to_sparse_semi_structured`` weight carrying that
-  ``alg_id`` (PyTorch's path: pad, copy, wrapper, the kernel), ``x`` at its real ``M``;
+* ``"_cslt_sparse_mm"``: called directly on ``x`` padded to the row multiple (the library's
+  kernel and nothing else);
+* ``"F.linear"``: on a ``to_sparse_semi_structured`` weight carrying that ``alg_id`` (PyTorch's
+  path: pad, copy, wrapper, the kernel).
 
-records the kernel names each call launched (:func:`kernel_tile`), checks each result against
-dense, and times the ID the library's own search returns, accepted range or not. Every timing is
-the GEMM benchmark's graph mode (:func:`twofour.bench.gpu_timing.time_graph`).
-
-The device work is done by :class:`CudaCase` on a GPU (``scripts/gpu_measure.py
-alg-search``), and :class:`RehearsalCase`, the same control flow on a CPU with dense float32
-stand-ins (no GPU number), so the flow is tested without a GPU.
+:class:`CudaCase` does the device work on a GPU (``scripts/gpu_measure.py alg-search``);
+:class:`RehearsalCase` runs the same control flow on a CPU (no GPU number), so it is tested without a GPU.
 
 Example:
     >>> case = sweep_case(RehearsalCase(accepts=3, search_id=5), repeats=2)

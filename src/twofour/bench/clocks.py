@@ -2,9 +2,8 @@
 
 A GEMM timed while the GPU throttles (power cap, heat) is slower, and nothing in the timing
 says so. ``twofour bench`` therefore reads the SM and memory clocks, power and temperature
-before and after each timing mode of each point (:func:`read_gpu_state`), and :mod:`.flags`
-flags a mode whose SM clock fell. Read through ``pynvml`` when importable, else
-``nvidia-smi`` (:data:`SMI_QUERY`); where neither answers the reading is None and the bench goes on.
+before and after each timing mode of each point (:func:`read_gpu_state`, through ``pynvml`` or
+``nvidia-smi``), and :mod:`.flags` flags a mode whose SM clock fell.
 
 Example:
     >>> parse_smi_line("1980, 3201, 251.37, 45")

@@ -2,10 +2,9 @@
 
 They test the mechanism inferred from timings (a 256-wide token tile doing padded math at M = 1
 to 16): DRAM bytes (2:4 should read about 9/16 of dense's weight bytes), SM throughput and
-tensor-pipe utilisation. ``scripts/gpu_measure.py counters`` runs one program under ``ncu`` that
-calls, for one weight shape and each M of :data:`MS`, dense ``F.linear`` and ``F.linear`` on the
-2:4 weight with algorithm 0 and with the best algorithm, each after a marker kernel, and reads
-the CSV back; where ``ncu`` cannot read counters the file says so (:func:`not_available`).
+tensor-pipe utilisation. ``scripts/gpu_measure.py counters`` runs, under ``ncu``, dense and 2:4
+``F.linear`` (algorithm 0 and the best one) for one weight shape and each M of :data:`MS`, each
+after a marker kernel; where ``ncu`` cannot read counters the file says so (:func:`not_available`).
 
 Example:
     >>> text = '''==PROF== Connected
@@ -56,8 +55,7 @@ def choose_metrics(query_output: str) -> list[str]:
 def parse_csv(text: str) -> list[dict]:
     """Rows of ``ncu --csv --page raw`` output: ``{"id", "kernel", "metrics": {name: number or text}}``, in launch order.
 
-    Lines of ncu's own log (``==PROF==``, ``==WARNING==``) are skipped; the row of units after
-    the header too.
+    ncu's own log lines (``==PROF==``, ``==WARNING==``) and the units row are skipped.
     """
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)

@@ -5,12 +5,10 @@ A (shape, M, dtype) point's speedup in one timing mode is suspect when either si
 (:meth:`twofour.bench.Results.flags`), so older files are judged the same way.
 
 ``clock`` (kernel mode)
-    The profiler's summed kernel time exceeds the same call's CUDA-graph replay or lone call by
-    more than 2% (``kernel > 1.02 * min(graph, lone)``): the kernels are part of both, so the GPU
-    ran slower during the kernel-mode pass (throttling, or profiler overhead).
+    The profiler's summed kernel time exceeds the same call's graph replay or lone call by more
+    than 2%: the kernels are part of both, so the GPU ran slower during the kernel-mode pass.
 ``drift`` (any mode)
-    Five or more raw repeats, each above the one before, the last at least 5% above the first:
-    the state of the GPU changed while it was measured.
+    The raw repeats rise steadily (:func:`drifts`): the GPU's state changed while it was measured.
 ``graph-outlier`` (graph mode)
     The replay takes more than 15 µs *and* 25% longer than its own kernel time (the replay's own
     cost elsewhere is 2-13 µs), or, without a kernel time, the dense replay takes more than 25%

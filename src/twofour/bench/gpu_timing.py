@@ -4,19 +4,15 @@ A decode step runs one layer's GEMM right after the previous one's: the device i
 weight cold (other layers' weights went through L2 since), nothing dirty waiting to be written
 back. The timings here reproduce that:
 
-* **Nothing is written between timed calls.** L2 is made cold by *rotating weight copies*
-  (:func:`copies_to_defeat_l2` copies, used in turn) or, for a lone call, by *reading* a buffer
-  twice the L2 size (:func:`read_flush`), which leaves only clean lines (a written buffer's
-  write-back would run inside the next kernel and slow the memory-bound one).
-* **The device is busy before the start event**: a device-side spin (``torch.cuda._sleep``) is
-  queued first, so the host's launch latency is not in the window (``host_ahead`` checks it).
-* **Many calls per event pair**: one CUDA graph holds one call per weight copy and is replayed
-  until the window holds ``calls`` calls.
+* **Nothing is written between timed calls.** L2 is made cold by rotating weight copies
+  (:func:`copies_to_defeat_l2`) or, for a lone call, by *reading* a buffer twice the L2 size
+  (:func:`read_flush`): a written buffer's write-back would run inside the next kernel.
+* **The device is busy before the start event** (a device-side spin), so the host's launch
+  latency is not in the window (``host_ahead`` checks it).
+* **Many calls per event pair**, from one replayed CUDA graph.
 
-Modes (:data:`twofour.vocabulary.TIMING_MODES`): :func:`time_graph` (the *cached* scenario),
-:func:`time_stream` (eager calls back to back) and :func:`profile_kernels` (the kernels' own time),
-each described in :data:`METHODS`, which the results file records (:data:`LEGACY_METHODS`: how
-older files were timed). All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`).
+:data:`METHODS` describes each mode's method and goes into the results file (:data:`LEGACY_METHODS`:
+how older files were timed). All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`).
 
 Example (on the simulated GPU: the window holds the kernels and nothing else):
     >>> import torch

@@ -35,12 +35,10 @@ TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 def sparse_weight(W24: torch.Tensor, backend: str = CUSPARSELT.name, alg_id: int | None = None):
     """Convert a 2:4 weight with PyTorch's ``backend``, and for cuSPARSELt with algorithm ``alg_id``.
 
-    Every ``F.linear(x, W)`` on the result runs that algorithm (PyTorch passes the tensor's
-    ``alg_id_cusparselt`` on each call). The argument moved between releases, so both ways are
-    used: ``to_sparse_semi_structured(W, alg_id=...)`` where torch has it (2.13), else the private
-    class attribute ``SparseSemiStructuredTensor._DEFAULT_ALG_ID``, set for this one conversion.
-    The tensor's ``alg_id_cusparselt`` is then checked; a mismatch raises. ``alg_id=None`` leaves
-    PyTorch's default (algorithm 0).
+    Every ``F.linear(x, W)`` on the result runs that algorithm. The argument moved between
+    releases: ``to_sparse_semi_structured(W, alg_id=...)`` where torch has it (2.13), else
+    ``SparseSemiStructuredTensor._DEFAULT_ALG_ID`` set for this one conversion; the result's
+    ``alg_id_cusparselt`` is checked. ``alg_id=None``: PyTorch's default (algorithm 0).
     """
     from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
 

@@ -313,9 +313,7 @@ def recorded_alg_search(folder=None, dtype: str = "float16") -> list[dict]:
 
 
 def cpu_roofline(results: Results) -> dict:
-    """Achieved GFLOP/s and GB/s per point of a dense run, and the best of each (the measured ceilings).
-
-    The "ceilings" are the best this run achieved, not the CPU's data-sheet peaks.
+    """Achieved GFLOP/s and GB/s per point of a dense run, and the best of each (not data-sheet peaks).
 
     Example:
         >>> from twofour.bench import sweep

@@ -1,10 +1,9 @@
 """A simulated CUDA device on the CPU, for rehearsing and testing the GPU timing code without a GPU.
 
-:func:`simulated_gpu` replaces, for the length of a ``with`` block, what the timing code of
-:mod:`twofour.bench.gpu_timing` asks of ``torch.cuda`` (events, streams, synchronisation, CUDA
-graphs, ``torch.cuda._sleep``, the L2 size) with a model of one GPU stream, on which
-``torch.nn.functional.linear`` (still computed on the CPU) and the flush buffer's reads and
-writes are kernels. The model keeps the host's and the device's clocks and an L2 cache:
+:func:`simulated_gpu` replaces, for the length of a ``with`` block, what
+:mod:`twofour.bench.gpu_timing` asks of ``torch.cuda`` with a model of one GPU stream, with the
+host's and the device's clocks and an L2 cache, on which ``torch.nn.functional.linear`` (still
+computed on the CPU) and the flush buffer's reads and writes are kernels:
 
 * every launch costs the host ``launch_us``; the device starts an operation ``latency_us``
   after the host issued it, or when the one before it ends, whichever is later; a graph

@@ -4,8 +4,8 @@ Every reader that turns recorded GEMM timings into a number the site quotes (the
 measured speedups, the verdict, the practice bank) goes through :func:`trusted_gemm_table`: an
 unflagged timing (:mod:`twofour.bench.flags`) stays as it is; a flagged side is replaced by one
 of :data:`FLAG_RULES` (whose name travels with the value), or the point is dropped when no rule
-applies. The replacement reads the results file only (``graph_cost=``, default
-:func:`neighbour_graph_cost`), never the kernel model, which is itself fitted to trusted timings.
+applies. The replacement reads the results file only, never the kernel model, which is itself
+fitted to trusted timings.
 
 Example:
     >>> from twofour.course.answer import verdict_results

@@ -2,25 +2,22 @@
 
 What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`):
 
-1. **Tiles** from the recorded kernel names (:func:`twofour.roofline.tiles.tile_table_from_names`
-   on the Llama-3-8B fp16 cuBLAS names; cuSPARSELt algorithm 0 ran one tile everywhere).
-2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels, the idle time per
-   GEMM inside captured chains (what ``cached`` adds), the legacy bench's replay artefact (added
-   only where the model is compared with such a timing), the host time of host-bound eager calls.
+1. **Tiles** from the recorded Llama-3-8B fp16 cuBLAS kernel names
+   (:func:`twofour.roofline.tiles.tile_table_from_names`).
+2. **Costs outside the GEMM kernel**, medians of measurements: helper kernels, the chain idle
+   per GEMM (what ``cached`` adds), the legacy replay artefact, the host time of eager calls.
 3. **The families' constants** (:func:`twofour.roofline.fitting.fit_family`) on the points
    :data:`twofour.roofline.published.FIT_RULES` allow and the GEMM-chain traces: cuBLAS first
-   (fp16, with the GPU-wide DRAM and L2-flush numbers), then cuSPARSELt algorithm 0 on fp16 and
-   its bf16 kernel on bf16. CUTLASS takes cuSPARSELt's constants with its own tile and no split
-   (an assumption: no CUTLASS 2:4 kernel runs on the H200).
-4. **The searched algorithm**: each candidate tile fitted to the sweep's fastest times, the
-   best kept (the sweep recorded times, not names).
-5. **Per GPU** with usable published points (A100, H100): the base set with the 2:4 families'
-   ``compute_eff`` refitted to that GPU's points. GPUs without any keep the base set.
+   (with the GPU-wide DRAM and L2-flush numbers), then cuSPARSELt on fp16 and its bf16 kernel on
+   bf16. CUTLASS takes cuSPARSELt's constants with its own tile and no split (an assumption: no
+   CUTLASS 2:4 kernel runs on the H200).
+4. **The searched algorithm**: each candidate tile fitted to the sweep's fastest times (the sweep
+   recorded times, not names).
+5. **Per GPU** with usable published points (A100, H100): the 2:4 families' ``compute_eff``
+   refitted to that GPU's points. GPUs without any keep the base set.
 
-:func:`evaluate` reports the median ``|predicted speedup / measured - 1|`` per M regime on the
-held-out Llama-3-70B shapes, on bf16 with each weight shape left out of the bf16 fit,
-leave-one-source-out on the published points and in-sample, and :func:`ceiling_check` checks the
-ceilings on a grid.
+:func:`evaluate` reports the median ``|predicted speedup / measured - 1|`` per M regime, each
+table held out in its own way; :func:`ceiling_check` checks the ceilings on a grid.
 
 Example:
     >>> cal = fit_all()

@@ -4,8 +4,7 @@ The free numbers are a family's :data:`FREE` and, with ``fit_dram``, the GPU-wid
 (fitted on the dense side: DRAM limits its kernels). Tiles and the split-K rule are read off the kernel
 names. The loss is the sum of squared ``log(predicted / measured)`` times, so a 10 µs decode GEMM
 weighs as much as a 10 ms prefill one. The model's arithmetic is repeated on numpy arrays
-(:func:`structure`: what the fitted numbers do not change), so a whole fit runs in under a
-second; the tests check that it gives exactly what :func:`twofour.roofline.kernel_time` gives.
+(:func:`structure`), exactly as :func:`twofour.roofline.kernel_time` does it, so a fit runs in under a second.
 
 Example:
     >>> f = lambda x: (x[0] - 1) ** 2 + (x[1] + 2) ** 2

@@ -7,17 +7,14 @@ value; group-quantized formats add a scale (and a zero point) per ``group_size``
 
     bits per weight = kept * value_bits + kept * meta_bits + scale_bits / group_size
 
-with ``kept = 1/2`` and ``meta_bits = 2`` for 2:4, else ``kept = 1`` and no metadata.
 The metadata and the scales do not shrink with the values, so the smaller the values, the less
 2:4 adds: bf16 9 of 16 bits (1.78x fewer bytes), fp8 5 of 8 (1.6x), int4 with a 16-bit scale per
 128 weights 3.125 of 4.125 (1.32x).
 
-On top of the bits: a transformer's weight bytes in a format (:func:`model_weight_bytes`), a
-decode step as bytes and the rate a bandwidth turns them into (:func:`decode_step_bytes`,
-:func:`decode_tokens_per_s`), and the capacity win (:func:`capacity_at_tpot`): weight bytes a
-format frees become KV cache, and a lighter step leaves more of a time-per-output-token budget
-for KV reads. It is a bytes model (no compute limit, no kernel overheads), checked in the tests
-against torchao's Llama-3-8B sizes and Sparse-Marlin decode result and pytorch/ao PR #2012.
+On top of the bits, the capacity win (:func:`capacity_at_tpot`): weight bytes a format frees
+become KV cache, and a lighter step leaves more of a time-per-output-token budget for KV reads.
+It is a bytes model (no compute limit, no kernel overheads), checked in the tests against
+torchao's Llama-3-8B sizes and Sparse-Marlin decode result and pytorch/ao PR #2012.
 
 Example:
     >>> round(bits_per_weight("bf16+2:4") / bits_per_weight("bf16"), 4)
@@ -269,10 +266,9 @@ def capacity_at_tpot(cfg: TransformerConfig, gpu, fmt, *, context: int, tpot_tar
     Args:
         cfg, gpu, fmt: model, GPU (name from :mod:`twofour.hardware`), format of the block linears.
         context: tokens in each sequence's KV cache (prompt plus output so far).
-        tpot_target_s: the service-level target for the time per output token, seconds.
-        memory_bytes: the GPU's memory in bytes; default what the device reports, :data:`GPU_MEMORY_BYTES`.
-        memory_fraction: share of memory for weights and KV (the rest: activations, the
-            allocator, the runtime); 0.9 is an assumption.
+        tpot_target_s: the target time per output token, seconds.
+        memory_bytes: the GPU's memory in bytes; default :data:`GPU_MEMORY_BYTES`.
+        memory_fraction: share of memory for weights and KV (an assumption).
         bandwidth_efficiency: share of peak bandwidth a decode step reaches. The default 0.7 is
             [derived] from torchao's bf16 Llama-3-8B row on an A100: 1.44 TB/s of 2.04 TB/s.
         sparse_bandwidth_ratio: the 2:4 weight read's bandwidth efficiency relative to dense

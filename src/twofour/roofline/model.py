@@ -31,20 +31,18 @@ whatever M is. PyTorch's default 2:4 kernel (cuSPARSELt algorithm 0) has a 128 x
 256 columns are tokens: at one token it does the math of 256, and that padded math, not the
 weight's bytes, sets its decode time (bf16 runs another kernel of the same tile, its own family).
 It also launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the data
-sheet, set its bandwidth (measured on the H200 at M <= 16, kernel time, fp16: 16.7% to 49.5% of
-the bandwidth cuBLAS reaches on the same weight; ``tests/toolkit/roofline/test_roofline.py``
-recomputes the range from the data); split-K buys CTAs with whole fp32 partial tiles; ``twofour
-bench`` flushes L2 by *writing* a buffer, so a kernel measured after it also writes back dirty
-lines, which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
+sheet, set its bandwidth (H200, M <= 16, fp16: 16.7% to 49.5% of the bandwidth cuBLAS reaches on
+the same weight); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench`` flushes L2
+by *writing* a buffer, so a kernel measured after it also writes back dirty lines, which costs
+the DRAM-bound dense kernels and not the latency-bound 2:4 one.
 
 The scenario (:mod:`twofour.roofline.scenarios`) then adds what a call pays beyond its kernels.
 
 **Ceiling guard.** A 2:4 GEMM can never beat dense by more than 2x (compute) or
 ``1 / packed_ratio`` (1.78x for fp16, where the dense kernel is memory-bound): the 2:4 time is
 raised to ``dense / ceiling`` where the model would pass it (:attr:`Prediction.ceiling_guard`).
-With the stored fit the guard binds in 238 of a grid of 134,640 predictions, 0.2% (all at M = 64
-to 4096, 176 of them on the A100, a GPU the tables were not read on; ``twofour calibrate``
-recounts it over its grid, ``checks.ceilings`` in ``kernel-fit.json``).
+With the stored fit the guard binds in 238 of a grid of 134,640 predictions, 0.2%
+(``checks.ceilings`` in ``kernel-fit.json``).
 
 Assumptions, each a simplification a measurement can contradict:
 

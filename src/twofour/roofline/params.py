@@ -20,8 +20,7 @@ __all__ = ["KernelFamily", "KernelParams", "FAMILIES", "DEFAULT_TILE_TABLES", "A
 FAMILIES = ("cublas", "cusparselt", "cusparselt_bf16", "cusparselt_searched", "cutlass")
 
 # Tile tables as recorded on the H200 (2026-11-30, torch 2.11, cuBLAS 13.1, cuSPARSELt 0.8.0); how
-# each was read is in twofour.roofline.tiles' docstring ("cublas": the rows twofour calibrate writes
-# into kernel-fit.json, and a test checks that the names still give them).
+# each was read is in twofour.roofline.tiles' docstring ("cublas": the rows twofour calibrate writes).
 DEFAULT_TILE_TABLES = {
     "cublas": (
         (8, 1024, 64, 8), (8, None, 128, 8), (16, 4096, 64, 16), (16, None, 128, 16), (32, 4096, 64, 32),

@@ -2,22 +2,18 @@
 
 Two sources feed the kernel model: **published** (``twofour/data/published-gemm.json``, records
 from public sources, each with its ``reliability``, ``caveats`` and ``source_url``; nothing in it
-was measured here) and **measured** (the results files ``twofour bench`` wrote on a GPU, one
-point per shape, M, dtype, backend and timing mode). :func:`points` returns both as
-:class:`Point` objects in one convention (``y = x @ W.T``, ``x`` ``[M, K]``, ``W`` ``[N, K]``,
-times in µs) and says for each whether the model may be fitted to it (:attr:`Point.excluded`,
-by the rules :data:`FIT_RULES`). Contradictions between sources are shown side by side, never
-averaged away.
+was measured here) and **measured** (the results files ``twofour bench`` wrote on a GPU).
+:func:`points` returns both as :class:`Point` objects in one convention (``y = x @ W.T``, times
+in µs) and says for each whether the model may be fitted to it (:attr:`Point.excluded`, by
+:data:`FIT_RULES`). Contradictions between sources are shown side by side, never averaged away.
 
 A timing's scenario (:data:`twofour.roofline.SCENARIOS`): ``eager`` for ``twofour bench``'s
 ``stream`` mode and published timings of ``F.linear`` / ``torch.mm`` on a sparse tensor;
-``cached`` for its ``graph`` mode; ``kernel`` for its ``kernel`` mode, library examples and
-profilers that reuse a plan, a single GEMM's timing (scope ``gemm_kernel``) and PyTorch with
-plans cached (pytorch#177866). Its ``lone`` mode (one call on an idle device) is kept as
-evidence, not fitted. A measured point's ``extra`` says how it was timed (``method``),
-whether it is a legacy-method graph timing holding the host's replay launch (``legacy_replay``,
-:data:`twofour.bench.gpu_timing.LEGACY_METHODS`), and ``l2`` (``"flushed"`` where the method
-wrote a flush buffer before each call).
+``cached`` for its ``graph`` mode; ``kernel`` for its ``kernel`` mode, library examples,
+profilers, single-GEMM timings and PyTorch with plans cached (pytorch#177866). Its ``lone`` mode
+is kept as evidence, not fitted. A measured point's ``extra`` says how it was timed: ``method``,
+``legacy_replay`` (a graph timing holding the host's replay launch,
+:data:`twofour.bench.gpu_timing.LEGACY_METHODS`) and ``l2``.
 
 Example:
     >>> pts = points()

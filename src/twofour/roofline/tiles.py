@@ -5,16 +5,12 @@ A GEMM library cuts ``y = x @ W.T`` into output **tiles** of ``tile_n`` (along N
 pieces (**split-K**), so that ``tiles * split`` CTAs keep more SMs busy, at the price of fp32
 partial tiles. Which tile and split it picks decides how many SMs pull the weight from memory.
 
-Tables read off what the H200 run recorded (kernel names of the ``kernel`` timing mode, launch
-grids in the GEMM-chain traces; :func:`parse_kernel_name`): **cuBLAS** (``nvjet_...``) picks a
-tile per shape, ``128x8`` or ``64x8`` at one token up to ``320x128`` for prefill
-(:func:`tile_table_from_names`); **cuSPARSELt algorithm 0** (PyTorch's default) ran
-``tilesize128x256x64`` everywhere, 256 token columns per tile, so at decode 255 of 256 are
-padding; the **searched** algorithm's tile (``64x256``) is inferred by the fit from its times;
-**CUTLASS** ``128x128`` is assumed, never measured. GPUs never measured use these H200 tables.
-
-A table is a tuple of rows ``(m_max, n_max, tile_n, tile_m)``: the first row with
-``M <= m_max`` and ``N <= n_max`` wins (``None`` = no bound). The split factor is not in any name;
+Tables read off the H200 run's kernel names and launch grids (:func:`tile_table_from_names`):
+**cuBLAS** (``nvjet_...``) picks a tile per shape, ``128x8`` or ``64x8`` at one token up to
+``320x128`` for prefill; **cuSPARSELt algorithm 0** ran ``tilesize128x256x64`` everywhere, so at
+decode 255 of 256 token columns are padding; the **searched** algorithm's tile (``64x256``) is
+inferred by the fit; **CUTLASS** ``128x128`` is assumed, never measured. A table's rows are
+``(m_max, n_max, tile_n, tile_m)`` (:func:`choose_tile`). The split factor is not in any name;
 one rule reproduces every launch grid in the traces and every split flag below one wave::
 
     tiles = ceil(N / tile_n) * ceil(M / tile_m)
