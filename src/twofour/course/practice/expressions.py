@@ -12,8 +12,7 @@ A bank is data someone may share, so its expressions are data too. What one may 
   calls only to registered functions and methods.
 
 Everything else is refused before anything runs, a :class:`BankError` naming the expression and the
-offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused before it is
-computed (``9**9**9``), each registered function its own inputs, no call started after 10 s of work.
+offending part. Work is bounded by :data:`LIMITS`, an integer power (``9**9**9``) before it is computed.
 """
 
 from __future__ import annotations
