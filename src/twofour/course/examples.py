@@ -160,9 +160,9 @@ def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Te
 
 
 def half_zero_weights(W: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Three versions of ``W``, each with exactly half its elements zero, only one of them 2:4: magnitude 2:4
-    along each row (``"2:4 along K"``, valid), the smallest half of all magnitudes (``"unstructured 50%"``), and
-    magnitude 2:4 along each column (``"2:4 along N (wrong dim)"``), as mixing up ``[out, in]`` gives.
+    """Three versions of ``W``, each with exactly half its elements zero, only one of them 2:4:
+    ``"2:4 along K"`` (magnitude 2:4 along each row: valid), ``"unstructured 50%"`` (the smallest half of
+    all magnitudes) and ``"2:4 along N (wrong dim)"`` (along each column, as mixing up ``[out, in]`` gives).
 
     >>> weights = half_zero_weights(torch.randn(8, 8))
     >>> sorted(weights)

@@ -147,7 +147,8 @@ class RequestCalculator(_Calculator):
         c["measured_speedup"].disabled = c["gemm_source"].value != "measured"
         try:
             pruned = tuple(kind for group in c["pruned"].value for kind in _GROUPS[group])
-            cfg = PRESETS.get(c["model"].value) or LLAMA_3_8B.with_(**{f: int(c[f].value) for f in _CUSTOM_FIELDS})
+            custom = {f: int(c[f].value) for f in _CUSTOM_FIELDS}
+            cfg = PRESETS.get(c["model"].value) or LLAMA_3_8B.with_(**custom)
             workload = Workload(cfg, int(c["batch"].value), int(c["prompt_len"].value),
                                 int(c["output_len"].value), dtype=c["dtype"].value, pruned=pruned)
             measured = float(c["measured_speedup"].value) if c["gemm_source"].value == "measured" else None
