@@ -1,16 +1,12 @@
 """Chapter 7's worked deployment and its verdict: one table, measured first, read by every page that quotes it.
 
-The deployment (:mod:`.deployment`): Llama-3-8B shapes in fp16 (the dtype the H200 run timed every
-way; bf16 only eager and in CUDA graphs, :func:`bf16_rows`), every block linear pruned to 2:4.
-
+The deployment (:mod:`.deployment`): Llama-3-8B in fp16 (bf16: :func:`bf16_rows`), every block linear 2:4.
 The verdict is a range over how the GEMMs are called (:data:`ROWS`), each row ``measured``, ``adjusted``
-(another call path's measurement plus a measured per-call cost) or ``predicted`` (the kernel model) on
-its call path (:data:`twofour.bench.trusted.CALL_PATHS`). The range spans the rows measured on the
-reader's path, ``F.linear``, flagged timings left out; the rest of the step is predicted.
+(another call path's measurement plus a measured per-call cost) or ``predicted`` (the kernel model);
+the range spans the rows measured on ``F.linear``, flagged timings left out.
 
-Pages quote the verdict and the diagnosis checklist (:data:`CHECKLIST`) between markers such as
-``<!-- verdict:range -->...<!-- /verdict -->``, filled in by :func:`fill_quotes`, checked by
-:func:`stale_quotes`, rewritten by ``scripts/refresh_quotes.py``.
+Pages quote the verdict and :data:`CHECKLIST` between markers (``<!-- verdict:range -->...<!-- /verdict -->``)
+that :func:`fill_quotes` fills (``scripts/refresh_quotes.py``) and :func:`stale_quotes` checks.
 
 Example:
     >>> from twofour.course.answer import verdict_table

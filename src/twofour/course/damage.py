@@ -77,9 +77,8 @@ def relative_output_error(W: torch.Tensor, W_after: torch.Tensor, x: torch.Tenso
 
 
 def pytorch_cutlass_roundtrip(W: torch.Tensor) -> torch.Tensor:
-    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, on ``W``'s device (CPU too).
-    The conversion does not check the 2:4 pattern: a group with more than two non-zeros comes back
-    with two. float16 / bfloat16 (rows a multiple of 32, columns of 64), int8 (16, 128).
+    """Pack ``W`` with PyTorch's CUTLASS conversion and unpack it again, on ``W``'s device (CPU too). The
+    conversion does not check the 2:4 pattern: a group with more than two non-zeros comes back with two.
 
     >>> W = torch.tensor([[1.0, 2.0, 3.0, 4.0] * 16] * 32, dtype=torch.float16)
     >>> pytorch_cutlass_roundtrip(W)[0, :4].tolist()   # no error, two values silently gone

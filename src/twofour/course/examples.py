@@ -2,13 +2,9 @@
 
 A random Gaussian matrix is a poor stand-in for a trained weight: training bunches the large
 weights in the columns of the features that matter, which decides what a 2:4 pattern costs against
-unstructured pruning. So the chapters also use a weight trained in seconds on a CPU, seeded:
-
-* **Task.** Only ``informative`` of the ``in_features`` standard-normal inputs carry signal: the
-  target is a fixed random two-layer ReLU "teacher" on those alone; the rest are distractors.
-* **Student.** ``Linear(in_features, hidden) -> ReLU -> Linear(hidden, out_features)``,
-  trained with AdamW (weight decay shrinks the distractor columns) on fresh batches.
-* **The weight.** ``W`` is the student's first layer, ``[hidden, in_features] = [N, K]``.
+unstructured pruning. So the chapters also use a weight trained in seconds on a CPU, seeded: the first
+layer, ``W = [hidden, in_features] = [N, K]``, of a ReLU MLP trained with AdamW (weight decay shrinks the
+distractor columns) to imitate a random teacher that reads only ``informative`` of its inputs.
 
 >>> ex = trained_example()
 >>> tuple(ex.W.shape), ex.W.dtype
@@ -164,12 +160,9 @@ def prune_unstructured(W: torch.Tensor, sparsity: float = 0.5) -> tuple[torch.Te
 
 
 def half_zero_weights(W: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Three versions of ``W``, each with exactly half its elements zero, only one of them 2:4.
-
-    * ``"2:4 along K"``: magnitude 2:4 along each row (the last dimension, ``in_features``): valid.
-    * ``"unstructured 50%"``: the smallest half of all magnitudes, wherever they are.
-    * ``"2:4 along N (wrong dim)"``: magnitude 2:4 along each *column* (groups of 4 output rows),
-      as you get by pruning ``W.T`` or by mixing up ``[out, in]`` with ``[in, out]``.
+    """Three versions of ``W``, each with exactly half its elements zero, only one of them 2:4:
+    ``"2:4 along K"`` (magnitude 2:4 along each row: valid), ``"unstructured 50%"`` (the smallest half of
+    all magnitudes) and ``"2:4 along N (wrong dim)"`` (along each column, as mixing up ``[out, in]`` gives).
 
     >>> weights = half_zero_weights(torch.randn(8, 8))
     >>> sorted(weights)

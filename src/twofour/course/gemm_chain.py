@@ -1,16 +1,14 @@
 """The per-token headline from the least biased stored evidence: the GEMM-chain traces, and how far the bench is off.
 
 The **GEMM-chain traces** (``twofour/data/traces``) replay the seven pruned projections of two
-Llama-3-8B blocks at M = 16, fp16, in a CUDA graph: not decode steps, but kernels back to back with
-no L2 flush or host launch, as a serving step runs them. The **one-GEMM graph bench** replayed each
-GEMM alone from an idle device after an L2 flush, which adds more time to the memory-bound dense
-kernel than to 2:4, pulling every ratio toward 1.
+Llama-3-8B blocks at M = 16, fp16, in a CUDA graph: kernels back to back with no L2 flush or host
+launch, as a serving step runs them. The **one-GEMM graph bench** replayed each GEMM alone from an
+idle device after an L2 flush, which adds more time to the memory-bound dense kernel than to 2:4.
 
-:func:`chain_headline` derives from the chain, per projection at M = 16 (its kernels plus the chain's
-idle time per call; the bench's bias is graph minus chain): fp16 at batch 1 (plus the 2:4 path's pad
-fill and copy), bf16 (each bf16 graph time less the fp16 bias, checked against the unflushed bf16
-kernel table), per token (:func:`twofour.request.estimate`), and a bracket for the fastest of
-algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
+:func:`chain_headline` takes, per projection, the chain's kernels plus its idle time per call (the
+bench's bias is graph minus chain): fp16 (plus the 2:4 path's pad fill and copy), bf16 (each bf16
+graph time less the fp16 bias, checked against the unflushed bf16 kernel table), per token, and a
+bracket for the fastest of algorithms 0-7 (less algorithm 0's 2:4 bias, or dense's).
 
 Example:
     >>> h = chain_headline()

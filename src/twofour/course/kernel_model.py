@@ -31,13 +31,7 @@ def crossovers(dtype: str = "fp16") -> list[dict]:
     ``measured``, the smallest recorded M from which every larger one wins (None: never);
     ``predicted_at_recorded_m``: the same on the model; ``predicted``: the model's first winning M
     (:func:`twofour.roofline.crossover_m`; the saw-toothed curve can win past a tile boundary and lose
-    again); ``predicted_serving``: as a serving engine runs (clean L2).
-
-    Example:
-        >>> rows = {r["layer"]: r for r in crossovers()}
-        >>> rows["gate_proj/up_proj"]["measured"]
-        256
-    """
+    again); ``predicted_serving``: as a serving engine runs (clean L2)."""
     from ..bench import recorded_results
     from ..bench.trusted import trusted_gemm_table
     from ..models import LLAMA_3_8B, linear_shapes

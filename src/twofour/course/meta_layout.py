@@ -24,10 +24,9 @@ _COLUMNS_PER_WORD = {torch.int16: 16, torch.int32: 32}
 
 
 def cutlass_meta_slots(rows: int, cols: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
-    """Memory position of every metadata word after CUTLASS reordering, for a dense ``[rows, cols]`` =
-    ``[N, K]`` weight of ``dtype`` (``float16`` / ``bfloat16``: int16 metadata; ``int8``: int32): int64
-    ``[rows, K / columns_per_word]``, entry ``[r, c]`` the flat reordered index of the word describing
-    row ``r``, columns ``c * columns_per_word ...``."""
+    """Memory position of every metadata word after CUTLASS reordering, for a dense ``[rows, cols] = [N, K]``
+    weight of ``dtype``: int64 ``[rows, K / columns_per_word]``, entry ``[r, c]`` the flat reordered index
+    of the word describing row ``r``, columns ``c * columns_per_word ...``."""
     rules = cutlass_constraints(dtype)
     if rules["pattern"] != "2:4":
         raise ValueError(f"dtype must be float16, bfloat16 or int8 (2:4 metadata), got {dtype}")

@@ -1,7 +1,6 @@
 """The "2:4 in late 2026" status box: one text, shown on the home page and in chapters 0, 3 and 7.
 
-The text lives in one file, ``twofour/course/data/status.md``, so the copies cannot drift: the home
-page includes it (snippet syntax), a chapter shows it with one hidden-input cell, ``status_box()``.
+The text lives in one file, ``twofour/course/data/status.md``, so the copies cannot drift.
 
 >>> STATUS_DATE
 '2026-11-30'

@@ -1,8 +1,6 @@
 """Tabular results that read: an HTML table in Jupyter, Colab and on the site; aligned text elsewhere.
 
-:func:`table` keeps the rows as data (an f-string table is wider than a phone): a notebook shows an
-HTML ``<table>`` (numbers right-aligned, scrolling sideways on a narrow screen), ``print(t)``
-aligned text, ``t.to_markdown()`` a Markdown table.
+:func:`table` keeps the rows as data, as an f-string table is wider than a phone.
 
 Example:
     >>> from twofour.course.tables import table
@@ -40,9 +38,7 @@ def _format(value: Any, fmt: Format | None) -> str:
         return ""
     if fmt is not None:
         return fmt(value) if callable(fmt) else fmt.format(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
+    if isinstance(value, float) and math.isfinite(value):
         return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
     return str(value)
 
@@ -95,13 +91,11 @@ class Table:
 
     def to_markdown(self) -> str:
         """A Markdown (pipe) table; numeric columns right-aligned."""
-        def esc(cell: str) -> str:
-            return cell.replace("|", "\\|")
+        def line(cells: Sequence[str]) -> str:
+            return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
-        lines = ["| " + " | ".join(esc(c) for c in self.columns) + " |"]
-        lines.append("|" + "|".join("---:" if num else ":---" for num in self.numeric) + "|")
-        lines += ["| " + " | ".join(esc(cell) for cell in row) + " |" for row in self.rows]
-        return "\n".join(lines)
+        rule = "|" + "|".join("---:" if num else ":---" for num in self.numeric) + "|"
+        return "\n".join([line(self.columns), rule, *map(line, self.rows)])
 
     def _repr_html_(self) -> str:
         def cell(tag: str, text: str, num: bool) -> str:

@@ -21,7 +21,7 @@ import ipywidgets as W
 from ..amdahl import averaged_speedup_mistake, max_speedup, speedup
 from ..funnel import funnel
 from ..hardware import GPUS
-from ..models import PRESETS, LLAMA_3_8B, TransformerConfig
+from ..models import PRESETS, LLAMA_3_8B
 from ..request import DTYPE_BYTES, Assumptions, Workload, estimate
 from .figures.funnel import plot_funnel
 
@@ -141,19 +141,15 @@ class RequestCalculator(_Calculator):
             W.VBox([self.message, self.output, self.figure]),
         ]))
 
-    def _config(self) -> TransformerConfig:
-        c = self.controls
-        if c["model"].value != "custom":
-            return PRESETS[c["model"].value]
-        return LLAMA_3_8B.with_(**{f: int(c[f].value) for f in _CUSTOM_FIELDS})
-
     def update(self) -> None:
         c = self.controls
         self.custom_box.layout.display = "" if c["model"].value == "custom" else "none"
         c["measured_speedup"].disabled = c["gemm_source"].value != "measured"
         try:
             pruned = tuple(kind for group in c["pruned"].value for kind in _GROUPS[group])
-            workload = Workload(self._config(), int(c["batch"].value), int(c["prompt_len"].value),
+            custom = {f: int(c[f].value) for f in _CUSTOM_FIELDS}
+            cfg = PRESETS.get(c["model"].value) or LLAMA_3_8B.with_(**custom)
+            workload = Workload(cfg, int(c["batch"].value), int(c["prompt_len"].value),
                                 int(c["output_len"].value), dtype=c["dtype"].value, pruned=pruned)
             measured = float(c["measured_speedup"].value) if c["gemm_source"].value == "measured" else None
             est = estimate(workload, c["gpu"].value, gemm_speedup=measured,

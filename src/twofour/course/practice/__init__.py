@@ -1,9 +1,8 @@
 """Interview practice questions as data: load the bank, compute every number in it, render it.
 
-The bank (``twofour/course/data/practice.yaml``) is a list of questions: a prompt, a rubric, what a
-pass looks like at three grades, a worked answer, mistakes and follow-ups. No number is typed into
-the text: each is a named ``numbers`` entry, computed by an expression on the toolkit
-(``amdahl.speedup(0.87, 1.78)``) and referred to as ``{{name}}``, so the answers follow the toolkit.
+No number is typed into the bank's text (``twofour/course/data/practice.yaml``): each is a named
+``numbers`` entry, computed by an expression on the toolkit (``amdahl.speedup(0.87, 1.78)``) and
+referred to as ``{{name}}``, so the answers follow the toolkit.
 
 Stages: :mod:`.terms` (vocabulary) -> :mod:`.load` (the bounded YAML, validated by :mod:`.schema`) ->
 :mod:`.questions` (the data model; numbers interpreted by :mod:`.expressions` over :mod:`.registry`,

@@ -2,8 +2,7 @@
 
 A bank is data someone may share, so its expressions are data too. What one may contain:
 
-* numbers (bounded: integers up to 128 bits, floats finite), strings, lists, tuples and dicts
-  of at most 1,000 items, and ``True``/``False``/``None``;
+* numbers, strings, lists, tuples, dicts and ``True``/``False``/``None``, within :data:`LIMITS`;
 * arithmetic (``+ - * / // % **``) on numbers, comparisons, ``and``/``or``/``not``,
   ``a if c else b``, indexing of a list, tuple or dict, and ``'%d.%d' % (8, 0)`` formatting;
 * names from :data:`~.registry.NAMESPACE` (values, registered functions, namespaces) and the
@@ -12,8 +11,7 @@ A bank is data someone may share, so its expressions are data too. What one may 
   calls only to registered functions and methods.
 
 Everything else is refused before anything runs, a :class:`BankError` naming the expression and the
-offending part. Work is bounded (:data:`LIMITS`): length, depth, an integer power refused before it is
-computed (``9**9**9``), each registered function its own inputs, no call started after 10 s of work.
+offending part; an integer power (``9**9**9``) is refused before it is computed.
 """
 
 from __future__ import annotations

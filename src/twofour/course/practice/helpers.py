@@ -298,9 +298,8 @@ def slo_goodput(loads, latencies, slo: float) -> float:
 
 
 def searched_gemm(M: int, N: int, K: int, what: str = "best_us") -> float:
-    """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded): ``what`` is
-    ``"best_us"`` (the fastest correct algorithm), ``"default_us"`` (algorithm 0), ``"dense_us"`` or
-    ``"best_alg"``.
+    """One GEMM of the H200's cuSPARSELt algorithm sweep (fp16, ``x`` pre-padded): ``"best_us"`` (the
+    fastest correct algorithm), ``"default_us"`` (algorithm 0), ``"dense_us"`` or ``"best_alg"``.
 
     >>> searched_gemm(1, 4096, 14336, "best_us") < searched_gemm(1, 4096, 14336, "dense_us")
     True

@@ -114,11 +114,9 @@ def _decode(data: bytes, source: str) -> str:
 
 def _parse_yaml(text: str, source: str):
     """The YAML's data, refusing more than :data:`MAX_BANK_DEPTH` levels, :data:`MAX_BANK_ALIASES` aliases
-    or :data:`MAX_BANK_NODES` nodes: the event stream is checked first (PyYAML's parser is iterative, its
-    composer recurses), so a hostile file is refused before any object is built, an alias counting as
-    much as the node it names. libyaml reads the bank when PyYAML has it (ten times faster); a bank it
-    refuses is read again by PyYAML's parser, whose error says why in the words above.
-    """
+    or :data:`MAX_BANK_NODES` nodes on the event stream (PyYAML's parser is iterative, its composer
+    recurses), before any object is built. libyaml reads the bank when present (ten times faster); a bank
+    it refuses is read again by PyYAML, whose error says why."""
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)
@@ -183,10 +181,8 @@ def _parse_checked(text: str, source: str, loader):
 
 
 def load_bank(path=None) -> Bank:
-    """Load and validate the bank (default: the shipped one); each problem is one :class:`BankError` line.
-    The file is bounded (:data:`MAX_BANK_BYTES`, UTF-8, :data:`MAX_BANK_DEPTH`, :data:`MAX_BANK_ALIASES`);
-    numbers are computed lazily by :meth:`Question.evaluate`.
-    """
+    """Load and validate the bank (default: the shipped one, at most :data:`MAX_BANK_BYTES` of UTF-8); each
+    problem is one :class:`BankError` line. Numbers are computed lazily by :meth:`Question.evaluate`."""
     text, source = _bank_text(path)
     data = _parse_yaml(text, source)
     validate(data, "bank", source)

@@ -91,9 +91,7 @@ def ring_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_us: f
     0.0637
     """
     _check_allreduce(n_bytes, ranks, link_gbs, latency_us)
-    if ranks == 1:
-        return 0.0
-    steps = 2 * (ranks - 1)
+    steps = 2 * (ranks - 1)  # none on one GPU
     return steps / ranks * n_bytes / (link_gbs * 1e3) + steps * latency_us
 
 
@@ -157,7 +155,6 @@ def runs_for_t_test_power(sigma: float, delta: float, alpha: float = 0.05, power
     >>> runs_for_t_test_power(0.03, 0.08), runs_for_power(0.03, 0.08)
     (4, 3)
     """
-    _require_probability(power=power)
     start = max(2, runs_for_power(sigma, delta, alpha, power))
     for runs in range(start, 1001):
         if t_test_power(sigma, delta, runs, alpha) >= power:
