@@ -8,9 +8,11 @@ Two formats are accepted, recognised by their first bytes rather than their file
   with ``torch.load(weights_only=True)`` (memory-mapped when a zip), so a malicious pickle is
   rejected, never executed.
 
-A tensor's bytes are read with ``pread`` into a tensor of its own (:mod:`._mapped`), never
-through a memory map: a file truncated while it is read then gives one error line instead of
-a SIGBUS that kills the interpreter. (A zip is still mapped, only to learn its tensors' layout.)
+A tensor's bytes are read with ``pread`` into a tensor of its own, never through a memory map:
+a mapped file that another process truncates kills the reader with SIGBUS (no Python handler
+can catch it), while a short ``pread`` becomes one error line. A zip is still mapped, only to
+learn its tensors' layout (``torch.load(mmap=True)`` touches no page): :func:`file_offsets`
+finds where each storage lies in the file.
 
 Only a regular file is opened (reading a FIFO would wait forever for a writer), once: every
 later read goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO
@@ -31,6 +33,7 @@ Every failure is a :class:`CheckpointError`: one line, what is wrong and what wo
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import pickle
@@ -43,8 +46,8 @@ import zipfile
 import torch
 
 from .._common.text import printable, show_path as _show
+from .._passes.overlap import storage_span
 from ._flatten import FlattenError, flatten_state_dict
-from ._mapped import file_offsets, read_exact, view_span
 from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
@@ -64,6 +67,85 @@ _FORMATS_HELP = "expected a .safetensors file or a PyTorch checkpoint saved with
 
 class CheckpointError(Exception):
     """A checkpoint could not be read; the message is one line meant for the user."""
+
+
+_CHUNK = 1 << 30  # one pread reads at most this much (Linux caps a read near 2 GiB)
+
+
+class ShortRead(OSError):
+    """The file held fewer bytes than asked for: it shrank (or was replaced) since it was opened."""
+
+
+def read_exact(fd: int, offset: int, nbytes: int) -> torch.Tensor:
+    """``nbytes`` bytes of the open file ``fd`` from ``offset``, as a new uint8 tensor; :class:`ShortRead` when fewer.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "bytes.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(range(16)))
+    >>> fd = os.open(path, os.O_RDONLY)
+    >>> read_exact(fd, 4, 4).tolist()
+    [4, 5, 6, 7]
+    >>> read_exact(fd, 12, 8)
+    Traceback (most recent call last):
+        ...
+    twofour.checkpoint.file.ShortRead: 4 of 8 bytes at offset 12: the file ends there
+    >>> os.close(fd)
+    """
+    out = torch.empty(nbytes, dtype=torch.uint8)
+    view = memoryview(out.numpy()).cast("B") if nbytes else memoryview(b"")
+    done = 0
+    while done < nbytes:
+        n = os.preadv(fd, [view[done:done + _CHUNK]], offset + done)
+        if n <= 0:
+            raise ShortRead(f"{done:,} of {nbytes:,} bytes at offset {offset:,}: the file ends there")
+        done += n
+    return out
+
+
+def view_span(t: torch.Tensor) -> tuple[int, int]:
+    """(first storage element, how many elements) a strided view reads: its extent in its storage.
+
+    >>> base = torch.zeros(10, 8)
+    >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
+    ((17, 10), (0, 4), (0, 0))
+    """
+    return (t.storage_offset() if t.numel() else 0), storage_span(t)
+
+
+def file_offsets(fd: int, addresses) -> dict:
+    """``{address: offset in the file}`` for each address in this process's memory map of ``fd``'s file,
+    from ``/proc/self/maps`` (Linux; elsewhere empty), which names files by device and inode (or path)."""
+    st = os.fstat(fd)
+    ident = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    try:
+        own_path = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        own_path = None
+    spans = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) < 5 or ":" not in parts[3]:
+                    continue
+                major, minor = (int(x, 16) for x in parts[3].split(":", 1))
+                inode = int(parts[4])
+                path = parts[5].rstrip("\n") if len(parts) > 5 else ""
+                if (major, minor, inode) != ident and not (inode == st.st_ino and own_path and path == own_path):
+                    continue
+                lo, hi = (int(x, 16) for x in parts[0].split("-", 1))
+                spans.append((lo, hi, int(parts[2], 16)))
+    except (OSError, ValueError):
+        return {}
+    spans.sort()
+    starts = [s[0] for s in spans]
+    out = {}
+    for address in addresses:
+        k = bisect.bisect_right(starts, address) - 1
+        if k >= 0 and address < spans[k][1]:
+            out[address] = address - spans[k][0] + spans[k][2]
+    return out
 
 
 # The pickle inside a torch zip names tensors and their storages; real ones are kilobytes to a
