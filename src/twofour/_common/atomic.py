@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .text import show_path as _show
 
-__all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_bytes", "write_with"]
+__all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_with"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory"),
@@ -98,18 +98,13 @@ def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
     return real
 
 
-def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
+def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
+    """Write ``path`` atomically after :func:`check_output`: ``fill(f)`` writes the content to the open binary
+    file ``f`` (streamed: a large output never has to be in memory at once); returns ``path`` as given.
 
     The temporary file is beside the target (the rename cannot cross file systems) and flushed to
     disk before it replaces it. A new file gets 0666 less the umask; a replaced one keeps its mode.
     """
-    return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)
-
-
-def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """:func:`write_bytes`, but ``fill(f)`` writes the content to the open binary file ``f`` (streamed:
-    a large output never has to be in memory at once). Atomic the same way."""
     real = check_output(path, inputs, follow_symlinks=follow_symlinks)
     try:
         st = os.lstat(real)
@@ -137,5 +132,6 @@ def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
 
 
 def write_text(path, text: str, inputs=(), encoding: str = "utf-8", *, follow_symlinks: bool = True) -> Path:
-    """:func:`write_bytes` of ``text`` encoded (UTF-8 by default)."""
-    return write_bytes(path, text.encode(encoding), inputs, follow_symlinks=follow_symlinks)
+    """:func:`write_with` of ``text`` encoded (UTF-8 by default)."""
+    data = text.encode(encoding)
+    return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)

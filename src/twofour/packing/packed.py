@@ -23,21 +23,17 @@ from .nbytes import shape_dims, index_bits
 _MAX_M = 16
 
 
-def _top_up_order(m: int) -> list[int]:
-    """Positions used to fill a group that holds fewer than ``n`` non-zeros, most preferred first:
-    ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0 for 2:4), PyTorch's CUTLASS encoder's choice (an
-    all-zero group is positions 2 and 3, nibble 0b1110), so our metadata converts to it bit for bit."""
-    half = m // 2
-    return list(range(half, m)) + list(range(half - 1, -1, -1))
-
-
 @lru_cache(maxsize=None)
 def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
     """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero): the kept
     positions in increasing order, ``index_bits(m)`` bits each, the first in the lowest bits; -1 for a
-    pattern with more than ``n`` non-zeros (refused, never truncated)."""
+    pattern with more than ``n`` non-zeros (refused, never truncated).
+
+    A group with fewer than ``n`` non-zeros is filled from ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0
+    for 2:4), PyTorch's CUTLASS encoder's choice (an all-zero group is positions 2 and 3, nibble 0b1110),
+    so our metadata converts to it bit for bit."""
     bits = index_bits(m)
-    order = _top_up_order(m)
+    order = list(range(m // 2, m)) + list(range(m // 2 - 1, -1, -1))
     codes = []
     for pattern in range(1 << m):
         nonzero = [i for i in range(m) if pattern >> i & 1]
