@@ -25,10 +25,8 @@ weights are stored: its ``sparsity_config`` names the format, the ``sparsity_str
   read as the dense weights they are.
 
 :class:`StoredView` (what :func:`twofour.checkpoint.open` returns) shows one logical
-``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only when asked)
-the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every group of four
-along K keeps exactly two and that the sizes agree with the shape. A file that breaks this is
-refused with a :class:`~twofour.checkpoint.file.CheckpointError`.
+``<layer>.weight`` per stored weight, rebuilt and checked (:mod:`._bitmask`) only when asked; a
+file whose parts disagree is refused with a :class:`~twofour.checkpoint.file.CheckpointError`.
 """
 
 from __future__ import annotations
@@ -116,17 +114,13 @@ class CompressionConfig:
 def matches(patterns, layer: str, kind: str) -> bool:
     """Whether any of a recipe's ``targets``/``ignore`` entries names ``layer``; see :meth:`CompressionConfig.covers`."""
     for p in patterns:
-        if p == "Linear":
-            if kind == "linear":
-                return True
-        elif p.startswith("re:"):
-            try:
-                if compile_pattern(p[3:])(layer):
-                    return True
-            except PatternError as exc:
-                raise CompressedError(f"config.json: the regex {printable(p, 80)!r} cannot be matched against "
-                                      f"{printable(layer, 80)!r} within twofour's bound: {exc}") from None
-        elif p == layer:
+        try:
+            hit = compile_pattern(p[3:])(layer) if p.startswith("re:") else (
+                kind == "linear" if p == "Linear" else p == layer)
+        except PatternError as exc:
+            raise CompressedError(f"config.json: the regex {printable(p, 80)!r} cannot be matched against "
+                                  f"{printable(layer, 80)!r} within twofour's bound: {exc}") from None
+        if hit:
             return True
     return False
 
@@ -286,20 +280,16 @@ class Stored:
 
 
 def _bitmask_weight(f, head: str, parts) -> tuple:
-    values, bits, shape = parts
-    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2:
-        raise CompressedError(f"{printable(head, 120)}: the bitmask must be 2-D uint8 and the values 2-D")
+    """sparse-24-bitmask (three parts, 2-D values) or sparse-bitmask (four, 1-D values of any pattern)."""
+    values, bits, shape = parts[:3]
+    any_pattern = len(parts) == 4
+    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2 - any_pattern:
+        raise CompressedError(f"{printable(head, 120)}: " + ("sparse-bitmask needs a 2-D uint8 bitmask and 1-D values"
+                              if any_pattern else "the bitmask must be 2-D uint8 and the values 2-D"))
     N, K = _dense_shape(f.tensor(shape), head)
-    check_sizes(head, N, K, f.shape(values), f.shape(bits))
-    return (N, K), f.dtype(values)
-
-
-def _unstructured_weight(f, head: str, parts) -> tuple:
-    values, bits, shape, _ = parts
-    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 1:
-        raise CompressedError(f"{printable(head, 120)}: sparse-bitmask needs a 2-D uint8 bitmask and 1-D values")
-    N, K = _dense_shape(f.tensor(shape), head)
-    if tuple(f.shape(bits)) != (N, (K + 7) // 8):
+    if not any_pattern:
+        check_sizes(head, N, K, f.shape(values), f.shape(bits))
+    elif tuple(f.shape(bits)) != (N, (K + 7) // 8):
         raise CompressedError(f"{printable(head, 120)}: the bitmask is {'x'.join(map(str, f.shape(bits)))}, but a "
                               f"{N}x{K} weight needs {N}x{(K + 7) // 8}; the shape and the bitmask disagree")
     return (N, K), f.dtype(values)
@@ -340,7 +330,7 @@ def _marlin_weight(f, head: str, parts) -> tuple:
 # Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
 # parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
 _STORED_FORMS = {
-    "sparse-bitmask": (UNSTRUCTURED_PARTS, _unstructured_weight),
+    "sparse-bitmask": (UNSTRUCTURED_PARTS, _bitmask_weight),
     "sparse-24-bitmask": (BITMASK_PARTS, _bitmask_weight),
     "marlin-24": (MARLIN_PARTS, _marlin_weight),
     "pack-quantized": (PACKED_PARTS, _packed_weight),
@@ -452,14 +442,11 @@ class StoredView:
         st = self.stored(name)
         if st.form == "dense":
             return self.files.tensor(name)
-        if st.form == "sparse-24-bitmask":
-            values, bits, _ = st.parts
-            return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")],
-                              out=out)
-        if st.form == "sparse-bitmask":
-            values, bits, _, _ = st.parts
-            return decompress_unstructured(self.files.tensor(values), self.files.tensor(bits), self.shape(name),
-                                           name[: -len(".weight")])
+        if st.form in ("sparse-24-bitmask", "sparse-bitmask"):
+            values, bits = (self.files.tensor(p) for p in st.parts[:2])
+            if st.form == "sparse-bitmask":
+                return decompress_unstructured(values, bits, self.shape(name), name.removesuffix(".weight"))
+            return decompress(values, bits, self.shape(name), name.removesuffix(".weight"), out=out)
         if st.form == "pack-quantized":
             raise CompressedError(f"{printable(name, 120)} is stored pack-quantized ({self.dtype(name).split()[0]}): "
                                   "twofour reads its 2:4 structure from the packed integers but does not dequantize it")

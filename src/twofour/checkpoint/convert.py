@@ -207,8 +207,8 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
                                   "nothing was written") from None
     finally:
         files.close()
-    written = 8 + len(blob) + offset
-    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files.file_bytes(), written)
+    read = sum(os.path.getsize(p) for p in files.files if os.path.exists(p))  # a shard gone since counts 0
+    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, read, 8 + len(blob) + offset)
 
 
 def _nbytes(shape, dtype) -> int:
