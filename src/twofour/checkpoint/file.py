@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import json
 import math
 import os
 import pickle
@@ -349,7 +350,18 @@ def _check_zip(read_path: str, fd: int, path: str) -> str:
     compressed, its pickle implausibly large, or its storages do not match their entries."""
     try:
         with zipfile.ZipFile(read_path) as archive:
-            _check_entries(archive.infolist(), path)
+            for info in archive.infolist():
+                if info.compress_type != zipfile.ZIP_STORED:
+                    raise CheckpointError(
+                        f"{_show(path)}: refused: entry {printable(info.filename, 80)!r} is compressed; torch.save "
+                        "stores entries uncompressed, and a compressed entry can unpack to far more than the file. "
+                        "Re-save it with torch.save or as safetensors"
+                    )
+                if info.filename.endswith(".pkl") and info.file_size > _MAX_PICKLE:
+                    raise CheckpointError(
+                        f"{_show(path)}: refused: its pickle {printable(info.filename, 80)!r} is {info.file_size:,} "
+                        f"bytes (more than {_MAX_PICKLE:,}); a checkpoint's pickle only names its tensors"
+                    )
             check_storages(archive, fd)
             marks = [n for n in archive.namelist() if n == "byteorder" or n.endswith("/byteorder")]
             order = archive.read(marks[0]).decode("ascii", "replace") if marks else "little"
@@ -358,21 +370,6 @@ def _check_zip(read_path: str, fd: int, path: str) -> str:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)") from None
     return order
-
-
-def _check_entries(infos, path: str) -> None:
-    for info in infos:
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise CheckpointError(
-                f"{_show(path)}: refused: entry {printable(info.filename, 80)!r} is compressed; torch.save stores "
-                "entries uncompressed, and a compressed entry can unpack to far more than the file. Re-save it "
-                "with torch.save or as safetensors"
-            )
-        if info.filename.endswith(".pkl") and info.file_size > _MAX_PICKLE:
-            raise CheckpointError(
-                f"{_show(path)}: refused: its pickle {printable(info.filename, 80)!r} is {info.file_size:,} bytes "
-                f"(more than {_MAX_PICKLE:,}); a checkpoint's pickle only names its tensors"
-            )
 
 
 class Checkpoint:
@@ -418,7 +415,7 @@ class Checkpoint:
                 self._meta[name] = (tuple(int(d) for d in sl.get_shape()), SAFETENSORS_DTYPES.get(code, code))
         except Exception as exc:  # safetensors raises its own error type for every kind of damage
             raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
-        self._ranges = _safetensors_ranges(self._read_path)
+        self._ranges = _safetensors_ranges(self._fd)
         # safe_open lists names sorted; file order is the order of the tensors' data in the file.
         # (The safetensors writer itself sorts by dtype alignment, then name: l0, l1, l10, l2 ...)
         end = len(self._meta)
@@ -525,8 +522,7 @@ class Checkpoint:
 
     def nbytes(self, name: str) -> int:
         """Bytes of ``name``'s data in the file (0 when the format does not say)."""
-        span = self._ranges.get(name)
-        return 0 if span is None else span[1]
+        return self._ranges.get(name, (0, 0))[1]
 
     def prefetch(self, name: str) -> None:
         """Ask the OS to start reading ``name``'s bytes now (safetensors only), to overlap I/O with the audit."""
@@ -568,14 +564,11 @@ def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
     return Checkpoint(path, fmt, fd=fd)
 
 
-def _safetensors_ranges(path: str) -> dict:
-    """``{name: (file offset, length)}`` from a safetensors header (already validated by safe_open)."""
-    import json
-
+def _safetensors_ranges(fd: int) -> dict:
+    """``{name: (file offset, length)}`` from the open file's safetensors header (validated by safe_open)."""
     try:
-        with open(path, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n))
+        n = int.from_bytes(os.pread(fd, 8, 0), "little")
+        header = json.loads(os.pread(fd, n, 8))
     except (OSError, ValueError):
         return {}
     base = 8 + n
