@@ -36,10 +36,9 @@ from .._common.atomic import OutputError, check_output, write_with
 from .._common.text import printable, show_path
 from .file import SAFETENSORS_DTYPES, CheckpointError
 from .._passes.bits import SUPPORTED_DTYPES
-from .compressed import CompressedError, check_claim
+from .compressed import CompressedError, as_reader, check_claim
 from .folder import open_model
 from .kinds import weight_kind
-from .reader import as_reader
 
 __all__ = ["convert", "ConvertResult", "LAYOUTS"]
 

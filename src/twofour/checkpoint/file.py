@@ -48,7 +48,6 @@ import zipfile
 import torch
 
 from .._common.text import printable, show_path as _show
-from .._passes.overlap import storage_span
 from ._flatten import FlattenError, flatten_state_dict
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
@@ -111,7 +110,9 @@ def view_span(t: torch.Tensor) -> tuple[int, int]:
     >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
     ((17, 10), (0, 4), (0, 0))
     """
-    return (t.storage_offset() if t.numel() else 0), storage_span(t)
+    if t.numel() == 0:
+        return 0, 0
+    return t.storage_offset(), 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
 def file_offsets(fd: int, addresses) -> dict:

@@ -65,26 +65,20 @@ def dense_bytes(shape, dtype) -> int:
     return math.prod(shape_dims(shape)) * _element_bits(dtype) // 8
 
 
-def _as_size(d) -> int | None:
-    """``d`` as an int if it is an integer (Python, NumPy or a 0-d integer tensor), never a bool or float."""
-    if isinstance(d, bool):
-        return None
-    try:
-        return operator.index(d)
-    except TypeError:
-        return None
-
-
 def shape_dims(shape, arg: str = "shape") -> list[int]:
     """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
         raise TypeError(
             f"{arg} must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
         )
-    dims = [_as_size(d) for d in shape]
-    if None in dims:
-        bad = shape[dims.index(None)]
-        raise TypeError(f"{arg} must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
+    dims = []
+    for d in shape:  # an integer: Python, NumPy or a 0-d integer tensor; never a bool or a float
+        try:
+            dims.append(None if isinstance(d, bool) else operator.index(d))
+        except TypeError:
+            dims.append(None)
+        if dims[-1] is None:
+            raise TypeError(f"{arg} must hold ints, got {type(d).__name__} {d!r} in {tuple(shape)!r}")
     if not dims or any(d <= 0 for d in dims):
         raise ValueError(f"{arg} must be non-empty with positive sizes, got {tuple(dims)}")
     return dims
