@@ -15,10 +15,9 @@ Every failure is a :class:`CheckpointError` with one line. The audit
 'sparse-24-bitmask'
 """
 
-from .compressed import Reader, as_reader, open
+from .compressed import Reader, as_reader, open, weight_kind
 from .convert import ConvertResult, convert
 from .file import CheckpointError, open_checkpoint
-from .kinds import weight_kind
 
 __all__ = ["open", "Reader", "as_reader", "convert", "ConvertResult", "CheckpointError", "open_checkpoint",
            "weight_kind"]

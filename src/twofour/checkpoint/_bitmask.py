@@ -42,8 +42,7 @@ _BITS = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8)
 
 def unpack_bitmask(bits: torch.Tensor, K: int) -> torch.Tensor:
     """``[N, ceil(K/8)]`` uint8 -> ``[N, K]`` bool, bit ``k % 8`` of byte ``k // 8`` being element ``k``."""
-    full = (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)
-    return full[:, :K]
+    return (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)[:, :K]
 
 
 def pack_bitmask(mask: torch.Tensor) -> torch.Tensor:

@@ -44,11 +44,10 @@ from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_size
                        pack_bitmask, unpack_bitmask)
 from .file import Checkpoint, detect_format, open_checkpoint
 from .folder import ModelFiles, open_model
-from .kinds import is_conv1d
 
 __all__ = [
     "CompressionConfig", "parse_config", "StoredView", "decompress", "pack_bitmask",
-    "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS", "Reader", "open", "as_reader",
+    "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS", "Reader", "open", "as_reader", "weight_kind",
 ]
 
 MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
@@ -331,6 +330,42 @@ def _marlin_weight(f, head: str, parts) -> tuple:
     return (N, K), "int4 (marlin-24)"
 
 
+# Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
+# Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
+EMBEDDING_MARKERS = ("embed", "wte", "wpe", "word_embeddings", "position_embeddings", "token_type_embeddings",
+                     "shared.weight")
+
+# Hugging Face models whose linear layers are ``Conv1D``: the weight is stored [in_features, out_features].
+CONV1D_MODEL_TYPES = ("gpt2", "openai-gpt", "imagegpt", "decision_transformer")
+_CONV1D_LAYER = re.compile(r"(^|\.)(c_attn|c_proj|c_fc|q_attn)\.weight$")
+
+
+def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
+    """``"linear"``, ``"embedding"``, or None when the tensor is not a 2-D weight (by its name and shape).
+
+    >>> weight_kind("layers.0.mlp.up_proj.weight", (14336, 4096)), weight_kind("embed_tokens.weight", (8, 8))
+    ('linear', 'embedding')
+    >>> weight_kind("fc.weight#2", (8, 8))  # a second tensor whose name collided keeps its kind
+    'linear'
+    >>> weight_kind("notaweight", (8, 8)), weight_kind("weight", (8, 8))  # the last name part must be "weight"
+    (None, 'linear')
+    """
+    base = re.sub(r"#\d+$", "", name)
+    if len(shape) != 2 or not (base == "weight" or base.endswith(".weight")):
+        return None
+    low = name.lower()
+    return "embedding" if any(m in low for m in EMBEDDING_MARKERS) else "linear"
+
+
+def is_conv1d(config, name: str) -> bool:
+    """Whether ``name`` is a Hugging Face ``Conv1D`` weight ([in, out]) in a model whose ``config.json`` is ``config``.
+
+    >>> is_conv1d({"model_type": "gpt2"}, "transformer.h.0.attn.c_attn.weight"), is_conv1d({}, "h.0.attn.c_attn.weight")
+    (True, False)
+    """
+    return isinstance(config, dict) and config.get("model_type") in CONV1D_MODEL_TYPES and bool(_CONV1D_LAYER.search(name))
+
+
 # Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
 # parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
 _STORED_FORMS = {
@@ -352,7 +387,6 @@ class StoredView:
         self._logical: dict[str, tuple] = {}  # name -> (shape, dtype, Stored)
         self._order: list[str] = []
         names = files.names()
-        present = set(names)
         prefixes: dict[str, set] = {}
         for n in names:
             head, _, tail = n.rpartition(".")
@@ -363,7 +397,7 @@ class StoredView:
                 continue
             head, _, tail = n.rpartition(".")
             have = prefixes[head]
-            scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
+            scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if p in have)
             form = next((form for form, (tails, _) in _STORED_FORMS.items()
                          if head and tail in tails and set(tails) <= have), None)
             if form == "pack-quantized" and set(MARLIN_PARTS) <= have:

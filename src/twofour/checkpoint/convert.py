@@ -36,9 +36,8 @@ from .._common.atomic import OutputError, check_output, write_with
 from .._common.text import printable, show_path
 from .file import SAFETENSORS_DTYPES, CheckpointError
 from .._passes.bits import SUPPORTED_DTYPES
-from .compressed import CompressedError, as_reader, check_claim
+from .compressed import CompressedError, as_reader, check_claim, weight_kind
 from .folder import open_model
-from .kinds import weight_kind
 
 __all__ = ["convert", "ConvertResult", "LAYOUTS"]
 
@@ -146,7 +145,13 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
             check_output(out, inputs)
         except OutputError as exc:
             raise CheckpointError(f"OUT {exc}") from None
-        _check_not_into(files, out)
+        # An output inside the folder it reads: a second *.safetensors there (with no index) leaves it unreadable.
+        out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
+        if files.kind == "folder" and out_dir == os.path.realpath(files.root):
+            raise CheckpointError(
+                f"OUT {show_path(out)} is inside the model folder it converts; a second .safetensors "
+                "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
+            )
         view = as_reader(files)
         plan, rebuilt, n_packed = _planned(view, layout)
         cache: dict[str, tuple] = {}
@@ -212,14 +217,3 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
 
 def _nbytes(shape, dtype) -> int:
     return math.prod(shape) * dtype.itemsize
-
-
-def _check_not_into(files, out) -> None:
-    """Refuse an output inside the model folder it reads: a second ``*.safetensors`` there (with no index)
-    leaves a folder no loader can read."""
-    out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
-    if files.kind == "folder" and out_dir == os.path.realpath(files.root):
-        raise CheckpointError(
-            f"OUT {show_path(out)} is inside the model folder it converts; a second .safetensors "
-            "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
-        )
