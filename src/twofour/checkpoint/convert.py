@@ -70,17 +70,12 @@ def _planned(view, layout: str):
     rebuilt = packed = 0
     for name in view.names():
         st = view.stored(name)
-        if st.form == "marlin-24":
-            raise CompressedError(
-                f"{printable(name, 120)} is stored marlin-24 (int4 packed for the Marlin kernel); twofour does not "
-                "unpack it, so it cannot convert this checkpoint"
-            )
-        if st.form == "pack-quantized":
-            raise CompressedError(
-                f"{printable(name, 120)} is stored pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, "
-                "weight-only); twofour does not dequantize it, so it cannot convert this checkpoint (`twofour audit` "
-                "reads its 2:4 structure)"
-            )
+        if st.form in ("marlin-24", "pack-quantized"):
+            how = ("marlin-24 (int4 packed for the Marlin kernel); twofour does not unpack it" if st.form == "marlin-24"
+                   else f"pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, weight-only); twofour "
+                   "does not dequantize it")
+            raise CompressedError(f"{printable(name, 120)} is stored {how}, so it cannot convert this checkpoint"
+                                  + (" (`twofour audit` reads its 2:4 structure)" if st.form == "pack-quantized" else ""))
         shape, dtype = view.shape(name), view.dtype(name)
         _check_writable(name, dtype)
         rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")

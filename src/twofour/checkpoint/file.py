@@ -453,13 +453,9 @@ class Checkpoint:
     def _storage_offsets(self) -> dict:
         """``{name: file offset of its storage}`` for the plain tensors mapped from the file (asking for a
         storage's address touches none of its pages); one left out is handed out as loaded."""
-        addresses = {}
-        for name, t in self._tensors.items():
-            if t.layout != torch.strided or t.is_quantized or t.device.type != "cpu":
-                continue
-            storage = t.untyped_storage()
-            if storage.nbytes():
-                addresses[name] = storage.data_ptr()
+        addresses = {name: t.untyped_storage().data_ptr() for name, t in self._tensors.items()
+                     if t.layout == torch.strided and not t.is_quantized and t.device.type == "cpu"
+                     and t.untyped_storage().nbytes()}
         where = file_offsets(self._fd, set(addresses.values()))
         return {name: where[a] for name, a in addresses.items() if a in where}
 
@@ -588,8 +584,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _refusal(exc: BaseException) -> str:
     """The unpickler's own reason ("unsupported GLOBAL posix.system"), without its advice to disable the check."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line:
-            return printable(line.rstrip("."), 200)
-    return "rejected by the weights-only unpickler"
+    lines = (line.strip() for line in str(exc).splitlines())
+    return next((printable(line.rstrip("."), 200) for line in lines
+                 if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line),
+                "rejected by the weights-only unpickler")
