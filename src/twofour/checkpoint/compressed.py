@@ -51,8 +51,6 @@ __all__ = [
 ]
 
 MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
-UNSTRUCTURED_PARTS = ("compressed", "bitmask", "shape", "row_offsets")  # sparse-bitmask (BitmaskConfig)
-PACKED_PARTS = ("weight_packed", "weight_shape")  # pack-quantized (W4A16, W8A16)
 # Tensors a quantization scheme stores beside a weight: not weights themselves.
 _QUANT_PARAMS = ("weight_scale", "weight_zero_point", "weight_g_idx", "input_scale", "input_zero_point",
                  "output_scale", "output_zero_point", "weight_global_scale", "input_global_scale")
@@ -369,10 +367,10 @@ def is_conv1d(config, name: str) -> bool:
 # Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
 # parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
 _STORED_FORMS = {
-    "sparse-bitmask": (UNSTRUCTURED_PARTS, _bitmask_weight),
+    "sparse-bitmask": ((*BITMASK_PARTS, "row_offsets"), _bitmask_weight),  # BitmaskConfig
     "sparse-24-bitmask": (BITMASK_PARTS, _bitmask_weight),
     "marlin-24": (MARLIN_PARTS, _marlin_weight),
-    "pack-quantized": (PACKED_PARTS, _packed_weight),
+    "pack-quantized": (("weight_packed", "weight_shape"), _packed_weight),  # W4A16, W8A16
 }
 
 

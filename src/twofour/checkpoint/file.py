@@ -237,23 +237,14 @@ class _Stub:
 
     _qualname = ""
 
-    def __init__(self, *args, **kwargs):
+    def _ignore(self, *args, **kwargs) -> None:
         pass
+
+    # Building an object (REDUCE, BUILD, SETITEMS, APPENDS) calls these: each one does nothing.
+    __init__ = __setstate__ = __setitem__ = append = extend = _ignore
 
     def __call__(self, *args, **kwargs):
         return _Stub()
-
-    def __setstate__(self, state):
-        pass
-
-    def __setitem__(self, key, value):
-        pass
-
-    def append(self, value):
-        pass
-
-    def extend(self, values):
-        pass
 
 
 class _Scanner(pickle.Unpickler):

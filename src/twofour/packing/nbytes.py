@@ -113,5 +113,4 @@ def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | No
     (0.5625, 0.625)
     """
     require_nm(n, m)
-    bits = _element_bits(dtype)
-    return nm_ratio(bits, n, m, _meta_bits(dtype, n, m, meta_bits_per_value))
+    return nm_ratio(_element_bits(dtype), n, m, _meta_bits(dtype, n, m, meta_bits_per_value))

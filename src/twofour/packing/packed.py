@@ -27,11 +27,8 @@ _MAX_M = 16
 def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
     """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero): the kept
     positions in increasing order, ``index_bits(m)`` bits each, the first in the lowest bits; -1 for a
-    pattern with more than ``n`` non-zeros (refused, never truncated).
-
-    A group with fewer than ``n`` non-zeros is filled from ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0
-    for 2:4), PyTorch's CUTLASS encoder's choice (an all-zero group is positions 2 and 3, nibble 0b1110),
-    so our metadata converts to it bit for bit."""
+    pattern with more than ``n`` non-zeros (refused, never truncated). A group with fewer is filled from
+    ``m/2, ..., m-1, m/2-1, ..., 0``, PyTorch's CUTLASS encoder's choice (see :func:`pack`)."""
     bits = index_bits(m)
     order = list(range(m // 2, m)) + list(range(m // 2 - 1, -1, -1))
     codes = []
