@@ -74,11 +74,8 @@ class CompressionConfig:
 
     @property
     def claims_24(self) -> bool:
-        return self.sparsity_structure == "2:4" or self.sparsity_format == "sparse-24-bitmask" or self.marlin
-
-    @property
-    def marlin(self) -> bool:
-        return "marlin-24" in self.quant_formats or self.sparsity_format == "marlin-24"
+        return (self.sparsity_structure == "2:4" or self.sparsity_format in ("sparse-24-bitmask", "marlin-24")
+                or "marlin-24" in self.quant_formats)
 
     def describe(self) -> str:
         """One line; every string from the file escaped (a config may hold terminal control sequences)."""
@@ -449,8 +446,7 @@ class StoredView:
             self.files.prefetch(p)
 
     def structure(self, name: str) -> tuple[int, int] | None:
-        """``(groups, groups breaking 2:4)`` read from a bitmask (refused unless it keeps two of every four)
-        or packed integers, no values read; None for other forms."""
+        """:meth:`Reader.structure`: from a bitmask (refused unless it keeps two of every four) or packed integers."""
         st = self.stored(name)
         layer = name[: -len(".weight")]
         if st.form == "pack-quantized":

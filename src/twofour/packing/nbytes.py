@@ -49,11 +49,8 @@ def _meta_bits(dtype, n: int, m: int, given) -> int:
         return given
     # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse tensor cores
     # write fp32 1:2 metadata as two 16-bit halves, each named by a 2-bit index (4 bits per kept value).
-    if isinstance(dtype, torch.dtype):
-        for facts in DTYPES.values():
-            if dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m):
-                return facts.meta_bits
-    return index_bits(m)
+    return next((facts.meta_bits for facts in DTYPES.values() if isinstance(dtype, torch.dtype)
+                 and dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m)), index_bits(m))
 
 
 def dense_bytes(shape, dtype) -> int:

@@ -302,8 +302,7 @@ def _unpack_block(values, meta, out, n: int, m: int) -> int:
     rows, k = out.shape
     G = k // m
     idx = _codes_to_indices(unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
-    bad = _bad_positions(idx, m)
-    n_bad = int(bad.sum())
+    n_bad = int(_bad_positions(idx, m).sum())
     if n_bad:
         return n_bad
     out.view(rows, G, m).zero_().scatter_(-1, idx, values.view(rows, G, n))
@@ -311,10 +310,7 @@ def _unpack_block(values, meta, out, n: int, m: int) -> int:
 
 
 def _bad_positions(idx: torch.Tensor, m: int) -> torch.Tensor:
-    bad = (idx >= m).any(-1)
-    if idx.shape[-1] > 1:
-        bad |= (idx[..., 1:] <= idx[..., :-1]).any(-1)
-    return bad
+    return (idx >= m).any(-1) | (idx[..., 1:] <= idx[..., :-1]).any(-1)  # out of the group, or not increasing
 
 
 def raise_corrupt(packed: Packed):
