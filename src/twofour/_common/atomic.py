@@ -63,11 +63,10 @@ def folder_message(path) -> str:
 
 
 def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`. Refused:
-    one of ``inputs`` (by device and inode), an existing path that is not a regular file,
-    one whose folder is not a folder, one that ends in ``/`` (it names a folder). A missing folder
-    is left to the writer. With ``follow_symlinks=False`` (files inside an output folder) a
-    symlink at ``path`` is not followed: the writer replaces the link itself with a regular file.
+    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`: refused as the
+    module doc says, and when its folder is not a folder or it ends in ``/`` (a missing folder is left to
+    the writer). With ``follow_symlinks=False`` (files inside an output folder) a symlink at ``path`` is not
+    followed: the writer replaces the link itself with a regular file.
     """
     if names_folder(path):
         raise OutputError(folder_message(path))
