@@ -232,8 +232,7 @@ def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float)
         counts = block_counts(contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
         budget -= (r1 - r0) * (c1 - c0)
         where = torch.nonzero(_bad(counts, n, m), as_tuple=False)[: max_locations - n_locations]
-        where[:, 0] += r0
-        where[:, 1] += c0 // m
+        where += torch.tensor([r0, c0 // m], device=where.device)
         locations.append(where)
         n_locations += where.shape[0]
     return locations

@@ -150,7 +150,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
         view = as_reader(files)
         plan, rebuilt, n_packed = _planned(view, layout)
         cache: dict[str, tuple] = {}
-        largest = max((_nbytes(view.shape(n), view.dtype(n)) for n in view.names()
+        largest = max((math.prod(view.shape(n)) * view.dtype(n).itemsize for n in view.names()
                        if view.stored(n).form == "sparse-24-bitmask"), default=0)
         buffer = torch.empty(largest, dtype=torch.uint8)  # every rebuilt weight lands here, one after the other
 
@@ -177,7 +177,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
             if shape is None or dtype is None:
                 t = produce(key)
                 shape, dtype = tuple(t.shape), t.dtype
-            size = _nbytes(shape, dtype)
+            size = math.prod(shape) * dtype.itemsize
             header[out_name] = {"dtype": _CODES[dtype], "shape": list(shape), "data_offsets": [offset, offset + size]}
             order.append((out_name, key, size))
             offset += size
@@ -208,7 +208,3 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
         files.close()
     read = sum(os.path.getsize(p) for p in files.files if os.path.exists(p))  # a shard gone since counts 0
     return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, read, 8 + len(blob) + offset)
-
-
-def _nbytes(shape, dtype) -> int:
-    return math.prod(shape) * dtype.itemsize

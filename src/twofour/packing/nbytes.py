@@ -96,9 +96,8 @@ def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: i
     dims = shape_dims(shape)
     if dims[-1] % m:
         raise ValueError(f"shape's last dimension {dims[-1]} must be a multiple of m={m}")
-    meta_bits = _meta_bits(dtype, n, m, meta_bits_per_value)
     kept = math.prod(dims) // m * n
-    return math.ceil(kept * (_element_bits(dtype) + meta_bits) / 8)
+    return math.ceil(kept * (_meta_bits(dtype, n, m, meta_bits_per_value) + _element_bits(dtype)) / 8)
 
 
 def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> float:

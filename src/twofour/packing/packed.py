@@ -6,7 +6,6 @@ refuses corrupt metadata.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -40,10 +39,6 @@ def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
         kept = sorted(nonzero + [i for i in order if i not in nonzero][: n - len(nonzero)])
         codes.append(sum(idx << (bits * j) for j, idx in enumerate(kept)))
     return torch.tensor(codes, dtype=torch.int64, device=torch.device(device_type))
-
-
-def _meta_bytes_per_row(groups_per_row: int, n: int, m: int) -> int:
-    return math.ceil(groups_per_row * n * index_bits(m) / 8)
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,7 @@ class Packed:
             )
         if self.values.dtype != self.dtype:
             raise ValueError(f"Packed parts disagree: values dtype {self.values.dtype} but dtype {self.dtype}")
-        want_meta = (N, _meta_bytes_per_row(K // self.m, self.n, self.m))
+        want_meta = (N, -(-(K // self.m) * self.n * index_bits(self.m) // 8))  # whole bytes per row
         if self.meta.dtype != torch.uint8 or tuple(self.meta.shape) != want_meta:
             raise ValueError(
                 f"Packed parts disagree: meta must be uint8 of shape {want_meta}, "
@@ -208,7 +203,7 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     width = n * index_bits(m)
     bits_dtype = same_size_int_view(W[:0, :0]).dtype  # values are copied as integers: bit for bit
     values = torch.empty((rows, G * n), dtype=bits_dtype, device=W.device)
-    meta = torch.empty((rows, _meta_bytes_per_row(G, n, m)), dtype=torch.uint8, device=W.device)
+    meta = torch.empty((rows, -(-G * width // 8)), dtype=torch.uint8, device=W.device)
     fast = _wordpack.supports(W.dtype, n, m, K)
     luts = _wordpack.position_luts(tuple(codes_table.tolist())) if fast else None
 
