@@ -196,7 +196,7 @@ _COUNT_BLOCK = 1 << 20
 
 
 def _count_blocks(W: torch.Tensor, n: int, m: int):
-    """``(bad groups per row, total non-zeros, bad groups per block, the blocks)`` of a non-overlapping ``W``."""
+    """``(bad groups per row, total non-zeros, the blocks holding bad groups)`` of a non-overlapping ``W``."""
     rows, K = W.shape
     items = list(blocks(rows, K, unit=m, target_elems=min(max(rows * K // 16, 1 << 16), _COUNT_BLOCK)))
 
@@ -212,7 +212,7 @@ def _count_blocks(W: torch.Tensor, n: int, m: int):
     bad_per_row = torch.zeros(rows, dtype=torch.int64, device=W.device)
     for (r0, r1, _, _), (_, per_row, _) in zip(items, results):
         bad_per_row[r0:r1] += per_row
-    return bad_per_row, nonzeros, [bad for _, _, bad in results], items
+    return bad_per_row, nonzeros, [item for item, (_, _, bad) in zip(items, results) if bad]
 
 
 # Elements check() reads at most to list the bad groups of a self-overlapping view
@@ -232,8 +232,7 @@ def _locations(W, n: int, m: int, candidates, max_locations: int, budget: float)
         counts = block_counts(contiguous(W[r0:r1, c0:c1], scratch), m, scratch)
         budget -= (r1 - r0) * (c1 - c0)
         where = torch.nonzero(_bad(counts, n, m), as_tuple=False)[: max_locations - n_locations]
-        where[:, 0] += r0
-        where[:, 1] += c0 // m
+        where += torch.tensor([r0, c0 // m], device=where.device)
         locations.append(where)
         n_locations += where.shape[0]
     return locations
@@ -280,11 +279,10 @@ def check(
 ) -> StructureReport:
     """Check that ``W`` is N:M sparse along its last dimension (K, ``in_features``).
 
-    Every group of ``m`` consecutive elements of each row may hold at most ``n`` non-zeros
-    (``-0.0`` is zero; NaN and inf are non-zero, by the bits of every dtype). ``W`` is read in
-    cache-sized blocks, never modified or copied whole. Any view works: a transposed or sliced
-    ``W`` is copied block by block, and a view that reuses its storage (``expand``, stride 0) is
-    counted by its storage, in time proportional to what is stored.
+    Every group of ``m`` consecutive elements of a row may hold at most ``n`` non-zeros (``-0.0`` is
+    zero, NaN and inf are not). ``W`` is read in cache-sized blocks, never modified or copied whole;
+    a transposed or sliced ``W`` is copied block by block, and a view that reuses its storage
+    (``expand``, stride 0) is counted by its storage, in time proportional to what is stored.
 
     Args:
         W: 2-D weight ``[out_features, in_features]``, any supported dtype, CPU or CUDA.
@@ -312,8 +310,8 @@ def check(
             bad_per_row, nonzeros = count_by_storage(W, n, m)
         candidates, budget = _overlap_candidates(K, m, bad_per_row), _OVERLAP_LOCATION_BUDGET
     else:
-        bad_per_row, nonzeros, bad_per_block, items = _count_blocks(W, n, m)
-        candidates, budget = (item for item, bad in zip(items, bad_per_block) if bad), float("inf")
+        bad_per_row, nonzeros, candidates = _count_blocks(W, n, m)
+        budget = float("inf")
     num_bad = int(bad_per_row[0]) * rows if _repeated(bad_per_row) else int(bad_per_row.sum())
     locations = []
     if num_bad and max_locations:
@@ -351,14 +349,9 @@ def _scores_for_ranking(t: torch.Tensor) -> torch.Tensor:
     >>> _scores_for_ranking(torch.tensor([2**30 + 1, 2**30, -(2**30 + 3), 2**30 + 2], dtype=torch.int32)).tolist()
     [1073741825, 1073741824, 1073741827, 1073741826]
     """
-    if t.dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
-        return t.abs()
     if not t.is_floating_point():
-        wide = t.to(torch.int64)
-        if t.dtype == torch.int64:
-            wide = torch.where(wide == torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max, wide)
-        return wide.abs()
-    return t.to(torch.float32).abs()
+        return t.to(torch.int64).clamp(min=-torch.iinfo(torch.int64).max).abs()
+    return (t if t.element_size() > 1 else t.to(torch.float32)).abs()
 
 
 def prune(

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .text import show_path as _show
 
-__all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_bytes", "write_with"]
+__all__ = ["OutputError", "check_output", "names_folder", "write_text", "write_with"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory"),
@@ -63,11 +63,10 @@ def folder_message(path) -> str:
 
 
 def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`. Refused:
-    one of ``inputs`` (by device and inode), an existing path that is not a regular file,
-    one whose folder is not a folder, one that ends in ``/`` (it names a folder). A missing folder
-    is left to the writer. With ``follow_symlinks=False`` (files inside an output folder) a
-    symlink at ``path`` is not followed: the writer replaces the link itself with a regular file.
+    """``path`` (symlinks resolved) if a file may be written there, else :class:`OutputError`: refused as the
+    module doc says, and when its folder is not a folder or it ends in ``/`` (a missing folder is left to
+    the writer). With ``follow_symlinks=False`` (files inside an output folder) a symlink at ``path`` is not
+    followed: the writer replaces the link itself with a regular file.
     """
     if names_folder(path):
         raise OutputError(folder_message(path))
@@ -98,18 +97,13 @@ def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
     return real
 
 
-def write_bytes(path, data: bytes, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """Write ``data`` to ``path`` atomically after :func:`check_output`; returns ``path`` as given.
+def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
+    """Write ``path`` atomically after :func:`check_output`: ``fill(f)`` writes the content to the open binary
+    file ``f`` (streamed: a large output never has to be in memory at once); returns ``path`` as given.
 
     The temporary file is beside the target (the rename cannot cross file systems) and flushed to
     disk before it replaces it. A new file gets 0666 less the umask; a replaced one keeps its mode.
     """
-    return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)
-
-
-def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
-    """:func:`write_bytes`, but ``fill(f)`` writes the content to the open binary file ``f`` (streamed:
-    a large output never has to be in memory at once). Atomic the same way."""
     real = check_output(path, inputs, follow_symlinks=follow_symlinks)
     try:
         st = os.lstat(real)
@@ -137,5 +131,6 @@ def write_with(path, fill, inputs=(), *, follow_symlinks: bool = True) -> Path:
 
 
 def write_text(path, text: str, inputs=(), encoding: str = "utf-8", *, follow_symlinks: bool = True) -> Path:
-    """:func:`write_bytes` of ``text`` encoded (UTF-8 by default)."""
-    return write_bytes(path, text.encode(encoding), inputs, follow_symlinks=follow_symlinks)
+    """:func:`write_with` of ``text`` encoded (UTF-8 by default)."""
+    data = text.encode(encoding)
+    return write_with(path, lambda f: f.write(data), inputs, follow_symlinks=follow_symlinks)

@@ -60,9 +60,6 @@ def check_schema(data, schema: dict, where: str) -> None:
     error = jsonschema.exceptions.best_match(errors)
     place = "/".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
-        missing = sorted(
-            field for field in error.validator_value
-            if isinstance(error.instance, dict) and field not in error.instance
-        )
+        missing = sorted(f for f in error.validator_value if isinstance(error.instance, dict) and f not in error.instance)
         raise ValueError(f"{where}: {place or 'the top level'} lacks fields {missing}")
     raise ValueError(f"{where}: {place or 'the top level'}: {error.message}")

@@ -23,8 +23,7 @@ __all__ = ["printable", "show_path"]
 def printable(text, limit: int | None = None) -> str:
     """``text`` (any object: ``str()`` of it) with unprintable characters escaped, at most ``limit``
     characters (a shortened result keeps the start and the end, with ``...`` in the middle)."""
-    if not isinstance(text, str):
-        text = str(text)
+    text = text if isinstance(text, str) else str(text)
     if limit is not None and len(text) > 4 * limit:  # never escape a megabyte to print 60 characters
         text = text[: 2 * limit] + text[-2 * limit :]
     out = text if text.isprintable() and "\\" not in text else "".join(

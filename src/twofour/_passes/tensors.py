@@ -65,13 +65,9 @@ def require_weight(W, m: int, *, arg: str = "W") -> torch.Tensor:
     if W.device.type == "meta":
         raise ValueError(f"{arg} is on the meta device: it has a shape but no values to check; load the real weight")
     if W.dim() != 2:
-        if W.dim() < 2:
-            hint = f"use {arg}.reshape(1, -1) for a single row"
-        else:
-            hint = (
-                f"reshape it to 2-D with the reduction dimension last, e.g. {arg}.reshape(-1, {arg}.shape[-1]) "
-                "(a conv weight [out, in, kh, kw] is usually flattened to [out, in*kh*kw])"
-            )
+        hint = f"use {arg}.reshape(1, -1) for a single row" if W.dim() < 2 else (
+            f"reshape it to 2-D with the reduction dimension last, e.g. {arg}.reshape(-1, {arg}.shape[-1]) "
+            "(a conv weight [out, in, kh, kw] is usually flattened to [out, in*kh*kw])")
         raise ValueError(f"{arg} must be 2-D [out_features, in_features], got {W.dim()}-D shape {tuple(W.shape)}; {hint}")
     reason = unsupported_reason(W.dtype)
     if reason is not None:

@@ -5,13 +5,11 @@ memory-bound passes of many short element-wise operations on cache-sized blocks.
 every operation is a fork-join that waits for its slowest thread: with one core of a 2-core
 machine busy elsewhere, a pass measured 19-69x slower than a plain copy of the weight.
 
-So each operation runs on one thread (:func:`one_thread`, which saves and restores torch's
-per-thread setting, and nests), and the parallelism is one level up (:func:`map_blocks`):
-workers each take the next whole block when free, and wait for each other only once, at the
-end. The calling thread works too; a helper that has not started when the blocks run out is
-cancelled. The helpers are one ``ThreadPoolExecutor`` per process, made once (starting a
-thread on a busy machine took tens of milliseconds). ``benchmarks/core.py`` measures the
-alternatives: ``PASS_THREADS = None`` (torch's threading) and ``PASS_WORKERS = 1``.
+So each operation runs on one thread (:func:`one_thread`), and the parallelism is one level up
+(:func:`map_blocks`): workers, the calling thread among them, each take the next whole block
+when free and wait for each other only once, at the end. The helpers are one process-wide
+``ThreadPoolExecutor``, made once (starting a thread on a busy machine took tens of milliseconds).
+``benchmarks/core.py`` measures ``PASS_THREADS = None`` (torch's threading) and ``PASS_WORKERS = 1``.
 
 >>> import torch
 >>> before = torch.get_num_threads()

@@ -1,8 +1,7 @@
 """The sparse-24-bitmask form: pack, check and rebuild, at about the speed of copying the bytes.
 
-compressed-tensors stores a 2:4 weight ``[N, K]`` as its kept values ``[N, K/2]`` (row-major
-order of the set bits) and a bitmask ``[N, ceil(K/8)]`` uint8, element ``k`` of a row being bit
-``k % 8`` of byte ``k // 8``. Each group of four along K is one nibble.
+The kept values ``[N, K/2]`` are in row-major order of the bitmask's set bits; element ``k`` of a
+row is bit ``k % 8`` of byte ``k // 8``, so each group of four along K is one nibble.
 
 * :func:`check_bitmask` decides 2:4 validity from the bitmask alone, 64 bits at a time (a SWAR
   popcount per nibble: ``0x2222...``). No value is read.
@@ -42,8 +41,7 @@ _BITS = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8)
 
 def unpack_bitmask(bits: torch.Tensor, K: int) -> torch.Tensor:
     """``[N, ceil(K/8)]`` uint8 -> ``[N, K]`` bool, bit ``k % 8`` of byte ``k // 8`` being element ``k``."""
-    full = (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)
-    return full[:, :K]
+    return (bits.unsqueeze(-1) & _BITS).ne(0).reshape(bits.shape[0], -1)[:, :K]
 
 
 def pack_bitmask(mask: torch.Tensor) -> torch.Tensor:

@@ -15,23 +15,26 @@ weights are stored: its ``sparsity_config`` names the format, the ``sparsity_str
 * **sparse-bitmask** (``BitmaskConfig``, any pattern): ``compressed`` holds the non-zero values
   1-D, beside ``bitmask``, ``shape`` and ``row_offsets``; rebuilt, then checked like a dense weight.
 * **pack-quantized** (W4A16, W8A16; LLM Compressor's 2:4 W4A16 recipe keeps
-  ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` int32,
-  ``weight_shape``, ``weight_scale`` (and ``weight_zero_point`` when asymmetric). Its 2:4
-  structure is read from the packed integers (:mod:`._packed_int`), never dequantized.
+  ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` (int32
+  ``[N, ceil(K * bits / 32)]``, each value offset by ``2**(bits-1)`` to unsigned and packed lowest
+  bits first, as ``pack_to_int32`` writes it), ``weight_shape``, ``weight_scale`` and, when
+  asymmetric, ``weight_zero_point`` packed the same way along N. A weight is zero where its
+  quantized value equals its zero point (0 when symmetric), so its 2:4 structure is read from the
+  integers alone (:func:`count_24`), never dequantized.
 * **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
   read as the dense weights they are.
 
 :class:`StoredView` (what :func:`twofour.checkpoint.open` returns) shows one logical
-``<layer>.weight`` per stored weight: its dense shape, its dtype, and (read only when asked)
-the weight rebuilt from the bitmask (:mod:`._bitmask`), after checking that every group of four
-along K keeps exactly two and that the sizes agree with the shape. A file that breaks this is
-refused with a :class:`~twofour.checkpoint.file.CheckpointError`.
+``<layer>.weight`` per stored weight, rebuilt and checked (:mod:`._bitmask`) only when asked; a
+file whose parts disagree is refused with a :class:`~twofour.checkpoint.file.CheckpointError`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -39,17 +42,15 @@ from .._common.text import printable
 from ._pattern import PatternError, compile_pattern
 from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, decompress_unstructured,
                        pack_bitmask, unpack_bitmask)
-from ._packed_int import bits_of, count_24
-from .kinds import is_conv1d
+from .file import Checkpoint, detect_format, open_checkpoint
+from .folder import ModelFiles, open_model
 
 __all__ = [
     "CompressionConfig", "parse_config", "StoredView", "decompress", "pack_bitmask",
-    "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS",
+    "unpack_bitmask", "BITMASK_PARTS", "MARLIN_PARTS", "Reader", "open", "as_reader", "weight_kind",
 ]
 
 MARLIN_PARTS = ("weight_packed", "scale_packed", "meta")
-UNSTRUCTURED_PARTS = ("compressed", "bitmask", "shape", "row_offsets")  # sparse-bitmask (BitmaskConfig)
-PACKED_PARTS = ("weight_packed", "weight_shape")  # pack-quantized (W4A16, W8A16)
 # Tensors a quantization scheme stores beside a weight: not weights themselves.
 _QUANT_PARAMS = ("weight_scale", "weight_zero_point", "weight_g_idx", "input_scale", "input_zero_point",
                  "output_scale", "output_zero_point", "weight_global_scale", "input_global_scale")
@@ -73,11 +74,8 @@ class CompressionConfig:
 
     @property
     def claims_24(self) -> bool:
-        return self.sparsity_structure == "2:4" or self.sparsity_format == "sparse-24-bitmask" or self.marlin
-
-    @property
-    def marlin(self) -> bool:
-        return "marlin-24" in self.quant_formats or self.sparsity_format == "marlin-24"
+        return (self.sparsity_structure == "2:4" or self.sparsity_format in ("sparse-24-bitmask", "marlin-24")
+                or "marlin-24" in self.quant_formats)
 
     def describe(self) -> str:
         """One line; every string from the file escaped (a config may hold terminal control sequences)."""
@@ -114,17 +112,13 @@ class CompressionConfig:
 def matches(patterns, layer: str, kind: str) -> bool:
     """Whether any of a recipe's ``targets``/``ignore`` entries names ``layer``; see :meth:`CompressionConfig.covers`."""
     for p in patterns:
-        if p == "Linear":
-            if kind == "linear":
-                return True
-        elif p.startswith("re:"):
-            try:
-                if compile_pattern(p[3:])(layer):
-                    return True
-            except PatternError as exc:
-                raise CompressedError(f"config.json: the regex {printable(p, 80)!r} cannot be matched against "
-                                      f"{printable(layer, 80)!r} within twofour's bound: {exc}") from None
-        elif p == layer:
+        try:
+            hit = compile_pattern(p[3:])(layer) if p.startswith("re:") else (
+                kind == "linear" if p == "Linear" else p == layer)
+        except PatternError as exc:
+            raise CompressedError(f"config.json: the regex {printable(p, 80)!r} cannot be matched against "
+                                  f"{printable(layer, 80)!r} within twofour's bound: {exc}") from None
+        if hit:
             return True
     return False
 
@@ -217,6 +211,49 @@ def parse_config(config) -> CompressionConfig | None:
     )
 
 
+def bits_of(packed_cols: int, K: int) -> int | None:
+    """The bits per value that make ``K`` values fill ``packed_cols`` int32 columns (4 or 8), or None."""
+    return next((bits for bits in (4, 8) if packed_cols == -(-K * bits // 32)), None)
+
+
+def unpack_ints(packed: torch.Tensor, bits: int, rows: int, cols: int) -> torch.Tensor:
+    """``[rows, cols]`` int8 signed values from int32 words packed along the last dimension."""
+    per = 32 // bits
+    shifts = torch.arange(per, dtype=torch.int32) * bits
+    u = (packed.to(torch.int32).unsqueeze(-1) >> shifts) & ((1 << bits) - 1)
+    return (u.reshape(packed.shape[0], -1)[:rows, :cols] - (1 << (bits - 1))).to(torch.int8)
+
+
+def count_24(packed: torch.Tensor, shape, zero_point: torch.Tensor | None, layer: str) -> tuple[int, int]:
+    """``(groups of four along K, groups with more than two non-zero weights)`` of a pack-quantized weight
+    (``weight_packed``'s shape and dtype checked against ``shape`` when the checkpoint was opened).
+
+    >>> q = torch.tensor([[0, 3, 0, -2, 0, 0, 1, 1]], dtype=torch.int8)
+    >>> packed = ((q.to(torch.int32) + 8) << (4 * torch.arange(8, dtype=torch.int32))).sum(-1, keepdim=True, dtype=torch.int32)
+    >>> unpack_ints(packed, 4, 1, 8).tolist()
+    [[0, 3, 0, -2, 0, 0, 1, 1]]
+    >>> count_24(packed, (1, 8), None, "fc")
+    (2, 0)
+    """
+    N, K = shape
+    name = printable(layer, 120)
+    bits = bits_of(packed.shape[1], K)
+    if K % 4:
+        raise CompressedError(f"{name}: K = {K} is not a multiple of 4, so it cannot be 2:4 along K")
+    q = unpack_ints(packed, bits, N, K)
+    if zero_point is None:
+        nonzero = q != 0
+    else:
+        if zero_point.dim() != 2 or zero_point.dtype != torch.int32 or zero_point.shape[1] < 1 or K % zero_point.shape[1]:
+            raise CompressedError(f"{name}: weight_zero_point must be int32 [ceil(N*bits/32), groups] with K a multiple "
+                                  f"of the groups, got {'x'.join(map(str, zero_point.shape))}")
+        groups = zero_point.shape[1]
+        zp = unpack_ints(zero_point.t().contiguous(), bits, groups, N).t()  # packed along N
+        nonzero = q != zp.repeat_interleave(K // groups, dim=1)
+    counts = nonzero.reshape(N, K // 4, 4).sum(-1)
+    return N * K // 4, int((counts > 2).sum())
+
+
 def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
     if shape_tensor.numel() != 2 or shape_tensor.dtype not in (torch.int64, torch.int32):
         raise CompressedError(
@@ -241,20 +278,16 @@ class Stored:
 
 
 def _bitmask_weight(f, head: str, parts) -> tuple:
-    values, bits, shape = parts
-    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2:
-        raise CompressedError(f"{printable(head, 120)}: the bitmask must be 2-D uint8 and the values 2-D")
+    """sparse-24-bitmask (three parts, 2-D values) or sparse-bitmask (four, 1-D values of any pattern)."""
+    values, bits, shape = parts[:3]
+    any_pattern = len(parts) == 4
+    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 2 - any_pattern:
+        raise CompressedError(f"{printable(head, 120)}: " + ("sparse-bitmask needs a 2-D uint8 bitmask and 1-D values"
+                              if any_pattern else "the bitmask must be 2-D uint8 and the values 2-D"))
     N, K = _dense_shape(f.tensor(shape), head)
-    check_sizes(head, N, K, f.shape(values), f.shape(bits))
-    return (N, K), f.dtype(values)
-
-
-def _unstructured_weight(f, head: str, parts) -> tuple:
-    values, bits, shape, _ = parts
-    if f.dtype(bits) != torch.uint8 or len(f.shape(bits)) != 2 or len(f.shape(values)) != 1:
-        raise CompressedError(f"{printable(head, 120)}: sparse-bitmask needs a 2-D uint8 bitmask and 1-D values")
-    N, K = _dense_shape(f.tensor(shape), head)
-    if tuple(f.shape(bits)) != (N, (K + 7) // 8):
+    if not any_pattern:
+        check_sizes(head, N, K, f.shape(values), f.shape(bits))
+    elif tuple(f.shape(bits)) != (N, (K + 7) // 8):
         raise CompressedError(f"{printable(head, 120)}: the bitmask is {'x'.join(map(str, f.shape(bits)))}, but a "
                               f"{N}x{K} weight needs {N}x{(K + 7) // 8}; the shape and the bitmask disagree")
     return (N, K), f.dtype(values)
@@ -292,19 +325,54 @@ def _marlin_weight(f, head: str, parts) -> tuple:
     return (N, K), "int4 (marlin-24)"
 
 
+# Names that mark an embedding table in common checkpoints (Llama, GPT-2, BERT, T5...).
+# Embeddings are lookups, not GEMMs, so 2:4 kernels never apply to them.
+EMBEDDING_MARKERS = ("embed", "wte", "wpe", "word_embeddings", "position_embeddings", "token_type_embeddings",
+                     "shared.weight")
+
+# Hugging Face models whose linear layers are ``Conv1D``: the weight is stored [in_features, out_features].
+CONV1D_MODEL_TYPES = ("gpt2", "openai-gpt", "imagegpt", "decision_transformer")
+_CONV1D_LAYER = re.compile(r"(^|\.)(c_attn|c_proj|c_fc|q_attn)\.weight$")
+
+
+def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
+    """``"linear"``, ``"embedding"``, or None when the tensor is not a 2-D weight (by its name and shape).
+
+    >>> weight_kind("layers.0.mlp.up_proj.weight", (14336, 4096)), weight_kind("embed_tokens.weight", (8, 8))
+    ('linear', 'embedding')
+    >>> weight_kind("fc.weight#2", (8, 8))  # a second tensor whose name collided keeps its kind
+    'linear'
+    >>> weight_kind("notaweight", (8, 8)), weight_kind("weight", (8, 8))  # the last name part must be "weight"
+    (None, 'linear')
+    """
+    base = re.sub(r"#\d+$", "", name)
+    if len(shape) != 2 or not (base == "weight" or base.endswith(".weight")):
+        return None
+    low = name.lower()
+    return "embedding" if any(m in low for m in EMBEDDING_MARKERS) else "linear"
+
+
+def is_conv1d(config, name: str) -> bool:
+    """Whether ``name`` is a Hugging Face ``Conv1D`` weight ([in, out]) in a model whose ``config.json`` is ``config``.
+
+    >>> is_conv1d({"model_type": "gpt2"}, "transformer.h.0.attn.c_attn.weight"), is_conv1d({}, "h.0.attn.c_attn.weight")
+    (True, False)
+    """
+    return isinstance(config, dict) and config.get("model_type") in CONV1D_MODEL_TYPES and bool(_CONV1D_LAYER.search(name))
+
+
 # Each stored form: the parts that replace <layer>.weight, and how its dense shape and dtype are read (and the
 # parts checked against each other). Tried in this order: sparse-bitmask's parts include sparse-24-bitmask's.
 _STORED_FORMS = {
-    "sparse-bitmask": (UNSTRUCTURED_PARTS, _unstructured_weight),
+    "sparse-bitmask": ((*BITMASK_PARTS, "row_offsets"), _bitmask_weight),  # BitmaskConfig
     "sparse-24-bitmask": (BITMASK_PARTS, _bitmask_weight),
     "marlin-24": (MARLIN_PARTS, _marlin_weight),
-    "pack-quantized": (PACKED_PARTS, _packed_weight),
+    "pack-quantized": (("weight_packed", "weight_shape"), _packed_weight),  # W4A16, W8A16
 }
 
 
 class StoredView:
-    """Opened files seen as logical weights: the :class:`~twofour.checkpoint.reader.Reader` that
-    :func:`twofour.checkpoint.open` and :func:`~twofour.checkpoint.reader.as_reader` return."""
+    """Opened files seen as logical weights: the :class:`Reader` that :func:`open` and :func:`as_reader` return."""
 
     def __init__(self, files, config: CompressionConfig | None):
         self.files, self.ct = files, config
@@ -314,7 +382,6 @@ class StoredView:
         self._logical: dict[str, tuple] = {}  # name -> (shape, dtype, Stored)
         self._order: list[str] = []
         names = files.names()
-        present = set(names)
         prefixes: dict[str, set] = {}
         for n in names:
             head, _, tail = n.rpartition(".")
@@ -325,7 +392,7 @@ class StoredView:
                 continue
             head, _, tail = n.rpartition(".")
             have = prefixes[head]
-            scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if f"{head}.{p}" in present)
+            scales = tuple(f"{head}.{p}" for p in _QUANT_PARAMS if p in have)
             form = next((form for form, (tails, _) in _STORED_FORMS.items()
                          if head and tail in tails and set(tails) <= have), None)
             if form == "pack-quantized" and set(MARLIN_PARTS) <= have:
@@ -379,8 +446,7 @@ class StoredView:
             self.files.prefetch(p)
 
     def structure(self, name: str) -> tuple[int, int] | None:
-        """``(groups, groups breaking 2:4)`` read from a bitmask (refused unless it keeps two of every four)
-        or packed integers, no values read; None for other forms."""
+        """:meth:`Reader.structure`: from a bitmask (refused unless it keeps two of every four) or packed integers."""
         st = self.stored(name)
         layer = name[: -len(".weight")]
         if st.form == "pack-quantized":
@@ -407,14 +473,11 @@ class StoredView:
         st = self.stored(name)
         if st.form == "dense":
             return self.files.tensor(name)
-        if st.form == "sparse-24-bitmask":
-            values, bits, _ = st.parts
-            return decompress(self.files.tensor(values), self.files.tensor(bits), self.shape(name), name[: -len(".weight")],
-                              out=out)
-        if st.form == "sparse-bitmask":
-            values, bits, _, _ = st.parts
-            return decompress_unstructured(self.files.tensor(values), self.files.tensor(bits), self.shape(name),
-                                           name[: -len(".weight")])
+        if st.form in ("sparse-24-bitmask", "sparse-bitmask"):
+            values, bits = (self.files.tensor(p) for p in st.parts[:2])
+            if st.form == "sparse-bitmask":
+                return decompress_unstructured(values, bits, self.shape(name), name.removesuffix(".weight"))
+            return decompress(values, bits, self.shape(name), name.removesuffix(".weight"), out=out)
         if st.form == "pack-quantized":
             raise CompressedError(f"{printable(name, 120)} is stored pack-quantized ({self.dtype(name).split()[0]}): "
                                   "twofour reads its 2:4 structure from the packed integers but does not dequantize it")
@@ -428,3 +491,89 @@ class StoredView:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """What every opened checkpoint offers (implemented by :class:`StoredView`): one logical ``<layer>.weight``
+    per stored weight (a bitmask's three parts are one weight), read only when asked for. The audit,
+    ``convert``, ``bench --checkpoint`` and the site read checkpoints only so.
+
+    ``format`` is ``"safetensors"``, ``"torch-zip"`` or ``"torch-pickle"``; ``config`` the parsed
+    ``config.json`` (or None) and ``ct`` its compressed-tensors part (or None); ``notes`` what a
+    report's reader should know, ``skipped`` the ``(name, why)`` of tensors that are not weights.
+    """
+
+    path: str
+    format: str
+    config: dict | None
+    ct: CompressionConfig | None
+    notes: list[str]
+    skipped: list[tuple[str, str]]
+
+    def names(self) -> list[str]:
+        """Logical tensor names, in file order."""
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The dense shape."""
+
+    def dtype(self, name: str):
+        """A ``torch.dtype``, or a string when torch has none (``"int4 (marlin-24)"``, a file's dtype code)."""
+
+    def stored(self, name: str) -> Stored:
+        """How ``name`` is stored: its form, the tensors holding it, their bytes on disk, its scales."""
+
+    def nbytes(self, name: str) -> int:
+        """Bytes of ``name`` on disk (0 when the format does not say)."""
+
+    def prefetch(self, name: str) -> None:
+        """Ask the OS to start reading ``name`` now (a hint)."""
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """The dense weight (rebuilt and checked when stored compressed)."""
+
+    def structure(self, name: str):
+        """``(groups of four along K, groups breaking 2:4)`` when the stored form alone decides it
+        (a bitmask: no values read), else None (read :meth:`tensor` and check it)."""
+
+    def transposed(self, name: str) -> bool:
+        """True for a weight stored [in_features, out_features] (Hugging Face ``Conv1D``)."""
+
+    def raw(self, name: str) -> torch.Tensor:
+        """A tensor of the files as stored (a scale, one part of a compressed weight)."""
+
+    def has_raw(self, name: str) -> bool:
+        """Whether the files hold a tensor named ``name`` as stored."""
+
+    def close(self) -> None:
+        """Release the files."""
+
+
+def as_reader(files: Checkpoint | ModelFiles) -> StoredView:
+    """A :class:`Reader` over files already opened with ``open_checkpoint`` or ``open_model``."""
+    return StoredView(files, parse_config(files.config))
+
+
+def open(path: str | os.PathLike) -> StoredView:  # noqa: A001 - the room's one way in
+    """Open a model folder, a shard index, a safetensors file or a ``torch.save`` file (recognised by its
+    first bytes) as a :class:`Reader`; :class:`~twofour.checkpoint.file.CheckpointError` with one line for
+    anything it cannot read.
+
+    >>> import tempfile
+    >>> from safetensors.torch import save_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.safetensors")
+    >>> save_file({"fc.weight": torch.zeros(4, 8)}, path)
+    >>> with open(path) as r:
+    ...     r.names(), r.shape("fc.weight"), r.stored("fc.weight").form, isinstance(r, Reader)
+    (['fc.weight'], (4, 8), 'dense', True)
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path) or path.endswith(".json") or detect_format(path) == "safetensors":
+        files = open_model(path)
+    else:
+        files = open_checkpoint(path)
+    try:
+        return as_reader(files)
+    except BaseException:
+        files.close()
+        raise

@@ -36,10 +36,8 @@ from .._common.atomic import OutputError, check_output, write_with
 from .._common.text import printable, show_path
 from .file import SAFETENSORS_DTYPES, CheckpointError
 from .._passes.bits import SUPPORTED_DTYPES
-from .compressed import CompressedError, check_claim
+from .compressed import CompressedError, as_reader, check_claim, weight_kind
 from .folder import open_model
-from .kinds import weight_kind
-from .reader import as_reader
 
 __all__ = ["convert", "ConvertResult", "LAYOUTS"]
 
@@ -72,17 +70,12 @@ def _planned(view, layout: str):
     rebuilt = packed = 0
     for name in view.names():
         st = view.stored(name)
-        if st.form == "marlin-24":
-            raise CompressedError(
-                f"{printable(name, 120)} is stored marlin-24 (int4 packed for the Marlin kernel); twofour does not "
-                "unpack it, so it cannot convert this checkpoint"
-            )
-        if st.form == "pack-quantized":
-            raise CompressedError(
-                f"{printable(name, 120)} is stored pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, "
-                "weight-only); twofour does not dequantize it, so it cannot convert this checkpoint (`twofour audit` "
-                "reads its 2:4 structure)"
-            )
+        if st.form in ("marlin-24", "pack-quantized"):
+            how = ("marlin-24 (int4 packed for the Marlin kernel); twofour does not unpack it" if st.form == "marlin-24"
+                   else f"pack-quantized ({printable(str(view.dtype(name)).split()[0], 20)}, weight-only); twofour "
+                   "does not dequantize it")
+            raise CompressedError(f"{printable(name, 120)} is stored {how}, so it cannot convert this checkpoint"
+                                  + (" (`twofour audit` reads its 2:4 structure)" if st.form == "pack-quantized" else ""))
         shape, dtype = view.shape(name), view.dtype(name)
         _check_writable(name, dtype)
         rebuilt += st.form in ("sparse-24-bitmask", "sparse-bitmask")
@@ -147,11 +140,17 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
             check_output(out, inputs)
         except OutputError as exc:
             raise CheckpointError(f"OUT {exc}") from None
-        _check_not_into(files, out)
+        # An output inside the folder it reads: a second *.safetensors there (with no index) leaves it unreadable.
+        out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
+        if files.kind == "folder" and out_dir == os.path.realpath(files.root):
+            raise CheckpointError(
+                f"OUT {show_path(out)} is inside the model folder it converts; a second .safetensors "
+                "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
+            )
         view = as_reader(files)
         plan, rebuilt, n_packed = _planned(view, layout)
         cache: dict[str, tuple] = {}
-        largest = max((_nbytes(view.shape(n), view.dtype(n)) for n in view.names()
+        largest = max((math.prod(view.shape(n)) * view.dtype(n).itemsize for n in view.names()
                        if view.stored(n).form == "sparse-24-bitmask"), default=0)
         buffer = torch.empty(largest, dtype=torch.uint8)  # every rebuilt weight lands here, one after the other
 
@@ -178,7 +177,7 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
             if shape is None or dtype is None:
                 t = produce(key)
                 shape, dtype = tuple(t.shape), t.dtype
-            size = _nbytes(shape, dtype)
+            size = math.prod(shape) * dtype.itemsize
             header[out_name] = {"dtype": _CODES[dtype], "shape": list(shape), "data_offsets": [offset, offset + size]}
             order.append((out_name, key, size))
             offset += size
@@ -207,20 +206,5 @@ def convert(src, out, layout: str = "dense", progress=None) -> ConvertResult:
                                   "nothing was written") from None
     finally:
         files.close()
-    written = 8 + len(blob) + offset
-    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, files.file_bytes(), written)
-
-
-def _nbytes(shape, dtype) -> int:
-    return math.prod(shape) * dtype.itemsize
-
-
-def _check_not_into(files, out) -> None:
-    """Refuse an output inside the model folder it reads: a second ``*.safetensors`` there (with no index)
-    leaves a folder no loader can read."""
-    out_dir = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(out))))
-    if files.kind == "folder" and out_dir == os.path.realpath(files.root):
-        raise CheckpointError(
-            f"OUT {show_path(out)} is inside the model folder it converts; a second .safetensors "
-            "file there makes the folder unreadable (a loader finds two weight files and no index): write it elsewhere"
-        )
+    read = sum(os.path.getsize(p) for p in files.files if os.path.exists(p))  # a shard gone since counts 0
+    return ConvertResult(os.fspath(out), layout, len(order), rebuilt, n_packed, read, 8 + len(blob) + offset)

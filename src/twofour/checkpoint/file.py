@@ -8,9 +8,11 @@ Two formats are accepted, recognised by their first bytes rather than their file
   with ``torch.load(weights_only=True)`` (memory-mapped when a zip), so a malicious pickle is
   rejected, never executed.
 
-A tensor's bytes are read with ``pread`` into a tensor of its own (:mod:`._mapped`), never
-through a memory map: a file truncated while it is read then gives one error line instead of
-a SIGBUS that kills the interpreter. (A zip is still mapped, only to learn its tensors' layout.)
+A tensor's bytes are read with ``pread`` into a tensor of its own, never through a memory map:
+a mapped file that another process truncates kills the reader with SIGBUS (no Python handler
+can catch it), while a short ``pread`` becomes one error line. A zip is still mapped, only to
+learn its tensors' layout (``torch.load(mmap=True)`` touches no page): :func:`file_offsets`
+finds where each storage lies in the file.
 
 Only a regular file is opened (reading a FIFO would wait forever for a writer), once: every
 later read goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO
@@ -31,6 +33,9 @@ Every failure is a :class:`CheckpointError`: one line, what is wrong and what wo
 
 from __future__ import annotations
 
+import bisect
+import io
+import json
 import math
 import os
 import pickle
@@ -44,8 +49,6 @@ import torch
 
 from .._common.text import printable, show_path as _show
 from ._flatten import FlattenError, flatten_state_dict
-from ._mapped import file_offsets, read_exact, view_span
-from ._torchzip import StorageMismatch, check_storages
 
 __all__ = ["CheckpointError", "Checkpoint", "open_checkpoint", "detect_format", "flatten_state_dict"]
 
@@ -64,6 +67,87 @@ _FORMATS_HELP = "expected a .safetensors file or a PyTorch checkpoint saved with
 
 class CheckpointError(Exception):
     """A checkpoint could not be read; the message is one line meant for the user."""
+
+
+_CHUNK = 1 << 30  # one pread reads at most this much (Linux caps a read near 2 GiB)
+
+
+class ShortRead(OSError):
+    """The file held fewer bytes than asked for: it shrank (or was replaced) since it was opened."""
+
+
+def read_exact(fd: int, offset: int, nbytes: int) -> torch.Tensor:
+    """``nbytes`` bytes of the open file ``fd`` from ``offset``, as a new uint8 tensor; :class:`ShortRead` when fewer.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "bytes.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(range(16)))
+    >>> fd = os.open(path, os.O_RDONLY)
+    >>> read_exact(fd, 4, 4).tolist()
+    [4, 5, 6, 7]
+    >>> read_exact(fd, 12, 8)
+    Traceback (most recent call last):
+        ...
+    twofour.checkpoint.file.ShortRead: 4 of 8 bytes at offset 12: the file ends there
+    >>> os.close(fd)
+    """
+    out = torch.empty(nbytes, dtype=torch.uint8)
+    view = memoryview(out.numpy()).cast("B") if nbytes else memoryview(b"")
+    done = 0
+    while done < nbytes:
+        n = os.preadv(fd, [view[done:done + _CHUNK]], offset + done)
+        if n <= 0:
+            raise ShortRead(f"{done:,} of {nbytes:,} bytes at offset {offset:,}: the file ends there")
+        done += n
+    return out
+
+
+def view_span(t: torch.Tensor) -> tuple[int, int]:
+    """(first storage element, how many elements) a strided view reads: its extent in its storage.
+
+    >>> base = torch.zeros(10, 8)
+    >>> view_span(base[2:4, 1:3]), view_span(torch.ones(4).expand(10**8, 4)), view_span(base[:0])
+    ((17, 10), (0, 4), (0, 0))
+    """
+    if t.numel() == 0:
+        return 0, 0
+    return t.storage_offset(), 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
+def file_offsets(fd: int, addresses) -> dict:
+    """``{address: offset in the file}`` for each address in this process's memory map of ``fd``'s file,
+    from ``/proc/self/maps`` (Linux; elsewhere empty), which names files by device and inode (or path)."""
+    st = os.fstat(fd)
+    ident = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    try:
+        own_path = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        own_path = None
+    spans = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) < 5 or ":" not in parts[3]:
+                    continue
+                major, minor = (int(x, 16) for x in parts[3].split(":", 1))
+                inode = int(parts[4])
+                path = parts[5].rstrip("\n") if len(parts) > 5 else ""
+                if (major, minor, inode) != ident and not (inode == st.st_ino and own_path and path == own_path):
+                    continue
+                lo, hi = (int(x, 16) for x in parts[0].split("-", 1))
+                spans.append((lo, hi, int(parts[2], 16)))
+    except (OSError, ValueError):
+        return {}
+    spans.sort()
+    starts = [s[0] for s in spans]
+    out = {}
+    for address in addresses:
+        k = bisect.bisect_right(starts, address) - 1
+        if k >= 0 and address < spans[k][1]:
+            out[address] = address - spans[k][0] + spans[k][2]
+    return out
 
 
 # The pickle inside a torch zip names tensors and their storages; real ones are kilobytes to a
@@ -144,16 +228,133 @@ def detect_format(path: str | os.PathLike) -> str:
         os.close(fd)
 
 
-def _check_zip(read_path: str, path: str) -> str:
+class StorageMismatch(ValueError):
+    """A storage the pickle declares does not match the zip entry that should hold it (one sentence)."""
+
+
+class _Stub:
+    """Stands for every class and function the pickle names: accepts anything, does nothing."""
+
+    _qualname = ""
+
+    def _ignore(self, *args, **kwargs) -> None:
+        pass
+
+    # Building an object (REDUCE, BUILD, SETITEMS, APPENDS) calls these: each one does nothing.
+    __init__ = __setstate__ = __setitem__ = append = extend = _ignore
+
+    def __call__(self, *args, **kwargs):
+        return _Stub()
+
+
+class _Scanner(pickle.Unpickler):
+    def __init__(self, data: bytes):
+        super().__init__(io.BytesIO(data))
+        self.storages: list[tuple] = []
+        self._classes: dict = {}
+
+    def find_class(self, module, name):
+        key = f"{module}.{name}"
+        cls = self._classes.get(key)
+        if cls is None:
+            cls = self._classes[key] = type("Stub", (_Stub,), {"_qualname": key})
+        return cls
+
+    def persistent_load(self, pid):
+        self.storages.append(pid)
+        return _Stub()
+
+
+def _element_size(storage_type) -> int:
+    """Bytes per element of a storage class named in the pickle (``torch.HalfStorage`` ...)."""
+    name = getattr(storage_type, "_qualname", "")
+    module, _, cls = name.rpartition(".")
+    if name in ("torch.storage.UntypedStorage", "torch.UntypedStorage"):
+        return 1
+    typed = getattr(torch, cls, None) if module == "torch" and cls.endswith("Storage") else None
+    with warnings.catch_warnings():  # "TypedStorage is deprecated": reading its dtype is all we do
+        warnings.simplefilter("ignore")
+        dtype = getattr(typed, "dtype", None)
+    if not isinstance(dtype, torch.dtype):
+        raise StorageMismatch(f"the pickle names the storage type {name[:80]!r}, which is not one torch.save writes")
+    return dtype.itemsize
+
+
+def _pickle_name(archive: zipfile.ZipFile) -> str:
+    name = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
+    if name is None:
+        raise StorageMismatch("no data.pkl in the zip: not a torch.save checkpoint")
+    return name
+
+
+def storage_sizes(archive: zipfile.ZipFile) -> dict:
+    """``{storage key: byte size}`` the archive's pickle declares, read by an unpickler that builds nothing
+    (every class it names is a stub).
+
+    >>> buf = io.BytesIO(); torch.save({"w": torch.zeros(2, 4)}, buf)
+    >>> storage_sizes(zipfile.ZipFile(buf))
+    {'0': 32}
+    """
+    scanner = _Scanner(archive.read(_pickle_name(archive)))
+    try:
+        scanner.load()
+    except Exception as exc:  # a damaged pickle: torch.load would fail on it too, with its own words
+        raise StorageMismatch(f"its pickle cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
+    sizes: dict = {}
+    for pid in scanner.storages:
+        if not (type(pid) is tuple and len(pid) == 5 and pid[0] == "storage"):
+            raise StorageMismatch(f"its pickle refers to a persistent object {str(pid)[:60]!r} that is not a storage")
+        _, storage_type, key, _, numel = pid
+        if type(key) is not str or type(numel) is not int or numel < 0:
+            raise StorageMismatch(f"storage {str(key)[:40]!r} declares {str(numel)[:40]} elements")
+        nbytes = numel * _element_size(storage_type)
+        if sizes.setdefault(key, nbytes) != nbytes:
+            raise StorageMismatch(f"storage {key[:40]!r} is declared twice with different sizes")
+    return sizes
+
+
+def check_storages(archive: zipfile.ZipFile, fd: int) -> None:
+    """Raise :class:`StorageMismatch` unless every declared storage has an entry of exactly its size inside
+    the open file ``fd``: ``torch.load(mmap=True)`` maps each storage with the length the pickle claims, so
+    a longer one would read the next entry or the zip directory as weights, or die of SIGBUS past the end."""
+    file_size = os.fstat(fd).st_size
+    prefix = _pickle_name(archive)[: -len("data.pkl")]
+    for key, nbytes in storage_sizes(archive).items():
+        entry = f"{prefix}data/{key}"
+        try:
+            info = archive.getinfo(entry)
+        except KeyError:
+            raise StorageMismatch(f"storage {key[:40]!r} has no entry {entry[:80]!r}") from None
+        if info.file_size != nbytes:
+            raise StorageMismatch(
+                f"storage {key[:40]!r} declares {nbytes:,} bytes but its entry {entry[:80]!r} holds {info.file_size:,}: "
+                "mapping it would read bytes that are not the tensor's")
+        head = os.pread(fd, 30, info.header_offset)
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            raise StorageMismatch(f"entry {entry[:80]!r} has no local header where the zip directory says")
+        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+        if start + nbytes > file_size:
+            raise StorageMismatch(f"entry {entry[:80]!r} ends {start + nbytes - file_size:,} bytes past the end of the file")
+
+
+def _check_zip(read_path: str, fd: int, path: str) -> str:
     """The byte order of a torch zip's storages (``"little"`` when it does not say); refused when damaged,
-    compressed, its pickle implausibly large, or its storages do not match their entries (:mod:`._torchzip`)."""
+    compressed, its pickle implausibly large, or its storages do not match their entries."""
     try:
         with zipfile.ZipFile(read_path) as archive:
-            infos = archive.infolist()
-            _check_entries(infos, path)
-            with open(read_path, "rb") as raw:
-                fd = raw.fileno()
-                check_storages(archive, os.fstat(fd).st_size, lambda offset: os.pread(fd, 30, offset))
+            for info in archive.infolist():
+                if info.compress_type != zipfile.ZIP_STORED:
+                    raise CheckpointError(
+                        f"{_show(path)}: refused: entry {printable(info.filename, 80)!r} is compressed; torch.save "
+                        "stores entries uncompressed, and a compressed entry can unpack to far more than the file. "
+                        "Re-save it with torch.save or as safetensors"
+                    )
+                if info.filename.endswith(".pkl") and info.file_size > _MAX_PICKLE:
+                    raise CheckpointError(
+                        f"{_show(path)}: refused: its pickle {printable(info.filename, 80)!r} is {info.file_size:,} "
+                        f"bytes (more than {_MAX_PICKLE:,}); a checkpoint's pickle only names its tensors"
+                    )
+            check_storages(archive, fd)
             marks = [n for n in archive.namelist() if n == "byteorder" or n.endswith("/byteorder")]
             order = archive.read(marks[0]).decode("ascii", "replace") if marks else "little"
     except StorageMismatch as exc:
@@ -161,21 +362,6 @@ def _check_zip(read_path: str, path: str) -> str:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise CheckpointError(f"{_show(path)}: corrupt PyTorch checkpoint (the zip archive is damaged or truncated)") from None
     return order
-
-
-def _check_entries(infos, path: str) -> None:
-    for info in infos:
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise CheckpointError(
-                f"{_show(path)}: refused: entry {printable(info.filename, 80)!r} is compressed; torch.save stores "
-                "entries uncompressed, and a compressed entry can unpack to far more than the file. Re-save it "
-                "with torch.save or as safetensors"
-            )
-        if info.filename.endswith(".pkl") and info.file_size > _MAX_PICKLE:
-            raise CheckpointError(
-                f"{_show(path)}: refused: its pickle {printable(info.filename, 80)!r} is {info.file_size:,} bytes "
-                f"(more than {_MAX_PICKLE:,}); a checkpoint's pickle only names its tensors"
-            )
 
 
 class Checkpoint:
@@ -221,7 +407,7 @@ class Checkpoint:
                 self._meta[name] = (tuple(int(d) for d in sl.get_shape()), SAFETENSORS_DTYPES.get(code, code))
         except Exception as exc:  # safetensors raises its own error type for every kind of damage
             raise CheckpointError(f"{_show(self.path)}: corrupt or unreadable safetensors file ({_one_line(exc)})") from None
-        self._ranges = _safetensors_ranges(self._read_path)
+        self._ranges = _safetensors_ranges(self._fd)
         # safe_open lists names sorted; file order is the order of the tensors' data in the file.
         # (The safetensors writer itself sorts by dtype alignment, then name: l0, l1, l10, l2 ...)
         end = len(self._meta)
@@ -230,7 +416,7 @@ class Checkpoint:
     def _open_torch(self) -> None:
         mmap = self.format == "torch-zip"
         if mmap:
-            self._swap = _check_zip(self._read_path, self.path) != sys.byteorder
+            self._swap = _check_zip(self._read_path, self._fd, self.path) != sys.byteorder
         try:
             with warnings.catch_warnings():  # e.g. "sparse CSR support is in beta": the audit says what it skips
                 warnings.simplefilter("ignore")
@@ -258,13 +444,9 @@ class Checkpoint:
     def _storage_offsets(self) -> dict:
         """``{name: file offset of its storage}`` for the plain tensors mapped from the file (asking for a
         storage's address touches none of its pages); one left out is handed out as loaded."""
-        addresses = {}
-        for name, t in self._tensors.items():
-            if t.layout != torch.strided or t.is_quantized or t.device.type != "cpu":
-                continue
-            storage = t.untyped_storage()
-            if storage.nbytes():
-                addresses[name] = storage.data_ptr()
+        addresses = {name: t.untyped_storage().data_ptr() for name, t in self._tensors.items()
+                     if t.layout == torch.strided and not t.is_quantized and t.device.type == "cpu"
+                     and t.untyped_storage().nbytes()}
         where = file_offsets(self._fd, set(addresses.values()))
         return {name: where[a] for name, a in addresses.items() if a in where}
 
@@ -328,8 +510,7 @@ class Checkpoint:
 
     def nbytes(self, name: str) -> int:
         """Bytes of ``name``'s data in the file (0 when the format does not say)."""
-        span = self._ranges.get(name)
-        return 0 if span is None else span[1]
+        return self._ranges.get(name, (0, 0))[1]
 
     def prefetch(self, name: str) -> None:
         """Ask the OS to start reading ``name``'s bytes now (safetensors only), to overlap I/O with the audit."""
@@ -371,14 +552,11 @@ def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
     return Checkpoint(path, fmt, fd=fd)
 
 
-def _safetensors_ranges(path: str) -> dict:
-    """``{name: (file offset, length)}`` from a safetensors header (already validated by safe_open)."""
-    import json
-
+def _safetensors_ranges(fd: int) -> dict:
+    """``{name: (file offset, length)}`` from the open file's safetensors header (validated by safe_open)."""
     try:
-        with open(path, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n))
+        n = int.from_bytes(os.pread(fd, 8, 0), "little")
+        header = json.loads(os.pread(fd, n, 8))
     except (OSError, ValueError):
         return {}
     base = 8 + n
@@ -397,8 +575,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _refusal(exc: BaseException) -> str:
     """The unpickler's own reason ("unsupported GLOBAL posix.system"), without its advice to disable the check."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line:
-            return printable(line.rstrip("."), 200)
-    return "rejected by the weights-only unpickler"
+    lines = (line.strip() for line in str(exc).splitlines())
+    return next((printable(line.rstrip("."), 200) for line in lines
+                 if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line),
+                "rejected by the weights-only unpickler")

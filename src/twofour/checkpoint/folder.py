@@ -141,17 +141,11 @@ class ModelFiles:
     def _check_map(self, weight_map: dict) -> None:
         for name, shard in weight_map.items():
             held = self._where.get(name)
-            expected = os.path.realpath(os.path.join(self.root, shard))
-            if held is None:
+            if held is None or os.path.realpath(held.path) != os.path.realpath(os.path.join(self.root, shard)):
                 raise FolderError(
                     f"{_show(self.path)}: the index puts tensor {printable(name, 120)!r} in {printable(shard, 80)!r}, "
-                    "which does not hold it (a truncated or mismatched shard)"
-                )
-            if os.path.realpath(held.path) != expected:
-                raise FolderError(
-                    f"{_show(self.path)}: the index puts tensor {printable(name, 120)!r} in {printable(shard, 80)!r}, "
-                    f"but it is in {_show(os.path.basename(held.path))}"
-                )
+                    + ("which does not hold it (a truncated or mismatched shard)" if held is None
+                       else f"but it is in {_show(os.path.basename(held.path))}"))
         extra = [n for n in self._where if n not in weight_map]
         if extra:
             self.notes.append(f"{len(extra)} tensors are in the shards but not in the index (first: {printable(extra[0], 80)!r}); audited anyway")
@@ -177,10 +171,6 @@ class ModelFiles:
 
     def prefetch(self, name: str) -> None:
         self._where[name].prefetch(name)
-
-    def file_bytes(self) -> int:
-        """Bytes of all shards on disk (a shard gone since it was read counts 0)."""
-        return sum(os.path.getsize(p) for p in self.files if os.path.exists(p))
 
     def close(self) -> None:
         for ckpt in self._open:

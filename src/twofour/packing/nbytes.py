@@ -49,11 +49,8 @@ def _meta_bits(dtype, n: int, m: int, given) -> int:
         return given
     # A torch dtype in the hardware's own form takes the dtype table's metadata bits: sparse tensor cores
     # write fp32 1:2 metadata as two 16-bit halves, each named by a 2-bit index (4 bits per kept value).
-    if isinstance(dtype, torch.dtype):
-        for facts in DTYPES.values():
-            if dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m):
-                return facts.meta_bits
-    return index_bits(m)
+    return next((facts.meta_bits for facts in DTYPES.values() if isinstance(dtype, torch.dtype)
+                 and dtype == getattr(torch, facts.torch_name, None) and (n, m) == (facts.n, facts.m)), index_bits(m))
 
 
 def dense_bytes(shape, dtype) -> int:
@@ -65,26 +62,20 @@ def dense_bytes(shape, dtype) -> int:
     return math.prod(shape_dims(shape)) * _element_bits(dtype) // 8
 
 
-def _as_size(d) -> int | None:
-    """``d`` as an int if it is an integer (Python, NumPy or a 0-d integer tensor), never a bool or float."""
-    if isinstance(d, bool):
-        return None
-    try:
-        return operator.index(d)
-    except TypeError:
-        return None
-
-
 def shape_dims(shape, arg: str = "shape") -> list[int]:
     """The sizes of ``shape`` (a tuple, list or torch.Size of positive ints), or a clear error."""
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, torch.Size)):
         raise TypeError(
             f"{arg} must be a tuple of ints such as (4096, 14336), got {type(shape).__name__} {shape!r}"
         )
-    dims = [_as_size(d) for d in shape]
-    if None in dims:
-        bad = shape[dims.index(None)]
-        raise TypeError(f"{arg} must hold ints, got {type(bad).__name__} {bad!r} in {tuple(shape)!r}")
+    dims = []
+    for d in shape:  # an integer: Python, NumPy or a 0-d integer tensor; never a bool or a float
+        try:
+            dims.append(None if isinstance(d, bool) else operator.index(d))
+        except TypeError:
+            dims.append(None)
+        if dims[-1] is None:
+            raise TypeError(f"{arg} must hold ints, got {type(d).__name__} {d!r} in {tuple(shape)!r}")
     if not dims or any(d <= 0 for d in dims):
         raise ValueError(f"{arg} must be non-empty with positive sizes, got {tuple(dims)}")
     return dims
@@ -105,9 +96,8 @@ def packed_bytes(shape, dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: i
     dims = shape_dims(shape)
     if dims[-1] % m:
         raise ValueError(f"shape's last dimension {dims[-1]} must be a multiple of m={m}")
-    meta_bits = _meta_bits(dtype, n, m, meta_bits_per_value)
     kept = math.prod(dims) // m * n
-    return math.ceil(kept * (_element_bits(dtype) + meta_bits) / 8)
+    return math.ceil(kept * (_meta_bits(dtype, n, m, meta_bits_per_value) + _element_bits(dtype)) / 8)
 
 
 def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | None = None) -> float:
@@ -119,5 +109,4 @@ def packed_ratio(dtype, n: int = 2, m: int = 4, *, meta_bits_per_value: int | No
     (0.5625, 0.625)
     """
     require_nm(n, m)
-    bits = _element_bits(dtype)
-    return nm_ratio(bits, n, m, _meta_bits(dtype, n, m, meta_bits_per_value))
+    return nm_ratio(_element_bits(dtype), n, m, _meta_bits(dtype, n, m, meta_bits_per_value))

@@ -6,7 +6,6 @@ refuses corrupt metadata.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,21 +22,14 @@ from .nbytes import shape_dims, index_bits
 _MAX_M = 16
 
 
-def _top_up_order(m: int) -> list[int]:
-    """Positions used to fill a group that holds fewer than ``n`` non-zeros, most preferred first:
-    ``m/2, ..., m-1, m/2-1, ..., 0`` (2, 3, 1, 0 for 2:4), PyTorch's CUTLASS encoder's choice (an
-    all-zero group is positions 2 and 3, nibble 0b1110), so our metadata converts to it bit for bit."""
-    half = m // 2
-    return list(range(half, m)) + list(range(half - 1, -1, -1))
-
-
 @lru_cache(maxsize=None)
 def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
     """Metadata code for every non-zero pattern of a group (bit i set = position i non-zero): the kept
     positions in increasing order, ``index_bits(m)`` bits each, the first in the lowest bits; -1 for a
-    pattern with more than ``n`` non-zeros (refused, never truncated)."""
+    pattern with more than ``n`` non-zeros (refused, never truncated). A group with fewer is filled from
+    ``m/2, ..., m-1, m/2-1, ..., 0``, PyTorch's CUTLASS encoder's choice (see :func:`pack`)."""
     bits = index_bits(m)
-    order = _top_up_order(m)
+    order = list(range(m // 2, m)) + list(range(m // 2 - 1, -1, -1))
     codes = []
     for pattern in range(1 << m):
         nonzero = [i for i in range(m) if pattern >> i & 1]
@@ -47,10 +39,6 @@ def _pattern_codes(n: int, m: int, device_type: str) -> torch.Tensor:
         kept = sorted(nonzero + [i for i in order if i not in nonzero][: n - len(nonzero)])
         codes.append(sum(idx << (bits * j) for j, idx in enumerate(kept)))
     return torch.tensor(codes, dtype=torch.int64, device=torch.device(device_type))
-
-
-def _meta_bytes_per_row(groups_per_row: int, n: int, m: int) -> int:
-    return math.ceil(groups_per_row * n * index_bits(m) / 8)
 
 
 @dataclass(frozen=True)
@@ -109,7 +97,7 @@ class Packed:
             )
         if self.values.dtype != self.dtype:
             raise ValueError(f"Packed parts disagree: values dtype {self.values.dtype} but dtype {self.dtype}")
-        want_meta = (N, _meta_bytes_per_row(K // self.m, self.n, self.m))
+        want_meta = (N, -(-(K // self.m) * self.n * index_bits(self.m) // 8))  # whole bytes per row
         if self.meta.dtype != torch.uint8 or tuple(self.meta.shape) != want_meta:
             raise ValueError(
                 f"Packed parts disagree: meta must be uint8 of shape {want_meta}, "
@@ -215,7 +203,7 @@ def pack(W: torch.Tensor, n: int = 2, m: int = 4) -> Packed:
     width = n * index_bits(m)
     bits_dtype = same_size_int_view(W[:0, :0]).dtype  # values are copied as integers: bit for bit
     values = torch.empty((rows, G * n), dtype=bits_dtype, device=W.device)
-    meta = torch.empty((rows, _meta_bytes_per_row(G, n, m)), dtype=torch.uint8, device=W.device)
+    meta = torch.empty((rows, -(-G * width // 8)), dtype=torch.uint8, device=W.device)
     fast = _wordpack.supports(W.dtype, n, m, K)
     luts = _wordpack.position_luts(tuple(codes_table.tolist())) if fast else None
 
@@ -309,8 +297,7 @@ def _unpack_block(values, meta, out, n: int, m: int) -> int:
     rows, k = out.shape
     G = k // m
     idx = _codes_to_indices(unpack_codes(meta, G, n * index_bits(m)), n, m)  # [r, G, n]
-    bad = _bad_positions(idx, m)
-    n_bad = int(bad.sum())
+    n_bad = int(_bad_positions(idx, m).sum())
     if n_bad:
         return n_bad
     out.view(rows, G, m).zero_().scatter_(-1, idx, values.view(rows, G, n))
@@ -318,10 +305,7 @@ def _unpack_block(values, meta, out, n: int, m: int) -> int:
 
 
 def _bad_positions(idx: torch.Tensor, m: int) -> torch.Tensor:
-    bad = (idx >= m).any(-1)
-    if idx.shape[-1] > 1:
-        bad |= (idx[..., 1:] <= idx[..., :-1]).any(-1)
-    return bad
+    return (idx >= m).any(-1) | (idx[..., 1:] <= idx[..., :-1]).any(-1)  # out of the group, or not increasing
 
 
 def raise_corrupt(packed: Packed):

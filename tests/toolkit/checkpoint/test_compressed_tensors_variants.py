@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from twofour import checkpoint
-from twofour.checkpoint._packed_int import unpack
+from twofour.checkpoint.compressed import unpack_ints
 from twofour.cli.main import main
 from twofour.dispatch import audit, hypothetical_gpu
 
@@ -73,7 +73,7 @@ def test_pack_quantized_asymmetric_zeros_are_where_the_zero_point_is():
             tensors.update(load_file(str(shard)))
     packed = tensors["model.layers.0.mlp.up_proj.weight_packed"]
     N, K = (int(v) for v in tensors["model.layers.0.mlp.up_proj.weight_shape"])
-    q = unpack(packed, 4, N, K)
+    q = unpack_ints(packed, 4, N, K)
     assert int((q == 0).sum()) < N * K // 2  # zeros are not the integer 0 here
 
 

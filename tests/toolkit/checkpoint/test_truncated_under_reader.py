@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 from twofour.checkpoint import file as ckpt_module
-from twofour.checkpoint._mapped import ShortRead, file_offsets, read_exact, view_span
+from twofour.checkpoint.file import ShortRead, file_offsets, read_exact, view_span
 from twofour.checkpoint.file import CheckpointError, open_checkpoint
 
 _LIBRARY = """
