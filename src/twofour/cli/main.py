@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    # One process: checkpoints are read with pread copies (twofour.checkpoint._mapped), so a file
+    # One process: checkpoints are read with pread copies (twofour.checkpoint.file), so a file
     # truncated under the reader is one error line, with no forked worker to outlive a `kill`.
     with _terminated_as_interrupt():
         return _run(args)
