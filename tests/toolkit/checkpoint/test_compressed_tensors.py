@@ -340,6 +340,7 @@ def test_a_checkpoint_with_too_many_tensors_is_refused_at_once(capsys, tmp_path,
 
 
 # -- bench --decode --checkpoint -------------------------------------------------------------------
+@pytest.mark.slow  # builds two models and times decode steps under the profiler (5 s)
 def test_bench_decode_times_the_folders_own_model(capsys, tmp_path):
     from twofour.serve.checkpoint import all_24, from_checkpoint
 
