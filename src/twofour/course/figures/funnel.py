@@ -44,8 +44,7 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         ax.text(stage.speedup, y, f" {stage.speedup:.2f}x{rise}", va="center", ha="left", fontsize=10)
     ax.axvline(1.0, color=ROLES["neutral"].color, linewidth=1.0, linestyle="--")
     ax.set_yticks(range(n), [s.title if s.step else f"{i + 1}. {s.label}" for i, s in enumerate(stages)][::-1])
-    ax.set_xlim(0, max(2.0, max(values)) * 1.18)
-    ax.set_xlabel("speedup over dense (1x = no gain)")
+    ax.set(xlim=(0, max(2.0, max(values)) * 1.18), xlabel="speedup over dense (1x = no gain)")
     ax.grid(axis="y", visible=False)
     if title:
         ax.set_title(title)
@@ -166,12 +165,10 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
         ax.annotate(label, (us, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -10), rotation=90,
                     va="top", fontsize=9, color=color("published"))
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log", ylabel=ylabel,
+           xlabel="cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
-    ax.set_ylabel(ylabel)
     ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)
     ax.legend(loc="lower left")
     if own_figure:

@@ -76,9 +76,8 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
                 label=f"recorded launch grid ({name} GEMM-chain trace)")
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows])
-    ax.set_ylabel("CTAs launched")
+    ax.set(xticks=x, xticklabels=[f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows],
+           ylabel="CTAs launched")
     ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {name} (model)", fontsize=10)
     ax.legend(loc="upper left")
     if own_figure:  # a figure of its own: the legend under the plot, not over the data
@@ -124,9 +123,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
         labelled.add((r["N"], r["K"]))
         ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(-8, -4) if left else (7, -4),
                     ha="right" if left else "left", fontsize=9, color=color("neutral"))
-    ax.set_xscale("log")
-    ax.set_xlabel("N (out_features)")
-    ax.set_ylabel("weight bytes / kernel time (TB/s)")
+    ax.set(xscale="log", xlabel="N (out_features)", ylabel="weight bytes / kernel time (TB/s)")
     ax.set_title("Decode (M = 1): bandwidth each kernel reaches, by layer", fontsize=10)
     sources = "; ".join(dict.fromkeys(r.get("measured on", "measured") for r in rows))
     ax.legend(loc="upper left", title=sources)
@@ -259,14 +256,10 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     xs = np.geomspace(lo, hi, 50)
     ax.plot(xs, xs, color=color("neutral"), linewidth=1, label="y = x")
     ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#DDDDDD", alpha=0.5, linewidth=0, label=f"±{band:.0%}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel="predicted speedup (kernel model, the point's scenario)", ylabel="measured speedup")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
-    ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)
     title = "; ".join([*measured_where]
                       + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))

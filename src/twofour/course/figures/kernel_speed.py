@@ -101,11 +101,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
         bound[M] = "memory" if bw * ai < peak["dense"] else "compute"
         ax.annotate(f"M={M}", (ai, min(peak["dense"], bw * ai) / 1e12),
                     textcoords="offset points", xytext=(4, -14), fontsize=9, color=color("neutral"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-    ax.set_ylabel("attainable TFLOP/s")
-    ax.set_title(f"Roofline, {spec.name} {dtype}: W = [{N}, {K}]")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per DRAM byte)",
+           ylabel="attainable TFLOP/s", title=f"Roofline, {spec.name} {dtype}: W = [{N}, {K}]")
     ax.legend(loc="lower right")
     low = [M for M in Ms if bound[M] == "memory"]
     high = [M for M in Ms if bound[M] == "compute"]
@@ -139,10 +136,8 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         ax.axhline(c[kind], color=color("neutral"), linewidth=0.8, linestyle=":")
         ax.text(Ms[0], c[kind], f" {kind} ceiling {c[kind]:{digits}}x", va="bottom", fontsize=8, color=color("neutral"))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense")
-    ax.set_ylim(0, 2.2)
-    ax.set_title(title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense", ylim=(0, 2.2),
+           title=title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
     ax.legend(loc="lower right")
     if own_figure and ends:
         low = ", ".join(f"{name} {first:.2f}x" for name, first, _, _ in ends)
@@ -259,8 +254,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense (log)")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense (log)")
     ax.set_title(title or f"{shape}, {dtype}: measured four ways", fontsize=10)
     sources = results_sources([res for res in results_list if any(r["shape"] == shape for r in res.gpu_points())])
     ax.legend(loc="upper left", title=sources)
@@ -370,8 +364,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
         raise ValueError(f"no measured {dtype} rows in timing mode {mode!r} in the results given")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense")
     ax.set_title(f"2:4 speedup, {mode} timing, against the model", fontsize=10)
     sources = results_sources(results_list)
     ax.legend(loc="upper left", title=sources)

@@ -1,8 +1,5 @@
-"""What every lab checker shares: the "not done yet" convention, the result and the failure type.
-
-The convention (a stub raises ``NotImplementedError``: "not done yet"; a wrong answer raises
-:class:`CheckFailed` with a hint, never the answer; a right one prints ``passed: ...``) is
-documented for learners in ``labs/README.md``; :func:`exercise_check` implements it.
+"""What every lab checker shares: the failure types, the result, and :func:`exercise_check`, which
+implements the convention that ``labs/README.md`` documents for learners.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Lab 6, "Budget a request": checkers for the eligible fraction, the request-level bound, and the biggest lever.
 
-The learner gets a workload and a profiler-style breakdown of one prefill step and one decode
-step (rows ``{"kernel", "op", "time_us"}``), and writes:
+From a synthetic profiler-style breakdown of one prefill and one decode step (:func:`profile`, not
+a measurement), the learner writes:
 
-* ``eligible_fraction(rows, pruned) -> float``: the share of the step's time spent in the linear
-  layers listed in ``pruned`` (rows whose ``op`` is ``"linear:<name>"``).
-* ``request_bound(prefill_rows, decode_rows, output_len, pruned, s) -> float``: the whole
-  request's speedup when the pruned GEMMs get ``s`` times faster (one prefill step, then
-  ``output_len - 1`` decode steps, combined by time).
-* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload moves the
-  predicted request speedup of :func:`twofour.request.estimate` the most, up or down.
-
-The profiles are **synthetic** (:func:`profile`, from :mod:`twofour.request`), not measurements.
+* ``eligible_fraction(rows, pruned)``: the share of the step's time in the pruned linear layers;
+* ``request_bound(prefill_rows, decode_rows, output_len, pruned, s)``: the whole request's speedup
+  when the pruned GEMMs get ``s`` times faster;
+* ``biggest_lever(baseline, changes, gpu)``: the change of the workload that moves the request
+  speedup of :func:`twofour.request.estimate` the most, up or down.
 
 >>> from twofour.course.labs import lab6
 >>> sorted({row["op"] for row in lab6.profile("decode")})[:3]
