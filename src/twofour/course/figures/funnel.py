@@ -14,9 +14,7 @@ __all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensit
 def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
     """Draw the funnel as horizontal bars, data sheet on top, with the value on each bar; returns the axes.
 
-    The data sheet is drawn "published", the model's steps "predicted", the kernel step
-    ``kernel_role`` (``"measured"`` when the GEMM speedup came from your measurement), the
-    request-level bar "2:4". A grey dashed line marks 1x (no gain).
+    ``kernel_role`` colours the kernel step (``"measured"`` when its GEMM speedup is your measurement).
 
     Example:
         >>> from twofour.funnel import funnel

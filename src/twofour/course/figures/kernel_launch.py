@@ -146,13 +146,10 @@ def first_wins(results_list, dtype: str = "float16", modes=("graph", "kernel")) 
     out = []
     for res in results_list:
         for mode in modes:
-            by: dict[str, list[dict]] = {}
-            for r in res.gpu_points(mode):
-                if r["dtype"] == dtype and not r["flagged"]:
-                    by.setdefault(r["shape"], []).append(r)
-            for shape, rows in by.items():
-                rows.sort(key=lambda r: r["M"])
-                win = next((r for r in rows if r["dense_ms"] > r["sparse_ms"]), None)
+            rows = [r for r in res.gpu_points(mode) if r["dtype"] == dtype and not r["flagged"]]
+            for shape in dict.fromkeys(r["shape"] for r in rows):
+                wins = [r for r in rows if r["shape"] == shape and r["dense_ms"] > r["sparse_ms"]]
+                win = min(wins, key=lambda r: r["M"], default=None)
                 out.append({"shape": shape, "mode": mode, "first M": None if win is None else win["M"],
                             "speedup there": None if win is None else win["dense_ms"] / win["sparse_ms"]})
     return out

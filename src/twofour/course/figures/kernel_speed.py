@@ -1,8 +1,7 @@
 """Figures and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
 
-It draws the model (:mod:`twofour.roofline`), this project's GPU runs (:mod:`twofour.bench`)
-and everyone else's (:mod:`twofour.roofline.published`); the figures of the kernel model
-itself (tiles, CTAs, bandwidth, error) are in :mod:`.kernel_launch`.
+It draws the model (:mod:`twofour.roofline`), this project's GPU runs (:mod:`twofour.bench`) and
+everyone else's; the kernel model's own figures (tiles, CTAs, bandwidth) are in :mod:`.kernel_launch`.
 
 Example:
     >>> from twofour.course.figures.kernel_speed import plot_speedup_vs_M
@@ -313,9 +312,8 @@ def modes_grid(results_list, shapes, dtype: str = "float16"):
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
     """Rows ``{shape, mode, M -> speedup..., crossover, flagged}`` of the measured speedups.
 
-    ``crossover`` is the smallest measured M from which 2:4 stays faster for every larger
-    measured M (None when it never does); a single lucky M does not count. ``flagged``: the
-    Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
+    ``crossover``: the smallest measured M from which 2:4 stays faster at every larger measured M,
+    or None; ``flagged``: the Ms whose speedup :mod:`twofour.bench.flags` distrusts.
     """
     shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone")
                            if row["dtype"] == dtype)
@@ -334,9 +332,8 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                                mode: str = "graph", ax=None):
     """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``.
 
-    The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``).
-    Each curve (one per results file and shape) is one house series: filled on a solid line when
-    measured, hollow on a dotted line for the model's prediction.
+    The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``);
+    each results file and shape is one house series, filled when measured, hollow when predicted.
     """
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
@@ -402,8 +399,7 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
                      "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
                      "source_url": p.source_url})
-    rows.sort(key=lambda r: -r["rel_err"])
-    return rows[:n]
+    return sorted(rows, key=lambda r: -r["rel_err"])[:n]
 
 
 def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = None, m_max: int = 16384,
@@ -414,14 +410,9 @@ def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = No
         >>> crossover_table([("q", 4096, 4096)], ["H100"])[0]["shape"]
         'q'
     """
-    rows = []
-    for label, N, K in shapes:
-        row = {"shape": label, "N": N, "K": K}
-        for gpu in gpus:
-            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario,
-                                                 algorithm=algorithm)
-        rows.append(row)
-    return rows
+    return [{"shape": label, "N": N, "K": K, **{
+        get_gpu(gpu).name: crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario,
+                                       algorithm=algorithm) for gpu in gpus}} for label, N, K in shapes]
 
 
 def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=("fp16", "bf16", "int8", "fp8")):

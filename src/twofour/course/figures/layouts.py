@@ -116,9 +116,8 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
     for w in range(words):
         for r in range(rows):
             ax.text(r, w, str(int(slots[r, w])), ha="center", va="center", fontsize=6.5, color="#111111")
-    ax.set_xticks(range(0, rows, 4 if rows <= 64 else 8))
-    ax.set_yticks(range(words), [f"word {w}" for w in range(words)])
-    ax.set_xlabel("row of W")
+    ax.set(xticks=range(0, rows, 4 if rows <= 64 else 8), yticks=range(words),
+           yticklabels=[f"word {w}" for w in range(words)], xlabel="row of W")
     ax.grid(False)
     if title:
         ax.set_title(title)

@@ -119,9 +119,8 @@ class CheckResult:
 def exercise_check(exercise: str) -> Callable:
     """Decorator for a checker ``check(fn, ...) -> str`` (the success message).
 
-    The wrapped checker refuses a ``fn`` that is not callable, turns a ``NotImplementedError``
-    into "not done yet", tags a :class:`CheckFailed` with the exercise's name, and prints the
-    success message.
+    The wrapped checker refuses a ``fn`` that is not callable, reports a ``NotImplementedError`` as
+    "not done yet" and tags a :class:`CheckFailed` with the exercise's name.
 
     >>> @exercise_check("double")
     ... def check_double(fn):

@@ -1,9 +1,7 @@
 """Lab 1, "Find the broken groups": checkers for the learner's 2:4 validity check and pruner.
 
-The learner writes ``find_bad_groups(W) -> list[(row, group)]`` (every group of 4 consecutive
-elements along K with more than 2 non-zeros) and ``prune_2to4(W) -> Tensor`` (the 2
-smallest-magnitude elements of every group set to zero). The checkers run them on
-:func:`weights` and compare with :func:`twofour.check` / :func:`twofour.prune`.
+The learner writes ``find_bad_groups(W) -> list[(row, group)]`` and ``prune_2to4(W) -> Tensor``;
+the checkers run them on :func:`weights` and compare with :func:`twofour.check` and :func:`twofour.prune`.
 
 >>> from twofour.course.labs import lab1
 >>> sorted(lab1.weights())[:2]

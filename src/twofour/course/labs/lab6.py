@@ -73,9 +73,8 @@ _LABELS = {"attention": "flash attention (scores and context)", "kv_cache": "KV-
 def profile(phase: str, workload: Workload = WORKLOAD, gpu: str = GPU, step_overhead_us: float = STEP_OVERHEAD_US) -> list[dict]:
     """A profiler-style table of ONE step of ``phase`` (``"prefill"`` or ``"decode"``), dense model.
 
-    Rows ``{"kernel", "op", "time_us"}``; ``op`` is ``"linear:<kind>"`` for a GEMM (summed over
-    layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``, ``step_overhead``. The
-    decode step is the average step of the request, computed by :func:`twofour.request.estimate`.
+    Rows ``{"kernel", "op", "time_us"}``, ``op`` ``"linear:<kind>"`` for a GEMM (summed over layers);
+    the decode step is the request's average step, from :func:`twofour.request.estimate`.
     """
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
