@@ -29,8 +29,7 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
     if kernel_role not in ROLES:
         raise ValueError(f"kernel_role must be one of {sorted(ROLES)}, got {kernel_role!r}")
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=2.8)
+    fig, ax = new_figure(height=2.8) if ax is None else (ax.figure, ax)
     n = len(stages)
     values = [s.speedup for s in stages]
     roles = {"datasheet": "published", "kernel": kernel_role}
@@ -147,8 +146,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     own_figure = ax is None
     fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     ratios = sorted({r["memory_ratio"] for r in rows})
-    # What-if ratios take the house series without the measured line's green, so no two lines
-    # share a colour, a dash or a marker.
+    # What-if ratios: the house series without the measured line's green or solid dash (no two lines alike).
     others = cycle([st for st in map(series, range(7)) if st.color != color("measured") and st.linestyle != "-"])
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])

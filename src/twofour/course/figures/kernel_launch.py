@@ -1,8 +1,5 @@
 """Chapter 4's figures and tables of the kernel model: tiles, CTAs against SMs, bandwidth, error, flags.
 
-The model is :mod:`twofour.roofline`; the measurements are the H200 results files
-(:mod:`twofour.bench`), the GEMM-chain traces and the algorithm sweep.
-
 Example:
     >>> rows = launch_rows([("k_proj/v_proj", 1024, 4096)], M=1)
     >>> rows[0]["2:4 CTAs"], rows[0]["dense CTAs"], rows[0]["SMs"]
@@ -38,9 +35,7 @@ def launch_rows(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200") -> l
     sms = get_gpu(gpu).sms
     out = []
     for label, N, K in shapes:
-        d = kernel_time(M, N, K, dtype, gpu, "cublas")
-        s = kernel_time(M, N, K, dtype, gpu, "cusparselt")
-        q = kernel_time(M, N, K, dtype, gpu, "cusparselt_searched")
+        d, s, q = (kernel_time(M, N, K, dtype, gpu, fam) for fam in _CTA_KEYS)
         out.append({"layer": label, "N": N, "K": K, "dense tile": f"{d.tile_n}x{d.tile_m}", "dense split": d.split,
                     "dense CTAs": d.ctas, "2:4 tile": f"{s.tile_n}x{s.tile_m}", "2:4 split": s.split, "2:4 CTAs": s.ctas,
                     "searched CTAs": q.ctas, "SMs": sms})

@@ -219,10 +219,9 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
     ax.set_xticks(sizes_b, [m.replace("LLaMA-2-", "") for m in models])
     ax.minorticks_off()
     _plain_log_ticks(ax, all_ratios + [1.0])
-    ax.set(xlabel="LLaMA-2 model size (published, one-shot, no retraining)",
+    ax.set(xlabel="LLaMA-2 model size (published, one-shot, no retraining)", ylim=(0.95, None),
            ylabel="WikiText-2 perplexity / dense", title="Published: locuslab/wanda README")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_ylim(bottom=0.95)
     if own_figure:
         two_four = [m for m in methods if m.startswith("2:4 ")]
         if two_four:

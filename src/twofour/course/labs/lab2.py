@@ -171,9 +171,8 @@ def check_encode_meta(encode_meta) -> str:
             continue
         r, b = torch.nonzero(got != ref.meta)[0].tolist()
         g0 = 2 * b
-        swapped_nibbles = ((got >> 4) | (got << 4)).to(torch.uint8)
         m = got.to(torch.int64)  # below: the two 2-bit fields of each nibble swapped
-        if torch.equal(swapped_nibbles, ref.meta):
+        if torch.equal(((got >> 4) | (got << 4)).to(torch.uint8), ref.meta):
             hint = "the two groups of each byte are swapped: the first group goes in the low 4 bits"
         elif torch.equal((((m & 0x33) << 2) | ((m & 0xCC) >> 2)).to(torch.uint8), ref.meta):
             hint = "the two positions inside each group are swapped: the first position goes in the low 2 bits"

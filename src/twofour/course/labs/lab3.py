@@ -249,8 +249,7 @@ def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> 
 
 STAGES = ("dispatch", "host", "kernel")
 
-# name -> (2:4 run, dense baseline, answer, hint); the runs were recorded on an NVIDIA H200
-# (twofour.dispatch.trace.recorded)
+# name -> (2:4 run, dense baseline, answer, hint); runs recorded on an H200 (twofour.dispatch.trace.recorded)
 _TRACES = {
     "eager 2:4 decode": ("sparse-eager", "dense-eager", "host", "the 2:4 GEMMs did lose here, but compare "
                          "ph.comparison.end_to_end with ph.comparison.amdahl (what the GEMMs alone "

@@ -60,11 +60,9 @@ def _is_int(x) -> bool:
 def _case_args(M, N, K, family, gpu):
     """The padded M the kernel sees, its tile (the family's table), the SMs and the family."""
     fam = default_params(gpu).family(family)
-    if family == "cublas":
-        Mp = M
-    else:
-        mult = pad_multiple("CUTLASS" if family == "cutlass" else "cuSPARSELt", "fp16")
-        Mp = math.ceil(M / mult) * mult
+    backend = "CUTLASS" if family == "cutlass" else "cuSPARSELt"
+    mult = 1 if family == "cublas" else pad_multiple(backend, "fp16")
+    Mp = math.ceil(M / mult) * mult
     return Mp, choose_tile(fam.tiles, Mp, N), get_gpu(gpu).sms, fam
 
 
