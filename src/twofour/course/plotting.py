@@ -203,12 +203,10 @@ def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
             entries.setdefault(label, handle)
     if not entries:
         raise ValueError("legend_below found no labelled series (plot them with label=...) to put in the legend")
-    for ax in panels:
-        old = ax.get_legend()
-        if old is not None:
-            if title is None and old.get_title().get_text():
-                title = old.get_title().get_text()
-            old.remove()
+    for old in [ax.get_legend() for ax in panels if ax.get_legend() is not None]:
+        if title is None and old.get_title().get_text():
+            title = old.get_title().get_text()
+        old.remove()
     handles, labels = list(entries.values()), list(entries)
     return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
 
