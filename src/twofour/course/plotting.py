@@ -1,21 +1,15 @@
 """The house figure style: one size, one palette, white background.
 
 Every plot on the site goes through :func:`new_figure` (or :func:`style` for a figure made
-elsewhere), so that "dense" is the same blue and "2:4" the same orange on every page.
+elsewhere), so that "dense" is the same blue and "2:4" the same orange on every page. Why:
 
-Why these choices:
-
-* **Colours** come from the Okabe–Ito palette, distinguishable for the common kinds of colour
-  blindness; each role (:data:`ROLES`) and each series of one kind (:func:`series`) also has its
-  own marker and line style, so a plot still reads in greyscale.
-* **White background**, even in the site's dark mode: a transparent PNG with black text
-  would vanish on a dark page, a white card never does.
-* **Fonts** are the DejaVu Sans that matplotlib ships: the same in CI, Colab and on a laptop.
-* **Legends are as large as the axis labels** (:data:`LEGEND_SIZE`); a legend too long for the
-  plot goes under it (:func:`legend_below`), never shrinks. A plot of measured data names the
-  GPU and the day it was measured (:func:`measured_on`).
-* **Alt text and caption** travel with the figure (:func:`describe`, :func:`figure_text`) into
-  the 2x PNG shown in Jupyter, Colab and the site (:func:`install_notebook_display`).
+* **Colours** are Okabe–Ito, safe for the common colour blindnesses; each role and series also
+  has its own marker and dash, so a plot still reads in greyscale.
+* **White background**, even in dark mode: a transparent PNG with black text would vanish there.
+* **Fonts** are matplotlib's own DejaVu Sans: the same in CI, Colab and on a laptop.
+* **Legends are as large as the axis labels**; one too long goes under the plot, never shrinks.
+  A plot of measured data names the GPU and the day (:func:`measured_on`).
+* **Alt text and caption** travel with the figure into the 2x PNG of notebooks and the site.
 """
 
 from __future__ import annotations
@@ -148,8 +142,7 @@ _RC: dict[str, Any] = {
 
 
 def style() -> None:
-    """Apply the house style to matplotlib globally (idempotent), and in Jupyter or Colab the
-    figure display (:func:`install_notebook_display`); :func:`new_figure` calls it for you.
+    """Apply the house style to matplotlib globally (idempotent), and in Jupyter or Colab the figure display.
 
     Example:
         >>> style()
@@ -210,12 +203,10 @@ def legend_below(fig, source=None, *, ncols: int = 2, title: str | None = None):
             entries.setdefault(label, handle)
     if not entries:
         raise ValueError("legend_below found no labelled series (plot them with label=...) to put in the legend")
-    for ax in panels:
-        old = ax.get_legend()
-        if old is not None:
-            if title is None and old.get_title().get_text():
-                title = old.get_title().get_text()
-            old.remove()
+    for old in [ax.get_legend() for ax in panels if ax.get_legend() is not None]:
+        if title is None and old.get_title().get_text():
+            title = old.get_title().get_text()
+        old.remove()
     handles, labels = list(entries.values()), list(entries)
     return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
 
@@ -234,10 +225,9 @@ def _checked_text(name: str, value) -> str | None:
 
 
 def describe(fig, *, alt: str | None = None, caption: str | None = None):
-    """Attach alt text and a caption to a figure; returns the figure.
+    """Attach alt text (for a reader who cannot see it) and a caption (printed under it); returns the figure.
 
-    ``alt`` says what the figure shows for a reader who cannot see it; ``caption`` is the
-    sentence printed under it on the site. Left out, :func:`figure_text` derives them.
+    Left out, :func:`figure_text` derives them.
 
     Example:
         >>> fig, ax = new_figure()
@@ -258,10 +248,8 @@ def _words(text) -> str:
 
 
 def restates(caption: str, title: str) -> bool:
-    """Whether ``caption`` only says the ``title`` (or a panel title, ``;``-separated) again.
-
-    True when, ignoring case, punctuation and spacing, the caption equals a title, is part of
-    one, or is a title plus fewer than 20 characters.
+    """Whether ``caption`` only says the ``title`` (or a ``;``-separated panel title) again: ignoring case,
+    punctuation and spacing, it equals or is part of one, or is one plus fewer than 20 characters.
 
     Example:
         >>> restates("Time per call.", "Time per call")
@@ -342,11 +330,10 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 
 def figure_png(fig, *, scale: int = 2) -> tuple[str, dict[str, Any]]:
-    """The figure as a ``scale``-times-resolution PNG and its display metadata.
+    """``(base64 PNG, metadata)`` as IPython's PNG formatter returns them, at ``scale`` times the resolution.
 
-    Returns ``(base64 PNG, metadata)`` as IPython's PNG formatter does: ``width`` and ``height``
-    in CSS pixels (crisp on high-DPI screens), and :func:`figure_text`'s ``alt``, ``title`` and
-    ``caption``, which the PNG's text chunks carry too.
+    ``width`` and ``height`` are in CSS pixels (crisp on high-DPI screens); :func:`figure_text`'s
+    ``alt``, ``title`` and ``caption`` are in the metadata and in the PNG's text chunks.
 
     Example:
         >>> fig, ax = new_figure(alt="Nothing but axes.")

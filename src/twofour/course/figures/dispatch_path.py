@@ -1,11 +1,9 @@
 """The dispatch path as an SVG diagram: ``nn.Linear`` to the kernel that actually runs.
 
-:func:`path_svg` draws the two roads a linear layer can take: a dense tensor (zeros or not)
-goes to the dense GEMM; a packed ``SparseSemiStructuredTensor`` goes through PyTorch's
-``__torch_dispatch__`` to cuSPARSELt or CUTLASS. Pass a verdict's path to highlight the road
-*this* weight takes. The drawing is committed as ``docs/assets/dispatch-path.svg`` (a test keeps
-the two equal); on a white card it reads in light and dark mode, and it never shrinks below
-:data:`MIN_WIDTH_PX`, so every label stays at least 10 CSS pixels.
+:func:`path_svg` draws the two roads a linear layer can take (:data:`CAPTION` says which is
+which); pass a verdict's path to highlight the road *this* weight takes. The drawing is committed
+as ``docs/assets/dispatch-path.svg`` (a test keeps the two equal); it sits on a white card, for
+light and dark mode, and never shrinks below :data:`MIN_WIDTH_PX`, so labels stay 10 CSS px or more.
 
 >>> svg = path_svg("dense")
 >>> svg.startswith("<svg") and "cuSPARSELt" in svg

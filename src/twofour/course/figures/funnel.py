@@ -14,9 +14,7 @@ __all__ = ["plot_funnel", "funnel_caption", "rises", "biggest_cut", "plot_sensit
 def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, kernel_role: str = "predicted"):
     """Draw the funnel as horizontal bars, data sheet on top, with the value on each bar; returns the axes.
 
-    The data sheet is drawn "published", the model's steps "predicted", the kernel step
-    ``kernel_role`` (``"measured"`` when the GEMM speedup came from your measurement), the
-    request-level bar "2:4". A grey dashed line marks 1x (no gain).
+    ``kernel_role`` colours the kernel step (``"measured"`` when its GEMM speedup is your measurement).
 
     Example:
         >>> from twofour.funnel import funnel
@@ -31,8 +29,7 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
     if kernel_role not in ROLES:
         raise ValueError(f"kernel_role must be one of {sorted(ROLES)}, got {kernel_role!r}")
     own_figure = ax is None
-    if ax is None:
-        fig, ax = new_figure(height=2.8)
+    fig, ax = new_figure(height=2.8) if ax is None else (ax.figure, ax)
     n = len(stages)
     values = [s.speedup for s in stages]
     roles = {"datasheet": "published", "kernel": kernel_role}
@@ -44,8 +41,7 @@ def plot_funnel(stages: list[FunnelStep], ax=None, *, title: str | None = None, 
         ax.text(stage.speedup, y, f" {stage.speedup:.2f}x{rise}", va="center", ha="left", fontsize=10)
     ax.axvline(1.0, color=ROLES["neutral"].color, linewidth=1.0, linestyle="--")
     ax.set_yticks(range(n), [s.title if s.step else f"{i + 1}. {s.label}" for i, s in enumerate(stages)][::-1])
-    ax.set_xlim(0, max(2.0, max(values)) * 1.18)
-    ax.set_xlabel("speedup over dense (1x = no gain)")
+    ax.set(xlim=(0, max(2.0, max(values)) * 1.18), xlabel="speedup over dense (1x = no gain)")
     ax.grid(axis="y", visible=False)
     if title:
         ax.set_title(title)
@@ -150,8 +146,7 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
     own_figure = ax is None
     fig, ax = new_figure(height=4.4) if ax is None else (ax.figure, ax)
     ratios = sorted({r["memory_ratio"] for r in rows})
-    # What-if ratios take the house series without the measured line's green, so no two lines
-    # share a colour, a dash or a marker.
+    # What-if ratios: the house series without the measured line's green or solid dash (no two lines alike).
     others = cycle([st for st in map(series, range(7)) if st.color != color("measured") and st.linestyle != "-"])
     for ratio in ratios:
         line = sorted((r for r in rows if r["memory_ratio"] == ratio), key=lambda r: r["per_call_us"])
@@ -166,12 +161,10 @@ def plot_sensitivity(rows: list[dict], *, measured_ratio: float | None = None, c
         ax.annotate(label, (us, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -10), rotation=90,
                     va="top", fontsize=9, color=color("published"))
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log", ylabel=ylabel,
+           xlabel="cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("cost of one 2:4 GEMM call beyond streaming its bytes (µs, device + host)")
-    ax.set_ylabel(ylabel)
     ax.set_title(title or "How the verdict moves with per-call cost and kernel efficiency", fontsize=10)
     ax.legend(loc="lower left")
     if own_figure:

@@ -1,8 +1,5 @@
 """Chapter 4's figures and tables of the kernel model: tiles, CTAs against SMs, bandwidth, error, flags.
 
-The model is :mod:`twofour.roofline`; the measurements are the H200 results files
-(:mod:`twofour.bench`), the GEMM-chain traces and the algorithm sweep.
-
 Example:
     >>> rows = launch_rows([("k_proj/v_proj", 1024, 4096)], M=1)
     >>> rows[0]["2:4 CTAs"], rows[0]["dense CTAs"], rows[0]["SMs"]
@@ -38,9 +35,7 @@ def launch_rows(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200") -> l
     sms = get_gpu(gpu).sms
     out = []
     for label, N, K in shapes:
-        d = kernel_time(M, N, K, dtype, gpu, "cublas")
-        s = kernel_time(M, N, K, dtype, gpu, "cusparselt")
-        q = kernel_time(M, N, K, dtype, gpu, "cusparselt_searched")
+        d, s, q = (kernel_time(M, N, K, dtype, gpu, fam) for fam in _CTA_KEYS)
         out.append({"layer": label, "N": N, "K": K, "dense tile": f"{d.tile_n}x{d.tile_m}", "dense split": d.split,
                     "dense CTAs": d.ctas, "2:4 tile": f"{s.tile_n}x{s.tile_m}", "2:4 split": s.split, "2:4 CTAs": s.ctas,
                     "searched CTAs": q.ctas, "SMs": sms})
@@ -76,9 +71,8 @@ def plot_ctas_vs_sms(shapes, M: int = 1, dtype: str = "fp16", gpu: str = "H200",
     if recorded:
         ax.plot([], [], marker="_", markersize=10, markeredgewidth=2, color="#000000", linestyle="",
                 label=f"recorded launch grid ({name} GEMM-chain trace)")
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows])
-    ax.set_ylabel("CTAs launched")
+    ax.set(xticks=x, xticklabels=[f"{r['layer'].split(' ')[-1]}\n[{r['N']}, {r['K']}]" for r in rows],
+           ylabel="CTAs launched")
     ax.set_title(f"CTAs per kernel at M = {M}, {dtype}, {name} (model)", fontsize=10)
     ax.legend(loc="upper left")
     if own_figure:  # a figure of its own: the legend under the plot, not over the data
@@ -124,9 +118,7 @@ def plot_bandwidth_vs_N(rows: list[dict], ax=None):
         labelled.add((r["N"], r["K"]))
         ax.annotate(f"K={r['K']}", (r["N"], r["2:4 measured"]), textcoords="offset points", xytext=(-8, -4) if left else (7, -4),
                     ha="right" if left else "left", fontsize=9, color=color("neutral"))
-    ax.set_xscale("log")
-    ax.set_xlabel("N (out_features)")
-    ax.set_ylabel("weight bytes / kernel time (TB/s)")
+    ax.set(xscale="log", xlabel="N (out_features)", ylabel="weight bytes / kernel time (TB/s)")
     ax.set_title("Decode (M = 1): bandwidth each kernel reaches, by layer", fontsize=10)
     sources = "; ".join(dict.fromkeys(r.get("measured on", "measured") for r in rows))
     ax.legend(loc="upper left", title=sources)
@@ -149,13 +141,10 @@ def first_wins(results_list, dtype: str = "float16", modes=("graph", "kernel")) 
     out = []
     for res in results_list:
         for mode in modes:
-            by: dict[str, list[dict]] = {}
-            for r in res.gpu_points(mode):
-                if r["dtype"] == dtype and not r["flagged"]:
-                    by.setdefault(r["shape"], []).append(r)
-            for shape, rows in by.items():
-                rows.sort(key=lambda r: r["M"])
-                win = next((r for r in rows if r["dense_ms"] > r["sparse_ms"]), None)
+            rows = [r for r in res.gpu_points(mode) if r["dtype"] == dtype and not r["flagged"]]
+            for shape in dict.fromkeys(r["shape"] for r in rows):
+                wins = [r for r in rows if r["shape"] == shape and r["dense_ms"] > r["sparse_ms"]]
+                win = min(wins, key=lambda r: r["M"], default=None)
                 out.append({"shape": shape, "mode": mode, "first M": None if win is None else win["M"],
                             "speedup there": None if win is None else win["dense_ms"] / win["sparse_ms"]})
     return out
@@ -259,14 +248,10 @@ def plot_points_vs_model(pts, ax=None, band: float = 0.2):
     xs = np.geomspace(lo, hi, 50)
     ax.plot(xs, xs, color=color("neutral"), linewidth=1, label="y = x")
     ax.fill_between(xs, xs * (1 - band), xs * (1 + band), color="#DDDDDD", alpha=0.5, linewidth=0, label=f"±{band:.0%}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel="predicted speedup (kernel model, the point's scenario)", ylabel="measured speedup")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("predicted speedup (kernel model, the point's scenario)")
-    ax.set_ylabel("measured speedup")
     ax.set_title("Every measurement the model can predict", fontsize=10)
     title = "; ".join([*measured_where]
                       + ([f"published: {', '.join(sorted(published_gpus))}"] if published_gpus else []))

@@ -1,8 +1,7 @@
 """Figures and the notebook widget for chapter 4 ("How fast can the sparse GEMM be?").
 
-It draws the model (:mod:`twofour.roofline`), this project's GPU runs (:mod:`twofour.bench`)
-and everyone else's (:mod:`twofour.roofline.published`); the figures of the kernel model
-itself (tiles, CTAs, bandwidth, error) are in :mod:`.kernel_launch`.
+It draws the model (:mod:`twofour.roofline`), this project's GPU runs (:mod:`twofour.bench`) and
+everyone else's; the kernel model's own figures (tiles, CTAs, bandwidth) are in :mod:`.kernel_launch`.
 
 Example:
     >>> from twofour.course.figures.kernel_speed import plot_speedup_vs_M
@@ -101,11 +100,8 @@ def plot_roofline(gpu="H100", dtype="fp16", N: int = 4096, K: int = 4096, Ms=(1,
         bound[M] = "memory" if bw * ai < peak["dense"] else "compute"
         ax.annotate(f"M={M}", (ai, min(peak["dense"], bw * ai) / 1e12),
                     textcoords="offset points", xytext=(4, -14), fontsize=9, color=color("neutral"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-    ax.set_ylabel("attainable TFLOP/s")
-    ax.set_title(f"Roofline, {spec.name} {dtype}: W = [{N}, {K}]")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per DRAM byte)",
+           ylabel="attainable TFLOP/s", title=f"Roofline, {spec.name} {dtype}: W = [{N}, {K}]")
     ax.legend(loc="lower right")
     low = [M for M in Ms if bound[M] == "memory"]
     high = [M for M in Ms if bound[M] == "compute"]
@@ -139,10 +135,8 @@ def plot_speedup_vs_M(N: int, K: int, dtype="fp16", gpus=("A100", "L4", "H100", 
         ax.axhline(c[kind], color=color("neutral"), linewidth=0.8, linestyle=":")
         ax.text(Ms[0], c[kind], f" {kind} ceiling {c[kind]:{digits}}x", va="bottom", fontsize=8, color=color("neutral"))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense")
-    ax.set_ylim(0, 2.2)
-    ax.set_title(title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense", ylim=(0, 2.2),
+           title=title or f"Predicted speedup ({scenario}, {algorithm} algorithm), W = [{N}, {K}], {dtype}")
     ax.legend(loc="lower right")
     if own_figure and ends:
         low = ", ".join(f"{name} {first:.2f}x" for name, first, _, _ in ends)
@@ -259,8 +253,7 @@ def plot_modes_vs_M(results_list, shape: str, dtype: str = "float16", *, model: 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}x")
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense (log)")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense (log)")
     ax.set_title(title or f"{shape}, {dtype}: measured four ways", fontsize=10)
     sources = results_sources([res for res in results_list if any(r["shape"] == shape for r in res.gpu_points())])
     ax.legend(loc="upper left", title=sources)
@@ -319,9 +312,8 @@ def modes_grid(results_list, shapes, dtype: str = "float16"):
 def mode_table(results_list, dtype: str = "float16", Ms=(1, 16, 256, 4096, 16384)) -> list[dict]:
     """Rows ``{shape, mode, M -> speedup..., crossover, flagged}`` of the measured speedups.
 
-    ``crossover`` is the smallest measured M from which 2:4 stays faster for every larger
-    measured M (None when it never does); a single lucky M does not count. ``flagged``: the
-    Ms of this row whose speedup :mod:`twofour.bench.flags` distrusts.
+    ``crossover``: the smallest measured M from which 2:4 stays faster at every larger measured M,
+    or None; ``flagged``: the Ms whose speedup :mod:`twofour.bench.flags` distrusts.
     """
     shapes = dict.fromkeys(row["shape"] for res in results_list for row in res.gpu_points("lone")
                            if row["dtype"] == dtype)
@@ -340,9 +332,8 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
                                mode: str = "graph", ax=None):
     """Measured speedup (one timing ``mode`` of results files) over the prediction in ``scenario``.
 
-    The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``).
-    Each curve (one per results file and shape) is one house series: filled on a solid line when
-    measured, hollow on a dotted line for the model's prediction.
+    The defaults pair the timing mode with the scenario it measures (``graph`` times ``cached``);
+    each results file and shape is one house series, filled when measured, hollow when predicted.
     """
     own_figure = ax is None
     fig, ax = new_figure(height=4.2) if ax is None else (ax.figure, ax)
@@ -370,8 +361,7 @@ def plot_measured_vs_predicted(results_list, dtype="float16", *, scenario: str =
         raise ValueError(f"no measured {dtype} rows in timing mode {mode!r} in the results given")
     ax.axhline(1.0, color=color("neutral"), linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("M (tokens in the GEMM)")
-    ax.set_ylabel("speedup of 2:4 over dense")
+    ax.set(xlabel="M (tokens in the GEMM)", ylabel="speedup of 2:4 over dense")
     ax.set_title(f"2:4 speedup, {mode} timing, against the model", fontsize=10)
     sources = results_sources(results_list)
     ax.legend(loc="upper left", title=sources)
@@ -409,8 +399,7 @@ def worst_misses(pts, n: int = 5, origin: str = "published") -> list[dict]:
                      "scenario": p.scenario, "measured": p.speedup, "predicted": pred,
                      "rel_err": abs(pred / p.speedup - 1), "caveats": p.caveats, "excluded": p.excluded,
                      "source_url": p.source_url})
-    rows.sort(key=lambda r: -r["rel_err"])
-    return rows[:n]
+    return sorted(rows, key=lambda r: -r["rel_err"])[:n]
 
 
 def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = None, m_max: int = 16384,
@@ -421,14 +410,9 @@ def crossover_table(shapes, gpus, dtype="fp16", params: KernelParams | None = No
         >>> crossover_table([("q", 4096, 4096)], ["H100"])[0]["shape"]
         'q'
     """
-    rows = []
-    for label, N, K in shapes:
-        row = {"shape": label, "N": N, "K": K}
-        for gpu in gpus:
-            row[get_gpu(gpu).name] = crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario,
-                                                 algorithm=algorithm)
-        rows.append(row)
-    return rows
+    return [{"shape": label, "N": N, "K": K, **{
+        get_gpu(gpu).name: crossover_m(N, K, dtype, gpu, params=params, m_max=m_max, scenario=scenario,
+                                       algorithm=algorithm) for gpu in gpus}} for label, N, K in shapes]
 
 
 def speedup_widget(shapes, gpus=("A100", "L4", "H100", "H200", "B200"), dtypes=("fp16", "bf16", "int8", "fp8")):

@@ -73,9 +73,7 @@ def kept_bars(table: Mapping[str, Mapping[str, float]], *, ylabel: str, title: s
                       edgecolor="white")
         ax.bar_label(bars, labels=[f"{h:.1%}" for h in heights], fontsize=8, padding=2)
     ax.set_xticks(range(len(table)), list(table))
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1.2)
-    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.set(ylabel=ylabel, ylim=(0, 1.2), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
     ax.legend(loc="upper left", ncols=len(methods))
     ax.grid(axis="x", visible=False)
@@ -118,9 +116,8 @@ def meta_slots_figure(slots: torch.Tensor, *, words_per_load: int = 8, highlight
     for w in range(words):
         for r in range(rows):
             ax.text(r, w, str(int(slots[r, w])), ha="center", va="center", fontsize=6.5, color="#111111")
-    ax.set_xticks(range(0, rows, 4 if rows <= 64 else 8))
-    ax.set_yticks(range(words), [f"word {w}" for w in range(words)])
-    ax.set_xlabel("row of W")
+    ax.set(xticks=range(0, rows, 4 if rows <= 64 else 8), yticks=range(words),
+           yticklabels=[f"word {w}" for w in range(words)], xlabel="row of W")
     ax.grid(False)
     if title:
         ax.set_title(title)

@@ -73,9 +73,8 @@ def plot_criteria(table: QualityTable, size: str | None = None, ax=None):
     ax.set_yscale("log")
     _plain_log_ticks(ax, [r.ppl_pruned for r in rows] + [first.ppl_dense_extra])
     ax.set_xticks(range(len(rows)), [r.criterion.replace(" ", "\n", 1) for r in rows])
-    ax.set_xlim(-0.5, len(rows) - 0.5)
-    ax.set_ylabel("validation perplexity per byte")
-    ax.set_title(f"{first.size} model ({first.n_params:,} parameters): hollow = one-shot, filled = recovered")
+    ax.set(xlim=(-0.5, len(rows) - 0.5), ylabel="validation perplexity per byte",
+           title=f"{first.size} model ({first.n_params:,} parameters): hollow = one-shot, filled = recovered")
     ax.legend(loc="upper right")
     if own_figure:
         shot = sorted(rows, key=lambda r: r.gap_pruned)
@@ -163,15 +162,13 @@ def plot_size_sweep(table: QualityTable, ax=None, *, recovered: bool = True, exc
         ax.plot([], [], color=color("neutral"), linestyle="-", marker="", label="one-shot (solid)")
         ax.plot([], [], color=color("neutral"), linestyle="--", marker="", label="recovered (dashed, hollow)")
     ax.axhline(1.0, **_DENSE_LINE)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     _plain_log_ticks(ax, [r.gap_pruned for r in table] + [r.gap_recovered for r in table] + [1.0])
     labels = {r.n_params: f"{r.size}\n{r.n_params / 1e3:,.0f}k" for r in table}
     ax.set_xticks(sorted(labels), [labels[p] for p in sorted(labels)])
     ax.minorticks_off()
-    ax.set_xlabel("model size: parameters (log scale)")
-    ax.set_ylabel("perplexity / dense (log scale)")
-    ax.set_title("Perplexity over dense, by model size")
+    ax.set(xlabel="model size: parameters (log scale)", ylabel="perplexity / dense (log scale)",
+           title="Perplexity over dense, by model size")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if own_figure:
         sizes = table.sizes()
@@ -218,16 +215,13 @@ def plot_published(ax=None, methods: tuple[str, ...] = ("2:4 magnitude", "2:4 Sp
         ax.plot(sizes_b, ratios, color=st["color"], marker=st["marker"], markersize=6,
                 linestyle=pattern_styles.get(pattern, "-"), label=method)
     ax.axhline(1.0, **_DENSE_LINE)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     ax.set_xticks(sizes_b, [m.replace("LLaMA-2-", "") for m in models])
     ax.minorticks_off()
     _plain_log_ticks(ax, all_ratios + [1.0])
-    ax.set_xlabel("LLaMA-2 model size (published, one-shot, no retraining)")
-    ax.set_ylabel("WikiText-2 perplexity / dense")
-    ax.set_title("Published: locuslab/wanda README")
+    ax.set(xlabel="LLaMA-2 model size (published, one-shot, no retraining)", ylim=(0.95, None),
+           ylabel="WikiText-2 perplexity / dense", title="Published: locuslab/wanda README")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_ylim(bottom=0.95)
     if own_figure:
         two_four = [m for m in methods if m.startswith("2:4 ")]
         if two_four:

@@ -1,8 +1,5 @@
-"""What every lab checker shares: the "not done yet" convention, the result and the failure type.
-
-The convention (a stub raises ``NotImplementedError``: "not done yet"; a wrong answer raises
-:class:`CheckFailed` with a hint, never the answer; a right one prints ``passed: ...``) is
-documented for learners in ``labs/README.md``; :func:`exercise_check` implements it.
+"""What every lab checker shares: the failure types, the result, and :func:`exercise_check`, which
+implements the convention that ``labs/README.md`` documents for learners.
 """
 
 from __future__ import annotations
@@ -122,9 +119,8 @@ class CheckResult:
 def exercise_check(exercise: str) -> Callable:
     """Decorator for a checker ``check(fn, ...) -> str`` (the success message).
 
-    The wrapped checker refuses a ``fn`` that is not callable, turns a ``NotImplementedError``
-    into "not done yet", tags a :class:`CheckFailed` with the exercise's name, and prints the
-    success message.
+    The wrapped checker refuses a ``fn`` that is not callable, reports a ``NotImplementedError`` as
+    "not done yet" and tags a :class:`CheckFailed` with the exercise's name.
 
     >>> @exercise_check("double")
     ... def check_double(fn):

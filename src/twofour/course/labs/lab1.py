@@ -1,9 +1,7 @@
 """Lab 1, "Find the broken groups": checkers for the learner's 2:4 validity check and pruner.
 
-The learner writes ``find_bad_groups(W) -> list[(row, group)]`` (every group of 4 consecutive
-elements along K with more than 2 non-zeros) and ``prune_2to4(W) -> Tensor`` (the 2
-smallest-magnitude elements of every group set to zero). The checkers run them on
-:func:`weights` and compare with :func:`twofour.check` / :func:`twofour.prune`.
+The learner writes ``find_bad_groups(W) -> list[(row, group)]`` and ``prune_2to4(W) -> Tensor``;
+the checkers run them on :func:`weights` and compare with :func:`twofour.check` and :func:`twofour.prune`.
 
 >>> from twofour.course.labs import lab1
 >>> sorted(lab1.weights())[:2]
@@ -112,14 +110,13 @@ def check_find_bad_groups(find_bad_groups) -> str:
                 "hardware needs the groups along in_features, K: 4 consecutive elements of one row"
             )
         missed = sorted(want - got)
-        extra = sorted(got - want)
         if missed:
             r, g = missed[0]
             raise CheckFailed(
                 f"on weight {name!r}: you missed group ({r}, {g}): it has {int(counts[r, g])} non-zeros "
                 f"(columns {4 * g}-{4 * g + 3} of row {r}); {len(missed)} group(s) missed in all"
             )
-        r, g = extra[0]
+        r, g = min(got - want)
         n_groups = W.shape[1] // 4
         if not (0 <= r < W.shape[0] and 0 <= g < n_groups):
             raise CheckFailed(

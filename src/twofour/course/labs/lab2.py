@@ -1,15 +1,9 @@
 """Lab 2, "Pack it by hand": checkers for the learner's byte count, pack, metadata encoder and unpack.
 
-The learner writes, for 2:4 along K:
-
-* ``packed_nbytes(shape, dtype) -> int``: bytes of kept values plus 2-bit positions.
-* ``pack_2to4(W) -> (values, indices)``: ``values`` ``[N, K/2]``, the kept values in position
-  order; ``indices`` integer ``[N, K/4, 2]``, their positions 0-3, increasing within a group.
-* ``encode_meta(indices) -> uint8 [N, K/8]``: the positions bit-packed as sparse tensor cores
-  read them: one nibble per group (first position low), two groups per byte (first group low).
-* ``unpack_2to4(values, indices, K) -> W``: the dense weight back.
-
-Every checker compares with :mod:`twofour.packing` exactly (bit for bit).
+The learner writes, for 2:4 along K, ``packed_nbytes(shape, dtype)``, ``pack_2to4(W) -> (values
+[N, K/2], indices [N, K/4, 2])``, ``encode_meta(indices) -> uint8 [N, K/8]`` (the positions as sparse
+tensor cores read them) and ``unpack_2to4(values, indices, K)``. Every checker compares with
+:mod:`twofour.packing` bit for bit.
 """
 
 from __future__ import annotations
@@ -177,9 +171,8 @@ def check_encode_meta(encode_meta) -> str:
             continue
         r, b = torch.nonzero(got != ref.meta)[0].tolist()
         g0 = 2 * b
-        swapped_nibbles = ((got >> 4) | (got << 4)).to(torch.uint8)
         m = got.to(torch.int64)  # below: the two 2-bit fields of each nibble swapped
-        if torch.equal(swapped_nibbles, ref.meta):
+        if torch.equal(((got >> 4) | (got << 4)).to(torch.uint8), ref.meta):
             hint = "the two groups of each byte are swapped: the first group goes in the low 4 bits"
         elif torch.equal((((m & 0x33) << 2) | ((m & 0xCC) >> 2)).to(torch.uint8), ref.meta):
             hint = "the two positions inside each group are swapped: the first position goes in the low 2 bits"

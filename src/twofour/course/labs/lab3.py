@@ -3,16 +3,12 @@
 Seven prepared linear layers (:func:`suspects`) each come with a story: "we pruned it, it
 should be 2x faster". None of them will be. The learner writes:
 
-* ``diagnose(suspect) -> str``: the main reason, one of :data:`REASONS`, found with
-  ``twofour.dispatch.explain`` (and ``twofour.check``);
-* ``make_packable(W) -> W_ready``: a weight ``to_sparse_semi_structured`` accepts and that runs
-  a correct sparse kernel (half precision, contiguous, zero-padded, pruned only if not 2:4);
-* ``proof(fn) -> (gemm_class, ms_per_call)``: from ``twofour.dispatch.kernels``, the class of
-  the matmul that ran and its time;
-* ``where_did_the_2x_go(ph) -> str``: from a recorded H200 decode trace, the stage that ate the
-  2x, one of :data:`STAGES`;
-* ``rebuild(compressed, bitmask, shape) -> W``: the dense weight of a compressed-tensors 2:4
-  checkpoint (kept values and a bitmask), checked bit for bit in fp16, bf16, fp8 and int8.
+* ``diagnose(suspect)``: the main reason, one of :data:`REASONS`;
+* ``make_packable(W)``: a weight ``to_sparse_semi_structured`` accepts and runs correctly (half
+  precision, contiguous, zero-padded, pruned only if not 2:4);
+* ``proof(fn)``: the class of the matmul that ran and its time per call;
+* ``where_did_the_2x_go(ph)``: the stage of a recorded H200 decode trace that ate the 2x;
+* ``rebuild(compressed, bitmask, shape)``: the dense weight of a compressed-tensors 2:4 checkpoint.
 
 >>> from twofour.course.labs import lab3
 >>> sorted(lab3.suspects())[:3]
@@ -253,8 +249,7 @@ def _near_profiler_time(proof, fn, expected: str, ms: float, tries: int = 3) -> 
 
 STAGES = ("dispatch", "host", "kernel")
 
-# name -> (2:4 run, dense baseline, answer, hint); the runs were recorded on an NVIDIA H200
-# (twofour.dispatch.trace.recorded)
+# name -> (2:4 run, dense baseline, answer, hint); runs recorded on an H200 (twofour.dispatch.trace.recorded)
 _TRACES = {
     "eager 2:4 decode": ("sparse-eager", "dense-eager", "host", "the 2:4 GEMMs did lose here, but compare "
                          "ph.comparison.end_to_end with ph.comparison.amdahl (what the GEMMs alone "

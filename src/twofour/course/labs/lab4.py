@@ -1,21 +1,14 @@
 """Lab 4, "Find the crossover": checkers for the learner's launch count, crossover searches and algorithm pick.
 
-The learner writes five functions:
+The learner writes:
 
-* ``tile_math_us(tile, K, split, sm_tflops) -> float``: the µs one CTA spends on the math of its
-  whole output tile ``(tile_n, tile_m)`` over ``K / split`` of the reduction, at one SM's peak.
-* ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters) -> int``: how many CTAs a GEMM
-  kernel with one tile shape launches for ``y = x @ W.T``: tiles times the split-K factor of
-  :mod:`twofour.roofline.tiles` (``cta_target`` 0 means ``sms``).
-* ``find_crossover(speedup, m_max) -> int | None``: the smallest ``M`` in ``1..m_max`` with
-  ``speedup(M) > 1``, or None.
-* ``measured_crossover(rows) -> int | None``: from measured rows (``M``, ``dense_ms``,
-  ``sparse_ms``, any order), the smallest ``M`` at which 2:4 is faster, or None.
-* ``fastest_algorithm(configs) -> int``: from one shape's cuSPARSELt algorithm sweep, the
-  ``alg_id`` of the fastest configuration that ran and matched dense (:data:`MATCH_TOL`).
-
-The checkers compare with :mod:`twofour.roofline` and the recorded sweep; :func:`measurements`
-and :func:`compare_with_data` hold the crossover search against each GPU run's data.
+* ``tile_math_us(tile, K, split, sm_tflops)``: the µs of one CTA's math on its whole tile over
+  ``K / split`` of the reduction, at one SM's peak;
+* ``ctas(M, N, K, tile, sms, cta_target, max_split, min_k_iters)``: the CTAs one kernel launches,
+  tiles times the split-K factor of :mod:`twofour.roofline.tiles`;
+* ``find_crossover(speedup, m_max)`` and ``measured_crossover(rows)``: the smallest ``M`` at which
+  2:4 is faster, on a speedup curve and in measured rows, or None;
+* ``fastest_algorithm(configs)``: the fastest cuSPARSELt algorithm that ran and matched dense.
 
 >>> from twofour.course.labs import lab4
 >>> lab4.check_find_crossover(lambda speedup, m_max: None)
@@ -67,11 +60,9 @@ def _is_int(x) -> bool:
 def _case_args(M, N, K, family, gpu):
     """The padded M the kernel sees, its tile (the family's table), the SMs and the family."""
     fam = default_params(gpu).family(family)
-    if family == "cublas":
-        Mp = M
-    else:
-        mult = pad_multiple("CUTLASS" if family == "cutlass" else "cuSPARSELt", "fp16")
-        Mp = math.ceil(M / mult) * mult
+    backend = "CUTLASS" if family == "cutlass" else "cuSPARSELt"
+    mult = 1 if family == "cublas" else pad_multiple(backend, "fp16")
+    Mp = math.ceil(M / mult) * mult
     return Mp, choose_tile(fam.tiles, Mp, N), get_gpu(gpu).sms, fam
 
 

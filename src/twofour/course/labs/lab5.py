@@ -1,14 +1,9 @@
 """Lab 5, "Prune and recover": checkers for an activation-aware 2:4 score and a masked fine-tuning step.
 
-The learner writes two functions:
-
-* ``activation_aware_score(W, x_norm) -> scores``: one score per weight of ``W``, given the L2
-  norm of each input feature over calibration tokens; pruning keeps the 2 highest per group.
-* ``masked_step(model, optimizer, inputs, targets, masks) -> float``: one training step that
-  returns the loss and leaves every pruned weight exactly zero.
-
-The checkers run them on :func:`provided_model`, a small byte-level language model trained here
-(deterministic, kept on disk so it is trained once), and compare with magnitude 2:4 pruning.
+The learner writes ``activation_aware_score(W, x_norm)`` (one score per weight, given each input
+feature's L2 norm over calibration tokens) and ``masked_step(model, optimizer, inputs, targets, masks)``
+(one training step that returns the loss and keeps every pruned weight zero). The checkers run them on
+:func:`provided_model` and compare with magnitude 2:4 pruning.
 
 >>> check_activation_score(lambda W, x_norm: W.abs())   # magnitude ignores x_norm  # doctest: +ELLIPSIS
 Traceback (most recent call last):

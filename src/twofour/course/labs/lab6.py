@@ -1,17 +1,13 @@
 """Lab 6, "Budget a request": checkers for the eligible fraction, the request-level bound, and the biggest lever.
 
-The learner gets a workload and a profiler-style breakdown of one prefill step and one decode
-step (rows ``{"kernel", "op", "time_us"}``), and writes:
+From a synthetic profiler-style breakdown of one prefill and one decode step (:func:`profile`, not
+a measurement), the learner writes:
 
-* ``eligible_fraction(rows, pruned) -> float``: the share of the step's time spent in the linear
-  layers listed in ``pruned`` (rows whose ``op`` is ``"linear:<name>"``).
-* ``request_bound(prefill_rows, decode_rows, output_len, pruned, s) -> float``: the whole
-  request's speedup when the pruned GEMMs get ``s`` times faster (one prefill step, then
-  ``output_len - 1`` decode steps, combined by time).
-* ``biggest_lever(baseline, changes, gpu) -> str``: which change of the workload moves the
-  predicted request speedup of :func:`twofour.request.estimate` the most, up or down.
-
-The profiles are **synthetic** (:func:`profile`, from :mod:`twofour.request`), not measurements.
+* ``eligible_fraction(rows, pruned)``: the share of the step's time in the pruned linear layers;
+* ``request_bound(prefill_rows, decode_rows, output_len, pruned, s)``: the whole request's speedup
+  when the pruned GEMMs get ``s`` times faster;
+* ``biggest_lever(baseline, changes, gpu)``: the change of the workload that moves the request
+  speedup of :func:`twofour.request.estimate` the most, up or down.
 
 >>> from twofour.course.labs import lab6
 >>> sorted({row["op"] for row in lab6.profile("decode")})[:3]
@@ -60,9 +56,8 @@ CHANGES = {
 }
 # A second set the checker uses, so that an answer must be computed, not remembered.
 _HIDDEN_BASE = Workload(LLAMA_3_8B, 8, 8000, 16)
-# A prefill-heavy request 2:4 speeds up; its biggest move is down (a long answer makes decode,
-# where the default 2:4 kernel loses, most of the time), so picking the highest speedup instead of
-# the biggest move gives another answer.
+# A prefill-heavy request 2:4 speeds up; its biggest move is down (a long answer, mostly decode, where
+# 2:4 loses), so picking the highest speedup instead of the biggest move gives another answer.
 _HIDDEN_CHANGES = {
     "batch 8 -> 16": Workload(LLAMA_3_8B, 16, 8000, 16),
     "output 16 -> 1024": Workload(LLAMA_3_8B, 8, 8000, 1024),
@@ -77,9 +72,8 @@ _LABELS = {"attention": "flash attention (scores and context)", "kv_cache": "KV-
 def profile(phase: str, workload: Workload = WORKLOAD, gpu: str = GPU, step_overhead_us: float = STEP_OVERHEAD_US) -> list[dict]:
     """A profiler-style table of ONE step of ``phase`` (``"prefill"`` or ``"decode"``), dense model.
 
-    Rows ``{"kernel", "op", "time_us"}``; ``op`` is ``"linear:<kind>"`` for a GEMM (summed over
-    layers), or ``attention``, ``kv_cache``, ``embedding``, ``other``, ``step_overhead``. The
-    decode step is the average step of the request, computed by :func:`twofour.request.estimate`.
+    Rows ``{"kernel", "op", "time_us"}``, ``op`` ``"linear:<kind>"`` for a GEMM (summed over layers);
+    the decode step is the request's average step, from :func:`twofour.request.estimate`.
     """
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase must be 'prefill' or 'decode', got {phase!r}")
