@@ -9,7 +9,6 @@ back. The timings here reproduce that:
   (:func:`read_flush`): a written buffer's write-back would run inside the next kernel.
 * **The device is busy before the start event** (a device-side spin), so the host's launch
   latency is not in the window (``host_ahead`` checks it).
-* **Many calls per event pair**, from one replayed CUDA graph.
 
 :data:`METHODS` describes each mode's method and goes into the results file (:data:`LEGACY_METHODS`:
 how older files were timed). All need CUDA (or the simulated GPU of :mod:`twofour.bench.simgpu`).

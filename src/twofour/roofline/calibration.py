@@ -11,8 +11,7 @@ What ``twofour calibrate`` runs (:func:`fit_all`, :func:`evaluate`, :func:`save`
    (with the GPU-wide DRAM and L2-flush numbers), then cuSPARSELt on fp16 and its bf16 kernel on
    bf16. CUTLASS takes cuSPARSELt's constants with its own tile and no split (an assumption: no
    CUTLASS 2:4 kernel runs on the H200).
-4. **The searched algorithm**: each candidate tile fitted to the sweep's fastest times (the sweep
-   recorded times, not names).
+4. **The searched algorithm**'s tile, fitted to the sweep's fastest times (it recorded no names).
 5. **Per GPU** with usable published points (A100, H100): the 2:4 families' ``compute_eff``
    refitted to that GPU's points. GPUs without any keep the base set.
 

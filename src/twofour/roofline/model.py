@@ -27,14 +27,13 @@ One side's kernel time, in the order :func:`kernel_time` computes it (µs; plain
     kernel_us = gemm_us + helpers
 
 Why each term: a kernel computes whole tiles, so its math is that of ``tile_m`` token columns
-whatever M is. PyTorch's default 2:4 kernel (cuSPARSELt algorithm 0) has a 128 x 256 tile whose
-256 columns are tokens: at one token it does the math of 256, and that padded math, not the
-weight's bytes, sets its decode time (bf16 runs another kernel of the same tile, its own family).
-It also launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it keeps busy, not the data
-sheet, set its bandwidth (H200, M <= 16, fp16: 16.7% to 49.5% of the bandwidth cuBLAS reaches on
-the same weight); split-K buys CTAs with whole fp32 partial tiles; ``twofour bench`` flushes L2
-by *writing* a buffer, so a kernel measured after it also writes back dirty lines, which costs
-the DRAM-bound dense kernels and not the latency-bound 2:4 one.
+whatever M is. PyTorch's default 2:4 kernel (cuSPARSELt algorithm 0) has a 128 x 256 tile whose 256
+columns are tokens: at one token it does the math of 256, and that padded math, not the weight's
+bytes, sets its decode time. It also launches few CTAs (32 on 132 SMs for N = 1024), so the SMs it
+keeps busy, not the data sheet, set its bandwidth (H200, M <= 16, fp16: 16.7% to 49.5% of the
+bandwidth cuBLAS reaches on the same weight); split-K buys CTAs with whole fp32 partial tiles;
+``twofour bench`` flushes L2 by *writing* a buffer, so a kernel measured after it also writes back
+dirty lines, which costs the DRAM-bound dense kernels and not the latency-bound 2:4 one.
 
 The scenario (:mod:`twofour.roofline.scenarios`) then adds what a call pays beyond its kernels.
 

@@ -6,12 +6,11 @@ pieces (**split-K**), so that ``tiles * split`` CTAs keep more SMs busy, at the 
 partial tiles. Which tile and split it picks decides how many SMs pull the weight from memory.
 
 Tables read off the H200 run's kernel names and launch grids (:func:`tile_table_from_names`):
-**cuBLAS** (``nvjet_...``) picks a tile per shape, ``128x8`` or ``64x8`` at one token up to
-``320x128`` for prefill; **cuSPARSELt algorithm 0** ran ``tilesize128x256x64`` everywhere, so at
-decode 255 of 256 token columns are padding; the **searched** algorithm's tile (``64x256``) is
-inferred by the fit; **CUTLASS** ``128x128`` is assumed, never measured. A table's rows are
-``(m_max, n_max, tile_n, tile_m)`` (:func:`choose_tile`). The split factor is not in any name;
-one rule reproduces every launch grid in the traces and every split flag below one wave::
+**cuBLAS** (``nvjet_...``) picks a tile per shape; **cuSPARSELt algorithm 0** ran
+``tilesize128x256x64`` everywhere, so at decode 255 of 256 token columns are padding; the
+**searched** algorithm's tile (``64x256``) is inferred by the fit; **CUTLASS** ``128x128`` is
+assumed, never measured. The split factor is not in any name; one rule reproduces every launch grid
+in the traces and every split flag below one wave::
 
     tiles = ceil(N / tile_n) * ceil(M / tile_m)
     split = max(1, min(max_split, floor(cta_target / tiles), floor(K / (64 * min_k_iters))))
