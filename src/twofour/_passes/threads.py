@@ -5,10 +5,9 @@ memory-bound passes of many short element-wise operations on cache-sized blocks.
 every operation is a fork-join that waits for its slowest thread: with one core of a 2-core
 machine busy elsewhere, a pass measured 19-69x slower than a plain copy of the weight.
 
-So each operation runs on one thread (:func:`one_thread`), and the parallelism is one level up
-(:func:`map_blocks`): workers, the calling thread among them, each take the next whole block
-when free and wait for each other only once, at the end. The helpers are one process-wide
-``ThreadPoolExecutor``, made once (starting a thread on a busy machine took tens of milliseconds).
+So each operation runs on one thread (:func:`one_thread`), and :func:`map_blocks` gives each
+worker (the caller among them) the next whole block, joining once at the end, on one
+process-wide pool (starting a thread on a busy machine took tens of milliseconds).
 ``benchmarks/core.py`` measures ``PASS_THREADS = None`` (torch's threading) and ``PASS_WORKERS = 1``.
 
 >>> import torch

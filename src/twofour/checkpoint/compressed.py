@@ -16,11 +16,10 @@ weights are stored: its ``sparsity_config`` names the format, the ``sparsity_str
   1-D, beside ``bitmask``, ``shape`` and ``row_offsets``; rebuilt, then checked like a dense weight.
 * **pack-quantized** (W4A16, W8A16; LLM Compressor's 2:4 W4A16 recipe keeps
   ``sparsity_config.format: dense`` with ``sparsity_structure: "2:4"``): ``weight_packed`` (int32
-  ``[N, ceil(K * bits / 32)]``, each value offset by ``2**(bits-1)`` to unsigned and packed lowest
-  bits first, as ``pack_to_int32`` writes it), ``weight_shape``, ``weight_scale`` and, when
-  asymmetric, ``weight_zero_point`` packed the same way along N. A weight is zero where its
-  quantized value equals its zero point (0 when symmetric), so its 2:4 structure is read from the
-  integers alone (:func:`count_24`), never dequantized.
+  ``[N, ceil(K * bits / 32)]``, values offset to unsigned, lowest bits first, as ``pack_to_int32``
+  writes them), ``weight_shape``, ``weight_scale`` and, when asymmetric, ``weight_zero_point``
+  packed the same way along N. A weight is zero where its integer equals its zero point, so
+  :func:`count_24` reads 2:4 structure from the integers, never dequantized.
 * **int-quantized** and **float-quantized** keep ``<layer>.weight`` (int8, fp8) with its scale:
   read as the dense weights they are.
 

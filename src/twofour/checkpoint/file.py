@@ -5,20 +5,17 @@ Two formats are accepted, recognised by their first bytes rather than their file
 * **safetensors**: shapes and dtypes come from the header, and each tensor is read only when
   asked for, so a checkpoint larger than RAM can be audited layer by layer.
 * **PyTorch checkpoints** (``torch.save`` zip files, or the older raw-pickle format): loaded
-  with ``torch.load(weights_only=True)`` (memory-mapped when a zip), so a malicious pickle is
-  rejected, never executed.
+  with ``torch.load(weights_only=True)``, so a malicious pickle is rejected, never executed.
 
-A tensor's bytes are read with ``pread`` into a tensor of its own, never through a memory map:
-a mapped file that another process truncates kills the reader with SIGBUS (no Python handler
-can catch it), while a short ``pread`` becomes one error line. A zip is still mapped, only to
-learn its tensors' layout (``torch.load(mmap=True)`` touches no page): :func:`file_offsets`
-finds where each storage lies in the file.
+A tensor's bytes are read with ``pread``, never through a memory map: a mapped file that another
+process truncates kills the reader with SIGBUS (no Python handler can catch it), while a short
+``pread`` becomes one error line. A zip is mapped only to learn where its storages lie
+(:func:`file_offsets`; ``torch.load(mmap=True)`` touches no page).
 
-Only a regular file is opened (reading a FIFO would wait forever for a writer), once: every
-later read goes through that open file (``/proc/self/fd``), so it cannot be swapped for a FIFO
-between the check and the read. A zip whose entries are compressed is refused (a compressed
-entry can unpack to far more than the file), and the loaded containers are walked with bounds
-(:mod:`._flatten`).
+Only a regular file is opened (a FIFO would wait forever for a writer), once: every later read
+goes through that open file, so it cannot be swapped between the check and the read. A zip with
+compressed entries is refused (it can unpack to far more than the file), and the loaded
+containers are walked with bounds (:mod:`._flatten`).
 
 Every failure is a :class:`CheckpointError`: one line, what is wrong and what would work.
 

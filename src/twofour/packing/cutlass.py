@@ -63,12 +63,11 @@ def _reorder_meta(meta: torch.Tensor, row_block: int, interleave: int) -> torch.
 def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(values, meta)`` in the layout of PyTorch's CUTLASS 2:4 backend.
 
-    The result is bit-identical to
+    Bit-identical to
     ``torch.sparse._semi_structured_conversions.sparse_semi_structured_from_dense_cutlass(unpack(packed))``
-    whenever no kept value is a NaN (``meta`` always): PyTorch's conversion rewrites every bfloat16
-    NaN to ``0xffff`` and quiets a float16 signalling NaN, while this keeps the bits :func:`pack`
-    stored. Corrupt metadata is refused with :func:`unpack`'s error (the hardware's result would be
-    undefined).
+    unless a kept value is a NaN (``meta`` always is): PyTorch rewrites bfloat16 NaNs to ``0xffff``
+    and quiets float16 signalling NaNs; this keeps :func:`pack`'s bits. Corrupt metadata gets
+    :func:`unpack`'s error (the hardware's result would be undefined).
 
     * float16 / bfloat16: 2:4, ``meta`` int16 ``[N, K/16]`` (4 groups per element).
     * int8: 2:4, ``meta`` int32 ``[N, K/32]`` (8 groups per element).

@@ -51,9 +51,7 @@ class Packed:
         meta: ``[N, ceil(K/m * n * index_bits(m) / 8)]`` uint8 tensor: each kept value's position
             within its group, ``index_bits(m)`` bits each, little-endian. For 2:4 every group is
             one 4-bit nibble, two per byte, in the nibble order sparse tensor cores use.
-        shape: ``(N, K)`` of the dense weight.
-        dtype: the weight's dtype.
-        n, m: the pattern.
+        shape, dtype, n, m: the dense weight's shape and dtype, and the pattern.
     """
 
     values: torch.Tensor
