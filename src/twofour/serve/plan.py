@@ -96,13 +96,8 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
     pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
-    items = []
-    for dtype in dtypes:
-        for batch in batches:
-            items += [Item("decode", dtype, w, m, batch, context) for w, m in pairs(modes)]
-    for dtype in dtypes:
-        for P in prompt_lens:
-            items += [Item("prefill", dtype, w, m, 1, P) for w, m in pairs(prefill_modes)]
+    items = [Item("decode", d, w, m, b, context) for d in dtypes for b in batches for w, m in pairs(modes)]
+    items += [Item("prefill", d, w, m, 1, P) for d in dtypes for P in prompt_lens for w, m in pairs(prefill_modes)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
                 decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
 
