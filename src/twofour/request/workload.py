@@ -214,9 +214,8 @@ def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
         >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
         4.0
     """
-    require_count("M", M)
-    require_count("experts", experts)
-    require_count("top_k", top_k)
+    for name, v in (("M", M), ("experts", experts), ("top_k", top_k)):
+        require_count(name, v)
     if top_k > experts:
         raise ValueError(f"top_k must be <= experts, got top_k={top_k}, experts={experts}")
     return M * top_k / experts

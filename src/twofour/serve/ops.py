@@ -7,8 +7,7 @@ in three places:
     The real thing: cuSPARSELt 2:4 weights (the algorithm pinned at conversion), CUDA graphs,
     CUDA events (:func:`twofour.bench.gpu_timing.window_ms`).
 ``CpuOps``
-    Dense float32 on the CPU. Packing, graphs and the algorithm search raise
-    :class:`NotSupported`, which the plan records as *skipped*, not failed.
+    Dense float32 on the CPU; packing, graphs and the algorithm search raise :class:`NotSupported`.
 ``RehearsalOps``
     A fake CUDA device on the CPU, for rehearsing the GPU control flow (``make gpu-check
     GPU_CHECK_ARGS=--rehearse``, and the tests): "packing" keeps the dense pruned weight,
