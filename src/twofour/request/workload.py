@@ -167,9 +167,8 @@ class Workload:
         require_count("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
         if not isinstance(self.model, TransformerConfig):
             raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
-        require_count("batch", self.batch)
-        require_count("prompt_len", self.prompt_len)
-        require_count("output_len", self.output_len)
+        for name in ("batch", "prompt_len", "output_len"):
+            require_count(name, getattr(self, name))
         object.__setattr__(self, "dtype", require_dtype(self.dtype))
         if isinstance(self.pruned, str) or not isinstance(self.pruned, Iterable):
             raise TypeError(f"pruned must be a collection of linear kinds from {LINEAR_KINDS}, got {self.pruned!r}")
