@@ -362,11 +362,10 @@ def run_sweep(
     start = time.perf_counter()
     table = QualityTable()
     for name in sizes:
-        part = run_size(
+        table.rows += run_size(
             SIZES[name], corpus, train_cfg, recover_cfg,
             criteria=criteria, threads=threads, eval_windows=eval_windows, lr_rule=lr_rule, progress=progress,
-        )
-        table.rows += part.rows
+        ).rows
     table.settings = _settings([SIZES[s] for s in sizes], corpus, train_cfg, recover_cfg, threads, eval_windows, lr_rule)
     table.provenance = {
         "label": "CPU measurement (perplexity does not depend on the device; times are this CPU's)",

@@ -303,10 +303,9 @@ def _line(r: dict, elapsed: float) -> str:
         return f"{head}: {'error' if 'error' in r else 'skipped'}: {r.get('error') or r.get('skipped')}"
     prof = r.get("profile") or {}
     text = f"{head}: {r['t_ms']['median_ms']:.3f} ms, {r['tokens_per_s']:,.0f} tok/s"
-    if prof.get("p_gemm") is not None:
-        text += f", p_gemm {prof['p_gemm']:.2f}"
-    if prof.get("p_eligible") is not None:
-        text += f", p_eligible {prof['p_eligible']:.2f}"
+    for key in ("p_gemm", "p_eligible"):
+        if prof.get(key) is not None:
+            text += f", {key} {prof[key]:.2f}"
     if r.get("prediction") and "t_ms" in r["prediction"]:
         text += f" (predicted {r['prediction']['t_ms']:.3f} ms, p {r['prediction']['p']:.2f})"
     return text + f" [{elapsed:.0f}s]"
