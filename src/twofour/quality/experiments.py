@@ -1,9 +1,8 @@
 """The experiment of chapter 5: train, prune with every criterion, recover, compare; over model sizes.
 
-For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM` with
-the learning rate :func:`recipe_for` gives its width; prune a copy with each criterion, verify the
-pattern, measure perplexity and weight mass kept; *recover* each copy by fine-tuning with its mask
-fixed, verify and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
+For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM`; prune a
+copy with each criterion, measure perplexity and weight mass kept; *recover* each copy by fine-tuning
+with its mask fixed and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
 so "recovery helped" is not confused with "more training helped". :func:`run_sweep` repeats that
 for several sizes into a :class:`QualityTable` (``twofour quality --out FILE``).
 """

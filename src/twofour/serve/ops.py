@@ -270,11 +270,10 @@ class RehearsalOps(Ops):
 
     def __init__(self, fail: dict[str, str] | None = None):
         super().__init__()
-        fail = dict(fail or {})
-        unknown = sorted(set(fail) - set(self._OPERATIONS))
+        self.fail = dict(fail or {})
+        unknown = sorted(set(self.fail) - set(self._OPERATIONS))
         if unknown:
             raise ValueError(f"fail names unknown operations {unknown}; valid: {list(self._OPERATIONS)}")
-        self.fail = fail
 
     def _maybe_fail(self, operation: str) -> None:
         if operation in self.fail:
