@@ -97,7 +97,8 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
     pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
     items = [Item("decode", d, w, m, b, context) for d in dtypes for b in batches for w, m in pairs(modes)]
-    items += [Item("prefill", d, w, m, 1, P) for d in dtypes for P in prompt_lens for w, m in pairs(prefill_modes)]
+    items += [Item("prefill", d, w, m, 1, P) for d in dtypes for P in prompt_lens
+              for w, m in pairs(prefill_modes)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
                 decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
 
