@@ -184,11 +184,8 @@ def _verdict(
             f"Compute capability {cc} has sparse tensor cores; PyTorch's CUTLASS 2:4 path is "
             "limited to 8.x, so cuSPARSELt is the backend here."
         )
-    return backends, (
-        f"Compute capability {cc} has sparse tensor cores; PyTorch can use "
-        + " or ".join(backends)
-        + "."
-    )
+    either = " or ".join(backends)
+    return backends, f"Compute capability {cc} has sparse tensor cores; PyTorch can use {either}."
 
 
 def environment() -> Environment:

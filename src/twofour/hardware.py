@@ -126,11 +126,12 @@ def _spec(name, arch, cc, sms, bw, dense, sparse, cite, aliases=(), cc_cite=None
                    {d: sparse.get(d) for d in DTYPE_KEYS}, cite, tuple(aliases))
 
 
-def _sparse_halved(ds: str, sparse: dict[str, float], status: str = "secondary") -> tuple[dict, dict, dict]:
-    """Data sheets list sparse Tensor Core peaks; dense = sparse / 2 (derived)."""
-    dense = {d: v / 2 for d, v in sparse.items()}
-    cite = {f"sparse.{d}": _c(ds, status) for d in sparse}
+def _sparse_halved(ds: str, sparse: dict[str, float], fp32: float) -> tuple[dict, dict, dict]:
+    """Data sheets list sparse Tensor Core peaks; dense = sparse / 2 (derived); fp32 as printed."""
+    dense = {d: v / 2 for d, v in sparse.items()} | {"fp32": fp32}
+    cite = {f"sparse.{d}": _c(ds, "secondary") for d in sparse}
     cite.update({f"dense.{d}": _c(_HALF, "derived") for d in sparse})
+    cite["dense.fp32"] = _c(ds, "secondary")
     return dense, dict(sparse), cite
 
 
@@ -167,9 +168,8 @@ def _build() -> dict[str, GPUSpec]:
     ))
 
     # L4 (Ada, 8.9). Data sheet prints sparse peaks (marked *) and fp32 without sparsity.
-    dense, sparse, cite = _sparse_halved(_L4_DS, {"tf32": 120.0, "fp16": 242.0, "bf16": 242.0, "fp8": 485.0, "int8": 485.0})
-    dense["fp32"] = 30.3
-    cite["dense.fp32"] = _c(_L4_DS, "secondary")
+    dense, sparse, cite = _sparse_halved(_L4_DS, {"tf32": 120.0, "fp16": 242.0, "bf16": 242.0, "fp8": 485.0,
+                                                  "int8": 485.0}, 30.3)
     gpus.append(_spec(
         "L4", "Ada Lovelace", (8, 9), 58, 300, dense, sparse,
         {**cite,
@@ -194,9 +194,8 @@ def _build() -> dict[str, GPUSpec]:
     ))
 
     # H100 SXM (Hopper, 9.0). Data sheet: sparse peaks marked *, "1/2 lower without sparsity".
-    dense, sparse, cite = _sparse_halved(_H100_DS, {"tf32": 989.0, "fp16": 1979.0, "bf16": 1979.0, "fp8": 3958.0, "int8": 3958.0})
-    dense["fp32"] = 67.0
-    cite["dense.fp32"] = _c(_H100_DS, "secondary")
+    hopper = {"tf32": 989.0, "fp16": 1979.0, "bf16": 1979.0, "fp8": 3958.0, "int8": 3958.0}
+    dense, sparse, cite = _sparse_halved(_H100_DS, hopper, 67.0)
     gpus.append(_spec(
         "H100", "Hopper", (9, 0), 132, 3350, dense, sparse,
         {**cite,
@@ -207,8 +206,7 @@ def _build() -> dict[str, GPUSpec]:
     ))
 
     # H200 SXM (Hopper, 9.0): the H100's compute with HBM3e.
-    dense, sparse, cite = _sparse_halved(_H200_DS, {"tf32": 989.0, "fp16": 1979.0, "bf16": 1979.0, "fp8": 3958.0, "int8": 3958.0})
-    dense["fp32"] = 67.0
+    dense, sparse, cite = _sparse_halved(_H200_DS, hopper, 67.0)
     cite["dense.fp32"] = _c(_H200_DS + " (same FP32 as H100 SXM)", "unconfirmed")
     for d in ("tf32", "int8"):  # the reproductions checked list FP8 and BF16/FP16 only
         cite[f"sparse.{d}"] = _c(_H200_DS + " (not in the reproductions read; assumed equal to H100 SXM)", "unconfirmed")

@@ -85,9 +85,7 @@ class LinearShape:
         return self.out_features * self.in_features * self.count
 
 
-# Llama 3 8B / 70B: Meta's released config.json files (meta-llama/Meta-Llama-3-8B and -70B on
-# Hugging Face). With these 8B shapes about 87% of the weight bytes are in the blocks' linear
-# layers (parameter_counts; the rest is the embedding and the untied LM head).
+# Llama 3 8B / 70B: Meta's released config.json files (meta-llama/Meta-Llama-3-8B and -70B on Hugging Face).
 LLAMA_3_8B = TransformerConfig(name="Llama-3-8B", layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=128256,
                                source="meta-llama/Meta-Llama-3-8B config.json (Hugging Face)")
 LLAMA_3_70B = TransformerConfig(name="Llama-3-70B", layers=80, hidden=8192, intermediate=28672, heads=64, kv_heads=8, vocab=128256,

@@ -131,15 +131,13 @@ def run(args: argparse.Namespace) -> int:
     # Fitted to the terminal (or COLUMNS); the first --max-rows rows of the table, the rest of the report whole.
     text = report.text(report_width(), args.max_rows)
     # The files first: a closed stdout (`| head`) ends the command at the print, and must not cost them.
-    wrote = []
     if args.json is not None:
         write_output(args.json, report.to_json(), "--json", inputs=inputs)
-        wrote.append(args.json)
     if args.html is not None:
         title = f"twofour audit: {printable(os.path.basename(args.model_file), 120)}"
         write_output(args.html, report.to_html(title=title), "--html", inputs=inputs)
-        wrote.append(args.html)
     print(text)
-    for path in wrote:
-        print(f"wrote {show(path)}", file=sys.stderr)
+    for path in (args.json, args.html):
+        if path is not None:
+            print(f"wrote {show(path)}", file=sys.stderr)
     return 0

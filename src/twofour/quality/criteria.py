@@ -200,10 +200,9 @@ def masks_for(
         W = layer.weight.detach()
         if crit.m is None:
             masks[layer_name] = unstructured_mask(W)
-        elif crit.score == "random":
-            _, masks[layer_name] = prune(W, crit.n, crit.m, scores=torch.rand(W.shape, generator=generator))
         else:
-            _, masks[layer_name] = prune(W, crit.n, crit.m)
+            scores = torch.rand(W.shape, generator=generator) if crit.score == "random" else None
+            _, masks[layer_name] = prune(W, crit.n, crit.m, scores=scores)
     return masks
 
 

@@ -1,9 +1,8 @@
 """The experiment of chapter 5: train, prune with every criterion, recover, compare; over model sizes.
 
-For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM` with
-the learning rate :func:`recipe_for` gives its width; prune a copy with each criterion, verify the
-pattern, measure perplexity and weight mass kept; *recover* each copy by fine-tuning with its mask
-fixed, verify and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
+For one model size (:func:`run_size`): train a dense :class:`~twofour.quality.model.TinyLM`; prune a
+copy with each criterion, measure perplexity and weight mass kept; *recover* each copy by fine-tuning
+with its mask fixed and measure again; give the dense model the same extra steps (``ppl_dense_extra``),
 so "recovery helped" is not confused with "more training helped". :func:`run_sweep` repeats that
 for several sizes into a :class:`QualityTable` (``twofour quality --out FILE``).
 """
@@ -362,11 +361,10 @@ def run_sweep(
     start = time.perf_counter()
     table = QualityTable()
     for name in sizes:
-        part = run_size(
+        table.rows += run_size(
             SIZES[name], corpus, train_cfg, recover_cfg,
             criteria=criteria, threads=threads, eval_windows=eval_windows, lr_rule=lr_rule, progress=progress,
-        )
-        table.rows += part.rows
+        ).rows
     table.settings = _settings([SIZES[s] for s in sizes], corpus, train_cfg, recover_cfg, threads, eval_windows, lr_rule)
     table.provenance = {
         "label": "CPU measurement (perplexity does not depend on the device; times are this CPU's)",

@@ -1,8 +1,7 @@
 """Training, evaluation and masked fine-tuning of a :class:`~twofour.quality.model.TinyLM`.
 
 Deterministic on a given machine: batches come from a seeded ``torch.Generator`` and
-:func:`deterministic` fixes the thread count (float sums in a matmul depend on it) and turns on
-``torch.use_deterministic_algorithms``. Perplexity is ``exp(mean cross-entropy per byte)``.
+:func:`deterministic` fixes the thread count (float sums in a matmul depend on it).
 
 >>> from twofour.quality.corpus import load_corpus
 >>> from twofour.quality.model import ModelConfig

@@ -28,8 +28,7 @@ def ideal_gemm_model(machine: Machine, dtype: str) -> GemmModel:
     b, b_out, ratio = float(DTYPE_BYTES[dtype]), float(OUT_BYTES[dtype]), PACKED_RATIO[dtype]
 
     def gemm(M: int, N: int, K: int) -> GemmTime:
-        dense_s, sparse_s = ideal_times(M, N, K, b, b_out, ratio, machine)
-        return GemmTime(dense_s, sparse_s)
+        return GemmTime(*ideal_times(M, N, K, b, b_out, ratio, machine))
 
     return gemm
 

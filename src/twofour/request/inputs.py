@@ -142,9 +142,8 @@ def build_inputs(
     if other is None:
         other = 12.0 * cfg.hidden + 2.0 * cfg.kv_dim + 3.0 * cfg.intermediate
 
-    times: dict[str, dict[str, list[float]]] = {}
+    times: dict[str, dict[str, list[float]]] = {phase: {} for phase in PHASES}
     for phase in PHASES:
-        times[phase] = {}
         for kind, (M, N, K) in gemm_shapes(cfg, phase, workload.batch, workload.prompt_len,
                                            workload.prefill_chunk_tokens).items():
             t = gemm(M, N, K)

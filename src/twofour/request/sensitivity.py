@@ -37,9 +37,7 @@ def kernel_bandwidth_ratio(workload: Workload, gpu, *, params=None) -> float:
 
     M = workload.batch + workload.prefill_chunk_tokens
     dense = sparse = dense_t = sparse_t = 0.0
-    for s in linear_shapes(workload.model, include_lm_head=True):
-        if s.name not in workload.pruned:
-            continue
+    for s in [s for s in linear_shapes(workload.model, include_lm_head=True) if s.name in workload.pruned]:
         p = roofline.predict(M, s.out_features, s.in_features, workload.dtype, gpu, None, params, scenario="kernel")
         db, sb, _ = _sides(p, workload.dtype)
         dense, sparse = dense + db * s.count, sparse + sb * s.count

@@ -167,9 +167,8 @@ class Workload:
         require_count("prefill_chunk_tokens", self.prefill_chunk_tokens, minimum=0)
         if not isinstance(self.model, TransformerConfig):
             raise TypeError(f"model must be a twofour.models.TransformerConfig, got {type(self.model).__name__}")
-        require_count("batch", self.batch)
-        require_count("prompt_len", self.prompt_len)
-        require_count("output_len", self.output_len)
+        for name in ("batch", "prompt_len", "output_len"):
+            require_count(name, getattr(self, name))
         object.__setattr__(self, "dtype", require_dtype(self.dtype))
         if isinstance(self.pruned, str) or not isinstance(self.pruned, Iterable):
             raise TypeError(f"pruned must be a collection of linear kinds from {LINEAR_KINDS}, got {self.pruned!r}")
@@ -214,9 +213,8 @@ def expert_gemm_m(M: int, experts: int, top_k: int) -> float:
         >>> expert_gemm_m(64, experts=128, top_k=8)        # 64 decode tokens, 8 of 128 experts each
         4.0
     """
-    require_count("M", M)
-    require_count("experts", experts)
-    require_count("top_k", top_k)
+    for name, v in (("M", M), ("experts", experts), ("top_k", top_k)):
+        require_count(name, v)
     if top_k > experts:
         raise ValueError(f"top_k must be <= experts, got top_k={top_k}, experts={experts}")
     return M * top_k / experts

@@ -99,11 +99,8 @@ def _measure(model, mode, ops, step_logits, advance, reset, *, calls, warmup, re
     record: dict = {}
     with torch.inference_mode():
         eager = lambda: advance(step_logits())  # noqa: E731
-        if mode == "compile":
-            compiled = ops.compile(step_logits, static)
-            step = lambda: advance(compiled())  # noqa: E731
-        else:
-            step = eager
+        logits = ops.compile(step_logits, static) if mode == "compile" else step_logits
+        step = lambda: advance(logits())  # noqa: E731
         if mode in ("graph", "graph-searched"):
             reset()
             step = ops.capture(step)

@@ -190,13 +190,10 @@ class Decoder:
 
         h = cfg.hidden
         out_in = {s.name: (s.out_features, s.in_features) for s in linear_shapes(cfg, include_lm_head=False)}
+        keep = (lambda W: prune(W)[0]) if pruned else (lambda W: W)  # the dense W is freed at once
         blocks = []
         for layer in range(n_layers):
-            linears = {}
-            for name in BLOCK_LINEARS:
-                W = weight(out_in[name], layer, name)
-                linears[name] = prune(W)[0] if pruned else W
-                del W
+            linears = {name: keep(weight(out_in[name], layer, name)) for name in BLOCK_LINEARS}
             ones = torch.ones(h, device=device, dtype=dtype)
             blocks.append(Block(attn_norm=ones, mlp_norm=ones.clone(), linears=linears))
         # The embedding is a table lookup, not a matmul: unit-scale rows, as trained models have.

@@ -7,8 +7,7 @@ in three places:
     The real thing: cuSPARSELt 2:4 weights (the algorithm pinned at conversion), CUDA graphs,
     CUDA events (:func:`twofour.bench.gpu_timing.window_ms`).
 ``CpuOps``
-    Dense float32 on the CPU. Packing, graphs and the algorithm search raise
-    :class:`NotSupported`, which the plan records as *skipped*, not failed.
+    Dense float32 on the CPU; packing, graphs and the algorithm search raise :class:`NotSupported`.
 ``RehearsalOps``
     A fake CUDA device on the CPU, for rehearsing the GPU control flow (``make gpu-check
     GPU_CHECK_ARGS=--rehearse``, and the tests): "packing" keeps the dense pruned weight,
@@ -271,11 +270,10 @@ class RehearsalOps(Ops):
 
     def __init__(self, fail: dict[str, str] | None = None):
         super().__init__()
-        fail = dict(fail or {})
-        unknown = sorted(set(fail) - set(self._OPERATIONS))
+        self.fail = dict(fail or {})
+        unknown = sorted(set(self.fail) - set(self._OPERATIONS))
         if unknown:
             raise ValueError(f"fail names unknown operations {unknown}; valid: {list(self._OPERATIONS)}")
-        self.fail = fail
 
     def _maybe_fail(self, operation: str) -> None:
         if operation in self.fail:

@@ -96,13 +96,9 @@ def make_plan(cfg: TransformerConfig, *, dtypes=("float16", "bfloat16"), batches
     if n_layers is not None and not (isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= cfg.layers):
         raise ValueError(f"n_layers must be None (all) or an int from 1 to {cfg.layers}, got {n_layers!r}")
     pairs = lambda ms: [(w, m) for w in weights for m in ms if (w, m) != ("dense", "graph-searched")]  # noqa
-    items = []
-    for dtype in dtypes:
-        for batch in batches:
-            items += [Item("decode", dtype, w, m, batch, context) for w, m in pairs(modes)]
-    for dtype in dtypes:
-        for P in prompt_lens:
-            items += [Item("prefill", dtype, w, m, 1, P) for w, m in pairs(prefill_modes)]
+    items = [Item("decode", d, w, m, b, context) for d in dtypes for b in batches for w, m in pairs(modes)]
+    items += [Item("prefill", d, w, m, 1, P) for d in dtypes for P in prompt_lens
+              for w, m in pairs(prefill_modes)]
     return Plan(cfg=cfg, items=tuple(items), n_layers=n_layers, warmup=warmup, repeats=repeats,
                 decode_steps=decode_steps, profiled_calls=profiled_calls, seed=seed)
 
@@ -308,10 +304,9 @@ def _line(r: dict, elapsed: float) -> str:
         return f"{head}: {'error' if 'error' in r else 'skipped'}: {r.get('error') or r.get('skipped')}"
     prof = r.get("profile") or {}
     text = f"{head}: {r['t_ms']['median_ms']:.3f} ms, {r['tokens_per_s']:,.0f} tok/s"
-    if prof.get("p_gemm") is not None:
-        text += f", p_gemm {prof['p_gemm']:.2f}"
-    if prof.get("p_eligible") is not None:
-        text += f", p_eligible {prof['p_eligible']:.2f}"
+    for key in ("p_gemm", "p_eligible"):
+        if prof.get(key) is not None:
+            text += f", {key} {prof[key]:.2f}"
     if r.get("prediction") and "t_ms" in r["prediction"]:
         text += f" (predicted {r['prediction']['t_ms']:.3f} ms, p {r['prediction']['p']:.2f})"
     return text + f" [{elapsed:.0f}s]"

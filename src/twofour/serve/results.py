@@ -111,9 +111,7 @@ class DecodeResults:
         key = lambda m: (m["phase"], m["dtype"], m["mode"], m["batch"], m["prompt_len"])  # noqa: E731
         dense = {key(m): m for m in self.measured() if m["weights"] == "dense"}
         rows = []
-        for m in self.measured():
-            if m["weights"] != "2:4":
-                continue
+        for m in [m for m in self.measured() if m["weights"] == "2:4"]:
             # graph-searched exists only for 2:4: its dense partner is the plain graph
             k = key(m) if m["mode"] != "graph-searched" else (*key(m)[:2], "graph", *key(m)[3:])
             if k in dense:
