@@ -50,7 +50,8 @@ def _require_fraction(name: str, value) -> float:
 MIN_SPEEDUP = 2.2250738585072014e-308
 
 
-def _require_speedup(name: str, value) -> float:
+def require_speedup(name: str, value) -> float:
+    """``value`` as a speedup: a finite number of at least :data:`MIN_SPEEDUP`, else an error naming ``name``."""
     value = _number(name, value, "a positive finite number (a speedup)")
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(
@@ -75,7 +76,7 @@ def speedup(p: float, s: float) -> float:
         (1.78, 1.0)
     """
     p = _require_fraction("p", p)
-    s = _require_speedup("s", s)
+    s = require_speedup("s", s)
     return 1.0 / ((1.0 - p) + p / s)
 
 
@@ -100,7 +101,7 @@ def _require_parts(fractions: Sequence[float], speedups: Sequence[float]) -> tup
             f"fractions and speedups must have the same length (one speedup per part), got {len(fractions)} and {len(speedups)}"
         )
     fs = [_require_fraction(f"fractions[{i}]", f) for i, f in enumerate(fractions)]
-    ss = [_require_speedup(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
+    ss = [require_speedup(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
     total = 0.0
     for f in fs:
         total += f
@@ -159,7 +160,7 @@ def required_part_speedup(p: float, target: float) -> float:
         1.6211
     """
     p = _require_fraction("p", p)
-    target = _require_speedup("target", target)
+    target = require_speedup("target", target)
     if target == 1.0:
         return 1.0
     if p == 0.0:

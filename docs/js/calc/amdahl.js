@@ -21,7 +21,7 @@ function requireFraction(name, value) {
   return value;
 }
 
-function requireSpeedup(name, value) {
+export function requireSpeedup(name, value) {
   if (typeof value !== "number") {
     throw new InputError(name, `${name} must be a positive finite number (a speedup), got ${JSON.stringify(value)}`);
   }

@@ -5,7 +5,7 @@
 // the same order, with the same names (snake_case keys, so a result compares key by key with
 // the Python's RequestEstimate.to_dict() in the golden vectors).
 
-import { MIN_SPEEDUP } from "./amdahl.js";
+import { requireSpeedup } from "./amdahl.js";
 import { InputError, isFiniteNumber, pyRepr } from "./errors.js";
 import { BLOCK_LINEARS, DTYPES, PRESETS, WORKLOADS } from "./data.js";
 import { getGpu, peakTflops } from "./hardware.js";
@@ -150,22 +150,12 @@ function phaseSpeedups(gemmSpeedup) {
     const out = {};
     for (const p of PHASES) {
       const v = gemmSpeedup[p];
-      out[p] = v === null || v === undefined ? null : requireGemmSpeedup(`gemm_speedup_${p}`, v);
+      out[p] = v === null || v === undefined ? null : requireSpeedup(`gemm_speedup_${p}`, v);
     }
     return out;
   }
-  const s = requireGemmSpeedup("gemm_speedup", gemmSpeedup);
+  const s = requireSpeedup("gemm_speedup", gemmSpeedup);
   return { prefill: s, decode: s };
-}
-
-// A measured GEMM speedup: no smaller than the smallest normal double (a denormal makes the 2:4
-// times infinite), as twofour.request's _require_gemm_speedup.
-function requireGemmSpeedup(name, value) {
-  value = requireNumber(name, value);
-  if (value < MIN_SPEEDUP) {
-    throw new InputError(name, `${name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller speedup makes the arithmetic overflow), got ${pyRepr(value)}`);
-  }
-  return value;
 }
 
 /** Extreme inputs together can overflow a time: refuse the estimate (field "inputs"), never show Infinity seconds. */

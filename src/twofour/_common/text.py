@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["printable", "show_path"]
+__all__ = ["one_line", "printable", "show_path"]
 
 
 def printable(text, limit: int | None = None) -> str:
@@ -43,3 +43,13 @@ def show_path(path) -> str:
     run\x1b[2J.json
     """
     return printable(os.fspath(path), 200)
+
+
+def one_line(exc: BaseException, limit: int | None = 500) -> str:
+    """``"Type: first line of the message"``, at most ``limit`` characters, for a record or a log line.
+
+    >>> one_line(ValueError("bad shape\\nTraceback ..."))
+    'ValueError: bad shape'
+    """
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:limit]

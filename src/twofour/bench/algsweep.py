@@ -31,7 +31,8 @@ import torch
 
 from ..vocabulary import CUSPARSELT
 from .gpu_timing import check_counts, copies_to_defeat_l2, l2_bytes, profile_kernels, time_graph
-from .measure import one_line, sparse_weight
+from .._common.text import one_line
+from .measure import sparse_weight
 
 __all__ = ["PATHS", "CudaCase", "RehearsalCase", "accepted_alg_ids", "sweep_case", "kernel_tile", "GUARD"]
 

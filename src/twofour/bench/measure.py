@@ -17,6 +17,7 @@ from typing import Iterable
 import torch
 
 from .._common.args import require_positive_int
+from .._common.text import one_line
 from .._passes.tensors import dtype_name
 from ..models import get_preset, linear_shapes
 from ..device import environment
@@ -159,12 +160,6 @@ def measure_point(M: int, N: int, K: int, dtype, *, device, backends: Iterable[s
     if any(v is not None for c in clocks.values() for v in c.values()):
         record["clocks"] = clocks
     return record
-
-
-def one_line(exc: BaseException, limit: int | None = None) -> str:
-    """``"Type: first line of the message"``, cut to ``limit`` characters where given."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:limit]
 
 
 def _other_modes(modes, x, W24, sparse_weights: dict, *, device, warmup: int, repeats: int, flush_l2: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
-from ..amdahl import MIN_SPEEDUP
+from ..amdahl import require_speedup
 from ..models import TransformerConfig
 from .gemm import ideal_gemm_model, roofline_gemm_model
 from .workload import (DTYPE_BYTES, LINEAR_KINDS, OUT_BYTES, PHASES, PACKED_RATIO, Assumptions, GemmModel, Machine,
@@ -177,17 +177,9 @@ def _phase_speedups(gemm_speedup) -> dict[str, float | None]:
         if unknown:
             raise ValueError(f"gemm_speedup keys must be among {PHASES}, got {unknown}")
         return {
-            p: (None if gemm_speedup.get(p) is None else _require_gemm_speedup(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
+            p: (None if gemm_speedup.get(p) is None else require_speedup(f"gemm_speedup[{p!r}]", gemm_speedup[p]))
             for p in PHASES
         }
-    s = _require_gemm_speedup("gemm_speedup", gemm_speedup)
+    s = require_speedup("gemm_speedup", gemm_speedup)
     return {p: s for p in PHASES}
 
-
-def _require_gemm_speedup(name: str, value) -> float:
-    """A measured GEMM speedup: a finite number no smaller than the smallest normal double (as amdahl's s)."""
-    value = require_number(name, value)
-    if value < MIN_SPEEDUP:  # a denormal: the 2:4 times would be infinite
-        raise ValueError(f"{name} must be at least 2.2250738585072014e-308 (the smallest normal double; a smaller "
-                         f"speedup makes the arithmetic overflow), got {value!r}")
-    return value

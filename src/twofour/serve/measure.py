@@ -34,7 +34,8 @@ from ..bench import summarize
 from ..vocabulary import DECODE_MODES
 from ..dispatch.kernels import OTHER, SPARSE_CLASSES, classify_records
 from .model import ELIGIBLE_LABEL, Decoder
-from .ops import Ops, one_line
+from .._common.text import one_line
+from .ops import Ops
 
 __all__ = ["DECODE_STEPS", "PROFILED_CALLS", "measure_decode", "measure_prefill", "gemm_share",
            "eligible_positions"]

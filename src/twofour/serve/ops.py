@@ -32,6 +32,7 @@ from typing import Callable
 import torch
 
 from .._common.stderr import without_profiler_chatter
+from .._common.text import one_line
 from ..device import environment
 from ..vocabulary import CUSPARSELT
 
@@ -312,8 +313,3 @@ def ops_for(device) -> Ops:
         return CpuOps()
     raise ValueError(f"device must be 'cuda', 'cpu' or 'rehearsal', got {device!r}")
 
-
-def one_line(exc: BaseException) -> str:
-    """``"TypeName: first line of the message"`` (at most 500 characters), for a record or a log line."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

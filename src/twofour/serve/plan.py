@@ -29,7 +29,8 @@ from ..models import TransformerConfig
 from ..vocabulary import DECODE_DTYPES, DECODE_MODES
 from .measure import DECODE_STEPS, PROFILED_CALLS, measure_decode, measure_prefill
 from .model import TINY, Decoder, weight_bytes  # noqa: F401 (TINY: the module docstring's example)
-from .ops import NotSupported, Ops, one_line, ops_for
+from .._common.text import one_line
+from .ops import NotSupported, Ops, ops_for
 from .predict import predict
 from .results import WEIGHTS, DecodeResults, record_label
 from .sparse import algorithm_per_linear, check_agreement, pack_blocks, search_algorithms

@@ -268,7 +268,7 @@ def test_bad_machine():
 
 def test_bad_estimate_arguments():
     w = Workload(LLAMA_3_8B, 1, 8, 8)
-    with pytest.raises(ValueError, match="gemm_speedup must be a finite number > 0"):
+    with pytest.raises(ValueError, match="gemm_speedup must be a positive finite speedup"):
         estimate(w, "H100", gemm_speedup=0.0)
     with pytest.raises(ValueError, match="gemm_speedup keys must be among"):
         estimate(w, "H100", gemm_speedup={"decoder": 1.5})
