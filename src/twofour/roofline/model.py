@@ -146,17 +146,10 @@ def pad_multiple(backend: str, dtype) -> int:
 
 
 @dataclass(frozen=True)
-class KernelTime:
-    """One side's kernel as the model sees it: what it launches, the bytes, rates and times (µs)."""
+class KernelTime(Launch):
+    """One side's kernel as the model sees it: its :class:`Launch`, the bytes, rates and times (µs)."""
 
     family: str
-    tile_n: int
-    tile_m: int
-    tiles: int
-    split: int
-    ctas: int
-    waves: int
-    busy_sms: int
     n_bytes: int
     bw_gbs: float
     t_compute_us: float
@@ -171,8 +164,8 @@ class KernelTime:
         return "compute" if self.t_compute_us >= self.t_memory_us else "memory"
 
     def to_dict(self) -> dict:
-        """Every field and ``bound``: the form ``docs/js/calc/roofline.js`` returns."""
-        return {**asdict(self), "bound": self.bound}
+        """Every field (``family`` first) and ``bound``: the form ``docs/js/calc/roofline.js`` returns."""
+        return {"family": self.family, **asdict(self), "bound": self.bound}
 
 
 def launch_bytes(M: int, N: int, K: int, d: str, spec: GPUSpec, fam: KernelFamily, sparse: bool,
@@ -202,8 +195,8 @@ def _kernel_time(M: int, N: int, K: int, d: str, spec: GPUSpec, name: str, fam: 
     t_compute = L.waves * cta_flops / cta_rate
     gemm = fam.latency_us + max(t_compute, t_memory)
     helpers = (fam.helper_split_us if L.split > 1 else 0.0) + (params.pad_us if sparse and M % mult else 0.0)
-    return KernelTime(name, L.tile_n, L.tile_m, L.tiles, L.split, L.ctas, L.waves, L.busy_sms, n_bytes, bw,
-                      t_compute, t_memory, gemm, helpers, gemm + helpers)
+    return KernelTime(**asdict(L), family=name, n_bytes=n_bytes, bw_gbs=bw, t_compute_us=t_compute,
+                      t_memory_us=t_memory, gemm_us=gemm, helpers_us=helpers, kernel_us=gemm + helpers)
 
 
 # A GEMM dimension beyond an int64 is no GEMM (a prefill M = batch x prompt can pass 2^31), and the
