@@ -13,7 +13,7 @@ import html
 import os
 
 from ..._common.fit import fit
-from ..._common.text import printable
+from ..._common.text import show_path
 from ...vocabulary import CLASS_COLORS
 from ...amdahl import speedup
 from ..kernels import DENSE, OTHER, SPARSE_CUSPARSELT, classify
@@ -33,7 +33,7 @@ def _header(r: TraceReport) -> list[str]:
                 f"{tr.count('gpu_memcpy') + tr.count('gpu_memset'):,} memcpy/memset, {tr.count('cpu_op'):,} CPU operators")
     else:
         what = f"CPU trace (no GPU activity recorded): {tr.count('cpu_op'):,} CPU operators"
-    lines = [f"twofour trace: {_name(r.path)}"]
+    lines = [f"twofour trace: {show_path(os.path.basename(r.path))}"]
     # Left-out events come first: every number below is computed without them.
     for excluded, which in ((r.excluded, "the trace"), (r.baseline_excluded, "the baseline")):
         if excluded:
@@ -45,12 +45,8 @@ def _header(r: TraceReport) -> list[str]:
                          "annotation, or cut by the profiler's schedule); no step's numbers include them")
     lines.append(f"  {what}")
     if r.baseline_path:
-        lines.append(f"  dense baseline: {_name(r.baseline_path)}")
+        lines.append(f"  dense baseline: {show_path(os.path.basename(r.baseline_path))}")
     return lines
-
-
-def _name(path) -> str:
-    return printable(os.path.basename(path), 200)
 
 
 def _phase_text(ph: PhaseReport, width: int | None = None) -> list[str]:
@@ -198,7 +194,7 @@ def report_html(r: TraceReport) -> str:
                       for c in TRACE_CLASSES)
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>twofour trace: {html.escape(_name(r.path))}</title>"
+        f"<title>twofour trace: {html.escape(show_path(os.path.basename(r.path)))}</title>"
         "<style>body{font-family:system-ui,sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;color:#222;"
         "background:#fff}pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.8rem}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left}</style>"
