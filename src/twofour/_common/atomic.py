@@ -43,14 +43,6 @@ class OutputError(ValueError):
     """An output path that must not be written (an input, not a regular file); one sentence."""
 
 
-def _identity(path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
-
-
 def names_folder(path) -> bool:
     """A path written with a trailing separator (``newdir/``) names a folder; ``Path`` would drop the slash."""
     text = os.fspath(path)
@@ -86,9 +78,12 @@ def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:
         for test, why in _KINDS:
             if test(st.st_mode):
                 raise OutputError(f"{_show(path)} {why}; give the path of a regular file")
-        me = (st.st_dev, st.st_ino)
         for src in inputs:
-            if src is not None and _identity(src) == me:
+            try:
+                same = src is not None and os.path.samestat(os.stat(src), st)
+            except (OSError, ValueError):
+                same = False
+            if same:
                 raise OutputError(f"{_show(path)} is an input of this command (the same file); writing the output "
                                   "there would destroy it: give another path")
     real = Path(os.path.realpath(path))
