@@ -49,9 +49,9 @@ def names_folder(path) -> bool:
     return isinstance(text, str) and text.endswith((os.sep, "/")) and not os.path.isdir(text)
 
 
-def folder_message(path) -> str:
+def folder_message(path, example: str = "out") -> str:
     return (f"{_show(path)} ends in '/', so it names a folder, not a file; give a file name such as "
-            f"{_show(os.path.join(os.fspath(path), 'out'))}")
+            f"{_show(os.path.join(os.fspath(path), example))}")
 
 
 def check_output(path, inputs=(), *, follow_symlinks: bool = True) -> Path:

@@ -35,7 +35,7 @@ def check_output_file(path, option: str, example: str = "results.json", inputs=(
     if os.fspath(path) == "":
         raise UserError(f"{option} is empty; give a file name such as {example}")
     if names_folder(path):  # before Path() drops the slash: `newdir/` names a folder, not a file
-        raise UserError(f"{option} {folder_message(path)}")
+        raise UserError(f"{option} {folder_message(path, example)}")
     path = Path(path)
     parent = path.parent
     if not make_folder and not parent.is_dir():

@@ -8,7 +8,6 @@ a usage or file error, printed as one line.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from .main import UserError
@@ -53,9 +52,6 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = [args.trace_file, args.compare]
     if args.html is not None:  # before the (possibly long) read: a folder, an input or a FIFO is refused now
-        if args.html.endswith(("/", os.sep)):  # names a folder: never a file called "newdir"
-            raise UserError(f"--html: {show(args.html)} ends in '/', which names a folder; give the page's file name, "
-                            f"e.g. {show(os.path.join(args.html, 'report.html'))}")
         check_output_file(args.html, "--html", "report.html", inputs=inputs)
     try:
         report = analyze(args.trace_file, phase=args.phase, baseline=args.compare, progress=args.progress,
