@@ -41,7 +41,7 @@ from .._common.text import printable
 from ._pattern import PatternError, compile_pattern
 from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, decompress_unstructured,
                        pack_bitmask, unpack_bitmask)
-from .file import Checkpoint, detect_format, open_checkpoint
+from .file import Checkpoint, Closing, detect_format, open_checkpoint
 from .folder import ModelFiles, open_model
 
 __all__ = [
@@ -370,7 +370,7 @@ _STORED_FORMS = {
 }
 
 
-class StoredView:
+class StoredView(Closing):
     """Opened files seen as logical weights: the :class:`Reader` that :func:`open` and :func:`as_reader` return."""
 
     def __init__(self, files, config: CompressionConfig | None):
@@ -484,13 +484,6 @@ class StoredView:
 
     def close(self) -> None:
         self.files.close()
-
-    def __enter__(self) -> StoredView:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 @runtime_checkable
 class Reader(Protocol):
