@@ -485,6 +485,7 @@ class StoredView(Closing):
     def close(self) -> None:
         self.files.close()
 
+
 @runtime_checkable
 class Reader(Protocol):
     """What every opened checkpoint offers (implemented by :class:`StoredView`): one logical ``<layer>.weight``

@@ -535,7 +535,6 @@ class Checkpoint(Closing):
         self._closer()  # closes the file once, whoever calls first
 
 
-
 def _stamp(fd: int) -> tuple[int, int]:
     """(size, modification time in ns) of the open file: what changes when it is rewritten or truncated."""
     st = os.fstat(fd)

@@ -177,6 +177,7 @@ class ModelFiles(Closing):
             ckpt.close()
         self._open = []
 
+
 def _config_beside(root: str):
     path = os.path.join(root, CONFIG_NAME)
     if not os.path.lexists(path):
