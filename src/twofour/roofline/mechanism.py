@@ -34,7 +34,6 @@ PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n}
                    "bytes 2:4 saves, sets its time")
 # The M the flat-time and efficiency sentences read (kernel mode, Llama-3-8B gate/up, fp16).
 MEASURED_M = (1, 16, 256, 512, 1024, 2048)
-_GPU = "H200"
 _GATE_UP = (14336, 4096)
 
 
@@ -53,7 +52,7 @@ def mechanism_facts() -> dict:
     from ..dispatch.kernels import recorded_reports
     from .evidence import helper_costs, trace_grids  # looked up on each call: a test plants a second tile
 
-    gpu = get_gpu(_GPU)
+    gpu = get_gpu("H200")
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
 
     grids = trace_grids("sparse-graph")

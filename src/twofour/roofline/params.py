@@ -262,9 +262,7 @@ def default_params(gpu=None, backend: str | None = None) -> KernelParams:
         >>> default_params("L4") == DEFAULT_PARAMS     # never measured: the H200's set
         True
     """
-    if _stored_fit() is None:
-        return ASSUMED_PARAMS
-    return _params_of(fit_key(gpu, backend) or "")
+    return ASSUMED_PARAMS if _stored_fit() is None else _params_of(fit_key(gpu, backend) or "")
 
 
 def _regimes(rows) -> str:
