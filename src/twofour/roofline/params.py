@@ -234,8 +234,7 @@ def _stored_fit() -> dict | None:
 @functools.lru_cache(maxsize=None)
 def _params_of(key: str) -> KernelParams:
     fit = _stored_fit()
-    entry = fit["base"] if key == "" else fit["per_gpu"][key]
-    return KernelParams.from_dict(entry["params"])
+    return KernelParams.from_dict((fit["per_gpu"][key] if key else fit["base"])["params"])
 
 
 def fit_key(gpu=None, backend: str | None = None) -> str | None:

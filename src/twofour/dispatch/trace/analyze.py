@@ -305,8 +305,7 @@ def _culprit(ix, a, b):
         if ix.launch_thread < 0:
             return "no CPU activity recorded", (), -1
         return "no operator (Python or framework code between operators)", tuple(map(ix.name, stack)), -1
-    names = tuple(ix.name(i) for i in stack[: stack.index(chosen) + 1])
-    return ix.name(chosen), names, chosen
+    return ix.name(chosen), tuple(ix.name(i) for i in stack[: stack.index(chosen) + 1]), chosen
 
 
 def _gaps(ix, rep: PhaseReport, step: str, a: float, b: float, keep: int = 5, min_us: float = 1e-3) -> None:
