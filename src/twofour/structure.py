@@ -155,8 +155,7 @@ class StructureReport:
             f"{header_vals}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
         more = self.num_bad_groups - len(self.examples)
-        tail = f"<p>&hellip; and {more:,} more offending groups.</p>" if more > 0 else ""
-        return head + table + tail
+        return head + table + (f"<p>&hellip; and {more:,} more offending groups.</p>" if more > 0 else "")
 
 
 def _repeated(per_row: torch.Tensor) -> bool:

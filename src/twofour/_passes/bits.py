@@ -138,9 +138,7 @@ def zero_bits(dtype: torch.dtype) -> int:
     """
     bits = torch.empty((), dtype=dtype).element_size() * 8
     fmt = FORMATS.get(dtype)
-    if fmt is not None and fmt.signed_zero:
-        return (1 << (bits - 1)) - 1
-    return (1 << bits) - 1
+    return (1 << (bits - 1)) - 1 if fmt is not None and fmt.signed_zero else (1 << bits) - 1
 
 
 def sign_bit_counts(dtype: torch.dtype) -> bool:

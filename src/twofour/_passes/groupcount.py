@@ -67,9 +67,7 @@ class Scratch:
 
 def contiguous(block: torch.Tensor, scratch: Scratch) -> torch.Tensor:
     """``block`` itself when contiguous, else a copy in a reused buffer (a transposed view, a slice)."""
-    if block.is_contiguous():
-        return block
-    return scratch.get("copy", block.dtype, block.shape).copy_(block)
+    return block if block.is_contiguous() else scratch.get("copy", block.dtype, block.shape).copy_(block)
 
 
 @lru_cache(maxsize=None)

@@ -33,9 +33,7 @@ MAX_SPAN = 1 << 22
 
 def storage_span(W: torch.Tensor) -> int:
     """How many consecutive storage elements the view ``W`` reaches (its first to its last)."""
-    if W.numel() == 0:
-        return 0
-    return 1 + sum((size - 1) * stride for size, stride in zip(W.shape, W.stride()))
+    return 0 if W.numel() == 0 else 1 + sum((size - 1) * stride for size, stride in zip(W.shape, W.stride()))
 
 
 def overlaps(W: torch.Tensor) -> bool:

@@ -30,8 +30,7 @@ _PAIR_WORD = {1: torch.int16, 2: torch.int32}  # element bytes -> the two kept v
 
 def supports(dtype: torch.dtype, n: int, m: int, K: int) -> bool:
     """True when :func:`pack_block` / :func:`unpack_block` handle this weight (2:4, 1 or 2 bytes, K % 8 == 0)."""
-    size = torch.empty((), dtype=dtype).element_size()
-    return (n, m) == (2, 4) and size in _GROUP_WORD and K % 8 == 0
+    return (n, m) == (2, 4) and torch.empty((), dtype=dtype).element_size() in _GROUP_WORD and K % 8 == 0
 
 
 @lru_cache(maxsize=None)

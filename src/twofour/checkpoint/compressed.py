@@ -41,7 +41,7 @@ from .._common.text import printable
 from ._pattern import PatternError, compile_pattern
 from ._bitmask import (BITMASK_PARTS, CompressedError, check_bitmask, check_sizes, decompress, decompress_unstructured,
                        pack_bitmask, unpack_bitmask)
-from .file import Checkpoint, detect_format, open_checkpoint
+from .file import Checkpoint, Closing, detect_format, open_checkpoint
 from .folder import ModelFiles, open_model
 
 __all__ = [
@@ -249,8 +249,7 @@ def count_24(packed: torch.Tensor, shape, zero_point: torch.Tensor | None, layer
         groups = zero_point.shape[1]
         zp = unpack_ints(zero_point.t().contiguous(), bits, groups, N).t()  # packed along N
         nonzero = q != zp.repeat_interleave(K // groups, dim=1)
-    counts = nonzero.reshape(N, K // 4, 4).sum(-1)
-    return N * K // 4, int((counts > 2).sum())
+    return N * K // 4, int((nonzero.reshape(N, K // 4, 4).sum(-1) > 2).sum())
 
 
 def _dense_shape(shape_tensor: torch.Tensor, layer: str) -> tuple[int, int]:
@@ -347,8 +346,7 @@ def weight_kind(name: str, shape: tuple[int, ...]) -> str | None:
     base = re.sub(r"#\d+$", "", name)
     if len(shape) != 2 or not (base == "weight" or base.endswith(".weight")):
         return None
-    low = name.lower()
-    return "embedding" if any(m in low for m in EMBEDDING_MARKERS) else "linear"
+    return "embedding" if any(m in name.lower() for m in EMBEDDING_MARKERS) else "linear"
 
 
 def is_conv1d(config, name: str) -> bool:
@@ -370,7 +368,7 @@ _STORED_FORMS = {
 }
 
 
-class StoredView:
+class StoredView(Closing):
     """Opened files seen as logical weights: the :class:`Reader` that :func:`open` and :func:`as_reader` return."""
 
     def __init__(self, files, config: CompressionConfig | None):
@@ -484,12 +482,6 @@ class StoredView:
 
     def close(self) -> None:
         self.files.close()
-
-    def __enter__(self) -> StoredView:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 @runtime_checkable

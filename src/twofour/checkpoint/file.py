@@ -361,7 +361,17 @@ def _check_zip(read_path: str, fd: int, path: str) -> str:
     return order
 
 
-class Checkpoint:
+class Closing:
+    """``with`` support for the checkpoint readers: ``__exit__`` calls the subclass's ``close``."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Checkpoint(Closing):
     """An opened checkpoint (:func:`open_checkpoint`): names, shapes, dtypes up front, tensors one at a time;
     ``skipped`` lists ``(name, why)`` of entries that are not tensors, ``notes`` the names that collided."""
 
@@ -523,12 +533,6 @@ class Checkpoint:
         self._handle = None
         self._tensors = {}
         self._closer()  # closes the file once, whoever calls first
-
-    def __enter__(self) -> Checkpoint:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _stamp(fd: int) -> tuple[int, int]:

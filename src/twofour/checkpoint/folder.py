@@ -25,7 +25,7 @@ import os
 import stat
 
 from .._common.text import printable, show_path as _show
-from .file import CheckpointError, open_checkpoint, stat_or_error
+from .file import CheckpointError, Closing, open_checkpoint, stat_or_error
 
 __all__ = ["FolderError", "ModelFiles", "open_model", "read_json", "INDEX_NAME", "CONFIG_NAME"]
 
@@ -107,7 +107,7 @@ def _inside(root: str, name, what: str) -> str:
     return real
 
 
-class ModelFiles:
+class ModelFiles(Closing):
     """The tensors of a model folder, index or file: ``kind`` is ``"folder"``, ``"index"`` or ``"file"``;
     ``root`` the folder; ``config`` the parsed ``config.json`` or None; ``files`` the shards, in order."""
 
@@ -176,12 +176,6 @@ class ModelFiles:
         for ckpt in self._open:
             ckpt.close()
         self._open = []
-
-    def __enter__(self) -> ModelFiles:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _config_beside(root: str):

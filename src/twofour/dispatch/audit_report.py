@@ -75,8 +75,7 @@ def valid_cell(r) -> str:
 def _disk_cell(r) -> str:
     if r.stored_bytes is None:
         return "—"
-    fp16 = r.shape[0] * r.shape[1] * 2
-    return f"{format_bytes(r.stored_bytes)} ({r.stored_bytes / fp16:.2f}x fp16)"
+    return f"{format_bytes(r.stored_bytes)} ({r.stored_bytes / (r.shape[0] * r.shape[1] * 2):.2f}x fp16)"
 
 
 def format_bytes(n: int) -> str:

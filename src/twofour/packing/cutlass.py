@@ -56,8 +56,7 @@ def _reorder_meta(meta: torch.Tensor, row_block: int, interleave: int) -> torch.
     # (1) rows r = block*row_block + u*8 + v  ->  block*row_block + v*interleave + u
     regrouped = meta.view(rows // row_block, interleave, 8, cols).permute(0, 2, 1, 3).reshape(rows, cols)
     # (2)+(3): element (2p+i, 2q+j) lands at flat position ((q*rows/2 + p)*2 + j)*2 + i
-    tiles = regrouped.view(rows // 2, 2, cols // 2, 2)
-    return tiles.permute(2, 0, 3, 1).contiguous().view(rows, cols)
+    return regrouped.view(rows // 2, 2, cols // 2, 2).permute(2, 0, 3, 1).contiguous().view(rows, cols)
 
 
 def to_cutlass(packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:

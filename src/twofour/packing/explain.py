@@ -25,8 +25,7 @@ class GroupExplanation:
     @property
     def index_bits(self) -> tuple[str, ...]:
         """Each kept position as a binary string of ``index_bits(m)`` digits."""
-        b = index_bits(self.m)
-        return tuple(format(i, f"0{b}b") for i in self.kept)
+        return tuple(format(i, f"0{index_bits(self.m)}b") for i in self.kept)
 
     @property
     def meta_bits(self) -> str:

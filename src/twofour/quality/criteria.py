@@ -244,5 +244,4 @@ def weight_mass_kept(model: TinyLM, masks: dict[str, torch.Tensor]) -> float:
     """
     layers = prunable_linears(model)
     kept = sum(float((layers[n].weight.abs() * masks[n]).sum()) for n in masks)
-    total = sum(float(layers[n].weight.abs().sum()) for n in masks)
-    return kept / total
+    return kept / sum(float(layers[n].weight.abs().sum()) for n in masks)

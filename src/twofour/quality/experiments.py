@@ -184,8 +184,7 @@ class QualityTable:
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         header = [h for h, _, _ in _COLUMNS]
-        body = [[fmt.format(getattr(r, attr)) for _, attr, fmt in _COLUMNS] for r in self.rows]
-        return header, body
+        return header, [[fmt.format(getattr(r, attr)) for _, attr, fmt in _COLUMNS] for r in self.rows]
 
     def __str__(self) -> str:
         header, body = self._cells()

@@ -235,5 +235,4 @@ def train(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         model = TinyLM(model_cfg)
-    log = continue_training(model, corpus, cfg, progress=progress)
-    return model, log
+    return model, continue_training(model, corpus, cfg, progress=progress)

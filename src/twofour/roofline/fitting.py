@@ -103,10 +103,6 @@ def _logit(p):
     return math.log(p / (1 - p))
 
 
-def _sigmoid(x):
-    return 1 / (1 + math.exp(-x))
-
-
 # Fractions are searched through a logit, the other free numbers through a log.
 _FRACTIONS = ("compute_eff", "sm_compute_eff", "mem_eff", "dram_eff", "flush_dirty_frac")
 
@@ -118,7 +114,8 @@ def _pack(family: KernelFamily, params: KernelParams, fit_dram: bool) -> list[fl
 
 
 def _numbers(x, fit_dram: bool) -> tuple[dict, dict]:
-    values = {n: _sigmoid(v) if n in _FRACTIONS else math.exp(v) for n, v in zip(FREE + FREE_DRAM, x)}
+    values = {n: 1 / (1 + math.exp(-v)) if n in _FRACTIONS else math.exp(v)
+              for n, v in zip(FREE + FREE_DRAM, x)}
     return {n: values[n] for n in FREE}, {n: values[n] for n in FREE_DRAM if fit_dram}
 
 

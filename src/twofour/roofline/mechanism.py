@@ -34,7 +34,6 @@ PADDED_TILE_WHY = ("the 2:4 kernel computes a {tile_m}-token-wide tile ({tile_n}
                    "bytes 2:4 saves, sets its time")
 # The M the flat-time and efficiency sentences read (kernel mode, Llama-3-8B gate/up, fp16).
 MEASURED_M = (1, 16, 256, 512, 1024, 2048)
-_GPU = "H200"
 _GATE_UP = (14336, 4096)
 
 
@@ -53,7 +52,7 @@ def mechanism_facts() -> dict:
     from ..dispatch.kernels import recorded_reports
     from .evidence import helper_costs, trace_grids  # looked up on each call: a test plants a second tile
 
-    gpu = get_gpu(_GPU)
+    gpu = get_gpu("H200")
     per_sm = gpu.sparse_tflops["fp16"] * 1e12 / gpu.sms  # FLOP/s of one SM at the data sheet's sparse peak
 
     grids = trace_grids("sparse-graph")
@@ -85,9 +84,7 @@ def mechanism_facts() -> dict:
         flops = 2 * tiles * tile_n * tile_m * K  # the math of the tiles run, padding included
         return flops / (flat[M] * 1e-6) / (per_sm * min(tiles, gpu.sms))
 
-    first = {}  # the first launch of each weight shape in the trace
-    for g in grids:
-        first.setdefault((g["N"], g["K"]), g)
+    first = {(g["N"], g["K"]): g for g in reversed(grids)}  # each weight shape's first launch in the trace
     groups = {(14336, 4096): "gate/up", (4096, 14336): "down", (4096, 4096): "q/o", (1024, 4096): "k/v"}
     one_token = [{"layers": label, "N": N, "K": K, "ctas": first[N, K]["ctas"], "split": first[N, K]["split"],
                   "math_us": 2 * tile_n * tile_m * (K / first[N, K]["split"]) / per_sm * 1e6,

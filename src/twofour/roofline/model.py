@@ -420,8 +420,7 @@ def ceilings(dtype) -> dict[str, float]:
         >>> ceilings("fp16")
         {'compute': 2.0, 'memory': 1.7777777777777777}
     """
-    d = _gemm_dtype(dtype)
-    return {"compute": 2.0, "memory": 1 / DTYPES[d].packed_ratio}
+    return {"compute": 2.0, "memory": 1 / DTYPES[_gemm_dtype(dtype)].packed_ratio}
 
 
 def arithmetic_intensity(M: int, N: int, K: int, dtype="fp16", *, sparse: bool = False) -> float:
@@ -450,5 +449,4 @@ def ridge_point(gpu, dtype="fp16", *, sparse: bool = False) -> float:
     """
     _require_bool("sparse", sparse)
     spec = get_gpu(gpu)
-    d = _gemm_dtype(dtype)
-    return spec.peak_tflops(d, sparse=sparse) * 1e12 / (spec.mem_bw_gbs * 1e9)
+    return spec.peak_tflops(_gemm_dtype(dtype), sparse=sparse) * 1e12 / (spec.mem_bw_gbs * 1e9)

@@ -234,8 +234,7 @@ def _stored_fit() -> dict | None:
 @functools.lru_cache(maxsize=None)
 def _params_of(key: str) -> KernelParams:
     fit = _stored_fit()
-    entry = fit["base"] if key == "" else fit["per_gpu"][key]
-    return KernelParams.from_dict(entry["params"])
+    return KernelParams.from_dict((fit["per_gpu"][key] if key else fit["base"])["params"])
 
 
 def fit_key(gpu=None, backend: str | None = None) -> str | None:
@@ -262,9 +261,7 @@ def default_params(gpu=None, backend: str | None = None) -> KernelParams:
         >>> default_params("L4") == DEFAULT_PARAMS     # never measured: the H200's set
         True
     """
-    if _stored_fit() is None:
-        return ASSUMED_PARAMS
-    return _params_of(fit_key(gpu, backend) or "")
+    return ASSUMED_PARAMS if _stored_fit() is None else _params_of(fit_key(gpu, backend) or "")
 
 
 def _regimes(rows) -> str:

@@ -142,8 +142,7 @@ class Ops:
             self.synchronize()
             wall_ms = (time.perf_counter() - t0) * 1e3 / calls
         # records_from_profiler keeps prof.events()' order, so index i is the same event in both
-        starts = [float(e.time_range.start) for e in prof.events()]
-        return records_from_profiler(prof), wall_ms, starts
+        return records_from_profiler(prof), wall_ms, [float(e.time_range.start) for e in prof.events()]
 
 
 CpuOps = Ops  # dense float32 on the CPU: the base operations themselves (see the module docstring)

@@ -170,6 +170,4 @@ def one_shot_allreduce_us(n_bytes: float, ranks: int, link_gbs: float, latency_u
     7.04
     """
     _check_allreduce(n_bytes, ranks, link_gbs, latency_us)
-    if ranks == 1:
-        return 0.0
-    return (ranks - 1) * n_bytes / (link_gbs * 1e3) + latency_us
+    return 0.0 if ranks == 1 else (ranks - 1) * n_bytes / (link_gbs * 1e3) + latency_us

@@ -292,9 +292,6 @@ def _issuer(ix, tr: Trace, row: int) -> tuple:
     return tr.names[tr.name[row]], (tr.shapes[s] if s >= 0 else None)
 
 
-_NO_OP = "no operator (Python or framework code between operators)"
-
-
 def _culprit(ix, a, b):
     """(label, stack names, set-up operator index or -1) for the gap [a, b]."""
     tr = ix.tr
@@ -307,9 +304,8 @@ def _culprit(ix, a, b):
     if chosen < 0:
         if ix.launch_thread < 0:
             return "no CPU activity recorded", (), -1
-        return _NO_OP, tuple(ix.name(i) for i in stack), -1
-    names = tuple(ix.name(i) for i in stack[: stack.index(chosen) + 1])
-    return ix.name(chosen), names, chosen
+        return "no operator (Python or framework code between operators)", tuple(map(ix.name, stack)), -1
+    return ix.name(chosen), tuple(ix.name(i) for i in stack[: stack.index(chosen) + 1]), chosen
 
 
 def _gaps(ix, rep: PhaseReport, step: str, a: float, b: float, keep: int = 5, min_us: float = 1e-3) -> None:
