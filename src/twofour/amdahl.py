@@ -51,7 +51,7 @@ MIN_SPEEDUP = 2.2250738585072014e-308
 
 
 def require_speedup(name: str, value) -> float:
-    """``value`` as a speedup: a finite number of at least :data:`MIN_SPEEDUP`, else an error naming ``name``."""
+    """``value`` as a speedup: a finite number at least :data:`MIN_SPEEDUP`, else an error naming ``name``."""
     value = _number(name, value, "a positive finite number (a speedup)")
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(
