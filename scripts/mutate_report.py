@@ -15,8 +15,9 @@ scores before and after a change are comparable. ``--sample all`` runs every mut
     python scripts/mutate_report.py report [--modules ...] [--sample ...]   # from the last run's results
 
 ``run`` stops mutmut after ``--budget`` seconds (the mutants it did not reach are reported as
-"not run"), then prints the report. Results live in ``mutants/`` (git-ignored); mutmut reuses
-its test-to-function map there, so delete the folder after changing the test selection.
+"not run"), then prints the report. Results live in ``mutants/`` (git-ignored), which ``run``
+empties first: mutmut's map of tests to functions, reused from an earlier run, named 1 test for
+a function renamed since (76 under its old name), and its mutants "survived" tests that kill them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -268,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                          "which do not exist: pytest would stop before testing any mutant; fix the paths there")
     chosen = selected(modules, size, args.seed)
     if args.command == "run":
-        (ROOT / "mutants").mkdir(exist_ok=True)
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        (ROOT / "mutants").mkdir()
         names = [n for ns in chosen.values() for n in ns] if size is not None else [
             n.rsplit(".", 1)[0] + ".*" for n in (ns[0] for ns in chosen.values() if ns)]
         start = time.monotonic()
