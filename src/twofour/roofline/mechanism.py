@@ -84,7 +84,9 @@ def mechanism_facts() -> dict:
         flops = 2 * tiles * tile_n * tile_m * K  # the math of the tiles run, padding included
         return flops / (flat[M] * 1e-6) / (per_sm * min(tiles, gpu.sms))
 
-    first = {(g["N"], g["K"]): g for g in reversed(grids)}  # each weight shape's first launch in the trace
+    first = {}  # the first launch of each weight shape in the trace
+    for g in grids:
+        first.setdefault((g["N"], g["K"]), g)
     groups = {(14336, 4096): "gate/up", (4096, 14336): "down", (4096, 4096): "q/o", (1024, 4096): "k/v"}
     one_token = [{"layers": label, "N": N, "K": K, "ctas": first[N, K]["ctas"], "split": first[N, K]["split"],
                   "math_us": 2 * tile_n * tile_m * (K / first[N, K]["split"]) / per_sm * 1e6,
