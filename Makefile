@@ -8,10 +8,12 @@ STAMP  := $(VENV)/.setup-done
 # This machine's pip resolves torch==2.13.0 to a small CPU build. The pin applies only when
 # the venv has no torch yet, so a GPU box can pre-install its own CUDA torch into .venv.
 TORCH_SPEC ?= torch==2.13.0
-# pip installs without compiling bytecode (--no-compile): compiling every file of torch, jupyter
-# and the rest took about 70 s of a fresh set-up's CPU, most of it for modules nothing here
-# imports. Python compiles what is imported on first use and keeps it, which needs bytecode
-# writing on in the commands below (some shells turn it off for everything).
+# pip installs only torch (it reads this machine's pip settings, which point at the CPU build on
+# disk) and uv; uv installs the rest, downloading and unpacking in parallel: 8 s with an empty
+# cache against pip's 38 s with a warm one (benchmarks/README.md). Neither compiles bytecode up
+# front (compiling every file of torch, jupyter and the rest took about 70 s of CPU, most of it for
+# modules nothing here imports): Python compiles what is imported on first use and keeps it, which
+# needs bytecode writing on in the commands below (some shells turn it off for everything).
 unexport PYTHONDONTWRITEBYTECODE
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -22,15 +24,18 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --disable-pip-version-check --no-compile -q "$(TORCH_SPEC)"
-	$(BIN)/pip install --disable-pip-version-check --no-compile -q -e ".[site,test,lab]"
-	@# rfc3987-syntax comes with jupyter-events' jsonschema[format-nongpl] and builds an Earley
-	@# grammar on every `import jsonschema` (2.2 s of CPU in each process that reads a notebook
-	@# or a twofour JSON file; python-jsonschema/jsonschema#1521). Nothing here checks the "iri"
-	@# format it serves (jsonschema skips a format whose checker is missing), so it goes.
-	$(BIN)/pip uninstall --disable-pip-version-check -y -q rfc3987-syntax 2>/dev/null || true
-	@# Browser tests drive Debian's chromium: installed here when root, else instructions.
-	@scripts/install-chromium.sh
+	@# Browser tests drive Debian's chromium: installed here when root (else instructions), while
+	@# the packages install. rfc3987-syntax comes with jupyter-events' jsonschema[format-nongpl] and
+	@# builds an Earley grammar on every `import jsonschema` (2.2 s of CPU in each process that reads
+	@# a notebook or a twofour JSON file; python-jsonschema/jsonschema#1521). Nothing here checks
+	@# the "iri" format it serves (jsonschema skips a format whose checker is missing), so it goes.
+	@echo "Setting up $(VENV): PyTorch, then the site's, the notebooks' and the tests' packages"
+	@scripts/install-chromium.sh & chromium=$$!; \
+	$(BIN)/python -c "import torch" 2>/dev/null || torch="$(TORCH_SPEC)"; \
+	$(BIN)/pip install --disable-pip-version-check --no-compile -q uv $$torch \
+	&& $(BIN)/uv pip install --python $(BIN)/python -q -e ".[site,test,lab]" \
+	&& { $(BIN)/uv pip uninstall --python $(BIN)/python -q rfc3987-syntax || true; }; \
+	status=$$?; wait $$chromium && exit $$status
 	@touch $(STAMP)
 
 # Serves at once and never makes a request wait (scripts/serve.py): a static server over the newest
