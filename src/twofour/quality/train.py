@@ -15,8 +15,12 @@ True
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
+import os
+import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -80,9 +84,12 @@ class TrainConfig:
 
 @dataclass
 class TrainLog:
-    """Training loss per step (mean cross-entropy per byte, nats)."""
+    """Training loss per step (mean cross-entropy per byte, nats), the training's wall time, and whether
+    the model was read back from :func:`train`'s cache rather than trained in this call."""
 
     losses: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    from_cache: bool = False
 
 
 @contextlib.contextmanager
@@ -229,10 +236,63 @@ def train(
     cfg: TrainConfig,
     *,
     progress: bool | str = True,
+    cache: bool = False,
 ) -> tuple[TinyLM, TrainLog]:
-    """Build a :class:`TinyLM` with seed ``cfg.seed`` and train it from scratch."""
+    """Build a :class:`TinyLM` with seed ``cfg.seed`` and train it from scratch.
+
+    ``cache=True`` keeps the result in ``$TWOFOUR_CACHE`` (else ``$XDG_CACHE_HOME/twofour``, else
+    ``~/.cache/twofour``) and reads it back the next time the same model is asked for (same configs,
+    corpus, torch version, thread count and determinism setting: the same bits), so chapter 5, its
+    lab and the lab's solutions train their model once between them.
+    """
+    if not cache:
+        return _train(model_cfg, corpus, cfg, progress)
+    key = repr((model_cfg, cfg, corpus.sha256, torch.__version__, torch.get_num_threads(),
+                torch.are_deterministic_algorithms_enabled()))
+    path = _cache_dir() / f"tinylm-{hashlib.sha256(key.encode()).hexdigest()[:20]}.pt"
+    try:
+        with _only_one_trainer(path):  # a second process asking for it waits, then reads it
+            if path.is_file():
+                saved = torch.load(path, weights_only=True)
+                model = TinyLM(model_cfg)
+                model.load_state_dict(saved["state"])
+                return model.eval(), TrainLog(saved["losses"], saved["seconds"], from_cache=True)
+            model, log = _train(model_cfg, corpus, cfg, progress)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            torch.save({"state": model.state_dict(), "losses": log.losses, "seconds": log.seconds}, tmp)
+            os.replace(tmp, path)  # atomic: a reader never sees half a file
+            return model, log
+    except OSError:  # no writable cache: train here
+        return _train(model_cfg, corpus, cfg, progress)
+
+
+def _train(model_cfg: ModelConfig, corpus: Corpus, cfg: TrainConfig, progress: bool | str) -> tuple[TinyLM, TrainLog]:
+    start = time.perf_counter()
     # fork_rng: seed the initial weights without disturbing the caller's global RNG.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         model = TinyLM(model_cfg)
-    return model, continue_training(model, corpus, cfg, progress=progress)
+    log = continue_training(model, corpus, cfg, progress=progress)
+    log.seconds = time.perf_counter() - start
+    return model, log
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("TWOFOUR_CACHE"):
+        return Path(os.environ["TWOFOUR_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "twofour"
+
+
+@contextlib.contextmanager
+def _only_one_trainer(path: Path):
+    """While held, no other process trains the same model (notebooks run side by side under
+    ``make test``)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: both may train; each writes the same bytes
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -8,6 +8,7 @@ lowers the loss, magnitude beats random pruning, masks survive recovery, runs ar
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 
 import pytest
@@ -149,6 +150,27 @@ def test_same_seed_gives_identical_perplexity(corpus):
     with deterministic(1):
         other, _ = train(TINY, corpus, dataclasses.replace(cfg, seed=1), progress=False)
         assert perplexity(other, corpus.val, max_windows=32) != ppls[0]
+
+
+def test_a_cached_model_is_trained_once_and_read_back_bit_for_bit(corpus, monkeypatch, tmp_path):
+    monkeypatch.setenv("TWOFOUR_CACHE", str(tmp_path))
+    cfg = dataclasses.replace(TINY_TRAIN, steps=20)
+    with deterministic(1):
+        trained, log = train(TINY, corpus, cfg, progress=False, cache=True)
+        monkeypatch.setattr(importlib.import_module("twofour.quality.train"), "continue_training",
+                            lambda *a, **k: pytest.fail("trained again"))
+        read, read_log = train(TINY, corpus, cfg, progress=False, cache=True)
+    assert len(list(tmp_path.glob("*.pt"))) == 1 and not log.from_cache and read_log.from_cache
+    assert all(torch.equal(a, b) for a, b in zip(trained.state_dict().values(), read.state_dict().values()))
+    assert read_log.losses == log.losses and read_log.seconds == log.seconds > 0 and not read.training
+    # Anything the bits depend on makes another file: the recipe, and the thread count.
+    monkeypatch.undo()
+    monkeypatch.setenv("TWOFOUR_CACHE", str(tmp_path))
+    with deterministic(1):
+        train(TINY, corpus, dataclasses.replace(cfg, steps=21), progress=False, cache=True)
+    with deterministic(2):
+        train(TINY, corpus, cfg, progress=False, cache=True)
+    assert len(list(tmp_path.glob("*.pt"))) == 3
 
 
 def test_deterministic_restores_settings():

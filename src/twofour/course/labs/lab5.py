@@ -16,10 +16,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import hashlib
-import os
-from contextlib import contextmanager
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -60,58 +56,11 @@ LAB_SIZE = "small"
 LAB_TRAIN = DEFAULT_TRAIN
 
 
-def cache_dir() -> Path:
-    """Where trained lab models are kept: ``$TWOFOUR_CACHE``, else ``$XDG_CACHE_HOME/twofour``
-    (``~/.cache/twofour``)."""
-    if os.environ.get("TWOFOUR_CACHE"):
-        return Path(os.environ["TWOFOUR_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "twofour"
-
-
-def _cache_file(size: str, train_cfg, corpus) -> Path:
-    """The file of one trained model: named by everything its weights depend on."""
-    key = repr((SIZES[size].model, train_cfg, corpus.sha256, torch.__version__, SEED)).encode()
-    return cache_dir() / f"lab5-{size}-{hashlib.sha256(key).hexdigest()[:20]}.pt"
-
-
-@contextmanager
-def _only_one_trainer(path: Path):
-    """While held, no other process trains the same model (the lab and its solutions run side by
-    side under ``make test``): the second waits, then reads the first one's file."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: both may train; each writes the same bytes
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 @functools.lru_cache(maxsize=2)
 def _provided(size: str, train_cfg) -> tuple[TinyLM, dict[str, torch.Tensor]]:
     corpus = load_corpus()
-    path = _cache_file(size, train_cfg, corpus)
-    try:
-        with _only_one_trainer(path):
-            if path.is_file():
-                saved = torch.load(path, weights_only=True)
-                model = TinyLM(SIZES[size].model)
-                model.load_state_dict(saved["state"])
-                return model.eval(), saved["norms"]
-            model, norms = _train(size, train_cfg, corpus)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            torch.save({"state": model.state_dict(), "norms": norms}, tmp)
-            os.replace(tmp, path)
-            return model, norms
-    except OSError:  # no writable cache: train in this process
-        return _train(size, train_cfg, corpus)
-
-
-def _train(size: str, train_cfg, corpus) -> tuple[TinyLM, dict[str, torch.Tensor]]:
-    with deterministic(1):
-        model, _ = train(SIZES[size].model, corpus, train_cfg, progress="training the lab's model")
+    with deterministic(1):  # as the chapter trains it: one model between them (train's cache)
+        model, _ = train(SIZES[size].model, corpus, train_cfg, progress="training the lab's model", cache=True)
         norms = activation_norms(model, corpus.train)
     return model, norms
 
