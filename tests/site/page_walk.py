@@ -27,8 +27,36 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # resultTypes: axe still runs every rule and lists every violation in full; passes, incomplete and
 # inapplicable results keep one node each, and only the violations come back to Python. On a
 # long chapter that is 3x faster (axe's own advice for large pages) and checks the same.
-AXE_RUN = ("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})"
-           ".then(r => r.violations)")
+# Highlighted code is most of axe's work on a chapter (4,252 of chapter 4's 7,020 elements are code
+# tokens, each checked for colour contrast), and a token's contrast is fixed by its colour, size,
+# weight, opacity and the background behind it: the same on every page. So axe checks the tokens
+# of a code block only if the block holds a look new to the walk (TOKEN_SAMPLES marks those blocks
+# and returns the new looks; `seen` is the looks before this page); the other blocks get the one
+# rule that depends on the block itself (can a keyboard scroll it?), and every other element on the
+# page every rule. (Blocks are left out whole: an exclusion list of single tokens cost axe more
+# than checking them.)
+TOKEN_SAMPLES = """seen => {
+  const known = new Set(seen), fresh = [];
+  const background = (e) => { for (; e; e = e.parentElement) {
+    const bg = getComputedStyle(e).backgroundColor; if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') return bg; }
+    return 'none'; };
+  for (const span of document.querySelectorAll('.highlight code span')) {
+    const cs = getComputedStyle(span);
+    const look = [cs.color, cs.fontSize, cs.fontWeight, cs.opacity, background(span)].join(' ');
+    if (known.has(look)) continue;
+    known.add(look); fresh.push(look); span.closest('.highlight').dataset.axeSample = '';
+  }
+  return fresh;
+}"""
+AXE_RUN = """async (tags) => {
+  const seen = '.highlight:not([data-axe-sample]) code';
+  const options = {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']};
+  const all = await axe.run({exclude: [[seen]]}, options);
+  if (!document.querySelector(seen)) return all.violations;
+  const scroll = await axe.run({include: [[seen]]},
+                               {runOnly: {type: 'rule', values: ['scrollable-region-focusable']}, resultTypes: ['violations']});
+  return [...all.violations, ...scroll.violations];
+}"""
 
 
 def notebook_pages(pages: list[str]) -> list[str]:
@@ -247,6 +275,7 @@ def desktop_walk(browser, base_url: str, site, pages: list[str], axe_source: str
     page.on("pageerror", lambda exc: out.console_errors.append(f"uncaught: {exc}"))
     checked, notebooks, tabled, printed = (axe_checked(site, pages), set(notebook_pages(pages)),
                                            set(chapter_and_lab_pages(pages)), set(printed_pages(pages)))
+    token_looks: list[str] = []  # what TOKEN_SAMPLES has had axe check so far
     try:
         for path in pages:
             _open(page, base_url, path)
@@ -265,6 +294,7 @@ def desktop_walk(browser, base_url: str, site, pages: list[str], axe_source: str
                 got["figures"] = page.evaluate(FIGURES)
             if path in checked:
                 page.add_script_tag(content=axe_source)  # inline: no request
+                token_looks += page.evaluate(TOKEN_SAMPLES, token_looks)
                 got["axe"] = serious(page.evaluate(AXE_RUN, AXE_TAGS))
     finally:
         context.close()
