@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -183,7 +185,13 @@ def _parse_checked(text: str, source: str, loader):
 def load_bank(path=None) -> Bank:
     """Load and validate the bank (default: the shipped one, at most :data:`MAX_BANK_BYTES` of UTF-8); each
     problem is one :class:`BankError` line. Numbers are computed lazily by :meth:`Question.evaluate`."""
-    text, source = _bank_text(path)
+    return _bank(*_bank_text(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _bank(text: str, source: str) -> Bank:
+    # Kept by the text read: a bank is frozen, and reading the shipped one (about 0.7 s, most of it
+    # validation) is what the site build and half the test modules do first. A changed file is new text.
     data = _parse_yaml(text, source)
     validate(data, "bank", source)
     questions = tuple(parse_question(raw, i, source) for i, raw in enumerate(data["questions"]))
