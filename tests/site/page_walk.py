@@ -40,7 +40,7 @@ TOKEN_SAMPLES = """seen => {
   const background = (e) => { for (; e; e = e.parentElement) {
     const bg = getComputedStyle(e).backgroundColor; if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') return bg; }
     return 'none'; };
-  for (const span of document.querySelectorAll('.highlight code span')) {
+  for (const span of document.querySelectorAll('.highlight code, .highlight code span')) {  // a block's own text too
     const cs = getComputedStyle(span);
     const look = [cs.color, cs.fontSize, cs.fontWeight, cs.opacity, background(span)].join(' ');
     if (known.has(look)) continue;

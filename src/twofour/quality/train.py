@@ -253,10 +253,13 @@ def train(
     try:
         with _only_one_trainer(path):  # a second process asking for it waits, then reads it
             if path.is_file():
-                saved = torch.load(path, weights_only=True)
-                model = TinyLM(model_cfg)
-                model.load_state_dict(saved["state"])
-                return model.eval(), TrainLog(saved["losses"], saved["seconds"], from_cache=True)
+                try:
+                    saved = torch.load(path, weights_only=True)
+                    model = TinyLM(model_cfg)
+                    model.load_state_dict(saved["state"])
+                    return model.eval(), TrainLog(list(saved["losses"]), float(saved["seconds"]), from_cache=True)
+                except Exception:  # a truncated or foreign file is not this model: train it again, over it
+                    pass
             model, log = _train(model_cfg, corpus, cfg, progress)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             torch.save({"state": model.state_dict(), "losses": log.losses, "seconds": log.seconds}, tmp)

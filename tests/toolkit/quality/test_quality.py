@@ -173,6 +173,23 @@ def test_a_cached_model_is_trained_once_and_read_back_bit_for_bit(corpus, monkey
     assert len(list(tmp_path.glob("*.pt"))) == 3
 
 
+@pytest.mark.parametrize("content", [b"", b"not a torch file", None])
+def test_a_cached_file_that_is_not_the_model_is_trained_over(corpus, monkeypatch, tmp_path, content):
+    monkeypatch.setenv("TWOFOUR_CACHE", str(tmp_path))
+    cfg = dataclasses.replace(TINY_TRAIN, steps=5)
+    with deterministic(1):
+        model, _ = train(TINY, corpus, cfg, progress=False, cache=True)
+        path = next(tmp_path.glob("*.pt"))
+        if content is None:  # a readable file of another model's weights
+            torch.save({"state": {"wrong": torch.zeros(2)}, "losses": [1.0], "seconds": 1.0}, path)
+        else:
+            path.write_bytes(content)
+        again, log = train(TINY, corpus, cfg, progress=False, cache=True)
+        read, read_log = train(TINY, corpus, cfg, progress=False, cache=True)
+    assert not log.from_cache and read_log.from_cache
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), read.state_dict().values()))
+
+
 def test_deterministic_restores_settings():
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
     with deterministic(1):
