@@ -249,9 +249,10 @@ def train(
         return _train(model_cfg, corpus, cfg, progress)
     key = repr((model_cfg, cfg, corpus.sha256, torch.__version__, torch.get_num_threads(),
                 torch.are_deterministic_algorithms_enabled()))
-    path = _cache_dir() / f"tinylm-{hashlib.sha256(key.encode()).hexdigest()[:20]}.pt"
+    folder = os.getenv("TWOFOUR_CACHE") or Path(os.getenv("XDG_CACHE_HOME") or Path.home() / ".cache") / "twofour"
+    path = Path(folder) / f"tinylm-{hashlib.sha256(key.encode()).hexdigest()[:20]}.pt"
     try:
-        with _only_one_trainer(path):  # a second process asking for it waits, then reads it
+        with _only_one_trainer(path):  # a second process asking for the model waits, then reads it
             if path.is_file():
                 try:
                     saved = torch.load(path, weights_only=True)
@@ -280,16 +281,9 @@ def _train(model_cfg: ModelConfig, corpus: Corpus, cfg: TrainConfig, progress: b
     return model, log
 
 
-def _cache_dir() -> Path:
-    if os.environ.get("TWOFOUR_CACHE"):
-        return Path(os.environ["TWOFOUR_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "twofour"
-
-
 @contextlib.contextmanager
 def _only_one_trainer(path: Path):
-    """While held, no other process trains the same model (notebooks run side by side under
-    ``make test``)."""
+    """While held, no other process (a notebook beside this one) trains the same model."""
     try:
         import fcntl
     except ImportError:  # Windows: both may train; each writes the same bytes
