@@ -124,7 +124,8 @@ def test_9_to_the_9_to_the_9_is_refused_before_it_is_computed():
         ("(1, 2) + (3,)", "arithmetic is on numbers only"),
         ("'%999999999d' % 1", "%-format directive"),
         ("'%*d' % (100000000, 1)", "%-format directive"),
-        ("'%(x)s' % {'x': 1}", "%-format directive"),
+        ("'%(x)s' % {'x': 1}", "uses a %-format directive a bank may not use (allowed: %d, %s, %.2f ..., "
+                               "widths up to 99, no '*' or '(name)')"),  # what is allowed, in full
         ("math.comb(1000000, 500000)", "math.comb: n must be an int in [0, 1024]"),
         ("transposable_patterns(3, 6)", "0 < n <= m <= 5"),
         ("math.ceil(1e300)", "bits"),
