@@ -40,11 +40,11 @@ TOKEN_SAMPLES = """seen => {
   const background = (e) => { for (; e; e = e.parentElement) {
     const bg = getComputedStyle(e).backgroundColor; if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') return bg; }
     return 'none'; };
-  for (const span of document.querySelectorAll('.highlight code, .highlight code span')) {  // a block's own text too
-    const cs = getComputedStyle(span);
-    const look = [cs.color, cs.fontSize, cs.fontWeight, cs.opacity, background(span)].join(' ');
+  for (const text of document.querySelectorAll('.highlight code, .highlight code span')) {  // a block's own text too
+    const cs = getComputedStyle(text);
+    const look = [cs.color, cs.fontSize, cs.fontWeight, cs.opacity, background(text)].join(' ');
     if (known.has(look)) continue;
-    known.add(look); fresh.push(look); span.closest('.highlight').dataset.axeSample = '';
+    known.add(look); fresh.push(look); text.closest('.highlight').dataset.axeSample = '';
   }
   return fresh;
 }"""

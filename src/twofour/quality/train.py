@@ -84,8 +84,7 @@ class TrainConfig:
 
 @dataclass
 class TrainLog:
-    """Training loss per step (mean cross-entropy per byte, nats), the training's wall time, and whether
-    the model was read back from :func:`train`'s cache rather than trained in this call."""
+    """Loss per step (mean cross-entropy per byte, nats), training seconds, and whether it came from the cache."""
 
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
@@ -263,10 +262,13 @@ def train(
                     pass
             model, log = _train(model_cfg, corpus, cfg, progress)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            torch.save({"state": model.state_dict(), "losses": log.losses, "seconds": log.seconds}, tmp)
-            os.replace(tmp, path)  # atomic: a reader never sees half a file
+            try:
+                torch.save({"state": model.state_dict(), "losses": log.losses, "seconds": log.seconds}, tmp)
+                os.replace(tmp, path)  # atomic: a reader never sees half a file
+            except OSError:  # a cache that cannot be written (a folder in the way): the model is trained all the same
+                tmp.unlink(missing_ok=True)
             return model, log
-    except OSError:  # no writable cache: train here
+    except OSError:  # no cache folder or lock can be made: train without one
         return _train(model_cfg, corpus, cfg, progress)
 
 

@@ -155,8 +155,8 @@ def test_the_provided_model_is_the_chapters_model(monkeypatch, tmp_path):
     cfg = TrainConfig(steps=20, batch_size=4, lr=3e-3, warmup_steps=2, seed=0)
     with deterministic(threads=1):  # as chapter 5 trains it
         chapters, _ = train(SIZES["tiny"].model, load_corpus(), cfg, progress=False, cache=True)
-    monkeypatch.setattr(importlib.import_module("twofour.quality.train"), "continue_training", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(importlib.import_module("twofour.quality.train"), "continue_training",
+                        lambda *a, **k: pytest.fail("trained again"))
     provided, norms = lab5._provided.__wrapped__("tiny", cfg)
     assert all(torch.equal(a, b) for a, b in zip(chapters.state_dict().values(), provided.state_dict().values()))
     assert set(norms) == set(prunable_linears(provided))
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -190,8 +189,7 @@ def load_bank(path=None) -> Bank:
 
 @functools.lru_cache(maxsize=4)
 def _bank(text: str, source: str) -> Bank:
-    # Kept by the text read: a bank is frozen, and reading the shipped one (about 0.7 s, most of it
-    # validation) is what the site build and half the test modules do first. A changed file is new text.
+    # Kept by text (a changed file is new text): a bank is frozen, and reading one costs about 0.7 s.
     data = _parse_yaml(text, source)
     validate(data, "bank", source)
     questions = tuple(parse_question(raw, i, source) for i, raw in enumerate(data["questions"]))
